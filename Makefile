@@ -1,0 +1,106 @@
+# particle - plain GNU make.  `make` builds ./build/particle and build/libparticle.a.
+# `make demo` and `make test` also install missing Debian packages (as root) first.
+#
+# Layout: every src/<component>/*.c goes into libparticle.a except src/cli (the binary) and
+# src/cuda (optional, later).  Files named *_avx2.c / *_avx512.c get their ISA flags here and
+# nowhere else: the rest of the binary runs on any x86-64 (runtime dispatch).
+
+CC      ?= cc
+BUILD   ?= build
+SAN     ?=
+NPROC   := $(shell nproc 2>/dev/null || echo 2)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+# -ffp-contract=off everywhere: the reference quantizers only reproduce ggml's bytes without
+# FMA contraction, and it keeps scalar kernels deterministic across compilers.
+BASEFLAGS := -std=c11 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno -pthread \
+             -Iinclude -Isrc -MMD -MP $(WARN)
+LDLIBS  := -lpcre2-8 -luring -lcrypto -lcjson -lpthread -lm
+
+ifeq ($(SAN),1)
+BASEFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS   += -fsanitize=address,undefined
+endif
+ifeq ($(SAN),thread)
+BASEFLAGS += -fsanitize=thread
+LDFLAGS   += -fsanitize=thread
+endif
+
+ISA_AVX2   := -mavx2 -mfma -mf16c -mbmi2
+ISA_AVX512 := $(ISA_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+
+LIB_SRC  := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/cuda/*'))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/unit/*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+
+LIB      := $(BUILD)/libparticle.a
+BIN      := $(BUILD)/particle
+TESTBIN  := $(BUILD)/pt_test
+
+.PHONY: all deps test test-bin demo fuzz clean bench models
+all: $(BIN) $(LIB)
+
+$(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
+$(BUILD)/obj/%_avx512.o: ISA = $(ISA_AVX512)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC  $<"
+	@$(CC) $(BASEFLAGS) $(CFLAGS) $(ISA) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(TESTBIN): $(TEST_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS)
+
+test-bin: $(TESTBIN) $(BIN)
+
+# ---- fuzzing (clang + libFuzzer): one binary per tests/fuzz/fuzz_<name>.c ----------------
+FUZZ_BUILD := build/fuzz
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -ffp-contract=off -Iinclude -Isrc -g -O1 \
+              -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(WARN)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+
+$(FUZZ_BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
+$(FUZZ_BUILD)/obj/%_avx512.o: ISA = $(ISA_AVX512)
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (fuzz)"
+	@clang $(FUZZ_FLAGS) $(ISA) -MMD -MP -c $< -o $@
+$(FUZZ_BUILD)/libparticle.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libparticle.a
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_BUILD)/libparticle.a $(LDLIBS) -o $@
+fuzz: $(FUZZ_BINS)
+
+# ---- set-up, tests, demo ------------------------------------------------------------------
+deps:
+	@sh tools/deps.sh
+
+test: deps
+	$(MAKE) -j$(NPROC) test-bin
+	$(MAKE) -j$(NPROC) BUILD=build/asan CC=clang SAN=1 CFLAGS="-O1 -g" test-bin
+	$(MAKE) -j$(NPROC) fuzz
+	@sh tools/run-tests.sh
+
+DEMO_MODEL ?= models/demo-qwen3moe-small-q4_k_m.gguf
+demo: deps
+	$(MAKE) -j$(NPROC) all
+	@sh tools/demo.sh "$(DEMO_MODEL)"
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) build/fuzz -name '*.d' 2>/dev/null)

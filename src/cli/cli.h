@@ -1,0 +1,33 @@
+/* cli.h - subcommands of ./build/particle and the helpers they share.
+ * Every command returns a process exit code: 0 ok, 1 runtime failure, 2 bad input/usage,
+ * 130 cancelled (pt_status_exit_code maps library results). */
+#ifndef PT_CLI_H
+#define PT_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/status.h"
+
+#define PT_EXIT_OK 0
+#define PT_EXIT_FAIL 1
+#define PT_EXIT_USAGE 2
+#define PT_EXIT_CANCELLED 130
+
+int pt_cmd_inspect(int argc, char **argv);
+
+/* Prints "particle: error: <msg>" on stderr (one line). */
+void pt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the error record as one line and returns the matching exit code. */
+int pt_cli_fail(const struct pt_error *err);
+/* Strict number parsing for flag values; on failure prints an error naming the flag and
+ * returns false. */
+bool pt_cli_parse_u64(const char *flag, const char *text, uint64_t min, uint64_t max,
+		      uint64_t *out);
+bool pt_cli_parse_f64(const char *flag, const char *text, double min, double max,
+		      double *out);
+/* "6G", "512M", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024. */
+bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out);
+
+#endif

@@ -1,0 +1,48 @@
+/* main.c - ./build/particle: dispatches to one subcommand per file in src/cli/. */
+#include "cli/cli.h"
+
+#include <string.h>
+
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: particle <command> [options]\n\n"
+		   "Runs Mixture-of-Experts LLMs larger than RAM from GGUF files.\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'particle <command> --help' describes a command's options.\n"
+		   "exit codes: 0 ok, 1 runtime failure, 2 bad input or usage, 130 cancelled\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return PT_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return PT_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("particle %s\n", PT_VERSION_STRING);
+		return PT_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	pt_cli_error("unknown command '%s' (see 'particle --help')", argv[1]);
+	return PT_EXIT_USAGE;
+}

@@ -1,0 +1,164 @@
+/* gguf.h - GGUF v2/v3 reader (read-only mmap, fully validated before use) and streaming writer.
+ *
+ * Reader invariants: after pt_gguf_open* succeeds every key, value, string, array and tensor
+ * range has been bounds-checked against the file (GGUF-AND-QUANTS.md 2.8), so accessors never
+ * re-check offsets.  All strings are (ptr, len) views into the mapping, valid until
+ * pt_gguf_close; they are NOT NUL-terminated.
+ */
+#ifndef PT_GGUF_H
+#define PT_GGUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+enum pt_gguf_vtype {
+	PT_GGUF_U8 = 0,
+	PT_GGUF_I8 = 1,
+	PT_GGUF_U16 = 2,
+	PT_GGUF_I16 = 3,
+	PT_GGUF_U32 = 4,
+	PT_GGUF_I32 = 5,
+	PT_GGUF_F32 = 6,
+	PT_GGUF_BOOL = 7,
+	PT_GGUF_STRING = 8,
+	PT_GGUF_ARRAY = 9,
+	PT_GGUF_U64 = 10,
+	PT_GGUF_I64 = 11,
+	PT_GGUF_F64 = 12,
+	PT_GGUF_VTYPE_COUNT = 13,
+};
+
+struct pt_str {
+	const char *ptr;
+	uint64_t len;
+};
+
+struct pt_gguf_kv {
+	struct pt_str key;
+	enum pt_gguf_vtype type;
+	enum pt_gguf_vtype arr_type; /* element type when type == ARRAY */
+	uint64_t arr_count;          /* element count when type == ARRAY */
+	const uint8_t *value;        /* first payload byte (after type/count headers) */
+	uint64_t value_offset;       /* file offset of value, for error messages */
+};
+
+struct pt_gguf_tensor {
+	struct pt_str name;
+	uint32_t n_dims;
+	uint64_t ne[4];          /* ne[0] = row length; dims past n_dims are 1 */
+	uint32_t type;           /* enum pt_type */
+	uint64_t offset;         /* relative to the data section */
+	uint64_t file_offset;    /* absolute offset of the first data byte */
+	uint64_t nbytes;
+	const uint8_t *data;     /* in the mapping */
+};
+
+typedef struct pt_gguf pt_gguf;
+
+/* Opens and validates path.  On failure *out is NULL and err names what, where (key or tensor)
+ * and the byte offset.  Codes: PT_E_IO (open/mmap), PT_E_FORMAT, PT_E_UNSUPPORTED (valid GGUF
+ * but e.g. an unknown tensor type), PT_E_LIMIT, PT_E_NOMEM. */
+enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *err);
+/* Same over a caller buffer that must outlive the handle (fuzzing, tests). */
+enum pt_status pt_gguf_open_memory(const void *data, size_t size, pt_gguf **out,
+				   struct pt_error *err);
+void pt_gguf_close(pt_gguf *g); /* NULL-safe */
+
+uint32_t pt_gguf_version(const pt_gguf *g);
+uint64_t pt_gguf_file_size(const pt_gguf *g);
+uint32_t pt_gguf_alignment(const pt_gguf *g);
+uint64_t pt_gguf_data_offset(const pt_gguf *g); /* absolute offset of the data section */
+const uint8_t *pt_gguf_base(const pt_gguf *g);  /* first byte of the file mapping */
+int pt_gguf_fd(const pt_gguf *g);                /* -1 for memory opens */
+const char *pt_gguf_path(const pt_gguf *g);      /* NULL for memory opens */
+
+/* Metadata. */
+uint64_t pt_gguf_kv_count(const pt_gguf *g);
+const struct pt_gguf_kv *pt_gguf_kv_at(const pt_gguf *g, uint64_t i);
+const struct pt_gguf_kv *pt_gguf_find_kv(const pt_gguf *g, const char *key);
+const char *pt_gguf_vtype_name(enum pt_gguf_vtype t);
+
+/* Typed getters.  Return PT_OK and store the value; if the key is absent return PT_OK with
+ * *out = def and *found (may be NULL) = false; if present with another type return
+ * PT_E_FORMAT naming the key, the stored type and the expected one.  Integer getters accept
+ * any integer type whose value fits the destination (the converter writes u32, others i32). */
+enum pt_status pt_gguf_get_u32(const pt_gguf *g, const char *key, uint32_t def, uint32_t *out,
+			       bool *found, struct pt_error *err);
+enum pt_status pt_gguf_get_u64(const pt_gguf *g, const char *key, uint64_t def, uint64_t *out,
+			       bool *found, struct pt_error *err);
+enum pt_status pt_gguf_get_i32(const pt_gguf *g, const char *key, int32_t def, int32_t *out,
+			       bool *found, struct pt_error *err);
+enum pt_status pt_gguf_get_f32(const pt_gguf *g, const char *key, float def, float *out,
+			       bool *found, struct pt_error *err);
+enum pt_status pt_gguf_get_bool(const pt_gguf *g, const char *key, bool def, bool *out,
+				bool *found, struct pt_error *err);
+enum pt_status pt_gguf_get_str(const pt_gguf *g, const char *key, struct pt_str *out,
+			       bool *found, struct pt_error *err); /* absent: {NULL,0} */
+
+/* Arrays.  pt_gguf_get_arr finds an array key and checks its element type (PT_GGUF_ARRAY
+ * elements are never present: nested arrays are rejected at open). */
+enum pt_status pt_gguf_get_arr(const pt_gguf *g, const char *key, enum pt_gguf_vtype elem,
+			       const struct pt_gguf_kv **out, bool *found, struct pt_error *err);
+/* Element i of a numeric array converted to the requested C type; the caller guarantees
+ * i < kv->arr_count and a numeric arr_type.  Values are read unaligned, little-endian. */
+uint32_t pt_gguf_arr_u32(const struct pt_gguf_kv *kv, uint64_t i);
+int32_t pt_gguf_arr_i32(const struct pt_gguf_kv *kv, uint64_t i);
+float pt_gguf_arr_f32(const struct pt_gguf_kv *kv, uint64_t i);
+/* String arrays: fills out[0..kv->arr_count-1] with views (caller allocates arr_count). */
+void pt_gguf_arr_strs(const struct pt_gguf_kv *kv, struct pt_str *out);
+
+/* Tensors, in file order. */
+uint64_t pt_gguf_tensor_count(const pt_gguf *g);
+const struct pt_gguf_tensor *pt_gguf_tensor_at(const pt_gguf *g, uint64_t i);
+const struct pt_gguf_tensor *pt_gguf_find_tensor(const pt_gguf *g, const char *name);
+
+bool pt_str_eq(struct pt_str s, const char *cstr);
+
+/* ---- writer ---------------------------------------------------------------------------
+ * Usage: create; set_* metadata in the order wanted; add_tensor for every tensor (fixes the
+ * layout); begin_data (writes header, metadata, infos, padding); then write each tensor's bytes
+ * in add order through write_data, in pieces of any size (the writer pads between tensors);
+ * finish; destroy.  Memory use is independent of tensor sizes.  Setting an existing key
+ * replaces its value in place. */
+typedef struct pt_gguf_writer pt_gguf_writer;
+
+enum pt_status pt_gguf_writer_create(const char *path, uint32_t alignment,
+				     pt_gguf_writer **out, struct pt_error *err);
+enum pt_status pt_gguf_writer_set_u32(pt_gguf_writer *w, const char *key, uint32_t v,
+				      struct pt_error *err);
+enum pt_status pt_gguf_writer_set_i32(pt_gguf_writer *w, const char *key, int32_t v,
+				      struct pt_error *err);
+enum pt_status pt_gguf_writer_set_u64(pt_gguf_writer *w, const char *key, uint64_t v,
+				      struct pt_error *err);
+enum pt_status pt_gguf_writer_set_f32(pt_gguf_writer *w, const char *key, float v,
+				      struct pt_error *err);
+enum pt_status pt_gguf_writer_set_bool(pt_gguf_writer *w, const char *key, bool v,
+				       struct pt_error *err);
+enum pt_status pt_gguf_writer_set_str(pt_gguf_writer *w, const char *key, const char *v,
+				      struct pt_error *err);
+/* Any scalar or string value given as raw little-endian payload bytes (for copying keys). */
+enum pt_status pt_gguf_writer_set_raw(pt_gguf_writer *w, const char *key,
+				      enum pt_gguf_vtype type, const void *payload, size_t n,
+				      struct pt_error *err);
+/* Numeric array: count packed elements of elem type. */
+enum pt_status pt_gguf_writer_set_arr(pt_gguf_writer *w, const char *key,
+				      enum pt_gguf_vtype elem, const void *data, uint64_t count,
+				      struct pt_error *err);
+/* String array: lens may be NULL (then strlen). */
+enum pt_status pt_gguf_writer_set_arr_str(pt_gguf_writer *w, const char *key,
+					  const char *const *strs, const uint64_t *lens,
+					  uint64_t count, struct pt_error *err);
+enum pt_status pt_gguf_writer_add_tensor(pt_gguf_writer *w, const char *name, uint32_t n_dims,
+					 const uint64_t *ne, uint32_t type,
+					 struct pt_error *err);
+enum pt_status pt_gguf_writer_begin_data(pt_gguf_writer *w, struct pt_error *err);
+enum pt_status pt_gguf_writer_write_data(pt_gguf_writer *w, const void *bytes, size_t n,
+					 struct pt_error *err);
+/* Checks every tensor got exactly its bytes, writes the final padding, fsyncs, closes. */
+enum pt_status pt_gguf_writer_finish(pt_gguf_writer *w, struct pt_error *err);
+void pt_gguf_writer_destroy(pt_gguf_writer *w); /* NULL-safe; removes an unfinished file */
+
+#endif

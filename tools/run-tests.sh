@@ -1,0 +1,56 @@
+#!/bin/sh
+# run-tests.sh - runs every test suite after `make test` has built them, then prints the
+# total as the plain line `N passed, N failed`.  Each suite prints its own closing
+# `N passed, N failed` line; a suite that crashes or prints none counts as one failure.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+total_pass=0
+total_fail=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+suite() { # suite NAME COMMAND...
+	name=$1; shift
+	echo "== $name"
+	"$@" >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	if [ -n "$line" ]; then
+		p=$(echo "$line" | awk '{print $1}')
+		f=$(echo "$line" | awk '{print $3}')
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+	elif [ "$rc" -eq 0 ]; then p=1; f=0
+	else p=0; f=1
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	[ "$f" -ne 0 ] && echo "== $name: FAILED (exit $rc)"
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+suite "unit tests" build/pt_test
+suite "unit tests (ASan+UBSan)" build/asan/pt_test
+for t in tests/cli/test_*.sh; do
+	[ -f "$t" ] || continue
+	suite "cli $(basename "$t") " env PARTICLE=build/particle sh "$t"
+	suite "cli $(basename "$t") (ASan+UBSan)" env PARTICLE=build/asan/particle sh "$t"
+done
+for t in tests/oracle/test_*.sh; do
+	[ -f "$t" ] || continue
+	suite "oracle $(basename "$t")" env PARTICLE=build/particle sh "$t"
+done
+for f in build/fuzz/fuzz_*; do
+	[ -x "$f" ] || continue
+	n=$(basename "$f")
+	corpus=tests/fuzz/corpus/${n#fuzz_}
+	mkdir -p "$corpus"
+	work=$(mktemp -d)
+	# Smoke run: the committed corpus plus a short mutation run; new inputs go to a scratch dir.
+	suite "fuzz smoke $n" "$f" -runs="${FUZZ_RUNS:-20000}" -max_len=65536 -timeout=10 \
+		-rss_limit_mb=2048 "$work" "$corpus"
+	rm -rf "$work"
+done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
