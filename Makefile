@@ -43,7 +43,7 @@ LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
 
-.PHONY: all deps test test-bin demo fuzz clean bench models
+.PHONY: all deps oracle test test-bin demo fuzz clean bench models
 all: $(BIN) $(LIB)
 
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -89,7 +89,15 @@ fuzz: $(FUZZ_BINS)
 deps:
 	@sh tools/deps.sh
 
-test: deps
+# The oracle harness: llama.cpp through node-llama-cpp (prebuilt linux-x64 binary only) and
+# Hugging Face tokenizers, pinned by tools/oracle/package-lock.json.  A failed install fails.
+ORACLE_STAMP := tools/oracle/node_modules/.particle-installed
+oracle: $(ORACLE_STAMP)
+$(ORACLE_STAMP): tools/oracle/package.json tools/oracle/package-lock.json
+	cd tools/oracle && npm ci --omit=optional --no-audit --no-fund --loglevel=error
+	@touch $@
+
+test: deps oracle
 	$(MAKE) -j$(NPROC) test-bin
 	$(MAKE) -j$(NPROC) BUILD=build/asan CC=clang SAN=1 CFLAGS="-O1 -g" test-bin
 	$(MAKE) -j$(NPROC) fuzz
