@@ -67,8 +67,16 @@ const char *pt_test_tmpfile(const char *name)
 
 const char *pt_test_shared_dir(void)
 {
+	/* CI and the main checkout have shared/ beside the repo; helper worktrees one more up. */
+	static const char *const guesses[] = { "../shared", "../../shared" };
+	struct stat st;
 	const char *s = getenv("PT_SHARED");
-	return s ? s : "../shared";
+	if (s)
+		return s;
+	for (size_t i = 0; i < sizeof guesses / sizeof guesses[0]; i++)
+		if (stat(guesses[i], &st) == 0 && S_ISDIR(st.st_mode))
+			return guesses[i];
+	return guesses[0];
 }
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
