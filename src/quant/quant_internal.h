@@ -30,6 +30,14 @@ float pt_quant_make_qkx2_quants(int n, int nmax, const float *x, const float *w,
 				float *the_min, uint8_t *Laux, float rmin, float rdelta,
 				int nstep, int use_mad);
 
+/* The same for 8 consecutive sub-blocks of n <= 32 values each (x[b*n + i], results per b),
+ * bit-identical to 8 scalar calls (quant_lanes.c).  make_qx_quants_x8 is rmse_type 1 with
+ * no quant weights (weights x^2), as Q6_K uses it. */
+void pt_quant_make_qkx2_quants_x8(int n, int nmax, const float *x, const float *w, uint8_t *L,
+				  float *scales, float *the_mins, float rmin, float rdelta,
+				  int nstep, int use_mad);
+void pt_quant_make_qx_quants_x8(int n, int nmax, const float *x, int8_t *L, float *scales);
+
 #define PT_QUANT_DECL(t)                                                                   \
 	void pt_quant_dequant_##t(const void *src, float *dst, uint64_t nb);               \
 	void pt_quant_quantize_##t(const float *src, void *dst, uint64_t nb)
