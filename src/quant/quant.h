@@ -10,8 +10,11 @@
  *   dequant and quantize: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K
  *                         IQ4_NL IQ4_XS MXFP4
  * Quantizer choices where ggml has two: IQ4_NL uses ntry = 7 (quantize_iq4_nl, what
- * llama-quantize writes), not the ntry = -1 from_float_ref.  MXFP4 clamps the block exponent
- * at 0 for max |x| < 2^-125, where ggml's cast is undefined.
+ * llama-quantize writes), not the ntry = -1 from_float_ref.  Where ggml casts an
+ * out-of-range float to an integer (C-undefined; only for blocks whose max |x| is a float
+ * subnormal or near it), we reproduce what ggml does on x86-64; the single case where that
+ * yields a block ggml's validator rejects (MXFP4 exponent 0xFF) is stored as 0xFE, which
+ * decodes to the same zeros.
  *
  * Nothing here allocates; scratch lives on the stack.  All functions are thread-safe. */
 #ifndef PT_QUANT_QUANT_H

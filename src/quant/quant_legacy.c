@@ -346,7 +346,11 @@ void pt_quant_quantize_mxfp4(const float *x, void *dst, uint64_t nb)
 			if (amax < fabsf(x[j]))
 				amax = fabsf(x[j]);
 		float e = amax > 0.0f ? floorf(log2f(amax)) - 2 + 127 : 0;
-		y->e = (uint8_t)(e > 0 ? e : 0); /* ggml's cast is undefined below 0 */
+		/* Below 0 (max |x| < 2^-125) ggml's cast wraps on x86, giving a huge scale and
+		 * all-zero codes; the one wrap to 0xFF, which ggml's own validator rejects, is
+		 * stored as 0xFE instead (same zero codes and values). */
+		uint8_t eb = (uint8_t)((uint32_t)trunc_i32(e) & 0xFF);
+		y->e = eb == 0xFF ? 0xFE : eb;
 		float d = pt_e8m0_to_f32_half(y->e);
 		for (int j = 0; j < PT_QK_MXFP4 / 2; j++) {
 			int q0 = best_index_mxfp4(x[j], d);

@@ -461,3 +461,26 @@ PT_TEST(test_quant_lane_searches_match_scalar)
 	}
 	CHECK_EQ_INT(mismatches, 0);
 }
+
+PT_TEST(test_quant_mxfp4_exponent_and_exact_grid)
+{
+	/* max 6 -> e = floor(log2 6) - 2 + 127 = 127, scale 2^-1 x doubled table: E2M1 exact */
+	static const float e2m1[8] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6 };
+	float x[32], y[32];
+	uint8_t q[17];
+	for (int j = 0; j < 32; j++)
+		x[j] = (j & 8 ? -1.0f : 1.0f) * e2m1[j % 8];
+	CHECK_EQ_INT(pt_quant_quantize_row(PT_TYPE_MXFP4, x, q, 32, NULL), PT_OK);
+	CHECK_EQ_INT(q[0], 127);
+	CHECK_EQ_INT(pt_quant_dequant_row(PT_TYPE_MXFP4, q, y, 32, NULL), PT_OK);
+	for (int j = 0; j < 32; j++)
+		CHECK(y[j] == x[j]);
+	/* max |x| in [2^-126, 2^-125): ggml's wrapped exponent would be 0xFF (invalid) */
+	for (int j = 0; j < 32; j++)
+		x[j] = j == 3 ? 1.5f * ldexpf(1, -126) : 0.0f;
+	CHECK_EQ_INT(pt_quant_quantize_row(PT_TYPE_MXFP4, x, q, 32, NULL), PT_OK);
+	CHECK_EQ_INT(q[0], 0xFE);
+	CHECK_EQ_INT(pt_quant_validate_row(PT_TYPE_MXFP4, q, 32, NULL), PT_OK);
+	CHECK_EQ_INT(pt_quant_dequant_row(PT_TYPE_MXFP4, q, y, 32, NULL), PT_OK);
+	CHECK(y[3] == 0.0f);
+}
