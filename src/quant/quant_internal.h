@@ -37,6 +37,17 @@ void pt_quant_make_qkx2_quants_x8(int n, int nmax, const float *x, const float *
 				  float *scales, float *the_mins, float rmin, float rdelta,
 				  int nstep, int use_mad);
 void pt_quant_make_qx_quants_x8(int n, int nmax, const float *x, int8_t *L, float *scales);
+/* The two implementations the _x8 entry points choose between (exposed for tests); the
+ * _avx2 ones may only run when pt_quant_have_avx2() is true. */
+int pt_quant_have_avx2(void);
+void pt_quant_make_qkx2_quants_sse(int n, int nmax, const float *x, const float *w, uint8_t *L,
+				   float *scales, float *the_mins, float rmin, float rdelta,
+				   int nstep, int use_mad);
+void pt_quant_make_qx_quants_sse(int n, int nmax, const float *x, int8_t *L, float *scales);
+void pt_quant_make_qkx2_quants_avx2(int n, int nmax, const float *x, const float *w,
+				    uint8_t *L, float *scales, float *the_mins, float rmin,
+				    float rdelta, int nstep, int use_mad);
+void pt_quant_make_qx_quants_avx2(int n, int nmax, const float *x, int8_t *L, float *scales);
 
 #define PT_QUANT_DECL(t)                                                                   \
 	void pt_quant_dequant_##t(const void *src, float *dst, uint64_t nb);               \

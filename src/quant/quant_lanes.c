@@ -1,205 +1,67 @@
-/* quant_lanes.c - the K-quant search helpers evaluated for 8 sub-blocks at once.
- *
- * make_qkx2_quants and make_qx_quants dominate quantization time (Q4_K: 21 trial scales per
- * sub-block), and their float sums are sequential chains that scalar code cannot overlap.
- * Here lane b of every vector is sub-block b: each lane performs exactly the scalar
- * algorithm's operations in the scalar order (branches become per-lane selects), so the
- * results are bit-identical to the scalar helpers in quant_k.c (a unit test and the ggml
- * oracle check this).  Portable GCC/clang vector extensions; no ISA flags. */
-#include <string.h>
+/* quant_lanes.c - the 8-sub-block search entry points: AVX2 (8 lanes) when the CPU has it,
+ * else two groups of 4 SSE2 lanes.  Both are bit-identical to the scalar helpers
+ * (quant_lanes_impl.h explains how). */
+#define PT_LANES 4
+#include "quant/quant_lanes_impl.h"
 
-#include "quant/quant_internal.h"
+#include <cpuid.h>
 
-/* Vectors cross only static functions of this file, so the AVX-vs-SSE calling convention
- * difference gcc and clang warn about cannot matter. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-/* Vector types are the one place a typedef is needed: the attribute needs a type name. */
-typedef float vf __attribute__((vector_size(16)));
-typedef int32_t vi __attribute__((vector_size(16)));
-
-#define LANES 4
-
-static inline vf splat(float f)
-{
-	return (vf){ f, f, f, f };
-}
-
-static inline vf sel(vi m, vf a, vf b)
-{
-	return (vf)((m & (vi)a) | (~m & (vi)b));
-}
-
-static inline vi seli(vi m, vi a, vi b)
-{
-	return (m & a) | (~m & b);
-}
-
-static inline vi nearest8(vf x)
-{
-	vi i = (vi)(x + 12582912.f);
-	return (i & 0x007fffff) - 0x00400000;
-}
-
-static inline vi clamp8(vi v, int lo, int hi)
-{
-	v = seli(v < lo, (vi){ 0 } + lo, v);
-	return seli(v > hi, (vi){ 0 } + hi, v);
-}
-
-static inline vf absf8(vf x)
-{
-	return (vf)((vi)x & 0x7fffffff);
-}
-
-static inline vf tof(vi v)
-{
-	return __builtin_convertvector(v, vf);
-}
-
-/* Load element i of 8 sub-blocks spaced `stride` floats apart. */
-static inline vf gather(const float *x, int stride, int i)
-{
-	vf v;
-	for (int b = 0; b < LANES; b++)
-		v[b] = x[b * stride + i];
-	return v;
-}
-
-static vf qkx_err8(int n, const vf *x, const vf *w, const vi *L, vf scale, vf min,
-		    int use_mad)
-{
-	vf err = splat(0);
-	for (int i = 0; i < n; i++) {
-		vf diff = scale * tof(L[i]) + min - x[i];
-		err += w[i] * (use_mad ? absf8(diff) : diff * diff);
-	}
-	return err;
-}
-
-static void qkx2_lanes(int n, int nmax, const float *xs, const float *ws, uint8_t *Ls,
-		       float *scales, float *the_mins, float rmin, float rdelta, int nstep,
-		       int use_mad)
-{
-	vf x[32] = { 0 }, w[32] = { 0 };
-	vi L[32], Laux[32];
-	for (int i = 0; i < n; i++) {
-		x[i] = gather(xs, n, i);
-		w[i] = gather(ws, n, i);
-	}
-	vf min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
-	for (int i = 1; i < n; i++) {
-		min = sel(x[i] < min, x[i], min);
-		max = sel(x[i] > max, x[i], max);
-		sum_w += w[i];
-		sum_x += w[i] * x[i];
-	}
-	min = sel(min > 0, splat(0), min);
-	vi degenerate = max == min;
-	vf min0 = min;
-	vf iscale = (float)nmax / (max - min);
-	vf scale = 1 / iscale;
-	for (int i = 0; i < n; i++)
-		L[i] = clamp8(nearest8(iscale * (x[i] - min)), 0, nmax);
-	vf best_error = qkx_err8(n, x, w, L, scale, min, use_mad);
-	for (int is = 0; nstep >= 1 && is <= nstep; is++) {
-		/* min moves with each accepted fit and feeds the next grid, as in ggml */
-		iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
-		vf sum_l = splat(0), sum_l2 = splat(0), sum_xl = splat(0);
-		for (int i = 0; i < n; i++) {
-			Laux[i] = clamp8(nearest8(iscale * (x[i] - min)), 0, nmax);
-			vf l = tof(Laux[i]);
-			sum_l += w[i] * l;
-			sum_l2 += w[i] * l * l;
-			sum_xl += w[i] * l * x[i];
-		}
-		vf D = sum_w * sum_l2 - sum_l * sum_l;
-		vf this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-		vf this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-		vi pos = this_min > 0;
-		this_min = sel(pos, splat(0), this_min);
-		this_scale = sel(pos, sum_xl / sum_l2, this_scale);
-		vf err = qkx_err8(n, x, w, Laux, this_scale, this_min, use_mad);
-		vi take = (D > 0) & (err < best_error);
-		for (int i = 0; i < n; i++)
-			L[i] = seli(take, Laux[i], L[i]);
-		best_error = sel(take, err, best_error);
-		scale = sel(take, this_scale, scale);
-		min = sel(take, this_min, min);
-	}
-	scale = sel(degenerate, splat(0), scale);
-	for (int b = 0; b < LANES; b++) {
-		scales[b] = scale[b];
-		the_mins[b] = degenerate[b] ? -min0[b] : -min[b];
-		for (int i = 0; i < n; i++)
-			Ls[b * n + i] = degenerate[b] ? 0 : (uint8_t)L[i][b];
-	}
-}
-
-/* sum w*x*l and sum w*l*l (w = x^2, make_qx_quants rmse_type 1) at inverse scales iscale. */
-static void qx_sums8(int n, int nmax, const vf *x, vf iscale, vi *L, vf *sumlx,
-		     vf *suml2)
-{
-	vf slx = splat(0), sl2 = splat(0);
-	for (int i = 0; i < n; i++) {
-		L[i] = clamp8(nearest8(iscale * x[i]), -nmax, nmax - 1);
-		vf l = tof(L[i]);
-		vf w = x[i] * x[i];
-		slx += w * x[i] * l;
-		sl2 += w * l * l;
-	}
-	*sumlx = slx;
-	*suml2 = sl2;
-}
-
-static void qx_lanes(int n, int nmax, const float *xs, int8_t *Ls, float *scales)
-{
-	vf x[32] = { 0 }, amax = splat(0), max = splat(0), sumlx, suml2;
-	vi L[32], Ltry[32];
-	for (int i = 0; i < n; i++) {
-		x[i] = gather(xs, n, i);
-		vf ax = absf8(x[i]);
-		vi bigger = ax > amax;
-		amax = sel(bigger, ax, amax);
-		max = sel(bigger, x[i], max);
-	}
-	vi zero = amax < PT_GROUP_MAX_EPS;
-	vf iscale = (float)-nmax / max;
-	qx_sums8(n, nmax, x, iscale, L, &sumlx, &suml2);
-	vf scale = sel(suml2 != 0, sumlx / suml2, splat(0));
-	vf best = scale * sumlx;
-	for (int is = -9; is <= 9; is++) {
-		if (is == 0)
-			continue;
-		iscale = -((float)nmax + 0.1f * (float)is) / max;
-		qx_sums8(n, nmax, x, iscale, Ltry, &sumlx, &suml2);
-		vi take = (suml2 > 0) & (sumlx * sumlx > best * suml2);
-		vf s = sumlx / suml2;
-		for (int i = 0; i < n; i++)
-			L[i] = seli(take, Ltry[i], L[i]);
-		scale = sel(take, s, scale);
-		best = sel(take, s * sumlx, best);
-	}
-	scale = sel(zero, splat(0), scale);
-	for (int b = 0; b < LANES; b++) {
-		scales[b] = scale[b];
-		for (int i = 0; i < n; i++)
-			Ls[b * n + i] = zero[b] ? 0 : (int8_t)(L[i][b] + nmax);
-	}
-}
-
-/* 8 sub-blocks as two groups of 4 lanes: 16-byte vectors are native on every x86-64. */
-void pt_quant_make_qkx2_quants_x8(int n, int nmax, const float *x, const float *w, uint8_t *L,
-				  float *scales, float *the_mins, float rmin, float rdelta,
-				  int nstep, int use_mad)
+void pt_quant_make_qkx2_quants_sse(int n, int nmax, const float *x, const float *w, uint8_t *L,
+				   float *scales, float *the_mins, float rmin, float rdelta,
+				   int nstep, int use_mad)
 {
 	for (int g = 0; g < 8; g += LANES)
 		qkx2_lanes(n, nmax, x + g * n, w + g * n, L + g * n, scales + g, the_mins + g,
 			   rmin, rdelta, nstep, use_mad);
 }
 
-void pt_quant_make_qx_quants_x8(int n, int nmax, const float *x, int8_t *L, float *scales)
+void pt_quant_make_qx_quants_sse(int n, int nmax, const float *x, int8_t *L, float *scales)
 {
 	for (int g = 0; g < 8; g += LANES)
 		qx_lanes(n, nmax, x + g * n, L + g * n, scales + g);
+}
+
+/* Everything quant_lanes_avx2.c is compiled for (-mavx2 -mfma -mf16c -mbmi2); the builtin
+ * checks the OS saves the AVX state, cpuid covers the features clang's builtin cannot name. */
+static int detect_avx2(void)
+{
+	unsigned a, b, c, d;
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return 0;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) /* F16C */
+		return 0;
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 8)); /* BMI2 */
+}
+
+/* Cached: cpuid traps to the hypervisor on virtual machines.  Racing first calls store the
+ * same answer. */
+int pt_quant_have_avx2(void)
+{
+	static int cached = -1;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v < 0) {
+		v = detect_avx2();
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+void pt_quant_make_qkx2_quants_x8(int n, int nmax, const float *x, const float *w, uint8_t *L,
+				  float *scales, float *the_mins, float rmin, float rdelta,
+				  int nstep, int use_mad)
+{
+	if (pt_quant_have_avx2())
+		pt_quant_make_qkx2_quants_avx2(n, nmax, x, w, L, scales, the_mins, rmin, rdelta,
+					       nstep, use_mad);
+	else
+		pt_quant_make_qkx2_quants_sse(n, nmax, x, w, L, scales, the_mins, rmin, rdelta,
+					      nstep, use_mad);
+}
+
+void pt_quant_make_qx_quants_x8(int n, int nmax, const float *x, int8_t *L, float *scales)
+{
+	if (pt_quant_have_avx2())
+		pt_quant_make_qx_quants_avx2(n, nmax, x, L, scales);
+	else
+		pt_quant_make_qx_quants_sse(n, nmax, x, L, scales);
 }

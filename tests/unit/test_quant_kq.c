@@ -424,42 +424,69 @@ static void fill_subblocks(float *x, int n, int nsb, int round)
 	}
 }
 
-PT_TEST(test_quant_lane_searches_match_scalar)
+static const struct {
+	int n, nmax, nstep, mad;
+	float rmin;
+} lane_cfg[] = { { 32, 15, 20, 0, -1.0f }, { 32, 31, 15, 0, -0.5f }, { 16, 3, 15, 1, -0.5f } };
+
+/* 300 rounds of 8 sub-blocks per configuration: the lane versions (level 0: SSE2 4-lane,
+ * 1: AVX2 8-lane, 2: the dispatching entry point) against 8 scalar calls; returns the
+ * number of mismatching results. */
+static int lane_mismatches(int level)
 {
 	float x[256], w[256], sc1[8], sc2[8], mn1[8], mn2[8];
 	uint8_t L1[256], L2[256], Laux[32];
 	int8_t S1[256], S2[256];
-	static const struct {
-		int n, nmax, nstep, mad;
-		float rmin;
-	} cfg[] = { { 32, 15, 20, 0, -1.0f }, { 32, 31, 15, 0, -0.5f }, { 16, 3, 15, 1, -0.5f } };
-	int mismatches = 0;
+	int bad = 0;
 	rng_state = 2024;
 	for (int round = 0; round < 300; round++) {
 		for (int c = 0; c < 3; c++) {
-			int n = cfg[c].n;
+			int n = lane_cfg[c].n, nmax = lane_cfg[c].nmax, nstep = lane_cfg[c].nstep;
+			int mad = lane_cfg[c].mad;
+			float rmin = lane_cfg[c].rmin;
 			fill_subblocks(x, n, 8, round);
 			for (int i = 0; i < 8 * n; i++)
 				w[i] = fabsf(x[i]) + 0.01f * (float)(i % 5);
 			for (int b = 0; b < 8; b++)
-				sc1[b] = pt_quant_make_qkx2_quants(n, cfg[c].nmax, x + b * n, w + b * n,
-								   L1 + b * n, &mn1[b], Laux,
-								   cfg[c].rmin, 0.1f, cfg[c].nstep,
-								   cfg[c].mad);
-			pt_quant_make_qkx2_quants_x8(n, cfg[c].nmax, x, w, L2, sc2, mn2, cfg[c].rmin,
-						     0.1f, cfg[c].nstep, cfg[c].mad);
-			mismatches += memcmp(sc1, sc2, sizeof(sc1)) != 0;
-			mismatches += memcmp(mn1, mn2, sizeof(mn1)) != 0;
-			mismatches += memcmp(L1, L2, (size_t)(8 * n)) != 0;
+				sc1[b] = pt_quant_make_qkx2_quants(n, nmax, x + b * n, w + b * n,
+								   L1 + b * n, &mn1[b], Laux, rmin,
+								   0.1f, nstep, mad);
+			if (level == 0)
+				pt_quant_make_qkx2_quants_sse(n, nmax, x, w, L2, sc2, mn2, rmin, 0.1f,
+							      nstep, mad);
+			else if (level == 1)
+				pt_quant_make_qkx2_quants_avx2(n, nmax, x, w, L2, sc2, mn2, rmin, 0.1f,
+							       nstep, mad);
+			else
+				pt_quant_make_qkx2_quants_x8(n, nmax, x, w, L2, sc2, mn2, rmin, 0.1f,
+							     nstep, mad);
+			bad += memcmp(sc1, sc2, sizeof(sc1)) != 0;
+			bad += memcmp(mn1, mn2, sizeof(mn1)) != 0;
+			bad += memcmp(L1, L2, (size_t)(8 * n)) != 0;
 		}
 		fill_subblocks(x, 16, 8, round);
 		for (int b = 0; b < 8; b++)
 			sc1[b] = pt_quant_make_qx_quants(16, 32, x + 16 * b, S1 + 16 * b, 1, NULL);
-		pt_quant_make_qx_quants_x8(16, 32, x, S2, sc2);
-		mismatches += memcmp(sc1, sc2, sizeof(sc1)) != 0;
-		mismatches += memcmp(S1, S2, 128) != 0;
+		if (level == 0)
+			pt_quant_make_qx_quants_sse(16, 32, x, S2, sc2);
+		else if (level == 1)
+			pt_quant_make_qx_quants_avx2(16, 32, x, S2, sc2);
+		else
+			pt_quant_make_qx_quants_x8(16, 32, x, S2, sc2);
+		bad += memcmp(sc1, sc2, sizeof(sc1)) != 0;
+		bad += memcmp(S1, S2, 128) != 0;
 	}
-	CHECK_EQ_INT(mismatches, 0);
+	return bad;
+}
+
+PT_TEST(test_quant_lane_searches_match_scalar)
+{
+	CHECK_EQ_INT(lane_mismatches(0), 0);
+	if (pt_quant_have_avx2())
+		CHECK_EQ_INT(lane_mismatches(1), 0);
+	else
+		printf("note: no AVX2 here, 8-lane search not exercised\n");
+	CHECK_EQ_INT(lane_mismatches(2), 0);
 }
 
 PT_TEST(test_quant_mxfp4_exponent_and_exact_grid)
