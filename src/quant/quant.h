@@ -57,11 +57,12 @@ enum pt_status pt_quant_quantize_row(uint32_t type, const float *src, void *dst,
 
 /* Check stored data the way ggml_validate_row_data does (llama.cpp --check-tensors):
  * F32/F64/F16/BF16 values must be finite; the fp16 scales (d, and m/dmin where present) of
- * Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K..Q6_K, IQ*, TQ* must be finite, Q8_K's float d finite,
- * MXFP4's exponent byte not 0xFF; integer types and NVFP4/Q1_0/Q2_0/Q8_1 carry nothing to
- * check.  PT_E_FORMAT with the byte offset (relative to data) of the first bad field;
- * PT_E_UNSUPPORTED for an unknown type id; PT_E_INVALID when n is not a whole number of
- * blocks. */
+ * Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q1_0 Q2_0 Q2_K..Q6_K, every IQ type and TQ1_0/TQ2_0 must be
+ * finite (IQ1_M: the scale assembled from its scales[] nibbles), Q8_K's float d finite,
+ * MXFP4's exponent byte not 0xFF; integer types and NVFP4 carry nothing to check.
+ * PT_E_FORMAT with err->offset = byte offset (relative to data) of the first bad field or
+ * value; PT_E_UNSUPPORTED for an unknown id and for Q8_1 (activation-only; ggml rejects it
+ * too); PT_E_INVALID when n is not a whole number of blocks.  data is read only. */
 enum pt_status pt_quant_validate_row(uint32_t type, const void *data, uint64_t n,
 				     struct pt_error *err);
 

@@ -5,6 +5,8 @@
 #include "quant/quant_lanes_impl.h"
 
 #include <cpuid.h>
+#include <stdlib.h>
+#include <string.h>
 
 void pt_quant_make_qkx2_quants_sse(int n, int nmax, const float *x, const float *w, uint8_t *L,
 				   float *scales, float *the_mins, float rmin, float rdelta,
@@ -26,6 +28,9 @@ void pt_quant_make_qx_quants_sse(int n, int nmax, const float *x, int8_t *L, flo
 static int detect_avx2(void)
 {
 	unsigned a, b, c, d;
+	const char *force = getenv("PARTICLE_CPU"); /* house-wide override: scalar|avx2|avx512 */
+	if (force && strcmp(force, "scalar") == 0)
+		return 0;
 	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
 		return 0;
 	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) /* F16C */
