@@ -37,7 +37,8 @@ struct pt_quant_ops {
  * Either pointer may be NULL when only one direction exists.  The result is static. */
 const struct pt_quant_ops *pt_quant_ops(uint32_t type);
 
-/* Dequantize n elements (a multiple of the type's block size) of src into dst[n].
+/* Dequantize n elements (a multiple of the type's block size) of src into dst[n].  src may
+ * have any alignment (the pt_quant_ops functions need the block struct's alignment, 2).
  * Errors: PT_E_UNSUPPORTED for a type without dequantization, PT_E_INVALID when n is not a
  * multiple of the block size.  On error dst is untouched.  Values are bit-exact with ggml's
  * dequantize_row_* (inf/NaN scales propagate as ggml does; use pt_quant_validate_row first
@@ -59,7 +60,8 @@ enum pt_status pt_quant_quantize_row(uint32_t type, const float *src, void *dst,
  * F32/F64/F16/BF16 values must be finite; the fp16 scales (d, and m/dmin where present) of
  * Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q1_0 Q2_0 Q2_K..Q6_K, every IQ type and TQ1_0/TQ2_0 must be
  * finite (IQ1_M: the scale assembled from its scales[] nibbles), Q8_K's float d finite,
- * MXFP4's exponent byte not 0xFF; integer types and NVFP4 carry nothing to check.
+ * MXFP4's exponent byte not 0xFF (253 and 254 pass, as in ggml, though their largest codes
+ * decode to infinity); integer types and NVFP4 carry nothing to check.
  * PT_E_FORMAT with err->offset = byte offset (relative to data) of the first bad field or
  * value; PT_E_UNSUPPORTED for an unknown id and for Q8_1 (activation-only; ggml rejects it
  * too); PT_E_INVALID when n is not a whole number of blocks.  data is read only. */

@@ -511,3 +511,26 @@ PT_TEST(test_quant_mxfp4_exponent_and_exact_grid)
 	CHECK_EQ_INT(pt_quant_dequant_row(PT_TYPE_MXFP4, q, y, 32, NULL), PT_OK);
 	CHECK(y[3] == 0.0f);
 }
+
+PT_TEST(test_quant_unaligned_rows)
+{
+	/* rows at odd addresses give the same floats and bytes as aligned ones */
+	struct bufs b;
+	REQUIRE(bufs_init(&b));
+	rng_state = 31337;
+	for (int i = 0; i < 512; i++)
+		b.x[i] = gauss();
+	for (size_t t = 0; t < NQ; t++) {
+		uint32_t type = qtypes[t].type;
+		uint64_t rb;
+		REQUIRE(pt_type_row_bytes(type, 512, &rb) == 0);
+		CHECK_EQ_INT(pt_quant_quantize_row(type, b.x, b.q, 512, NULL), PT_OK);
+		CHECK_EQ_INT(pt_quant_quantize_row(type, b.x, b.q2 + 1, 512, NULL), PT_OK);
+		CHECK(memcmp(b.q, b.q2 + 1, rb) == 0);
+		float *y2 = b.x + 1024; /* spare room in x */
+		CHECK_EQ_INT(pt_quant_dequant_row(type, b.q, b.y, 512, NULL), PT_OK);
+		CHECK_EQ_INT(pt_quant_dequant_row(type, b.q2 + 1, y2, 512, NULL), PT_OK);
+		CHECK(memcmp(b.y, y2, 512 * sizeof(float)) == 0);
+	}
+	bufs_fini(&b);
+}
