@@ -30,6 +30,11 @@ float pt_quant_make_qkx2_quants(int n, int nmax, const float *x, const float *w,
 				float *the_min, uint8_t *Laux, float rmin, float rdelta,
 				int nstep, int use_mad);
 
+/* The scale search of quantize_row_iq4_nl_impl for one 32-element block (weights x^2,
+ * ntry = 7), shared by IQ4_NL and IQ4_XS: fills L[32] with the first-fit codes and returns
+ * the float scale (0 when max |x| < 1e-15). */
+float pt_quant_iq4_block_scale(const float *x, uint8_t *L);
+
 /* The same for 8 consecutive sub-blocks of n <= 32 values each (x[b*n + i], results per b),
  * bit-identical to 8 scalar calls (quant_lanes.c).  make_qx_quants_x8 is rmse_type 1 with
  * no quant weights (weights x^2), as Q6_K uses it. */

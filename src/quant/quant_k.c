@@ -569,8 +569,6 @@ void pt_quant_quantize_q6_K(const float *x, void *dst, uint64_t nb)
 
 /* ---- IQ4_XS ----------------------------------------------------------------------------- */
 
-float pt_quant_iq4_block_scale(const float *x, uint8_t *L);
-
 void pt_quant_dequant_iq4_xs(const void *src, float *dst, uint64_t nb)
 {
 	const struct pt_block_iq4_xs *b = src;

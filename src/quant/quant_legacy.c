@@ -268,9 +268,6 @@ static void iq4_fit(const float *x, const float *w, float id, uint8_t *L, float 
 	*sq2 = sumq2;
 }
 
-/* The scale search of quantize_row_iq4_nl_impl for one 32-element block with weights x^2
- * and ntry = 7; fills L with the step-3 codes and returns the float scale (0 if all ~0). */
-float pt_quant_iq4_block_scale(const float *x, uint8_t *L);
 float pt_quant_iq4_block_scale(const float *x, uint8_t *L)
 {
 	const int ntry = 7;
