@@ -86,6 +86,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	expect_exit 1 "permission denied" -- "$PARTICLE" inspect "$TMP/noperm.gguf"
 	expect_one_error_line "permission denied"
 fi
+mkfifo "$TMP/fifo"
+expect_exit 1 "fifo does not hang" -- timeout 10 "$PARTICLE" inspect "$TMP/fifo"
+expect_one_error_line "fifo"
 expect_exit 2 "unknown flag" -- "$PARTICLE" inspect --frobnicate "$TMP/moe.gguf"
 expect_one_error_line "unknown flag"
 expect_grep "$TMP/err" "frobnicate" "unknown flag named"
