@@ -291,6 +291,7 @@ void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, 
 			l->expert_slot[l->slot_expert[slot]] = -1;
 			l->slot_expert[slot] = -1;
 			l->slot_state[slot] = SLOT_EMPTY;
+			l->slot_pins[slot] = 0; /* holders unpin by expert and find nothing */
 			l->st.slots_used--;
 		}
 	}
@@ -305,6 +306,34 @@ void pt_expert_cache_release(pt_expert_cache *c, uint32_t layer, const struct pt
 	for (uint32_t i = 0; i < n; i++)
 		if (l->slot_pins[refs[i].slot])
 			l->slot_pins[refs[i].slot]--;
+	pthread_mutex_unlock(&c->mu);
+}
+
+int pt_expert_cache_find(pt_expert_cache *c, uint32_t layer, uint32_t expert, uint32_t *slot)
+{
+	struct layer_state *l = &c->layers[layer];
+	int state = 0;
+	if (expert >= c->cfg.n_expert)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	int32_t s = l->expert_slot[expert];
+	if (s >= 0) {
+		*slot = (uint32_t)s;
+		state = l->slot_state[s] == SLOT_READY ? 2 : 1;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return state;
+}
+
+void pt_expert_cache_unpin(pt_expert_cache *c, uint32_t layer, uint32_t expert)
+{
+	struct layer_state *l = &c->layers[layer];
+	if (expert >= c->cfg.n_expert)
+		return;
+	pthread_mutex_lock(&c->mu);
+	int32_t s = l->expert_slot[expert];
+	if (s >= 0 && l->slot_pins[s])
+		l->slot_pins[s]--;
 	pthread_mutex_unlock(&c->mu);
 }
 

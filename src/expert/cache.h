@@ -79,6 +79,10 @@ void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, 
 /* Unpins what acquire pinned. */
 void pt_expert_cache_release(pt_expert_cache *c, uint32_t layer, const struct pt_cache_ref *refs,
 			     uint32_t n);
+/* Where expert is: 0 absent, 1 loading, 2 ready; *slot set when present. */
+int pt_expert_cache_find(pt_expert_cache *c, uint32_t layer, uint32_t expert, uint32_t *slot);
+/* Drops one pin of a present expert (the pin acquire took for it). */
+void pt_expert_cache_unpin(pt_expert_cache *c, uint32_t layer, uint32_t expert);
 /* Slot holding expert (READY), or -1. */
 int32_t pt_expert_cache_lookup(pt_expert_cache *c, uint32_t layer, uint32_t expert);
 

@@ -82,5 +82,7 @@ enum pt_status pt_io_submit(pt_io *io, const struct pt_io_job *jobs, uint32_t n,
 enum pt_status pt_io_wait(pt_io *io, bool block, bool *got, uint64_t *tag, uint64_t *ns,
 			  struct pt_error *err);
 uint32_t pt_io_pending(const pt_io *io);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t pt_io_now_ns(void);
 
 #endif

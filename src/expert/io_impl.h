@@ -55,7 +55,6 @@ struct pt_io {
 	char desc[640];
 };
 
-uint64_t pt_io_now_ns(void);
 /* Applies one read result to slot/range; returns what the backend must do next. */
 enum step pt_io_range_result(pt_io *io, uint32_t slot, uint32_t range, int64_t res);
 /* Called by a backend when a range finished (ok or failed); thread-safe. */
