@@ -99,13 +99,19 @@ enum pt_status pt_expert_cache_create(const struct pt_cache_config *cfg, pt_expe
 				      struct pt_error *err)
 {
 	pt_expert_cache *c;
-	uint64_t lm, meta_bytes;
+	uint64_t lm, meta_bytes, per_layer, pool;
 	enum pt_status st;
 	*out = NULL;
 	if (cfg->slots_per_layer == 0 || cfg->n_expert == 0 || cfg->n_expert > INT32_MAX ||
-	    cfg->slots_per_layer > cfg->n_expert || cfg->slot_bytes == 0)
+	    cfg->slots_per_layer > cfg->n_expert || cfg->slot_bytes == 0 ||
+	    cfg->slot_bytes > (1ull << 40))
 		return pt_error_set(err, PT_E_INVALID, "expert cache: bad geometry (%u slots, %u "
 				    "experts)", cfg->slots_per_layer, cfg->n_expert);
+	/* before allocating anything: the pool must be addressable */
+	if (pt_mul_overflow(cfg->slot_bytes + ALIGN, cfg->slots_per_layer, &per_layer) ||
+	    pt_mul_overflow(per_layer, cfg->n_layers, &pool) || pool > (uint64_t)SIZE_MAX / 2 ||
+	    cfg->n_layers > (1u << 20))
+		return pt_error_set(err, PT_E_LIMIT, "expert pool size overflows");
 	c = pt_calloc(1, sizeof *c);
 	if (!c)
 		return pt_error_set(err, PT_E_NOMEM, "expert cache");
