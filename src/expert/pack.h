@@ -5,7 +5,7 @@
  *                           `stride` bytes at layer offset + e*stride (stride and layer
  *                           offsets 4096-aligned); part p of the blob at part_off[p]
  *                           (64-aligned), in the layout's part order; zero padding.
- *   MODEL.gguf.xpack.json   the manifest (docs/FORMATS.md): format, version, source identity
+ *   MODEL.gguf.xpack.json   the manifest (JSON): format, version, source identity
  *                           (size, mtime_ns, sha256 of bytes [0, data_offset): header,
  *                           metadata and tensor infos), n_expert, per layer {layer, offset,
  *                           stride, parts [{name, type, off, bytes}]}, and the pack file's
