@@ -397,6 +397,27 @@ void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer)
 	pthread_mutex_unlock(&s->mu);
 }
 
+enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_t *experts,
+				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
+				     struct pt_error *err)
+{
+	int32_t m = moe_of(s, layer);
+	enum pt_status st;
+	if (m < 0)
+		return bad_layer(layer, err);
+	if (!s->cache) {
+		*n_waves = n ? 1 : 0;
+		wave_end[0] = n;
+		return PT_OK;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (s->batch_moe == (uint32_t)m)
+		end_batch(s); /* the previous wave's unfetched pins would shrink this plan */
+	st = pt_expert_cache_waves(s->cache, (uint32_t)m, experts, n, wave_end, n_waves, err);
+	pthread_mutex_unlock(&s->mu);
+	return st;
+}
+
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out)
 {
 	if (!s->cache) {

@@ -66,6 +66,14 @@ enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t 
 void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert);
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
 
+/* Prefill: reorders the union of experts a chunk needs on layer (distinct ids) into waves
+ * that fit the free slots, resident experts first (pt_expert_cache_waves); prefetch, get,
+ * release and end_layer each wave experts[wave_end[w-1] .. wave_end[w]) in turn.  mmap mode:
+ * one wave. */
+enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_t *experts,
+				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
+				     struct pt_error *err);
+
 /* Cache counters by MoE index (UINT32_MAX: total); zeros in mmap mode. */
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out);
 

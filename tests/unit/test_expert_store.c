@@ -256,3 +256,39 @@ PT_TEST(test_expert_store_concurrent_gets)
 		teardown(&c);
 	}
 }
+
+PT_TEST(test_expert_store_prefill_waves)
+{
+	/* a chunk touching all 8 experts of a layer with 3 slots: waves of <= 3, resident
+	 * experts first, every expert's bytes right */
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	REQUIRE(setup(&c, "st5.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_DIRECT, .slots_per_layer = 3 };
+	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+	struct pt_expert_view v;
+	REQUIRE(pt_expert_store_get(s, 1, 6, &v, NULL) == PT_OK); /* make 6 resident */
+	pt_expert_store_release(s, 1, 6);
+	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ends[8], nw = 0, start = 0;
+	REQUIRE(pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) == PT_OK);
+	CHECK_EQ_INT(nw, 3);
+	CHECK_EQ_INT(u[0], 6);
+	int bad = 0;
+	for (uint32_t w = 0; w < nw; w++) {
+		REQUIRE(pt_expert_store_prefetch(s, 1, u + start, ends[w] - start, NULL) == PT_OK);
+		for (uint32_t i = start; i < ends[w]; i++) {
+			REQUIRE(pt_expert_store_get(s, 1, u[i], &v, NULL) == PT_OK);
+			bad += !view_ok(&c, 0, u[i], &v);
+			pt_expert_store_release(s, 1, u[i]);
+		}
+		pt_expert_store_end_layer(s, 1);
+		start = ends[w];
+	}
+	CHECK_EQ_INT(bad, 0);
+	struct pt_cache_stats st;
+	pt_expert_store_stats(s, 0, &st);
+	CHECK_EQ_INT(st.misses, 8); /* each expert read once */
+	pt_expert_store_close(s);
+	teardown(&c);
+}
