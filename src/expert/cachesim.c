@@ -192,6 +192,9 @@ enum pt_status pt_cachesim_run(const struct pt_trace *t, uint32_t slots,
 	uint32_t buf[PT_TRACE_MAX_K];
 	enum pt_status st;
 	memset(out, 0, sizeof *out);
+	if (t->max_expert > PT_TRACE_MAX_EXPERT)
+		return pt_error_set(err, PT_E_LIMIT, "expert id %u in the trace exceeds %u",
+				    t->max_expert, PT_TRACE_MAX_EXPERT);
 	for (uint32_t i = 0; i < t->n_rec; i++) {
 		uint32_t n = distinct(t, i, buf);
 		if (n > slots)
@@ -200,6 +203,9 @@ enum pt_status pt_cachesim_run(const struct pt_trace *t, uint32_t slots,
 					    t->rec[i].layer, n, slots);
 	}
 	st = collect_layers(t, out, err);
+	if (st == PT_OK && (uint64_t)out->n_layers * (t->max_expert + 1) > (1u << 26))
+		st = pt_error_set(err, PT_E_LIMIT, "trace has %u layers x %u experts, too many to "
+				  "simulate", out->n_layers, t->max_expert + 1);
 	if (st == PT_OK)
 		st = run_cache(t, out, slots, PT_CACHE_LRU, PT_SIM_LRU, err);
 	if (st == PT_OK)

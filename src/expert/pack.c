@@ -535,3 +535,19 @@ enum pt_status pt_pack_open(const char *pack_path, const char *model_path,
 		pt_pack_free(out);
 	return st;
 }
+
+enum pt_status pt_pack_manifest_parse(const char *text, uint64_t pack_size, struct pt_pack *out,
+				      struct pt_error *err)
+{
+	cJSON *j = cJSON_Parse(text);
+	enum pt_status st;
+	memset(out, 0, sizeof *out);
+	if (!j)
+		return pt_error_set(err, PT_E_FORMAT, "corrupt pack manifest (not valid JSON)");
+	out->size = pack_size;
+	st = parse_pack(j, "manifest", out, err);
+	cJSON_Delete(j);
+	if (st != PT_OK)
+		pt_pack_free(out);
+	return st;
+}

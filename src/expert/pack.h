@@ -58,6 +58,10 @@ enum pt_status pt_pack_open(const char *pack_path, const char *model_path,
 			    const struct pt_expert_layout *l, bool full_hash, struct pt_pack *out,
 			    struct pt_error *err);
 void pt_pack_free(struct pt_pack *p);
+/* Parses manifest text for a pack file of pack_size bytes (format, version, layer geometry
+ * bounds-checked; no file access). */
+enum pt_status pt_pack_manifest_parse(const char *text, uint64_t pack_size, struct pt_pack *out,
+				      struct pt_error *err);
 
 /* SHA-256 of [0, len) of path, lowercase hex into hex[65]. */
 enum pt_status pt_pack_sha256_file(const char *path, uint64_t len, char hex[65],

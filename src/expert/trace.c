@@ -200,25 +200,50 @@ static enum pt_status read_binary(FILE *f, const char *path, struct pt_trace *t,
 	}
 }
 
-enum pt_status pt_trace_read(const char *path, struct pt_trace *out, struct pt_error *err)
+static enum pt_status read_stream(FILE *f, const char *name, struct pt_trace *out,
+				  struct pt_error *err)
 {
 	char magic[8];
 	enum pt_status st;
+	memset(out, 0, sizeof *out);
+	if (fread(magic, 1, 8, f) == 8 && memcmp(magic, PT_TRACE_MAGIC, 8) == 0) {
+		st = read_binary(f, name, out, err);
+	} else {
+		rewind(f);
+		st = read_text(f, name, out, err);
+	}
+	if (st == PT_OK && out->n_rec == 0)
+		st = pt_error_set(err, PT_E_FORMAT, "%s holds no trace records", name);
+	if (st != PT_OK)
+		pt_trace_free(out);
+	return st;
+}
+
+enum pt_status pt_trace_read(const char *path, struct pt_trace *out, struct pt_error *err)
+{
 	FILE *f = fopen(path, "rbe");
+	enum pt_status st;
 	memset(out, 0, sizeof *out);
 	if (!f)
 		return pt_error_sys(err, PT_E_IO, errno, "cannot open %s", path);
-	if (fread(magic, 1, 8, f) == 8 && memcmp(magic, PT_TRACE_MAGIC, 8) == 0) {
-		st = read_binary(f, path, out, err);
-	} else {
-		rewind(f);
-		st = read_text(f, path, out, err);
-	}
+	st = read_stream(f, path, out, err);
 	fclose(f);
-	if (st == PT_OK && out->n_rec == 0)
-		st = pt_error_set(err, PT_E_FORMAT, "%s holds no trace records", path);
-	if (st != PT_OK)
-		pt_trace_free(out);
+	return st;
+}
+
+enum pt_status pt_trace_parse(const void *data, size_t n, const char *name, struct pt_trace *out,
+			      struct pt_error *err)
+{
+	FILE *f;
+	enum pt_status st;
+	memset(out, 0, sizeof *out);
+	if (n == 0)
+		return pt_error_set(err, PT_E_FORMAT, "%s holds no trace records", name);
+	f = fmemopen((void *)data, n, "rb");
+	if (!f)
+		return pt_error_sys(err, PT_E_NOMEM, errno, "trace buffer");
+	st = read_stream(f, name, out, err);
+	fclose(f);
 	return st;
 }
 

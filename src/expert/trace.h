@@ -13,6 +13,7 @@
 #define PT_EXPERT_TRACE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/status.h"
@@ -20,6 +21,7 @@
 #define PT_TRACE_MAGIC "PTXTRC01"
 #define PT_TRACE_MAX_K 256u          /* experts in one record */
 #define PT_TRACE_MAX_RECORDS (1u << 26)
+#define PT_TRACE_MAX_EXPERT 65535u    /* largest expert id the simulator accepts */
 
 struct pt_trace_rec {
 	uint32_t token;
@@ -48,6 +50,9 @@ enum pt_status pt_trace_writer_close(pt_trace_writer *w, struct pt_error *err);
 
 /* Reads either form.  PT_E_FORMAT naming the line (text) or byte offset (binary). */
 enum pt_status pt_trace_read(const char *path, struct pt_trace *out, struct pt_error *err);
+/* Same over bytes in memory (name is used in messages). */
+enum pt_status pt_trace_parse(const void *data, size_t n, const char *name, struct pt_trace *out,
+			      struct pt_error *err);
 void pt_trace_free(struct pt_trace *t);
 
 #endif

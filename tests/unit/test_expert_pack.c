@@ -167,3 +167,25 @@ PT_TEST(test_expert_pack_model_changed)
 	pt_pack_free(&p);
 	pk_free(&k);
 }
+
+PT_TEST(test_expert_pack_manifest_bounds)
+{
+	const char *good = "{\"format\":\"particle-expert-pack\",\"version\":1,\"n_expert\":2,"
+			   "\"layers\":[{\"layer\":1,\"offset\":\"0\",\"stride\":4096,\"parts\":"
+			   "[{\"off\":0,\"bytes\":100}]}]}";
+	struct pt_pack p;
+	struct pt_error err = { 0 };
+	REQUIRE(pt_pack_manifest_parse(good, 8192, &p, NULL) == PT_OK);
+	CHECK_EQ_INT(p.n_moe, 1);
+	CHECK_EQ_INT(p.layers[0].stride, 4096);
+	pt_pack_free(&p);
+	/* 2 experts x 4096 do not fit a 4096-byte pack */
+	CHECK_EQ_INT(pt_pack_manifest_parse(good, 4096, &p, &err), PT_E_FORMAT);
+	CHECK_CONTAINS(err.msg, "bad layer entry");
+	const char *v2 = "{\"format\":\"particle-expert-pack\",\"version\":2}";
+	CHECK_EQ_INT(pt_pack_manifest_parse(v2, 0, &p, NULL), PT_E_UNSUPPORTED);
+	const char *part = "{\"format\":\"particle-expert-pack\",\"version\":1,\"n_expert\":1,"
+			   "\"layers\":[{\"layer\":1,\"offset\":\"0\",\"stride\":4096,\"parts\":"
+			   "[{\"off\":4000,\"bytes\":100}]}]}";
+	CHECK_EQ_INT(pt_pack_manifest_parse(part, 4096, &p, NULL), PT_E_FORMAT);
+}
