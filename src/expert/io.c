@@ -38,28 +38,29 @@ uint64_t pt_io_now_ns(void)
 
 /* Why a read may have failed beyond errno: the file changed under us.  Writes the reason
  * into buf ("" when the file looks unchanged). */
-static void file_change(const pt_io *io, char *buf, size_t n)
+static void file_change(const struct io_file *f, char *buf, size_t n)
 {
 	struct stat a, b;
 	buf[0] = '\0';
-	if (fstat(io->fd, &a) == 0 && (uint64_t)a.st_size != io->size)
+	if (fstat(f->fd, &a) == 0 && (uint64_t)a.st_size != f->size)
 		snprintf(buf, n, "; %s changed size from %llu to %llu bytes while running",
-			 io->path, (unsigned long long)io->size, (unsigned long long)a.st_size);
-	else if (stat(io->path, &b) != 0 || b.st_ino != io->ino || b.st_dev != io->dev)
-		snprintf(buf, n, "; %s was replaced or removed while running", io->path);
+			 f->path, (unsigned long long)f->size, (unsigned long long)a.st_size);
+	else if (stat(f->path, &b) != 0 || b.st_ino != f->ino || b.st_dev != f->dev)
+		snprintf(buf, n, "; %s was replaced or removed while running", f->path);
 }
 
 static enum step fail(pt_io *io, struct io_slot *s, uint32_t ri, int sys, const char *what)
 {
 	char why[512];
-	file_change(io, why, sizeof why);
+	const struct io_file *f = &io->files[s->job.file];
+	file_change(f, why, sizeof why);
 	pthread_mutex_lock(&io->mu);
 	if (!s->failed) {
 		s->failed = true;
 		pt_error_clear(&s->err);
 		pt_error_at(&s->err, PT_E_IO, s->job.r[ri].offset + s->done[ri],
 			    "cannot read expert %u of layer %u from %s: %s%s%s", s->job.expert,
-			    s->job.layer, io->path, what, sys ? ": " : "", sys ? strerror(sys) : "");
+			    s->job.layer, f->path, what, sys ? ": " : "", sys ? strerror(sys) : "");
 		if (why[0]) {
 			size_t len = strlen(s->err.msg);
 			snprintf(s->err.msg + len, sizeof s->err.msg - len, "%s", why);
@@ -74,6 +75,7 @@ enum step pt_io_range_result(pt_io *io, uint32_t si, uint32_t ri, int64_t res)
 {
 	struct io_slot *s = &io->slots[si];
 	const struct pt_io_range *r = &s->job.r[ri];
+	const struct io_file *f = &io->files[s->job.file];
 	if (io->cfg.fault)
 		res = io->cfg.fault(io->cfg.fault_ctx, s->job.tag, ri, r->offset + s->done[ri], res);
 	if (res == -EAGAIN || res == -EINTR) {
@@ -90,13 +92,13 @@ enum step pt_io_range_result(pt_io *io, uint32_t si, uint32_t ri, int64_t res)
 	}
 	s->done[ri] += (uint64_t)res;
 	if (s->done[ri] >= r->len ||
-	    (r->offset + s->done[ri] >= io->size && s->done[ri] >= r->need))
+	    (r->offset + s->done[ri] >= f->size && s->done[ri] >= r->need))
 		return STEP_DONE;
-	if (r->offset + s->done[ri] >= io->size)
+	if (r->offset + s->done[ri] >= f->size)
 		return fail(io, s, ri, 0, "unexpected end of file");
 	if (++s->retries[ri] > IO_MAX_RETRIES)
 		return fail(io, s, ri, 0, "reads keep coming back short");
-	if (io->direct) /* resume at an aligned point; re-reading a few bytes is harmless */
+	if (f->direct) /* resume at an aligned point; re-reading a few bytes is harmless */
 		s->done[ri] &= ~(uint64_t)(PT_IO_ALIGN - 1);
 	return STEP_AGAIN;
 }
@@ -114,29 +116,45 @@ void pt_io_range_finished(pt_io *io, uint32_t si)
 	pthread_mutex_unlock(&io->mu);
 }
 
-static enum pt_status open_file(pt_io *io, char *why, size_t n, struct pt_error *err)
+static enum pt_status open_file(struct io_file *f, enum pt_io_mode mode, char *why, size_t n,
+				struct pt_error *err)
 {
 	struct stat st;
-	io->fd = -1;
-	if (io->cfg.mode == PT_IO_DIRECT) {
-		io->fd = open(io->path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-		if (io->fd >= 0)
-			io->direct = true;
+	f->fd = -1;
+	if (mode == PT_IO_DIRECT) {
+		f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+		if (f->fd >= 0)
+			f->direct = true;
 		else
 			snprintf(why, n, " (O_DIRECT refused: %s)", strerror(errno));
 	}
-	if (io->fd < 0)
-		io->fd = open(io->path, O_RDONLY | O_CLOEXEC);
-	if (io->fd < 0)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot open %s", io->path);
-	if (fstat(io->fd, &st) != 0)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot stat %s", io->path);
-	io->dev = st.st_dev;
-	io->ino = st.st_ino;
-	io->size = (uint64_t)st.st_size;
-	if (!io->direct) /* experts are read once per miss in no useful order */
-		posix_fadvise(io->fd, 0, 0, POSIX_FADV_RANDOM);
+	if (f->fd < 0)
+		f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return pt_error_sys(err, PT_E_IO, errno, "cannot open %s", f->path);
+	if (fstat(f->fd, &st) != 0)
+		return pt_error_sys(err, PT_E_IO, errno, "cannot stat %s", f->path);
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = (uint64_t)st.st_size;
+	if (!f->direct) /* experts are read once per miss in no useful order */
+		posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
 	return PT_OK;
+}
+
+enum pt_status pt_io_add_file(pt_io *io, const char *path, uint32_t *id, struct pt_error *err)
+{
+	char why[160];
+	struct io_file *f = &io->files[io->n_files];
+	if (io->n_files == PT_IO_MAX_FILES)
+		return pt_error_set(err, PT_E_LIMIT, "read engine: too many files");
+	memset(f, 0, sizeof *f);
+	f->fd = -1;
+	if (!(f->path = pt_strdup(path)))
+		return pt_error_set(err, PT_E_NOMEM, "read engine");
+	io->n_files++; /* close() cleans up even if the open fails */
+	*id = io->n_files - 1;
+	return open_file(f, io->cfg.mode, why, sizeof why, err);
 }
 
 static enum pt_status alloc_tables(pt_io *io, struct pt_error *err)
@@ -159,16 +177,18 @@ enum pt_status pt_io_open(const struct pt_io_config *cfg, pt_io **out, struct pt
 	if (cfg->mode == PT_IO_MMAP)
 		return pt_error_set(err, PT_E_INVALID, "read engine: mmap mode reads nothing");
 	io = pt_calloc(1, sizeof *io);
-	if (!io || !(io->path = pt_strdup(cfg->path))) {
+	if (!io || !(io->files[0].path = pt_strdup(cfg->path))) {
 		pt_free(io);
 		return pt_error_set(err, PT_E_NOMEM, "read engine");
 	}
 	io->cfg = *cfg;
-	io->cfg.path = io->path;
-	io->fd = -1;
+	io->cfg.path = io->files[0].path;
+	io->files[0].fd = -1;
+	io->n_files = 1;
 	pthread_mutex_init(&io->mu, NULL);
 	pthread_cond_init(&io->cv, NULL);
-	st = open_file(io, why_direct, sizeof why_direct, err);
+	st = open_file(&io->files[0], cfg->mode, why_direct, sizeof why_direct, err);
+	io->direct = io->files[0].direct;
 	if (st == PT_OK)
 		st = alloc_tables(io, err);
 	if (st == PT_OK && !cfg->force_pread) {
@@ -205,13 +225,15 @@ void pt_io_close(pt_io *io)
 	}
 	if (io->be)
 		io->be->destroy(io);
-	if (io->fd >= 0)
-		close(io->fd);
+	for (uint32_t i = 0; i < io->n_files; i++) {
+		if (io->files[i].fd >= 0)
+			close(io->files[i].fd);
+		pt_free(io->files[i].path);
+	}
 	pthread_cond_destroy(&io->cv);
 	pthread_mutex_destroy(&io->mu);
 	pt_free(io->slots);
 	pt_free(io->done_q);
-	pt_free(io->path);
 	pt_free(io);
 }
 
@@ -232,7 +254,7 @@ bool pt_io_is_direct(const pt_io *io)
 
 uint64_t pt_io_file_size(const pt_io *io)
 {
-	return io->size;
+	return io->files[0].size;
 }
 
 uint32_t pt_io_pending(const pt_io *io)
@@ -242,6 +264,10 @@ uint32_t pt_io_pending(const pt_io *io)
 
 static enum pt_status check_job(const pt_io *io, const struct pt_io_job *j, struct pt_error *err)
 {
+	if (j->file >= io->n_files)
+		return pt_error_set(err, PT_E_INVALID, "expert %u of layer %u: no file %u", j->expert,
+				    j->layer, j->file);
+	const struct io_file *f = &io->files[j->file];
 	if (j->n_ranges == 0 || j->n_ranges > PT_IO_MAX_RANGES)
 		return pt_error_set(err, PT_E_INVALID, "expert %u of layer %u: %u read ranges",
 				    j->expert, j->layer, j->n_ranges);
@@ -249,12 +275,12 @@ static enum pt_status check_job(const pt_io *io, const struct pt_io_job *j, stru
 		const struct pt_io_range *r = &j->r[i];
 		uint64_t end;
 		if (r->need > r->len || r->len == 0 || r->len > (1u << 30) ||
-		    pt_add_overflow(r->offset, r->need, &end) || end > io->size)
+		    pt_add_overflow(r->offset, r->need, &end) || end > f->size)
 			return pt_error_at(err, PT_E_FORMAT, r->offset,
 					   "expert %u of layer %u lies outside %s (%llu bytes)",
-					   j->expert, j->layer, io->path,
-					   (unsigned long long)io->size);
-		if (io->direct && ((r->offset | r->len | (uintptr_t)r->dst) & (PT_IO_ALIGN - 1)))
+					   j->expert, j->layer, f->path,
+					   (unsigned long long)f->size);
+		if (f->direct && ((r->offset | r->len | (uintptr_t)r->dst) & (PT_IO_ALIGN - 1)))
 			return pt_error_at(err, PT_E_INVALID, r->offset,
 					   "expert %u of layer %u: unaligned O_DIRECT range",
 					   j->expert, j->layer);
@@ -267,9 +293,11 @@ static enum pt_status check_job(const pt_io *io, const struct pt_io_job *j, stru
 static enum pt_status check_file(const pt_io *io, struct pt_error *err)
 {
 	char why[512];
-	file_change(io, why, sizeof why);
-	if (why[0])
-		return pt_error_set(err, PT_E_IO, "expert file changed%s", why);
+	for (uint32_t i = 0; i < io->n_files; i++) {
+		file_change(&io->files[i], why, sizeof why);
+		if (why[0])
+			return pt_error_set(err, PT_E_IO, "expert file changed%s", why);
+	}
 	return PT_OK;
 }
 

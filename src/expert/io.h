@@ -23,6 +23,7 @@
 
 #define PT_IO_MAX_RANGES 8
 #define PT_IO_ALIGN 4096u
+#define PT_IO_MAX_FILES 2
 
 enum pt_io_mode { PT_IO_DIRECT = 0, PT_IO_BUFFERED = 1, PT_IO_MMAP = 2 };
 
@@ -42,6 +43,7 @@ struct pt_io_job {
 	uint32_t layer;  /* for error messages and counters */
 	uint32_t expert;
 	uint32_t n_ranges;
+	uint32_t file; /* 0: the file the engine was opened on; else from pt_io_add_file */
 	struct pt_io_range r[PT_IO_MAX_RANGES];
 };
 
@@ -65,6 +67,9 @@ typedef struct pt_io pt_io;
 
 enum pt_status pt_io_open(const struct pt_io_config *cfg, pt_io **out, struct pt_error *err);
 void pt_io_close(pt_io *io); /* NULL-safe; waits for reads in flight */
+
+/* Opens a second file (same mode) whose jobs say job.file = *id; checked like the first. */
+enum pt_status pt_io_add_file(pt_io *io, const char *path, uint32_t *id, struct pt_error *err);
 
 /* "io_uring, O_DIRECT" or "pread x4, buffered (io_uring unavailable: ...)" */
 const char *pt_io_describe(const pt_io *io);

@@ -34,14 +34,20 @@ struct io_backend {
 	void (*destroy)(pt_io *io);
 };
 
-struct pt_io {
-	struct pt_io_config cfg;
+struct io_file {
 	char *path;
 	int fd;
 	bool direct;
 	dev_t dev;
 	ino_t ino;
 	uint64_t size;
+};
+
+struct pt_io {
+	struct pt_io_config cfg;
+	struct io_file files[PT_IO_MAX_FILES];
+	uint32_t n_files;
+	bool direct; /* the first file's mode */
 	const struct io_backend *be;
 	void *be_state;
 	struct io_slot *slots;
