@@ -7,6 +7,9 @@
 
 #include "util/alloc.h"
 
+struct pt_expert_store;
+static void flush_pcache(struct pt_expert_store *s);
+
 #define A4K(x) (((x) + PT_IO_ALIGN - 1) & ~(uint64_t)(PT_IO_ALIGN - 1))
 
 struct batch_ent {
@@ -28,7 +31,15 @@ struct pt_expert_store {
 	struct pt_io_job *jobs;
 	bool failed;
 	struct pt_error sticky;
-	char desc[800];
+	char desc[1200];
+	/* lazy pack cache */
+	pt_pcache *pc;
+	uint32_t pc_file;
+	bool pc_off; /* a write failed: stop writing, keep running */
+	struct pt_pcache_item *pend; /* read from the source, to copy into the pack cache */
+	uint32_t *pend_slot;
+	uint32_t n_pend;
+	uint64_t pc_hits, pc_bad, pc_written;
 };
 
 uint64_t pt_expert_store_slot_bytes(const struct pt_expert_layout *l, const struct pt_pack *p)
@@ -85,6 +96,28 @@ static int32_t moe_of(const pt_expert_store *s, uint32_t layer)
 	return pt_expert_layout_find(s->lay, layer);
 }
 
+static enum pt_status open_pcache(pt_expert_store *s, uint64_t slot_bytes,
+				  struct pt_error *err)
+{
+	const struct pt_expert_store_config *c = &s->cfg;
+	char id[1024];
+	snprintf(id, sizeof id, "%s|%s|%s", c->model_path, c->identity ? c->identity : "",
+		 s->pack ? "pack" : "gguf");
+	struct pt_pcache_config pcc = { .dir = c->pack_cache_dir, .size_bytes = c->pack_cache_size,
+					.entry_bytes = (slot_bytes + 4095) & ~4095ull,
+					.n_moe = s->lay->n_moe, .n_expert = s->lay->n_expert,
+					.identity = id,
+					.test_crash_before_commit = c->pack_cache_test_crash };
+	enum pt_status st = pt_pcache_open(&pcc, &s->pc, err);
+	if (st == PT_OK)
+		st = pt_io_add_file(s->io, pt_pcache_data_path(s->pc), &s->pc_file, err);
+	s->pend = pt_calloc(s->lay->n_expert, sizeof *s->pend);
+	s->pend_slot = pt_calloc(s->lay->n_expert, sizeof *s->pend_slot);
+	if (st == PT_OK && (!s->pend || !s->pend_slot))
+		st = pt_error_set(err, PT_E_NOMEM, "pack cache");
+	return st;
+}
+
 static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 {
 	const struct pt_expert_store_config *c = &s->cfg;
@@ -99,11 +132,19 @@ static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 	enum pt_status st = pt_expert_cache_create(&cc, &s->cache, err);
 	if (st == PT_OK)
 		st = pt_io_open(&ic, &s->io, err);
+	if (st == PT_OK && c->pack_cache_dir)
+		st = open_pcache(s, cc.slot_bytes, err);
 	if (st != PT_OK)
 		return st;
 	snprintf(s->desc, sizeof s->desc, "%u slots/layer %s, %s, %s", c->slots_per_layer,
 		 pt_cache_policy_name(c->policy), pt_io_describe(s->io),
 		 s->pack ? "expert pack (1 read/expert)" : "GGUF slices");
+	if (s->pc) {
+		size_t len = strlen(s->desc);
+		snprintf(s->desc + len, sizeof s->desc - len, ", pack cache %s (%u of %u entries)",
+			 pt_pcache_data_path(s->pc), pt_pcache_used(s->pc),
+			 pt_pcache_entries(s->pc));
+	}
 	return PT_OK;
 }
 
@@ -145,6 +186,11 @@ void pt_expert_store_close(pt_expert_store *s)
 	if (!s)
 		return;
 	pt_io_close(s->io); /* first: reads may still target slot memory */
+	if (s->pc && s->n_pend && !s->failed)
+		flush_pcache(s);
+	pt_pcache_close(s->pc);
+	pt_free(s->pend);
+	pt_free(s->pend_slot);
 	pt_expert_cache_destroy(s->cache);
 	pthread_mutex_destroy(&s->mu);
 	pt_free(s->batch);
@@ -166,23 +212,114 @@ static uint64_t job_bytes(const struct pt_io_job *j)
 	return b;
 }
 
+static void fail_sticky(pt_expert_store *s, const struct pt_error *e)
+{
+	if (!s->failed) {
+		s->failed = true;
+		s->sticky = *e;
+	}
+}
+
+/* The source read for expert x of MoE layer m into slot, or the pack-cache read when the
+ * pack cache holds it. */
+static void make_job(pt_expert_store *s, uint32_t m, uint32_t x, uint32_t slot, bool use_pc,
+		     struct pt_io_job *job)
+{
+	struct pt_expert_view v;
+	uint64_t len;
+	uint8_t *p = pt_expert_cache_slot_ptr(s->cache, m, slot);
+	geometry(s, m, x, p, job, &v);
+	int32_t entry = use_pc && s->pc ? pt_pcache_lookup(s->pc, m, x, &len) : -1;
+	if (entry >= 0 && len == job_bytes(job)) { /* the slot image, in one read */
+		job->tag |= PT_STORE_TAG_PCACHE;
+		job->file = s->pc_file;
+		job->n_ranges = 1;
+		job->r[0] = (struct pt_io_range){ .offset = pt_pcache_entry_offset(s->pc,
+										 (uint32_t)entry),
+						  .len = len, .need = len, .dst = p };
+	}
+}
+
+/* A pack-cache read finished: use it if its bytes check out, else read the source. */
+static void complete_pc(pt_expert_store *s, uint32_t m, uint32_t x, uint32_t slot,
+			enum pt_status st, uint64_t ns)
+{
+	uint64_t len;
+	struct pt_io_job job;
+	struct pt_error e = { 0 };
+	int32_t entry = pt_pcache_lookup(s->pc, m, x, &len);
+	uint8_t *p = pt_expert_cache_slot_ptr(s->cache, m, slot);
+	if (st == PT_OK && entry >= 0 && pt_pcache_check(s->pc, (uint32_t)entry, p)) {
+		pt_expert_cache_publish(s->cache, m, slot, true);
+		pt_expert_cache_note_read(s->cache, m, len, ns, true);
+		s->pc_hits++;
+		return;
+	}
+	s->pc_bad++;
+	if (entry >= 0)
+		pt_pcache_drop(s->pc, (uint32_t)entry); /* torn or stale: never used */
+	make_job(s, m, x, slot, false, &job);
+	if (pt_io_submit(s->io, &job, 1, &e) != PT_OK) {
+		pt_expert_cache_publish(s->cache, m, slot, false);
+		fail_sticky(s, &e);
+	}
+}
+
 /* A read finished: publish or empty its slot, count it, remember a failure. */
 static void complete(pt_expert_store *s, uint64_t tag, enum pt_status st, uint64_t ns,
 		     const struct pt_error *e)
 {
-	uint32_t m = (uint32_t)(tag >> 32), x = (uint32_t)tag, slot;
+	uint32_t m = (uint32_t)(tag >> 32) & 0x3fffffffu, x = (uint32_t)tag, slot;
 	struct pt_io_job job;
-	struct pt_expert_view v;
 	if (pt_expert_cache_find(s->cache, m, x, &slot) != 1)
 		return;
-	geometry(s, m, x, pt_expert_cache_slot_ptr(s->cache, m, slot), &job, &v);
+	if (tag & PT_STORE_TAG_PCACHE) {
+		complete_pc(s, m, x, slot, st, ns);
+		return;
+	}
+	make_job(s, m, x, slot, false, &job);
 	pt_expert_cache_publish(s->cache, m, slot, st == PT_OK);
 	pt_expert_cache_note_read(s->cache, m, st == PT_OK ? job_bytes(&job) : 0, ns,
 				  st == PT_OK);
-	if (st != PT_OK && !s->failed) {
-		s->failed = true;
-		s->sticky = *e;
+	if (st != PT_OK)
+		fail_sticky(s, e);
+	else if (s->pc && !s->pc_off && s->n_pend < s->lay->n_expert) {
+		s->pend[s->n_pend] = (struct pt_pcache_item){ .moe = m, .expert = x,
+							      .len = job_bytes(&job) };
+		s->pend_slot[s->n_pend++] = slot;
 	}
+}
+
+/* Copies experts read from the source into the pack cache while their slots still hold
+ * them (eviction happens only in acquire, under the same mutex). */
+static void flush_pcache(pt_expert_store *s)
+{
+	uint32_t n = 0, slot;
+	for (uint32_t i = 0; i < s->n_pend; i++) {
+		struct pt_pcache_item it = s->pend[i];
+		if (pt_expert_cache_find(s->cache, it.moe, it.expert, &slot) != 2 ||
+		    slot != s->pend_slot[i])
+			continue;
+		it.data = pt_expert_cache_slot_ptr(s->cache, it.moe, slot);
+		s->pend[n++] = it;
+	}
+	for (uint32_t i = 0; i < n && !s->pc_off; i += 64) {
+		struct pt_error e = { 0 };
+		uint32_t k = n - i < 64 ? n - i : 64;
+		if (pt_pcache_put(s->pc, s->pend + i, k, &e) != PT_OK)
+			s->pc_off = true; /* e.g. disk full: keep running from the source */
+		else
+			s->pc_written += k;
+	}
+	s->n_pend = 0;
+}
+
+void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,
+				  uint64_t *written)
+{
+	*hits = s->pc_hits;
+	*bad = s->pc_bad;
+	*written = s->pc_written;
 }
 
 /* Reaps completions; blocks for at most one when block. */
@@ -210,12 +347,9 @@ static enum pt_status submit(pt_expert_store *s, uint32_t m, const struct pt_cac
 			     uint32_t n, struct pt_error *err)
 {
 	uint32_t nj = 0;
-	struct pt_expert_view v;
 	for (uint32_t i = 0; i < n; i++)
 		if (!refs[i].hit)
-			geometry(s, m, refs[i].expert,
-				 pt_expert_cache_slot_ptr(s->cache, m, refs[i].slot), &s->jobs[nj++],
-				 &v);
+			make_job(s, m, refs[i].expert, refs[i].slot, true, &s->jobs[nj++]);
 	if (nj == 0)
 		return PT_OK;
 	enum pt_status st = pt_io_submit(s->io, s->jobs, nj, err);
@@ -223,8 +357,8 @@ static enum pt_status submit(pt_expert_store *s, uint32_t m, const struct pt_cac
 		for (uint32_t i = 0; i < n; i++)
 			if (!refs[i].hit)
 				pt_expert_cache_publish(s->cache, m, refs[i].slot, false);
-		s->failed = true;
-		s->sticky = err ? *err : (struct pt_error){ .code = st };
+		struct pt_error e = err ? *err : (struct pt_error){ .code = st };
+		fail_sticky(s, &e);
 	}
 	return st;
 }
@@ -257,6 +391,8 @@ enum pt_status pt_expert_store_prefetch(pt_expert_store *s, uint32_t layer,
 	}
 	if (s->cache)
 		end_batch(s);
+	if (s->n_pend)
+		flush_pcache(s);
 	s->batch_moe = (uint32_t)m;
 	if (!s->cache) { /* mmap: everything is "ready" */
 		for (uint32_t i = 0; i < n && i < s->lay->n_expert; i++)
@@ -322,7 +458,10 @@ static enum pt_status get_cached(pt_expert_store *s, uint32_t m, uint32_t e,
 	struct pt_io_job job;
 	uint32_t slot = 0;
 	int state;
-	enum pt_status st = pin_for_get(s, m, e, err);
+	enum pt_status st;
+	if (s->n_pend && pt_expert_cache_find(s->cache, m, e, &slot) == 0)
+		flush_pcache(s); /* this get may evict */
+	st = pin_for_get(s, m, e, err);
 	if (st != PT_OK)
 		return st;
 	while ((state = pt_expert_cache_find(s->cache, m, e, &slot)) == 1) {
@@ -391,6 +530,8 @@ void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer)
 			while (pt_io_pending(s->io) && reap(s, true, &e) == PT_OK)
 				;
 			end_batch(s);
+			if (s->n_pend)
+				flush_pcache(s);
 		}
 		s->batch_n = 0;
 	}

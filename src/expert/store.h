@@ -22,6 +22,7 @@
 #include "expert/io.h"
 #include "expert/layout.h"
 #include "expert/pack.h"
+#include "expert/pcache.h"
 #include "util/status.h"
 
 struct pt_expert_store_config {
@@ -35,9 +36,16 @@ struct pt_expert_store_config {
 	uint64_t map_size;
 	uint32_t io_threads;      /* pread fallback pool */
 	bool force_pread;
-	pt_io_fault_fn fault;     /* tests */
+	const char *pack_cache_dir; /* lazy pack cache on fast disk (NULL: none) */
+	uint64_t pack_cache_size;
+	const char *identity;       /* model identity for the pack cache (size, mtime, ...) */
+	bool pack_cache_test_crash; /* tests: crash before each commit record */
+	pt_io_fault_fn fault;     /* tests; read tags: moe << 32 | expert, plus
+				     PT_STORE_TAG_PCACHE for reads from the pack cache */
 	void *fault_ctx;
 };
+
+#define PT_STORE_TAG_PCACHE (1ull << 62)
 
 /* One expert's parts in the layout's order (gate, up, gate_up, down, others). */
 struct pt_expert_view {
@@ -73,6 +81,11 @@ void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
 enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_t *experts,
 				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
 				     struct pt_error *err);
+
+/* Pack-cache counters: misses served from it, entries that failed their check (read from
+ * the source instead), entries written. */
+void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,
+				  uint64_t *written);
 
 /* Cache counters by MoE index (UINT32_MAX: total); zeros in mmap mode. */
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out);
