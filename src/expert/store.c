@@ -66,6 +66,7 @@ static void geometry(const pt_expert_store *s, uint32_t m, uint32_t e, uint8_t *
 	const struct pt_expert_layer *L = &s->lay->moe[m];
 	uint64_t cursor = 0;
 	view->n_parts = L->n_parts;
+	job->file = 0; /* the source; make_job may redirect to the pack cache */
 	job->tag = (uint64_t)m << 32 | e;
 	job->layer = L->layer;
 	job->expert = e;

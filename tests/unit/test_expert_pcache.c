@@ -178,8 +178,10 @@ static int run_store(const struct run *r, pt_io_fault_fn fault, bool crash, uint
 			const struct pt_expert_layer *L = &r->lay->moe[m];
 			struct pt_expert_view v;
 			uint32_t one = e;
-			if (pt_expert_store_prefetch(s, L->layer, &one, 1, NULL) != PT_OK ||
-			    pt_expert_store_get(s, L->layer, e, &v, NULL) != PT_OK) {
+			struct pt_error err = { 0 };
+			if (pt_expert_store_prefetch(s, L->layer, &one, 1, &err) != PT_OK ||
+			    pt_expert_store_get(s, L->layer, e, &v, &err) != PT_OK) {
+				fprintf(stderr, "store: %s\n", err.msg);
 				pt_expert_store_close(s);
 				return -1;
 			}
