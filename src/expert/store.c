@@ -510,6 +510,28 @@ enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t 
 	return st;
 }
 
+enum pt_status pt_expert_store_get_mats(pt_expert_store *s, uint32_t layer, uint32_t expert,
+					const void **gate, const void **up, const void **down,
+					struct pt_error *err)
+{
+	struct pt_expert_view v;
+	int32_t m = moe_of(s, layer);
+	enum pt_status st = pt_expert_store_get(s, layer, expert, &v, err);
+	*gate = *up = *down = NULL;
+	if (st != PT_OK)
+		return st;
+	for (uint32_t i = 0; i < v.n_parts; i++) {
+		enum pt_expert_part_kind k = s->lay->moe[m].part[i].kind;
+		if (k == PT_PART_GATE || k == PT_PART_GATE_UP)
+			*gate = v.part[i];
+		else if (k == PT_PART_UP)
+			*up = v.part[i];
+		else if (k == PT_PART_DOWN)
+			*down = v.part[i];
+	}
+	return PT_OK;
+}
+
 void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert)
 {
 	int32_t m = moe_of(s, layer);

@@ -71,6 +71,11 @@ enum pt_status pt_expert_store_ready(pt_expert_store *s, uint32_t *expert, bool 
 				     struct pt_error *err);
 enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t expert,
 				   struct pt_expert_view *out, struct pt_error *err);
+/* get, mapped to the forward pass's three matrices: gate (or the fused gate_up, then up is
+ * NULL), up, down.  Parts of other kinds are not returned.  Pair with release. */
+enum pt_status pt_expert_store_get_mats(pt_expert_store *s, uint32_t layer, uint32_t expert,
+					const void **gate, const void **up, const void **down,
+					struct pt_error *err);
 void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert);
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
 

@@ -192,6 +192,13 @@ PT_TEST(test_expert_store_prefetch_over_slots)
 	uint32_t ex[] = { 0, 1, 2, 3 };
 	CHECK_EQ_INT(pt_expert_store_prefetch(s, 1, ex, 4, &err), PT_E_LIMIT);
 	CHECK_CONTAINS(err.msg, "waves");
+	/* the forward pass's view: gate/up/down pointers */
+	const void *gate, *up, *down;
+	REQUIRE(pt_expert_store_get_mats(s, 2, 5, &gate, &up, &down, NULL) == PT_OK);
+	CHECK(memcmp(gate, c.file + c.lay.moe[1].part[0].file_offset + 5 * 1440, 1440) == 0);
+	CHECK(memcmp(up, c.file + c.lay.moe[1].part[1].file_offset + 5 * 1440, 1440) == 0);
+	CHECK(memcmp(down, c.file + c.lay.moe[1].part[2].file_offset + 5 * 1440, 1440) == 0);
+	pt_expert_store_release(s, 2, 5);
 	/* get without prefetch still works and leaves nothing pinned */
 	struct pt_expert_view v;
 	for (uint32_t e = 0; e < FX_EXPERTS; e++) {
