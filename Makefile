@@ -100,6 +100,7 @@ $(ORACLE_STAMP): tools/oracle/package.json tools/oracle/package-lock.json
 test: deps oracle
 	$(MAKE) -j$(NPROC) test-bin
 	$(MAKE) -j$(NPROC) BUILD=build/asan CC=clang SAN=1 CFLAGS="-O1 -g" test-bin
+	$(MAKE) -j$(NPROC) BUILD=build/tsan CC=clang SAN=thread CFLAGS="-O1 -g" test-bin
 	$(MAKE) -j$(NPROC) fuzz
 	@sh tools/run-tests.sh
 

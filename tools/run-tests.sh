@@ -32,6 +32,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 suite "unit tests" build/pt_test
 suite "unit tests (ASan+UBSan)" build/asan/pt_test
+# ThreadSanitizer only for the expert tests: the I/O completion path and compute threads.
+[ -x build/tsan/pt_test ] && suite "expert unit tests (TSan)" build/tsan/pt_test expert
 for t in tests/cli/test_*.sh; do
 	[ -f "$t" ] || continue
 	suite "cli $(basename "$t") " env PARTICLE=build/particle sh "$t"

@@ -12,6 +12,8 @@ struct command {
 
 static const struct command commands[] = {
 	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
+	{ "pack", pt_cmd_pack, "write or verify an expert pack (one read per expert)" },
+	{ "cachesim", pt_cmd_cachesim, "replay a routing trace under LRU, LFU and Belady" },
 };
 
 static void usage(FILE *f)

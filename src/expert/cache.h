@@ -1,0 +1,104 @@
+/* cache.h - the routed-expert slot pool and its per-layer replacement state.
+ *
+ * One pool, mapped once at start (4 KiB aligned, so O_DIRECT can read straight into a slot),
+ * holds slots_per_layer fixed slots for each MoE layer.  Per layer the cache maps expert ->
+ * slot and evicts by LFU over the whole run (use counts of every request, hits included,
+ * never decayed) with an LRU tie-break, or plain LRU.  Experts the current token or prefill
+ * wave uses are pinned between acquire and release and are never victims.  A slot becomes a
+ * hit only after publish(ok) -- a failed read leaves it empty.  No allocation after create.
+ *
+ * Threads: acquire/release/waves are called by one orchestrating thread; publish and the
+ * counters may be called from I/O completion threads; slot memory is written only by the read
+ * that owns a LOADING slot and read by compute only after publish.  One mutex guards the
+ * metadata (PRIOR-ART-TURBOFIELDFARE.md 2.2 semantics).
+ */
+#ifndef PT_EXPERT_CACHE_H
+#define PT_EXPERT_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+enum pt_cache_policy { PT_CACHE_LFU = 0, PT_CACHE_LRU = 1 };
+
+/* "lfu" or "lru"; PT_E_INVALID otherwise. */
+enum pt_status pt_cache_policy_parse(const char *text, enum pt_cache_policy *out,
+				     struct pt_error *err);
+const char *pt_cache_policy_name(enum pt_cache_policy p);
+
+struct pt_cache_config {
+	uint32_t n_layers;        /* MoE layers (cache-local numbering 0..n_layers-1) */
+	uint32_t n_expert;
+	uint32_t slots_per_layer; /* >= 1 */
+	uint64_t slot_bytes;      /* rounded up to 4096 by create */
+	enum pt_cache_policy policy;
+};
+
+struct pt_cache_stats {
+	uint64_t requests; /* hits + misses */
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t evictions;
+	uint64_t read_errors;
+	uint64_t bytes_read;
+	uint64_t read_ns; /* sum of per-read latencies (submit -> completion) */
+	uint64_t wait_ns; /* time the caller blocked waiting for reads */
+	uint32_t slots_used;
+};
+
+/* One requested expert after acquire. */
+struct pt_cache_ref {
+	uint32_t expert;
+	uint32_t slot;
+	bool hit; /* false: the caller must read the expert into the slot, then publish */
+};
+
+typedef struct pt_expert_cache pt_expert_cache;
+
+enum pt_status pt_expert_cache_create(const struct pt_cache_config *cfg, pt_expert_cache **out,
+				      struct pt_error *err);
+void pt_expert_cache_destroy(pt_expert_cache *c); /* NULL-safe */
+
+uint64_t pt_expert_cache_slot_bytes(const pt_expert_cache *c);
+uint32_t pt_expert_cache_slots(const pt_expert_cache *c);
+/* First byte of a slot (4096-aligned). */
+uint8_t *pt_expert_cache_slot_ptr(pt_expert_cache *c, uint32_t layer, uint32_t slot);
+
+/* Pins every distinct expert of experts[0..n) on layer: hits get their slot, misses a victim
+ * slot (empty first, then by policy; pinned slots never) now LOADING.  refs receives the
+ * distinct experts in first-seen order, *n_refs their count.  PT_E_LIMIT, changing nothing,
+ * when the misses exceed the unpinned slots (split into waves); PT_E_INVALID on an expert id
+ * out of range.  Counts one request per distinct expert. */
+enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
+				       const uint32_t *experts, uint32_t n,
+				       struct pt_cache_ref *refs, uint32_t *n_refs,
+				       struct pt_error *err);
+/* The read into a LOADING slot finished: ok publishes the expert, !ok empties the slot. */
+void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, bool ok);
+/* Unpins what acquire pinned. */
+void pt_expert_cache_release(pt_expert_cache *c, uint32_t layer, const struct pt_cache_ref *refs,
+			     uint32_t n);
+/* Where expert is: 0 absent, 1 loading, 2 ready; *slot set when present. */
+int pt_expert_cache_find(pt_expert_cache *c, uint32_t layer, uint32_t expert, uint32_t *slot);
+/* Drops one pin of a present expert (the pin acquire took for it). */
+void pt_expert_cache_unpin(pt_expert_cache *c, uint32_t layer, uint32_t expert);
+/* Slot holding expert (READY), or -1. */
+int32_t pt_expert_cache_lookup(pt_expert_cache *c, uint32_t layer, uint32_t expert);
+
+/* Prefill waves: reorders the n distinct experts (the union a chunk needs on layer) so those
+ * already resident come first, then cuts them into waves of at most the cache's unpinned slot
+ * count; wave w is experts[wave_end[w-1] .. wave_end[w]) (wave_end has room for n entries).
+ * Acquire/compute/release each wave in order.  PT_E_LIMIT when no slot is unpinned. */
+enum pt_status pt_expert_cache_waves(pt_expert_cache *c, uint32_t layer, uint32_t *experts,
+				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
+				     struct pt_error *err);
+
+/* Counters (thread-safe). */
+void pt_expert_cache_note_read(pt_expert_cache *c, uint32_t layer, uint64_t bytes, uint64_t ns,
+			       bool ok);
+void pt_expert_cache_note_wait(pt_expert_cache *c, uint32_t layer, uint64_t ns);
+/* layer < n_layers: that layer; UINT32_MAX: the total over layers. */
+void pt_expert_cache_stats(pt_expert_cache *c, uint32_t layer, struct pt_cache_stats *out);
+
+#endif

@@ -1,0 +1,232 @@
+/* plan.c - the memory planner (slots per layer from the budget) and the default budget
+ * (cgroup v1/v2 limit, MemAvailable).  Owns no state. */
+#include "expert/plan.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/alloc.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+#define MIN_HEADROOM (256ull << 20)
+
+/* fixed = resident + kv + scratch; 1 on overflow. */
+static int fixed_bytes(const struct pt_plan_input *in, uint64_t *out)
+{
+	uint64_t a;
+	if (pt_add_overflow(in->resident_bytes, in->kv_bytes, &a) ||
+	    pt_add_overflow(a, in->scratch_bytes, out))
+		return 1;
+	return 0;
+}
+
+/* bytes of s slots on every MoE layer, 1 on overflow */
+static int pool_for(const struct pt_plan_input *in, uint64_t s, uint64_t *out)
+{
+	uint64_t per;
+	return pt_mul_overflow(s, in->slot_bytes, &per) ||
+	       pt_mul_overflow(per, in->n_moe_layers, out);
+}
+
+static enum pt_status too_small(const struct pt_plan_input *in, uint32_t s, uint64_t need,
+				struct pt_error *err)
+{
+	return pt_error_set(err, PT_E_LIMIT,
+			    "memory budget %.2f GiB too small: resident %.2f GiB + KV %.2f GiB + "
+			    "scratch %.2f GiB + %u slots/layer x %u layers x %.1f MiB needs %.2f "
+			    "GiB (smallest budget that works: %" PRIu64 " bytes = %.2f GiB)",
+			    in->budget / GIB, in->resident_bytes / GIB, in->kv_bytes / GIB,
+			    in->scratch_bytes / GIB, s, in->n_moe_layers, in->slot_bytes / MIB,
+			    need / GIB, need, need / GIB);
+}
+
+static enum pt_status check_input(const struct pt_plan_input *in, struct pt_error *err)
+{
+	if (in->n_expert == 0 || in->top_k == 0 || in->top_k > in->n_expert)
+		return pt_error_set(err, PT_E_INVALID, "planner: bad expert counts (top-k %u of %u)",
+				    in->top_k, in->n_expert);
+	if (in->n_moe_layers > 0 && in->slot_bytes == 0)
+		return pt_error_set(err, PT_E_INVALID, "planner: zero expert slot size");
+	if (in->slots_override && (in->slots_override < in->top_k ||
+				   in->slots_override > in->n_expert))
+		return pt_error_set(err, PT_E_INVALID,
+				    "--expert-slots %u must be between top-k %u and n_expert %u",
+				    in->slots_override, in->top_k, in->n_expert);
+	return PT_OK;
+}
+
+enum pt_status pt_plan_compute(const struct pt_plan_input *in, struct pt_plan *out,
+			       struct pt_error *err)
+{
+	uint64_t fixed, pool, need, avail, per_slot_all, s;
+	enum pt_status st = check_input(in, err);
+	if (st != PT_OK)
+		return st;
+	memset(out, 0, sizeof *out);
+	if (fixed_bytes(in, &fixed) || pool_for(in, in->top_k, &pool) ||
+	    pt_add_overflow(fixed, pool, &need))
+		return pt_error_set(err, PT_E_LIMIT, "planner: sizes overflow");
+	out->min_budget = need;
+	if (in->slots_override) {
+		if (pool_for(in, in->slots_override, &pool) || pt_add_overflow(fixed, pool, &need))
+			return pt_error_set(err, PT_E_LIMIT, "planner: sizes overflow");
+		if (need > in->budget)
+			return too_small(in, in->slots_override, need, err);
+		s = in->slots_override;
+	} else {
+		if (need > in->budget)
+			return too_small(in, in->top_k, need, err);
+		avail = in->budget - fixed;
+		per_slot_all = in->slot_bytes * (uint64_t)in->n_moe_layers; /* <= pool, no overflow */
+		s = per_slot_all ? avail / per_slot_all : in->n_expert;
+		if (s > in->n_expert)
+			s = in->n_expert;
+	}
+	out->slots_per_layer = (uint32_t)s;
+	out->all_experts = s == in->n_expert;
+	pool_for(in, s, &out->pool_bytes);
+	out->total_bytes = fixed + out->pool_bytes;
+	return PT_OK;
+}
+
+int pt_plan_format(const struct pt_plan_input *in, const struct pt_plan *p, char *buf, size_t n)
+{
+	return snprintf(buf, n,
+			"resident %.2f GiB, KV %.2f GiB, %u slots/layer \u00d7 %u layers \u00d7 "
+			"%.1f MiB = %.2f GiB, total %.2f GiB \u2264 budget %.2f GiB%s",
+			in->resident_bytes / GIB, in->kv_bytes / GIB, p->slots_per_layer,
+			in->n_moe_layers, in->slot_bytes / MIB, p->pool_bytes / GIB,
+			p->total_bytes / GIB, in->budget / GIB,
+			p->all_experts ? " (every expert cached)" : "");
+}
+
+/* Reads the first number in root+path; "max" reads as UINT64_MAX.  0 when absent. */
+static int read_num(const char *root, const char *path, uint64_t *out)
+{
+	char full[1024], buf[64];
+	FILE *f;
+	size_t got;
+	snprintf(full, sizeof full, "%s%s", root, path);
+	f = fopen(full, "re");
+	if (!f)
+		return 0;
+	got = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[got] = '\0';
+	if (strncmp(buf, "max", 3) == 0) {
+		*out = UINT64_MAX;
+		return 1;
+	}
+	return sscanf(buf, "%" SCNu64, out) == 1;
+}
+
+/* Min of file `name` over dir and its ancestors under mount (limits can sit on a parent; in
+ * a container the path may not exist below the namespaced mount, then only the root counts). */
+static uint64_t min_up(const char *root, const char *mount, const char *cgpath,
+		       const char *name, uint64_t *usage, const char *usage_name)
+{
+	char dir[512], file[700];
+	uint64_t v, best = UINT64_MAX;
+	snprintf(dir, sizeof dir, "%s", cgpath);
+	for (;;) {
+		size_t len = strlen(dir);
+		while (len > 0 && dir[len - 1] == '/')
+			dir[--len] = '\0';
+		snprintf(file, sizeof file, "%s%s/%s", mount, dir, name);
+		if (read_num(root, file, &v) && v < best)
+			best = v;
+		if (*usage == 0) {
+			snprintf(file, sizeof file, "%s%s/%s", mount, dir, usage_name);
+			read_num(root, file, usage);
+		}
+		if (len == 0)
+			break;
+		char *slash = strrchr(dir, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+	}
+	return best;
+}
+
+void pt_plan_cgroup_limit(const char *root, uint64_t *limit, uint64_t *usage)
+{
+	char path[1024], line[1024];
+	FILE *f;
+	*limit = UINT64_MAX;
+	*usage = 0;
+	if (!root)
+		root = "";
+	snprintf(path, sizeof path, "%s/proc/self/cgroup", root);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *nl;
+		uint64_t v;
+		if (!c2)
+			continue;
+		if ((nl = strchr(c2, '\n')))
+			*nl = '\0';
+		*c1 = '\0';
+		*c2 = '\0';
+		if (strcmp(line, "0") == 0 && c1[1] == '\0') /* v2: "0::/path" */
+			v = min_up(root, "/sys/fs/cgroup", c2 + 1, "memory.max", usage,
+				   "memory.current");
+		else if (strstr(c1 + 1, "memory")) /* v1: "N:memory:/path" (maybe co-mounted) */
+			v = min_up(root, "/sys/fs/cgroup/memory", c2 + 1, "memory.limit_in_bytes",
+				   usage, "memory.usage_in_bytes");
+		else
+			continue;
+		/* v1 reports "unlimited" as a page-rounded LONG_MAX */
+		if (v < (UINT64_MAX >> 2) && v < *limit)
+			*limit = v;
+	}
+	fclose(f);
+}
+
+static uint64_t mem_available(const char *root)
+{
+	char path[1024], line[256];
+	uint64_t kb = 0;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/proc/meminfo", root);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %" SCNu64 " kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb > (UINT64_MAX >> 10) ? 0 : kb << 10;
+}
+
+enum pt_status pt_plan_default_budget(const char *root, uint64_t *out, const char **source,
+				      struct pt_error *err)
+{
+	uint64_t limit, usage, avail, room, headroom;
+	const char *src = "MemAvailable";
+	if (!root)
+		root = "";
+	pt_plan_cgroup_limit(root, &limit, &usage);
+	avail = mem_available(root);
+	room = avail ? avail : UINT64_MAX;
+	if (limit != UINT64_MAX) {
+		uint64_t cg = limit > usage ? limit - usage : 0;
+		if (cg < room) {
+			room = cg;
+			src = "cgroup memory limit";
+		}
+	}
+	if (room == UINT64_MAX)
+		return pt_error_set(err, PT_E_UNSUPPORTED,
+				    "cannot determine available memory (no MemAvailable in "
+				    "%s/proc/meminfo, no cgroup limit); pass --memory SIZE", root);
+	headroom = room / 8 > MIN_HEADROOM ? room / 8 : MIN_HEADROOM;
+	*out = room > headroom ? room - headroom : 0;
+	if (source)
+		*source = src;
+	return PT_OK;
+}

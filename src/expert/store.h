@@ -1,0 +1,98 @@
+/* store.h - the expert provider: pointers to a routed expert's bytes for (layer, expert).
+ *
+ * Modes: mmap (the llama.cpp-like baseline: pointers into the model mapping, the kernel pages
+ * on demand), or the slot cache fed by the read engine (direct / buffered), reading from the
+ * GGUF (one aligned read per part) or from a matching pack (one read per expert).
+ *
+ * Use per layer: prefetch(layer, the token's or wave's experts) pins them and submits every
+ * miss at once; then get(layer, e) for each (hits return at once, misses wait only for their
+ * own read; ready() reports experts as their reads land, for compute in completion order);
+ * release(layer, e) after each get; end_layer(layer) drops pins of prefetched experts never
+ * fetched with get.  get without prefetch works too (one expert, one read).  A read failure
+ * is sticky: every later get returns it (never wrong bytes).  Calls are serialized by a mutex;
+ * returned pointers stay valid until the matching release.
+ */
+#ifndef PT_EXPERT_STORE_H
+#define PT_EXPERT_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "expert/cache.h"
+#include "expert/io.h"
+#include "expert/layout.h"
+#include "expert/pack.h"
+#include "expert/pcache.h"
+#include "util/status.h"
+
+struct pt_expert_store_config {
+	const char *model_path;
+	const struct pt_expert_layout *layout; /* must outlive the store */
+	const struct pt_pack *pack;            /* NULL: read the GGUF slices */
+	enum pt_io_mode mode;
+	uint32_t slots_per_layer; /* cache modes */
+	enum pt_cache_policy policy;
+	const uint8_t *map_base;  /* mmap mode: the model mapping */
+	uint64_t map_size;
+	uint32_t io_threads;      /* pread fallback pool */
+	bool force_pread;
+	const char *pack_cache_dir; /* lazy pack cache on fast disk (NULL: none) */
+	uint64_t pack_cache_size;
+	const char *identity;       /* model identity for the pack cache (size, mtime, ...) */
+	bool pack_cache_test_crash; /* tests: crash before each commit record */
+	pt_io_fault_fn fault;     /* tests; read tags: moe << 32 | expert, plus
+				     PT_STORE_TAG_PCACHE for reads from the pack cache */
+	void *fault_ctx;
+};
+
+#define PT_STORE_TAG_PCACHE (1ull << 62)
+
+/* One expert's parts in the layout's order (gate, up, gate_up, down, others). */
+struct pt_expert_view {
+	uint32_t n_parts;
+	const uint8_t *part[PT_EXPERT_MAX_PARTS];
+};
+
+typedef struct pt_expert_store pt_expert_store;
+
+enum pt_status pt_expert_store_open(const struct pt_expert_store_config *cfg,
+				    pt_expert_store **out, struct pt_error *err);
+void pt_expert_store_close(pt_expert_store *s); /* NULL-safe */
+/* "mmap" or "12 slots/layer lfu, io_uring, O_DIRECT, pack" */
+const char *pt_expert_store_describe(const pt_expert_store *s);
+/* Slot size the store needs per expert for this layout/pack (for the planner). */
+uint64_t pt_expert_store_slot_bytes(const struct pt_expert_layout *l, const struct pt_pack *p);
+
+enum pt_status pt_expert_store_prefetch(pt_expert_store *s, uint32_t layer,
+					const uint32_t *experts, uint32_t n, struct pt_error *err);
+/* Non-blocking: an expert of the current prefetch whose bytes are ready and which ready()
+ * has not reported yet (hits first).  *got false when none is ready right now. */
+enum pt_status pt_expert_store_ready(pt_expert_store *s, uint32_t *expert, bool *got,
+				     struct pt_error *err);
+enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t expert,
+				   struct pt_expert_view *out, struct pt_error *err);
+/* get, mapped to the forward pass's three matrices: gate (or the fused gate_up, then up is
+ * NULL), up, down.  Parts of other kinds are not returned.  Pair with release. */
+enum pt_status pt_expert_store_get_mats(pt_expert_store *s, uint32_t layer, uint32_t expert,
+					const void **gate, const void **up, const void **down,
+					struct pt_error *err);
+void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert);
+void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
+
+/* Prefill: reorders the union of experts a chunk needs on layer (distinct ids) into waves
+ * that fit the free slots, resident experts first (pt_expert_cache_waves); prefetch, get,
+ * release and end_layer each wave experts[wave_end[w-1] .. wave_end[w]) in turn.  mmap mode:
+ * one wave. */
+enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_t *experts,
+				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
+				     struct pt_error *err);
+
+/* Pack-cache counters: misses served from it, entries that failed their check (read from
+ * the source instead), entries written. */
+void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,
+				  uint64_t *written);
+
+/* Cache counters by MoE index (UINT32_MAX: total); zeros in mmap mode. */
+void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out);
+
+#endif

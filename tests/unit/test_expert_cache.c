@@ -1,0 +1,244 @@
+/* test_expert_cache.c - slot pool, LFU/LRU replacement, pinning, waves, counters. */
+#include "test.h"
+
+#include <stdint.h>
+
+#include "expert/cache.h"
+#include "util/alloc.h"
+
+static pt_expert_cache *mk(uint32_t layers, uint32_t experts, uint32_t slots,
+			   enum pt_cache_policy pol)
+{
+	struct pt_cache_config cfg = { .n_layers = layers, .n_expert = experts,
+				       .slots_per_layer = slots, .slot_bytes = 5000,
+				       .policy = pol };
+	pt_expert_cache *c = NULL;
+	if (pt_expert_cache_create(&cfg, &c, NULL) != PT_OK)
+		return NULL;
+	return c;
+}
+
+/* One token: acquire, "read" misses (publish ok), release.  Returns the hit count. */
+static int token(pt_expert_cache *c, uint32_t layer, const uint32_t *e, uint32_t n)
+{
+	struct pt_cache_ref refs[64];
+	uint32_t m = 0;
+	int hits = 0;
+	if (pt_expert_cache_acquire(c, layer, e, n, refs, &m, NULL) != PT_OK)
+		return -1;
+	for (uint32_t i = 0; i < m; i++) {
+		if (refs[i].hit)
+			hits++;
+		else
+			pt_expert_cache_publish(c, layer, refs[i].slot, true);
+	}
+	pt_expert_cache_release(c, layer, refs, m);
+	return hits;
+}
+
+PT_TEST(test_expert_cache_pool_aligned)
+{
+	pt_expert_cache *c = mk(3, 16, 4, PT_CACHE_LFU);
+	REQUIRE(c != NULL);
+	CHECK_EQ_INT(pt_expert_cache_slot_bytes(c), 8192);
+	for (uint32_t l = 0; l < 3; l++)
+		for (uint32_t s = 0; s < 4; s++) {
+			uint8_t *p = pt_expert_cache_slot_ptr(c, l, s);
+			CHECK(((uintptr_t)p & 4095) == 0);
+			p[0] = (uint8_t)(l * 4 + s); /* writable, distinct */
+			p[8191] = 1;
+		}
+	CHECK(pt_expert_cache_slot_ptr(c, 2, 3) - pt_expert_cache_slot_ptr(c, 0, 0) == 11 * 8192);
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_hits_and_dedup)
+{
+	pt_expert_cache *c = mk(2, 16, 4, PT_CACHE_LFU);
+	struct pt_cache_stats st;
+	REQUIRE(c != NULL);
+	uint32_t a[] = { 1, 2, 2, 1 };
+	CHECK_EQ_INT(token(c, 0, a, 4), 0);
+	CHECK_EQ_INT(token(c, 0, a, 4), 2);
+	CHECK_EQ_INT(token(c, 1, a, 2), 0); /* layers are independent */
+	pt_expert_cache_stats(c, 0, &st);
+	CHECK_EQ_INT(st.requests, 4);
+	CHECK_EQ_INT(st.hits, 2);
+	CHECK_EQ_INT(st.misses, 2);
+	CHECK_EQ_INT(st.slots_used, 2);
+	pt_expert_cache_stats(c, UINT32_MAX, &st);
+	CHECK_EQ_INT(st.misses, 4);
+	CHECK_EQ_INT(st.slots_used, 4);
+	CHECK(pt_expert_cache_lookup(c, 0, 2) >= 0);
+	CHECK(pt_expert_cache_lookup(c, 0, 3) < 0);
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_lfu_with_lru_tiebreak)
+{
+	pt_expert_cache *c = mk(1, 16, 3, PT_CACHE_LFU);
+	REQUIRE(c != NULL);
+	uint32_t e0[] = { 0 }, e1[] = { 1 }, e2[] = { 2 }, e3[] = { 3 }, e4[] = { 4 };
+	token(c, 0, e0, 1);
+	token(c, 0, e0, 1);
+	token(c, 0, e0, 1); /* 0 used 3 times */
+	token(c, 0, e1, 1);
+	token(c, 0, e2, 1); /* 1 and 2 once each; 1 older */
+	token(c, 0, e3, 1); /* evicts 1 (LFU tie, older) */
+	CHECK(pt_expert_cache_lookup(c, 0, 1) < 0);
+	CHECK(pt_expert_cache_lookup(c, 0, 0) >= 0);
+	CHECK(pt_expert_cache_lookup(c, 0, 2) >= 0);
+	token(c, 0, e4, 1); /* 2 and 3 once each; 2 older -> evicted; 0 survives although oldest */
+	CHECK(pt_expert_cache_lookup(c, 0, 2) < 0);
+	CHECK(pt_expert_cache_lookup(c, 0, 0) >= 0);
+	/* counts survive eviction: 1 comes back with count 2 and outranks 3 and 4 */
+	token(c, 0, e1, 1); /* evicts 3 (count 1, older than 4) */
+	CHECK(pt_expert_cache_lookup(c, 0, 3) < 0);
+	token(c, 0, e2, 1); /* 2 now count 2; victims: 4 (count 1) */
+	CHECK(pt_expert_cache_lookup(c, 0, 4) < 0);
+	CHECK(pt_expert_cache_lookup(c, 0, 1) >= 0);
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_lru_policy)
+{
+	pt_expert_cache *c = mk(1, 16, 2, PT_CACHE_LRU);
+	REQUIRE(c != NULL);
+	uint32_t e0[] = { 0 }, e1[] = { 1 }, e2[] = { 2 };
+	token(c, 0, e0, 1);
+	token(c, 0, e0, 1);
+	token(c, 0, e1, 1);
+	token(c, 0, e2, 1); /* LRU evicts 0 despite its count */
+	CHECK(pt_expert_cache_lookup(c, 0, 0) < 0);
+	CHECK(pt_expert_cache_lookup(c, 0, 1) >= 0);
+	enum pt_cache_policy p;
+	CHECK_EQ_INT(pt_cache_policy_parse("lru", &p, NULL), PT_OK);
+	CHECK_EQ_INT(p, PT_CACHE_LRU);
+	CHECK_EQ_INT(pt_cache_policy_parse("fifo", &p, NULL), PT_E_INVALID);
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_pinned_never_evicted)
+{
+	pt_expert_cache *c = mk(1, 16, 3, PT_CACHE_LFU);
+	struct pt_cache_ref held[4], refs[4];
+	uint32_t nh = 0, n = 0;
+	REQUIRE(c != NULL);
+	uint32_t a[] = { 5, 6 }, b[] = { 7, 8 }, d[] = { 7 };
+	for (int i = 0; i < 5; i++)
+		token(c, 0, b, 2); /* 7, 8 popular */
+	REQUIRE(pt_expert_cache_acquire(c, 0, a, 2, held, &nh, NULL) == PT_OK);
+	/* 5 takes the empty slot, 6 must evict 7 or 8 (unpinned) */
+	for (uint32_t i = 0; i < nh; i++)
+		pt_expert_cache_publish(c, 0, held[i].slot, true);
+	/* while 5 and 6 are pinned, a request for 2 new experts cannot fit in 1 free slot */
+	uint32_t two[] = { 9, 10 };
+	struct pt_error err = { 0 };
+	CHECK_EQ_INT(pt_expert_cache_acquire(c, 0, two, 2, refs, &n, &err), PT_E_LIMIT);
+	CHECK_CONTAINS(err.msg, "waves");
+	CHECK(pt_expert_cache_lookup(c, 0, 5) >= 0); /* nothing changed */
+	CHECK(pt_expert_cache_lookup(c, 0, 6) >= 0);
+	/* one new expert still fits in the one unpinned slot */
+	REQUIRE(pt_expert_cache_acquire(c, 0, d, 1, refs, &n, NULL) == PT_OK);
+	CHECK(refs[0].hit || refs[0].slot != held[0].slot);
+	if (!refs[0].hit)
+		pt_expert_cache_publish(c, 0, refs[0].slot, true);
+	pt_expert_cache_release(c, 0, refs, n);
+	pt_expert_cache_release(c, 0, held, nh);
+	CHECK_EQ_INT(token(c, 0, two, 2), 0); /* fits after release */
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_failed_read_not_published)
+{
+	pt_expert_cache *c = mk(1, 8, 2, PT_CACHE_LFU);
+	struct pt_cache_ref refs[2];
+	struct pt_cache_stats st;
+	uint32_t n = 0, e[] = { 3 };
+	REQUIRE(c != NULL);
+	REQUIRE(pt_expert_cache_acquire(c, 0, e, 1, refs, &n, NULL) == PT_OK);
+	CHECK(!refs[0].hit);
+	CHECK(pt_expert_cache_lookup(c, 0, 3) < 0); /* loading is not a hit */
+	struct pt_cache_ref again[2];
+	uint32_t n2 = 0;
+	CHECK_EQ_INT(pt_expert_cache_acquire(c, 0, e, 1, again, &n2, NULL), PT_E_BUSY);
+	pt_expert_cache_publish(c, 0, refs[0].slot, false);
+	pt_expert_cache_release(c, 0, refs, n);
+	CHECK(pt_expert_cache_lookup(c, 0, 3) < 0);
+	pt_expert_cache_stats(c, 0, &st);
+	CHECK_EQ_INT(st.slots_used, 0);
+	CHECK_EQ_INT(token(c, 0, e, 1), 0); /* read again, a miss */
+	CHECK_EQ_INT(token(c, 0, e, 1), 1);
+	uint32_t bad[] = { 8 };
+	CHECK_EQ_INT(pt_expert_cache_acquire(c, 0, bad, 1, refs, &n, NULL), PT_E_INVALID);
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_waves)
+{
+	pt_expert_cache *c = mk(1, 32, 4, PT_CACHE_LFU);
+	uint32_t ends[16], nw = 0;
+	REQUIRE(c != NULL);
+	uint32_t warm[] = { 20, 21 };
+	token(c, 0, warm, 2);
+	uint32_t u[] = { 1, 2, 20, 3, 4, 21, 5, 6, 7, 8 };
+	REQUIRE(pt_expert_cache_waves(c, 0, u, 10, ends, &nw, NULL) == PT_OK);
+	CHECK_EQ_INT(nw, 3);
+	CHECK_EQ_INT(ends[0], 4);
+	CHECK_EQ_INT(ends[1], 8);
+	CHECK_EQ_INT(ends[2], 10);
+	CHECK_EQ_INT(u[0], 20); /* resident first, order kept */
+	CHECK_EQ_INT(u[1], 21);
+	CHECK_EQ_INT(u[2], 1);
+	CHECK_EQ_INT(u[9], 8);
+	/* every wave fits when run in order */
+	uint32_t start = 0;
+	for (uint32_t w = 0; w < nw; w++) {
+		int h = token(c, 0, u + start, ends[w] - start);
+		CHECK(h >= 0);
+		if (w == 0)
+			CHECK_EQ_INT(h, 2);
+		start = ends[w];
+	}
+	/* exact multiple and empty */
+	uint32_t v[] = { 9, 10, 11, 12 };
+	REQUIRE(pt_expert_cache_waves(c, 0, v, 4, ends, &nw, NULL) == PT_OK);
+	CHECK_EQ_INT(nw, 1);
+	REQUIRE(pt_expert_cache_waves(c, 0, v, 0, ends, &nw, NULL) == PT_OK);
+	CHECK_EQ_INT(nw, 0);
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_no_alloc_after_create)
+{
+	pt_expert_cache *c = mk(4, 64, 8, PT_CACHE_LFU);
+	REQUIRE(c != NULL);
+	uint64_t before = pt_alloc_calls();
+	for (uint32_t t = 0; t < 200; t++) {
+		uint32_t e[8];
+		for (uint32_t i = 0; i < 8; i++)
+			e[i] = (t * 7 + i * 13) % 64;
+		for (uint32_t l = 0; l < 4; l++)
+			CHECK(token(c, l, e, 8) >= 0);
+	}
+	struct pt_cache_stats st;
+	pt_expert_cache_stats(c, UINT32_MAX, &st);
+	CHECK_EQ_INT(pt_alloc_calls(), before);
+	CHECK_EQ_INT(st.requests, 200 * 4 * 8);
+	CHECK_EQ_INT(st.hits + st.misses, st.requests);
+	pt_expert_cache_destroy(c);
+}
+
+PT_TEST(test_expert_cache_bad_geometry)
+{
+	struct pt_cache_config cfg = { .n_layers = 1, .n_expert = 4, .slots_per_layer = 5,
+				       .slot_bytes = 1 };
+	pt_expert_cache *c = (pt_expert_cache *)1;
+	CHECK_EQ_INT(pt_expert_cache_create(&cfg, &c, NULL), PT_E_INVALID);
+	CHECK(c == NULL);
+	cfg.slots_per_layer = 2;
+	cfg.n_layers = 1u << 30;
+	cfg.slot_bytes = 1ull << 40; /* pool overflows */
+	CHECK(pt_expert_cache_create(&cfg, &c, NULL) != PT_OK);
+	CHECK(c == NULL);
+}

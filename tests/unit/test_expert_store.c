@@ -1,0 +1,301 @@
+/* test_expert_store.c - expert layout from a GGUF and the provider in every mode: each
+ * part's bytes must equal the model file's slice, under eviction and fault injection. */
+#include "test.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+#include "expert/store.h"
+#include "expert_fixture.h"
+#include "gguf/gguf.h"
+#include "util/alloc.h"
+
+static const char *fixture(const char *name)
+{
+	const char *p = pt_test_tmpfile(name);
+	return fx_write_model(p) == 0 ? p : NULL;
+}
+
+PT_TEST(test_expert_layout_from_gguf)
+{
+	const char *path = fixture("lay.gguf");
+	pt_gguf *g = NULL;
+	struct pt_expert_layout l;
+	REQUIRE(path && pt_gguf_open(path, &g, NULL) == PT_OK);
+	REQUIRE(pt_expert_layout_from_gguf(g, &l, NULL) == PT_OK);
+	CHECK_EQ_INT(l.n_expert, FX_EXPERTS);
+	REQUIRE(l.n_moe == 2);
+	CHECK_EQ_INT(l.moe[0].layer, 1);
+	CHECK_EQ_INT(l.moe[1].layer, 2);
+	REQUIRE(l.moe[0].n_parts == 4); /* gate, up, down, the 2-D scale; not the 1-D one */
+	CHECK_EQ_INT(l.moe[0].part[0].kind, PT_PART_GATE);
+	CHECK_EQ_INT(l.moe[0].part[1].kind, PT_PART_UP);
+	CHECK_EQ_INT(l.moe[0].part[2].kind, PT_PART_DOWN);
+	CHECK_EQ_STR(l.moe[0].part[3].name, "blk.1.ffn_gate_exps.scale");
+	CHECK_EQ_INT(l.moe[0].part[0].stride, 40 * 9 * 4);
+	CHECK_EQ_INT(l.moe[0].part[3].stride, 12);
+	CHECK_EQ_INT(l.moe[1].n_parts, 3);
+	CHECK_EQ_INT(l.moe[0].expert_bytes, 3 * 1440 + 12);
+	CHECK_EQ_INT(pt_expert_layout_find(&l, 2), 1);
+	CHECK_EQ_INT(pt_expert_layout_find(&l, 0), -1);
+	const struct pt_gguf_tensor *t = pt_gguf_find_tensor(g, "blk.2.ffn_down_exps.weight");
+	REQUIRE(t != NULL);
+	CHECK_EQ_INT(l.moe[1].part[2].file_offset, t->file_offset);
+	pt_expert_layout_free(&l);
+	pt_gguf_close(g);
+}
+
+struct ctx {
+	const char *path;
+	uint8_t *file;
+	uint64_t size;
+	struct pt_expert_layout lay;
+};
+
+static int setup(struct ctx *c, const char *name)
+{
+	pt_gguf *g = NULL;
+	c->path = fixture(name);
+	if (!c->path || pt_gguf_open(c->path, &g, NULL) != PT_OK)
+		return -1;
+	int rc = pt_expert_layout_from_gguf(g, &c->lay, NULL) == PT_OK ? 0 : -1;
+	pt_gguf_close(g);
+	c->file = fx_slurp(c->path, &c->size);
+	return c->file && rc == 0 ? 0 : -1;
+}
+
+static void teardown(struct ctx *c)
+{
+	pt_expert_layout_free(&c->lay);
+	pt_free(c->file);
+}
+
+/* Every part of the view equals the file's slice. */
+static int view_ok(const struct ctx *c, uint32_t m, uint32_t e, const struct pt_expert_view *v)
+{
+	const struct pt_expert_layer *L = &c->lay.moe[m];
+	if (v->n_parts != L->n_parts)
+		return 0;
+	for (uint32_t i = 0; i < L->n_parts; i++) {
+		uint64_t off = L->part[i].file_offset + e * L->part[i].stride;
+		if (memcmp(v->part[i], c->file + off, L->part[i].stride) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Runs a token stream through the store with prefetch/ready/get/release/end_layer. */
+static void exercise(struct ctx *c, pt_expert_store *s, int *bad)
+{
+	static const uint32_t toks[][3] = { { 0, 1, 2 }, { 1, 2, 3 }, { 7, 0, 5 }, { 6, 6, 4 },
+					    { 0, 1, 2 } };
+	*bad = 0;
+	for (uint32_t t = 0; t < 5; t++)
+		for (uint32_t m = 0; m < 2; m++) {
+			uint32_t layer = c->lay.moe[m].layer, e, n_ready = 0;
+			bool got;
+			struct pt_expert_view v;
+			REQUIRE(pt_expert_store_prefetch(s, layer, toks[t], 3, NULL) == PT_OK);
+			for (int spin = 0; spin < 100000 && n_ready < 3; spin++) {
+				REQUIRE(pt_expert_store_ready(s, &e, &got, NULL) == PT_OK);
+				n_ready += got;
+			}
+			for (uint32_t i = 0; i < 3; i++) {
+				REQUIRE(pt_expert_store_get(s, layer, toks[t][i], &v, NULL) == PT_OK);
+				*bad += !view_ok(c, m, toks[t][i], &v);
+				pt_expert_store_release(s, layer, toks[t][i]);
+			}
+			pt_expert_store_end_layer(s, layer);
+		}
+}
+
+static void run_mode(enum pt_io_mode mode, bool force_pread, const struct pt_pack *pack)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	int bad;
+	REQUIRE(setup(&c, "st.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .pack = pack, .mode = mode, .slots_per_layer = 3,
+					      .map_base = c.file, .map_size = c.size,
+					      .force_pread = force_pread };
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	exercise(&c, s, &bad);
+	CHECK_EQ_INT(bad, 0);
+	if (mode != PT_IO_MMAP) {
+		struct pt_cache_stats st;
+		pt_expert_store_stats(s, UINT32_MAX, &st);
+		CHECK_EQ_INT(st.requests, 2 * 15); /* {6,6,4}: 2 in the prefetch, +1 second get of 6 */
+		CHECK(st.misses >= 2 * 8 && st.hits > 0);
+		CHECK(st.bytes_read > 0);
+		CHECK_EQ_INT(st.read_errors, 0);
+	}
+	pt_expert_store_close(s);
+	teardown(&c);
+}
+
+PT_TEST(test_expert_store_mmap)
+{
+	run_mode(PT_IO_MMAP, false, NULL);
+}
+
+PT_TEST(test_expert_store_direct_uring)
+{
+	run_mode(PT_IO_DIRECT, false, NULL);
+}
+
+PT_TEST(test_expert_store_buffered_pread)
+{
+	run_mode(PT_IO_BUFFERED, true, NULL);
+}
+
+static int64_t eio_expert5(void *ctx, uint64_t tag, uint32_t range, uint64_t off, int64_t res)
+{
+	(void)ctx, (void)range, (void)off;
+	return (uint32_t)tag == 5 ? -EIO : res;
+}
+
+PT_TEST(test_expert_store_read_error_is_sticky)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	struct pt_expert_view v;
+	REQUIRE(setup(&c, "st2.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_DIRECT, .slots_per_layer = 3,
+					      .fault = eio_expert5 };
+	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+	uint32_t ex[] = { 4, 5 };
+	REQUIRE(pt_expert_store_prefetch(s, 2, ex, 2, NULL) == PT_OK);
+	CHECK_EQ_INT(pt_expert_store_get(s, 2, 5, &v, &err), PT_E_IO);
+	CHECK_CONTAINS(err.msg, "expert 5 of layer 2");
+	CHECK_CONTAINS(err.msg, "at offset");
+	pt_error_clear(&err);
+	CHECK_EQ_INT(pt_expert_store_get(s, 2, 4, &v, &err), PT_E_IO); /* sticky */
+	CHECK_EQ_INT(pt_expert_store_get(s, 0, 4, &v, NULL), PT_E_INVALID); /* dense layer */
+	pt_expert_store_close(s);
+	teardown(&c);
+}
+
+PT_TEST(test_expert_store_prefetch_over_slots)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	REQUIRE(setup(&c, "st3.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_BUFFERED, .slots_per_layer = 3 };
+	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+	CHECK_CONTAINS(pt_expert_store_describe(s), "3 slots/layer lfu");
+	uint32_t ex[] = { 0, 1, 2, 3 };
+	CHECK_EQ_INT(pt_expert_store_prefetch(s, 1, ex, 4, &err), PT_E_LIMIT);
+	CHECK_CONTAINS(err.msg, "waves");
+	/* the forward pass's view: gate/up/down pointers */
+	const void *gate, *up, *down;
+	REQUIRE(pt_expert_store_get_mats(s, 2, 5, &gate, &up, &down, NULL) == PT_OK);
+	CHECK(memcmp(gate, c.file + c.lay.moe[1].part[0].file_offset + 5 * 1440, 1440) == 0);
+	CHECK(memcmp(up, c.file + c.lay.moe[1].part[1].file_offset + 5 * 1440, 1440) == 0);
+	CHECK(memcmp(down, c.file + c.lay.moe[1].part[2].file_offset + 5 * 1440, 1440) == 0);
+	pt_expert_store_release(s, 2, 5);
+	/* get without prefetch still works and leaves nothing pinned */
+	struct pt_expert_view v;
+	for (uint32_t e = 0; e < FX_EXPERTS; e++) {
+		REQUIRE(pt_expert_store_get(s, 1, e, &v, NULL) == PT_OK);
+		CHECK(view_ok(&c, 0, e, &v));
+		pt_expert_store_release(s, 1, e);
+	}
+	pt_expert_store_close(s);
+	teardown(&c);
+}
+
+struct worker_arg {
+	struct ctx *c;
+	pt_expert_store *s;
+	uint32_t seed;
+	int bad;
+};
+
+static void *worker(void *p)
+{
+	struct worker_arg *a = p;
+	for (int i = 0; i < 300; i++) {
+		a->seed = a->seed * 1103515245u + 12345u;
+		uint32_t m = (a->seed >> 8) & 1, e = (a->seed >> 16) % FX_EXPERTS;
+		struct pt_expert_view v;
+		if (pt_expert_store_get(a->s, a->c->lay.moe[m].layer, e, &v, NULL) != PT_OK) {
+			a->bad++;
+			continue;
+		}
+		a->bad += !view_ok(a->c, m, e, &v); /* compute reads while others load */
+		pt_expert_store_release(a->s, a->c->lay.moe[m].layer, e);
+	}
+	return NULL;
+}
+
+PT_TEST(test_expert_store_concurrent_gets)
+{
+	/* 3 threads x 300 gets on 3 slots/layer through the pread pool and io_uring: every view
+	 * must hold the right bytes (run under ThreadSanitizer by `make test`). */
+	for (int backend = 0; backend < 2; backend++) {
+		struct ctx c;
+		pt_expert_store *s = NULL;
+		pthread_t th[3];
+		struct worker_arg a[3];
+		REQUIRE(setup(&c, "st4.gguf") == 0);
+		struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+						      .mode = PT_IO_DIRECT, .slots_per_layer = 3,
+						      .force_pread = backend == 0 };
+		REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+		for (int i = 0; i < 3; i++) {
+			a[i] = (struct worker_arg){ .c = &c, .s = s, .seed = 77u + (uint32_t)i };
+			REQUIRE(pthread_create(&th[i], NULL, worker, &a[i]) == 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			pthread_join(th[i], NULL);
+			CHECK_EQ_INT(a[i].bad, 0);
+		}
+		struct pt_cache_stats st;
+		pt_expert_store_stats(s, UINT32_MAX, &st);
+		CHECK_EQ_INT(st.requests, 900);
+		pt_expert_store_close(s);
+		teardown(&c);
+	}
+}
+
+PT_TEST(test_expert_store_prefill_waves)
+{
+	/* a chunk touching all 8 experts of a layer with 3 slots: waves of <= 3, resident
+	 * experts first, every expert's bytes right */
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	REQUIRE(setup(&c, "st5.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_DIRECT, .slots_per_layer = 3 };
+	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+	struct pt_expert_view v;
+	REQUIRE(pt_expert_store_get(s, 1, 6, &v, NULL) == PT_OK); /* make 6 resident */
+	pt_expert_store_release(s, 1, 6);
+	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ends[8], nw = 0, start = 0;
+	REQUIRE(pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) == PT_OK);
+	CHECK_EQ_INT(nw, 3);
+	CHECK_EQ_INT(u[0], 6);
+	int bad = 0;
+	for (uint32_t w = 0; w < nw; w++) {
+		REQUIRE(pt_expert_store_prefetch(s, 1, u + start, ends[w] - start, NULL) == PT_OK);
+		for (uint32_t i = start; i < ends[w]; i++) {
+			REQUIRE(pt_expert_store_get(s, 1, u[i], &v, NULL) == PT_OK);
+			bad += !view_ok(&c, 0, u[i], &v);
+			pt_expert_store_release(s, 1, u[i]);
+		}
+		pt_expert_store_end_layer(s, 1);
+		start = ends[w];
+	}
+	CHECK_EQ_INT(bad, 0);
+	struct pt_cache_stats st;
+	pt_expert_store_stats(s, 0, &st);
+	CHECK_EQ_INT(st.misses, 8); /* each expert read once */
+	pt_expert_store_close(s);
+	teardown(&c);
+}
