@@ -40,7 +40,7 @@ run_vocab() {
 	python3 -c 'import json,sys
 for l in open(sys.argv[1]).read().split("\n"):
     if not l: continue
-    j = json.loads(l); print(json.dumps(j["p0"])); print(json.dumps(j["p1"]), file=sys.stderr)' \
+    j = json.loads(l); print(json.dumps(j.get("p0", []))); print(json.dumps(j.get("p1", [])), file=sys.stderr)' \
 		"$d/llama.jsonl" >"$d/ll.p0" 2>"$d/ll.p1"
 	$PARTICLE detokenize -m "$d/v.gguf" --no-special --batch "$d/ll.p0" >"$d/pt.d0" &&
 	$PARTICLE detokenize -m "$d/v.gguf" --batch "$d/ll.p1" >"$d/pt.d1" &&
