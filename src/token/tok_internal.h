@@ -72,6 +72,14 @@ static inline uint64_t tok_hash(const void *p, size_t n, uint64_t h)
 	return h;
 }
 #define TOK_HASH_SEED 0xcbf29ce484222325ull
+/* Final avalanche so the low bits used as a table index depend on every input byte. */
+static inline uint32_t tok_hash_index(uint64_t h, uint32_t mask)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h & mask;
+}
 
 static inline const char *tok_str(const struct pt_tok *t, uint32_t id)
 {

@@ -42,7 +42,7 @@ static uint32_t pow2_at_least(uint64_t n)
 
 int32_t tok_lookup(const struct pt_tok *t, const char *s, size_t n)
 {
-	uint32_t h = (uint32_t)tok_hash(s, n, TOK_HASH_SEED) & t->hash_mask;
+	uint32_t h = tok_hash_index(tok_hash(s, n, TOK_HASH_SEED), t->hash_mask);
 	for (;; h = (h + 1) & t->hash_mask) {
 		uint32_t e = t->hash[h];
 		if (!e)
@@ -70,7 +70,7 @@ int32_t tok_merge_rank(const struct pt_tok *t, const char *l, size_t ln, const c
 {
 	if (!t->n_merges)
 		return -1;
-	uint32_t h = (uint32_t)merge_hash(l, ln, r, rn) & t->mhash_mask;
+	uint32_t h = tok_hash_index(merge_hash(l, ln, r, rn), t->mhash_mask);
 	for (;; h = (h + 1) & t->mhash_mask) {
 		uint32_t e = t->mhash[h];
 		if (!e)
@@ -127,7 +127,7 @@ static enum pt_status load_tokens(struct pt_tok *t, const struct pt_vocab_spec *
 		off += n + 1;
 		t->score[i] = s->scores ? s->scores[i] : 0.0f;
 		t->attr[i] = type_to_attr(s->types ? s->types[i] : PT_TOKTYPE_NORMAL);
-		uint32_t h = (uint32_t)tok_hash(dst, n, TOK_HASH_SEED) & t->hash_mask;
+		uint32_t h = tok_hash_index(tok_hash(dst, n, TOK_HASH_SEED), t->hash_mask);
 		for (; t->hash[h]; h = (h + 1) & t->hash_mask) {
 			uint32_t o = t->hash[h] - 1;
 			if (t->tok_len[o] == n && memcmp(tok_str(t, o), dst, n) == 0)
@@ -172,7 +172,7 @@ static enum pt_status load_merges(struct pt_tok *t, const struct pt_vocab_spec *
 		e->rlen = (uint32_t)(n - e->llen - 1);
 		off += n;
 		const char *l = t->marena + e->loff, *r = t->marena + e->roff;
-		uint32_t h = (uint32_t)merge_hash(l, e->llen, r, e->rlen) & t->mhash_mask;
+		uint32_t h = tok_hash_index(merge_hash(l, e->llen, r, e->rlen), t->mhash_mask);
 		bool dup = false;
 		for (; t->mhash[h]; h = (h + 1) & t->mhash_mask) {
 			const struct tok_merge *o = &t->merges[t->mhash[h] - 1];
