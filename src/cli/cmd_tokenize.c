@@ -12,7 +12,7 @@
 
 struct opts {
 	const char *model, *file, *batch, *text;
-	bool parse_special, add_special, pieces, ids_only;
+	bool parse_special, add_special, pieces, ids_only, info;
 };
 
 static const char b64chars[] =
@@ -172,6 +172,22 @@ static int tokenize_b64(const pt_tok *t, const struct opts *o, char *line)
 	return print_ids(t, o, line, (size_t)n);
 }
 
+static void print_info(const pt_tok *t)
+{
+	printf("{\"n_vocab\":%u,\"bos\":%d,\"eos\":%d,\"eot\":%d,\"add_bos\":%s,"
+	       "\"add_eos\":%s,\"eog\":[", pt_tok_n_vocab(t), pt_tok_bos(t), pt_tok_eos(t),
+	       pt_tok_eot(t), pt_tok_add_bos(t) ? "true" : "false",
+	       pt_tok_add_eos(t) ? "true" : "false");
+	const char *sep = "";
+	for (uint32_t i = 0; i < pt_tok_n_vocab(t); i++) {
+		if (pt_tok_is_eog(t, (int32_t)i)) {
+			printf("%s%u", sep, i);
+			sep = ",";
+		}
+	}
+	puts("]}");
+}
+
 static void tok_usage(FILE *f)
 {
 	fprintf(f,
@@ -185,6 +201,8 @@ static void tok_usage(FILE *f)
 		"  --no-bos          do not add BOS/EOS even if the vocab wants them (default: add)\n"
 		"  --pieces          print [{\"id\":N,\"piece\":\"vocab text\"},...] instead\n"
 		"  --ids-only        print the ids separated by spaces instead of JSON\n"
+		"  --vocab-info      print the vocab's special ids, add_bos/add_eos and the\n"
+		"                    end-of-generation ids as JSON instead of tokenizing\n"
 		"  --help            this text\n");
 }
 
@@ -211,6 +229,8 @@ static int parse_common(int argc, char **argv, struct opts *o, bool tok)
 			o->pieces = true;
 		else if (!strcmp(a, "--ids-only") && tok)
 			o->ids_only = true;
+		else if (!strcmp(a, "--vocab-info") && tok)
+			o->info = true;
 		else if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
 			pt_cli_error("%s: unknown or incomplete option '%s'", argv[0], a);
 			return PT_EXIT_USAGE;
@@ -225,9 +245,9 @@ static int parse_common(int argc, char **argv, struct opts *o, bool tok)
 		pt_cli_error("%s: -m MODEL is required", argv[0]);
 		return PT_EXIT_USAGE;
 	}
-	if (!!o->text + !!o->file + !!o->batch != 1) {
+	if (!!o->text + !!o->file + !!o->batch + o->info != 1) {
 		pt_cli_error("%s: give exactly one input (%s)", argv[0],
-			     tok ? "TEXT, --file or --batch" : "IDS or --batch");
+			     tok ? "TEXT, --file, --batch or --vocab-info" : "IDS or --batch");
 		return PT_EXIT_USAGE;
 	}
 	return PT_EXIT_OK;
@@ -246,7 +266,9 @@ int pt_cmd_tokenize(int argc, char **argv)
 	pt_tok *t = NULL;
 	if ((rc = open_tok(o.model, &g, &t)))
 		return rc;
-	if (o.batch) {
+	if (o.info) {
+		print_info(t);
+	} else if (o.batch) {
 		rc = batch_lines(o.batch, t, &o, tokenize_b64);
 	} else if (o.file) {
 		char *buf;

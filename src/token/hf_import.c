@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "util/alloc.h"
+#include "util/limits.h"
 
-#define HF_MAX_FILE (512u * 1024 * 1024)
 
 struct hf_vocab {
 	struct pt_vocab_spec spec; /* first: the public handle points here */
@@ -42,9 +42,9 @@ static enum pt_status read_file(const char *path, char **buf, size_t *len, bool 
 	char *b = pt_malloc(cap);
 	while (b && !st) {
 		if (n + 1 >= cap) {
-			if (cap >= HF_MAX_FILE) {
+			if (cap >= PT_HF_MAX_FILE) {
 				st = pt_error_set(err, PT_E_LIMIT, "%s is larger than %u bytes", path,
-						  HF_MAX_FILE);
+						  PT_HF_MAX_FILE);
 				break;
 			}
 			char *nb = pt_realloc(b, cap * 2);
@@ -274,7 +274,7 @@ static enum pt_status count_tokens(const cJSON *vocab, const cJSON *added,
 	double max = -1;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, vocab) {
-		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= (1 << 24))
+		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= PT_TOK_MAX_VOCAB)
 			return pt_error_set(err, PT_E_FORMAT, "tokenizer.json: bad id for '%s'",
 					    it->string ? it->string : "?");
 		if (it->valuedouble > max)
@@ -282,7 +282,7 @@ static enum pt_status count_tokens(const cJSON *vocab, const cJSON *added,
 	}
 	cJSON_ArrayForEach(it, added) {
 		const cJSON *id = obj(it, "id");
-		if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (1 << 24) ||
+		if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= PT_TOK_MAX_VOCAB ||
 		    !token_content(it))
 			return pt_error_set(err, PT_E_FORMAT, "tokenizer.json: bad added token");
 		if (id->valuedouble > max)

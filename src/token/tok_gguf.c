@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/alloc.h"
+#include "util/limits.h"
 
 struct gguf_view {
 	char model[64], pre[64];
@@ -77,8 +78,9 @@ static enum pt_status read_arrays(const pt_gguf *g, struct pt_vocab_spec *s,
 		return st;
 	if (!found || !kv->arr_count)
 		return pt_error_set(err, PT_E_FORMAT, "tokenizer.ggml.tokens is missing or empty");
-	if (kv->arr_count > (1u << 30))
-		return pt_error_set(err, PT_E_LIMIT, "tokenizer.ggml.tokens: too many tokens");
+	if (kv->arr_count > PT_TOK_MAX_VOCAB)
+		return pt_error_set(err, PT_E_LIMIT, "tokenizer.ggml.tokens: more than %u tokens",
+				    PT_TOK_MAX_VOCAB);
 	s->n_tokens = (uint32_t)kv->arr_count;
 	if (!(v->tokens = pt_mallocn(s->n_tokens, sizeof *v->tokens)))
 		return pt_error_set(err, PT_E_NOMEM, "out of memory");
@@ -87,8 +89,9 @@ static enum pt_status read_arrays(const pt_gguf *g, struct pt_vocab_spec *s,
 	if ((st = pt_gguf_get_arr(g, "tokenizer.ggml.merges", PT_GGUF_STRING, &kv, &found, err)))
 		return st;
 	if (found && kv->arr_count) {
-		if (kv->arr_count > (1u << 30))
-			return pt_error_set(err, PT_E_LIMIT, "tokenizer.ggml.merges: too many");
+		if (kv->arr_count > PT_TOK_MAX_MERGES)
+			return pt_error_set(err, PT_E_LIMIT, "tokenizer.ggml.merges: more than %u",
+					    PT_TOK_MAX_MERGES);
 		s->n_merges = (uint32_t)kv->arr_count;
 		if (!(v->merges = pt_mallocn(s->n_merges, sizeof *v->merges)))
 			return pt_error_set(err, PT_E_NOMEM, "out of memory");

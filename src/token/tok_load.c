@@ -9,6 +9,7 @@
 
 #include "token/tok_unicode.h"
 #include "util/alloc.h"
+#include "util/limits.h"
 
 void pt_vocab_spec_init(struct pt_vocab_spec *s)
 {
@@ -315,8 +316,7 @@ static int32_t detect(struct pt_tok *t, const char *const *texts)
 
 static const char *const eot_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-	"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81of"
-	"\xe2\x96\x81sentence\xef\xbd\x9c>", "<end_of_utterance>", NULL };
+	"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<end_of_utterance>", NULL };
 static const char *const eog_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
 	"<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>",
@@ -327,17 +327,21 @@ static const char *const eog_texts[] = {
 static enum pt_status fixups(struct pt_tok *t, struct pt_error *err)
 {
 	static const char *const fim_pre[] = { "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-					       "<PRE>", "\xe2\x96\x81<PRE>", "<|code_prefix|>", NULL };
+					       "<PRE>", "<|code_prefix|>", "<|prefix|>", NULL };
 	static const char *const fim_suf[] = { "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-					       "<SUF>", "\xe2\x96\x81<SUF>", "<|code_suffix|>", NULL };
+					       "<SUF>", "<|code_suffix|>", "<|suffix|>", NULL };
 	static const char *const fim_mid[] = { "<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-					       "<MID>", "\xe2\x96\x81<MID>", "<|code_middle|>", NULL };
-	static const char *const fim_pad[] = { "<|fim_pad|>", "<fim-pad>", "<fim_pad>", NULL };
+					       "<MID>", "<|code_middle|>", "<|middle|>", NULL };
+	static const char *const fim_pad[] = { "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>",
+					       "[PAD]", NULL };
 	static const char *const fim_rep[] = { "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
 					       "<REPO>", "<reponame>", NULL };
-	static const char *const fim_sep[] = { "<|file_sep|>", "<file_sep>", NULL };
+	static const char *const fim_sep[] = { "<|file_sep|>", NULL };
+	static const char *const eom[] = { "<|eom_id|>", NULL };
 	if (t->eot < 0)
 		t->eot = detect(t, eot_texts);
+	if (t->eom < 0)
+		t->eom = detect(t, eom);
 	detect(t, fim_pre);
 	detect(t, fim_suf);
 	detect(t, fim_mid);
@@ -427,7 +431,7 @@ enum pt_status pt_tok_create(const struct pt_vocab_spec *s, pt_tok **out, struct
 	*out = NULL;
 	if (!s->tokens || !s->n_tokens)
 		return pt_error_set(err, PT_E_FORMAT, "tokenizer.ggml.tokens is missing or empty");
-	if (s->n_tokens > (1u << 30) || s->n_merges > (1u << 30))
+	if (s->n_tokens > PT_TOK_MAX_VOCAB || s->n_merges > PT_TOK_MAX_MERGES)
 		return pt_error_set(err, PT_E_LIMIT, "vocabulary too large (%u tokens, %u merges)",
 				    s->n_tokens, s->n_merges);
 	struct pt_tok *t = pt_calloc(1, sizeof *t);

@@ -5,7 +5,8 @@
 # plus a synthetic-score SentencePiece ("llama") vocab built
 # from the Gemma 3 pieces.  For every string of tests/fixtures/tokenizer/strings.json: ids with
 # parse_special on and off, detokenize with special on and off, and (Qwen3, Sarvam: no
-# clean_spaces) detokenize(tokenize(s)) == s.  Also reports agreement with Hugging Face ids.
+# clean_spaces) detokenize(tokenize(s)) == s; per vocab the special ids, add_bos/add_eos and
+# the end-of-generation set.  Also reports agreement with Hugging Face ids.
 # TOK_ONLY="qwen3 spm" limits the run to those vocabularies.
 set -u
 . "$(dirname "$0")/../cli/lib.sh"
@@ -33,6 +34,15 @@ run_vocab() {
 		bad "$name: mkvocab failed: $(cat "$d/err")"
 		return
 	fi
+	$PARTICLE tokenize -m "$d/v.gguf" --vocab-info >"$d/pt.info" &&
+	node "$ROOT/tests/oracle/tok_oracle.mjs" info "$d/v.gguf" >"$d/ll.info" 2>/dev/null ||
+		{ bad "$name: vocab info failed"; return; }
+	if python3 -c 'import json,sys
+p, l = (json.load(open(f)) for f in sys.argv[1:3])
+bad = [k for k in ("n_vocab", "add_bos", "add_eos", "eog") if p[k] != l[k]]
+bad += [k for k in ("bos", "eos", "eot") if l[k] != -1 and p[k] != l[k]]
+print("%s: special ids, add_bos/add_eos and %d end-of-generation ids %s" % (sys.argv[3], len(l["eog"]), "differ: " + " ".join(bad) if bad else "equal llama.cpp"))
+sys.exit(1 if bad else 0)' "$d/pt.info" "$d/ll.info" "$name"; then ok; else bad "$name: vocab info differs"; fi
 	$PARTICLE tokenize -m "$d/v.gguf" --no-bos --batch "$TMP/in.b64" >"$d/pt.p1" &&
 	$PARTICLE tokenize -m "$d/v.gguf" --no-bos --no-special --batch "$TMP/in.b64" >"$d/pt.p0" ||
 		{ bad "$name: particle tokenize failed"; return; }

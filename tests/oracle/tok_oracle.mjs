@@ -2,6 +2,8 @@
 //   node tok_oracle.mjs llama GGUF STRINGS.json   llama.cpp (node-llama-cpp, vocab only):
 //        per string one JSON line {"p1": ids parse_special, "p0": ids no parse_special,
 //        "d0": base64 detokenize(p0, special=false), "d1": base64 detokenize(p1, special=true)}
+//   node tok_oracle.mjs info GGUF                 special ids (-1 unless CONTROL: node-llama-cpp
+//        hides others), llama_vocab_get_add_bos/eos, EOG ids (JSON)
 //   node tok_oracle.mjs hf PACKAGE STRINGS.json    Hugging Face (@lenml/tokenizers): {"ids": [...]}
 // Strings given as base64 bytes that are not valid UTF-8 cannot cross into JavaScript as is:
 // they are passed as llama.cpp itself decodes them (each malformed byte -> U+FFFD), which is
@@ -42,7 +44,18 @@ const texts = (file) => JSON.parse(readFileSync(file, "utf8")).map((s) =>
 
 const [mode, target, file] = process.argv.slice(2);
 const out = [];
-if (mode === "llama") {
+if (mode === "info") {
+  const { getLlama, LlamaLogLevel } = await import(path.join(nm, "node-llama-cpp/dist/index.js"));
+  const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: target, vocabOnly: true });
+  const tk = model.tokens, eog = [];
+  const n = model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+  for (let i = 0; i < n; i++) if (model.isEogToken(i)) eog.push(i);
+  out.push(JSON.stringify({ n_vocab: n, bos: tk.bos ?? -1, eos: tk.eos ?? -1, eot: tk.eot ?? -1,
+    add_bos: model._model.shouldPrependBosToken(), add_eos: model._model.shouldAppendEosToken(),
+    eog }));
+  await model.dispose();
+} else if (mode === "llama") {
   const { getLlama, LlamaLogLevel } = await import(path.join(nm, "node-llama-cpp/dist/index.js"));
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: target, vocabOnly: true });
