@@ -8,6 +8,7 @@
 #include "test.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #define MAXV 64
 
@@ -339,4 +340,92 @@ PT_TEST(test_tok_hf_import_missing_dir)
 	CHECK_EQ_INT(pt_vocab_import_hf("/nonexistent/dir", NULL, &s, &e), PT_E_IO);
 	CHECK(s == NULL);
 	CHECK_CONTAINS(e.msg, "tokenizer.json");
+}
+
+PT_TEST(test_tok_gemma4_eog_fixups)
+{
+	struct vb v;
+	pt_tok *t = NULL;
+	struct pt_error e = { 0 };
+	vb_init(&v, "gemma4", NULL);
+	vb_add(&v, "<pad>", PT_TOKTYPE_CONTROL);
+	vb_add(&v, "<eos>", PT_TOKTYPE_CONTROL);
+	vb_add(&v, "<bos>", PT_TOKTYPE_CONTROL);
+	int32_t tr = vb_add(&v, "<|tool_response>", PT_TOKTYPE_USER_DEFINED);
+	int32_t se = vb_add(&v, "</s>", PT_TOKTYPE_USER_DEFINED);
+	int32_t turn = vb_add(&v, "<turn|>", PT_TOKTYPE_CONTROL);
+	vb_add(&v, "x", 1);
+	v.s.bos_id = 2;
+	v.s.eos_id = 1;
+	v.s.add_bos = 0; /* gemma4 forces it back on */
+	REQUIRE(pt_tok_create(&v.s, &t, &e) == PT_OK);
+	CHECK(pt_tok_add_bos(t));
+	CHECK(pt_tok_is_eog(t, tr) && pt_tok_is_eog(t, turn) && pt_tok_is_eog(t, 1));
+	CHECK(pt_tok_attr(t, tr) & PT_TOKATTR_CONTROL); /* EOG ORs CONTROL in */
+	CHECK(!pt_tok_is_eog(t, se));                   /* </s> dropped when <|tool_response> */
+	CHECK_EQ_INT(pt_tok_attr(t, se), PT_TOKATTR_NORMAL);
+	ENC(t, "x</s>", false, false, 6); /* NORMAL now: not partitioned, no piece -> dropped */
+	ENC(t, "<|tool_response>", false, true, tr);
+	pt_tok_destroy(t);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+PT_TEST(test_tok_hf_import_gemma_rules)
+{
+	char dir[512];
+	snprintf(dir, sizeof dir, "%s", pt_test_tmpfile("hfgemma"));
+	REQUIRE(mkdir(dir, 0700) == 0);
+	char path[600];
+	snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+	write_file(path,
+		   "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"<pad>\": 0,"
+		   " \"<eos>\": 1, \"<bos>\": 2, \"<0x41>\": 3, \"a\": 4, \"b c\": 5, \"ab c\": 6,"
+		   " \"<|channel>\": 7, \"\\u2581\\u2581\": 8},"
+		   " \"merges\": [[\"a\", \"b c\"]]},"
+		   " \"added_tokens\": [{\"id\": 0, \"content\": \"<pad>\", \"special\": true},"
+		   " {\"id\": 7, \"content\": \"<|channel>\", \"special\": true},"
+		   " {\"id\": 8, \"content\": \"\\u2581\\u2581\", \"special\": false},"
+		   " {\"id\": 9, \"content\": \"<unused0>\", \"special\": false}],"
+		   " \"pre_tokenizer\": null}");
+	snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+	write_file(path, "{\"bos_token\": \"<bos>\", \"eos_token\": {\"content\": \"<eos>\"},"
+			 " \"chat_template\": \"{{ bos_token }}\"}");
+	struct pt_vocab_import_opts o = { .arch = "gemma4" };
+	struct pt_vocab_spec *s = NULL;
+	struct pt_error e = { 0 };
+	REQUIRE(pt_vocab_import_hf(dir, &o, &s, &e) == PT_OK);
+	CHECK_EQ_STR(s->model, "gemma4");
+	CHECK_EQ_INT(s->n_tokens, 10);
+	CHECK_EQ_INT(s->types[0], PT_TOKTYPE_CONTROL);
+	CHECK_EQ_INT(s->types[3], PT_TOKTYPE_BYTE);
+	CHECK_EQ_INT(s->types[4], PT_TOKTYPE_NORMAL);
+	CHECK_EQ_INT(s->types[7], PT_TOKTYPE_USER_DEFINED); /* forced for the chat parser */
+	CHECK_EQ_INT(s->types[8], PT_TOKTYPE_USER_DEFINED);
+	CHECK(s->tokens[8].len == 6);                        /* gemma4 keeps U+2581 */
+	CHECK_EQ_INT(s->types[9], PT_TOKTYPE_CONTROL);       /* looks special */
+	CHECK_EQ_INT(s->bos_id, 2);
+	CHECK_EQ_INT(s->eos_id, 1);
+	CHECK_EQ_INT(s->add_bos, 1);
+	REQUIRE(s->n_merges == 1);
+	CHECK(s->merges[0].len == 6 && !memcmp(s->merges[0].ptr, "a b\xc4\xa0" "c", 6));
+	CHECK_EQ_STR(s->chat_template, "{{ bos_token }}");
+	pt_vocab_spec_destroy(s);
+	/* the same directory for Sarvam: gpt2 + sarvam-moe, user-defined U+2581 -> ' ' */
+	o.arch = "bailingmoe2";
+	REQUIRE(pt_vocab_import_hf(dir, &o, &s, &e) == PT_OK);
+	CHECK_EQ_STR(s->model, "gpt2");
+	CHECK_EQ_STR(s->pre, "sarvam-moe");
+	CHECK(s->tokens[8].len == 2 && !memcmp(s->tokens[8].ptr, "  ", 2));
+	CHECK_EQ_INT(s->types[3], PT_TOKTYPE_NORMAL);
+	pt_vocab_spec_destroy(s);
+	/* no arch: a byte-fallback vocab cannot be placed */
+	CHECK_EQ_INT(pt_vocab_import_hf(dir, NULL, &s, &e), PT_E_UNSUPPORTED);
 }
