@@ -43,8 +43,8 @@ static enum pt_status read_file(const char *path, char **buf, size_t *len, bool 
 	while (b && !st) {
 		if (n + 1 >= cap) {
 			if (cap >= PT_HF_MAX_FILE) {
-				st = pt_error_set(err, PT_E_LIMIT, "%s is larger than %u bytes", path,
-						  PT_HF_MAX_FILE);
+				st = pt_error_set(err, PT_E_LIMIT, "%s is over %u bytes",
+						  path, PT_HF_MAX_FILE);
 				break;
 			}
 			char *nb = pt_realloc(b, cap * 2);
@@ -210,11 +210,10 @@ static enum pt_status detect_family(struct hf_vocab *v, const cJSON *tj,
 		pre_name = o->pre;
 	if (!model)
 		return pt_error_set(err, PT_E_UNSUPPORTED,
-				    "tokenizer.json: cannot tell the GGUF tokenizer model for arch '%s'",
-				    arch);
+				    "tokenizer.json: no GGUF tokenizer model for arch '%s'", arch);
 	if (!strcmp(model, "gpt2") && !pre_name)
 		return pt_error_set(err, PT_E_UNSUPPORTED,
-				    "tokenizer.json: unknown pre-tokenizer regex (give the pre name)");
+				    "tokenizer.json: unknown pre-tokenizer regex (give --pre)");
 	snprintf(v->model, sizeof v->model, "%s", model);
 	snprintf(v->pre, sizeof v->pre, "%s", pre_name ? pre_name : "");
 	v->spec.model = v->model;
@@ -274,19 +273,20 @@ static enum pt_status count_tokens(const cJSON *vocab, const cJSON *added,
 	double max = -1;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, vocab) {
-		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= PT_TOK_MAX_VOCAB)
+		double id = cJSON_IsNumber(it) ? it->valuedouble : -1;
+		if (id < 0 || id >= PT_TOK_MAX_VOCAB)
 			return pt_error_set(err, PT_E_FORMAT, "tokenizer.json: bad id for '%s'",
 					    it->string ? it->string : "?");
-		if (it->valuedouble > max)
-			max = it->valuedouble;
+		if (id > max)
+			max = id;
 	}
 	cJSON_ArrayForEach(it, added) {
 		const cJSON *id = obj(it, "id");
-		if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= PT_TOK_MAX_VOCAB ||
-		    !token_content(it))
+		double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
+		if (v < 0 || v >= PT_TOK_MAX_VOCAB || !token_content(it))
 			return pt_error_set(err, PT_E_FORMAT, "tokenizer.json: bad added token");
-		if (id->valuedouble > max)
-			max = id->valuedouble;
+		if (v > max)
+			max = v;
 	}
 	*n = (uint32_t)(max + 1);
 	if (o && o->vocab_size > *n)
@@ -359,11 +359,13 @@ static enum pt_status import_merges(struct hf_vocab *v, const cJSON *tj, struct 
 	cJSON_ArrayForEach(it, merges) {
 		enum pt_status st;
 		if (cJSON_IsString(it)) {
-			st = arena_put(v, it->valuestring, strlen(it->valuestring), &v->merge_off[i], err);
-			v->merge_len[i] = (uint32_t)strlen(it->valuestring);
-		} else if (cJSON_GetArraySize(it) == 2 && cJSON_IsString(cJSON_GetArrayItem(it, 0)) &&
+			size_t len = strlen(it->valuestring);
+			st = arena_put(v, it->valuestring, len, &v->merge_off[i], err);
+			v->merge_len[i] = (uint32_t)len;
+		} else if (cJSON_GetArraySize(it) == 2 &&
+			   cJSON_IsString(cJSON_GetArrayItem(it, 0)) &&
 			   cJSON_IsString(cJSON_GetArrayItem(it, 1))) {
-			/* gguf-py joins pairs with ' ' after turning spaces inside parts into U+0120 */
+			/* gguf-py joins pairs with ' ' after turning inner spaces into U+0120 */
 			const char *parts[2] = { cJSON_GetArrayItem(it, 0)->valuestring,
 						 cJSON_GetArrayItem(it, 1)->valuestring };
 			size_t cap = 2 * (strlen(parts[0]) + strlen(parts[1])) + 2, k = 0;
@@ -384,7 +386,8 @@ static enum pt_status import_merges(struct hf_vocab *v, const cJSON *tj, struct 
 			v->merge_len[i] = (uint32_t)k;
 			pt_free(tmp);
 		} else {
-			return pt_error_set(err, PT_E_FORMAT, "tokenizer.json: merges[%u] malformed", i);
+			return pt_error_set(err, PT_E_FORMAT, "tokenizer.json: merges[%u] malformed",
+					    i);
 		}
 		if (st)
 			return st;
