@@ -302,6 +302,22 @@ PT_TEST(test_gguf_write_rejects_misuse)
 	pt_error_clear(&e);
 	CHECK_EQ_INT(pt_gguf_writer_set_arr(w, "a", PT_GGUF_STRING, NULL, 0, &e), PT_E_INVALID);
 	pt_error_clear(&e);
+	{
+		/* raw STRING payload must be a u64 length plus exactly that many bytes */
+		const uint8_t good[10] = { 2, 0, 0, 0, 0, 0, 0, 0, 'h', 'i' };
+		const uint8_t bad[10] = { 3, 0, 0, 0, 0, 0, 0, 0, 'h', 'i' };
+		CHECK_EQ_INT(pt_gguf_writer_set_raw(w, "s", PT_GGUF_STRING, good, 10, &e), PT_OK);
+		CHECK_EQ_INT(pt_gguf_writer_set_raw(w, "s", PT_GGUF_STRING, bad, 10, &e),
+			     PT_E_INVALID);
+		CHECK_CONTAINS(e.msg, "raw string payload");
+		pt_error_clear(&e);
+		CHECK_EQ_INT(pt_gguf_writer_set_raw(w, "s", PT_GGUF_STRING, good, 4, &e),
+			     PT_E_INVALID);
+		pt_error_clear(&e);
+		CHECK_EQ_INT(pt_gguf_writer_set_raw(w, "s", PT_GGUF_ARRAY, good, 10, &e),
+			     PT_E_INVALID);
+	}
+	pt_error_clear(&e);
 	CHECK_EQ_INT(pt_gguf_writer_write_data(w, &two, 1, &e), PT_E_INVALID);
 	CHECK_CONTAINS(e.msg, "before begin_data");
 	pt_error_clear(&e);
