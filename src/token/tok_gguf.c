@@ -61,7 +61,7 @@ static enum pt_status numeric_arr(const pt_gguf *g, const char *key, uint32_t n,
 					  kv->arr_type != PT_GGUF_I32 &&
 					  kv->arr_type != PT_GGUF_U32))
 		return pt_error_set(err, PT_E_FORMAT, "%s: expected a numeric array", key);
-	if (kv->arr_count != n)
+	if (kv->arr_count < n) /* llama.cpp also accepts a longer array */
 		return pt_error_set(err, PT_E_FORMAT, "%s: %llu entries for %u tokens", key,
 				    (unsigned long long)kv->arr_count, n);
 	return PT_OK;
