@@ -3,6 +3,7 @@
  * unknown models/pre-tokenizers, detokenization, EOG detection, and an allocation sweep.
  * (Agreement with llama.cpp on real vocabularies: tests/oracle/test_tokenizer.sh.) */
 #include "token/tok.h"
+#include "gguf/gguf.h"
 #include "token/hf_import.h"
 #include "util/alloc.h"
 #include "test.h"
@@ -428,4 +429,54 @@ PT_TEST(test_tok_hf_import_gemma_rules)
 	pt_vocab_spec_destroy(s);
 	/* no arch: a byte-fallback vocab cannot be placed */
 	CHECK_EQ_INT(pt_vocab_import_hf(dir, NULL, &s, &e), PT_E_UNSUPPORTED);
+}
+
+/* Writes the spec's keys (or, with drop_model, only a token list) to a GGUF and loads it. */
+static enum pt_status gguf_round_trip(const struct pt_vocab_spec *s, const char *name,
+				      bool drop_model, pt_tok **t, struct pt_error *e)
+{
+	const char *path = pt_test_tmpfile(name);
+	pt_gguf_writer *w = NULL;
+	struct pt_vocab_spec copy = *s;
+	if (drop_model)
+		copy.model = NULL;
+	enum pt_status st = pt_gguf_writer_create(path, 32, &w, e);
+	if (!st && drop_model)
+		st = pt_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const[]){ "a" },
+						NULL, 1, e);
+	else if (!st)
+		st = pt_vocab_write_gguf(w, &copy, e);
+	if (!st)
+		st = pt_gguf_writer_begin_data(w, e);
+	if (!st)
+		st = pt_gguf_writer_finish(w, e);
+	pt_gguf_writer_destroy(w);
+	pt_gguf *g = NULL;
+	if (!st)
+		st = pt_gguf_open(path, &g, e);
+	if (!st)
+		st = pt_tok_load(g, t, e);
+	pt_gguf_close(g);
+	return st;
+}
+
+PT_TEST(test_tok_load_from_gguf)
+{
+	struct vb v;
+	pt_tok *t = NULL;
+	struct pt_error e = { 0 };
+	sp_vocab(&v, true);
+	v.s.chat_template = "{{ messages }}";
+	REQUIRE(gguf_round_trip(&v.s, "tok.gguf", false, &t, &e) == PT_OK);
+	ENC(t, "abc", true, false, 2, 3, 7);
+	ENC(t, "<ud><ctl>", false, true, 12, 11);
+	CHECK_EQ_INT(pt_tok_bos(t), 2);
+	CHECK_EQ_INT(pt_tok_eos(t), 1);
+	CHECK_EQ_STR(pt_tok_chat_template(t), "{{ messages }}");
+	CHECK_EQ_INT(pt_tok_n_vocab(t), v.s.n_tokens);
+	pt_tok_destroy(t);
+	t = NULL;
+	CHECK_EQ_INT(gguf_round_trip(&v.s, "nomodel.gguf", true, &t, &e), PT_E_FORMAT);
+	CHECK_CONTAINS(e.msg, "tokenizer.ggml.model");
+	CHECK(t == NULL);
 }
