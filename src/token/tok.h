@@ -54,8 +54,19 @@ struct pt_vocab_spec {
 	const int32_t *types;       /* NULL: all NORMAL */
 	uint32_t n_merges;
 	const struct pt_str *merges; /* "left right" */
-	int64_t bos_id, eos_id, eot_id, eom_id, unk_id, sep_id, pad_id, mask_id;
-	int add_bos, add_eos, add_sep, add_space_prefix, remove_extra_ws;
+	int64_t bos_id;             /* tokenizer.ggml.bos_token_id */
+	int64_t eos_id;             /* tokenizer.ggml.eos_token_id */
+	int64_t eot_id;             /* tokenizer.ggml.eot_token_id */
+	int64_t eom_id;             /* tokenizer.ggml.eom_token_id */
+	int64_t unk_id;             /* tokenizer.ggml.unknown_token_id */
+	int64_t sep_id;             /* tokenizer.ggml.seperator_token_id (sic) */
+	int64_t pad_id;             /* tokenizer.ggml.padding_token_id */
+	int64_t mask_id;            /* tokenizer.ggml.mask_token_id */
+	int add_bos;                /* tokenizer.ggml.add_bos_token */
+	int add_eos;                /* tokenizer.ggml.add_eos_token */
+	int add_sep;                /* tokenizer.ggml.add_sep_token */
+	int add_space_prefix;       /* tokenizer.ggml.add_space_prefix */
+	int remove_extra_ws;        /* tokenizer.ggml.remove_extra_whitespaces */
 	const char *chat_template;  /* tokenizer.chat_template, NULL if absent */
 };
 
@@ -64,6 +75,10 @@ void pt_vocab_spec_init(struct pt_vocab_spec *s);
 
 typedef struct pt_tok pt_tok;
 
+/* Builds a tokenizer from spec (copied: spec may be freed after).  On failure *out is NULL.
+ * PT_E_UNSUPPORTED names an unknown model or pre-tokenizer; PT_E_FORMAT a malformed merge,
+ * duplicate token text or missing BOS; PT_E_LIMIT more than PT_TOK_MAX_VOCAB tokens or
+ * PT_TOK_MAX_MERGES merges. */
 enum pt_status pt_tok_create(const struct pt_vocab_spec *spec, pt_tok **out,
 			     struct pt_error *err);
 /* Reads tokenizer.* from g.  The tokenizer copies what it needs: g may be closed after. */

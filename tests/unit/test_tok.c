@@ -6,6 +6,7 @@
 #include "gguf/gguf.h"
 #include "token/hf_import.h"
 #include "util/alloc.h"
+#include "util/limits.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -479,4 +480,22 @@ PT_TEST(test_tok_load_from_gguf)
 	CHECK_EQ_INT(gguf_round_trip(&v.s, "nomodel.gguf", true, &t, &e), PT_E_FORMAT);
 	CHECK_CONTAINS(e.msg, "tokenizer.ggml.model");
 	CHECK(t == NULL);
+}
+
+PT_TEST(test_tok_vocab_limits)
+{
+	struct vb v;
+	pt_tok *t = NULL;
+	struct pt_error e = { 0 };
+	sp_vocab(&v, false);
+	/* checked before anything is read or allocated: N+1 entries are never touched */
+	v.s.n_tokens = PT_TOK_MAX_VOCAB + 1;
+	CHECK_EQ_INT(pt_tok_create(&v.s, &t, &e), PT_E_LIMIT);
+	CHECK_CONTAINS(e.msg, "too large");
+	pt_error_clear(&e);
+	sp_vocab(&v, false);
+	v.s.n_merges = PT_TOK_MAX_MERGES + 1;
+	CHECK_EQ_INT(pt_tok_create(&v.s, &t, &e), PT_E_LIMIT);
+	CHECK(t == NULL);
+	/* (N itself is not built here: PT_TOK_MAX_VOCAB tokens would need gigabytes) */
 }
