@@ -1,0 +1,129 @@
+/* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
+ * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench` builds build/bench_kern.
+ *
+ *   build/bench_kern [seconds_per_case]     (default 0.5)
+ *
+ * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
+ * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
+ * 768 x 2048 (Qwen3-30B-A3B ffn_up_exps-like, far larger than the caches), walked expert by
+ * expert so every pass streams from DRAM. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kern/kern.h"
+#include "util/alloc.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint8_t rnd8(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint8_t)rng;
+}
+
+/* Random bytes with small finite fp16 scales in the usual fields of Q4_K and Q6_K blocks. */
+static void fill(enum pt_type t, uint8_t *p, size_t bytes)
+{
+	const struct pt_type_traits *tr = pt_type_traits(t);
+	for (size_t i = 0; i < bytes; i++)
+		p[i] = rnd8();
+	for (size_t b = 0; b + tr->block_bytes <= bytes; b += tr->block_bytes) {
+		uint16_t h = pt_f32_to_fp16(0.001f);
+		if (t == PT_TYPE_Q4_K) {
+			memcpy(p + b, &h, 2);
+			memcpy(p + b + 2, &h, 2);
+		} else if (t == PT_TYPE_Q6_K) {
+			memcpy(p + b + 208, &h, 2);
+		}
+	}
+}
+
+static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t experts,
+		       double secs)
+{
+	uint64_t rb;
+	pt_type_row_bytes(t, cols, &rb);
+	size_t expert_bytes = (size_t)(rb * rows), total = expert_bytes * experts;
+	uint8_t *w = pt_malloc(total);
+	float *x = pt_mallocn(cols, sizeof(float)), *y = pt_mallocn(rows, sizeof(float));
+	if (!w || !x || !y) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(1);
+	}
+	fill(t, w, total);
+	for (uint64_t i = 0; i < cols; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	void *xq = pt_malloc(pt_kern_act_bytes(&m, 1));
+	pt_kern_quantize_row(pt_kern_ops(t)->act_type, x, xq, cols);
+	printf("%-5s %5llux%-5llu x%-3llu", pt_type_name(t), (unsigned long long)rows,
+	       (unsigned long long)cols, (unsigned long long)experts);
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		pt_kern_set_level((enum pt_kern_level)lv, NULL);
+		for (uint32_t th = 1; th <= 2; th++) {
+			pt_pool *pool = NULL;
+			pt_pool_create(th, &pool, NULL);
+			double t0 = now(), t1;
+			uint64_t bytes = 0, e = 0;
+			do {
+				m.data = w + (e++ % experts) * expert_bytes;
+				pt_kern_matvec_q(&m, xq, y, pool, NULL);
+				bytes += expert_bytes;
+				t1 = now();
+			} while (t1 - t0 < secs);
+			printf("  %s/%ut %6.2f", pt_kern_level_name(lv), th, (double)bytes / (t1 - t0) / 1e9);
+			fflush(stdout);
+			pt_pool_destroy(pool);
+		}
+	}
+	printf("   GB/s\n");
+	pt_free(w);
+	pt_free(x);
+	pt_free(y);
+	pt_free(xq);
+}
+
+static void noop(void *ctx, uint32_t task, uint32_t worker)
+{
+	(void)ctx, (void)task, (void)worker;
+}
+
+static void bench_pool(uint32_t threads)
+{
+	pt_pool *pool = NULL;
+	pt_pool_create(threads, &pool, NULL);
+	const int runs = 200000;
+	for (int i = 0; i < 1000; i++)
+		pt_pool_run(pool, noop, NULL, threads);
+	double t0 = now();
+	for (int i = 0; i < runs; i++)
+		pt_pool_run(pool, noop, NULL, threads);
+	double dt = now() - t0;
+	printf("pool %u threads: %.2f us per empty dispatch (%d back-to-back runs)\n", threads,
+	       dt / runs * 1e6, runs);
+	pt_pool_destroy(pool);
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 0.5;
+	printf("cpu: %s\n", pt_kern_cpu_name());
+	bench_pool(2);
+	bench_pool(3);
+	bench_case(PT_TYPE_Q4_K, 4096, 4096, 1, secs);
+	bench_case(PT_TYPE_Q6_K, 4096, 4096, 1, secs);
+	bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
+	bench_case(PT_TYPE_Q6_K, 768, 2048, 128, secs);
+	return 0;
+}
