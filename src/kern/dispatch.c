@@ -104,8 +104,13 @@ static void build_tables(void)
 			if (!tr || !level_fns(use)[t])
 				continue;
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
-								 level_fns(use)[t],
+								 level_fns(use)[t], NULL,
 								 (enum pt_kern_level)use };
+			/* dot4 only from the same level as dot: it must be bit-identical to it */
+			if (use == PT_KERN_LEVEL_AVX2)
+				ops_table[lv][t].dot4 = pt_kern_dot4_avx2[t];
+			else if (use == PT_KERN_LEVEL_AVX512)
+				ops_table[lv][t].dot4 = pt_kern_dot4_avx512[t];
 		}
 	}
 }

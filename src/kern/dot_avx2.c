@@ -95,16 +95,38 @@ DOT_HALF(dot_bf16, load_bf16, pt_bf16_to_f32)
 
 /* ---- 32-blocks against Q8_0 ------------------------------------------------------------ */
 
-static float dot_q8_0(size_t n, const void *vw, const void *va)
+/* The multi-activation kernels (na = 1 or 4, a compile-time constant after inlining) do the
+ * exact operation sequence of the single one for every output, so pt_kern_matmul (4 tokens
+ * per weight decode) is bit-identical to pt_kern_matvec. */
+static inline void q8_0_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+			  float *out)
 {
-	const uint8_t *x = vw, *y = va;
-	__m256 acc = _mm256_setzero_ps();
-	for (size_t ib = 0; ib < n / QK; ib++, x += Q8_0_B, y += Q8_0_B) {
-		__m256i p = dot_i8(_mm256_loadu_si256((const __m256i *)(x + 2)),
-				   _mm256_loadu_si256((const __m256i *)(y + 2)));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), _mm256_cvtepi32_ps(p), acc);
+	__m256 acc[4];
+	for (int a = 0; a < na; a++)
+		acc[a] = _mm256_setzero_ps();
+	for (size_t ib = 0; ib < n / QK; ib++, x += Q8_0_B) {
+		const __m256i qx = _mm256_loadu_si256((const __m256i *)(x + 2));
+		const float dx = h2f(x);
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + ib * Q8_0_B;
+			__m256i p = dot_i8(qx, _mm256_loadu_si256((const __m256i *)(y + 2)));
+			acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dx * h2f(y)), _mm256_cvtepi32_ps(p), acc[a]);
+		}
 	}
-	return hsum_ps(acc);
+	for (int a = 0; a < na; a++)
+		out[a] = hsum_ps(acc[a]);
+}
+
+static float dot_q8_0(size_t n, const void *w, const void *a)
+{
+	float r;
+	q8_0_n(n, w, a, 0, 1, &r);
+	return r;
+}
+
+static void dot4_q8_0(size_t n, const void *w, const void *a, size_t stride, float out[4])
+{
+	q8_0_n(n, w, a, stride, 4, out);
 }
 
 static float dot_q4_0(size_t n, const void *vw, const void *va)
@@ -178,32 +200,59 @@ static inline int k4_min_sum(const uint8_t *y, const uint8_t *mins)
 	return _mm_cvtsi128_si32(p);
 }
 
-static float dot_q4_k(size_t n, const void *vw, const void *va)
+static inline void q4_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+			  float *out)
 {
-	const uint8_t *x = vw, *y = va;
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	__m256 acc = _mm256_setzero_ps();
-	float accm = 0.0f;
-	for (size_t i = 0; i < n / QKK; i++, x += Q4K_B, y += Q8K_B) {
+	__m256 acc[4];
+	float accm[4];
+	for (int a = 0; a < na; a++) {
+		acc[a] = _mm256_setzero_ps();
+		accm[a] = 0.0f;
+	}
+	for (size_t i = 0; i < n / QKK; i++, x += Q4K_B) {
 		uint8_t sm[16];
 		unpack_k4_scales(x + 4, sm);
-		const float d8 = kern_f32(y);
-		accm += (h2f(x + 2) * d8) * (float)k4_min_sum(y, sm + 8);
 		const uint8_t *qs = x + 16;
-		const int8_t *q8 = (const int8_t *)(y + Q8K_QS);
-		__m256i sumi = _mm256_setzero_si256();
+		const float dx = h2f(x), dmx = h2f(x + 2);
+		__m256i sumi[4];
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + i * Q8K_B;
+			accm[a] += (dmx * kern_f32(y)) * (float)k4_min_sum(y, sm + 8);
+			sumi[a] = _mm256_setzero_si256();
+		}
 		for (int c = 0; c < 4; c++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(q, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			__m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c)));
-			__m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)));
-			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(sm[2 * c])));
-			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(sm[2 * c + 1])));
+			__m256i slo = _mm256_set1_epi16(sm[2 * c]), shi = _mm256_set1_epi16(sm[2 * c + 1]);
+			for (int a = 0; a < na; a++) {
+				const int8_t *q8 = (const int8_t *)(y0 + a * ys + i * Q8K_B + Q8K_QS);
+				__m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c)));
+				__m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)));
+				sumi[a] = _mm256_add_epi32(sumi[a], _mm256_madd_epi16(plo, slo));
+				sumi[a] = _mm256_add_epi32(sumi[a], _mm256_madd_epi16(phi, shi));
+			}
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * d8), _mm256_cvtepi32_ps(sumi), acc);
+		for (int a = 0; a < na; a++) {
+			const float d8 = kern_f32(y0 + a * ys + i * Q8K_B);
+			acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d8), _mm256_cvtepi32_ps(sumi[a]), acc[a]);
+		}
 	}
-	return hsum_ps(acc) - accm;
+	for (int a = 0; a < na; a++)
+		out[a] = hsum_ps(acc[a]) - accm[a];
+}
+
+static float dot_q4_k(size_t n, const void *w, const void *a)
+{
+	float r;
+	q4_k_n(n, w, a, 0, 1, &r);
+	return r;
+}
+
+static void dot4_q4_k(size_t n, const void *w, const void *a, size_t stride, float out[4])
+{
+	q4_k_n(n, w, a, stride, 4, out);
 }
 
 static float dot_q5_k(size_t n, const void *vw, const void *va)
@@ -247,36 +296,63 @@ static inline __m256i q6_quarter(__m256i ql, __m256i qh2, const int8_t *q8, cons
 	return _mm256_madd_epi16(p, s);
 }
 
-static float dot_q6_k(size_t n, const void *vw, const void *va)
+static inline void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+			  float *out)
 {
-	const uint8_t *x = vw, *y = va;
 	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
-	__m256 acc = _mm256_setzero_ps();
-	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B, y += Q8K_B) {
+	__m256 acc[4];
+	for (int a = 0; a < na; a++)
+		acc[a] = _mm256_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B) {
 		const int8_t *sc = (const int8_t *)(x + 192);
-		__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
-		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-		__m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(),
-						_mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+		__m256i sumi[4];
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + i * Q8K_B;
+			__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
+			sumi[a] = _mm256_sub_epi32(_mm256_setzero_si256(),
+						   _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+		}
 		for (int h = 0; h < 2; h++) {
 			const uint8_t *ql = x + 64 * h;
-			const int8_t *q8 = (const int8_t *)(y + Q8K_QS + 128 * h);
 			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
 			__m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
 			__m256i qh = _mm256_loadu_si256((const __m256i *)(x + 128 + 32 * h));
 			const int8_t *s = sc + 8 * h;
-			sumi = _mm256_add_epi32(sumi, q6_quarter(_mm256_and_si256(l0, m4),
-								 _mm256_and_si256(qh, m2), q8, s));
-			sumi = _mm256_add_epi32(sumi, q6_quarter(_mm256_and_si256(l1, m4),
-								 _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), q8 + 32, s + 2));
-			sumi = _mm256_add_epi32(sumi, q6_quarter(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-								 _mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), q8 + 64, s + 4));
-			sumi = _mm256_add_epi32(sumi, q6_quarter(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-								 _mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), q8 + 96, s + 6));
+			__m256i q0 = _mm256_and_si256(l0, m4), h0 = _mm256_and_si256(qh, m2);
+			__m256i q1 = _mm256_and_si256(l1, m4), h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2);
+			__m256i q2 = _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4);
+			__m256i h2 = _mm256_and_si256(_mm256_srli_epi16(qh, 4), m2);
+			__m256i q3 = _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4);
+			__m256i h3 = _mm256_and_si256(_mm256_srli_epi16(qh, 6), m2);
+			for (int a = 0; a < na; a++) {
+				const int8_t *q8 = (const int8_t *)(y0 + a * ys + i * Q8K_B + Q8K_QS + 128 * h);
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q0, h0, q8, s));
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q1, h1, q8 + 32, s + 2));
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q2, h2, q8 + 64, s + 4));
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q3, h3, q8 + 96, s + 6));
+			}
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x + 208) * kern_f32(y)), _mm256_cvtepi32_ps(sumi), acc);
+		const float dx = h2f(x + 208);
+		for (int a = 0; a < na; a++) {
+			const float d8 = kern_f32(y0 + a * ys + i * Q8K_B);
+			acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d8), _mm256_cvtepi32_ps(sumi[a]), acc[a]);
+		}
 	}
-	return hsum_ps(acc);
+	for (int a = 0; a < na; a++)
+		out[a] = hsum_ps(acc[a]);
+}
+
+static float dot_q6_k(size_t n, const void *w, const void *a)
+{
+	float r;
+	q6_k_n(n, w, a, 0, 1, &r);
+	return r;
+}
+
+static void dot4_q6_k(size_t n, const void *w, const void *a, size_t stride, float out[4])
+{
+	q6_k_n(n, w, a, stride, 4, out);
 }
 
 static float dot_iq4_xs(size_t n, const void *vw, const void *va)
@@ -305,4 +381,10 @@ const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q8_0] = dot_q8_0,     [PT_TYPE_Q4_0] = dot_q4_0,   [PT_TYPE_IQ4_NL] = dot_iq4_nl,
 	[PT_TYPE_MXFP4] = dot_mxfp4,   [PT_TYPE_Q4_K] = dot_q4_k,   [PT_TYPE_Q5_K] = dot_q5_k,
 	[PT_TYPE_Q6_K] = dot_q6_k,     [PT_TYPE_IQ4_XS] = dot_iq4_xs,
+};
+
+const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q8_0] = dot4_q8_0,
+	[PT_TYPE_Q4_K] = dot4_q4_k,
+	[PT_TYPE_Q6_K] = dot4_q6_k,
 };

@@ -140,45 +140,54 @@ static inline float block_scale(int kind, const uint8_t *x, const uint8_t *y)
 	return kind == 2 ? h2f(y) * h2f(x) : h2f(x) * h2f(y);
 }
 
-static inline float dot_blocks32(int kind, size_t bb, size_t n, const uint8_t *x, const uint8_t *y,
-				 const int8_t *table)
+/* na activation rows (1 or 4, constant after inlining) share each weight decode; every
+ * output sees the operation sequence of the single-row case, so dot4 equals dot bit for bit. */
+static inline void blocks32_n(int kind, size_t bb, size_t n, const uint8_t *x, const uint8_t *y0,
+			      size_t ys, int na, const int8_t *table, float *out)
 {
 	const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(table ? table : pt_kvalues_iq4nl)));
-	__m512 acc = _mm512_setzero_ps();
+	__m512 acc[4];
+	for (int a = 0; a < na; a++)
+		acc[a] = _mm512_setzero_ps();
 	size_t nb = n / QK, ib = 0;
-	for (; ib + 2 <= nb; ib += 2, x += 2 * bb, y += 2 * Q8_0_B) {
+	for (; ib + 2 <= nb; ib += 2, x += 2 * bb) {
 		__m512i q = block_pair_codes(kind, x, x + bb, tbl);
-		__m512i p = dot_i8(q, load2x256(y + 2, y + Q8_0_B + 2));
-		__m512 d = set2_ps(block_scale(kind, x, y), block_scale(kind, x + bb, y + Q8_0_B));
-		acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc);
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + ib * Q8_0_B;
+			__m512i p = dot_i8(q, load2x256(y + 2, y + Q8_0_B + 2));
+			__m512 d = set2_ps(block_scale(kind, x, y), block_scale(kind, x + bb, y + Q8_0_B));
+			acc[a] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc[a]);
+		}
 	}
 	if (ib < nb) { /* odd last block: pair it with itself, weight the copy 0 */
 		__m512i q = block_pair_codes(kind, x, x, tbl);
-		__m512i p = dot_i8(q, load2x256(y + 2, y + 2));
-		acc = _mm512_fmadd_ps(set2_ps(block_scale(kind, x, y), 0.0f), _mm512_cvtepi32_ps(p), acc);
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + ib * Q8_0_B;
+			__m512i p = dot_i8(q, load2x256(y + 2, y + 2));
+			acc[a] = _mm512_fmadd_ps(set2_ps(block_scale(kind, x, y), 0.0f),
+						 _mm512_cvtepi32_ps(p), acc[a]);
+		}
 	}
-	return _mm512_reduce_add_ps(acc);
+	for (int a = 0; a < na; a++)
+		out[a] = _mm512_reduce_add_ps(acc[a]);
 }
 
-static float dot_q8_0(size_t n, const void *w, const void *a)
-{
-	return dot_blocks32(0, Q8_0_B, n, w, a, NULL);
-}
+#define BLOCKS32(name, kind, bb, table)                                                      \
+	static float dot_##name(size_t n, const void *w, const void *a)                      \
+	{                                                                                    \
+		float r;                                                                     \
+		blocks32_n(kind, bb, n, w, a, 0, 1, table, &r);                              \
+		return r;                                                                    \
+	}                                                                                    \
+	static void dot4_##name(size_t n, const void *w, const void *a, size_t s, float o[4]) \
+	{                                                                                    \
+		blocks32_n(kind, bb, n, w, a, s, 4, table, o);                               \
+	}
 
-static float dot_q4_0(size_t n, const void *w, const void *a)
-{
-	return dot_blocks32(1, Q4_0_B, n, w, a, NULL);
-}
-
-static float dot_iq4_nl(size_t n, const void *w, const void *a)
-{
-	return dot_blocks32(2, IQ4NL_B, n, w, a, pt_kvalues_iq4nl);
-}
-
-static float dot_mxfp4(size_t n, const void *w, const void *a)
-{
-	return dot_blocks32(3, MXFP4_B, n, w, a, pt_kvalues_mxfp4);
-}
+BLOCKS32(q8_0, 0, Q8_0_B, NULL)
+BLOCKS32(q4_0, 1, Q4_0_B, NULL)
+BLOCKS32(iq4_nl, 2, IQ4NL_B, pt_kvalues_iq4nl)
+BLOCKS32(mxfp4, 3, MXFP4_B, pt_kvalues_mxfp4)
 
 /* ---- K-quants against Q8_K -------------------------------------------------------------- */
 
@@ -208,21 +217,30 @@ static inline int k4_min_sum(const uint8_t *y, const uint8_t *mins)
 
 /* Q4_K (five = 0) and Q5_K: chunks 2p and 2p+1 per iteration.  Low nibbles of the 64 qs
  * bytes are sub-blocks 4p and 4p+2, high nibbles 4p+1 and 4p+3. */
-static inline float dot_q45_k(size_t n, const uint8_t *x, const uint8_t *y, int five)
+static inline void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+			   int five, float *out)
 {
 	const __m512i m4 = _mm512_set1_epi8(0xF), one = _mm512_set1_epi8(1);
 	const size_t bb = five ? Q5K_B : Q4K_B;
-	__m512 acc = _mm512_setzero_ps();
-	float accm = 0.0f;
-	for (size_t i = 0; i < n / QKK; i++, x += bb, y += Q8K_B) {
+	__m512 acc[4];
+	float accm[4];
+	for (int a = 0; a < na; a++) {
+		acc[a] = _mm512_setzero_ps();
+		accm[a] = 0.0f;
+	}
+	for (size_t i = 0; i < n / QKK; i++, x += bb) {
 		uint8_t sm[16];
 		unpack_k4_scales(x + 4, sm);
-		const float d8 = kern_f32(y);
-		accm += (h2f(x + 2) * d8) * (float)k4_min_sum(y, sm + 8);
-		const uint8_t *qs = x + (five ? 48 : 16), *q8 = y + Q8K_QS;
+		const float dx = h2f(x), dmx = h2f(x + 2);
+		const uint8_t *qs = x + (five ? 48 : 16);
 		__m512i qh = five ? load2x256(x + 16, x + 16) : _mm512_setzero_si512();
 		qh = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2); /* upper half: chunk 2p+1 bits */
-		__m512i sumi = _mm512_setzero_si512();
+		__m512i sumi[4];
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + i * Q8K_B;
+			accm[a] += (dmx * kern_f32(y)) * (float)k4_min_sum(y, sm + 8);
+			sumi[a] = _mm512_setzero_si512();
+		}
 		for (int p = 0; p < 2; p++, qh = _mm512_srli_epi16(qh, 4)) {
 			__m512i q = _mm512_loadu_si512((const void *)(qs + 64 * p));
 			__m512i lo = _mm512_and_si512(q, m4);
@@ -232,47 +250,76 @@ static inline float dot_q45_k(size_t n, const uint8_t *x, const uint8_t *y, int 
 				hi = _mm512_or_si512(hi, _mm512_slli_epi16(
 					_mm512_and_si512(_mm512_srli_epi16(qh, 1), one), 4));
 			}
-			__m512i plo = _mm512_maddubs_epi16(lo, load2x256(q8 + 128 * p, q8 + 128 * p + 64));
-			__m512i phi = _mm512_maddubs_epi16(hi, load2x256(q8 + 128 * p + 32, q8 + 128 * p + 96));
-			sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(plo, set2_epi16(sm[4 * p], sm[4 * p + 2])));
-			sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(phi, set2_epi16(sm[4 * p + 1], sm[4 * p + 3])));
+			const __m512i slo = set2_epi16(sm[4 * p], sm[4 * p + 2]);
+			const __m512i shi = set2_epi16(sm[4 * p + 1], sm[4 * p + 3]);
+			for (int a = 0; a < na; a++) {
+				const uint8_t *q8 = y0 + a * ys + i * Q8K_B + Q8K_QS + 128 * p;
+				__m512i plo = _mm512_maddubs_epi16(lo, load2x256(q8, q8 + 64));
+				__m512i phi = _mm512_maddubs_epi16(hi, load2x256(q8 + 32, q8 + 96));
+				sumi[a] = _mm512_add_epi32(sumi[a], _mm512_madd_epi16(plo, slo));
+				sumi[a] = _mm512_add_epi32(sumi[a], _mm512_madd_epi16(phi, shi));
+			}
 		}
-		acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f(x) * d8), _mm512_cvtepi32_ps(sumi), acc);
+		for (int a = 0; a < na; a++) {
+			const float d8 = kern_f32(y0 + a * ys + i * Q8K_B);
+			acc[a] = _mm512_fmadd_ps(_mm512_set1_ps(dx * d8), _mm512_cvtepi32_ps(sumi[a]), acc[a]);
+		}
 	}
-	return _mm512_reduce_add_ps(acc) - accm;
+	for (int a = 0; a < na; a++)
+		out[a] = _mm512_reduce_add_ps(acc[a]) - accm[a];
 }
 
 static float dot_q4_k(size_t n, const void *w, const void *a)
 {
-	return dot_q45_k(n, w, a, 0);
+	float r;
+	q45_k_n(n, w, a, 0, 1, 0, &r);
+	return r;
+}
+
+static void dot4_q4_k(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q45_k_n(n, w, a, s, 4, 0, o);
 }
 
 static float dot_q5_k(size_t n, const void *w, const void *a)
 {
-	return dot_q45_k(n, w, a, 1);
+	float r;
+	q45_k_n(n, w, a, 0, 1, 1, &r);
+	return r;
+}
+
+static void dot4_q5_k(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q45_k_n(n, w, a, s, 4, 1, o);
 }
 
 /* Q6_K: per half h, the 64 ql bytes give quarters 0|1 (low nibbles) and 2|3 (high nibbles);
  * qh is duplicated with the upper copy shifted by 2 so one shift serves both quarters.  The
  * four 16-element sub-blocks of a register get their scales by a word permute. */
-static float dot_q6_k(size_t n, const void *vw, const void *va)
+static inline void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+			  float *out)
 {
-	const uint8_t *x = vw, *y = va;
 	const __m512i m4 = _mm512_set1_epi8(0xF), m2 = _mm512_set1_epi8(3);
 	const __m512i lane_sub = _mm512_srli_epi16(
 		_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
 				 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3);
-	__m512 acc = _mm512_setzero_ps();
-	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B, y += Q8K_B) {
+	__m512 acc[4];
+	for (int a = 0; a < na; a++)
+		acc[a] = _mm512_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B) {
 		const int8_t *sc = (const int8_t *)(x + 192);
-		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-		__m512i scw = _mm512_castsi256_si512(sc16);
-		__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
-		__m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
-		__m512i sumi = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
-		sumi = _mm512_inserti64x4(sumi, _mm256_setzero_si256(), 1);
+		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+		const __m512i scw = _mm512_castsi256_si512(sc16);
+		__m512i sumi[4];
+		for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + i * Q8K_B;
+			__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
+			__m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
+			sumi[a] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_sub_epi32(
+							     _mm256_setzero_si256(), bias)),
+						     _mm256_setzero_si256(), 1);
+		}
 		for (int h = 0; h < 2; h++) {
-			const uint8_t *q8 = y + Q8K_QS + 128 * h;
 			__m512i l = _mm512_loadu_si512((const void *)(x + 64 * h));
 			__m512i qh = load2x256(x + 128 + 32 * h, x + 128 + 32 * h);
 			qh = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
@@ -280,16 +327,38 @@ static float dot_q6_k(size_t n, const void *vw, const void *va)
 						     _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
 			__m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
 						     _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
-			__m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512((const void *)q8));
-			__m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512((const void *)(q8 + 64)));
-			__m512i ia = _mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h)));
-			__m512i ib = _mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h + 4)));
-			sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pa, _mm512_permutexvar_epi16(ia, scw)));
-			sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pb, _mm512_permutexvar_epi16(ib, scw)));
+			__m512i sa = _mm512_permutexvar_epi16(
+				_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h))), scw);
+			__m512i sb = _mm512_permutexvar_epi16(
+				_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h + 4))), scw);
+			for (int a = 0; a < na; a++) {
+				const uint8_t *q8 = y0 + a * ys + i * Q8K_B + Q8K_QS + 128 * h;
+				__m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512((const void *)q8));
+				__m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512((const void *)(q8 + 64)));
+				sumi[a] = _mm512_add_epi32(sumi[a], _mm512_madd_epi16(pa, sa));
+				sumi[a] = _mm512_add_epi32(sumi[a], _mm512_madd_epi16(pb, sb));
+			}
 		}
-		acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f(x + 208) * kern_f32(y)), _mm512_cvtepi32_ps(sumi), acc);
+		const float dx = h2f(x + 208);
+		for (int a = 0; a < na; a++) {
+			const float d8 = kern_f32(y0 + a * ys + i * Q8K_B);
+			acc[a] = _mm512_fmadd_ps(_mm512_set1_ps(dx * d8), _mm512_cvtepi32_ps(sumi[a]), acc[a]);
+		}
 	}
-	return _mm512_reduce_add_ps(acc);
+	for (int a = 0; a < na; a++)
+		out[a] = _mm512_reduce_add_ps(acc[a]);
+}
+
+static float dot_q6_k(size_t n, const void *w, const void *a)
+{
+	float r;
+	q6_k_n(n, w, a, 0, 1, &r);
+	return r;
+}
+
+static void dot4_q6_k(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q6_k_n(n, w, a, s, 4, o);
 }
 
 static float dot_iq4_xs(size_t n, const void *vw, const void *va)
@@ -318,4 +387,10 @@ const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q8_0] = dot_q8_0,     [PT_TYPE_Q4_0] = dot_q4_0,   [PT_TYPE_IQ4_NL] = dot_iq4_nl,
 	[PT_TYPE_MXFP4] = dot_mxfp4,   [PT_TYPE_Q4_K] = dot_q4_k,   [PT_TYPE_Q5_K] = dot_q5_k,
 	[PT_TYPE_Q6_K] = dot_q6_k,     [PT_TYPE_IQ4_XS] = dot_iq4_xs,
+};
+
+const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q8_0] = dot4_q8_0,    [PT_TYPE_Q4_0] = dot4_q4_0,  [PT_TYPE_IQ4_NL] = dot4_iq4_nl,
+	[PT_TYPE_MXFP4] = dot4_mxfp4,  [PT_TYPE_Q4_K] = dot4_q4_k,  [PT_TYPE_Q5_K] = dot4_q5_k,
+	[PT_TYPE_Q6_K] = dot4_q6_k,
 };

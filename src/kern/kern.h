@@ -35,10 +35,16 @@ enum pt_kern_level {
  * blocks, a the activation row already in the partner format.  Returns the float result. */
 typedef float (*pt_kern_dot_fn)(size_t n, const void *w, const void *a);
 
+/* Four dot products of one weight row against activation rows a, a + a_stride, ... (bytes):
+ * out[k] is bit-identical to dot(n, w, a + k * a_stride); the weight is decoded once. */
+typedef void (*pt_kern_dot4_fn)(size_t n, const void *w, const void *a, size_t a_stride,
+				float out[4]);
+
 struct pt_kern_ops {
 	enum pt_type type;          /* weight type */
 	enum pt_type act_type;      /* partner (activation) format */
 	pt_kern_dot_fn dot;         /* never NULL for a supported type */
+	pt_kern_dot4_fn dot4;       /* NULL if this level has no multi-activation kernel */
 	enum pt_kern_level level;   /* level the dot actually runs at (scalar if no SIMD twin) */
 };
 

@@ -90,5 +90,8 @@ _Static_assert(sizeof(struct pt_block_q2_K) == Q2K_B && sizeof(struct pt_block_q
 extern const pt_kern_dot_fn pt_kern_dot_scalar[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT];
+/* Four-activation variants, NULL where a level has none (matvec then calls dot 4 times). */
+extern const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT];
 
 #endif

@@ -59,13 +59,24 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 	const struct job *jb = ctx;
 	const struct pt_kern_mat *w = jb->w;
 	const uint8_t *data = w->data;
+	const size_t ab = jb->act_row_bytes;
 	uint64_t r0 = (uint64_t)task * jb->rows_per_task;
 	uint64_t r1 = r0 + jb->rows_per_task < w->rows ? r0 + jb->rows_per_task : w->rows;
 	(void)worker;
 	for (uint64_t t0 = r0; t0 < r1; t0 += MATMUL_TILE_ROWS) {
 		uint64_t t1 = t0 + MATMUL_TILE_ROWS < r1 ? t0 + MATMUL_TILE_ROWS : r1;
-		for (uint64_t tok = 0; tok < jb->n_tok; tok++) {
-			const uint8_t *xq = jb->xq + tok * jb->act_row_bytes;
+		uint64_t tok = 0;
+		for (; jb->ops->dot4 && tok + 4 <= jb->n_tok; tok += 4) {
+			float *y = jb->y + tok * w->rows;
+			for (uint64_t r = t0; r < t1; r++) {
+				float out[4];
+				jb->ops->dot4(w->cols, data + r * w->row_bytes, jb->xq + tok * ab, ab, out);
+				for (int k = 0; k < 4; k++)
+					y[k * w->rows + r] = out[k];
+			}
+		}
+		for (; tok < jb->n_tok; tok++) {
+			const uint8_t *xq = jb->xq + tok * ab;
 			float *y = jb->y + tok * w->rows;
 			for (uint64_t r = t0; r < t1; r++)
 				y[r] = jb->ops->dot(w->cols, data + r * w->row_bytes, xq);

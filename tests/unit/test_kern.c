@@ -572,3 +572,35 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 			CHECK((int)o->level <= lv);
 		}
 }
+
+/* dot4 (one weight row, four activation rows) equals four dot calls bit for bit. */
+PT_TEST(test_kern_dot4_matches_dot)
+{
+	rng_state = 4242;
+	enum { N = 1024 };
+	static uint8_t w[N * 4], a[4][N * 2];
+	static float x[N];
+	int seen = 0;
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		for (size_t ti = 0; ti < N_TYPES; ti++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, all_types[ti]);
+			if (!o->dot4)
+				continue;
+			seen++;
+			random_row(o->type, w, N);
+			for (int k = 0; k < 4; k++) {
+				for (int i = 0; i < N; i++)
+					x[i] = rndf();
+				pt_kern_quantize_row(o->act_type, x, a[k], N);
+			}
+			float out[4];
+			o->dot4(N, w, a[0], sizeof a[0], out);
+			for (int k = 0; k < 4; k++)
+				if (memcmp(&out[k], &(float){ o->dot(N, w, a[k]) }, 4) != 0)
+					pt_test_fail(__FILE__, __LINE__, "%s %s dot4[%d] differs",
+						     pt_type_name(o->type), pt_kern_level_name(lv), k);
+		}
+	}
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2)
+		CHECK(seen >= 3);
+}
