@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 
+#include "quant/quant.h"
+
 #include "test.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -603,4 +605,56 @@ PT_TEST(test_kern_dot4_matches_dot)
 	}
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2)
 		CHECK(seen >= 3);
+}
+
+/* Against the quant module as the plain reference: weights made by its quantizers from
+ * float rows, kernel(w, quant(x)) == sum dequant(w) * dequant(quant(x)) up to float rounding
+ * (1e-5 of sum |w a|).  For the Q8_1 partners the kernels use the stored fp16 block sum s for
+ * the min term, as ggml does; the reference adds that exact difference m * (s - dy * sum q). */
+static double act_value(enum pt_type at, const uint8_t *a, size_t i)
+{
+	return deq(at, a, i); /* F32/F16/BF16/Q8_1/Q8_K decoders above; Q8_0 via deq_32 */
+}
+
+PT_TEST(test_kern_dot_matches_quant_dequant)
+{
+	enum { N = 1024 };
+	static float xw[N], xa[N], wf[N];
+	static uint8_t w[N * 4], a[N * 4];
+	rng_state = 31337;
+	for (size_t ti = 0; ti < N_TYPES; ti++) {
+		enum pt_type t = all_types[ti];
+		struct pt_error err = { 0 };
+		for (int i = 0; i < N; i++) {
+			xw[i] = rndf() * (i % 97 == 0 ? 8.0f : 1.0f);
+			xa[i] = rndf();
+		}
+		REQUIRE(pt_quant_quantize_row(t, xw, w, N, &err) == PT_OK);
+		REQUIRE(pt_quant_dequant_row(t, w, wf, N, &err) == PT_OK);
+		const struct pt_kern_ops *o = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
+		pt_kern_quantize_row(o->act_type, xa, a, N);
+		double sum = 0, mag = 0;
+		for (int i = 0; i < N; i++) {
+			double p = (double)wf[i] * act_value(o->act_type, a, (size_t)i);
+			sum += p;
+			mag += fabs(p);
+		}
+		if (o->act_type == PT_TYPE_Q8_1) {
+			/* kernel: (d*dy)*sumq + m*s with s = fp16(dy * sum qy): add m*(s - dy*sum qy) */
+			for (int b = 0; b < N / 32; b++) {
+				const uint8_t *wb = w + b * pt_type_traits(t)->block_bytes, *ab = a + b * 36;
+				int qs = 0;
+				for (int j = 0; j < 32; j++)
+					qs += (int8_t)ab[4 + j];
+				double m = h2d(wb + 2), sv = h2d(ab + 2);
+				sum += m * (sv - h2d(ab) * qs);
+			}
+		}
+		for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+			float v = pt_kern_ops_at((enum pt_kern_level)lv, t)->dot(N, w, a);
+			if (!(fabs(v - sum) <= 1e-5 * mag + 1e-30))
+				pt_test_fail(__FILE__, __LINE__, "%s %s: %.9g vs dequant %.9g (mag %g)",
+					     pt_type_name(t), pt_kern_level_name(lv), v, sum, mag);
+		}
+	}
 }
