@@ -94,6 +94,50 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 	pt_free(xq);
 }
 
+/* Prefill: n_tok activation rows against one matrix, pt_kern_matmul_q (4 tokens per weight
+ * decode where a dot4 kernel exists) versus n_tok separate matvecs; GMAC/s, one thread. */
+static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok, double secs)
+{
+	uint64_t rb;
+	pt_type_row_bytes(t, cols, &rb);
+	uint8_t *w = pt_malloc((size_t)(rb * rows));
+	float *x = pt_mallocn(cols * n_tok, sizeof(float)), *y = pt_mallocn(rows * n_tok, sizeof(float));
+	fill(t, w, (size_t)(rb * rows));
+	for (uint64_t i = 0; i < cols * n_tok; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	size_t ab = pt_kern_act_bytes(&m, 1);
+	uint8_t *xq = pt_malloc(ab * n_tok);
+	for (uint64_t k = 0; k < n_tok; k++)
+		pt_kern_quantize_row(pt_kern_ops(t)->act_type, x + k * cols, xq + k * ab, cols);
+	printf("%-5s %5llux%-5llu %llu tok", pt_type_name(t), (unsigned long long)rows,
+	       (unsigned long long)cols, (unsigned long long)n_tok);
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		pt_kern_set_level((enum pt_kern_level)lv, NULL);
+		for (int batched = 0; batched < 2; batched++) {
+			double t0 = now(), t1;
+			uint64_t macs = 0;
+			do {
+				if (batched)
+					pt_kern_matmul_q(&m, xq, n_tok, y, NULL, NULL);
+				else
+					for (uint64_t k = 0; k < n_tok; k++)
+						pt_kern_matvec_q(&m, xq + k * ab, y + k * rows, NULL, NULL);
+				macs += rows * cols * n_tok;
+				t1 = now();
+			} while (t1 - t0 < secs);
+			printf("  %s/%s %6.1f", pt_kern_level_name(lv), batched ? "matmul" : "matvecs",
+			       (double)macs / (t1 - t0) / 1e9);
+			fflush(stdout);
+		}
+	}
+	printf("   GMAC/s\n");
+	pt_free(w);
+	pt_free(x);
+	pt_free(y);
+	pt_free(xq);
+}
+
 static void noop(void *ctx, uint32_t task, uint32_t worker)
 {
 	(void)ctx, (void)task, (void)worker;
@@ -125,5 +169,8 @@ int main(int argc, char **argv)
 	bench_case(PT_TYPE_Q6_K, 4096, 4096, 1, secs);
 	bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
 	bench_case(PT_TYPE_Q6_K, 768, 2048, 128, secs);
+	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 32, secs);
+	bench_matmul(PT_TYPE_Q6_K, 2048, 2048, 32, secs);
+	bench_matmul(PT_TYPE_Q8_0, 2048, 2048, 32, secs);
 	return 0;
 }
