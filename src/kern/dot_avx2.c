@@ -141,6 +141,64 @@ static float dot_q4_0(size_t n, const void *vw, const void *va)
 	return hsum_ps(acc);
 }
 
+/* Bits 0..31 of qh as 32 bytes of 0xFF / 0x00, element order. */
+static inline __m256i bits32(uint32_t qh)
+{
+	const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+					       0x0101010101010101, 0x0000000000000000);
+	const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201ull);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+	return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* Unsigned levels (0..31) against Q8_1: maddubs without sign games. */
+static inline __m256i dot_u8(__m256i q, const uint8_t *y)
+{
+	__m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)y));
+	return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+static float dot_q4_1(size_t n, const void *vw, const void *va)
+{
+	const uint8_t *x = vw, *y = va;
+	__m256 acc = _mm256_setzero_ps();
+	float summ = 0.0f;
+	for (size_t ib = 0; ib < n / QK; ib++, x += Q4_1_B, y += Q8_1_B) {
+		__m256i p = dot_u8(nibbles32(x + 4), y + 4);
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), _mm256_cvtepi32_ps(p), acc);
+		summ += h2f(x + 2) * h2f(y + 2);
+	}
+	return hsum_ps(acc) + summ;
+}
+
+static float dot_q5_0(size_t n, const void *vw, const void *va)
+{
+	const uint8_t *x = vw, *y = va;
+	const __m256i b4 = _mm256_set1_epi8(0x10), off = _mm256_set1_epi8(16);
+	__m256 acc = _mm256_setzero_ps();
+	for (size_t ib = 0; ib < n / QK; ib++, x += Q5_0_B, y += Q8_0_B) {
+		__m256i q = _mm256_or_si256(nibbles32(x + 6), _mm256_and_si256(bits32(kern_u32(x + 2)), b4));
+		__m256i p = dot_i8(_mm256_sub_epi8(q, off), _mm256_loadu_si256((const __m256i *)(y + 2)));
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), _mm256_cvtepi32_ps(p), acc);
+	}
+	return hsum_ps(acc);
+}
+
+static float dot_q5_1(size_t n, const void *vw, const void *va)
+{
+	const uint8_t *x = vw, *y = va;
+	const __m256i b4 = _mm256_set1_epi8(0x10);
+	__m256 acc = _mm256_setzero_ps();
+	float summ = 0.0f;
+	for (size_t ib = 0; ib < n / QK; ib++, x += Q5_1_B, y += Q8_1_B) {
+		__m256i q = _mm256_or_si256(nibbles32(x + 8), _mm256_and_si256(bits32(kern_u32(x + 4)), b4));
+		__m256i p = dot_u8(q, y + 4);
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), _mm256_cvtepi32_ps(p), acc);
+		summ += h2f(x + 2) * h2f(y + 2);
+	}
+	return hsum_ps(acc) + summ;
+}
+
 /* IQ4_NL and MXFP4: 4-bit codes into a 16-entry int8 table (one pshufb). */
 static inline __m256i table32(const uint8_t *qs, __m256i tbl)
 {
@@ -173,6 +231,80 @@ static float dot_mxfp4(size_t n, const void *vw, const void *va)
 }
 
 /* ---- K-quants against Q8_K -------------------------------------------------------------- */
+
+/* Two 16-element sub-block scales for the 16 int16 lanes of one maddubs result. */
+static inline __m256i scale_pair(int lo, int hi)
+{
+	return _mm256_set_m128i(_mm_set1_epi16((int16_t)hi), _mm_set1_epi16((int16_t)lo));
+}
+
+/* Q2_K: levels 0..3 unsigned; the mins enter through bsums. */
+static float dot_q2_k(size_t n, const void *vw, const void *va)
+{
+	const uint8_t *x = vw, *y = va;
+	const __m256i m2 = _mm256_set1_epi8(3);
+	__m256 acc = _mm256_setzero_ps();
+	float accm = 0.0f;
+	for (size_t i = 0; i < n / QKK; i++, x += Q2K_B, y += Q8K_B) {
+		const uint8_t *sc = x;
+		const float d8 = kern_f32(y);
+		__m128i scb = _mm_loadu_si128((const __m128i *)sc);
+		__m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4), _mm_set1_epi8(0xF)));
+		__m256i mp = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS)), mins);
+		__m128i m4 = _mm_add_epi32(_mm256_castsi256_si128(mp), _mm256_extracti128_si256(mp, 1));
+		m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0x4e));
+		m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0xb1));
+		accm += (d8 * h2f(x + 82)) * (float)_mm_cvtsi128_si32(m4);
+		const int8_t *q8 = (const int8_t *)(y + Q8K_QS);
+		__m256i sumi = _mm256_setzero_si256();
+		for (int k = 0; k < 2; k++) {
+			__m256i q2 = _mm256_loadu_si256((const __m256i *)(x + 16 + 32 * k));
+			for (int j = 0; j < 4; j++, q8 += 32, q2 = _mm256_srli_epi16(q2, 2)) {
+				int b = 8 * k + 2 * j;
+				__m256i p = _mm256_maddubs_epi16(_mm256_and_si256(q2, m2),
+								 _mm256_loadu_si256((const __m256i *)q8));
+				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc[b] & 0xF, sc[b + 1] & 0xF)));
+			}
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(d8 * h2f(x + 80)), _mm256_cvtepi32_ps(sumi), acc);
+	}
+	return hsum_ps(acc) - accm;
+}
+
+/* Q3_K: levels used unsigned as low2 + 4 * hbit (0..7); the -4 offset enters once per
+ * super-block as 4 * sum_b scale_b * bsums_b. */
+static float dot_q3_k(size_t n, const void *vw, const void *va)
+{
+	const uint8_t *x = vw, *y = va;
+	const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+	__m256 acc = _mm256_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, x += Q3K_B, y += Q8K_B) {
+		const uint8_t *s = x + 96;
+		int16_t sc[16];
+		for (int b = 0; b < 16; b++) {
+			int low4 = b < 8 ? s[b] & 0xF : s[b - 8] >> 4;
+			sc[b] = (int16_t)((low4 | (((s[8 + b % 4] >> (2 * (b / 4))) & 3) << 4)) - 32);
+		}
+		__m256i sc16 = _mm256_loadu_si256((const __m256i *)sc);
+		__m256i bias = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS)), sc16);
+		__m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bias, 2));
+		__m256i hm = _mm256_loadu_si256((const __m256i *)x);
+		const int8_t *q8 = (const int8_t *)(y + Q8K_QS);
+		for (int k = 0; k < 2; k++) {
+			__m256i q2 = _mm256_loadu_si256((const __m256i *)(x + 32 + 32 * k));
+			for (int j = 0; j < 4; j++, q8 += 32, q2 = _mm256_srli_epi16(q2, 2),
+				 hm = _mm256_srli_epi16(hm, 1)) {
+				int b = 8 * k + 2 * j;
+				__m256i q = _mm256_or_si256(_mm256_and_si256(q2, m2),
+							    _mm256_slli_epi16(_mm256_and_si256(hm, one), 2));
+				__m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)q8));
+				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc[b], sc[b + 1])));
+			}
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x + 108) * kern_f32(y)), _mm256_cvtepi32_ps(sumi), acc);
+	}
+	return hsum_ps(acc);
+}
 
 /* The 12 packed bytes of Q4_K/Q5_K as sc[0..7] in bytes 0-7 and m[0..7] in bytes 8-15. */
 static inline void unpack_k4_scales(const uint8_t *s, uint8_t out[16])
@@ -380,7 +512,9 @@ const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_F32] = dot_f32,       [PT_TYPE_F16] = dot_f16,     [PT_TYPE_BF16] = dot_bf16,
 	[PT_TYPE_Q8_0] = dot_q8_0,     [PT_TYPE_Q4_0] = dot_q4_0,   [PT_TYPE_IQ4_NL] = dot_iq4_nl,
 	[PT_TYPE_MXFP4] = dot_mxfp4,   [PT_TYPE_Q4_K] = dot_q4_k,   [PT_TYPE_Q5_K] = dot_q5_k,
-	[PT_TYPE_Q6_K] = dot_q6_k,     [PT_TYPE_IQ4_XS] = dot_iq4_xs,
+	[PT_TYPE_Q6_K] = dot_q6_k,     [PT_TYPE_IQ4_XS] = dot_iq4_xs, [PT_TYPE_Q4_1] = dot_q4_1,
+	[PT_TYPE_Q5_0] = dot_q5_0,     [PT_TYPE_Q5_1] = dot_q5_1,   [PT_TYPE_Q2_K] = dot_q2_k,
+	[PT_TYPE_Q3_K] = dot_q3_k,
 };
 
 const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
