@@ -98,7 +98,7 @@ DOT_HALF(dot_bf16, load_bf16, pt_bf16_to_f32)
 /* The multi-activation kernels (na = 1 or 4, a compile-time constant after inlining) do the
  * exact operation sequence of the single one for every output, so pt_kern_matmul (4 tokens
  * per weight decode) is bit-identical to pt_kern_matvec. */
-static inline void q8_0_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+static inline __attribute__((always_inline)) void q8_0_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			  float *out)
 {
 	__m256 acc[4];
@@ -306,58 +306,52 @@ static float dot_q3_k(size_t n, const void *vw, const void *va)
 	return hsum_ps(acc);
 }
 
-/* The 12 packed bytes of Q4_K/Q5_K as sc[0..7] in bytes 0-7 and m[0..7] in bytes 8-15. */
-static inline void unpack_k4_scales(const uint8_t *s, uint8_t out[16])
+/* Q4_K/Q5_K packed scales, kept in registers: returns sc[0..7] as the bytes of a uint64
+ * (little-endian) and sets *mins2 to 16 int16 lanes m0 m0 m1 m1 ... m7 m7, which line up
+ * with the 16 Q8_K bsums so one madd gives the min terms. */
+static inline uint64_t k4_scales(const uint8_t *s, __m256i *mins2)
 {
-	uint32_t u[4];
-	memcpy(u, s, 12);
-	u[3] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
-	const uint32_t m03 = u[1] & 0x3f3f3f3f;
-	u[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-	u[2] = m03;
-	u[0] &= 0x3f3f3f3f;
-	memcpy(out, u, 16);
+	uint32_t u0 = kern_u32(s), u1 = kern_u32(s + 4), u2 = kern_u32(s + 8);
+	uint32_t sc03 = u0 & 0x3f3f3f3f;
+	uint32_t sc47 = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+	uint32_t m03 = u1 & 0x3f3f3f3f;
+	uint32_t m47 = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+	__m128i m = _mm_cvtsi64_si128((int64_t)((uint64_t)m47 << 32 | m03));
+	*mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+	return (uint64_t)sc47 << 32 | sc03;
 }
 
-/* Sum over sub-blocks j of m[j] * (bsums[2j] + bsums[2j+1]). */
-static inline int k4_min_sum(const uint8_t *y, const uint8_t *mins)
+static inline __m256 k4_min_terms(const uint8_t *y, __m256i mins2)
 {
-	__m128i b0 = _mm_loadu_si128((const __m128i *)(y + Q8K_BSUMS));
-	__m128i b1 = _mm_loadu_si128((const __m128i *)(y + Q8K_BSUMS + 16));
-	__m128i pairs = _mm_hadd_epi16(b0, b1); /* |pair| <= 2 * 16 * 128 */
-	__m128i m = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mins));
-	__m128i p = _mm_madd_epi16(pairs, m);
-	p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0x4e));
-	p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0xb1));
-	return _mm_cvtsi128_si32(p);
+	__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
+	return _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins2));
 }
 
-static inline void q4_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+#define SC(sc, j) ((int16_t)(((sc) >> (8 * (j))) & 0xFF))
+
+static inline __attribute__((always_inline)) void q4_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			  float *out)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	__m256 acc[4];
-	float accm[4];
-	for (int a = 0; a < na; a++) {
-		acc[a] = _mm256_setzero_ps();
-		accm[a] = 0.0f;
-	}
+	__m256 acc[4], accm[4];
+	for (int a = 0; a < na; a++)
+		acc[a] = accm[a] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++, x += Q4K_B) {
-		uint8_t sm[16];
-		unpack_k4_scales(x + 4, sm);
+		__m256i mins2;
+		const uint64_t sc = k4_scales(x + 4, &mins2);
 		const uint8_t *qs = x + 16;
 		const float dx = h2f(x), dmx = h2f(x + 2);
 		__m256i sumi[4];
 		for (int a = 0; a < na; a++) {
 			const uint8_t *y = y0 + a * ys + i * Q8K_B;
-			accm[a] += (dmx * kern_f32(y)) * (float)k4_min_sum(y, sm + 8);
+			accm[a] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * kern_f32(y)), k4_min_terms(y, mins2), accm[a]);
 			sumi[a] = _mm256_setzero_si256();
 		}
 		for (int c = 0; c < 4; c++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(q, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			__m256i slo = _mm256_set1_epi16(sm[2 * c]), shi = _mm256_set1_epi16(sm[2 * c + 1]);
+			__m256i slo = _mm256_set1_epi16(SC(sc, 2 * c)), shi = _mm256_set1_epi16(SC(sc, 2 * c + 1));
 			for (int a = 0; a < na; a++) {
 				const int8_t *q8 = (const int8_t *)(y0 + a * ys + i * Q8K_B + Q8K_QS);
 				__m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c)));
@@ -372,7 +366,7 @@ static inline void q4_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t 
 		}
 	}
 	for (int a = 0; a < na; a++)
-		out[a] = hsum_ps(acc[a]) - accm[a];
+		out[a] = hsum_ps(acc[a]) - hsum_ps(accm[a]);
 }
 
 static float dot_q4_k(size_t n, const void *w, const void *a)
@@ -391,13 +385,12 @@ static float dot_q5_k(size_t n, const void *vw, const void *va)
 {
 	const uint8_t *x = vw, *y = va;
 	const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
-	__m256 acc = _mm256_setzero_ps();
-	float accm = 0.0f;
+	__m256 acc = _mm256_setzero_ps(), accm = acc;
 	for (size_t i = 0; i < n / QKK; i++, x += Q5K_B, y += Q8K_B) {
-		uint8_t sm[16];
-		unpack_k4_scales(x + 4, sm);
+		__m256i mins2;
+		const uint64_t sc = k4_scales(x + 4, &mins2);
 		const float d8 = kern_f32(y);
-		accm += (h2f(x + 2) * d8) * (float)k4_min_sum(y, sm + 8);
+		accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x + 2) * d8), k4_min_terms(y, mins2), accm);
 		const uint8_t *qs = x + 48;
 		const int8_t *q8 = (const int8_t *)(y + Q8K_QS);
 		__m256i qh = _mm256_loadu_si256((const __m256i *)(x + 16));
@@ -410,12 +403,12 @@ static float dot_q5_k(size_t n, const void *vw, const void *va)
 			__m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hhi);
 			__m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c)));
 			__m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)));
-			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(sm[2 * c])));
-			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(sm[2 * c + 1])));
+			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(SC(sc, 2 * c))));
+			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(SC(sc, 2 * c + 1))));
 		}
 		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * d8), _mm256_cvtepi32_ps(sumi), acc);
 	}
-	return hsum_ps(acc) - accm;
+	return hsum_ps(acc) - hsum_ps(accm);
 }
 
 /* Q6_K levels are used unsigned (0..63) in maddubs; the -32 offset is applied once per
@@ -428,7 +421,7 @@ static inline __m256i q6_quarter(__m256i ql, __m256i qh2, const int8_t *q8, cons
 	return _mm256_madd_epi16(p, s);
 }
 
-static inline void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			  float *out)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);

@@ -18,6 +18,14 @@ static inline float h2f(const uint8_t *p)
 	return _cvtsh_ss(kern_u16(p));
 }
 
+static inline float hsum256(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
 static inline __m512i load2x256(const uint8_t *a, const uint8_t *b)
 {
 	return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
@@ -142,7 +150,7 @@ static inline float block_scale(int kind, const uint8_t *x, const uint8_t *y)
 
 /* na activation rows (1 or 4, constant after inlining) share each weight decode; every
  * output sees the operation sequence of the single-row case, so dot4 equals dot bit for bit. */
-static inline void blocks32_n(int kind, size_t bb, size_t n, const uint8_t *x, const uint8_t *y0,
+static inline __attribute__((always_inline)) void blocks32_n(int kind, size_t bb, size_t n, const uint8_t *x, const uint8_t *y0,
 			      size_t ys, int na, const int8_t *table, float *out)
 {
 	const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(table ? table : pt_kvalues_iq4nl)));
@@ -191,46 +199,45 @@ BLOCKS32(mxfp4, 3, MXFP4_B, pt_kvalues_mxfp4)
 
 /* ---- K-quants against Q8_K -------------------------------------------------------------- */
 
-static inline void unpack_k4_scales(const uint8_t *s, uint8_t out[16])
+/* Q4_K/Q5_K packed scales, kept in registers: returns sc[0..7] as the bytes of a uint64
+ * (little-endian) and sets *mins2 to 16 int16 lanes m0 m0 m1 m1 ... m7 m7, which line up
+ * with the 16 Q8_K bsums so one madd gives the min terms. */
+static inline uint64_t k4_scales(const uint8_t *s, __m256i *mins2)
 {
-	uint32_t u[4];
-	memcpy(u, s, 12);
-	u[3] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
-	const uint32_t m03 = u[1] & 0x3f3f3f3f;
-	u[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-	u[2] = m03;
-	u[0] &= 0x3f3f3f3f;
-	memcpy(out, u, 16);
+	uint32_t u0 = kern_u32(s), u1 = kern_u32(s + 4), u2 = kern_u32(s + 8);
+	uint32_t sc03 = u0 & 0x3f3f3f3f;
+	uint32_t sc47 = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+	uint32_t m03 = u1 & 0x3f3f3f3f;
+	uint32_t m47 = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+	__m128i m = _mm_cvtsi64_si128((int64_t)((uint64_t)m47 << 32 | m03));
+	*mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+	return (uint64_t)sc47 << 32 | sc03;
 }
 
-static inline int k4_min_sum(const uint8_t *y, const uint8_t *mins)
+static inline __m256 k4_min_terms(const uint8_t *y, __m256i mins2)
 {
-	__m128i b0 = _mm_loadu_si128((const __m128i *)(y + Q8K_BSUMS));
-	__m128i b1 = _mm_loadu_si128((const __m128i *)(y + Q8K_BSUMS + 16));
-	__m128i pairs = _mm_hadd_epi16(b0, b1);
-	__m128i m = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mins));
-	__m128i p = _mm_madd_epi16(pairs, m);
-	p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0x4e));
-	p = _mm_add_epi32(p, _mm_shuffle_epi32(p, 0xb1));
-	return _mm_cvtsi128_si32(p);
+	__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
+	return _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins2));
 }
+
+#define SC(sc, j) ((int16_t)(((sc) >> (8 * (j))) & 0xFF))
 
 /* Q4_K (five = 0) and Q5_K: chunks 2p and 2p+1 per iteration.  Low nibbles of the 64 qs
  * bytes are sub-blocks 4p and 4p+2, high nibbles 4p+1 and 4p+3. */
-static inline void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+static inline __attribute__((always_inline)) void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			   int five, float *out)
 {
 	const __m512i m4 = _mm512_set1_epi8(0xF), one = _mm512_set1_epi8(1);
 	const size_t bb = five ? Q5K_B : Q4K_B;
 	__m512 acc[4];
-	float accm[4];
+	__m256 accm[4];
 	for (int a = 0; a < na; a++) {
 		acc[a] = _mm512_setzero_ps();
-		accm[a] = 0.0f;
+		accm[a] = _mm256_setzero_ps();
 	}
 	for (size_t i = 0; i < n / QKK; i++, x += bb) {
-		uint8_t sm[16];
-		unpack_k4_scales(x + 4, sm);
+		__m256i mins2;
+		const uint64_t sc = k4_scales(x + 4, &mins2);
 		const float dx = h2f(x), dmx = h2f(x + 2);
 		const uint8_t *qs = x + (five ? 48 : 16);
 		__m512i qh = five ? load2x256(x + 16, x + 16) : _mm512_setzero_si512();
@@ -238,7 +245,7 @@ static inline void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t
 		__m512i sumi[4];
 		for (int a = 0; a < na; a++) {
 			const uint8_t *y = y0 + a * ys + i * Q8K_B;
-			accm[a] += (dmx * kern_f32(y)) * (float)k4_min_sum(y, sm + 8);
+			accm[a] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * kern_f32(y)), k4_min_terms(y, mins2), accm[a]);
 			sumi[a] = _mm512_setzero_si512();
 		}
 		for (int p = 0; p < 2; p++, qh = _mm512_srli_epi16(qh, 4)) {
@@ -250,8 +257,8 @@ static inline void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t
 				hi = _mm512_or_si512(hi, _mm512_slli_epi16(
 					_mm512_and_si512(_mm512_srli_epi16(qh, 1), one), 4));
 			}
-			const __m512i slo = set2_epi16(sm[4 * p], sm[4 * p + 2]);
-			const __m512i shi = set2_epi16(sm[4 * p + 1], sm[4 * p + 3]);
+			const __m512i slo = set2_epi16(SC(sc, 4 * p), SC(sc, 4 * p + 2));
+			const __m512i shi = set2_epi16(SC(sc, 4 * p + 1), SC(sc, 4 * p + 3));
 			for (int a = 0; a < na; a++) {
 				const uint8_t *q8 = y0 + a * ys + i * Q8K_B + Q8K_QS + 128 * p;
 				__m512i plo = _mm512_maddubs_epi16(lo, load2x256(q8, q8 + 64));
@@ -266,7 +273,7 @@ static inline void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t
 		}
 	}
 	for (int a = 0; a < na; a++)
-		out[a] = _mm512_reduce_add_ps(acc[a]) - accm[a];
+		out[a] = _mm512_reduce_add_ps(acc[a]) - hsum256(accm[a]);
 }
 
 static float dot_q4_k(size_t n, const void *w, const void *a)
@@ -296,7 +303,7 @@ static void dot4_q5_k(size_t n, const void *w, const void *a, size_t s, float o[
 /* Q6_K: per half h, the 64 ql bytes give quarters 0|1 (low nibbles) and 2|3 (high nibbles);
  * qh is duplicated with the upper copy shifted by 2 so one shift serves both quarters.  The
  * four 16-element sub-blocks of a register get their scales by a word permute. */
-static inline void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
+static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			  float *out)
 {
 	const __m512i m4 = _mm512_set1_epi8(0xF), m2 = _mm512_set1_epi8(3);

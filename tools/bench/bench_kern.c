@@ -74,15 +74,21 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 		for (uint32_t th = 1; th <= 2; th++) {
 			pt_pool *pool = NULL;
 			pt_pool_create(th, &pool, NULL);
-			double t0 = now(), t1;
-			uint64_t bytes = 0, e = 0;
-			do {
-				m.data = w + (e++ % experts) * expert_bytes;
-				pt_kern_matvec_q(&m, xq, y, pool, NULL);
-				bytes += expert_bytes;
-				t1 = now();
-			} while (t1 - t0 < secs);
-			printf("  %s/%ut %6.2f", pt_kern_level_name(lv), th, (double)bytes / (t1 - t0) / 1e9);
+			double best = 0;
+			uint64_t e = 0;
+			for (int win = 0; win < 3; win++) { /* best of 3: the host is shared */
+				double t0 = now(), t1;
+				uint64_t bytes = 0;
+				do {
+					m.data = w + (e++ % experts) * expert_bytes;
+					pt_kern_matvec_q(&m, xq, y, pool, NULL);
+					bytes += expert_bytes;
+					t1 = now();
+				} while (t1 - t0 < secs / 3);
+				double r = (double)bytes / (t1 - t0) / 1e9;
+				best = r > best ? r : best;
+			}
+			printf("  %s/%ut %6.2f", pt_kern_level_name(lv), th, best);
 			fflush(stdout);
 			pt_pool_destroy(pool);
 		}
@@ -115,19 +121,23 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
 		pt_kern_set_level((enum pt_kern_level)lv, NULL);
 		for (int batched = 0; batched < 2; batched++) {
-			double t0 = now(), t1;
-			uint64_t macs = 0;
-			do {
-				if (batched)
-					pt_kern_matmul_q(&m, xq, n_tok, y, NULL, NULL);
-				else
-					for (uint64_t k = 0; k < n_tok; k++)
-						pt_kern_matvec_q(&m, xq + k * ab, y + k * rows, NULL, NULL);
-				macs += rows * cols * n_tok;
-				t1 = now();
-			} while (t1 - t0 < secs);
-			printf("  %s/%s %6.1f", pt_kern_level_name(lv), batched ? "matmul" : "matvecs",
-			       (double)macs / (t1 - t0) / 1e9);
+			double best = 0;
+			for (int win = 0; win < 3; win++) {
+				double t0 = now(), t1;
+				uint64_t macs = 0;
+				do {
+					if (batched)
+						pt_kern_matmul_q(&m, xq, n_tok, y, NULL, NULL);
+					else
+						for (uint64_t k = 0; k < n_tok; k++)
+							pt_kern_matvec_q(&m, xq + k * ab, y + k * rows, NULL, NULL);
+					macs += rows * cols * n_tok;
+					t1 = now();
+				} while (t1 - t0 < secs / 3);
+				double r = (double)macs / (t1 - t0) / 1e9;
+				best = r > best ? r : best;
+			}
+			printf("  %s/%s %6.1f", pt_kern_level_name(lv), batched ? "matmul" : "matvecs", best);
 			fflush(stdout);
 		}
 	}
@@ -138,24 +148,36 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 	pt_free(xq);
 }
 
-static void noop(void *ctx, uint32_t task, uint32_t worker)
+struct share {
+	uint64_t by_worker[4]; /* each slot written only by its own thread */
+};
+
+static void count_task(void *ctx, uint32_t task, uint32_t worker)
 {
-	(void)ctx, (void)task, (void)worker;
+	struct share *sh = ctx;
+	(void)task;
+	if (worker < 4)
+		sh->by_worker[worker]++;
 }
 
+/* Back-to-back runs of `threads` near-empty tasks: the cost of one dispatch, and the share of
+ * tasks the workers (not the caller) picked up, which shows they were awake for it. */
 static void bench_pool(uint32_t threads)
 {
 	pt_pool *pool = NULL;
+	struct share sh = { { 0 } };
 	pt_pool_create(threads, &pool, NULL);
 	const int runs = 200000;
 	for (int i = 0; i < 1000; i++)
-		pt_pool_run(pool, noop, NULL, threads);
+		pt_pool_run(pool, count_task, &sh, threads);
+	memset(&sh, 0, sizeof sh);
 	double t0 = now();
 	for (int i = 0; i < runs; i++)
-		pt_pool_run(pool, noop, NULL, threads);
+		pt_pool_run(pool, count_task, &sh, threads);
 	double dt = now() - t0;
-	printf("pool %u threads: %.2f us per empty dispatch (%d back-to-back runs)\n", threads,
-	       dt / runs * 1e6, runs);
+	uint64_t total = (uint64_t)runs * threads;
+	printf("pool %u threads: %.2f us per dispatch of %u tasks; %.0f%% of tasks run by workers\n",
+	       threads, dt / runs * 1e6, threads, 100.0 * (double)(total - sh.by_worker[0]) / (double)total);
 	pt_pool_destroy(pool);
 }
 
