@@ -118,6 +118,28 @@ enum pt_status pt_kern_matvec_q(const struct pt_kern_mat *w, const void *xq, flo
 	return pt_kern_matmul_q(w, xq, 1, y, pool, err);
 }
 
+/* Activation rows are quantized in parallel for prefill batches (each row independently, so
+ * the bytes do not depend on the split). */
+#define QUANT_PARALLEL_MIN_TOK 8
+
+struct quant_job {
+	enum pt_type act;
+	const float *x;
+	uint8_t *xq;
+	uint64_t cols;
+	size_t arow;
+	uint64_t n_tok;
+	uint32_t n_parts; /* tasks; task k quantizes rows k, k + n_parts, ... */
+};
+
+static void quant_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct quant_job *qj = ctx;
+	(void)worker;
+	for (uint64_t t = task; t < qj->n_tok; t += qj->n_parts)
+		pt_kern_quantize_row(qj->act, qj->x + t * qj->cols, qj->xq + t * qj->arow, qj->cols);
+}
+
 enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint64_t n_tok,
 			      float *y, void *scratch, pt_pool *pool, struct pt_error *err)
 {
@@ -126,10 +148,13 @@ enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint6
 	enum pt_status st = check_mat(w, &ops, &arow, err);
 	if (st != PT_OK)
 		return st;
-	uint8_t *xq = scratch;
-	for (uint64_t t = 0; t < n_tok; t++)
-		pt_kern_quantize_row(ops->act_type, x + t * w->cols, xq + t * arow, w->cols);
-	return pt_kern_matmul_q(w, xq, n_tok, y, pool, err);
+	if (ops->act_type == PT_TYPE_F32) /* F32 weights take the activations as they are */
+		return pt_kern_matmul_q(w, x, n_tok, y, pool, err);
+	struct quant_job qj = { ops->act_type, x, scratch, w->cols, arow, n_tok, 1 };
+	if (n_tok >= QUANT_PARALLEL_MIN_TOK)
+		qj.n_parts = pt_pool_threads(pool);
+	pt_pool_run(pool, quant_task, &qj, qj.n_parts);
+	return pt_kern_matmul_q(w, scratch, n_tok, y, pool, err);
 }
 
 enum pt_status pt_kern_matvec(const struct pt_kern_mat *w, const float *x, float *y,

@@ -451,7 +451,7 @@ static void free_fixture(struct mat_fixture *f)
  * 3 threads give bit-identical results; at every level. */
 static void check_products(enum pt_type t, uint64_t rows, uint64_t cols, pt_pool **pools)
 {
-	enum { NTOK = 5 };
+	enum { NTOK = 9 }; /* >= 8: parallel activation quantization; 2 x dot4 + 1 */
 	struct mat_fixture f;
 	REQUIRE(make_fixture(&f, t, rows, cols, NTOK, t == PT_TYPE_F32 ? 0 : 3) == 0);
 	float *y = pt_mallocn(rows, sizeof(float)), *ym = pt_mallocn(rows * NTOK, sizeof(float));
@@ -473,6 +473,7 @@ static void check_products(enum pt_type t, uint64_t rows, uint64_t cols, pt_pool
 			CHECK(memcmp(y, ym + tok * rows, rows * sizeof(float)) == 0);
 		}
 		/* last matvec was token 4: compare every row with the reference */
+		pt_kern_quantize_row(ops->act_type, f.x + (NTOK - 1) * cols, f.scratch, cols);
 		for (uint64_t r = 0; r < rows; r++) {
 			double mag, e = ref_dot(t, ops->act_type, f.data + r * f.w.row_bytes,
 						f.scratch, cols, &mag);
