@@ -22,7 +22,7 @@ struct cpu_info {
 	int has_vnni;
 	int has_bf16;
 	char brand[49];
-	char name[160];
+	char name[PT_KERN_LEVEL_COUNT][200]; /* pt_kern_cpu_name() per selected level */
 };
 
 static struct cpu_info cpu;
@@ -119,9 +119,13 @@ static void init_once(void)
 {
 	detect_cpu();
 	build_tables();
-	snprintf(cpu.name, sizeof cpu.name, "%s%s%s%s", cpu.brand[0] ? cpu.brand : "unknown CPU",
-		 cpu.avx2_ok ? "; avx2 fma f16c" : "; no avx2",
-		 cpu.avx512_ok ? " avx512f/bw/vl/dq vnni" : "", cpu.has_bf16 ? " avx512_bf16" : "");
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++)
+		snprintf(cpu.name[lv], sizeof cpu.name[lv], "%s (%s%s%s%s)",
+			 pt_kern_level_name((enum pt_kern_level)lv),
+			 cpu.brand[0] ? cpu.brand : "unknown CPU",
+			 cpu.avx2_ok ? "; avx2 fma f16c" : "; no avx2",
+			 cpu.avx512_ok ? " avx512f/bw/vl/dq vnni" : "",
+			 cpu.has_bf16 ? " avx512_bf16" : "");
 }
 
 enum pt_kern_level pt_kern_level_max(void)
@@ -189,10 +193,8 @@ enum pt_kern_level pt_kern_level(void)
 
 const char *pt_kern_cpu_name(void)
 {
-	static char buf[200];
 	pthread_once(&once, init_once);
-	snprintf(buf, sizeof buf, "%s (%s)", pt_kern_level_name(pt_kern_level()), cpu.name);
-	return buf;
+	return cpu.name[pt_kern_level()];
 }
 
 const struct pt_kern_ops *pt_kern_ops_at(enum pt_kern_level level, enum pt_type type)

@@ -224,7 +224,7 @@ static float dot_mxfp4(size_t n, const void *vw, const void *va)
 	__m256 acc = _mm256_setzero_ps();
 	for (size_t ib = 0; ib < n / QK; ib++, x += MXFP4_B, y += Q8_0_B) {
 		__m256i p = dot_i8(table32(x + 1, tbl), _mm256_loadu_si256((const __m256i *)(y + 2)));
-		float d = h2f(y) * pt_e8m0_to_f32_half(x[0]);
+		float d = h2f(y) * kern_e8m0_half(x[0]);
 		acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
 	}
 	return hsum_ps(acc);

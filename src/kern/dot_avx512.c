@@ -144,7 +144,7 @@ static inline __m512i block_pair_codes(int kind, const uint8_t *x0, const uint8_
 static inline float block_scale(int kind, const uint8_t *x, const uint8_t *y)
 {
 	if (kind == 3)
-		return h2f(y) * pt_e8m0_to_f32_half(x[0]);
+		return h2f(y) * kern_e8m0_half(x[0]);
 	return kind == 2 ? h2f(y) * h2f(x) : h2f(x) * h2f(y);
 }
 

@@ -144,7 +144,7 @@ static float dot_mxfp4(size_t n, const void *vw, const void *va)
 	const uint8_t *x = vw, *y = va;
 	float sumf = 0.0f;
 	for (size_t ib = 0; ib < n / QK; ib++, x += MXFP4_B, y += Q8_0_B) {
-		const float d = f16(y) * pt_e8m0_to_f32_half(x[0]);
+		const float d = f16(y) * kern_e8m0_half(x[0]);
 		int sumi = table_sum(x + 1, pt_kvalues_mxfp4, (const int8_t *)(y + 2));
 		sumf += d * (float)sumi;
 	}

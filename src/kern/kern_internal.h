@@ -59,6 +59,16 @@ static inline int16_t kern_i16(const uint8_t *p)
 	return (int16_t)kern_u16(p);
 }
 
+/* E8M0 exponent byte to half its value, 2^(e-128) (GGUF-AND-QUANTS.md 1.4), inline for the
+ * per-block MXFP4 loops; equals pt_e8m0_to_f32_half. */
+static inline float kern_e8m0_half(uint8_t e)
+{
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
 /* Q4_K / Q5_K 6-bit scale and min of sub-block j (get_scale_min_k4). */
 static inline void kern_q4k_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
 {

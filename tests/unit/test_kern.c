@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include "kern/kern_internal.h"
 #include "quant/quant.h"
 
 #include "test.h"
@@ -658,4 +659,14 @@ PT_TEST(test_kern_dot_matches_quant_dequant)
 					     pt_type_name(t), pt_kern_level_name(lv), v, sum, mag);
 		}
 	}
+}
+
+PT_TEST(test_kern_e8m0_inline_matches_types)
+{
+	for (int e = 0; e < 256; e++) {
+		float a = kern_e8m0_half((uint8_t)e), b = pt_e8m0_to_f32_half((uint8_t)e);
+		CHECK(memcmp(&a, &b, 4) == 0);
+	}
+	CHECK(kern_e8m0_half(128) == 1.0f);
+	CHECK(kern_e8m0_half(0) == 0x1p-128f);
 }
