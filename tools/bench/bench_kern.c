@@ -174,6 +174,13 @@ static void bench_pool(uint32_t threads)
 	pt_pool *pool = NULL;
 	struct share sh = { { 0 }, 0, 0 };
 	pt_pool_create(threads, &pool, NULL);
+	double t_empty = now();
+	for (int i = 0; i < 100000; i++)
+		pt_pool_run(pool, work_task, &sh, threads); /* spin = 0: empty tasks */
+	t_empty = (now() - t_empty) / 100000;
+	uint64_t empty_caller = sh.by_worker[0];
+	printf("pool %u threads: %.3f us per run of %u empty tasks (%.0f%% run by workers)\n", threads,
+	       t_empty * 1e6, threads, 100.0 - 100.0 * (double)empty_caller / (100000.0 * threads));
 	sh.spin = 1000;
 	double t0 = now();
 	for (int i = 0; i < 2000; i++)
