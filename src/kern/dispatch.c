@@ -29,6 +29,7 @@ static struct cpu_info cpu;
 static struct pt_kern_ops ops_table[PT_KERN_LEVEL_COUNT][PT_TYPE_COUNT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic int current_level = -1;
+static _Atomic int level_cap = PT_KERN_LEVEL_COUNT; /* test hook, see kern_internal.h */
 
 static uint64_t xgetbv0(void)
 {
@@ -131,9 +132,17 @@ static void init_once(void)
 enum pt_kern_level pt_kern_level_max(void)
 {
 	pthread_once(&once, init_once);
-	if (cpu.avx512_ok)
-		return PT_KERN_LEVEL_AVX512;
-	return cpu.avx2_ok ? PT_KERN_LEVEL_AVX2 : PT_KERN_LEVEL_SCALAR;
+	int lv = cpu.avx512_ok ? PT_KERN_LEVEL_AVX512
+			       : cpu.avx2_ok ? PT_KERN_LEVEL_AVX2 : PT_KERN_LEVEL_SCALAR;
+	int cap = atomic_load(&level_cap);
+	return (enum pt_kern_level)(lv < cap ? lv : cap);
+}
+
+void pt_kern_test_cap_level(enum pt_kern_level level)
+{
+	atomic_store(&level_cap, (int)level);
+	if (pt_kern_level() > pt_kern_level_max())
+		atomic_store(&current_level, (int)pt_kern_level_max());
 }
 
 const char *pt_kern_level_name(enum pt_kern_level level)

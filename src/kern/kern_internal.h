@@ -95,6 +95,11 @@ _Static_assert(sizeof(struct pt_block_q2_K) == Q2K_B && sizeof(struct pt_block_q
 		       offsetof(struct pt_block_q8_K, bsums) == Q8K_BSUMS,
 	       "K-block layouts");
 
+/* Test hook: pretend the CPU supports at most `level` (PT_KERN_LEVEL_COUNT restores the
+ * detected maximum), so the refusal of an unsupported PARTICLE_CPU level can be tested on any
+ * machine.  Also lowers the current level if it is above the cap. */
+void pt_kern_test_cap_level(enum pt_kern_level level);
+
 /* Level tables: dot function per weight type, NULL where the level has no own kernel (the
  * dispatcher then falls back to the next lower level). */
 extern const pt_kern_dot_fn pt_kern_dot_scalar[PT_TYPE_COUNT];

@@ -260,6 +260,26 @@ PT_TEST(test_kern_quantize_q8_0_rounds_half_even)
 		CHECK_EQ_INT(q[i], 0);
 }
 
+/* Non-finite activations (a broken model) must not hit undefined float-to-int casts (UBSan
+ * build) and must leave the finite blocks of the row exact. */
+PT_TEST(test_kern_quantize_nonfinite_is_defined)
+{
+	float x[512];
+	for (int i = 0; i < 512; i++)
+		x[i] = (float)(i % 7) - 3.0f;
+	x[3] = INFINITY;
+	x[40] = NAN;
+	x[300] = -INFINITY;
+	uint8_t b[16 * 36], k[2 * 292], ref[36];
+	pt_kern_quantize_row(PT_TYPE_Q8_0, x, b, 512);
+	pt_kern_quantize_row(PT_TYPE_Q8_1, x, b, 512);
+	pt_kern_quantize_row(PT_TYPE_Q8_K, x, k, 512);
+	pt_kern_quantize_row(PT_TYPE_Q8_1, x + 64, ref, 32);
+	CHECK(memcmp(b + 2 * 36, ref, 36) == 0); /* block 2 is finite */
+	for (int i = 0; i < 32; i++)
+		CHECK((int8_t)b[2 * 36 + 4 + i] >= -127);
+}
+
 PT_TEST(test_kern_quantize_q8_k_block)
 {
 	float x[512] = { 0 };
@@ -554,12 +574,20 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 	CHECK_EQ_INT(pt_kern_init(&err), PT_E_INVALID);
 	CHECK_CONTAINS(err.msg, "PARTICLE_CPU=avx9");
 	pt_error_clear(&err);
-	if (pt_kern_level_max() < PT_KERN_LEVEL_AVX512) {
-		setenv("PARTICLE_CPU", "avx512", 1);
-		CHECK_EQ_INT(pt_kern_init(&err), PT_E_UNSUPPORTED);
-		CHECK_CONTAINS(err.msg, "supports at most");
-		pt_error_clear(&err);
-	}
+	/* a level above what the CPU offers is refused, whatever this machine has: cap it */
+	enum pt_kern_level before = pt_kern_level();
+	pt_kern_test_cap_level(PT_KERN_LEVEL_SCALAR);
+	setenv("PARTICLE_CPU", "avx2", 1);
+	CHECK_EQ_INT(pt_kern_init(&err), PT_E_UNSUPPORTED);
+	CHECK_CONTAINS(err.msg, "PARTICLE_CPU=avx2: this CPU supports at most scalar");
+	CHECK_EQ_INT(pt_kern_level(), PT_KERN_LEVEL_SCALAR);
+	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_AVX2, PT_TYPE_Q4_K) == NULL);
+	pt_error_clear(&err);
+	CHECK_EQ_INT(pt_kern_set_level(PT_KERN_LEVEL_AVX512, &err), PT_E_UNSUPPORTED);
+	CHECK_CONTAINS(err.msg, "not supported by this CPU");
+	pt_error_clear(&err);
+	pt_kern_test_cap_level(PT_KERN_LEVEL_COUNT);
+	CHECK_EQ_INT(pt_kern_set_level(before, NULL), PT_OK);
 	CHECK_EQ_INT(pt_kern_set_level(PT_KERN_LEVEL_COUNT, &err), PT_E_INVALID);
 	if (old)
 		setenv("PARTICLE_CPU", saved, 1);
