@@ -59,6 +59,25 @@ static inline int16_t kern_i16(const uint8_t *p)
 	return (int16_t)kern_u16(p);
 }
 
+/* fp16 -> f32, exact (GGUF-AND-QUANTS.md 1.2), inline for the scalar kernels; equals
+ * pt_fp16_to_f32 for all 65536 codes (tested).  Normal numbers take the first branch. */
+static inline float kern_fp16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+	uint32_t bits;
+	float f;
+	if (exp != 0 && exp != 0x1f) {
+		bits = sign | ((exp + 112) << 23) | (man << 13);
+	} else if (exp == 0x1f) {
+		bits = sign | 0x7f800000u | (man << 13);
+	} else { /* zero or subnormal: man * 2^-24 is exact */
+		f = (float)man * 0x1p-24f;
+		return sign ? -f : f;
+	}
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
 /* E8M0 exponent byte to half its value, 2^(e-128) (GGUF-AND-QUANTS.md 1.4), inline for the
  * per-block MXFP4 loops; equals pt_e8m0_to_f32_half. */
 static inline float kern_e8m0_half(uint8_t e)

@@ -689,8 +689,13 @@ PT_TEST(test_kern_dot_matches_quant_dequant)
 	}
 }
 
-PT_TEST(test_kern_e8m0_inline_matches_types)
+PT_TEST(test_kern_inline_conversions_match_types)
 {
+	for (uint32_t h = 0; h < 65536; h++) {
+		float a = kern_fp16_to_f32((uint16_t)h), b = pt_fp16_to_f32((uint16_t)h);
+		if (memcmp(&a, &b, 4) != 0)
+			pt_test_fail(__FILE__, __LINE__, "fp16 0x%04x: %a vs %a", h, a, b);
+	}
 	for (int e = 0; e < 256; e++) {
 		float a = kern_e8m0_half((uint8_t)e), b = pt_e8m0_to_f32_half((uint8_t)e);
 		CHECK(memcmp(&a, &b, 4) == 0);
