@@ -40,58 +40,74 @@ static inline __m256i nibbles32(const uint8_t *qs)
 
 /* ---- float types ------------------------------------------------------------------------ */
 
-static float dot_f32(size_t n, const void *vw, const void *va)
+/* Float rows: kind 0 = F32, 1 = F16, 2 = BF16.  Four accumulators per output; na outputs
+ * (1 or 4) share each weight load. */
+static inline __m256 load_fx(int kind, const uint8_t *p)
 {
-	const float *w = vw, *a = va;
-	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	if (kind == 0)
+		return _mm256_loadu_ps((const float *)p);
+	__m128i h = _mm_loadu_si128((const __m128i *)p);
+	if (kind == 1)
+		return _mm256_cvtph_ps(h);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline float scalar_fx(int kind, const uint8_t *p)
+{
+	if (kind == 0) {
+		float f;
+		memcpy(&f, p, 4);
+		return f;
+	}
+	return kind == 1 ? _cvtsh_ss(kern_u16(p)) : pt_bf16_to_f32(kern_u16(p));
+}
+
+static inline __attribute__((always_inline)) void float_n(int kind, size_t n, const uint8_t *w,
+							   const uint8_t *a0, size_t as, int na,
+							   float *out)
+{
+	const size_t es = kind == 0 ? 4 : 2;
+	__m256 s[4][4];
+	_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+			s[a][k] = _mm256_setzero_ps();
 	size_t i = 0;
 	for (; i + 32 <= n; i += 32) {
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i), s0);
-		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(a + i + 8), s1);
-		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(a + i + 16), s2);
-		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(a + i + 24), s3);
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+			const __m256 wv = load_fx(kind, w + es * (i + 8 * k));
+			_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+				s[a][k] = _mm256_fmadd_ps(wv, load_fx(kind, a0 + a * as + es * (i + 8 * k)), s[a][k]);
+		}
 	}
-	for (; i + 8 <= n; i += 8)
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i), s0);
-	float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-	for (; i < n; i++)
-		sum += w[i] * a[i];
-	return sum;
+	for (; i + 8 <= n; i += 8) {
+		const __m256 wv = load_fx(kind, w + es * i);
+		_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+			s[a][0] = _mm256_fmadd_ps(wv, load_fx(kind, a0 + a * as + es * i), s[a][0]);
+	}
+	_Pragma("GCC unroll 4") for (int a = 0; a < na; a++) {
+		float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(s[a][0], s[a][1]),
+						  _mm256_add_ps(s[a][2], s[a][3])));
+		for (size_t j = i; j < n; j++)
+			sum += scalar_fx(kind, w + es * j) * scalar_fx(kind, a0 + a * as + es * j);
+		out[a] = sum;
+	}
 }
 
-static inline __m256 load_f16(const uint8_t *p)
-{
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-
-static inline __m256 load_bf16(const uint8_t *p)
-{
-	__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-	return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-#define DOT_HALF(name, load, scalar)                                                          \
-	static float name(size_t n, const void *vw, const void *va)                           \
-	{                                                                                     \
-		const uint8_t *w = vw, *a = va;                                               \
-		__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;                   \
-		size_t i = 0;                                                                 \
-		for (; i + 32 <= n; i += 32) {                                                \
-			s0 = _mm256_fmadd_ps(load(w + 2 * i), load(a + 2 * i), s0);           \
-			s1 = _mm256_fmadd_ps(load(w + 2 * i + 16), load(a + 2 * i + 16), s1); \
-			s2 = _mm256_fmadd_ps(load(w + 2 * i + 32), load(a + 2 * i + 32), s2); \
-			s3 = _mm256_fmadd_ps(load(w + 2 * i + 48), load(a + 2 * i + 48), s3); \
-		}                                                                             \
-		for (; i + 8 <= n; i += 8)                                                    \
-			s0 = _mm256_fmadd_ps(load(w + 2 * i), load(a + 2 * i), s0);           \
-		float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3))); \
-		for (; i < n; i++)                                                            \
-			sum += scalar(kern_u16(w + 2 * i)) * scalar(kern_u16(a + 2 * i));     \
-		return sum;                                                                   \
+#define DOT_FLOAT(name, kind)                                                                \
+	static float dot_##name(size_t n, const void *w, const void *a)                      \
+	{                                                                                    \
+		float r;                                                                     \
+		float_n(kind, n, w, a, 0, 1, &r);                                            \
+		return r;                                                                    \
+	}                                                                                    \
+	static void dot4_##name(size_t n, const void *w, const void *a, size_t st, float o[4]) \
+	{                                                                                    \
+		float_n(kind, n, w, a, st, 4, o);                                            \
 	}
 
-DOT_HALF(dot_f16, load_f16, _cvtsh_ss)
-DOT_HALF(dot_bf16, load_bf16, pt_bf16_to_f32)
+DOT_FLOAT(f32, 0)
+DOT_FLOAT(f16, 1)
+DOT_FLOAT(bf16, 2)
 
 /* ---- 32-blocks against Q8_0 ------------------------------------------------------------ */
 
@@ -511,6 +527,9 @@ const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT] = {
 };
 
 const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_F32] = dot4_f32,
+	[PT_TYPE_F16] = dot4_f16,
+	[PT_TYPE_BF16] = dot4_bf16,
 	[PT_TYPE_Q8_0] = dot4_q8_0,
 	[PT_TYPE_Q4_K] = dot4_q4_k,
 	[PT_TYPE_Q6_K] = dot4_q6_k,

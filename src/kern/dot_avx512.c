@@ -60,62 +60,68 @@ static inline __m512i dot_i8_16(__m512i x, __m512i y)
 
 /* ---- float types ------------------------------------------------------------------------ */
 
-static float dot_f32(size_t n, const void *vw, const void *va)
+/* Float rows: kind 0 = F32, 1 = F16, 2 = BF16; k masks the lanes loaded (tail).  Four
+ * accumulators per output; na outputs (1 or 4) share each weight load. */
+static inline __m512 load_fx(int kind, const uint8_t *p, __mmask16 k)
 {
-	const float *w = vw, *a = va;
-	__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	if (kind == 0)
+		return _mm512_maskz_loadu_ps(k, p);
+	__m256i h = _mm256_maskz_loadu_epi16(k, p);
+	if (kind == 1)
+		return _mm512_cvtph_ps(h);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline __attribute__((always_inline)) void float_n(int kind, size_t n, const uint8_t *w,
+							   const uint8_t *a0, size_t as, int na,
+							   float *out)
+{
+	const size_t es = kind == 0 ? 4 : 2;
+	const __mmask16 all = 0xFFFF;
+	__m512 s[4][4];
+	_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+			s[a][k] = _mm512_setzero_ps();
 	size_t i = 0;
 	for (; i + 64 <= n; i += 64) {
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(a + i), s0);
-		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 16), _mm512_loadu_ps(a + i + 16), s1);
-		s2 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 32), _mm512_loadu_ps(a + i + 32), s2);
-		s3 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 48), _mm512_loadu_ps(a + i + 48), s3);
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+			const __m512 wv = load_fx(kind, w + es * (i + 16 * k), all);
+			_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+				s[a][k] = _mm512_fmadd_ps(wv, load_fx(kind, a0 + a * as + es * (i + 16 * k), all),
+							  s[a][k]);
+		}
 	}
-	for (; i + 16 <= n; i += 16)
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(a + i), s0);
+	for (; i + 16 <= n; i += 16) {
+		const __m512 wv = load_fx(kind, w + es * i, all);
+		_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+			s[a][0] = _mm512_fmadd_ps(wv, load_fx(kind, a0 + a * as + es * i, all), s[a][0]);
+	}
 	if (i < n) { /* masked tail: lanes past n read as 0 */
-		__mmask16 k = (__mmask16)((1u << (n - i)) - 1);
-		s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w + i), _mm512_maskz_loadu_ps(k, a + i), s1);
+		const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+		const __m512 wv = load_fx(kind, w + es * i, k);
+		_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+			s[a][1] = _mm512_fmadd_ps(wv, load_fx(kind, a0 + a * as + es * i, k), s[a][1]);
 	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+	_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+		out[a] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s[a][0], s[a][1]),
+							    _mm512_add_ps(s[a][2], s[a][3])));
 }
 
-static inline __m512 load_f16(const uint8_t *p, __mmask16 k)
-{
-	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p));
-}
-
-static inline __m512 load_bf16(const uint8_t *p, __mmask16 k)
-{
-	__m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p));
-	return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-}
-
-#define DOT_HALF(name, load)                                                                  \
-	static float name(size_t n, const void *vw, const void *va)                           \
-	{                                                                                     \
-		const uint8_t *w = vw, *a = va;                                               \
-		const __mmask16 all = 0xFFFF;                                                 \
-		__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;                   \
-		size_t i = 0;                                                                 \
-		for (; i + 64 <= n; i += 64) {                                                \
-			s0 = _mm512_fmadd_ps(load(w + 2 * i, all), load(a + 2 * i, all), s0); \
-			s1 = _mm512_fmadd_ps(load(w + 2 * i + 32, all), load(a + 2 * i + 32, all), s1); \
-			s2 = _mm512_fmadd_ps(load(w + 2 * i + 64, all), load(a + 2 * i + 64, all), s2); \
-			s3 = _mm512_fmadd_ps(load(w + 2 * i + 96, all), load(a + 2 * i + 96, all), s3); \
-		}                                                                             \
-		for (; i + 16 <= n; i += 16)                                                  \
-			s0 = _mm512_fmadd_ps(load(w + 2 * i, all), load(a + 2 * i, all), s0); \
-		if (i < n) {                                                                  \
-			__mmask16 k = (__mmask16)((1u << (n - i)) - 1);                       \
-			s1 = _mm512_fmadd_ps(load(w + 2 * i, k), load(a + 2 * i, k), s1);     \
-		}                                                                             \
-		return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1),              \
-							  _mm512_add_ps(s2, s3)));            \
+#define DOT_FLOAT(name, kind)                                                                \
+	static float dot_##name(size_t n, const void *w, const void *a)                      \
+	{                                                                                    \
+		float r;                                                                     \
+		float_n(kind, n, w, a, 0, 1, &r);                                            \
+		return r;                                                                    \
+	}                                                                                    \
+	static void dot4_##name(size_t n, const void *w, const void *a, size_t st, float o[4]) \
+	{                                                                                    \
+		float_n(kind, n, w, a, st, 4, o);                                            \
 	}
 
-DOT_HALF(dot_f16, load_f16)
-DOT_HALF(dot_bf16, load_bf16)
+DOT_FLOAT(f32, 0)
+DOT_FLOAT(f16, 1)
+DOT_FLOAT(bf16, 2)
 
 /* ---- 32-blocks against Q8_0, two blocks per register ------------------------------------ */
 
@@ -397,6 +403,7 @@ const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT] = {
 };
 
 const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_F32] = dot4_f32,      [PT_TYPE_F16] = dot4_f16,    [PT_TYPE_BF16] = dot4_bf16,
 	[PT_TYPE_Q8_0] = dot4_q8_0,    [PT_TYPE_Q4_0] = dot4_q4_0,  [PT_TYPE_IQ4_NL] = dot4_iq4_nl,
 	[PT_TYPE_MXFP4] = dot4_mxfp4,  [PT_TYPE_Q4_K] = dot4_q4_k,  [PT_TYPE_Q5_K] = dot4_q5_k,
 	[PT_TYPE_Q6_K] = dot4_q6_k,
