@@ -4,7 +4,10 @@
  * Per-block integer sums are computed exactly (maddubs pairs stay far below int16 saturation
  * for every level range these formats can hold, madd widens to int32), then converted to float
  * and combined with FMA in 8 lanes: the same integers as the scalar reference, a different
- * float summation order.  Types without an entry here fall back to the scalar kernels.
+ * float summation order.  Activations must come from pt_kern_quantize_row (int8 in
+ * [-127, 127]; -128 could saturate the signed tricks).  The dot4 variants decode each weight
+ * block once for four activation rows with the same per-output operation sequence as dot.
+ * Every type with a scalar kernel has one here.
  */
 #include "kern/kern_internal.h"
 

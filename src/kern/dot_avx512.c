@@ -7,7 +7,8 @@
  * per-block integer sums are exact and only the float combination order differs.  Signed x
  * signed int8 products use |x| times y with x's sign moved onto y (AVX-512 has no vpsignb);
  * exact for activations in [-127, 127], which the quantizers guarantee.
- * Types without an entry here fall back to the AVX2 kernels.
+ * dot4 variants share each weight decode between four activation rows, bit-identical to dot.
+ * Types without an entry here (Q4_1 Q5_0 Q5_1 Q2_K Q3_K) run the AVX2 kernels.
  */
 #include "kern/kern_internal.h"
 
