@@ -248,6 +248,38 @@ static void bench_dot_l1(void)
 		printf("\n");
 	}
 	printf("  (* = no kernel of its own at that level; runs the next lower level's)\n");
+	printf("dot4 (one weight row, 4 activation rows) vs 4 x dot, L1-resident, ns per 256 "
+	       "elements of weight:\n");
+	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+		pt_quant_quantize_row(types[k], x, w, N, NULL);
+		for (int lv = 1; lv <= (int)pt_kern_level_max(); lv++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[k]);
+			if (!o->dot4)
+				continue;
+			pt_kern_quantize_row(o->act_type, xa, a, N);
+			double b1 = 1e9, b4 = 1e9;
+			volatile float sink = 0;
+			float out[4];
+			for (int r = 0; r < 5; r++) {
+				double t0 = now();
+				for (int i = 0; i < 1000; i++)
+					for (int j = 0; j < 4; j++)
+						sink += o->dot(N, w, a);
+				double dt = (now() - t0) / 1000;
+				b1 = dt < b1 ? dt : b1;
+				t0 = now();
+				for (int i = 0; i < 1000; i++) {
+					o->dot4(N, w, a, 0, out); /* stride 0: same row 4 times */
+					sink += out[0];
+				}
+				dt = (now() - t0) / 1000;
+				b4 = dt < b4 ? dt : b4;
+			}
+			(void)sink;
+			printf("  %-6s %-6s 4 x dot %7.2f   dot4 %7.2f\n", pt_type_name(types[k]),
+			       pt_kern_level_name(lv), b1 * 1e9 / (N / 256), b4 * 1e9 / (N / 256));
+		}
+	}
 }
 
 int main(int argc, char **argv)
