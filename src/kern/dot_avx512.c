@@ -1,0 +1,2 @@
+#include "kern/kern_internal.h"
+const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT] = { 0 };

@@ -1,0 +1,81 @@
+/* kern_internal.h - shared by the kernel files only: block layouts (byte offsets, see
+ * GGUF-AND-QUANTS.md sections 4-5), lookup tables, and each level's kernel table.  Kernels
+ * read blocks through these offsets with unaligned loads, so rows need no alignment. */
+#ifndef PT_KERN_INTERNAL_H
+#define PT_KERN_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kern/kern.h"
+
+#define QK 32   /* elements of a 32-block (Q4_0 ... Q8_1, IQ4_NL, MXFP4) */
+#define QKK 256 /* elements of a K-quant super-block */
+
+/* Block sizes in bytes. */
+#define Q4_0_B 18
+#define Q4_1_B 20
+#define Q5_0_B 22
+#define Q5_1_B 24
+#define Q8_0_B 34
+#define Q8_1_B 36
+#define IQ4NL_B 18
+#define MXFP4_B 17
+#define Q2K_B 84
+#define Q3K_B 110
+#define Q4K_B 144
+#define Q5K_B 176
+#define Q6K_B 210
+#define Q8K_B 292
+#define IQ4XS_B 136
+
+/* Q8_K field offsets: float d, int8 qs[256], int16 bsums[16]. */
+#define Q8K_QS 4
+#define Q8K_BSUMS 260
+
+static inline uint16_t kern_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t kern_u32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4); /* little-endian host (x86-64) */
+	return v;
+}
+
+static inline float kern_f32(const uint8_t *p)
+{
+	float v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline int16_t kern_i16(const uint8_t *p)
+{
+	return (int16_t)kern_u16(p);
+}
+
+/* Q4_K / Q5_K 6-bit scale and min of sub-block j (get_scale_min_k4). */
+static inline void kern_q4k_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
+{
+	if (j < 4) {
+		*sc = s[j] & 63;
+		*m = s[j + 4] & 63;
+	} else {
+		*sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+		*m = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+	}
+}
+
+extern const int8_t pt_kern_kv_iq4nl[16];
+extern const int8_t pt_kern_kv_mxfp4[16];
+
+/* Level tables: dot function per weight type, NULL where the level has no own kernel (the
+ * dispatcher then falls back to the next lower level). */
+extern const pt_kern_dot_fn pt_kern_dot_scalar[PT_TYPE_COUNT];
+extern const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT];
+extern const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT];
+
+#endif
