@@ -154,12 +154,12 @@ void pt_op_topk(const float *score, int n, int k, int *idx)
 	}
 }
 
-void pt_op_moe_route(float *logits, int n_expert, enum pt_gating gating, const float *bias,
+void pt_op_moe_route(float *logits, int n_expert, enum pt_op_gating gating, const float *bias,
 		     int k, bool norm, float scale, float *scratch, int *ids, float *weights)
 {
-	if (gating == PT_GATING_SOFTMAX) {
+	if (gating == PT_OP_GATING_SOFTMAX) {
 		pt_op_softmax(logits, n_expert);
-	} else if (gating == PT_GATING_SIGMOID) {
+	} else if (gating == PT_OP_GATING_SIGMOID) {
 		for (int i = 0; i < n_expert; i++)
 			logits[i] = pt_op_sigmoid(logits[i]);
 	}
@@ -172,7 +172,7 @@ void pt_op_moe_route(float *logits, int n_expert, enum pt_gating gating, const f
 	pt_op_topk(sel, n_expert, k, ids);
 	for (int j = 0; j < k; j++)
 		weights[j] = logits[ids[j]];
-	if (gating == PT_GATING_SOFTMAX_WEIGHT)
+	if (gating == PT_OP_GATING_SOFTMAX_WEIGHT)
 		pt_op_softmax(weights, k);
 	if (norm) {
 		double dsum = 0.0; /* ggml_sum_rows accumulates in double */

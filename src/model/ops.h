@@ -58,11 +58,11 @@ void pt_op_softcap(float *x, int n, float cap);
  * router scores do not occur with real weights).  k <= n. */
 void pt_op_topk(const float *score, int n, int k, int *idx);
 
-enum pt_gating {
-	PT_GATING_NONE = 0,
-	PT_GATING_SOFTMAX = 1,
-	PT_GATING_SIGMOID = 2,
-	PT_GATING_SOFTMAX_WEIGHT = 3,
+enum pt_op_gating {
+	PT_OP_GATING_NONE = 0,
+	PT_OP_GATING_SOFTMAX = 1,
+	PT_OP_GATING_SIGMOID = 2,
+	PT_OP_GATING_SOFTMAX_WEIGHT = 3,
 };
 
 #define PT_MOE_WEIGHT_SUM_MIN 6.103515625e-5f /* smallest normal F16; llama.cpp's clamp */
@@ -71,7 +71,7 @@ enum pt_gating {
  * gating probabilities; bias (may be NULL) shifts the selection scores only; scratch holds
  * n_expert floats.  Writes k expert ids in rank order and their weights: unbiased probs,
  * divided by max(sum, 6.1e-5) when norm, times scale when scale is neither 0 nor 1. */
-void pt_op_moe_route(float *logits, int n_expert, enum pt_gating gating, const float *bias,
+void pt_op_moe_route(float *logits, int n_expert, enum pt_op_gating gating, const float *bias,
 		     int k, bool norm, float scale, float *scratch, int *ids, float *weights);
 
 #endif

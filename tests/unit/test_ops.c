@@ -205,7 +205,7 @@ PT_TEST(test_ops_moe_route_softmax_norm)
 	double e[6], tot = 0;
 	for (int i = 0; i < 6; i++)
 		tot += e[i] = exp((double)l[i]);
-	pt_op_moe_route(l, 6, PT_GATING_SOFTMAX, NULL, 2, true, 0.0f, sc, ids, w);
+	pt_op_moe_route(l, 6, PT_OP_GATING_SOFTMAX, NULL, 2, true, 0.0f, sc, ids, w);
 	CHECK_EQ_INT(ids[0], 1);
 	CHECK_EQ_INT(ids[1], 4);
 	CHECK(rel_err(w[0], e[1] / (e[1] + e[4])) < 1e-6);
@@ -219,7 +219,7 @@ PT_TEST(test_ops_moe_route_sigmoid_bias_scale_clamp)
 	float l[4] = { 0.0f, 1.0f, -1.0f, 0.5f }, sc[4], w[2];
 	const float bias[4] = { 0.0f, 0.0f, 5.0f, 0.0f };
 	int ids[2];
-	pt_op_moe_route(l, 4, PT_GATING_SIGMOID, bias, 2, true, 2.5f, sc, ids, w);
+	pt_op_moe_route(l, 4, PT_OP_GATING_SIGMOID, bias, 2, true, 2.5f, sc, ids, w);
 	CHECK_EQ_INT(ids[0], 2);
 	CHECK_EQ_INT(ids[1], 1);
 	const double p2 = 1 / (1 + exp(1.0)), p1 = 1 / (1 + exp(-1.0));
@@ -228,18 +228,18 @@ PT_TEST(test_ops_moe_route_sigmoid_bias_scale_clamp)
 	/* tiny sums are clamped at the smallest normal F16 */
 	float t[3] = { -30.0f, -31.0f, -32.0f }, tw[2];
 	int tid[2];
-	pt_op_moe_route(t, 3, PT_GATING_SIGMOID, NULL, 2, true, 0.0f, sc, tid, tw);
+	pt_op_moe_route(t, 3, PT_OP_GATING_SIGMOID, NULL, 2, true, 0.0f, sc, tid, tw);
 	const double q0 = 1 / (1 + exp(30.0));
 	CHECK(rel_err(tw[0], q0 / 6.103515625e-5) < 1e-5);
 	/* without norm and with scale 1 the weights are the raw probabilities */
 	float u[3] = { 0.0f, 1.0f, 2.0f }, uw[1];
 	int uid[1];
-	pt_op_moe_route(u, 3, PT_GATING_SIGMOID, NULL, 1, false, 1.0f, sc, uid, uw);
+	pt_op_moe_route(u, 3, PT_OP_GATING_SIGMOID, NULL, 1, false, 1.0f, sc, uid, uw);
 	CHECK(rel_err(uw[0], 1 / (1 + exp(-2.0))) < 1e-6);
 	/* SOFTMAX_WEIGHT: softmax over the k selected raw logits */
 	float v[4] = { 0.0f, 3.0f, 1.0f, 2.0f }, vw[2];
 	int vid[2];
-	pt_op_moe_route(v, 4, PT_GATING_SOFTMAX_WEIGHT, NULL, 2, false, 0.0f, sc, vid, vw);
+	pt_op_moe_route(v, 4, PT_OP_GATING_SOFTMAX_WEIGHT, NULL, 2, false, 0.0f, sc, vid, vw);
 	CHECK(vid[0] == 1 && vid[1] == 3);
 	CHECK(rel_err(vw[0], 1 / (1 + exp(-1.0))) < 1e-6);
 }
