@@ -1,45 +1,50 @@
 /* types.c - the ggml type table and scalar float conversions (see types.h). */
 #include "quant/types.h"
 
+#include "quant/blocks.h"
+
 #include <string.h>
 #include <strings.h>
 
 #define T(id, nm, be, bb, q, vd) [id] = { nm, be, bb, q, 0, 0, vd }
+/* A type the quant module converts both ways (quant.c's function table mirrors this). */
+#define TQ(id, nm, be, bb, q, vd) [id] = { nm, be, bb, q, 1, 1, vd }
+#define SZ(blk) ((uint32_t)sizeof(struct pt_block_##blk))
 
-/* can_dequant/can_quant are filled by the quant module's own table; here only layout. */
+/* Block sizes of the formats we implement come from blocks.h, so they cannot drift. */
 static const struct pt_type_traits table[PT_TYPE_COUNT] = {
-	T(PT_TYPE_F32, "F32", 1, 4, 0, PT_TYPE_F32),
-	T(PT_TYPE_F16, "F16", 1, 2, 0, PT_TYPE_F16),
-	T(PT_TYPE_Q4_0, "Q4_0", 32, 18, 1, PT_TYPE_Q8_0),
-	T(PT_TYPE_Q4_1, "Q4_1", 32, 20, 1, PT_TYPE_Q8_1),
-	T(PT_TYPE_Q5_0, "Q5_0", 32, 22, 1, PT_TYPE_Q8_0),
-	T(PT_TYPE_Q5_1, "Q5_1", 32, 24, 1, PT_TYPE_Q8_1),
-	T(PT_TYPE_Q8_0, "Q8_0", 32, 34, 1, PT_TYPE_Q8_0),
-	T(PT_TYPE_Q8_1, "Q8_1", 32, 36, 1, PT_TYPE_Q8_1),
-	T(PT_TYPE_Q2_K, "Q2_K", 256, 84, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_Q3_K, "Q3_K", 256, 110, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_Q4_K, "Q4_K", 256, 144, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_Q5_K, "Q5_K", 256, 176, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_Q6_K, "Q6_K", 256, 210, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_Q8_K, "Q8_K", 256, 292, 1, PT_TYPE_Q8_K),
+	TQ(PT_TYPE_F32, "F32", 1, 4, 0, PT_TYPE_F32),
+	TQ(PT_TYPE_F16, "F16", 1, 2, 0, PT_TYPE_F16),
+	TQ(PT_TYPE_Q4_0, "Q4_0", PT_QK4_0, SZ(q4_0), 1, PT_TYPE_Q8_0),
+	TQ(PT_TYPE_Q4_1, "Q4_1", PT_QK4_1, SZ(q4_1), 1, PT_TYPE_Q8_1),
+	TQ(PT_TYPE_Q5_0, "Q5_0", PT_QK5_0, SZ(q5_0), 1, PT_TYPE_Q8_0),
+	TQ(PT_TYPE_Q5_1, "Q5_1", PT_QK5_1, SZ(q5_1), 1, PT_TYPE_Q8_1),
+	TQ(PT_TYPE_Q8_0, "Q8_0", PT_QK8_0, SZ(q8_0), 1, PT_TYPE_Q8_0),
+	T(PT_TYPE_Q8_1, "Q8_1", PT_QK8_1, SZ(q8_1), 1, PT_TYPE_Q8_1),
+	TQ(PT_TYPE_Q2_K, "Q2_K", PT_QK_K, SZ(q2_K), 1, PT_TYPE_Q8_K),
+	TQ(PT_TYPE_Q3_K, "Q3_K", PT_QK_K, SZ(q3_K), 1, PT_TYPE_Q8_K),
+	TQ(PT_TYPE_Q4_K, "Q4_K", PT_QK_K, SZ(q4_K), 1, PT_TYPE_Q8_K),
+	TQ(PT_TYPE_Q5_K, "Q5_K", PT_QK_K, SZ(q5_K), 1, PT_TYPE_Q8_K),
+	TQ(PT_TYPE_Q6_K, "Q6_K", PT_QK_K, SZ(q6_K), 1, PT_TYPE_Q8_K),
+	T(PT_TYPE_Q8_K, "Q8_K", PT_QK_K, SZ(q8_K), 1, PT_TYPE_Q8_K),
 	T(PT_TYPE_IQ2_XXS, "IQ2_XXS", 256, 66, 1, PT_TYPE_Q8_K),
 	T(PT_TYPE_IQ2_XS, "IQ2_XS", 256, 74, 1, PT_TYPE_Q8_K),
 	T(PT_TYPE_IQ3_XXS, "IQ3_XXS", 256, 98, 1, PT_TYPE_Q8_K),
 	T(PT_TYPE_IQ1_S, "IQ1_S", 256, 50, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_IQ4_NL, "IQ4_NL", 32, 18, 1, PT_TYPE_Q8_0),
+	TQ(PT_TYPE_IQ4_NL, "IQ4_NL", PT_QK4_NL, SZ(iq4_nl), 1, PT_TYPE_Q8_0),
 	T(PT_TYPE_IQ3_S, "IQ3_S", 256, 110, 1, PT_TYPE_Q8_K),
 	T(PT_TYPE_IQ2_S, "IQ2_S", 256, 82, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_IQ4_XS, "IQ4_XS", 256, 136, 1, PT_TYPE_Q8_K),
+	TQ(PT_TYPE_IQ4_XS, "IQ4_XS", PT_QK_K, SZ(iq4_xs), 1, PT_TYPE_Q8_K),
 	T(PT_TYPE_I8, "I8", 1, 1, 0, PT_TYPE_I8),
 	T(PT_TYPE_I16, "I16", 1, 2, 0, PT_TYPE_I16),
 	T(PT_TYPE_I32, "I32", 1, 4, 0, PT_TYPE_I32),
 	T(PT_TYPE_I64, "I64", 1, 8, 0, PT_TYPE_I64),
 	T(PT_TYPE_F64, "F64", 1, 8, 0, PT_TYPE_F64),
 	T(PT_TYPE_IQ1_M, "IQ1_M", 256, 56, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_BF16, "BF16", 1, 2, 0, PT_TYPE_BF16),
+	TQ(PT_TYPE_BF16, "BF16", 1, 2, 0, PT_TYPE_BF16),
 	T(PT_TYPE_TQ1_0, "TQ1_0", 256, 54, 1, PT_TYPE_Q8_K),
 	T(PT_TYPE_TQ2_0, "TQ2_0", 256, 66, 1, PT_TYPE_Q8_K),
-	T(PT_TYPE_MXFP4, "MXFP4", 32, 17, 1, PT_TYPE_Q8_0),
+	TQ(PT_TYPE_MXFP4, "MXFP4", PT_QK_MXFP4, SZ(mxfp4), 1, PT_TYPE_Q8_0),
 	T(PT_TYPE_NVFP4, "NVFP4", 64, 36, 1, PT_TYPE_Q8_0),
 	T(PT_TYPE_Q1_0, "Q1_0", 128, 18, 1, PT_TYPE_Q8_0),
 	T(PT_TYPE_Q2_0, "Q2_0", 64, 18, 1, PT_TYPE_Q8_0),

@@ -53,8 +53,8 @@ struct pt_type_traits {
 	uint32_t block_elems;   /* elements per block (1 for plain types) */
 	uint32_t block_bytes;   /* bytes per block */
 	uint8_t is_quantized;
-	uint8_t can_dequant;    /* we implement to-F32 for it */
-	uint8_t can_quant;      /* we implement the reference quantizer for it */
+	uint8_t can_dequant;    /* pt_quant_dequant_row supports it (quant.h) */
+	uint8_t can_quant;      /* pt_quant_quantize_row supports it (quant.h) */
 	enum pt_type vec_dot;   /* activation partner format for dot products (ggml's
 				   vec_dot_type); equals the type itself for F32/F16/BF16 */
 };
