@@ -12,6 +12,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
+	{ "eval", pt_cmd_eval, "teacher-forced evaluation: per-position log-probabilities" },
 };
 
 static void usage(FILE *f)

@@ -59,9 +59,19 @@ static enum pt_status write_tiny(const char *path, enum pt_arch arch,
 	if (st == PT_OK)
 		st = pt_gguf_writer_create(path, 32, &w, err);
 	if (st == PT_OK)
+		st = pt_gguf_writer_set_str(w, "general.architecture",
+					    o->arch_name ? o->arch_name : pt_arch_name(arch), err);
+	if (st == PT_OK)
 		st = pt_arch_write_hparams(&hp, w, err);
-	if (st == PT_OK && o->arch_name)
-		st = pt_gguf_writer_set_str(w, "general.architecture", o->arch_name, err);
+	static char names[N_VOCAB][8];
+	const char *strs[N_VOCAB];
+	for (int i = 0; i < N_VOCAB; i++) {
+		snprintf(names[i], sizeof(names[i]), "t%d", i);
+		strs[i] = names[i];
+	}
+	if (st == PT_OK)
+		st = pt_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", strs, NULL, N_VOCAB,
+						err);
 	for (uint32_t i = 0; st == PT_OK && i < l.n; i++) {
 		const struct pt_tensor_desc *d = &l.t[i];
 		uint64_t ne[4] = { d->ne[0], d->ne[1], d->ne[2], d->ne[3] };
