@@ -8,10 +8,6 @@
 
 #include "quant/types.h"
 
-const int8_t pt_kern_kv_iq4nl[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
-				      1,    13,   25,  38,  53,  69,  89,  113 };
-const int8_t pt_kern_kv_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
-
 static inline float f16(const uint8_t *p)
 {
 	return pt_fp16_to_f32(kern_u16(p));
@@ -137,7 +133,7 @@ static float dot_iq4_nl(size_t n, const void *vw, const void *va)
 	const uint8_t *x = vw, *y = va;
 	float sumf = 0.0f;
 	for (size_t ib = 0; ib < n / QK; ib++, x += IQ4NL_B, y += Q8_0_B) {
-		int sumi = table_sum(x + 2, pt_kern_kv_iq4nl, (const int8_t *)(y + 2));
+		int sumi = table_sum(x + 2, pt_kvalues_iq4nl, (const int8_t *)(y + 2));
 		sumf += (f16(y) * f16(x)) * (float)sumi;
 	}
 	return sumf;
@@ -149,7 +145,7 @@ static float dot_mxfp4(size_t n, const void *vw, const void *va)
 	float sumf = 0.0f;
 	for (size_t ib = 0; ib < n / QK; ib++, x += MXFP4_B, y += Q8_0_B) {
 		const float d = f16(y) * pt_e8m0_to_f32_half(x[0]);
-		int sumi = table_sum(x + 1, pt_kern_kv_mxfp4, (const int8_t *)(y + 2));
+		int sumi = table_sum(x + 1, pt_kvalues_mxfp4, (const int8_t *)(y + 2));
 		sumf += d * (float)sumi;
 	}
 	return sumf;
@@ -316,7 +312,7 @@ static float dot_iq4_xs(size_t n, const void *vw, const void *va)
 		for (int ib = 0; ib < 8; ib++) {
 			int ls = ((x[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((h >> (2 * ib)) & 3) << 4);
 			const float dl = d4d8 * (float)(ls - 32);
-			int sumi = table_sum(x + 8 + 16 * ib, pt_kern_kv_iq4nl, q8 + 32 * ib);
+			int sumi = table_sum(x + 8 + 16 * ib, pt_kvalues_iq4nl, q8 + 32 * ib);
 			sumf += dl * (float)sumi;
 		}
 	}

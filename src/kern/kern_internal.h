@@ -4,10 +4,12 @@
 #ifndef PT_KERN_INTERNAL_H
 #define PT_KERN_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kern/kern.h"
+#include "quant/blocks.h"
 
 #define QK 32   /* elements of a 32-block (Q4_0 ... Q8_1, IQ4_NL, MXFP4) */
 #define QKK 256 /* elements of a K-quant super-block */
@@ -69,8 +71,19 @@ static inline void kern_q4k_scale_min(const uint8_t *s, int j, uint8_t *sc, uint
 	}
 }
 
-extern const int8_t pt_kern_kv_iq4nl[16];
-extern const int8_t pt_kern_kv_mxfp4[16];
+/* The byte offsets used by the kernels are the quant module's block layouts. */
+_Static_assert(sizeof(struct pt_block_q4_0) == Q4_0_B && sizeof(struct pt_block_q4_1) == Q4_1_B &&
+		       sizeof(struct pt_block_q5_0) == Q5_0_B && sizeof(struct pt_block_q5_1) == Q5_1_B &&
+		       sizeof(struct pt_block_q8_0) == Q8_0_B && sizeof(struct pt_block_q8_1) == Q8_1_B &&
+		       sizeof(struct pt_block_iq4_nl) == IQ4NL_B && sizeof(struct pt_block_mxfp4) == MXFP4_B,
+	       "32-block layouts");
+_Static_assert(sizeof(struct pt_block_q2_K) == Q2K_B && sizeof(struct pt_block_q3_K) == Q3K_B &&
+		       sizeof(struct pt_block_q4_K) == Q4K_B && sizeof(struct pt_block_q5_K) == Q5K_B &&
+		       sizeof(struct pt_block_q6_K) == Q6K_B && sizeof(struct pt_block_q8_K) == Q8K_B &&
+		       sizeof(struct pt_block_iq4_xs) == IQ4XS_B &&
+		       offsetof(struct pt_block_q8_K, qs) == Q8K_QS &&
+		       offsetof(struct pt_block_q8_K, bsums) == Q8K_BSUMS,
+	       "K-block layouts");
 
 /* Level tables: dot function per weight type, NULL where the level has no own kernel (the
  * dispatcher then falls back to the next lower level). */
