@@ -295,7 +295,8 @@ static void compare_rows(const float *ref, const float *l, uint32_t n, uint32_t 
 		log_softmax(b, nv, lq);
 		double kl = 0;
 		for (uint32_t i = 0; i < nv; i++)
-			kl += exp(lp[i]) * (lp[i] - lq[i]);
+			if (lp[i] > -INFINITY) /* p = 0 contributes nothing */
+				kl += exp(lp[i]) * (lp[i] - lq[i]);
 		kl = kl < 0 ? 0 : kl;
 		tot += kl;
 		mx = kl > mx ? kl : mx;
@@ -307,8 +308,9 @@ static void compare_rows(const float *ref, const float *l, uint32_t n, uint32_t 
 	r->top1 = (double)agree / n;
 }
 
-/* The oracle dump: raw float32 logits [positions][n_vocab], the same layout as
- * --logits-out (tools/oracle writes llama.cpp's logits this way). */
+/* The oracle dump: float32 logits or log-probabilities [positions][n_vocab], the layout of
+ * --logits-out and of tests/oracle/llama_logprobs.mjs (both are log-softmaxed here, so
+ * either works; -inf entries are probability 0). */
 static int compare_file(const char *path, const float *l, uint32_t n, uint32_t nv,
 			struct cmp_result *r)
 {
