@@ -182,8 +182,19 @@ static void block_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 		part->acc[i] = pt_fp16_to_f32(acc[i]);
 }
 
-static void block_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q, int64_t p_lo,
-		      int64_t p_hi, const struct pt_attn_args *a, struct pt_attn_part *part)
+static float dot_f16_f32(const uint16_t *k, const float *q, uint32_t n)
+{
+	float acc = 0.0f;
+	for (uint32_t i = 0; i < n; i++)
+		acc = fmaf(pt_fp16_to_f32(k[i]), q[i], acc);
+	return acc;
+}
+
+/* F32 query and accumulator over an F32 cache, or over an F16 cache whose K/V values are
+ * widened to F32 (ggml's tiled multi-row path). */
+static void block_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const float *q,
+		      int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a,
+		      struct pt_attn_part *part, float *vbuf)
 {
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	float *acc = part->acc;
@@ -191,9 +202,21 @@ static void block_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 	float m = -INFINITY, s = 0.0f;
 	for (int64_t p = p_lo; p < p_hi; p++) {
 		const size_t slot = slot_of(L, p);
-		const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
-		const float *v = (const float *)L->v + slot * L->row_v + (size_t)kvh * dv;
-		const float sc = score_of(dot_f32(k, q, dk), a);
+		const float *v;
+		float dot;
+		if (f16) {
+			const uint16_t *kh = (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * dk;
+			const uint16_t *vh = (const uint16_t *)L->v + slot * L->row_v + (size_t)kvh * dv;
+			for (uint32_t i = 0; i < dv; i++)
+				vbuf[i] = pt_fp16_to_f32(vh[i]);
+			v = vbuf;
+			dot = dot_f16_f32(kh, q, dk);
+		} else {
+			const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
+			v = (const float *)L->v + slot * L->row_v + (size_t)kvh * dv;
+			dot = dot_f32(k, q, dk);
+		}
+		const float sc = score_of(dot, a);
 		float ms = 1.0f, vs = 1.0f;
 		if (sc > m) {
 			const float m_old = m;
@@ -217,12 +240,12 @@ void pt_attn_block(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const floa
 		   struct pt_attn_part *part, float *scratch)
 {
 	const struct pt_kv_layer *L = &kv->layers[il];
-	if (kv->type == PT_KV_F16) {
+	if (kv->type == PT_KV_F16 && !a->f32_acc) {
 		uint16_t *qh = (uint16_t *)scratch;
 		uint16_t *acc = qh + L->d.head_dim_k;
 		block_f16(L, kvh, q, p_lo, p_hi, a, part, qh, acc);
 	} else {
-		block_f32(L, kvh, q, p_lo, p_hi, a, part);
+		block_f32(L, kv->type == PT_KV_F16, kvh, q, p_lo, p_hi, a, part, scratch);
 	}
 }
 

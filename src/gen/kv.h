@@ -9,7 +9,12 @@
  * Attention numerics mirror ggml's CPU flash-attention one-row path (ARCHITECTURES.md A.5):
  * with an F16 cache, Q is rounded to F16, K.Q is an F16 x F16 dot with F32 accumulation,
  * online softmax with expf in F32, V*p accumulated in an F16 buffer (each update rounded to
- * F16), final division by the softmax sum in F32.  With an F32 cache everything is F32.
+ * F16), final division by the softmax sum in F32.  Chunks of >= PT_ATTN_TILED_ROWS rows
+ * mirror ggml's tiled path instead: Q stays F32, K/V are widened to F32, F32 accumulation
+ * (measured on tiny qwen3moe Q8_0, 200-token prefill against llama.cpp's batched logits:
+ * mean KL 2e-5 with these numerics, 2.5e-4 with the one-row numerics; token-by-token
+ * decode against llama.cpp's token-by-token decode: KL ~1e-14).  With an F32 cache
+ * everything is F32.
  * Long key ranges are split into blocks whose partial (max, sum, acc) states are merged
  * exactly (rescaled by exp of the max difference), so several threads can share one head.
  */
@@ -74,7 +79,13 @@ struct pt_attn_part {
 struct pt_attn_args {
 	float scale;   /* kq_scale */
 	float softcap; /* 0: off; else s = softcap * tanh(s * scale / softcap) */
+	bool f32_acc;  /* F16 cache only: F32 query and F32 V accumulation (ggml's tiled
+			  path for >= PT_ATTN_TILED_ROWS query rows) instead of the one-row path */
 };
+
+/* ggml's CPU flash attention switches from the one-row path (F16 query, F16 accumulator)
+ * to the tiled path (F32 query and accumulator) when a micro-batch has this many rows. */
+#define PT_ATTN_TILED_ROWS 64
 
 /* Number of key positions attended by a query at pos in layer il, and the first of them. */
 void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *first,

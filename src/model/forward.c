@@ -147,9 +147,10 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_kv_store(&f->kv, il, f->pos + r, k, v);
 	}
-	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f } };
+	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f, false } };
 	t.a.scale = gemma ? 1.0f : 1.0f / sqrtf((float)hd_k);
 	t.a.softcap = 0.0f;
+	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS;
 	pt_pool_run(f->pool, attn_fn, &t, n * n_head);
 	/* attn output rows have stride w_qk; the projection wants packed rows */
 	const uint32_t w_att = n_head * hd_v;

@@ -22,7 +22,7 @@ const model = await llama.loadModel({ modelPath });
 const nv = model.tokens.ggufVocabularySize ?? model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length;
 const ctx = await model.createContext({
 	contextSize: Math.max(256, tokens.length + 8),
-	batchSize: Math.max(256, tokens.length + 8),
+	batchSize: process.env.ORACLE_BATCH ? Number(process.env.ORACLE_BATCH) : Math.max(256, tokens.length + 8),
 	threads: 1,
 	flashAttention: true,
 });

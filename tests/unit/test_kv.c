@@ -70,7 +70,7 @@ static void run_case(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, double t
 	float *scratch = pt_mallocn(pt_attn_scratch_floats(&kv, 0), sizeof(float));
 	float q[NH * DK], out[NH * DV], out_split[NH * DV];
 	double ref[NH * DV];
-	struct pt_attn_args a = { 1.0f / sqrtf((float)DK), 0.0f };
+	struct pt_attn_args a = { 1.0f / sqrtf((float)DK), 0.0f, false };
 	double max_err = 0, max_split = 0;
 	for (int64_t p = 0; p < NPOS; p++) {
 		for (int i = 0; i < NKV * DK; i++)
@@ -123,7 +123,7 @@ PT_TEST(test_kv_single_key_is_v_and_merge_exact)
 	const float k[4] = { 1, 2, 3, 4 }, v[4] = { 0.5f, -1, 2, 8 }, q[4] = { 1, 0, 0, 0 };
 	pt_kv_store(&kv, 0, 0, k, v);
 	float out[4], scratch[16];
-	struct pt_attn_args a = { 1.0f, 0.0f };
+	struct pt_attn_args a = { 1.0f, 0.0f, false };
 	pt_attn_row(&kv, 0, 1, q, 0, &a, 0, out, scratch);
 	for (int i = 0; i < 4; i++)
 		CHECK(out[i] == v[i]);
