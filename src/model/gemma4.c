@@ -34,9 +34,9 @@ static enum pt_status gemma_preset(const char *name, struct pt_hparams *hp,
 		hp->n_vocab = p->n_vocab;
 		hp->n_ctx_train = p->n_ctx;
 		hp->n_embd = p->n_embd;
-		hp->n_layer = p->n_layer;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
 		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < p->n_layer; l++) {
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
 			hp->is_swa[l] = (l + 1) % p->period != 0;
 			hp->n_head_kv[l] = hp->is_swa[l] ? p->kv_swa : p->kv_full;
 		}
