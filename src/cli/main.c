@@ -12,6 +12,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
+	{ "mkmodel", pt_cmd_mkmodel, "write a synthetic real-shape MoE checkpoint" },
 };
 
 static void usage(FILE *f)

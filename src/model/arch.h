@@ -112,6 +112,8 @@ enum pt_tensor_init {
 	PT_INIT_WEIGHT = 0,        /* zero-mean, scale 1/sqrt(fan_in) */
 	PT_INIT_EMBED,             /* token embedding rows */
 	PT_INIT_NORM,              /* RMSNorm gains near 1 */
+	PT_INIT_POST_NORM,         /* gemma4 post-attention/FFN norm gains, large so layer
+				      outputs outweigh the (tied) input embedding */
 	PT_INIT_ROUTER,            /* zero-mean, diverse router rows */
 	PT_INIT_ROUTER_BIAS,       /* exp_probs_b: zero unless --router-skew */
 	PT_INIT_ONES,              /* scale vectors near 1 (gemma4 router/expert scales) */

@@ -125,7 +125,7 @@ static enum pt_status attn_tensors(const struct pt_hparams *hp, uint32_t i,
 	    "blk.%u.attn_q_norm.weight", i);
 	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
 	    "blk.%u.attn_k_norm.weight", i);
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err,
 	    "blk.%u.post_attention_norm.weight", i);
 	return PT_OK;
 }
@@ -155,7 +155,7 @@ static enum pt_status gemma_tensors(const struct pt_hparams *hp, struct pt_tenso
 		    "blk.%u.ffn_up.weight", i);
 		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
 		    "blk.%u.ffn_down.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err,
 		    "blk.%u.post_ffw_norm.weight", i);
 		if (hp->has_layer_output_scale)
 			ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_LAYER_SCALE, 1, 0, 0, err,
