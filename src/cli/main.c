@@ -13,6 +13,7 @@ struct command {
 static const struct command commands[] = {
 	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
 	{ "eval", pt_cmd_eval, "teacher-forced evaluation: per-position log-probabilities" },
+	{ "mkmodel", pt_cmd_mkmodel, "write a synthetic real-shape MoE checkpoint" },
 };
 
 static void usage(FILE *f)

@@ -54,12 +54,16 @@ void pt_hparams_defaults(struct pt_hparams *hp, enum pt_arch arch)
 	hp->final_logit_softcap = arch == PT_ARCH_GEMMA4 ? 30.0f : 0.0f;
 }
 
-enum pt_status pt_arch_preset(enum pt_arch arch, const char *preset, struct pt_hparams *hp,
-			      struct pt_error *err)
+enum pt_status pt_arch_preset(enum pt_arch arch, const char *preset, uint32_t n_layer,
+			      struct pt_hparams *hp, struct pt_error *err)
 {
 	if ((unsigned)arch >= PT_ARCH_COUNT)
 		return pt_error_set(err, PT_E_INVALID, "unknown architecture %d", (int)arch);
+	if (n_layer > PT_ARCH_MAX_LAYERS)
+		return pt_error_set(err, PT_E_INVALID, "%u layers exceed the limit of %u", n_layer,
+				    PT_ARCH_MAX_LAYERS);
 	pt_hparams_defaults(hp, arch);
+	hp->n_layer = n_layer;
 	enum pt_status st = arch_ops[arch]->preset(preset, hp, err);
 	if (st != PT_OK || hp->n_vocab != 0)
 		return st != PT_OK ? st : pt_hparams_validate(hp, err);

@@ -112,6 +112,8 @@ enum pt_tensor_init {
 	PT_INIT_WEIGHT = 0,        /* zero-mean, scale 1/sqrt(fan_in) */
 	PT_INIT_EMBED,             /* token embedding rows */
 	PT_INIT_NORM,              /* RMSNorm gains near 1 */
+	PT_INIT_POST_NORM,         /* gemma4 post-attention/FFN norm gains, large so layer
+				      outputs outweigh the (tied) input embedding */
 	PT_INIT_ROUTER,            /* zero-mean, diverse router rows */
 	PT_INIT_ROUTER_BIAS,       /* exp_probs_b: zero unless --router-skew */
 	PT_INIT_ONES,              /* scale vectors near 1 (gemma4 router/expert scales) */
@@ -144,10 +146,11 @@ int pt_arch_from_name(const char *name, enum pt_arch *out);
 /* ---- hyper-parameters ---- */
 /* llama.cpp's defaults for keys the arch treats as optional; arch and arch_name set. */
 void pt_hparams_defaults(struct pt_hparams *hp, enum pt_arch arch);
-/* Preset "tiny" | "small" | "full"; n_vocab is left at the preset's value (the vocabulary
- * builder may override it). */
-enum pt_status pt_arch_preset(enum pt_arch arch, const char *preset, struct pt_hparams *hp,
-			      struct pt_error *err);
+/* Preset "tiny" | "small" | "full" with n_layer layers (0 = the preset's count; per-layer
+ * patterns such as gemma4's sliding/full interleave are extended).  n_vocab 0 means "the
+ * compact vocabulary", sized by its builder; full presets carry the real vocabulary size. */
+enum pt_status pt_arch_preset(enum pt_arch arch, const char *preset, uint32_t n_layer,
+			      struct pt_hparams *hp, struct pt_error *err);
 /* Consistency checks (widths, per-layer arrays, limits): PT_E_FORMAT / PT_E_INVALID. */
 enum pt_status pt_hparams_validate(const struct pt_hparams *hp, struct pt_error *err);
 /* Derived per-layer values. */

@@ -29,9 +29,9 @@ static enum pt_status bailing_preset(const char *name, struct pt_hparams *hp,
 		hp->n_vocab = p->n_vocab;
 		hp->n_ctx_train = p->n_ctx;
 		hp->n_embd = p->n_embd;
-		hp->n_layer = p->n_layer;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
 		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < p->n_layer; l++)
+		for (uint32_t l = 0; l < hp->n_layer; l++)
 			hp->n_head_kv[l] = p->n_head_kv;
 		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->head_dim;
 		hp->n_ff = p->n_ff;

@@ -34,9 +34,9 @@ static enum pt_status gemma_preset(const char *name, struct pt_hparams *hp,
 		hp->n_vocab = p->n_vocab;
 		hp->n_ctx_train = p->n_ctx;
 		hp->n_embd = p->n_embd;
-		hp->n_layer = p->n_layer;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
 		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < p->n_layer; l++) {
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
 			hp->is_swa[l] = (l + 1) % p->period != 0;
 			hp->n_head_kv[l] = hp->is_swa[l] ? p->kv_swa : p->kv_full;
 		}
@@ -125,7 +125,7 @@ static enum pt_status attn_tensors(const struct pt_hparams *hp, uint32_t i,
 	    "blk.%u.attn_q_norm.weight", i);
 	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
 	    "blk.%u.attn_k_norm.weight", i);
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err,
 	    "blk.%u.post_attention_norm.weight", i);
 	return PT_OK;
 }
@@ -155,7 +155,7 @@ static enum pt_status gemma_tensors(const struct pt_hparams *hp, struct pt_tenso
 		    "blk.%u.ffn_up.weight", i);
 		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
 		    "blk.%u.ffn_down.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err,
 		    "blk.%u.post_ffw_norm.weight", i);
 		if (hp->has_layer_output_scale)
 			ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_LAYER_SCALE, 1, 0, 0, err,

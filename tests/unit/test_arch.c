@@ -39,14 +39,14 @@ PT_TEST(test_arch_presets_validate)
 		for (int p = 0; p < 3; p++) {
 			struct pt_hparams hp;
 			struct pt_error err = { 0 };
-			CHECK(pt_arch_preset((enum pt_arch)a, presets[p], &hp, &err) == PT_OK);
+			CHECK(pt_arch_preset((enum pt_arch)a, presets[p], 0, &hp, &err) == PT_OK);
 		}
 	struct pt_hparams hp;
 	struct pt_error err = { 0 };
-	CHECK(pt_arch_preset(PT_ARCH_QWEN3MOE, "huge", &hp, &err) == PT_E_INVALID);
+	CHECK(pt_arch_preset(PT_ARCH_QWEN3MOE, "huge", 0, &hp, &err) == PT_E_INVALID);
 	CHECK_CONTAINS(err.msg, "huge");
 	pt_error_clear(&err);
-	REQUIRE(pt_arch_preset(PT_ARCH_QWEN3MOE, "tiny", &hp, &err) == PT_OK);
+	REQUIRE(pt_arch_preset(PT_ARCH_QWEN3MOE, "tiny", 0, &hp, &err) == PT_OK);
 	hp.n_vocab = 300;
 	hp.n_ff_exp = 100; /* not a multiple of 32 */
 	CHECK(pt_hparams_validate(&hp, &err) == PT_E_INVALID);
@@ -59,7 +59,7 @@ PT_TEST(test_arch_qwen3moe_full_matches_real_file)
 	struct pt_tensor_list l;
 	struct pt_error err = { 0 };
 	uint32_t h[PT_TYPE_COUNT];
-	REQUIRE(pt_arch_preset(PT_ARCH_QWEN3MOE, "full", &hp, &err) == PT_OK);
+	REQUIRE(pt_arch_preset(PT_ARCH_QWEN3MOE, "full", 0, &hp, &err) == PT_OK);
 	REQUIRE(pt_arch_tensors(&hp, &l, &err) == PT_OK);
 	CHECK_EQ_INT(l.n, 579); /* 3 + 48 * 12 */
 	/* loader order: output, output_norm, token_embd, then blk.0 ... blk.47 numerically */
@@ -109,7 +109,7 @@ PT_TEST(test_arch_bailingmoe2_full_q4_k_m)
 	struct pt_hparams hp;
 	struct pt_tensor_list l;
 	struct pt_error err = { 0 };
-	REQUIRE(pt_arch_preset(PT_ARCH_BAILINGMOE2, "full", &hp, &err) == PT_OK);
+	REQUIRE(pt_arch_preset(PT_ARCH_BAILINGMOE2, "full", 0, &hp, &err) == PT_OK);
 	REQUIRE(pt_arch_tensors(&hp, &l, &err) == PT_OK);
 	CHECK_EQ_INT(l.n, 264); /* PR description: "bf16, 264 tensors" */
 	const struct pt_tensor_desc *d = pt_tensor_list_find(&l, "blk.0.attn_qkv.weight");
@@ -154,7 +154,7 @@ PT_TEST(test_arch_gemma4_full_q4_k_m)
 	struct pt_hparams hp;
 	struct pt_tensor_list l;
 	struct pt_error err = { 0 };
-	REQUIRE(pt_arch_preset(PT_ARCH_GEMMA4, "full", &hp, &err) == PT_OK);
+	REQUIRE(pt_arch_preset(PT_ARCH_GEMMA4, "full", 0, &hp, &err) == PT_OK);
 	CHECK(hp.is_swa[0] && hp.is_swa[4] && !hp.is_swa[5] && !hp.is_swa[29]);
 	CHECK_EQ_INT(hp.n_head_kv[5], 2);
 	CHECK_EQ_INT(hp.n_head_kv[6], 8);
@@ -208,7 +208,7 @@ PT_TEST(test_arch_tiny_presets_exercise_features)
 	struct pt_hparams hp;
 	struct pt_tensor_list l;
 	struct pt_error err = { 0 };
-	REQUIRE(pt_arch_preset(PT_ARCH_GEMMA4, "tiny", &hp, &err) == PT_OK);
+	REQUIRE(pt_arch_preset(PT_ARCH_GEMMA4, "tiny", 0, &hp, &err) == PT_OK);
 	hp.n_vocab = 512;
 	REQUIRE(pt_arch_tensors(&hp, &l, &err) == PT_OK);
 	bool swa = false, full = false;
@@ -218,7 +218,11 @@ PT_TEST(test_arch_tiny_presets_exercise_features)
 	CHECK(hp.n_swa > 0 && hp.n_swa < 16);
 	CHECK(hp.final_logit_softcap > 0);
 	pt_tensor_list_free(&l);
-	REQUIRE(pt_arch_preset(PT_ARCH_BAILINGMOE2, "tiny", &hp, &err) == PT_OK);
+	REQUIRE(pt_arch_preset(PT_ARCH_BAILINGMOE2, "tiny", 0, &hp, &err) == PT_OK);
 	CHECK(hp.n_layer_dense_lead == 1 && hp.n_expert_shared == 1 && hp.has_exp_probs_b);
 	CHECK(hp.n_expert != 8); /* 8 experts would trigger the Mixtral bumps */
+	REQUIRE(pt_arch_preset(PT_ARCH_GEMMA4, "small", 13, &hp, &err) == PT_OK);
+	CHECK_EQ_INT(hp.n_layer, 13);
+	CHECK(!hp.is_swa[11] && hp.is_swa[12] && hp.n_head_kv[12] == hp.n_head_kv[0]);
+	CHECK(pt_arch_preset(PT_ARCH_BAILINGMOE2, "tiny", 1, &hp, &err) == PT_E_INVALID);
 }
