@@ -15,7 +15,7 @@
 #include "util/alloc.h"
 
 struct eval_args {
-	const char *model, *prompt, *tokens, *tokens_file, *logits_out, *compare;
+	const char *model, *prompt, *tokens, *tokens_file, *logits_out, *probs_out, *compare;
 	uint64_t top, threads, batch, n_ctx;
 	enum pt_kv_type kv_type;
 	double max_mean_kl, min_top1;
@@ -34,8 +34,12 @@ static void help(void)
 	       "  --tokens-file FILE     token ids separated by commas or whitespace\n"
 	       "  --top K                log-probabilities printed per position (default 5, 0-100)\n"
 	       "  --logits-out FILE      write raw float32 logits [positions][n_vocab]\n"
-	       "  --compare FILE         oracle dump (tools/oracle/oracle.mjs eval) to compare with;\n"
-	       "                         prints mean/max KL(oracle||particle) and top-1 agreement\n"
+	       "  --probs-out FILE       write float32 probabilities [positions][n_vocab] (the\n"
+	       "                         oracle's layout, usable as a --compare reference)\n"
+	       "  --compare FILE         float32 probabilities [positions][n_vocab] from\n"
+	       "                         tools/oracle/oracle.mjs eval (or --probs-out) to compare\n"
+	       "                         with; prints mean/max KL(reference||particle) and top-1\n"
+	       "                         agreement on stderr\n"
 	       "  --max-mean-kl X        with --compare: fail (exit 1) if mean KL > X (default 1e-3)\n"
 	       "  --min-top1 X           with --compare: fail if top-1 agreement < X (default 0.98)\n"
 	       "  --threads N            threads (default: online CPUs)\n"
@@ -78,6 +82,8 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 			a->tokens_file = v;
 		} else if (!strcmp(f, "--logits-out")) {
 			a->logits_out = v;
+		} else if (!strcmp(f, "--probs-out")) {
+			a->probs_out = v;
 		} else if (!strcmp(f, "--compare")) {
 			a->compare = v;
 		} else if (!strcmp(f, "--top")) {
@@ -223,6 +229,44 @@ static void print_row(uint32_t pos, uint32_t tok, const float *l, uint32_t nv, u
 	printf("]}\n");
 }
 
+/* log-softmax of one row in double into out. */
+static void log_softmax(const float *l, uint32_t nv, double *out)
+{
+	double mx = -INFINITY, sum = 0;
+	for (uint32_t i = 0; i < nv; i++)
+		mx = l[i] > mx ? l[i] : mx;
+	for (uint32_t i = 0; i < nv; i++)
+		sum += exp((double)l[i] - mx);
+	const double lse = mx + log(sum);
+	for (uint32_t i = 0; i < nv; i++)
+		out[i] = (double)l[i] - lse;
+}
+
+/* Softmax of every row (double sum) as float32, the oracle's layout. */
+static int write_probs(const char *path, const float *l, uint32_t n, uint32_t nv)
+{
+	float *p = pt_mallocn(nv, sizeof(float));
+	double *lq = pt_mallocn(nv, sizeof(double));
+	FILE *fp = fopen(path, "wb");
+	int rc = 0;
+	for (uint32_t r = 0; p && lq && fp && rc == 0 && r < n; r++) {
+		log_softmax(l + (size_t)r * nv, nv, lq);
+		for (uint32_t i = 0; i < nv; i++)
+			p[i] = (float)exp(lq[i]);
+		if (fwrite(p, sizeof(float), nv, fp) != nv)
+			rc = PT_EXIT_FAIL;
+	}
+	if (!p || !lq || !fp || rc || fclose(fp) != 0) {
+		if (fp && (!p || !lq || rc))
+			fclose(fp);
+		pt_cli_error("cannot write %s", path);
+		rc = PT_EXIT_FAIL;
+	}
+	pt_free(p);
+	pt_free(lq);
+	return rc;
+}
+
 static int write_logits(const char *path, const float *l, size_t count)
 {
 	FILE *fp = fopen(path, "wb");
@@ -262,19 +306,6 @@ struct cmp_result {
 	double mean_kl, max_kl, top1;
 };
 
-/* log-softmax of one row in double into out. */
-static void log_softmax(const float *l, uint32_t nv, double *out)
-{
-	double mx = -INFINITY, sum = 0;
-	for (uint32_t i = 0; i < nv; i++)
-		mx = l[i] > mx ? l[i] : mx;
-	for (uint32_t i = 0; i < nv; i++)
-		sum += exp((double)l[i] - mx);
-	const double lse = mx + log(sum);
-	for (uint32_t i = 0; i < nv; i++)
-		out[i] = (double)l[i] - lse;
-}
-
 static uint32_t argmax(const float *l, uint32_t nv)
 {
 	uint32_t b = 0;
@@ -283,20 +314,20 @@ static uint32_t argmax(const float *l, uint32_t nv)
 	return b;
 }
 
-/* KL(oracle || particle) per position and top-1 agreement; ref holds [n][nv] logits. */
+/* KL(oracle || particle) per position and top-1 agreement; ref holds [n][nv]
+ * probabilities. */
 static void compare_rows(const float *ref, const float *l, uint32_t n, uint32_t nv,
-			 double *lp, double *lq, struct cmp_result *r)
+			 double *lq, struct cmp_result *r)
 {
 	double tot = 0, mx = 0;
 	uint32_t agree = 0;
 	for (uint32_t p = 0; p < n; p++) {
 		const float *a = ref + (size_t)p * nv, *b = l + (size_t)p * nv;
-		log_softmax(a, nv, lp);
 		log_softmax(b, nv, lq);
 		double kl = 0;
 		for (uint32_t i = 0; i < nv; i++)
-			if (lp[i] > -INFINITY) /* p = 0 contributes nothing */
-				kl += exp(lp[i]) * (lp[i] - lq[i]);
+			if (a[i] > 0.0f) /* p = 0 contributes nothing */
+				kl += (double)a[i] * (log((double)a[i]) - lq[i]);
 		kl = kl < 0 ? 0 : kl;
 		tot += kl;
 		mx = kl > mx ? kl : mx;
@@ -308,30 +339,28 @@ static void compare_rows(const float *ref, const float *l, uint32_t n, uint32_t 
 	r->top1 = (double)agree / n;
 }
 
-/* The oracle dump: float32 logits or log-probabilities [positions][n_vocab], the layout of
- * --logits-out and of tests/oracle/llama_logprobs.mjs (both are log-softmaxed here, so
- * either works; -inf entries are probability 0). */
+/* The oracle dump (tools/oracle/oracle.mjs eval, or --probs-out): float32 probabilities
+ * [positions][n_vocab]. */
 static int compare_file(const char *path, const float *l, uint32_t n, uint32_t nv,
 			struct cmp_result *r)
 {
 	const size_t cnt = (size_t)n * nv;
 	float *ref = pt_mallocn(cnt, sizeof(float));
-	double *lp = pt_mallocn(nv, sizeof(double)), *lq = pt_mallocn(nv, sizeof(double));
+	double *lq = pt_mallocn(nv, sizeof(double));
 	FILE *fp = fopen(path, "rb");
 	int rc = 0;
-	if (!ref || !lp || !lq) {
+	if (!ref || !lq) {
 		pt_cli_error("--compare: out of memory");
 		rc = PT_EXIT_FAIL;
 	} else if (!fp || fread(ref, sizeof(float), cnt, fp) != cnt || fgetc(fp) != EOF) {
-		pt_cli_error("--compare: %s is not %u x %u float32 logits", path, n, nv);
+		pt_cli_error("--compare: %s is not %u x %u float32 probabilities", path, n, nv);
 		rc = PT_EXIT_USAGE;
 	} else {
-		compare_rows(ref, l, n, nv, lp, lq, r);
+		compare_rows(ref, l, n, nv, lq, r);
 	}
 	if (fp)
 		fclose(fp);
 	pt_free(ref);
-	pt_free(lp);
 	pt_free(lq);
 	return rc;
 }
@@ -344,6 +373,11 @@ static int report(const struct eval_args *a, const uint32_t *ids, uint32_t n, co
 		print_row(p, ids[p], l + (size_t)p * nv, nv, (uint32_t)a->top, idx);
 	if (a->logits_out) {
 		int rc = write_logits(a->logits_out, l, (size_t)n * nv);
+		if (rc)
+			return rc;
+	}
+	if (a->probs_out) {
+		int rc = write_probs(a->probs_out, l, n, nv);
 		if (rc)
 			return rc;
 	}

@@ -3,7 +3,7 @@
 # tests/oracle/test_eval.sh).
 . "$(dirname "$0")/lib.sh"
 expect_exit 0 "eval --help" -- "$PARTICLE" eval --help
-for flag in --model --prompt --tokens --tokens-file --top --logits-out --compare \
+for flag in --model --prompt --tokens --tokens-file --top --logits-out --probs-out --compare \
 	--max-mean-kl --min-top1 --threads --kv-type --batch --ctx; do
 	expect_grep "$TMP/out" -- "$flag" "help documents $flag"
 done

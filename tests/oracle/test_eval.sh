@@ -8,16 +8,18 @@
 # difference on these models) with the default F16 cache, whose prefill uses ggml's tiled
 # attention numerics.
 . "$(dirname "$0")/../cli/lib.sh"
-ORACLE="$(dirname "$0")/llama_logprobs.mjs"
+ORACLE="$(dirname "$0")/../../tools/oracle/oracle.mjs"
 N=200
 
-# 200 deterministic ids below 256 (every tiny vocabulary has the 256 byte tokens).
-awk -v n=$N 'BEGIN { x = 12345; for (i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; printf "%d%s", x % 256, (i < n - 1 ? "," : "\n") } }' >"$TMP/toks"
+# 200 deterministic ids below 256 (every tiny vocabulary has the 256 byte tokens), as a
+# JSON array for the oracle and a comma list for particle.
+awk -v n=$N 'BEGIN { x = 12345; printf "["; for (i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; printf "%d%s", int(x / 65536) % 256, (i < n - 1 ? "," : "]\n") } }' >"$TMP/toks.json"
+tr -d '[]' <"$TMP/toks.json" >"$TMP/toks"
 
 # run_eval NAME MODEL LIMIT [extra eval flags...]: oracle + compare, prints the compare line.
 run_eval() {
 	name=$1; model=$2; limit=$3; shift 3
-	if ! node "$ORACLE" "$model" "$TMP/toks" "$TMP/ref" 2>"$TMP/oracle.err"; then
+	if ! node "$ORACLE" eval "$model" "$TMP/toks.json" "$TMP/ref" >/dev/null 2>"$TMP/oracle.err"; then
 		bad "$name: llama.cpp oracle failed: $(tail -c 300 "$TMP/oracle.err")"
 		return
 	fi
@@ -52,7 +54,7 @@ for arch in qwen3moe gemma4 bailingmoe2; do
 	done
 	if [ -s "$TMP/b1.bin" ] && cmp -s "$TMP/b1.bin" "$TMP/b$N.bin"; then ok; else bad "$arch: f32 KV prefill vs decode logits differ"; fi
 	"$PARTICLE" eval -m "$m" --tokens-file "$TMP/toks" --top 0 --batch $N \
-		--logits-out "$TMP/p.bin" >/dev/null 2>&1
+		--probs-out "$TMP/p.bin" >/dev/null 2>&1
 	expect_exit 0 "$arch: f16 KV prefill vs decode within tolerance" -- "$PARTICLE" eval \
 		-m "$m" --tokens-file "$TMP/toks" --top 0 --batch 1 --compare "$TMP/p.bin" \
 		--max-mean-kl 1e-2 --min-top1 0.9
