@@ -22,7 +22,7 @@ static float K[NPOS][NKV * DK], V[NPOS][NKV * DV];
 /* Reference: causal/windowed GQA softmax attention in double over the stored (possibly
  * F16-rounded) K/V, with the query rounded the same way. */
 static void ref_attn(const float *q, int64_t pos, uint32_t swa, float scale, int f16,
-		     double *out)
+		     int f16_q, double *out)
 {
 	for (int h = 0; h < NH; h++) {
 		const int kvh = h / (NH / NKV);
@@ -32,10 +32,10 @@ static void ref_attn(const float *q, int64_t pos, uint32_t swa, float scale, int
 			double d = 0;
 			for (int i = 0; i < DK; i++) {
 				float kq = q[h * DK + i], kk = K[p][kvh * DK + i];
-				if (f16) {
+				if (f16_q)
 					kq = pt_fp16_to_f32(pt_f32_to_fp16(kq));
+				if (f16)
 					kk = pt_fp16_to_f32(pt_f32_to_fp16(kk));
-				}
 				d += (double)kq * kk;
 			}
 			sc[p] = d * scale;
@@ -59,7 +59,8 @@ static void ref_attn(const float *q, int64_t pos, uint32_t swa, float scale, int
 	}
 }
 
-static void run_case(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, double tol)
+static void run_case_acc(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, double tol,
+			 bool f32_acc)
 {
 	struct pt_kv kv;
 	struct pt_kv_layer_desc d = { NKV, DK, DV, swa };
@@ -70,7 +71,7 @@ static void run_case(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, double t
 	float *scratch = pt_mallocn(pt_attn_scratch_floats(&kv, 0), sizeof(float));
 	float q[NH * DK], out[NH * DV], out_split[NH * DV];
 	double ref[NH * DV];
-	struct pt_attn_args a = { 1.0f / sqrtf((float)DK), 0.0f, false };
+	struct pt_attn_args a = { 1.0f / sqrtf((float)DK), 0.0f, f32_acc };
 	double max_err = 0, max_split = 0;
 	for (int64_t p = 0; p < NPOS; p++) {
 		for (int i = 0; i < NKV * DK; i++)
@@ -82,7 +83,8 @@ static void run_case(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, double t
 			q[i] = 3.0f * frnd();
 		pt_attn_row(&kv, 0, NH, q, p, &a, 0, out, scratch);
 		pt_attn_row(&kv, 0, NH, q, p, &a, 64, out_split, scratch);
-		ref_attn(q, p, swa, a.scale, t == PT_KV_F16, ref);
+		/* Q is rounded to F16 only on the one-row F16 path */
+		ref_attn(q, p, swa, a.scale, t == PT_KV_F16, t == PT_KV_F16 && !f32_acc, ref);
 		for (int i = 0; i < NH * DV; i++) {
 			max_err = fmax(max_err, fabs(out[i] - ref[i]));
 			max_split = fmax(max_split, fabs(out_split[i] - ref[i]));
@@ -94,6 +96,18 @@ static void run_case(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, double t
 	pt_free(scratch);
 	pt_kv_fini(&kv);
 	pt_kv_fini(&kv);
+}
+
+static void run_case(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, double tol)
+{
+	run_case_acc(t, swa, n_batch, tol, false);
+}
+
+PT_TEST(test_kv_attention_f16_cache_f32_accumulation_matches_double)
+{
+	/* ggml's tiled path: F32 query and accumulator over the F16 cache */
+	run_case_acc(PT_KV_F16, 0, 1, 2e-6, true);
+	run_case_acc(PT_KV_F16, 21, 64, 2e-6, true);
 }
 
 PT_TEST(test_kv_attention_f32_matches_double)

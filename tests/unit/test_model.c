@@ -52,7 +52,7 @@ static enum pt_status write_tiny(const char *path, enum pt_arch arch,
 	struct pt_hparams hp;
 	struct pt_tensor_list l = { 0 };
 	pt_gguf_writer *w = NULL;
-	enum pt_status st = pt_arch_preset(arch, "tiny", &hp, err);
+	enum pt_status st = pt_arch_preset(arch, "tiny", 0, &hp, err);
 	hp.n_vocab = N_VOCAB;
 	if (st == PT_OK)
 		st = pt_arch_tensors(&hp, &l, err);
