@@ -12,5 +12,8 @@
 #define PT_JSON_MAX_DEPTH 64
 #define PT_TMPL_MAX_DEPTH 64
 #define PT_HTTP_MAX_HEADER (64u * 1024)
+#define PT_TOK_MAX_VOCAB (1u << 24)                 /* tokens in a vocabulary */
+#define PT_TOK_MAX_MERGES (1u << 26)                /* BPE merges */
+#define PT_HF_MAX_FILE (512u * 1024 * 1024)         /* bytes in one tokenizer JSON file */
 
 #endif
