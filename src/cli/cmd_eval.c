@@ -12,6 +12,7 @@
 #include "kern/kern.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "token/tok.h"
 #include "util/alloc.h"
 
 struct eval_args {
@@ -29,7 +30,8 @@ static void help(void)
 	       "position: {\"pos\":P,\"token\":T,\"top\":[[id,logprob],...]} (the distribution of the\n"
 	       "token after position P).\n\n"
 	       "  -m, --model FILE       GGUF model (required)\n"
-	       "  --prompt TEXT          text to tokenize (needs the tokenizer; not yet available)\n"
+	       "  --prompt TEXT          text, tokenized with the model's tokenizer (BOS/EOS as the\n"
+	       "                         vocabulary asks, special-token text parsed)\n"
 	       "  --tokens LIST          token ids separated by commas or spaces\n"
 	       "  --tokens-file FILE     token ids separated by commas or whitespace\n"
 	       "  --top K                log-probabilities printed per position (default 5, 0-100)\n"
@@ -283,13 +285,34 @@ static int write_logits(const char *path, const float *l, size_t count)
 	return 0;
 }
 
+/* --prompt: the model's own tokenizer, BOS/EOS as the vocabulary asks, special-token
+ * text parsed (llama.cpp's common_tokenize(add_special, parse_special)). */
+static enum pt_status prompt_ids(const struct pt_model *m, const char *prompt, uint32_t **ids,
+				 uint32_t *n, struct pt_error *err)
+{
+	pt_tok *tok = NULL;
+	int32_t *raw = NULL;
+	size_t cnt = 0;
+	enum pt_status st = pt_tok_load(m->g, &tok, err);
+	if (st == PT_OK)
+		st = pt_tok_encode_alloc(tok, prompt, strlen(prompt), true, true, &raw, &cnt, err);
+	if (st == PT_OK && (cnt == 0 || cnt > UINT32_MAX))
+		st = pt_error_set(err, PT_E_INVALID, "--prompt gives %zu tokens", cnt);
+	pt_tok_destroy(tok);
+	if (st != PT_OK) {
+		pt_free(raw);
+		return st;
+	}
+	/* ids are checked against the vocabulary by the forward pass */
+	*ids = (uint32_t *)raw;
+	*n = (uint32_t)cnt;
+	return PT_OK;
+}
+
 static int get_tokens(const struct eval_args *a, uint32_t **ids, uint32_t *n)
 {
-	if (a->prompt) {
-		pt_cli_error("eval: --prompt needs the tokenizer, which is not built in yet; "
-			     "use --tokens or --tokens-file");
-		return PT_EXIT_USAGE;
-	}
+	if (a->prompt)
+		return 0; /* after the model is open */
 	if (a->tokens)
 		return parse_ids("--tokens", a->tokens, ids, n);
 	char *text = NULL;
@@ -413,6 +436,8 @@ int pt_cmd_eval(int argc, char **argv)
 	enum pt_status st = pt_kern_init(&err);
 	if (st == PT_OK)
 		st = pt_model_open(a.model, &m, &err);
+	if (st == PT_OK && a.prompt)
+		st = prompt_ids(m, a.prompt, &ids, &n, &err);
 	if (st == PT_OK && a.threads > 1)
 		st = pt_pool_create((uint32_t)a.threads, &pool, &err);
 	if (st == PT_OK) {
