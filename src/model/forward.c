@@ -26,6 +26,8 @@ struct pt_fwd {
 	float *h2, *rl, *rw, *yk, *xg, *sel;
 	int *ids, *rows;
 	float *attn_scratch; /* per thread */
+	float *parts;        /* split-K partial states: [n_head][blocks][2 + head_dim_v] */
+	uint32_t attn_block;
 	size_t attn_scratch_n;
 	float *rope_cs;      /* [n_batch][max n_rot] */
 	void *act;           /* activation quantization scratch */
@@ -38,9 +40,13 @@ struct attn_task {
 	uint32_t il, n_head, hd_k, hd_v;
 	int64_t pos0;
 	struct pt_attn_args a;
+	uint32_t n_blocks; /* split-K tasks per head (single-row chunks) */
 };
 
-#define ATTN_BLOCK 4096 /* keys per split-K block; fixed so results ignore thread count */
+/* Keys per split-K block.  Block boundaries depend only on the query position, and blocks
+ * are merged in order, so results ignore the thread count and whether blocks ran as
+ * separate tasks. */
+#define ATTN_BLOCK_DEFAULT 1024
 
 static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 {
@@ -57,12 +63,49 @@ static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 	pt_kv_range(&f->kv, t->il, t->pos0 + row, &first, &count);
 	struct pt_attn_part tot = { -INFINITY, 0.0f, acc0 }, part = { 0, 0, acc1 };
 	memset(acc0, 0, t->hd_v * sizeof(float));
-	for (int64_t p = first; p < first + count; p += ATTN_BLOCK) {
-		const int64_t hi = p + ATTN_BLOCK < first + count ? p + ATTN_BLOCK : first + count;
+	const int64_t blk = f->attn_block;
+	for (int64_t p = first; p < first + count; p += blk) {
+		const int64_t hi = p + blk < first + count ? p + blk : first + count;
 		pt_attn_block(&f->kv, t->il, h / group, q, p, hi, &t->a, &part, s);
 		pt_attn_merge(&tot, &part, t->hd_v);
 	}
 	pt_attn_finish(&tot, t->hd_v, out);
+}
+
+/* Split-K for a single-row chunk (decode): task = (head, key block); the partial state
+ * (max, sum, acc) goes to f->parts and attn_merge_row combines the blocks in order. */
+static void attn_block_fn(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct attn_task *t = ctx;
+	pt_fwd *f = t->f;
+	const uint32_t h = task / t->n_blocks, b = task % t->n_blocks;
+	const struct pt_kv_layer *L = &f->kv.layers[t->il];
+	float *s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
+	float *slot = f->parts + (size_t)task * (2 + t->hd_v);
+	int64_t first, count;
+	pt_kv_range(&f->kv, t->il, t->pos0, &first, &count);
+	const int64_t lo = first + (int64_t)b * f->attn_block;
+	const int64_t hi = lo + f->attn_block < first + count ? lo + f->attn_block : first + count;
+	struct pt_attn_part part = { 0, 0, slot + 2 };
+	pt_attn_block(&f->kv, t->il, h / (t->n_head / L->d.n_kv_head),
+		      f->q + (size_t)h * t->hd_k, lo, hi, &t->a, &part, s);
+	slot[0] = part.m;
+	slot[1] = part.s;
+}
+
+static void attn_merge_row(pt_fwd *f, const struct attn_task *t)
+{
+	float *acc = f->attn_scratch + t->hd_k + t->hd_v;
+	for (uint32_t h = 0; h < t->n_head; h++) {
+		struct pt_attn_part tot = { -INFINITY, 0.0f, acc };
+		memset(acc, 0, t->hd_v * sizeof(float));
+		for (uint32_t b = 0; b < t->n_blocks; b++) {
+			float *slot = f->parts + ((size_t)h * t->n_blocks + b) * (2 + t->hd_v);
+			const struct pt_attn_part part = { slot[0], slot[1], slot + 2 };
+			pt_attn_merge(&tot, &part, t->hd_v);
+		}
+		pt_attn_finish(&tot, t->hd_v, f->att + (size_t)h * t->hd_v);
+	}
 }
 
 static enum pt_status mm(pt_fwd *f, const struct pt_kern_mat *w, const float *x, uint32_t n,
@@ -147,11 +190,19 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_kv_store(&f->kv, il, f->pos + r, k, v);
 	}
-	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f, false } };
+	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f, false }, 1 };
 	t.a.scale = gemma ? 1.0f : 1.0f / sqrtf((float)hd_k);
 	t.a.softcap = 0.0f;
 	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS;
-	pt_pool_run(f->pool, attn_fn, &t, n * n_head);
+	int64_t first, count;
+	pt_kv_range(&f->kv, il, f->pos, &first, &count);
+	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
+	if (n == 1 && t.n_blocks > 1) {
+		pt_pool_run(f->pool, attn_block_fn, &t, n_head * t.n_blocks);
+		attn_merge_row(f, &t);
+	} else {
+		pt_pool_run(f->pool, attn_fn, &t, n * n_head);
+	}
 	/* attn output rows have stride w_qk; the projection wants packed rows */
 	const uint32_t w_att = n_head * hd_v;
 	for (uint32_t r = 1; r < n && w_att != f->w_qk; r++)
@@ -497,11 +548,13 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 		if (!*bufs[i])
 			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	}
+	const size_t max_blocks = (f->n_ctx + f->attn_block - 1) / f->attn_block;
+	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
 	f->act_bytes = act_need(f->m, f->n_batch);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
-	if (!f->ids || !f->rows || !f->act)
+	if (!f->ids || !f->rows || !f->act || !f->parts)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return PT_OK;
 }
@@ -536,6 +589,7 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	f->prov = opts->experts ? opts->experts : &m->mmap_provider;
 	f->n_ctx = opts->n_ctx ? opts->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
 	f->n_batch = opts->n_batch ? opts->n_batch : 128;
+	f->attn_block = opts->attn_block ? opts->attn_block : ATTN_BLOCK_DEFAULT;
 	if (f->n_ctx == 0) {
 		pt_free(f);
 		return pt_error_set(err, PT_E_INVALID, "forward: context length 0");
@@ -564,6 +618,7 @@ void pt_fwd_destroy(pt_fwd *f)
 		pt_free(bufs[i]);
 	pt_free(f->ids);
 	pt_free(f->rows);
+	pt_free(f->parts);
 	pt_free(f->act);
 	pt_kv_fini(&f->kv);
 	pt_free(f);

@@ -23,6 +23,7 @@ struct pt_fwd_opts {
 	enum pt_kv_type kv_type; /* default (0) F16 */
 	pt_pool *pool;         /* may be NULL (single thread) */
 	const struct pt_expert_provider *experts; /* NULL: the model's mmap provider */
+	uint32_t attn_block;   /* keys per split-K attention block; 0: 1024 */
 };
 
 typedef struct pt_fwd pt_fwd;
