@@ -44,6 +44,7 @@ static float init_value(const struct pt_hparams *hp, const struct pt_tensor_desc
  * doubled; arch_name: general.architecture override; f16_name: tensor stored as F16. */
 struct tiny_opts {
 	const char *skip, *bad_shape, *arch_name, *f16_name;
+	uint32_t n_used; /* expert_used_count override (0: the preset's) */
 };
 
 static enum pt_status write_tiny(const char *path, enum pt_arch arch,
@@ -56,6 +57,8 @@ static enum pt_status write_tiny(const char *path, enum pt_arch arch,
 	hp.n_vocab = N_VOCAB;
 	if (st == PT_OK)
 		st = pt_arch_tensors(&hp, &l, err);
+	if (o->n_used)
+		hp.n_expert_used = o->n_used; /* after the tensor list: only the key changes */
 	if (st == PT_OK)
 		st = pt_gguf_writer_create(path, 32, &w, err);
 	if (st == PT_OK)
@@ -107,7 +110,7 @@ static enum pt_status write_tiny(const char *path, enum pt_arch arch,
 	return st;
 }
 
-static const struct tiny_opts plain = { NULL, NULL, NULL, NULL };
+static const struct tiny_opts plain = { NULL, NULL, NULL, NULL, 0 };
 
 PT_TEST(test_model_loads_every_arch)
 {
@@ -145,11 +148,11 @@ static void expect_refused(enum pt_arch a, const struct tiny_opts *o, enum pt_st
 
 PT_TEST(test_model_refuses_broken_files)
 {
-	const struct tiny_opts missing = { "blk.1.ffn_down_exps.weight", NULL, NULL, NULL };
+	const struct tiny_opts missing = { "blk.1.ffn_down_exps.weight", NULL, NULL, NULL, 0 };
 	expect_refused(PT_ARCH_QWEN3MOE, &missing, PT_E_FORMAT, "blk.1.ffn_down_exps.weight");
-	const struct tiny_opts shape = { NULL, "blk.0.attn_k.weight", NULL, NULL };
+	const struct tiny_opts shape = { NULL, "blk.0.attn_k.weight", NULL, NULL, 0 };
 	expect_refused(PT_ARCH_QWEN3MOE, &shape, PT_E_FORMAT, "blk.0.attn_k.weight");
-	const struct tiny_opts arch = { NULL, NULL, "llama", NULL };
+	const struct tiny_opts arch = { NULL, NULL, "llama", NULL, 0 };
 	struct pt_error err = { 0 };
 	const char *path = pt_test_tmpfile("arch.gguf");
 	REQUIRE(write_tiny(path, PT_ARCH_QWEN3MOE, &arch, &err) == PT_OK);
@@ -157,8 +160,17 @@ PT_TEST(test_model_refuses_broken_files)
 	CHECK(pt_model_open(path, &m, &err) != PT_OK);
 	CHECK(m == NULL);
 	CHECK_CONTAINS(err.msg, "llama");
-	const struct tiny_opts f16norm = { NULL, NULL, NULL, "blk.0.ffn_norm.weight" };
+	const struct tiny_opts f16norm = { NULL, NULL, NULL, "blk.0.ffn_norm.weight", 0 };
 	expect_refused(PT_ARCH_BAILINGMOE2, &f16norm, PT_E_UNSUPPORTED, "blk.0.ffn_norm.weight");
+	/* a key out of range is refused naming it (whichever check sees it first) */
+	const struct tiny_opts used = { NULL, NULL, NULL, NULL, 999 };
+	struct pt_error e2 = { 0 };
+	const char *p2 = pt_test_tmpfile("used.gguf");
+	REQUIRE(write_tiny(p2, PT_ARCH_GEMMA4, &used, &e2) == PT_OK);
+	m = NULL;
+	CHECK(pt_model_open(p2, &m, &e2) != PT_OK);
+	CHECK(m == NULL);
+	CHECK_CONTAINS(e2.msg, "expert_used_count");
 }
 
 /* Logits of a token sequence: one eval call with batch b and t threads, or token by token. */
