@@ -7,6 +7,7 @@
 #ifndef PT_GGUF_INTERNAL_H
 #define PT_GGUF_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,5 +53,11 @@ int64_t pt_gguf_index_insert(struct pt_gguf_index *idx, uint32_t i, pt_gguf_key_
 
 /* Payload bytes of a scalar value type; 0 for STRING, ARRAY and unknown ids. */
 uint64_t pt_gguf_scalar_size(uint32_t vtype);
+
+/* Numeric scalar (kv->type numeric or bool) / numeric array element i as double. */
+double pt_gguf_kv_num(const struct pt_gguf_kv *kv);
+double pt_gguf_arr_num(const struct pt_gguf_kv *kv, uint64_t i);
+/* Integer scalar that fits int64: true and *out set; false for other types. */
+bool pt_gguf_kv_int(const struct pt_gguf_kv *kv, int64_t *out);
 
 #endif

@@ -199,29 +199,57 @@ enum pt_status pt_gguf_get_arr(const pt_gguf *g, const char *key, enum pt_gguf_v
 	return PT_OK;
 }
 
-/* Element i of a numeric array as double (exact for every 32-bit type). */
-static double arr_num(const struct pt_gguf_kv *kv, uint64_t i)
+/* A numeric payload of type t as double (exact for every 32-bit type). */
+static double num_at(enum pt_gguf_vtype t, const uint8_t *p)
 {
-	unsigned n = (unsigned)pt_gguf_scalar_size(kv->arr_type);
-	const uint8_t *p = kv->value + i * n;
-	if (kv->arr_type == PT_GGUF_F32) {
+	if (t == PT_GGUF_F32) {
 		uint32_t b = (uint32_t)le(p, 4);
 		float f;
 		memcpy(&f, &b, 4);
 		return f;
 	}
-	if (kv->arr_type == PT_GGUF_F64) {
+	if (t == PT_GGUF_F64) {
 		uint64_t b = le(p, 8);
 		double d;
 		memcpy(&d, &b, 8);
 		return d;
 	}
+	if (t == PT_GGUF_BOOL)
+		return p[0] ? 1.0 : 0.0;
 	{
 		bool neg;
 		uint64_t v;
-		read_int(kv->arr_type, p, &neg, &v);
+		read_int(t, p, &neg, &v);
 		return neg ? (double)(int64_t)v : (double)v;
 	}
+}
+
+static double arr_num(const struct pt_gguf_kv *kv, uint64_t i)
+{
+	return num_at(kv->arr_type, kv->value + i * pt_gguf_scalar_size(kv->arr_type));
+}
+
+double pt_gguf_arr_num(const struct pt_gguf_kv *kv, uint64_t i)
+{
+	return arr_num(kv, i);
+}
+
+double pt_gguf_kv_num(const struct pt_gguf_kv *kv)
+{
+	return num_at(kv->type, kv->value);
+}
+
+bool pt_gguf_kv_int(const struct pt_gguf_kv *kv, int64_t *out)
+{
+	bool neg;
+	uint64_t v;
+	if (!is_int(kv->type))
+		return false;
+	read_int(kv->type, kv->value, &neg, &v);
+	if (!neg && v > (uint64_t)INT64_MAX)
+		return false;
+	*out = (int64_t)v;
+	return true;
 }
 
 uint32_t pt_gguf_arr_u32(const struct pt_gguf_kv *kv, uint64_t i)

@@ -536,7 +536,7 @@ static enum pt_status map_file(pt_gguf *g, const char *path, struct pt_error *er
 {
 	struct stat st;
 	void *p;
-	g->fd = open(path, O_RDONLY | O_CLOEXEC);
+	g->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
 	if (g->fd < 0)
 		return pt_error_sys(err, PT_E_IO, errno, "cannot open %s", path);
 	if (fstat(g->fd, &st) != 0)

@@ -188,6 +188,8 @@ static enum pt_status put_kv(pt_gguf_writer *w, const char *key, uint32_t type,
 		kv->n = n;
 		return PT_OK;
 	}
+	if (st == PT_OK && w->n_kv >= PT_GGUF_MAX_KV)
+		st = pt_error_set(err, PT_E_INVALID, "more than %u metadata keys", PT_GGUF_MAX_KV);
 	if (st == PT_OK && w->n_kv == w->cap_kv) {
 		uint64_t cap = w->cap_kv ? 2 * w->cap_kv : 32;
 		struct wkv *bigger = pt_reallocn(w->kvs, cap, sizeof *bigger);

@@ -25,7 +25,8 @@ static void expect_fail_lim(const struct gb *b, const struct pt_gguf_limits *lim
 		pt_gguf_close(g);
 }
 #define EXPECT_FAIL(b, code, substr) expect_fail_lim((b), NULL, (code), (substr), __LINE__)
-#define EXPECT_FAIL_LIM(b, lim, code, substr) expect_fail_lim((b), (lim), (code), (substr), __LINE__)
+#define EXPECT_FAIL_LIM(b, lim, code, substr)                                              \
+	expect_fail_lim((b), (lim), (code), (substr), __LINE__)
 
 static pt_gguf *open_ok(const struct gb *b, const struct pt_gguf_limits *lim, int line)
 {
