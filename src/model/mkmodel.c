@@ -16,6 +16,7 @@
 
 #include "gguf/gguf.h"
 #include "model/vocab.h"
+#include "token/hf_import.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "util/alloc.h"
@@ -264,8 +265,14 @@ static enum pt_status write_tensor(struct writer *wr, const struct pt_tensor_des
 	return st;
 }
 
+/* The vocabulary: the compact synthetic one, or one imported with --vocab. */
+struct vocab {
+	struct pt_vocab compact;
+	struct pt_vocab_spec *imported;
+};
+
 static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
-				 const struct pt_vocab *v, pt_gguf_writer *w,
+				 const struct vocab *v, pt_gguf_writer *w,
 				 struct pt_error *err)
 {
 	enum pt_status st;
@@ -284,7 +291,10 @@ static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct p
 	TRY(pt_gguf_writer_set_u64(w, "particle.mkmodel.seed", o->seed, err));
 	TRY(pt_gguf_writer_set_f32(w, "particle.mkmodel.router_skew", (float)o->router_skew, err));
 	TRY(pt_arch_write_hparams(hp, w, err));
-	TRY(pt_vocab_write(v, w, err));
+	if (v->imported)
+		TRY(pt_vocab_write_gguf(w, v->imported, err));
+	else
+		TRY(pt_vocab_write(&v->compact, w, err));
 	TRY(pt_gguf_writer_set_u32(w, "general.quantization_version", 2, err));
 	TRY(pt_gguf_writer_set_u32(w, "general.file_type", pt_mix_file_type(o->mix), err));
 #undef TRY
@@ -292,7 +302,7 @@ static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct p
 }
 
 static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
-				 const struct pt_vocab *v, const struct pt_tensor_list *l,
+				 const struct vocab *v, const struct pt_tensor_list *l,
 				 const uint32_t *types, struct writer *wr, struct pt_error *err)
 {
 	enum pt_status st = pt_gguf_writer_create(o->out_path, 32, &wr->w, err);
@@ -317,7 +327,7 @@ static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct p
 }
 
 static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams *hp,
-			      struct pt_vocab *v, struct pt_error *err)
+			      struct vocab *v, struct pt_error *err)
 {
 	enum pt_status st = pt_arch_preset(o->arch, o->preset, o->n_layer, hp, err);
 	if (st != PT_OK)
@@ -329,19 +339,25 @@ static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams
 					    o->arch_name, pt_arch_name(o->arch));
 		snprintf(hp->arch_name, sizeof hp->arch_name, "%s", o->arch_name);
 	}
-	if (o->vocab_dir)
-		return pt_error_set(err, PT_E_UNSUPPORTED,
-				    "--vocab (Hugging Face tokenizer import) is not yet supported");
-	if ((st = pt_vocab_compact(o->arch, hp->n_vocab, v, err)) != PT_OK)
-		return st;
-	hp->n_vocab = v->n;
+	if (o->vocab_dir) {
+		/* full presets keep the real vocabulary size (padded with [PADi]) */
+		struct pt_vocab_import_opts io = { .arch = hp->arch_name,
+						   .vocab_size = hp->n_vocab };
+		if ((st = pt_vocab_import_hf(o->vocab_dir, &io, &v->imported, err)) != PT_OK)
+			return st;
+		hp->n_vocab = v->imported->n_tokens;
+	} else {
+		if ((st = pt_vocab_compact(o->arch, hp->n_vocab, &v->compact, err)) != PT_OK)
+			return st;
+		hp->n_vocab = v->compact.n;
+	}
 	return pt_hparams_validate(hp, err);
 }
 
 enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error *err)
 {
 	struct pt_hparams hp;
-	struct pt_vocab v = { 0 };
+	struct vocab v = { 0 };
 	struct pt_tensor_list l = { 0 };
 	struct writer wr = { .o = o, .hp = &hp, .chunk_rows_cap = PT_MKMODEL_CHUNK_ELEMS,
 			     .last_pct = -1 };
@@ -370,6 +386,7 @@ enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error
 	pt_free(wr.out);
 	pt_free(types);
 	pt_tensor_list_free(&l);
-	pt_vocab_free(&v);
+	pt_vocab_free(&v.compact);
+	pt_vocab_spec_destroy(v.imported);
 	return st;
 }

