@@ -37,8 +37,9 @@ static int q8_block(const float *x, int8_t *qs, float *d_out)
 	int sum = 0;
 	for (int j = 0; j < QK; j++) {
 		/* nearbyintf rounds half to even in the default rounding mode, like
-		 * _mm256_round_ps(_MM_ROUND_NEAREST); |x*id| <= 127 so no overflow. */
-		int q = (int)nearbyintf(x[j] * id);
+		 * _mm256_round_ps(_MM_ROUND_NEAREST).  For finite rows |x*id| <= 127 already;
+		 * the clamp only keeps a NaN/inf row (a broken model) free of undefined casts. */
+		int q = (int)nearbyintf(fminf(fmaxf(x[j] * id, -127.0f), 127.0f));
 		qs[j] = (int8_t)q;
 		sum += q;
 	}

@@ -22,13 +22,14 @@ struct cpu_info {
 	int has_vnni;
 	int has_bf16;
 	char brand[49];
-	char name[160];
+	char name[PT_KERN_LEVEL_COUNT][200]; /* pt_kern_cpu_name() per selected level */
 };
 
 static struct cpu_info cpu;
 static struct pt_kern_ops ops_table[PT_KERN_LEVEL_COUNT][PT_TYPE_COUNT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic int current_level = -1;
+static _Atomic int level_cap = PT_KERN_LEVEL_COUNT; /* test hook, see kern_internal.h */
 
 static uint64_t xgetbv0(void)
 {
@@ -104,8 +105,13 @@ static void build_tables(void)
 			if (!tr || !level_fns(use)[t])
 				continue;
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
-								 level_fns(use)[t],
+								 level_fns(use)[t], NULL,
 								 (enum pt_kern_level)use };
+			/* dot4 only from the same level as dot: it must be bit-identical to it */
+			if (use == PT_KERN_LEVEL_AVX2)
+				ops_table[lv][t].dot4 = pt_kern_dot4_avx2[t];
+			else if (use == PT_KERN_LEVEL_AVX512)
+				ops_table[lv][t].dot4 = pt_kern_dot4_avx512[t];
 		}
 	}
 }
@@ -114,17 +120,29 @@ static void init_once(void)
 {
 	detect_cpu();
 	build_tables();
-	snprintf(cpu.name, sizeof cpu.name, "%s%s%s%s", cpu.brand[0] ? cpu.brand : "unknown CPU",
-		 cpu.avx2_ok ? "; avx2 fma f16c" : "; no avx2",
-		 cpu.avx512_ok ? " avx512f/bw/vl/dq vnni" : "", cpu.has_bf16 ? " avx512_bf16" : "");
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++)
+		snprintf(cpu.name[lv], sizeof cpu.name[lv], "%s (%s%s%s%s)",
+			 pt_kern_level_name((enum pt_kern_level)lv),
+			 cpu.brand[0] ? cpu.brand : "unknown CPU",
+			 cpu.avx2_ok ? "; avx2 fma f16c" : "; no avx2",
+			 cpu.avx512_ok ? " avx512f/bw/vl/dq vnni" : "",
+			 cpu.has_bf16 ? " avx512_bf16" : "");
 }
 
 enum pt_kern_level pt_kern_level_max(void)
 {
 	pthread_once(&once, init_once);
-	if (cpu.avx512_ok)
-		return PT_KERN_LEVEL_AVX512;
-	return cpu.avx2_ok ? PT_KERN_LEVEL_AVX2 : PT_KERN_LEVEL_SCALAR;
+	int lv = cpu.avx512_ok ? PT_KERN_LEVEL_AVX512
+			       : cpu.avx2_ok ? PT_KERN_LEVEL_AVX2 : PT_KERN_LEVEL_SCALAR;
+	int cap = atomic_load(&level_cap);
+	return (enum pt_kern_level)(lv < cap ? lv : cap);
+}
+
+void pt_kern_test_cap_level(enum pt_kern_level level)
+{
+	atomic_store(&level_cap, (int)level);
+	if (pt_kern_level() > pt_kern_level_max())
+		atomic_store(&current_level, (int)pt_kern_level_max());
 }
 
 const char *pt_kern_level_name(enum pt_kern_level level)
@@ -184,10 +202,8 @@ enum pt_kern_level pt_kern_level(void)
 
 const char *pt_kern_cpu_name(void)
 {
-	static char buf[200];
 	pthread_once(&once, init_once);
-	snprintf(buf, sizeof buf, "%s (%s)", pt_kern_level_name(pt_kern_level()), cpu.name);
-	return buf;
+	return cpu.name[pt_kern_level()];
 }
 
 const struct pt_kern_ops *pt_kern_ops_at(enum pt_kern_level level, enum pt_type type)

@@ -10,7 +10,15 @@
 
 static inline float f16(const uint8_t *p)
 {
-	return pt_fp16_to_f32(kern_u16(p));
+	return kern_fp16_to_f32(kern_u16(p));
+}
+
+static inline float bf16(const uint8_t *p)
+{
+	uint32_t bits = (uint32_t)kern_u16(p) << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
 }
 
 static float dot_f32(size_t n, const void *vw, const void *va)
@@ -36,8 +44,7 @@ static float dot_bf16(size_t n, const void *vw, const void *va)
 	const uint8_t *w = vw, *a = va;
 	double sum = 0.0;
 	for (size_t i = 0; i < n; i++)
-		sum += (double)(pt_bf16_to_f32(kern_u16(w + 2 * i)) *
-				pt_bf16_to_f32(kern_u16(a + 2 * i)));
+		sum += (double)(bf16(w + 2 * i) * bf16(a + 2 * i));
 	return (float)sum;
 }
 
@@ -144,7 +151,7 @@ static float dot_mxfp4(size_t n, const void *vw, const void *va)
 	const uint8_t *x = vw, *y = va;
 	float sumf = 0.0f;
 	for (size_t ib = 0; ib < n / QK; ib++, x += MXFP4_B, y += Q8_0_B) {
-		const float d = f16(y) * pt_e8m0_to_f32_half(x[0]);
+		const float d = f16(y) * kern_e8m0_half(x[0]);
 		int sumi = table_sum(x + 1, pt_kvalues_mxfp4, (const int8_t *)(y + 2));
 		sumf += d * (float)sumi;
 	}

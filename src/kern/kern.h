@@ -8,9 +8,18 @@
  * (relative differences around 1e-6).  The activation quantizers are the same code at every
  * level, so quantized activation bytes never depend on the CPU level.
  *
- * Determinism: every output element is computed by exactly one call of the level's dot
- * function, whatever the thread count or batch size, so results are bit-identical across
- * thread counts and pt_kern_matmul row t equals pt_kern_matvec of X[t] at the same level.
+ * Determinism: every output element is computed by exactly one thread, by the level's dot
+ * function or its dot4 twin (bit-identical to it), whatever the thread count or batch size:
+ * results are bit-identical across thread counts, and pt_kern_matmul row t equals
+ * pt_kern_matvec of X[t] at the same level.  Results differ between levels in the last bits.
+ *
+ * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
+ * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference and AVX2 for all of them).  AVX-512 has
+ * its own kernels for F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K IQ4_XS; the other
+ * five run their AVX2 kernel at the AVX-512 level.  dot4 (four activation rows per weight
+ * decode, used by pt_kern_matmul): AVX2 F32 F16 BF16 Q8_0 Q6_K; AVX-512 F32 F16 BF16
+ * Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K.  Other types (IQ2/IQ3/IQ1, TQ, NVFP4, Q1_0/Q2_0)
+ * have none: pt_kern_ops returns NULL and the products fail with PT_E_UNSUPPORTED.
  *
  * Kernels never allocate: callers pass scratch sized by pt_kern_act_bytes.
  */
@@ -35,10 +44,16 @@ enum pt_kern_level {
  * blocks, a the activation row already in the partner format.  Returns the float result. */
 typedef float (*pt_kern_dot_fn)(size_t n, const void *w, const void *a);
 
+/* Four dot products of one weight row against activation rows a, a + a_stride, ... (bytes):
+ * out[k] is bit-identical to dot(n, w, a + k * a_stride); the weight is decoded once. */
+typedef void (*pt_kern_dot4_fn)(size_t n, const void *w, const void *a, size_t a_stride,
+				float out[4]);
+
 struct pt_kern_ops {
 	enum pt_type type;          /* weight type */
 	enum pt_type act_type;      /* partner (activation) format */
 	pt_kern_dot_fn dot;         /* never NULL for a supported type */
+	pt_kern_dot4_fn dot4;       /* NULL if this level has no multi-activation kernel */
 	enum pt_kern_level level;   /* level the dot actually runs at (scalar if no SIMD twin) */
 };
 
@@ -91,8 +106,8 @@ struct pt_kern_mat {
  * an unsupported type). */
 size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows);
 
-/* y[rows] = W x.  x has w->cols floats; scratch holds pt_kern_act_bytes(w, 1) bytes.
- * pool may be NULL.  PT_E_UNSUPPORTED for a type without kernels, PT_E_INVALID for
+/* y[rows] = W x.  x has w->cols floats; scratch holds pt_kern_act_bytes(w, 1) bytes (not
+ * touched for F32 weights, which read x directly).  pool may be NULL (caller thread only).  PT_E_UNSUPPORTED for a type without kernels, PT_E_INVALID for
  * inconsistent shapes; y is untouched on failure. */
 enum pt_status pt_kern_matvec(const struct pt_kern_mat *w, const float *x, float *y,
 			      void *scratch, pt_pool *pool, struct pt_error *err);
@@ -101,7 +116,9 @@ enum pt_status pt_kern_matvec(const struct pt_kern_mat *w, const float *x, float
 enum pt_status pt_kern_matvec_q(const struct pt_kern_mat *w, const void *xq, float *y,
 				pt_pool *pool, struct pt_error *err);
 /* Y[n_tok][rows] = X[n_tok][cols] W^T.  scratch holds pt_kern_act_bytes(w, n_tok) bytes.
- * Work is tiled so each tile of weight rows is reused from cache across all tokens. */
+ * Activation rows are converted in parallel from 8 tokens on; then each task takes a band of
+ * weight rows, tiles of 16 rows are reused across all tokens, four tokens per weight decode
+ * where the level has a dot4 kernel.  Errors as pt_kern_matvec. */
 enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint64_t n_tok,
 			      float *y, void *scratch, pt_pool *pool, struct pt_error *err);
 /* Same with pre-quantized activations, rows of act_row_bytes (pt_kern_act_bytes(w, 1)). */

@@ -59,6 +59,35 @@ static inline int16_t kern_i16(const uint8_t *p)
 	return (int16_t)kern_u16(p);
 }
 
+/* fp16 -> f32, exact (GGUF-AND-QUANTS.md 1.2), inline for the scalar kernels; equals
+ * pt_fp16_to_f32 for all 65536 codes (tested).  Normal numbers take the first branch. */
+static inline float kern_fp16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+	uint32_t bits;
+	float f;
+	if (exp != 0 && exp != 0x1f) {
+		bits = sign | ((exp + 112) << 23) | (man << 13);
+	} else if (exp == 0x1f) {
+		bits = sign | 0x7f800000u | (man << 13);
+	} else { /* zero or subnormal: man * 2^-24 is exact */
+		f = (float)man * 0x1p-24f;
+		return sign ? -f : f;
+	}
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* E8M0 exponent byte to half its value, 2^(e-128) (GGUF-AND-QUANTS.md 1.4), inline for the
+ * per-block MXFP4 loops; equals pt_e8m0_to_f32_half. */
+static inline float kern_e8m0_half(uint8_t e)
+{
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
 /* Q4_K / Q5_K 6-bit scale and min of sub-block j (get_scale_min_k4). */
 static inline void kern_q4k_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
 {
@@ -85,10 +114,18 @@ _Static_assert(sizeof(struct pt_block_q2_K) == Q2K_B && sizeof(struct pt_block_q
 		       offsetof(struct pt_block_q8_K, bsums) == Q8K_BSUMS,
 	       "K-block layouts");
 
+/* Test hook: pretend the CPU supports at most `level` (PT_KERN_LEVEL_COUNT restores the
+ * detected maximum), so the refusal of an unsupported PARTICLE_CPU level can be tested on any
+ * machine.  Also lowers the current level if it is above the cap. */
+void pt_kern_test_cap_level(enum pt_kern_level level);
+
 /* Level tables: dot function per weight type, NULL where the level has no own kernel (the
  * dispatcher then falls back to the next lower level). */
 extern const pt_kern_dot_fn pt_kern_dot_scalar[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT];
+/* Four-activation variants, NULL where a level has none (matvec then calls dot 4 times). */
+extern const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT];
 
 #endif

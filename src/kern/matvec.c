@@ -54,21 +54,46 @@ size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows)
 	return (size_t)total;
 }
 
+/* Software prefetch of the weight row this many rows ahead: on the development host it
+ * raised single-thread DRAM streaming of expert slabs by roughly 15-30 % (noisy, shared
+ * host; docs/PERFORMANCE.md); it is only a hint, so results are unaffected. */
+#define PREFETCH_ROWS 4
+
+static inline void prefetch_row(const uint8_t *p, size_t bytes)
+{
+	for (size_t off = 0; off < bytes; off += 64)
+		__builtin_prefetch(p + off, 0, 0);
+}
+
 static void run_task(void *ctx, uint32_t task, uint32_t worker)
 {
 	const struct job *jb = ctx;
 	const struct pt_kern_mat *w = jb->w;
 	const uint8_t *data = w->data;
+	const size_t ab = jb->act_row_bytes;
 	uint64_t r0 = (uint64_t)task * jb->rows_per_task;
 	uint64_t r1 = r0 + jb->rows_per_task < w->rows ? r0 + jb->rows_per_task : w->rows;
 	(void)worker;
 	for (uint64_t t0 = r0; t0 < r1; t0 += MATMUL_TILE_ROWS) {
 		uint64_t t1 = t0 + MATMUL_TILE_ROWS < r1 ? t0 + MATMUL_TILE_ROWS : r1;
-		for (uint64_t tok = 0; tok < jb->n_tok; tok++) {
-			const uint8_t *xq = jb->xq + tok * jb->act_row_bytes;
+		uint64_t tok = 0;
+		for (; jb->ops->dot4 && tok + 4 <= jb->n_tok; tok += 4) {
 			float *y = jb->y + tok * w->rows;
-			for (uint64_t r = t0; r < t1; r++)
+			for (uint64_t r = t0; r < t1; r++) {
+				float out[4];
+				jb->ops->dot4(w->cols, data + r * w->row_bytes, jb->xq + tok * ab, ab, out);
+				for (int k = 0; k < 4; k++)
+					y[k * w->rows + r] = out[k];
+			}
+		}
+		for (; tok < jb->n_tok; tok++) {
+			const uint8_t *xq = jb->xq + tok * ab;
+			float *y = jb->y + tok * w->rows;
+			for (uint64_t r = t0; r < t1; r++) {
+				if (r + PREFETCH_ROWS < r1)
+					prefetch_row(data + (r + PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
 				y[r] = jb->ops->dot(w->cols, data + r * w->row_bytes, xq);
+			}
 		}
 	}
 }
@@ -107,6 +132,28 @@ enum pt_status pt_kern_matvec_q(const struct pt_kern_mat *w, const void *xq, flo
 	return pt_kern_matmul_q(w, xq, 1, y, pool, err);
 }
 
+/* Activation rows are quantized in parallel for prefill batches (each row independently, so
+ * the bytes do not depend on the split). */
+#define QUANT_PARALLEL_MIN_TOK 8
+
+struct quant_job {
+	enum pt_type act;
+	const float *x;
+	uint8_t *xq;
+	uint64_t cols;
+	size_t arow;
+	uint64_t n_tok;
+	uint32_t n_parts; /* tasks; task k quantizes rows k, k + n_parts, ... */
+};
+
+static void quant_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct quant_job *qj = ctx;
+	(void)worker;
+	for (uint64_t t = task; t < qj->n_tok; t += qj->n_parts)
+		pt_kern_quantize_row(qj->act, qj->x + t * qj->cols, qj->xq + t * qj->arow, qj->cols);
+}
+
 enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint64_t n_tok,
 			      float *y, void *scratch, pt_pool *pool, struct pt_error *err)
 {
@@ -115,10 +162,13 @@ enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint6
 	enum pt_status st = check_mat(w, &ops, &arow, err);
 	if (st != PT_OK)
 		return st;
-	uint8_t *xq = scratch;
-	for (uint64_t t = 0; t < n_tok; t++)
-		pt_kern_quantize_row(ops->act_type, x + t * w->cols, xq + t * arow, w->cols);
-	return pt_kern_matmul_q(w, xq, n_tok, y, pool, err);
+	if (ops->act_type == PT_TYPE_F32) /* F32 weights take the activations as they are */
+		return pt_kern_matmul_q(w, x, n_tok, y, pool, err);
+	struct quant_job qj = { ops->act_type, x, scratch, w->cols, arow, n_tok, 1 };
+	if (n_tok >= QUANT_PARALLEL_MIN_TOK)
+		qj.n_parts = pt_pool_threads(pool);
+	pt_pool_run(pool, quant_task, &qj, qj.n_parts);
+	return pt_kern_matmul_q(w, scratch, n_tok, y, pool, err);
 }
 
 enum pt_status pt_kern_matvec(const struct pt_kern_mat *w, const float *x, float *y,

@@ -1,17 +1,19 @@
 /* pool.c - the kernels' thread pool (see pool.h).
  *
- * A run publishes (fn, ctx, n_tasks), bumps a generation counter and wakes the workers; every
- * thread, the caller included, then claims task indices from one atomic counter until they run
- * out, and the caller waits for the number of busy workers to drop to zero.  Both waits spin
- * for a bounded number of iterations before sleeping on a futex, which keeps the dispatch
- * latency of back-to-back runs in the microsecond range without burning idle cores.
+ * A run publishes its parameters, then one 64-bit claim word (run tag | task count | next
+ * index) and bumps a 32-bit generation that sleeping workers wait on.  Every thread, the
+ * caller included, claims task indices with a compare-and-swap that succeeds only while the
+ * word still carries the tag it saw, so a worker waking late can never take a task of a later
+ * run.  The caller waits for the count of finished tasks, not for every worker to check in:
+ * a worker that is descheduled (more threads than free cores) just misses the run.  Waits
+ * spin with `pause`, then yield, then sleep on a futex; wakes are skipped when nobody sleeps.
  */
 #include "kern/pool.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -20,21 +22,32 @@
 #include "util/alloc.h"
 #include "util/status.h"
 
-/* Spin iterations before sleeping; each iteration is one pause (tens of ns). */
-#define SPIN_ITERS 20000
+/* Waiting: SPIN_PAUSE iterations of `pause` (tens of ns each), then SPIN_YIELD iterations of
+ * sched_yield (lets a descheduled peer run when threads outnumber free cores), then a futex
+ * sleep. */
+#define SPIN_PAUSE 4000
+#define SPIN_YIELD 100
+
+/* Claim word: tag (20 bits) | count (22 bits) | next index (22 bits). */
+#define IDX_BITS 22
+#define IDX_MASK ((1ull << IDX_BITS) - 1)
+#define TAG_MASK ((1ull << 20) - 1)
+#define BATCH_MAX ((uint32_t)IDX_MASK) /* tasks per published batch */
 
 struct pt_pool {
 	uint32_t n_threads;
-	uint32_t n_started;           /* workers successfully created */
-	pthread_t *threads;           /* [n_threads - 1] */
-	_Atomic uint32_t generation;  /* bumped once per run (futex word for workers) */
-	_Atomic uint32_t busy;        /* workers still inside the current run (futex word) */
-	_Atomic uint32_t next_task;
+	uint32_t n_started;          /* workers successfully created */
+	pthread_t *threads;          /* [n_threads - 1] */
+	_Atomic uint32_t generation; /* bumped once per batch; futex word for idle workers */
+	_Atomic uint64_t claim;      /* see above */
+	_Atomic uint32_t done;       /* tasks of the current batch finished; futex word */
+	_Atomic uint32_t sleepers;   /* threads inside a futex wait */
 	_Atomic int stop;
-	_Atomic uint32_t sleepers;    /* threads inside a futex wait (skip wake syscalls if 0) */
+	/* Batch parameters: written before the claim word is published, read only by a thread
+	 * holding a claimed task of that batch (the caller cannot move on before it finishes). */
 	pt_pool_fn fn;
 	void *ctx;
-	uint32_t n_tasks;
+	uint32_t base;
 };
 
 struct worker_arg {
@@ -59,34 +72,23 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void drain(pt_pool *pool, uint32_t worker)
+/* Waits until *word != val (or stop is set).  The sleepers count is raised before the last
+ * check (both seq_cst), so a waker that read sleepers == 0 changed the word before that
+ * check could see it. */
+static void wait_change(pt_pool *pool, _Atomic uint32_t *word, uint32_t val)
 {
-	for (;;) {
-		uint32_t t = atomic_fetch_add_explicit(&pool->next_task, 1, memory_order_relaxed);
-		if (t >= pool->n_tasks)
+	for (int i = 0; i < SPIN_PAUSE + SPIN_YIELD; i++) {
+		if (atomic_load_explicit(word, memory_order_acquire) != val ||
+		    atomic_load_explicit(&pool->stop, memory_order_relaxed))
 			return;
-		pool->fn(pool->ctx, t, worker);
-	}
-}
-
-/* Waits until *word != val: spin first, then futex.  The sleepers count is raised before the
- * last check (both seq_cst), so a waker that saw sleepers == 0 is guaranteed to have been
- * seen by that check. */
-static void wait_change(pt_pool *pool, _Atomic uint32_t *word, uint32_t val, _Atomic int *stop)
-{
-	for (int i = 0; i < SPIN_ITERS; i++) {
-		if (atomic_load_explicit(word, memory_order_acquire) != val)
-			return;
-		if (stop && atomic_load_explicit(stop, memory_order_relaxed))
-			return;
-		cpu_relax();
+		if (i < SPIN_PAUSE)
+			cpu_relax();
+		else
+			sched_yield();
 	}
 	atomic_fetch_add(&pool->sleepers, 1);
-	while (atomic_load(word) == val) {
-		if (stop && atomic_load_explicit(stop, memory_order_relaxed))
-			break;
+	while (atomic_load(word) == val && !atomic_load(&pool->stop))
 		futex_wait(word, val);
-	}
 	atomic_fetch_sub(&pool->sleepers, 1);
 }
 
@@ -96,21 +98,37 @@ static void wake(pt_pool *pool, _Atomic uint32_t *word)
 		futex_wake(word);
 }
 
+/* Runs tasks of the batch tagged tag until none is left. */
+static void drain(pt_pool *pool, uint64_t tag, uint32_t worker)
+{
+	uint64_t v = atomic_load_explicit(&pool->claim, memory_order_acquire);
+	for (;;) {
+		uint64_t idx = v & IDX_MASK, count = (v >> IDX_BITS) & IDX_MASK;
+		if ((v >> (2 * IDX_BITS)) != tag || idx >= count)
+			return;
+		if (!atomic_compare_exchange_weak_explicit(&pool->claim, &v, v + 1,
+							   memory_order_acq_rel,
+							   memory_order_acquire))
+			continue;
+		pool->fn(pool->ctx, pool->base + (uint32_t)idx, worker);
+		if (atomic_fetch_add(&pool->done, 1) + 1 == count)
+			wake(pool, &pool->done);
+		v = atomic_load_explicit(&pool->claim, memory_order_acquire);
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker_arg *wa = arg;
 	pt_pool *pool = wa->pool;
-	uint32_t index = wa->index;
-	uint32_t seen = 0;
+	uint32_t index = wa->index, seen = 0;
 	pt_free(wa);
 	for (;;) {
-		wait_change(pool, &pool->generation, seen, &pool->stop);
+		wait_change(pool, &pool->generation, seen);
 		if (atomic_load_explicit(&pool->stop, memory_order_acquire))
 			return NULL;
 		seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
-		drain(pool, index);
-		if (atomic_fetch_sub(&pool->busy, 1) == 1)
-			wake(pool, &pool->busy);
+		drain(pool, seen & TAG_MASK, index);
 	}
 }
 
@@ -118,8 +136,8 @@ void pt_pool_destroy(pt_pool *pool)
 {
 	if (!pool)
 		return;
-	atomic_store_explicit(&pool->stop, 1, memory_order_release);
-	atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+	atomic_store(&pool->stop, 1);
+	atomic_fetch_add(&pool->generation, 1);
 	futex_wake(&pool->generation);
 	for (uint32_t i = 0; i < pool->n_started; i++)
 		pthread_join(pool->threads[i], NULL);
@@ -169,10 +187,25 @@ uint32_t pt_pool_threads(const pt_pool *pool)
 	return pool ? pool->n_threads : 1;
 }
 
+static void run_batch(pt_pool *pool, uint32_t base, uint32_t count)
+{
+	pool->base = base;
+	atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+	uint32_t gen = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
+	uint64_t tag = gen & TAG_MASK;
+	/* release: fn, ctx, base and done = 0 are visible to whoever claims from this word */
+	atomic_store_explicit(&pool->claim, (tag << (2 * IDX_BITS)) | ((uint64_t)count << IDX_BITS),
+			      memory_order_release);
+	atomic_store(&pool->generation, gen);
+	wake(pool, &pool->generation);
+	drain(pool, tag, 0);
+	uint32_t d;
+	while ((d = atomic_load_explicit(&pool->done, memory_order_acquire)) != count)
+		wait_change(pool, &pool->done, d);
+}
+
 void pt_pool_run(pt_pool *pool, pt_pool_fn fn, void *ctx, uint32_t n_tasks)
 {
-	if (n_tasks == 0)
-		return;
 	if (!pool || pool->n_threads == 1 || n_tasks == 1) {
 		for (uint32_t t = 0; t < n_tasks; t++)
 			fn(ctx, t, 0);
@@ -180,14 +213,8 @@ void pt_pool_run(pt_pool *pool, pt_pool_fn fn, void *ctx, uint32_t n_tasks)
 	}
 	pool->fn = fn;
 	pool->ctx = ctx;
-	pool->n_tasks = n_tasks;
-	atomic_store_explicit(&pool->next_task, 0, memory_order_relaxed);
-	atomic_store_explicit(&pool->busy, pool->n_started, memory_order_relaxed);
-	/* release: publishes fn/ctx/n_tasks/next_task to workers that observe the new generation */
-	atomic_fetch_add(&pool->generation, 1);
-	wake(pool, &pool->generation);
-	drain(pool, 0);
-	uint32_t b;
-	while ((b = atomic_load_explicit(&pool->busy, memory_order_acquire)) != 0)
-		wait_change(pool, &pool->busy, b, NULL);
+	for (uint32_t base = 0; base < n_tasks; base += BATCH_MAX) {
+		uint32_t count = n_tasks - base < BATCH_MAX ? n_tasks - base : BATCH_MAX;
+		run_batch(pool, base, count);
+	}
 }

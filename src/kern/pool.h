@@ -1,10 +1,11 @@
 /* pool.h - a small fixed-size thread pool for parallel-for over independent tasks.
  *
  * The caller thread takes part in every run, so a pool of N threads starts N - 1 workers.
- * Workers spin briefly after a run (decode dispatches hundreds of runs per token) and then
- * sleep on a futex.  Tasks are handed out from an atomic counter: which thread runs a task
- * varies between runs, so task functions must make each task's output independent of the
- * thread that computes it (the kernels do: every output element belongs to exactly one task).
+ * Workers spin briefly after a run (decode dispatches hundreds of runs per token), then
+ * yield, then sleep on a futex.  Tasks are claimed one index at a time from a shared word:
+ * which thread runs a task varies between runs (a busy or descheduled worker simply takes
+ * none), so task functions must make each task's output independent of the thread that
+ * computes it (the kernels do: every output element belongs to exactly one task).
  */
 #ifndef PT_KERN_POOL_H
 #define PT_KERN_POOL_H

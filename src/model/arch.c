@@ -319,8 +319,8 @@ static void detect_layout(const pt_gguf *g, struct pt_hparams *hp)
 	hp->fused_gate_up_exps = has_tensor(g, "blk.%u.ffn_gate_up_exps.weight", moe);
 	hp->has_exp_probs_b = has_tensor(g, "blk.%u.exp_probs_b.bias", moe);
 	hp->has_layer_output_scale = has_tensor(g, "blk.%u.layer_output_scale.weight", 0);
-	hp->k_eq_v_full = false;
-	for (uint32_t l = 0; l < hp->n_layer; l++)
+	/* gemma4 full-attention layers without attn_v use V = K (attention_k_eq_v). */
+	for (uint32_t l = 0; hp->arch == PT_ARCH_GEMMA4 && l < hp->n_layer; l++)
 		if (!hp->is_swa[l]) {
 			hp->k_eq_v_full = !has_tensor(g, "blk.%u.attn_v.weight", l);
 			break;

@@ -250,6 +250,7 @@ static enum pt_status gemma_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 	hp->gating = PT_GATING_SOFTMAX;
 	hp->expert_weights_norm = true;
 	hp->rope_partial_full = 0.25f;
+	hp->k_eq_v_full = true; /* refined from the tensor table */
 	return PT_OK;
 }
 

@@ -16,6 +16,7 @@
 
 #include "gguf/gguf.h"
 #include "model/vocab.h"
+#include "token/hf_import.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "util/alloc.h"
@@ -192,7 +193,17 @@ struct writer {
 	const struct pt_hparams *hp;
 	pt_gguf_writer *w;
 	float *scratch[PT_MKMODEL_MAX_THREADS];
-	uint8_t *out;
+	/* Double-buffered output: chunk k is written by a writer thread while chunk k+1 is
+	 * generated and quantized. */
+	uint8_t *outbuf[2];
+	uint8_t *out;           /* the buffer being filled */
+	int cur;
+	pthread_t writer;
+	bool writing;
+	const uint8_t *wbytes;
+	size_t wlen;
+	enum pt_status wst;
+	struct pt_error werr;
 	uint64_t chunk_rows_cap;
 	uint64_t done, total;   /* bytes, for the progress bar */
 	int last_pct;
@@ -210,6 +221,45 @@ static void progress(struct writer *wr)
 		(double)wr->total / 1e9);
 	if (pct == 100)
 		fputc('\n', stderr);
+}
+
+static void *run_write(void *arg)
+{
+	struct writer *wr = arg;
+	wr->wst = pt_gguf_writer_write_data(wr->w, wr->wbytes, wr->wlen, &wr->werr);
+	return NULL;
+}
+
+/* Waits for the pending write, if any, and reports its result. */
+static enum pt_status drain(struct writer *wr, struct pt_error *err)
+{
+	if (!wr->writing)
+		return PT_OK;
+	pthread_join(wr->writer, NULL);
+	wr->writing = false;
+	if (wr->wst != PT_OK)
+		return pt_error_set(err, wr->wst, "%s", wr->werr.msg);
+	return PT_OK;
+}
+
+/* Hands the filled buffer to the writer thread and switches to the other one. */
+static enum pt_status submit(struct writer *wr, size_t len, struct pt_error *err)
+{
+	enum pt_status st = drain(wr, err);
+	if (st != PT_OK)
+		return st;
+	wr->wbytes = wr->out;
+	wr->wlen = len;
+	wr->wst = PT_OK;
+	if (pthread_create(&wr->writer, NULL, run_write, wr) == 0)
+		wr->writing = true;
+	else
+		run_write(wr); /* no thread: write synchronously */
+	if (!wr->writing && wr->wst != PT_OK)
+		return pt_error_set(err, wr->wst, "%s", wr->werr.msg);
+	wr->cur ^= 1;
+	wr->out = wr->outbuf[wr->cur];
+	return PT_OK;
 }
 
 /* Generates, quantizes (threads in parallel over rows) and writes rows [r0, r0+n). */
@@ -243,7 +293,7 @@ static enum pt_status write_chunk(struct writer *wr, const struct pt_tensor_desc
 			return pt_error_set(err, jobs[t].st, "%s: %s", d->name, jobs[t].err.msg);
 	wr->done += n * row_bytes;
 	progress(wr);
-	return pt_gguf_writer_write_data(wr->w, wr->out, n * row_bytes, err);
+	return submit(wr, n * row_bytes, err);
 }
 
 static enum pt_status write_tensor(struct writer *wr, const struct pt_tensor_desc *d,
@@ -264,8 +314,14 @@ static enum pt_status write_tensor(struct writer *wr, const struct pt_tensor_des
 	return st;
 }
 
+/* The vocabulary: the compact synthetic one, or one imported with --vocab. */
+struct vocab {
+	struct pt_vocab compact;
+	struct pt_vocab_spec *imported;
+};
+
 static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
-				 const struct pt_vocab *v, pt_gguf_writer *w,
+				 const struct vocab *v, pt_gguf_writer *w,
 				 struct pt_error *err)
 {
 	enum pt_status st;
@@ -284,7 +340,10 @@ static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct p
 	TRY(pt_gguf_writer_set_u64(w, "particle.mkmodel.seed", o->seed, err));
 	TRY(pt_gguf_writer_set_f32(w, "particle.mkmodel.router_skew", (float)o->router_skew, err));
 	TRY(pt_arch_write_hparams(hp, w, err));
-	TRY(pt_vocab_write(v, w, err));
+	if (v->imported)
+		TRY(pt_vocab_write_gguf(w, v->imported, err));
+	else
+		TRY(pt_vocab_write(&v->compact, w, err));
 	TRY(pt_gguf_writer_set_u32(w, "general.quantization_version", 2, err));
 	TRY(pt_gguf_writer_set_u32(w, "general.file_type", pt_mix_file_type(o->mix), err));
 #undef TRY
@@ -292,7 +351,7 @@ static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct p
 }
 
 static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
-				 const struct pt_vocab *v, const struct pt_tensor_list *l,
+				 const struct vocab *v, const struct pt_tensor_list *l,
 				 const uint32_t *types, struct writer *wr, struct pt_error *err)
 {
 	enum pt_status st = pt_gguf_writer_create(o->out_path, 32, &wr->w, err);
@@ -311,13 +370,15 @@ static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct p
 		st = pt_gguf_writer_begin_data(wr->w, err);
 	for (uint32_t i = 0; st == PT_OK && i < l->n; i++)
 		st = write_tensor(wr, &l->t[i], types[i], err);
+	enum pt_status dst = drain(wr, err);
+	st = st != PT_OK ? st : dst;
 	if (st == PT_OK)
 		st = pt_gguf_writer_finish(wr->w, err);
 	return st;
 }
 
 static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams *hp,
-			      struct pt_vocab *v, struct pt_error *err)
+			      struct vocab *v, struct pt_error *err)
 {
 	enum pt_status st = pt_arch_preset(o->arch, o->preset, o->n_layer, hp, err);
 	if (st != PT_OK)
@@ -329,19 +390,25 @@ static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams
 					    o->arch_name, pt_arch_name(o->arch));
 		snprintf(hp->arch_name, sizeof hp->arch_name, "%s", o->arch_name);
 	}
-	if (o->vocab_dir)
-		return pt_error_set(err, PT_E_UNSUPPORTED,
-				    "--vocab (Hugging Face tokenizer import) is not yet supported");
-	if ((st = pt_vocab_compact(o->arch, hp->n_vocab, v, err)) != PT_OK)
-		return st;
-	hp->n_vocab = v->n;
+	if (o->vocab_dir) {
+		/* full presets keep the real vocabulary size (padded with [PADi]) */
+		struct pt_vocab_import_opts io = { .arch = hp->arch_name,
+						   .vocab_size = hp->n_vocab };
+		if ((st = pt_vocab_import_hf(o->vocab_dir, &io, &v->imported, err)) != PT_OK)
+			return st;
+		hp->n_vocab = v->imported->n_tokens;
+	} else {
+		if ((st = pt_vocab_compact(o->arch, hp->n_vocab, &v->compact, err)) != PT_OK)
+			return st;
+		hp->n_vocab = v->compact.n;
+	}
 	return pt_hparams_validate(hp, err);
 }
 
 enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error *err)
 {
 	struct pt_hparams hp;
-	struct pt_vocab v = { 0 };
+	struct vocab v = { 0 };
 	struct pt_tensor_list l = { 0 };
 	struct writer wr = { .o = o, .hp = &hp, .chunk_rows_cap = PT_MKMODEL_CHUNK_ELEMS,
 			     .last_pct = -1 };
@@ -357,9 +424,11 @@ enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error
 	for (unsigned t = 0; st == PT_OK && t < o->threads; t++)
 		if (!(wr.scratch[t] = pt_mallocn(PT_MKMODEL_CHUNK_ELEMS, sizeof(float))))
 			st = pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
-	if (st == PT_OK &&
-	    !(wr.out = pt_mallocn((size_t)PT_MKMODEL_CHUNK_ELEMS * o->threads, sizeof(float))))
-		st = pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
+	for (int b = 0; st == PT_OK && b < 2; b++)
+		if (!(wr.outbuf[b] = pt_mallocn((size_t)PT_MKMODEL_CHUNK_ELEMS * o->threads,
+						sizeof(float))))
+			st = pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
+	wr.out = wr.outbuf[0];
 	if (st == PT_OK) {
 		pt_mix_assign(o->mix, &hp, &l, types);
 		st = write_file(o, &hp, &v, &l, types, &wr, err);
@@ -367,9 +436,11 @@ enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error
 	pt_gguf_writer_destroy(wr.w); /* removes the file unless finished */
 	for (unsigned t = 0; t < PT_MKMODEL_MAX_THREADS; t++)
 		pt_free(wr.scratch[t]);
-	pt_free(wr.out);
+	pt_free(wr.outbuf[0]);
+	pt_free(wr.outbuf[1]);
 	pt_free(types);
 	pt_tensor_list_free(&l);
-	pt_vocab_free(&v);
+	pt_vocab_free(&v.compact);
+	pt_vocab_spec_destroy(v.imported);
 	return st;
 }

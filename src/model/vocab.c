@@ -148,7 +148,7 @@ static enum pt_status add_word_merges(struct pt_vocab *v, const char *space,
 			if (pt_vocab_find(v, merged) >= 0)
 				continue;
 			if (add_merge(v, left, right) != 0 ||
-			    add_token(v, merged, PT_TOK_NORMAL, false) < 0)
+			    add_token(v, merged, PT_TOKTYPE_NORMAL, false) < 0)
 				return nomem(err);
 		}
 	return PT_OK;
@@ -173,10 +173,10 @@ static enum pt_status byte_symbols(struct pt_vocab *v, bool spm, struct pt_error
 	char sym[8];
 	for (unsigned b = 0; b < 256; b++) {
 		gpt2_byte(b, sym);
-		if (add_token(v, sym, PT_TOK_NORMAL, true) < 0)
+		if (add_token(v, sym, PT_TOKTYPE_NORMAL, true) < 0)
 			return nomem(err);
 	}
-	if (spm && add_token(v, "\xe2\x96\x81", PT_TOK_NORMAL, true) < 0)
+	if (spm && add_token(v, "\xe2\x96\x81", PT_TOKTYPE_NORMAL, true) < 0)
 		return nomem(err);
 	return PT_OK;
 }
@@ -184,11 +184,11 @@ static enum pt_status byte_symbols(struct pt_vocab *v, bool spm, struct pt_error
 static enum pt_status qwen_vocab(struct pt_vocab *v, struct pt_error *err)
 {
 	static const struct special sp[] = {
-		{ "<|endoftext|>", PT_TOK_CONTROL }, { "<|im_start|>", PT_TOK_CONTROL },
-		{ "<|im_end|>", PT_TOK_CONTROL }, { "<tool_call>", PT_TOK_USER_DEFINED },
-		{ "</tool_call>", PT_TOK_USER_DEFINED }, { "<tool_response>", PT_TOK_USER_DEFINED },
-		{ "</tool_response>", PT_TOK_USER_DEFINED }, { "<think>", PT_TOK_USER_DEFINED },
-		{ "</think>", PT_TOK_USER_DEFINED },
+		{ "<|endoftext|>", PT_TOKTYPE_CONTROL }, { "<|im_start|>", PT_TOKTYPE_CONTROL },
+		{ "<|im_end|>", PT_TOKTYPE_CONTROL }, { "<tool_call>", PT_TOKTYPE_USER_DEFINED },
+		{ "</tool_call>", PT_TOKTYPE_USER_DEFINED }, { "<tool_response>", PT_TOKTYPE_USER_DEFINED },
+		{ "</tool_response>", PT_TOKTYPE_USER_DEFINED }, { "<think>", PT_TOKTYPE_USER_DEFINED },
+		{ "</think>", PT_TOKTYPE_USER_DEFINED },
 	};
 	enum pt_status st;
 	v->model = "gpt2";
@@ -198,7 +198,7 @@ static enum pt_status qwen_vocab(struct pt_vocab *v, struct pt_error *err)
 	    (st = add_word_merges(v, "\xc4\xa0", err)) != PT_OK)
 		return st;
 	if (add_merge(v, "\xc4\x8a", "\xc4\x8a") != 0 ||
-	    add_token(v, "\xc4\x8a\xc4\x8a", PT_TOK_NORMAL, true) < 0)
+	    add_token(v, "\xc4\x8a\xc4\x8a", PT_TOKTYPE_NORMAL, true) < 0)
 		return nomem(err);
 	/* Qwen keeps its added tokens after the ordinary vocabulary. */
 	if ((st = add_specials(v, sp, sizeof sp / sizeof sp[0], err)) != PT_OK)
@@ -213,18 +213,18 @@ static enum pt_status gemma_vocab(struct pt_vocab *v, struct pt_error *err)
 {
 	/* Gemma order: <pad> <eos> <bos> <unk> <mask> first (ids 0-4 as in the real vocab). */
 	static const struct special sp[] = {
-		{ "<pad>", PT_TOK_CONTROL }, { "<eos>", PT_TOK_CONTROL }, { "<bos>", PT_TOK_CONTROL },
-		{ "<unk>", PT_TOK_UNKNOWN }, { "<mask>", PT_TOK_CONTROL },
-		{ "<|tool>", PT_TOK_CONTROL }, { "<tool|>", PT_TOK_CONTROL },
-		{ "<|tool_call>", PT_TOK_USER_DEFINED }, { "<tool_call|>", PT_TOK_USER_DEFINED },
-		{ "<|tool_response>", PT_TOK_USER_DEFINED },
-		{ "<tool_response|>", PT_TOK_USER_DEFINED }, { "<|think|>", PT_TOK_CONTROL },
-		{ "<|channel>", PT_TOK_USER_DEFINED }, { "<channel|>", PT_TOK_USER_DEFINED },
-		{ "<|turn>", PT_TOK_CONTROL }, { "<turn|>", PT_TOK_CONTROL },
-		{ "<|\"|>", PT_TOK_USER_DEFINED }, { "<|image|>", PT_TOK_CONTROL },
-		{ "<|audio|>", PT_TOK_CONTROL }, { "<|video|>", PT_TOK_CONTROL },
-		{ "\n", PT_TOK_USER_DEFINED }, { "\n\n", PT_TOK_USER_DEFINED },
-		{ "\xe2\x96\x81\xe2\x96\x81", PT_TOK_USER_DEFINED },
+		{ "<pad>", PT_TOKTYPE_CONTROL }, { "<eos>", PT_TOKTYPE_CONTROL }, { "<bos>", PT_TOKTYPE_CONTROL },
+		{ "<unk>", PT_TOKTYPE_UNKNOWN }, { "<mask>", PT_TOKTYPE_CONTROL },
+		{ "<|tool>", PT_TOKTYPE_CONTROL }, { "<tool|>", PT_TOKTYPE_CONTROL },
+		{ "<|tool_call>", PT_TOKTYPE_USER_DEFINED }, { "<tool_call|>", PT_TOKTYPE_USER_DEFINED },
+		{ "<|tool_response>", PT_TOKTYPE_USER_DEFINED },
+		{ "<tool_response|>", PT_TOKTYPE_USER_DEFINED }, { "<|think|>", PT_TOKTYPE_CONTROL },
+		{ "<|channel>", PT_TOKTYPE_USER_DEFINED }, { "<channel|>", PT_TOKTYPE_USER_DEFINED },
+		{ "<|turn>", PT_TOKTYPE_CONTROL }, { "<turn|>", PT_TOKTYPE_CONTROL },
+		{ "<|\"|>", PT_TOKTYPE_USER_DEFINED }, { "<|image|>", PT_TOKTYPE_CONTROL },
+		{ "<|audio|>", PT_TOKTYPE_CONTROL }, { "<|video|>", PT_TOKTYPE_CONTROL },
+		{ "\n", PT_TOKTYPE_USER_DEFINED }, { "\n\n", PT_TOKTYPE_USER_DEFINED },
+		{ "\xe2\x96\x81\xe2\x96\x81", PT_TOKTYPE_USER_DEFINED },
 	};
 	enum pt_status st;
 	char name[16];
@@ -236,7 +236,7 @@ static enum pt_status gemma_vocab(struct pt_vocab *v, struct pt_error *err)
 		return st;
 	for (unsigned b = 0; b < 256; b++) {
 		snprintf(name, sizeof name, "<0x%02X>", b);
-		if (add_token(v, name, PT_TOK_BYTE, true) < 0)
+		if (add_token(v, name, PT_TOKTYPE_BYTE, true) < 0)
 			return nomem(err);
 	}
 	if ((st = byte_symbols(v, true, err)) != PT_OK ||
@@ -256,13 +256,13 @@ static enum pt_status sarvam_vocab(struct pt_vocab *v, struct pt_error *err)
 	/* config.json: pad 0, eos 1; the rest of Sarvam's added tokens are not established
 	 * (TOKENIZERS.md 2.3): these are the ones its chat template uses. */
 	static const struct special sp[] = {
-		{ "<pad>", PT_TOK_CONTROL }, { "</s>", PT_TOK_CONTROL }, { "<s>", PT_TOK_CONTROL },
-		{ "<unk>", PT_TOK_UNKNOWN }, { "[SYSTEM_PROMPT]", PT_TOK_CONTROL },
-		{ "[/SYSTEM_PROMPT]", PT_TOK_CONTROL }, { "[INST]", PT_TOK_CONTROL },
-		{ "[/INST]", PT_TOK_CONTROL }, { "<think>", PT_TOK_USER_DEFINED },
-		{ "</think>", PT_TOK_USER_DEFINED },
-		{ "  ", PT_TOK_USER_DEFINED }, { "\n", PT_TOK_USER_DEFINED },
-		{ "\n\n", PT_TOK_USER_DEFINED },
+		{ "<pad>", PT_TOKTYPE_CONTROL }, { "</s>", PT_TOKTYPE_CONTROL }, { "<s>", PT_TOKTYPE_CONTROL },
+		{ "<unk>", PT_TOKTYPE_UNKNOWN }, { "[SYSTEM_PROMPT]", PT_TOKTYPE_CONTROL },
+		{ "[/SYSTEM_PROMPT]", PT_TOKTYPE_CONTROL }, { "[INST]", PT_TOKTYPE_CONTROL },
+		{ "[/INST]", PT_TOKTYPE_CONTROL }, { "<think>", PT_TOKTYPE_USER_DEFINED },
+		{ "</think>", PT_TOKTYPE_USER_DEFINED },
+		{ "  ", PT_TOKTYPE_USER_DEFINED }, { "\n", PT_TOKTYPE_USER_DEFINED },
+		{ "\n\n", PT_TOKTYPE_USER_DEFINED },
 	};
 	enum pt_status st;
 	v->model = "gpt2";
@@ -296,7 +296,7 @@ enum pt_status pt_vocab_compact(enum pt_arch arch, uint32_t pad_to, struct pt_vo
 	}
 	while (st == PT_OK && v->n < pad_to) {
 		snprintf(name, sizeof name, "[PAD%u]", v->n);
-		if (add_token(v, name, PT_TOK_UNUSED, false) < 0)
+		if (add_token(v, name, PT_TOKTYPE_UNUSED, false) < 0)
 			st = nomem(err);
 	}
 	if (st != PT_OK)

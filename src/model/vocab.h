@@ -12,17 +12,8 @@
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
+#include "token/tok.h" /* enum pt_tok_type */
 #include "util/status.h"
-
-/* llama.cpp token types (tokenizer.ggml.token_type). */
-enum pt_tok_type {
-	PT_TOK_NORMAL = 1,
-	PT_TOK_UNKNOWN = 2,
-	PT_TOK_CONTROL = 3,
-	PT_TOK_USER_DEFINED = 4,
-	PT_TOK_UNUSED = 5,
-	PT_TOK_BYTE = 6,
-};
 
 struct pt_vocab {
 	const char *model;     /* tokenizer.ggml.model */

@@ -105,6 +105,20 @@ static enum pt_status check_row(uint32_t type, uint64_t n, int quantize, uint64_
 	return PT_OK;
 }
 
+/* The block structs with fp16 fields need 2-byte alignment; rows at odd addresses (not
+ * produced by GGUF, whose data is 32-aligned, but allowed by this API) go through an
+ * aligned bounce buffer one block at a time. */
+union bounce {
+	uint16_t align;
+	uint8_t bytes[sizeof(struct pt_block_q8_K)]; /* the largest block */
+};
+
+static int needs_bounce(uint32_t type, const void *p)
+{
+	const struct pt_type_traits *t = pt_type_traits(type);
+	return ((uintptr_t)p & 1) && t->is_quantized && type != PT_TYPE_MXFP4;
+}
+
 enum pt_status pt_quant_dequant_row(uint32_t type, const void *src, float *dst, uint64_t n,
 				    struct pt_error *err)
 {
@@ -112,8 +126,27 @@ enum pt_status pt_quant_dequant_row(uint32_t type, const void *src, float *dst, 
 	enum pt_status st = check_row(type, n, 0, &nb, err);
 	if (st != PT_OK)
 		return st;
-	ops_table[type].dequant(src, dst, nb);
+	if (!needs_bounce(type, src)) {
+		ops_table[type].dequant(src, dst, nb);
+		return PT_OK;
+	}
+	const struct pt_type_traits *t = pt_type_traits(type);
+	union bounce b;
+	for (uint64_t i = 0; i < nb; i++) {
+		memcpy(b.bytes, (const uint8_t *)src + i * t->block_bytes, t->block_bytes);
+		ops_table[type].dequant(b.bytes, dst + i * t->block_elems, 1);
+	}
 	return PT_OK;
+}
+
+static void quantize_bounced(uint32_t type, const float *src, void *dst, uint64_t nb)
+{
+	const struct pt_type_traits *t = pt_type_traits(type);
+	union bounce b;
+	for (uint64_t i = 0; i < nb; i++) {
+		ops_table[type].quantize(src + i * t->block_elems, b.bytes, 1);
+		memcpy((uint8_t *)dst + i * t->block_bytes, b.bytes, t->block_bytes);
+	}
 }
 
 enum pt_status pt_quant_quantize_row(uint32_t type, const float *src, void *dst, uint64_t n,
@@ -128,7 +161,10 @@ enum pt_status pt_quant_quantize_row(uint32_t type, const float *src, void *dst,
 			return pt_error_set(err, PT_E_INVALID,
 					    "cannot quantize non-finite value %g at index %llu",
 					    (double)src[i], (unsigned long long)i);
-	ops_table[type].quantize(src, dst, nb);
+	if (needs_bounce(type, dst))
+		quantize_bounced(type, src, dst, nb);
+	else
+		ops_table[type].quantize(src, dst, nb);
 	/* Finite input can still overflow a format (fp16 scale or value past 65504). */
 	struct pt_error verr = { 0 };
 	if (pt_quant_validate_row(type, dst, n, &verr) != PT_OK) {

@@ -10,8 +10,11 @@
  *   dequant and quantize: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K
  *                         IQ4_NL IQ4_XS MXFP4
  * Quantizer choices where ggml has two: IQ4_NL uses ntry = 7 (quantize_iq4_nl, what
- * llama-quantize writes), not the ntry = -1 from_float_ref.  MXFP4 clamps the block exponent
- * at 0 for max |x| < 2^-125, where ggml's cast is undefined.
+ * llama-quantize writes), not the ntry = -1 from_float_ref.  Where ggml casts an
+ * out-of-range float to an integer (C-undefined; only for blocks whose max |x| is a float
+ * subnormal or near it), we reproduce what ggml does on x86-64; the single case where that
+ * yields a block ggml's validator rejects (MXFP4 exponent 0xFF) is stored as 0xFE, which
+ * decodes to the same zeros.
  *
  * Nothing here allocates; scratch lives on the stack.  All functions are thread-safe. */
 #ifndef PT_QUANT_QUANT_H
@@ -34,7 +37,8 @@ struct pt_quant_ops {
  * Either pointer may be NULL when only one direction exists.  The result is static. */
 const struct pt_quant_ops *pt_quant_ops(uint32_t type);
 
-/* Dequantize n elements (a multiple of the type's block size) of src into dst[n].
+/* Dequantize n elements (a multiple of the type's block size) of src into dst[n].  src may
+ * have any alignment (the pt_quant_ops functions need the block struct's alignment, 2).
  * Errors: PT_E_UNSUPPORTED for a type without dequantization, PT_E_INVALID when n is not a
  * multiple of the block size.  On error dst is untouched.  Values are bit-exact with ggml's
  * dequantize_row_* (inf/NaN scales propagate as ggml does; use pt_quant_validate_row first
@@ -54,11 +58,13 @@ enum pt_status pt_quant_quantize_row(uint32_t type, const float *src, void *dst,
 
 /* Check stored data the way ggml_validate_row_data does (llama.cpp --check-tensors):
  * F32/F64/F16/BF16 values must be finite; the fp16 scales (d, and m/dmin where present) of
- * Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K..Q6_K, IQ*, TQ* must be finite, Q8_K's float d finite,
- * MXFP4's exponent byte not 0xFF; integer types and NVFP4/Q1_0/Q2_0/Q8_1 carry nothing to
- * check.  PT_E_FORMAT with the byte offset (relative to data) of the first bad field;
- * PT_E_UNSUPPORTED for an unknown type id; PT_E_INVALID when n is not a whole number of
- * blocks. */
+ * Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q1_0 Q2_0 Q2_K..Q6_K, every IQ type and TQ1_0/TQ2_0 must be
+ * finite (IQ1_M: the scale assembled from its scales[] nibbles), Q8_K's float d finite,
+ * MXFP4's exponent byte not 0xFF (253 and 254 pass, as in ggml, though their largest codes
+ * decode to infinity); integer types and NVFP4 carry nothing to check.
+ * PT_E_FORMAT with err->offset = byte offset (relative to data) of the first bad field or
+ * value; PT_E_UNSUPPORTED for an unknown id and for Q8_1 (activation-only; ggml rejects it
+ * too); PT_E_INVALID when n is not a whole number of blocks.  data is read only. */
 enum pt_status pt_quant_validate_row(uint32_t type, const void *data, uint64_t n,
 				     struct pt_error *err);
 

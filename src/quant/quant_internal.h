@@ -30,6 +30,30 @@ float pt_quant_make_qkx2_quants(int n, int nmax, const float *x, const float *w,
 				float *the_min, uint8_t *Laux, float rmin, float rdelta,
 				int nstep, int use_mad);
 
+/* The scale search of quantize_row_iq4_nl_impl for one 32-element block (weights x^2,
+ * ntry = 7), shared by IQ4_NL and IQ4_XS: fills L[32] with the first-fit codes and returns
+ * the float scale (0 when max |x| < 1e-15). */
+float pt_quant_iq4_block_scale(const float *x, uint8_t *L);
+
+/* The same for 8 consecutive sub-blocks of n <= 32 values each (x[b*n + i], results per b),
+ * bit-identical to 8 scalar calls (quant_lanes.c).  make_qx_quants_x8 is rmse_type 1 with
+ * no quant weights (weights x^2), as Q6_K uses it. */
+void pt_quant_make_qkx2_quants_x8(int n, int nmax, const float *x, const float *w, uint8_t *L,
+				  float *scales, float *the_mins, float rmin, float rdelta,
+				  int nstep, int use_mad);
+void pt_quant_make_qx_quants_x8(int n, int nmax, const float *x, int8_t *L, float *scales);
+/* The two implementations the _x8 entry points choose between (exposed for tests); the
+ * _avx2 ones may only run when pt_quant_have_avx2() is true. */
+int pt_quant_have_avx2(void);
+void pt_quant_make_qkx2_quants_sse(int n, int nmax, const float *x, const float *w, uint8_t *L,
+				   float *scales, float *the_mins, float rmin, float rdelta,
+				   int nstep, int use_mad);
+void pt_quant_make_qx_quants_sse(int n, int nmax, const float *x, int8_t *L, float *scales);
+void pt_quant_make_qkx2_quants_avx2(int n, int nmax, const float *x, const float *w,
+				    uint8_t *L, float *scales, float *the_mins, float rmin,
+				    float rdelta, int nstep, int use_mad);
+void pt_quant_make_qx_quants_avx2(int n, int nmax, const float *x, int8_t *L, float *scales);
+
 #define PT_QUANT_DECL(t)                                                                   \
 	void pt_quant_dequant_##t(const void *src, float *dst, uint64_t nb);               \
 	void pt_quant_quantize_##t(const float *src, void *dst, uint64_t nb)

@@ -269,13 +269,14 @@ void pt_quant_quantize_q2_K(const float *x, void *dst, uint64_t nb)
 {
 	struct pt_block_q2_K *y = dst;
 	for (uint64_t i = 0; i < nb; i++, y++, x += PT_QK_K) {
-		uint8_t L[PT_QK_K], Laux[16];
-		float w[16], mins[16], scales[16], max_scale = 0, max_min = 0;
+		uint8_t L[PT_QK_K];
+		float w[PT_QK_K], mins[16], scales[16], max_scale = 0, max_min = 0;
+		for (int l = 0; l < PT_QK_K; l++)
+			w[l] = fabsf(x[l]);
+		for (int h = 0; h < 2; h++)
+			pt_quant_make_qkx2_quants_x8(16, 3, x + 128 * h, w + 128 * h, L + 128 * h,
+						     scales + 8 * h, mins + 8 * h, -0.5f, 0.1f, 15, 1);
 		for (int j = 0; j < 16; j++) {
-			for (int l = 0; l < 16; l++)
-				w[l] = fabsf(x[16 * j + l]);
-			scales[j] = pt_quant_make_qkx2_quants(16, 3, x + 16 * j, w, L + 16 * j,
-							      &mins[j], Laux, -0.5f, 0.1f, 15, 1);
 			if (scales[j] > max_scale)
 				max_scale = scales[j];
 			if (mins[j] > max_min)
@@ -412,8 +413,7 @@ void pt_quant_dequant_q5_K(const void *src, float *dst, uint64_t nb)
 static void k4k5_levels(const float *x, int nmax, float rmin, int nstep, uint16_t *d,
 			uint16_t *dmin, uint8_t *s, uint8_t *L)
 {
-	uint8_t Laux[32];
-	float w[32], mins[8], scales[8], max_scale = 0, max_min = 0;
+	float w[PT_QK_K], mins[8], scales[8], max_scale = 0, max_min = 0;
 	for (int j = 0; j < 8; j++) {
 		const float *xb = x + 32 * j;
 		float sum_x2 = 0;
@@ -421,9 +421,10 @@ static void k4k5_levels(const float *x, int nmax, float rmin, int nstep, uint16_
 			sum_x2 += xb[l] * xb[l];
 		float av_x = sqrtf(sum_x2 / 32);
 		for (int l = 0; l < 32; l++)
-			w[l] = av_x + fabsf(xb[l]);
-		scales[j] = pt_quant_make_qkx2_quants(32, nmax, xb, w, L + 32 * j, &mins[j], Laux,
-						      rmin, 0.1f, nstep, 0);
+			w[32 * j + l] = av_x + fabsf(xb[l]);
+	}
+	pt_quant_make_qkx2_quants_x8(32, nmax, x, w, L, scales, mins, rmin, 0.1f, nstep, 0);
+	for (int j = 0; j < 8; j++) {
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)
@@ -537,8 +538,9 @@ void pt_quant_quantize_q6_K(const float *x, void *dst, uint64_t nb)
 	for (uint64_t i = 0; i < nb; i++, y++, x += PT_QK_K) {
 		int8_t L[PT_QK_K];
 		float scales[16], max_scale = 0, max_abs_scale = 0;
+		pt_quant_make_qx_quants_x8(16, 32, x, L, scales);
+		pt_quant_make_qx_quants_x8(16, 32, x + 128, L + 128, scales + 8);
 		for (int ib = 0; ib < 16; ib++) {
-			scales[ib] = pt_quant_make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1, NULL);
 			if (fabsf(scales[ib]) > max_abs_scale) {
 				max_abs_scale = fabsf(scales[ib]);
 				max_scale = scales[ib];
@@ -566,8 +568,6 @@ void pt_quant_quantize_q6_K(const float *x, void *dst, uint64_t nb)
 }
 
 /* ---- IQ4_XS ----------------------------------------------------------------------------- */
-
-float pt_quant_iq4_block_scale(const float *x, uint8_t *L);
 
 void pt_quant_dequant_iq4_xs(const void *src, float *dst, uint64_t nb)
 {

@@ -6,6 +6,7 @@
  * contraction). */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "quant/blocks.h"
@@ -27,6 +28,19 @@ int pt_quant_best_index_int8(int n, const int8_t *val, float x)
 			ml = mav;
 	}
 	return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
+}
+
+/* ggml's (int8_t)/(uint8_t) casts of a float, made defined: x86 converts through a 32-bit
+ * cvttss2si, whose out-of-range answer 0x80000000 truncates to 0.  Reachable only when a
+ * block's max is subnormal, so 1/d overflows (the stored fp16 scale is then 0 anyway). */
+static inline int32_t trunc_i32(float v)
+{
+	return v > -2147483648.f && v < 2147483648.f ? (int32_t)v : INT32_MIN;
+}
+
+static inline int8_t trunc_i8(float v)
+{
+	return (int8_t)(uint8_t)((uint32_t)trunc_i32(v) & 0xFF);
 }
 
 /* Signed value of the largest |x| (first occurrence) and that magnitude. */
@@ -79,10 +93,9 @@ void pt_quant_quantize_q4_0(const float *x, void *dst, uint64_t nb)
 		float id = d ? 1.0f / d : 0.0f;
 		y->d = pt_f32_to_fp16(d);
 		for (int j = 0; j < PT_QK4_0 / 2; j++) {
-			int8_t q0 = (int8_t)(x[j] * id + 8.5f);
-			int8_t q1 = (int8_t)(x[j + 16] * id + 8.5f);
-			q0 = q0 < 15 ? q0 : 15;
-			q1 = q1 < 15 ? q1 : 15;
+			int8_t v0 = trunc_i8(x[j] * id + 8.5f);
+			int8_t v1 = trunc_i8(x[j + 16] * id + 8.5f);
+			uint8_t q0 = (uint8_t)(v0 < 15 ? v0 : 15), q1 = (uint8_t)(v1 < 15 ? v1 : 15);
 			y->qs[j] = (uint8_t)(q0 | (q1 << 4));
 		}
 	}
@@ -111,10 +124,9 @@ void pt_quant_quantize_q4_1(const float *x, void *dst, uint64_t nb)
 		y->d = pt_f32_to_fp16(d);
 		y->m = pt_f32_to_fp16(min);
 		for (int j = 0; j < PT_QK4_1 / 2; j++) {
-			int8_t q0 = (int8_t)((x[j] - min) * id + 0.5f);
-			int8_t q1 = (int8_t)((x[j + 16] - min) * id + 0.5f);
-			q0 = q0 < 15 ? q0 : 15;
-			q1 = q1 < 15 ? q1 : 15;
+			int8_t v0 = trunc_i8((x[j] - min) * id + 0.5f);
+			int8_t v1 = trunc_i8((x[j + 16] - min) * id + 0.5f);
+			uint8_t q0 = (uint8_t)(v0 < 15 ? v0 : 15), q1 = (uint8_t)(v1 < 15 ? v1 : 15);
 			y->qs[j] = (uint8_t)(q0 | (q1 << 4));
 		}
 	}
@@ -178,7 +190,7 @@ void pt_quant_quantize_q5_0(const float *x, void *dst, uint64_t nb)
 		int q[PT_QK5_0];
 		y->d = pt_f32_to_fp16(d);
 		for (int j = 0; j < PT_QK5_0; j++) {
-			int8_t v = (int8_t)(x[j] * id + 16.5f);
+			int8_t v = trunc_i8(x[j] * id + 16.5f);
 			q[j] = v < 31 ? v : 31;
 		}
 		pack_q5(q, y->qs, y->qh);
@@ -197,7 +209,7 @@ void pt_quant_quantize_q5_1(const float *x, void *dst, uint64_t nb)
 		y->d = pt_f32_to_fp16(d);
 		y->m = pt_f32_to_fp16(min);
 		for (int j = 0; j < PT_QK5_1; j++)
-			q[j] = (uint8_t)((x[j] - min) * id + 0.5f);
+			q[j] = (uint8_t)trunc_i8((x[j] - min) * id + 0.5f);
 		pack_q5(q, y->qs, y->qh);
 	}
 }
@@ -223,7 +235,7 @@ void pt_quant_quantize_q8_0(const float *x, void *dst, uint64_t nb)
 		float id = d ? 1.0f / d : 0.0f;
 		y->d = pt_f32_to_fp16(d);
 		for (int j = 0; j < PT_QK8_0; j++)
-			y->qs[j] = (int8_t)roundf(x[j] * id);
+			y->qs[j] = trunc_i8(roundf(x[j] * id));
 	}
 }
 
@@ -256,9 +268,6 @@ static void iq4_fit(const float *x, const float *w, float id, uint8_t *L, float 
 	*sq2 = sumq2;
 }
 
-/* The scale search of quantize_row_iq4_nl_impl for one 32-element block with weights x^2
- * and ntry = 7; fills L with the step-3 codes and returns the float scale (0 if all ~0). */
-float pt_quant_iq4_block_scale(const float *x, uint8_t *L);
 float pt_quant_iq4_block_scale(const float *x, uint8_t *L)
 {
 	const int ntry = 7;
@@ -334,7 +343,11 @@ void pt_quant_quantize_mxfp4(const float *x, void *dst, uint64_t nb)
 			if (amax < fabsf(x[j]))
 				amax = fabsf(x[j]);
 		float e = amax > 0.0f ? floorf(log2f(amax)) - 2 + 127 : 0;
-		y->e = (uint8_t)(e > 0 ? e : 0); /* ggml's cast is undefined below 0 */
+		/* Below 0 (max |x| < 2^-125) ggml's cast wraps on x86, giving a huge scale and
+		 * all-zero codes; the one wrap to 0xFF, which ggml's own validator rejects, is
+		 * stored as 0xFE instead (same zero codes and values). */
+		uint8_t eb = (uint8_t)((uint32_t)trunc_i32(e) & 0xFF);
+		y->e = eb == 0xFF ? 0xFE : eb;
 		float d = pt_e8m0_to_f32_half(y->e);
 		for (int j = 0; j < PT_QK_MXFP4 / 2; j++) {
 			int q0 = best_index_mxfp4(x[j], d);

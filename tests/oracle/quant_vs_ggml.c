@@ -68,7 +68,7 @@ static void make_data(float *x)
 		for (int i = 0; i < NPR; i++) {
 			int blk = i / 256, k = blk % 8;
 			float g = row[i];
-			switch ((r * 3 + k) % 9) {
+			switch ((r * 3 + k) % 10) {
 			case 0: row[i] = 0; break;                        /* zero block */
 			case 1: row[i] = 0.375f; break;                   /* constant */
 			case 2: row[i] = -fabsf(g); break;                /* negative only */
@@ -77,6 +77,7 @@ static void make_data(float *x)
 			case 5: row[i] = (float)((int)(g * 8)) * 0.5f; break; /* ties, integers */
 			case 6: row[i] = g * 1e-30f; break;               /* tiny, fp16 scale 0 */
 			case 7: row[i] = (float)(i % 16) - 8.f; break;    /* exact grid */
+			case 8: row[i] = g * 1e-39f; break;               /* float subnormals */
 			default: break;
 			}
 		}

@@ -6,6 +6,9 @@
 
 #include <stdlib.h>
 
+#include "kern/kern_internal.h"
+#include "quant/quant.h"
+
 #include "test.h"
 #include "util/alloc.h"
 #include "util/status.h"
@@ -257,6 +260,26 @@ PT_TEST(test_kern_quantize_q8_0_rounds_half_even)
 		CHECK_EQ_INT(q[i], 0);
 }
 
+/* Non-finite activations (a broken model) must not hit undefined float-to-int casts (UBSan
+ * build) and must leave the finite blocks of the row exact. */
+PT_TEST(test_kern_quantize_nonfinite_is_defined)
+{
+	float x[512];
+	for (int i = 0; i < 512; i++)
+		x[i] = (float)(i % 7) - 3.0f;
+	x[3] = INFINITY;
+	x[40] = NAN;
+	x[300] = -INFINITY;
+	uint8_t b[16 * 36], k[2 * 292], ref[36];
+	pt_kern_quantize_row(PT_TYPE_Q8_0, x, b, 512);
+	pt_kern_quantize_row(PT_TYPE_Q8_1, x, b, 512);
+	pt_kern_quantize_row(PT_TYPE_Q8_K, x, k, 512);
+	pt_kern_quantize_row(PT_TYPE_Q8_1, x + 64, ref, 32);
+	CHECK(memcmp(b + 2 * 36, ref, 36) == 0); /* block 2 is finite */
+	for (int i = 0; i < 32; i++)
+		CHECK((int8_t)b[2 * 36 + 4 + i] >= -127);
+}
+
 PT_TEST(test_kern_quantize_q8_k_block)
 {
 	float x[512] = { 0 };
@@ -449,7 +472,7 @@ static void free_fixture(struct mat_fixture *f)
  * 3 threads give bit-identical results; at every level. */
 static void check_products(enum pt_type t, uint64_t rows, uint64_t cols, pt_pool **pools)
 {
-	enum { NTOK = 5 };
+	enum { NTOK = 9 }; /* >= 8: parallel activation quantization; 2 x dot4 + 1 */
 	struct mat_fixture f;
 	REQUIRE(make_fixture(&f, t, rows, cols, NTOK, t == PT_TYPE_F32 ? 0 : 3) == 0);
 	float *y = pt_mallocn(rows, sizeof(float)), *ym = pt_mallocn(rows * NTOK, sizeof(float));
@@ -471,6 +494,7 @@ static void check_products(enum pt_type t, uint64_t rows, uint64_t cols, pt_pool
 			CHECK(memcmp(y, ym + tok * rows, rows * sizeof(float)) == 0);
 		}
 		/* last matvec was token 4: compare every row with the reference */
+		pt_kern_quantize_row(ops->act_type, f.x + (NTOK - 1) * cols, f.scratch, cols);
 		for (uint64_t r = 0; r < rows; r++) {
 			double mag, e = ref_dot(t, ops->act_type, f.data + r * f.w.row_bytes,
 						f.scratch, cols, &mag);
@@ -550,12 +574,20 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 	CHECK_EQ_INT(pt_kern_init(&err), PT_E_INVALID);
 	CHECK_CONTAINS(err.msg, "PARTICLE_CPU=avx9");
 	pt_error_clear(&err);
-	if (pt_kern_level_max() < PT_KERN_LEVEL_AVX512) {
-		setenv("PARTICLE_CPU", "avx512", 1);
-		CHECK_EQ_INT(pt_kern_init(&err), PT_E_UNSUPPORTED);
-		CHECK_CONTAINS(err.msg, "supports at most");
-		pt_error_clear(&err);
-	}
+	/* a level above what the CPU offers is refused, whatever this machine has: cap it */
+	enum pt_kern_level before = pt_kern_level();
+	pt_kern_test_cap_level(PT_KERN_LEVEL_SCALAR);
+	setenv("PARTICLE_CPU", "avx2", 1);
+	CHECK_EQ_INT(pt_kern_init(&err), PT_E_UNSUPPORTED);
+	CHECK_CONTAINS(err.msg, "PARTICLE_CPU=avx2: this CPU supports at most scalar");
+	CHECK_EQ_INT(pt_kern_level(), PT_KERN_LEVEL_SCALAR);
+	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_AVX2, PT_TYPE_Q4_K) == NULL);
+	pt_error_clear(&err);
+	CHECK_EQ_INT(pt_kern_set_level(PT_KERN_LEVEL_AVX512, &err), PT_E_UNSUPPORTED);
+	CHECK_CONTAINS(err.msg, "not supported by this CPU");
+	pt_error_clear(&err);
+	pt_kern_test_cap_level(PT_KERN_LEVEL_COUNT);
+	CHECK_EQ_INT(pt_kern_set_level(before, NULL), PT_OK);
 	CHECK_EQ_INT(pt_kern_set_level(PT_KERN_LEVEL_COUNT, &err), PT_E_INVALID);
 	if (old)
 		setenv("PARTICLE_CPU", saved, 1);
@@ -571,4 +603,103 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 			CHECK(o->act_type == pt_type_traits(all_types[ti])->vec_dot);
 			CHECK((int)o->level <= lv);
 		}
+}
+
+/* dot4 (one weight row, four activation rows) equals four dot calls bit for bit. */
+PT_TEST(test_kern_dot4_matches_dot)
+{
+	rng_state = 4242;
+	enum { N = 1024 };
+	static uint8_t w[N * 4], a[4][N * 2];
+	static float x[N];
+	int seen = 0;
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		for (size_t ti = 0; ti < N_TYPES; ti++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, all_types[ti]);
+			if (!o->dot4)
+				continue;
+			seen++;
+			random_row(o->type, w, N);
+			for (int k = 0; k < 4; k++) {
+				for (int i = 0; i < N; i++)
+					x[i] = rndf();
+				pt_kern_quantize_row(o->act_type, x, a[k], N);
+			}
+			float out[4];
+			o->dot4(N, w, a[0], sizeof a[0], out);
+			for (int k = 0; k < 4; k++)
+				if (memcmp(&out[k], &(float){ o->dot(N, w, a[k]) }, 4) != 0)
+					pt_test_fail(__FILE__, __LINE__, "%s %s dot4[%d] differs",
+						     pt_type_name(o->type), pt_kern_level_name(lv), k);
+		}
+	}
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2)
+		CHECK(seen >= 3);
+}
+
+/* Against the quant module as the plain reference: weights made by its quantizers from
+ * float rows, kernel(w, quant(x)) == sum dequant(w) * dequant(quant(x)) up to float rounding
+ * (1e-5 of sum |w a|).  For the Q8_1 partners the kernels use the stored fp16 block sum s for
+ * the min term, as ggml does; the reference adds that exact difference m * (s - dy * sum q). */
+static double act_value(enum pt_type at, const uint8_t *a, size_t i)
+{
+	return deq(at, a, i); /* F32/F16/BF16/Q8_1/Q8_K decoders above; Q8_0 via deq_32 */
+}
+
+PT_TEST(test_kern_dot_matches_quant_dequant)
+{
+	enum { N = 1024 };
+	static float xw[N], xa[N], wf[N];
+	static uint8_t w[N * 4], a[N * 4];
+	rng_state = 31337;
+	for (size_t ti = 0; ti < N_TYPES; ti++) {
+		enum pt_type t = all_types[ti];
+		struct pt_error err = { 0 };
+		for (int i = 0; i < N; i++) {
+			xw[i] = rndf() * (i % 97 == 0 ? 8.0f : 1.0f);
+			xa[i] = rndf();
+		}
+		REQUIRE(pt_quant_quantize_row(t, xw, w, N, &err) == PT_OK);
+		REQUIRE(pt_quant_dequant_row(t, w, wf, N, &err) == PT_OK);
+		const struct pt_kern_ops *o = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
+		pt_kern_quantize_row(o->act_type, xa, a, N);
+		double sum = 0, mag = 0;
+		for (int i = 0; i < N; i++) {
+			double p = (double)wf[i] * act_value(o->act_type, a, (size_t)i);
+			sum += p;
+			mag += fabs(p);
+		}
+		if (o->act_type == PT_TYPE_Q8_1) {
+			/* kernel: (d*dy)*sumq + m*s with s = fp16(dy * sum qy): add m*(s - dy*sum qy) */
+			for (int b = 0; b < N / 32; b++) {
+				const uint8_t *wb = w + b * pt_type_traits(t)->block_bytes, *ab = a + b * 36;
+				int qs = 0;
+				for (int j = 0; j < 32; j++)
+					qs += (int8_t)ab[4 + j];
+				double m = h2d(wb + 2), sv = h2d(ab + 2);
+				sum += m * (sv - h2d(ab) * qs);
+			}
+		}
+		for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+			float v = pt_kern_ops_at((enum pt_kern_level)lv, t)->dot(N, w, a);
+			if (!(fabs(v - sum) <= 1e-5 * mag + 1e-30))
+				pt_test_fail(__FILE__, __LINE__, "%s %s: %.9g vs dequant %.9g (mag %g)",
+					     pt_type_name(t), pt_kern_level_name(lv), v, sum, mag);
+		}
+	}
+}
+
+PT_TEST(test_kern_inline_conversions_match_types)
+{
+	for (uint32_t h = 0; h < 65536; h++) {
+		float a = kern_fp16_to_f32((uint16_t)h), b = pt_fp16_to_f32((uint16_t)h);
+		if (memcmp(&a, &b, 4) != 0)
+			pt_test_fail(__FILE__, __LINE__, "fp16 0x%04x: %a vs %a", h, a, b);
+	}
+	for (int e = 0; e < 256; e++) {
+		float a = kern_e8m0_half((uint8_t)e), b = pt_e8m0_to_f32_half((uint8_t)e);
+		CHECK(memcmp(&a, &b, 4) == 0);
+	}
+	CHECK(kern_e8m0_half(128) == 1.0f);
+	CHECK(kern_e8m0_half(0) == 0x1p-128f);
 }

@@ -78,3 +78,30 @@ PT_TEST(test_pool_create_fails_cleanly)
 		REQUIRE(k < 20);
 	}
 }
+
+struct sum_ctx {
+	_Atomic uint64_t count;
+	_Atomic uint64_t sum;
+};
+
+static void sum_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	struct sum_ctx *c = ctx;
+	(void)worker;
+	atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->sum, task, memory_order_relaxed);
+}
+
+/* More tasks than one published batch holds (2^22 - 1): split into batches, indices continue
+ * across them, each task exactly once. */
+PT_TEST(test_pool_runs_more_tasks_than_a_batch)
+{
+	pt_pool *pool = NULL;
+	REQUIRE(pt_pool_create(2, &pool, NULL) == PT_OK);
+	static struct sum_ctx c;
+	const uint64_t n = (1u << 22) + 5;
+	pt_pool_run(pool, sum_task, &c, (uint32_t)n);
+	CHECK(atomic_load(&c.count) == n);
+	CHECK(atomic_load(&c.sum) == n * (n - 1) / 2);
+	pt_pool_destroy(pool);
+}
