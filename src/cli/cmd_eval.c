@@ -10,6 +10,7 @@
 
 #include "gen/kv.h"
 #include "kern/kern.h"
+#include "model/compare.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "token/tok.h"
@@ -244,32 +245,23 @@ static void log_softmax(const float *l, uint32_t nv, double *out)
 		out[i] = (double)l[i] - lse;
 }
 
-/* Softmax of every row (double sum) as float32, the oracle's layout. */
-static int write_probs(const char *path, const float *l, uint32_t n, uint32_t nv)
+/* Softmax of every row (double sum) as float32: the oracle's layout.  out[n][nv]. */
+static enum pt_status to_probs(const float *l, uint32_t n, uint32_t nv, float *out,
+			       struct pt_error *err)
 {
-	float *p = pt_mallocn(nv, sizeof(float));
 	double *lq = pt_mallocn(nv, sizeof(double));
-	FILE *fp = fopen(path, "wb");
-	int rc = 0;
-	for (uint32_t r = 0; p && lq && fp && rc == 0 && r < n; r++) {
+	if (!lq)
+		return pt_error_set(err, PT_E_NOMEM, "cannot allocate %u doubles", nv);
+	for (uint32_t r = 0; r < n; r++) {
 		log_softmax(l + (size_t)r * nv, nv, lq);
 		for (uint32_t i = 0; i < nv; i++)
-			p[i] = (float)exp(lq[i]);
-		if (fwrite(p, sizeof(float), nv, fp) != nv)
-			rc = PT_EXIT_FAIL;
+			out[(size_t)r * nv + i] = (float)exp(lq[i]);
 	}
-	if (!p || !lq || !fp || rc || fclose(fp) != 0) {
-		if (fp && (!p || !lq || rc))
-			fclose(fp);
-		pt_cli_error("cannot write %s", path);
-		rc = PT_EXIT_FAIL;
-	}
-	pt_free(p);
 	pt_free(lq);
-	return rc;
+	return PT_OK;
 }
 
-static int write_logits(const char *path, const float *l, size_t count)
+static int write_floats(const char *path, const float *l, size_t count)
 {
 	FILE *fp = fopen(path, "wb");
 	if (!fp || fwrite(l, sizeof(float), count, fp) != count) {
@@ -324,68 +316,50 @@ static int get_tokens(const struct eval_args *a, uint32_t **ids, uint32_t *n)
 	return rc;
 }
 
-struct cmp_result {
-	uint32_t n;
-	double mean_kl, max_kl, top1;
-};
-
-static uint32_t argmax(const float *l, uint32_t nv)
-{
-	uint32_t b = 0;
-	for (uint32_t i = 1; i < nv; i++)
-		b = l[i] > l[b] ? i : b;
-	return b;
-}
-
-/* KL(oracle || particle) per position and top-1 agreement; ref holds [n][nv]
- * probabilities. */
-static void compare_rows(const float *ref, const float *l, uint32_t n, uint32_t nv,
-			 double *lq, struct cmp_result *r)
-{
-	double tot = 0, mx = 0;
-	uint32_t agree = 0;
-	for (uint32_t p = 0; p < n; p++) {
-		const float *a = ref + (size_t)p * nv, *b = l + (size_t)p * nv;
-		log_softmax(b, nv, lq);
-		double kl = 0;
-		for (uint32_t i = 0; i < nv; i++)
-			if (a[i] > 0.0f) /* p = 0 contributes nothing */
-				kl += (double)a[i] * (log((double)a[i]) - lq[i]);
-		kl = kl < 0 ? 0 : kl;
-		tot += kl;
-		mx = kl > mx ? kl : mx;
-		agree += argmax(a, nv) == argmax(b, nv);
-	}
-	r->n = n;
-	r->mean_kl = tot / n;
-	r->max_kl = mx;
-	r->top1 = (double)agree / n;
-}
-
-/* The oracle dump (tools/oracle/oracle.mjs eval, or --probs-out): float32 probabilities
- * [positions][n_vocab]. */
-static int compare_file(const char *path, const float *l, uint32_t n, uint32_t nv,
-			struct cmp_result *r)
+/* The reference (tools/oracle/oracle.mjs eval, or --probs-out): float32 probabilities
+ * [positions][n_vocab]; *out is pt_malloc'd. */
+static int read_ref(const char *path, uint32_t n, uint32_t nv, float **out)
 {
 	const size_t cnt = (size_t)n * nv;
 	float *ref = pt_mallocn(cnt, sizeof(float));
-	double *lq = pt_mallocn(nv, sizeof(double));
 	FILE *fp = fopen(path, "rb");
 	int rc = 0;
-	if (!ref || !lq) {
+	if (!ref) {
 		pt_cli_error("--compare: out of memory");
 		rc = PT_EXIT_FAIL;
 	} else if (!fp || fread(ref, sizeof(float), cnt, fp) != cnt || fgetc(fp) != EOF) {
 		pt_cli_error("--compare: %s is not %u x %u float32 probabilities", path, n, nv);
 		rc = PT_EXIT_USAGE;
-	} else {
-		compare_rows(ref, l, n, nv, lq, r);
 	}
 	if (fp)
 		fclose(fp);
+	if (rc) {
+		pt_free(ref);
+		return rc;
+	}
+	*out = ref;
+	return 0;
+}
+
+static int compare(const struct eval_args *a, const float *probs, uint32_t n, uint32_t nv)
+{
+	float *ref = NULL;
+	int rc = read_ref(a->compare, n, nv, &ref);
+	if (rc)
+		return rc;
+	struct pt_compare_stats r;
+	struct pt_error err = { 0 };
+	enum pt_status st = pt_compare_dists(ref, probs, n, nv, &r, &err);
 	pt_free(ref);
-	pt_free(lq);
-	return rc;
+	if (st != PT_OK)
+		return pt_cli_fail(&err);
+	const bool pass = r.kl_mean <= a->max_mean_kl && r.top1_agree >= a->min_top1;
+	fprintf(stderr,
+		"compare: positions %llu mean_kl %.3e max_kl %.3e top1 %.4f max_dlogp_top10 %.3e "
+		"(%s; limits mean_kl <= %g, top1 >= %g)\n", (unsigned long long)r.positions,
+		r.kl_mean, r.kl_max, r.top1_agree, r.max_dlogp_top10, pass ? "pass" : "FAIL",
+		a->max_mean_kl, a->min_top1);
+	return pass ? 0 : PT_EXIT_FAIL;
 }
 
 static int report(const struct eval_args *a, const uint32_t *ids, uint32_t n, const float *l,
@@ -394,28 +368,23 @@ static int report(const struct eval_args *a, const uint32_t *ids, uint32_t n, co
 	int idx[100];
 	for (uint32_t p = 0; p < n; p++)
 		print_row(p, ids[p], l + (size_t)p * nv, nv, (uint32_t)a->top, idx);
-	if (a->logits_out) {
-		int rc = write_logits(a->logits_out, l, (size_t)n * nv);
-		if (rc)
-			return rc;
-	}
-	if (a->probs_out) {
-		int rc = write_probs(a->probs_out, l, n, nv);
-		if (rc)
-			return rc;
-	}
-	if (!a->compare)
-		return 0;
-	struct cmp_result r;
-	int rc = compare_file(a->compare, l, n, nv, &r);
-	if (rc)
+	int rc = a->logits_out ? write_floats(a->logits_out, l, (size_t)n * nv) : 0;
+	if (rc || (!a->probs_out && !a->compare))
 		return rc;
-	const bool pass = r.mean_kl <= a->max_mean_kl && r.top1 >= a->min_top1;
-	fprintf(stderr,
-		"compare: positions %u mean_kl %.3e max_kl %.3e top1 %.4f (%s; limits mean_kl "
-		"<= %g, top1 >= %g)\n", r.n, r.mean_kl, r.max_kl, r.top1, pass ? "pass" : "FAIL",
-		a->max_mean_kl, a->min_top1);
-	return pass ? 0 : PT_EXIT_FAIL;
+	float *probs = pt_mallocn((size_t)n * nv, sizeof(float));
+	struct pt_error err = { 0 };
+	if (!probs) {
+		pt_cli_error("cannot allocate %u x %u probabilities", n, nv);
+		return PT_EXIT_FAIL;
+	}
+	if (to_probs(l, n, nv, probs, &err) != PT_OK)
+		rc = pt_cli_fail(&err);
+	if (!rc && a->probs_out)
+		rc = write_floats(a->probs_out, probs, (size_t)n * nv);
+	if (!rc && a->compare)
+		rc = compare(a, probs, n, nv);
+	pt_free(probs);
+	return rc;
 }
 
 int pt_cmd_eval(int argc, char **argv)
