@@ -3,6 +3,7 @@
 #include "gen/kv.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "quant/types.h"
@@ -121,11 +122,27 @@ void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *firs
 	*count = pos + 1 - lo;
 }
 
+/* F16 -> F32 through a table: exact (built from pt_fp16_to_f32), and the conversion is the
+ * inner loop of attention over an F16 cache.  Constant data, built once per process. */
+static float h2f_table[65536];
+static pthread_once_t h2f_once = PTHREAD_ONCE_INIT;
+
+static void h2f_build(void)
+{
+	for (uint32_t i = 0; i < 65536; i++)
+		h2f_table[i] = pt_fp16_to_f32((uint16_t)i);
+}
+
+static inline float h2f(uint16_t h)
+{
+	return h2f_table[h];
+}
+
 static float dot_f16(const uint16_t *k, const uint16_t *q, uint32_t n)
 {
 	float acc = 0.0f;
 	for (uint32_t i = 0; i < n; i++)
-		acc = fmaf(pt_fp16_to_f32(k[i]), pt_fp16_to_f32(q[i]), acc);
+		acc = fmaf(h2f(k[i]), h2f(q[i]), acc);
 	return acc;
 }
 
@@ -168,25 +185,25 @@ static void block_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 			m = sc;
 			ms = expf(m_old - m);
 			for (uint32_t i = 0; i < dv; i++)
-				acc[i] = pt_f32_to_fp16(pt_fp16_to_f32(acc[i]) * ms);
+				acc[i] = pt_f32_to_fp16(h2f(acc[i]) * ms);
 		} else {
 			vs = expf(sc - m);
 		}
 		for (uint32_t i = 0; i < dv; i++)
-			acc[i] = pt_f32_to_fp16(fmaf(pt_fp16_to_f32(v[i]), vs, pt_fp16_to_f32(acc[i])));
+			acc[i] = pt_f32_to_fp16(fmaf(h2f(v[i]), vs, h2f(acc[i])));
 		s = s * ms + vs;
 	}
 	part->m = m;
 	part->s = s;
 	for (uint32_t i = 0; i < dv; i++)
-		part->acc[i] = pt_fp16_to_f32(acc[i]);
+		part->acc[i] = h2f(acc[i]);
 }
 
 static float dot_f16_f32(const uint16_t *k, const float *q, uint32_t n)
 {
 	float acc = 0.0f;
 	for (uint32_t i = 0; i < n; i++)
-		acc = fmaf(pt_fp16_to_f32(k[i]), q[i], acc);
+		acc = fmaf(h2f(k[i]), q[i], acc);
 	return acc;
 }
 
@@ -208,7 +225,7 @@ static void block_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const
 			const uint16_t *kh = (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * dk;
 			const uint16_t *vh = (const uint16_t *)L->v + slot * L->row_v + (size_t)kvh * dv;
 			for (uint32_t i = 0; i < dv; i++)
-				vbuf[i] = pt_fp16_to_f32(vh[i]);
+				vbuf[i] = h2f(vh[i]);
 			v = vbuf;
 			dot = dot_f16_f32(kh, q, dk);
 		} else {
@@ -240,6 +257,7 @@ void pt_attn_block(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const floa
 		   struct pt_attn_part *part, float *scratch)
 {
 	const struct pt_kv_layer *L = &kv->layers[il];
+	pthread_once(&h2f_once, h2f_build);
 	if (kv->type == PT_KV_F16 && !a->f32_acc) {
 		uint16_t *qh = (uint16_t *)scratch;
 		uint16_t *acc = qh + L->d.head_dim_k;
