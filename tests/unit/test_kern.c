@@ -610,7 +610,7 @@ PT_TEST(test_kern_dot4_matches_dot)
 {
 	rng_state = 4242;
 	enum { N = 1024 };
-	static uint8_t w[N * 4], a[4][N * 2];
+	static uint8_t w[N * 4], a[4][N * 4]; /* F32 rows are the largest */
 	static float x[N];
 	int seen = 0;
 	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
