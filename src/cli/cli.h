@@ -16,6 +16,7 @@
 #define PT_EXIT_CANCELLED 130
 
 int pt_cmd_inspect(int argc, char **argv);
+int pt_cmd_template(int argc, char **argv);
 
 /* Prints "particle: error: <msg>" on stderr (one line). */
 void pt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -12,6 +12,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
+	{ "template", pt_cmd_template, "render a chat template over a conversation" },
 };
 
 static void usage(FILE *f)
