@@ -42,7 +42,48 @@ def strftime_now(fmt):
     return datetime.now().strftime(fmt)
 
 
-def main():
+# Per-family BOS/EOS text (as in shared/fixtures/templates/SOURCES.md).
+FAMILIES = [("gemma", "<bos>", "<eos>"), ("llama-3", "<|begin_of_text|>", "<|eot_id|>"),
+            ("mistral", "<s>", "</s>"), ("sarvam", "<s>", "</s>"),
+            ("deepseek", "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
+             "<\uff5cend\u2581of\u2581sentence\uff5c>"),
+            ("phi", "<|endoftext|>", "<|endoftext|>"), ("gpt-oss", "<|startoftext|>", "<|return|>"),
+            ("qwen", "<|endoftext|>", "<|im_end|>")]
+OPTION_SETS = [("gen", []), ("nogen", ["--no-generation-prompt"]),
+               ("think0", ["--var", "enable_thinking=false"]),
+               ("think1", ["--var", "enable_thinking=true", "--no-generation-prompt"])]
+
+
+def batch(out_dir, templates, convs):
+    """Renders every template x conversation x option set; writes OUT/<case>.out (exit 0) or
+    OUT/<case>.err, and OUT/cases.tsv: case, template, conversation, then particle args."""
+    import os
+    lines = []
+    for t in templates:
+        base = os.path.basename(t).rsplit(".", 1)[0]
+        bos, eos = "<s>", "</s>"
+        for key, b, e in FAMILIES:
+            if key in base:
+                bos, eos = b, e
+                break
+        for conv in convs:
+            cname = os.path.basename(conv).rsplit(".", 1)[0]
+            for oname, opts in OPTION_SETS:
+                case = f"{base}__{cname}__{oname}"
+                args = ["--template", t, "--messages", conv, "--bos-token", bos, "--eos-token", eos] + opts
+                try:
+                    out = render(parse(args))
+                    with open(os.path.join(out_dir, case + ".out"), "wb") as f:
+                        f.write(out.encode("utf-8"))
+                except Exception as ex:  # an expected outcome: particle must fail too
+                    with open(os.path.join(out_dir, case + ".err"), "w") as f:
+                        f.write(f"{type(ex).__name__}: {ex}\n")
+                lines.append("\t".join([case] + args))
+    with open(os.path.join(out_dir, "cases.tsv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def parse(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--template", required=True)
     ap.add_argument("--messages", required=True)
@@ -51,7 +92,10 @@ def main():
     ap.add_argument("--eos-token", default="")
     ap.add_argument("--no-generation-prompt", action="store_true")
     ap.add_argument("--var", action="append", default=[])
-    a = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def render(a):
     with open(a.messages, encoding="utf-8") as f:
         conv = json.load(f)
     tools = None
@@ -80,8 +124,16 @@ def main():
     env.globals["strftime_now"] = strftime_now
     with open(a.template, encoding="utf-8", newline="") as f:
         src = f.read()
+    return env.from_string(src).render(**ctx)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "batch":
+        batch(sys.argv[2], sys.argv[3].split(","), sys.argv[4].split(","))
+        return 0
+    a = parse(sys.argv[1:])
     try:
-        out = env.from_string(src).render(**ctx)
+        out = render(a)
     except Exception as e:  # any template failure is an expected outcome to compare
         print(f"{type(e).__name__}: {e}".splitlines()[0][:300], file=sys.stderr)
         return 3
