@@ -484,6 +484,7 @@ static struct tv call_macro(struct rctx *c, const struct node *at, struct tv_mac
 		tm_fail(c, at, PT_E_LIMIT, "macro calls nested deeper than %u levels", c->lim.max_depth);
 	struct scope *s = scope_new(c, mc->closure), *saved = c->scope;
 	struct tv varargs = tv_list_new(c, 0), kwargs = tv_dict_new(c, 0);
+	varargs.tuple = true;
 	for (size_t i = 0; i < nargs; i++) {
 		if (i < m->n)
 			tv_dict_set(c, s->vars, tv_str(m->list[i]->name, m->list[i]->name_len), args[i]);
@@ -783,16 +784,19 @@ static enum flow exec_node(struct rctx *c, const struct node *n)
 {
 	switch (n->kind) {
 	case S_BODY:
-		if (++c->depth > c->lim.max_depth + PT_TMPL_MAX_DEPTH)
-			tm_fail(c, n, PT_E_LIMIT, "rendering nested too deeply");
+		/* The parser bounds nesting inside one template; macro recursion multiplies it,
+		 * so the total is bounded too (stack use stays far below 8 MiB). */
+		if (++c->body_depth > 4 * PT_TMPL_MAX_DEPTH)
+			tm_fail(c, n, PT_E_LIMIT, "rendering nested deeper than %d blocks",
+				4 * PT_TMPL_MAX_DEPTH);
 		for (size_t i = 0; i < n->n; i++) {
 			enum flow f = exec_node(c, n->list[i]);
 			if (f != FLOW_NORMAL) {
-				c->depth--;
+				c->body_depth--;
 				return f;
 			}
 		}
-		c->depth--;
+		c->body_depth--;
 		return FLOW_NORMAL;
 	case S_TEXT:
 		tm_buf_put(c, c->out, n->val.u.s.p, n->val.u.s.n);

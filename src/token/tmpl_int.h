@@ -19,6 +19,7 @@ struct arena_chunk;
 struct arena {
 	struct arena_chunk *head;
 	uint64_t used, limit;
+	bool over_limit; /* the last failure was the limit, not the system */
 };
 void *tm_arena_alloc(struct arena *a, size_t n); /* zeroed; NULL when over limit or OOM */
 void tm_arena_free(struct arena *a);
@@ -140,7 +141,8 @@ struct rctx {
 	struct scope *scope; /* innermost */
 	struct sbuf *out;
 	uint64_t iterations;
-	uint32_t depth;
+	uint32_t depth;      /* macro calls */
+	uint32_t body_depth; /* nested blocks, across macro calls */
 	time_t now;
 };
 

@@ -638,7 +638,8 @@ static struct node *parse_filter_expr(struct parser *ps, struct node *x)
 {
 	unsigned saved = ps->depth;
 	for (;;) {
-		enter(ps, cur(ps)->off);
+		if (is_op(ps, "|") || is_name(ps, "is") || is_op(ps, "("))
+			enter(ps, cur(ps)->off); /* each link nests the AST one level */
 		if (skip_op(ps, "|")) {
 			x = parse_filter_one(ps, x, false);
 		} else if (is_name(ps, "is")) {
@@ -718,11 +719,12 @@ static struct node *parse_postfix(struct parser *ps, struct node *x)
 {
 	unsigned saved = ps->depth;
 	for (;;) {
-		enter(ps, cur(ps)->off);
+		if (is_op(ps, ".") || is_op(ps, "[") || is_op(ps, "("))
+			enter(ps, cur(ps)->off); /* each link nests the AST one level */
 		if (is_op(ps, ".") || is_op(ps, "[")) {
 			x = parse_subscript(ps, x);
 		} else if (is_op(ps, "(")) {
-			struct node *call = mk(ps, E_CALL, cur(ps)->off);
+			struct node *call = mk(ps, E_CALL, x->off); /* errors point at the callee */
 			next(ps);
 			call->a = x;
 			parse_args(ps, call);
@@ -857,17 +859,17 @@ static struct node *parse_unary(struct parser *ps, bool with_filter)
 {
 	struct token *t = cur(ps);
 	struct node *x;
-	enter(ps, t->off);
 	if (skip_op(ps, "-") || skip_op(ps, "+")) {
 		x = mk(ps, t->p[0] == '-' ? E_NEG : E_POS, t->off);
+		enter(ps, t->off);
 		x->a = parse_unary(ps, false);
+		ps->depth--;
 	} else {
 		x = parse_primary(ps);
 	}
 	x = parse_postfix(ps, x);
 	if (with_filter)
 		x = parse_filter_expr(ps, x);
-	ps->depth--;
 	return x;
 }
 

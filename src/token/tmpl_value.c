@@ -27,8 +27,10 @@ void *tm_arena_alloc(struct arena *a, size_t n)
 	if (!ch || ch->size - ch->used < need) {
 		size_t size = need > 64 * 1024 ? need : 64 * 1024;
 		uint64_t total;
-		if (pt_add_overflow(a->used, size, &total) || (a->limit && total > a->limit))
+		if (pt_add_overflow(a->used, size, &total) || (a->limit && total > a->limit)) {
+			a->over_limit = true;
 			return NULL;
+		}
 		ch = pt_malloc(sizeof *ch + size);
 		if (!ch)
 			return NULL;
@@ -94,7 +96,7 @@ void *tm_alloc(struct rctx *c, size_t n)
 {
 	void *p = tm_arena_alloc(&c->arena, n);
 	if (!p) {
-		if (c->arena.used + n > c->arena.limit)
+		if (c->arena.over_limit)
 			tm_fail(c, NULL, PT_E_LIMIT, "render memory limit of %llu bytes exceeded",
 				(unsigned long long)c->lim.max_memory);
 		tm_fail(c, NULL, PT_E_NOMEM, "out of memory");
