@@ -258,7 +258,7 @@ static int64_t ival(struct tv v) { return v.k == TV_BOOL ? v.u.b : v.u.i; }
 
 static struct tv repeat(struct rctx *c, const struct node *at, struct tv seq, int64_t times)
 {
-	if (times < 0)
+	if (times < 0 || (seq.k == TV_STR ? seq.u.s.n == 0 : seq.u.l->n == 0))
 		times = 0;
 	if (seq.k == TV_STR) {
 		struct sbuf b = { 0 };
