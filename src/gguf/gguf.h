@@ -125,6 +125,12 @@ bool pt_str_eq(struct pt_str s, const char *cstr);
  * replaces its value in place. */
 typedef struct pt_gguf_writer pt_gguf_writer;
 
+/* alignment 0 means 32; any other value must be a power of two and is also written as
+ * general.alignment (first key).  Misuse (bad shapes/types, duplicate names, calls out of
+ * order, too many or too few data bytes) returns PT_E_INVALID and leaves the writer usable;
+ * I/O failures return PT_E_IO and poison it.  destroy without a successful finish removes
+ * the file. */
+
 enum pt_status pt_gguf_writer_create(const char *path, uint32_t alignment,
 				     pt_gguf_writer **out, struct pt_error *err);
 enum pt_status pt_gguf_writer_set_u32(pt_gguf_writer *w, const char *key, uint32_t v,
@@ -139,7 +145,10 @@ enum pt_status pt_gguf_writer_set_bool(pt_gguf_writer *w, const char *key, bool 
 				       struct pt_error *err);
 enum pt_status pt_gguf_writer_set_str(pt_gguf_writer *w, const char *key, const char *v,
 				      struct pt_error *err);
-/* Any scalar or string value given as raw little-endian payload bytes (for copying keys). */
+/* Any scalar or string value given as raw little-endian payload bytes (for copying keys):
+ * exactly the bytes a reader kv->value points at, i.e. for STRING the u64 length followed by
+ * that many bytes.  Numeric arrays copy with set_arr(kv->arr_type, kv->value, kv->arr_count);
+ * string arrays via pt_gguf_arr_strs + set_arr_str with lens. */
 enum pt_status pt_gguf_writer_set_raw(pt_gguf_writer *w, const char *key,
 				      enum pt_gguf_vtype type, const void *payload, size_t n,
 				      struct pt_error *err);
