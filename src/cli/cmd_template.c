@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gguf/gguf.h"
 #include "token/tmpl.h"
 #include "util/alloc.h"
 #include "util/limits.h"
@@ -344,36 +345,72 @@ static int render(const char *src, size_t len, const cJSON *vars)
 	return PT_EXIT_OK;
 }
 
-int pt_cmd_template(int argc, char **argv)
+/* -m: the model's template (unless --template) and BOS/EOS text (unless the flags). */
+static int load_model(struct opts *o, struct pt_tmpl_gguf_info *info)
 {
-	struct opts o = { 0 };
-	int rc = parse_opts(argc, argv, &o);
-	if (rc)
-		return rc < 0 ? PT_EXIT_OK : rc;
-	if (!o.tmpl) {
-		pt_cli_error("template: reading the chat template from a GGUF (-m) is not available "
-			     "yet; pass --template FILE");
-		return PT_EXIT_FAIL;
+	struct pt_error err = { 0 };
+	pt_gguf *g = NULL;
+	if (pt_gguf_open(o->model, &g, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	enum pt_status st = pt_tmpl_gguf_info(g, info, &err);
+	pt_gguf_close(g);
+	if (st != PT_OK)
+		return pt_cli_fail(&err);
+	if (!info->chat_template && !o->tmpl) {
+		pt_cli_error("template: %s has no tokenizer.chat_template; pass --template FILE",
+			     o->model);
+		return PT_EXIT_USAGE;
 	}
+	if (!o->bos)
+		o->bos = info->bos;
+	if (!o->eos)
+		o->eos = info->eos;
+	return 0;
+}
+
+static int run_template(struct opts *o, const struct pt_tmpl_gguf_info *info)
+{
 	cJSON *conv = NULL, *vars = cJSON_CreateObject();
 	char *src = NULL;
 	size_t len = 0;
+	int rc;
 	if (!vars) {
 		pt_cli_error("template: out of memory");
 		return PT_EXIT_FAIL;
 	}
-	if ((rc = load_json(o.messages, &conv)) == 0 && (rc = build_vars(&o, conv, vars)) == 0 &&
-	    (rc = read_file(o.tmpl, &src, &len)) == 0) {
-		size_t bad = utf8_check((const unsigned char *)src, len);
-		if (bad != len) {
-			pt_cli_error("invalid UTF-8 in %s at offset %zu", o.tmpl, bad);
-			rc = PT_EXIT_USAGE;
+	if ((rc = load_json(o->messages, &conv)) == 0 && (rc = build_vars(o, conv, vars)) == 0) {
+		const char *text = info->chat_template, *name = o->model;
+		if (o->tmpl) {
+			rc = read_file(o->tmpl, &src, &len);
+			text = src;
+			name = o->tmpl;
 		} else {
-			rc = render(src, len, vars);
+			len = info->chat_template_len;
+		}
+		size_t bad = rc ? len : utf8_check((const unsigned char *)text, len);
+		if (rc == 0 && bad != len) {
+			pt_cli_error("invalid UTF-8 in the template of %s at offset %zu", name, bad);
+			rc = PT_EXIT_USAGE;
+		} else if (rc == 0) {
+			rc = render(text, len, vars);
 		}
 	}
 	pt_free(src);
 	cJSON_Delete(conv);
 	cJSON_Delete(vars);
+	return rc;
+}
+
+int pt_cmd_template(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	struct pt_tmpl_gguf_info info = { 0 };
+	int rc = parse_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? PT_EXIT_OK : rc;
+	if (o.model && (rc = load_model(&o, &info)) != 0)
+		return rc;
+	rc = run_template(&o, &info);
+	pt_tmpl_gguf_info_free(&info);
 	return rc;
 }

@@ -16,6 +16,7 @@
 #ifndef PT_TOKEN_TMPL_H
 #define PT_TOKEN_TMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 #include "util/status.h"
 
 struct cJSON;
+struct pt_gguf;
 typedef struct pt_tmpl pt_tmpl;
 
 struct pt_tmpl_limits {
@@ -55,5 +57,20 @@ enum pt_status pt_tmpl_render(const pt_tmpl *t, const struct cJSON *vars,
  * when add_eos.  Returns the new [*start, *start + *len) window inside text. */
 void pt_tmpl_strip_special(const char *text, size_t len, const char *bos, int add_bos,
 			   const char *eos, int add_eos, size_t *start, size_t *out_len);
+
+/* From a GGUF: tokenizer.chat_template (NULL when absent), the BOS/EOS token text
+ * (tokenizer.ggml.tokens[tokenizer.ggml.{bos,eos}_token_id]; NULL when the id key is absent)
+ * and tokenizer.ggml.add_{bos,eos}_token (false when absent; llama.cpp's per-architecture
+ * defaults, e.g. forced add_bos for gemma4, are the tokenizer's business).  Strings are
+ * pt_malloc'd copies; free with pt_tmpl_gguf_info_free. */
+struct pt_tmpl_gguf_info {
+	char *chat_template;
+	size_t chat_template_len;
+	char *bos, *eos;
+	bool add_bos, add_eos;
+};
+enum pt_status pt_tmpl_gguf_info(const struct pt_gguf *g, struct pt_tmpl_gguf_info *info,
+				 struct pt_error *err);
+void pt_tmpl_gguf_info_free(struct pt_tmpl_gguf_info *info);
 
 #endif
