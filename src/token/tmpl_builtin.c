@@ -321,7 +321,7 @@ static int64_t need_int(struct rctx *c, const struct node *at, struct tv v, cons
 /* ---- tests ----------------------------------------------------------------------------- */
 static bool is_seq_like(struct tv x)
 {
-	return x.k == TV_STR || x.k == TV_LIST || x.k == TV_DICT || x.k == TV_UNDEF;
+	return x.k == TV_STR || (x.k == TV_LIST && !x.lazy) || x.k == TV_DICT || x.k == TV_UNDEF;
 }
 
 static bool is_lower_or_upper(struct tv x, bool upper)
@@ -340,6 +340,13 @@ bool tm_test(struct rctx *c, const struct node *at, const char *name, struct tv 
 	     struct tv *args, size_t nargs)
 {
 	struct tv a = nargs ? args[0] : tv_undef("test argument missing", 21);
+	static const char *const unary[] = { "defined", "undefined", "none", "boolean", "true",
+					     "false", "string", "number", "integer", "float",
+					     "mapping", "iterable", "sequence", "callable", "escaped",
+					     "lower", "upper", "odd", "even", NULL };
+	if (nargs && name_in(name, strlen(name), unary))
+		tm_fail(c, at, PT_E_FORMAT, "test_%s() takes 1 positional argument but %zu were given",
+			name, nargs + 1);
 	if (STREQ(name, "defined")) return x.k != TV_UNDEF;
 	if (STREQ(name, "undefined")) return x.k == TV_UNDEF;
 	if (STREQ(name, "none")) return x.k == TV_NONE;
@@ -351,25 +358,19 @@ bool tm_test(struct rctx *c, const struct node *at, const char *name, struct tv 
 	if (STREQ(name, "integer")) return x.k == TV_INT;
 	if (STREQ(name, "float")) return x.k == TV_FLOAT;
 	if (STREQ(name, "mapping")) return x.k == TV_DICT;
-	if (STREQ(name, "iterable") || STREQ(name, "sequence")) return is_seq_like(x);
+	if (STREQ(name, "iterable")) return is_seq_like(x) || x.k == TV_LIST;
+	if (STREQ(name, "sequence")) return is_seq_like(x);
 	if (STREQ(name, "callable"))
 		return x.k == TV_MACRO || x.k == TV_FUNC || x.k == TV_METHOD;
 	if (STREQ(name, "escaped")) return false;
-	if (STREQ(name, "lower") || STREQ(name, "upper")) {
-		if (x.k != TV_STR)
-			tm_fail(c, at, PT_E_FORMAT, "test '%s' needs a string", name);
-		return is_lower_or_upper(x, name[0] == 'u');
-	}
+	if (STREQ(name, "lower") || STREQ(name, "upper")) /* str(value).islower() */
+		return is_lower_or_upper(x.k == TV_UNDEF ? tv_str("", 0) : tv_to_string(c, x, at),
+					 name[0] == 'u');
 	if (STREQ(name, "odd") || STREQ(name, "even") || STREQ(name, "divisibleby")) {
-		int64_t v = need_int(c, at, x, name), m = 2;
-		if (name[0] == 'd')
-			m = need_int(c, at, a, name);
-		if (m == 0)
-			tm_fail(c, at, PT_E_FORMAT, "integer division or modulo by zero");
-		int64_t r = m == -1 ? 0 : v % m;
-		if (name[0] == 'o')
-			return r != 0;
-		return r == 0;
+		/* value % 2 == 1, value % 2 == 0, value % num == 0 with Python's % */
+		struct tv m = name[0] == 'd' ? a : tv_int(2);
+		struct tv r = tm_binop(c, at, OP_MOD, x, m);
+		return tv_equal(r, tv_int(name[0] == 'o' ? 1 : 0));
 	}
 	if (nargs != 1)
 		tm_fail(c, at, PT_E_FORMAT, "test '%s' takes exactly one argument", name);
@@ -512,7 +513,8 @@ static struct tv filter_dictsort(struct rctx *c, const struct node *at, struct t
 static struct tv filter_select(struct rctx *c, const struct node *at, struct tv x,
 			       const struct cargs *ca, bool attr, bool keep)
 {
-	struct tv l = tv_iterate(c, x, at), out = tv_list_new(c, 0);
+	/* jinja2: `if value: for item in value: ...` in a generator */
+	struct tv l = tv_truthy(x) ? tv_iterate(c, x, at) : tv_list_new(c, 0), out = tv_list_new(c, 0);
 	size_t first = attr ? 1 : 0;
 	struct tv path = tv_none(), test;
 	if (attr && !arg(ca, 0, NULL, &path))
@@ -533,13 +535,15 @@ static struct tv filter_select(struct rctx *c, const struct node *at, struct tv 
 		if (r == keep)
 			tv_list_push(c, &out, l.u.l->v[i]);
 	}
+	out.lazy = LZ_GEN;
 	return out;
 }
 
 static struct tv filter_map(struct rctx *c, const struct node *at, struct tv x,
 			    const struct cargs *ca)
 {
-	struct tv l = tv_iterate(c, x, at), out = tv_list_new(c, 0), attr, fname;
+	struct tv l = tv_truthy(x) ? tv_iterate(c, x, at) : tv_list_new(c, 0), out = tv_list_new(c, 0);
+	struct tv attr, fname;
 	if (arg(ca, SIZE_MAX, "attribute", &attr)) {
 		struct tv def;
 		bool has_def = arg(ca, SIZE_MAX, "default", &def);
@@ -547,6 +551,7 @@ static struct tv filter_map(struct rctx *c, const struct node *at, struct tv x,
 			struct tv v = attr_path(c, at, l.u.l->v[i], attr);
 			tv_list_push(c, &out, (v.k == TV_UNDEF && has_def) ? def : v);
 		}
+		out.lazy = LZ_GEN;
 		return out;
 	}
 	if (!arg(ca, 0, NULL, &fname))
@@ -558,6 +563,7 @@ static struct tv filter_map(struct rctx *c, const struct node *at, struct tv x,
 	for (size_t i = 0; i < l.u.l->n; i++)
 		tv_list_push(c, &out, tm_filter(c, at, fn, l.u.l->v[i], ca->a + 1, ca->n - 1, ca->kwn,
 						ca->kwv, ca->nkw));
+	out.lazy = LZ_GEN;
 	return out;
 }
 
@@ -572,7 +578,10 @@ static size_t py_len(struct rctx *c, const struct node *at, struct tv x)
 	switch (x.k) {
 	case TV_UNDEF: return 0;
 	case TV_STR: return tv_utf8_len(x.u.s.p, x.u.s.n);
-	case TV_LIST: return x.u.l->n;
+	case TV_LIST:
+		if (x.lazy == LZ_GEN)
+			tm_fail(c, at, PT_E_FORMAT, "object of type 'generator' has no len()");
+		return x.u.l->n;
 	case TV_DICT: return x.u.d->n;
 	default:
 		tm_fail(c, at, PT_E_FORMAT, "object of type '%s' has no len()", tv_type_name(x));
@@ -691,7 +700,7 @@ static struct tv filter_indent(struct rctx *c, const struct node *at, struct tv 
 			tm_buf_putc(c, &sp, ' ');
 		ind = tv_str(sp.p, sp.n);
 	}
-	struct tv s = soft_str(c, x, at);
+	struct tv s = need_str(c, at, x, "indent"); /* jinja2 does s += "\n" */
 	/* jinja2: (s + "\n").splitlines(), lines after the first get the indent unless blank */
 	struct sbuf b = { 0 };
 	size_t i = 0;
@@ -781,6 +790,7 @@ static struct tv filter_unique(struct rctx *c, const struct node *at, struct tv 
 			tv_list_push(c, &out, v);
 		}
 	}
+	out.lazy = LZ_GEN;
 	return out;
 }
 
@@ -838,6 +848,8 @@ static struct tv filter_round(struct rctx *c, const struct node *at, struct tv x
 		return tv_float(floor(v * m) / m);
 	if (!(method.u.s.n == 6 && memcmp(method.u.s.p, "common", 6) == 0))
 		tm_fail(c, at, PT_E_FORMAT, "method must be common, ceil or floor");
+	if (x.k != TV_FLOAT && prec >= 0) /* Python round(int, n) stays an int */
+		return tv_int(x.k == TV_BOOL ? x.u.b : x.u.i);
 	return tv_float(nearbyint(v * m) / m); /* Python round(): half to even */
 }
 
@@ -848,6 +860,8 @@ static struct tv first_last(struct rctx *c, const struct node *at, struct tv x, 
 			return tv_undef("No first item, sequence was empty.", 34);
 		return x.u.d->keys[last ? x.u.d->n - 1 : 0];
 	}
+	if (last && x.k == TV_LIST && x.lazy == LZ_GEN)
+		tm_fail(c, at, PT_E_FORMAT, "'generator' object is not reversible");
 	struct tv l = tv_iterate(c, x, at);
 	if (l.u.l->n == 0)
 		return tv_undef("No first item, sequence was empty.", 34);
@@ -859,8 +873,10 @@ static struct tv list_reverse(struct rctx *c, const struct node *at, struct tv x
 	struct tv l = tv_iterate(c, x, at), out = tv_list_new(c, l.u.l->n);
 	for (size_t i = l.u.l->n; i-- > 0;)
 		tv_list_push(c, &out, l.u.l->v[i]);
-	if (x.k != TV_STR)
+	if (x.k != TV_STR) {
+		out.lazy = LZ_GEN; /* reversed(): an iterator */
 		return out;
+	}
 	struct sbuf b = { 0 };
 	for (size_t i = 0; i < out.u.l->n; i++)
 		tm_buf_put(c, &b, out.u.l->v[i].u.s.p, out.u.l->v[i].u.s.n);
@@ -944,7 +960,9 @@ struct tv tm_filter(struct rctx *c, const struct node *at, const char *name, str
 			return tv_list_new(c, 0);
 		if (x.k != TV_DICT)
 			tm_fail(c, at, PT_E_FORMAT, "can only get item pairs from a mapping");
-		return dict_items(c, x);
+		struct tv it = dict_items(c, x);
+		it.lazy = LZ_GEN;
+		return it;
 	}
 	if (STREQ(name, "map")) return filter_map(c, at, x, &ca);
 	if (STREQ(name, "select") || STREQ(name, "reject"))
@@ -1132,11 +1150,16 @@ static struct tv str_method(struct rctx *c, const struct node *at, struct tv s, 
 static struct tv dict_method(struct rctx *c, const struct node *at, struct tv d, const char *name,
 			     const struct cargs *ca)
 {
-	if (STREQ(name, "items")) return dict_items(c, d);
+	if (STREQ(name, "items")) {
+		struct tv it = dict_items(c, d);
+		it.lazy = LZ_ITEMS;
+		return it;
+	}
 	if (STREQ(name, "keys") || STREQ(name, "values")) {
 		struct tv out = tv_list_new(c, d.u.d->n);
 		for (size_t i = 0; i < d.u.d->n; i++)
 			tv_list_push(c, &out, name[0] == 'k' ? d.u.d->keys[i] : d.u.d->vals[i]);
+		out.lazy = name[0] == 'k' ? LZ_KEYS : LZ_VALUES;
 		return out;
 	}
 	if (STREQ(name, "get")) {

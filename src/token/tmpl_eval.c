@@ -156,6 +156,9 @@ struct tv tm_getitem(struct rctx *c, struct tv obj, struct tv key, const struct 
 			return v;
 		break;
 	case TV_LIST:
+		if (obj.lazy) /* generators and views are not subscriptable: TypeError -> undefined */
+			return undef_msg(c, "'%.*s' object is not subscriptable%s", tv_type_name(obj),
+					 strlen(tv_type_name(obj)), "");
 		if (as_index(key, &idx)) {
 			int64_t len = (int64_t)obj.u.l->n;
 			if (idx < 0)
@@ -221,13 +224,15 @@ static struct tv eval_slice(struct rctx *c, const struct node *e)
 	struct tv vst = e->d ? tm_eval(c, e->d) : tv_none();
 	if (obj.k == TV_UNDEF)
 		fail_undef(c, e, obj);
+	if (obj.k == TV_LIST && obj.lazy)
+		tm_fail(c, e, PT_E_FORMAT, "'%s' object is not subscriptable", tv_type_name(obj));
 	struct tv items;
 	if (obj.k == TV_STR)
 		items = tv_iterate(c, obj, e);
 	else if (obj.k == TV_LIST)
 		items = obj;
-	else
-		tm_fail(c, e, PT_E_FORMAT, "'%s' object is not subscriptable", tv_type_name(obj));
+	else /* unlike a failed item lookup, a failed slice raises in jinja2 */
+		tm_fail(c, e, PT_E_FORMAT, "'%s' object cannot be sliced", tv_type_name(obj));
 	int64_t len = (int64_t)items.u.l->n, s, st, step;
 	slice_indices(c, e, vs, ve, vst, len, &s, &st, &step);
 	struct tv out = tv_list_new(c, 0);
@@ -354,12 +359,19 @@ static struct tv arith_num(struct rctx *c, const struct node *at, int op, struct
 		}
 		if (fx == 0 && fy < 0)
 			tm_fail(c, at, PT_E_FORMAT, "0.0 cannot be raised to a negative power");
-		return tv_float(pow(fx, fy));
+		if (fx < 0 && fy != floor(fy) && isfinite(fy))
+			tm_fail(c, at, PT_E_UNSUPPORTED, "complex results of ** are not supported");
+		{
+			double p = pow(fx, fy);
+			if (isinf(p) && isfinite(fx) && isfinite(fy)) /* Python raises OverflowError */
+				tm_fail(c, at, PT_E_FORMAT, "numerical result out of range");
+			return tv_float(p);
+		}
 	}
 	return tv_none();
 }
 
-static struct tv binop(struct rctx *c, const struct node *at, int op, struct tv a, struct tv b)
+struct tv tm_binop(struct rctx *c, const struct node *at, int op, struct tv a, struct tv b)
 {
 	static const char *const names[] = { "", "+", "-", "*", "/", "//", "%", "**" };
 	if (tv_is_number(a) && tv_is_number(b))
@@ -370,7 +382,8 @@ static struct tv binop(struct rctx *c, const struct node *at, int op, struct tv 
 		tm_buf_put(c, &s, b.u.s.p, b.u.s.n);
 		return s.n ? tv_str(s.p, s.n) : tv_str("", 0);
 	}
-	if (op == OP_ADD && a.k == TV_LIST && b.k == TV_LIST && a.tuple == b.tuple) {
+	if (op == OP_ADD && a.k == TV_LIST && b.k == TV_LIST && a.tuple == b.tuple && !a.lazy &&
+	    !b.lazy) {
 		struct tv out = tv_list_new(c, a.u.l->n + b.u.l->n);
 		out.tuple = a.tuple;
 		for (size_t i = 0; i < a.u.l->n; i++)
@@ -379,6 +392,8 @@ static struct tv binop(struct rctx *c, const struct node *at, int op, struct tv 
 			tv_list_push(c, &out, b.u.l->v[i]);
 		return out;
 	}
+	if ((a.k == TV_LIST && a.lazy) || (b.k == TV_LIST && b.lazy))
+		bad_operands(c, at, names[op], a, b);
 	if (op == OP_MUL && (a.k == TV_STR || a.k == TV_LIST) && (b.k == TV_INT || b.k == TV_BOOL))
 		return repeat(c, at, a, ival(b));
 	if (op == OP_MUL && (b.k == TV_STR || b.k == TV_LIST) && (a.k == TV_INT || a.k == TV_BOOL))
@@ -677,7 +692,7 @@ struct tv tm_eval(struct rctx *c, const struct node *e)
 	case E_BIN:
 		x = tm_eval(c, e->a);
 		y = tm_eval(c, e->b);
-		return binop(c, e, e->op, x, y);
+		return tm_binop(c, e, e->op, x, y);
 	case E_COND:
 		if (tv_truthy(tm_eval(c, e->a)))
 			return tm_eval(c, e->b);

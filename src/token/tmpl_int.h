@@ -38,13 +38,16 @@ struct tv_loop {
 	const struct tv_list *items;
 	size_t i;
 };
+/* Python objects a TV_LIST stands in for, where they behave differently from a list. */
+enum tv_lazy { LZ_NONE, LZ_GEN, LZ_ITEMS, LZ_KEYS, LZ_VALUES };
 struct tv_list;
 struct tv_dict;
 struct tv_method;
 struct node;
 struct tv {
 	enum tv_kind k;
-	bool tuple; /* TV_LIST built as a tuple (affects repr only) */
+	bool tuple;   /* TV_LIST built as a tuple (affects repr only) */
+	uint8_t lazy; /* TV_LIST standing for a Python generator or dict view: enum tv_lazy */
 	union {
 		bool b;
 		int64_t i;
@@ -195,6 +198,9 @@ struct tv tm_getattr(struct rctx *c, struct tv obj, const char *name, size_t n);
 struct tv tm_getitem(struct rctx *c, struct tv obj, struct tv key, const struct node *at);
 struct tv tm_call_value(struct rctx *c, const struct node *at, struct tv fn, struct tv *args,
 			size_t nargs, const char **kwn, struct tv *kwv, size_t nkw);
+
+/* Python binary arithmetic (enum op OP_ADD..OP_POW). */
+struct tv tm_binop(struct rctx *c, const struct node *at, int op, struct tv a, struct tv b);
 
 /* Builtins (tmpl_builtin.c). args/kw are evaluated. */
 struct tv tm_filter(struct rctx *c, const struct node *at, const char *name, struct tv x,

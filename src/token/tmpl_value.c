@@ -254,7 +254,7 @@ bool tv_truthy(struct tv v)
 	case TV_INT: return v.u.i != 0;
 	case TV_FLOAT: return v.u.f != 0.0;
 	case TV_STR: return v.u.s.n != 0;
-	case TV_LIST: return v.u.l->n != 0;
+	case TV_LIST: return v.lazy == LZ_GEN || v.u.l->n != 0; /* a generator is always true */
 	case TV_DICT: return v.u.d->n != 0;
 	default: return true;
 	}
@@ -292,6 +292,8 @@ bool tv_equal(struct tv a, struct tv b)
 	case TV_UNDEF: case TV_NONE: return true;
 	case TV_STR: return a.u.s.n == b.u.s.n && memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
 	case TV_LIST:
+		if (a.lazy || b.lazy) /* generators and views: identity (views compare loosely in Python) */
+			return a.u.l == b.u.l && a.lazy == b.lazy;
 		if (a.u.l->n != b.u.l->n || a.tuple != b.tuple)
 			return false;
 		for (size_t i = 0; i < a.u.l->n; i++)
@@ -321,8 +323,11 @@ const char *tv_type_name(struct tv v)
 					     "str", "list", "dict", "Namespace", "Macro",
 					     "function", "builtin_function_or_method",
 					     "LoopContext" };
+	static const char *const lazy[] = { "list", "generator", "dict_items", "dict_keys", "dict_values" };
 	if (v.k == TV_LIST && v.tuple)
 		return "tuple";
+	if (v.k == TV_LIST && v.lazy)
+		return lazy[v.lazy];
 	return names[v.k];
 }
 
@@ -341,7 +346,7 @@ int tv_compare(struct rctx *c, const struct node *at, struct tv a, struct tv b)
 			return r;
 		return (a.u.s.n > b.u.s.n) - (a.u.s.n < b.u.s.n);
 	}
-	if (a.k == TV_LIST && b.k == TV_LIST && a.tuple == b.tuple) {
+	if (a.k == TV_LIST && b.k == TV_LIST && a.tuple == b.tuple && !a.lazy && !b.lazy) {
 		for (size_t i = 0; i < a.u.l->n && i < b.u.l->n; i++) {
 			if (!tv_equal(a.u.l->v[i], b.u.l->v[i]))
 				return tv_compare(c, at, a.u.l->v[i], b.u.l->v[i]);
@@ -433,6 +438,31 @@ static void put_s(struct rctx *c, struct sbuf *b, const char *s)
 	tm_buf_put(c, b, s, strlen(s));
 }
 
+/* Code points Python's str.isprintable() rejects among the ones chat text may carry:
+ * C1 controls, no-break/other spaces, soft hyphen, zero-width and bidi formatting marks,
+ * line/paragraph separators, BOM.  repr() writes them escaped. */
+static bool py_unprintable(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0xA0) || cp == 0xAD || cp == 0x1680 ||
+	       (cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
+	       (cp >= 0x205F && cp <= 0x2064) || cp == 0x3000 || cp == 0xFEFF;
+}
+
+static size_t utf8_decode(const char *p, size_t n, uint32_t *cp)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	if ((s[0] & 0xE0) == 0xC0 && n >= 2) {
+		*cp = ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+		return 2;
+	}
+	if ((s[0] & 0xF0) == 0xE0 && n >= 3) {
+		*cp = ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+		return 3;
+	}
+	*cp = s[0];
+	return 1;
+}
+
 static void repr_str(struct rctx *c, struct sbuf *b, const char *p, size_t n)
 {
 	bool sq = memchr(p, '\'', n) != NULL, dq = memchr(p, '"', n) != NULL;
@@ -453,6 +483,16 @@ static void repr_str(struct rctx *c, struct sbuf *b, const char *p, size_t n)
 		} else if (ch < 0x20 || ch == 0x7f) {
 			snprintf(tmp, sizeof tmp, "\\x%02x", ch);
 			put_s(c, b, tmp);
+		} else if (ch >= 0xC2 && ch <= 0xEF) {
+			uint32_t cp;
+			size_t l = utf8_decode(p + i, n - i, &cp);
+			if (l > 1 && py_unprintable(cp)) {
+				snprintf(tmp, sizeof tmp, cp < 0x100 ? "\\x%02x" : "\\u%04x", cp);
+				put_s(c, b, tmp);
+			} else {
+				tm_buf_put(c, b, p + i, l);
+			}
+			i += l - 1;
 		} else {
 			tm_buf_putc(c, b, (char)ch);
 		}
@@ -472,6 +512,15 @@ static void repr_level(struct rctx *c, struct sbuf *b, struct tv v, const struct
 	check_depth(c, level, at);
 	if (v.k == TV_STR) {
 		repr_str(c, b, v.u.s.p, v.u.s.n);
+	} else if (v.k == TV_LIST && v.lazy == LZ_GEN) {
+		tm_fail(c, at, PT_E_UNSUPPORTED, "cannot print a generator (jinja2 prints its address); add |list");
+	} else if (v.k == TV_LIST && v.lazy) {
+		put_s(c, b, tv_type_name(v));
+		tm_buf_putc(c, b, '(');
+		struct tv plain = v;
+		plain.lazy = LZ_NONE;
+		repr_level(c, b, plain, at, level);
+		tm_buf_putc(c, b, ')');
 	} else if (v.k == TV_LIST) {
 		tm_buf_putc(c, b, v.tuple ? '(' : '[');
 		for (size_t i = 0; i < v.u.l->n; i++) {
@@ -662,6 +711,9 @@ void tv_json_to(struct rctx *c, struct sbuf *b, struct tv v, int indent, const c
 		return;
 	case TV_STR: json_str(c, b, v.u.s.p, v.u.s.n); return;
 	case TV_LIST:
+		if (v.lazy)
+			tm_fail(c, at, PT_E_FORMAT, "Object of type %s is not JSON serializable",
+				tv_type_name(v));
 		if (v.u.l->n == 0) {
 			put_s(c, b, "[]");
 			return;
