@@ -144,6 +144,11 @@ static const struct case_ok CASES[] = {
 	  "a" },
 };
 static const char *const ERRORS[] = {
+	"{{ 1 $ 2 }}",
+	"{% if %}x{% endif %}",
+	"{% for in l %}{% endfor %}",
+	"{{ 'a' ~ }}",
+	"{% set %}",
 	"{{ nothing.attr }}",
 	"{{ nothing + 1 }}",
 	"{{ 1 + 'a' }}",
