@@ -25,6 +25,7 @@ struct opts {
 	const char *vars[MAX_VARS];
 	size_t nvars;
 	bool no_gen;
+	bool object_args;
 };
 
 static void help(void)
@@ -40,6 +41,9 @@ static void help(void)
 	       "  --bos-token S          bos_token text (default: the model's, else empty)\n"
 	       "  --eos-token S          eos_token text (default: the model's, else empty)\n"
 	       "  --no-generation-prompt leave add_generation_prompt undefined (default: true)\n"
+	       "  --object-arguments     parse tool_calls[].function.arguments JSON strings into\n"
+	       "                         objects (llama.cpp does so for templates such as Llama 3.1\n"
+	       "                         that expect objects; default: passed as given, like HF)\n"
 	       "  --var NAME=JSON        extra template variable, e.g. enable_thinking=false\n"
 	       "                         (repeatable, at most %d; overrides the above)\n"
 	       "  -h, --help             this text\n",
@@ -57,6 +61,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		if (strcmp(a, "--no-generation-prompt") == 0) {
 			o->no_gen = true;
+			continue;
+		}
+		if (strcmp(a, "--object-arguments") == 0) {
+			o->object_args = true;
 			continue;
 		}
 		if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0)
@@ -259,6 +267,25 @@ static int check_messages(const char *path, const cJSON *msgs)
 	return 0;
 }
 
+/* --object-arguments: a string that parses as a JSON object replaces itself by the object. */
+static void objectify_arguments(cJSON *msgs)
+{
+	for (cJSON *m = msgs->child; m; m = m->next) {
+		cJSON *tc = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+		for (cJSON *c = cJSON_IsArray(tc) ? tc->child : NULL; c; c = c->next) {
+			cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+			cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+			if (!cJSON_IsString(args))
+				continue;
+			cJSON *obj = cJSON_Parse(args->valuestring);
+			if (cJSON_IsObject(obj))
+				cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
+			else
+				cJSON_Delete(obj);
+		}
+	}
+}
+
 static int add_var(cJSON *vars, const char *spec)
 {
 	const char *eq = strchr(spec, '=');
@@ -298,6 +325,8 @@ static int build_vars(const struct opts *o, cJSON *conv, cJSON *vars)
 		cJSON_Delete(tools);
 		return rc;
 	}
+	if (o->object_args)
+		objectify_arguments(msgs);
 	if (o->tools) {
 		cJSON_Delete(tools);
 		tools = NULL;

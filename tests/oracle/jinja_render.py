@@ -49,7 +49,7 @@ FAMILIES = [("gemma", "<bos>", "<eos>"), ("llama-3", "<|begin_of_text|>", "<|eot
              "<\uff5cend\u2581of\u2581sentence\uff5c>"),
             ("phi", "<|endoftext|>", "<|endoftext|>"), ("gpt-oss", "<|startoftext|>", "<|return|>"),
             ("qwen", "<|endoftext|>", "<|im_end|>")]
-OPTION_SETS = [("gen", []), ("nogen", ["--no-generation-prompt"]),
+OPTION_SETS = [("gen", []), ("nogen", ["--no-generation-prompt"]), ("objargs", ["--object-arguments"]),
                ("think0", ["--var", "enable_thinking=false"]),
                ("think1", ["--var", "enable_thinking=true", "--no-generation-prompt"])]
 
@@ -91,6 +91,7 @@ def parse(argv):
     ap.add_argument("--bos-token", default="")
     ap.add_argument("--eos-token", default="")
     ap.add_argument("--no-generation-prompt", action="store_true")
+    ap.add_argument("--object-arguments", action="store_true")
     ap.add_argument("--var", action="append", default=[])
     return ap.parse_args(argv)
 
@@ -107,6 +108,17 @@ def render(a):
     if a.tools:
         with open(a.tools, encoding="utf-8") as f:
             tools = json.load(f)
+    if a.object_arguments:  # llama.cpp: JSON-string arguments become objects
+        for m in msgs:
+            for tc in m.get("tool_calls") or []:
+                fn = tc.get("function") or {}
+                if isinstance(fn.get("arguments"), str):
+                    try:
+                        obj = json.loads(fn["arguments"])
+                    except ValueError:
+                        continue
+                    if isinstance(obj, dict):
+                        fn["arguments"] = obj
     ctx = {"messages": msgs}
     if tools:
         ctx["tools"] = tools
