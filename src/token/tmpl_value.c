@@ -506,8 +506,23 @@ static void check_depth(struct rctx *c, int level, const struct node *at)
 		tm_fail(c, at, PT_E_LIMIT, "value nested deeper than %d levels", PT_JSON_MAX_DEPTH);
 }
 
+/* Containers being printed, innermost first: a namespace can contain itself, and Python
+ * prints such a cycle as {...}. */
+struct repr_guard {
+	const void *p;
+	const struct repr_guard *up;
+};
+
+static bool on_stack(const struct repr_guard *g, const void *p)
+{
+	for (; g; g = g->up)
+		if (g->p == p)
+			return true;
+	return false;
+}
+
 static void repr_level(struct rctx *c, struct sbuf *b, struct tv v, const struct node *at,
-		       int level)
+		       int level, const struct repr_guard *g)
 {
 	check_depth(c, level, at);
 	if (v.k == TV_STR) {
@@ -519,28 +534,42 @@ static void repr_level(struct rctx *c, struct sbuf *b, struct tv v, const struct
 		tm_buf_putc(c, b, '(');
 		struct tv plain = v;
 		plain.lazy = LZ_NONE;
-		repr_level(c, b, plain, at, level);
+		repr_level(c, b, plain, at, level, g);
 		tm_buf_putc(c, b, ')');
 	} else if (v.k == TV_LIST) {
+		struct repr_guard me = { v.u.l, g };
+		if (on_stack(g, v.u.l)) {
+			put_s(c, b, v.tuple ? "(...)" : "[...]");
+			return;
+		}
 		tm_buf_putc(c, b, v.tuple ? '(' : '[');
 		for (size_t i = 0; i < v.u.l->n; i++) {
 			if (i)
 				put_s(c, b, ", ");
-			repr_level(c, b, v.u.l->v[i], at, level + 1);
+			repr_level(c, b, v.u.l->v[i], at, level + 1, &me);
 		}
 		if (v.tuple && v.u.l->n == 1)
 			tm_buf_putc(c, b, ',');
 		tm_buf_putc(c, b, v.tuple ? ')' : ']');
-	} else if (v.k == TV_DICT) {
-		tm_buf_putc(c, b, '{');
-		for (size_t i = 0; i < v.u.d->n; i++) {
-			if (i)
-				put_s(c, b, ", ");
-			repr_level(c, b, v.u.d->keys[i], at, level + 1);
-			put_s(c, b, ": ");
-			repr_level(c, b, v.u.d->vals[i], at, level + 1);
+	} else if (v.k == TV_DICT || v.k == TV_NS) {
+		struct repr_guard me = { v.u.d, g };
+		if (v.k == TV_NS)
+			put_s(c, b, "<Namespace ");
+		if (on_stack(g, v.u.d)) {
+			put_s(c, b, "{...}");
+		} else {
+			tm_buf_putc(c, b, '{');
+			for (size_t i = 0; i < v.u.d->n; i++) {
+				if (i)
+					put_s(c, b, ", ");
+				repr_level(c, b, v.u.d->keys[i], at, level + 1, &me);
+				put_s(c, b, ": ");
+				repr_level(c, b, v.u.d->vals[i], at, level + 1, &me);
+			}
+			tm_buf_putc(c, b, '}');
 		}
-		tm_buf_putc(c, b, '}');
+		if (v.k == TV_NS)
+			tm_buf_putc(c, b, '>');
 	} else {
 		tv_str_to(c, b, v, at);
 	}
@@ -548,7 +577,7 @@ static void repr_level(struct rctx *c, struct sbuf *b, struct tv v, const struct
 
 void tv_repr_to(struct rctx *c, struct sbuf *b, struct tv v, const struct node *at)
 {
-	repr_level(c, b, v, at, 0);
+	repr_level(c, b, v, at, 0, NULL);
 }
 
 void tv_str_to(struct rctx *c, struct sbuf *b, struct tv v, const struct node *at)
@@ -567,12 +596,7 @@ void tv_str_to(struct rctx *c, struct sbuf *b, struct tv v, const struct node *a
 		put_s(c, b, tmp);
 		return;
 	case TV_STR: tm_buf_put(c, b, v.u.s.p, v.u.s.n); return;
-	case TV_LIST: case TV_DICT: repr_level(c, b, v, at, 0); return;
-	case TV_NS:
-		put_s(c, b, "<Namespace ");
-		repr_level(c, b, (struct tv){ .k = TV_DICT, .u.d = v.u.d }, at, 0);
-		put_s(c, b, ">");
-		return;
+	case TV_LIST: case TV_DICT: case TV_NS: repr_level(c, b, v, at, 0, NULL); return;
 	case TV_MACRO:
 		snprintf(tmp, sizeof tmp, "<Macro '%.*s'>",
 			 (int)(v.u.mc->m->name_len > 40 ? 40 : v.u.mc->m->name_len), v.u.mc->m->name);

@@ -22,6 +22,8 @@ static const char VARS[] =
 	"\344\275\240\345\245\275\", \"e\": \"\", \"z\": null, \"t\": true}";
 
 static const struct case_ok CASES[] = {
+	{ "{% set ns = namespace() %}{% set ns.x = ns %}{% set ns.l = [ns, [ns]] %}{{ ns }}",
+	  "<Namespace {'x': <Namespace {...}>, 'l': [<Namespace {...}>, [<Namespace {...}>]]}>" },
 	{ "{{ 1 }}|{{ 1.0 }}|{{ -0.5 }}|{{ 1e3 }}|{{ 12345678901234567 }}|{{ 0.1 + 0.2 }}|{{ 1e16 }}|{{ 1e-5 }}",
 	  "1|1.0|-0.5|1000.0|12345678901234567|0.30000000000000004|1e+16|1e-05" },
 	{ "{{ true }}{{ True }}{{ none }}{{ None }}{{ false }}",
