@@ -150,16 +150,16 @@ static struct tv jinja_title(struct rctx *c, struct tv s)
 	return tv_str(o, s.u.s.n);
 }
 
+/* memmem (two-way, linear time): naive search is quadratic on long periodic text. */
 static bool find_sub(struct tv hay, struct tv nd, size_t from, size_t *at)
 {
-	if (nd.u.s.n > hay.u.s.n)
+	if (from > hay.u.s.n || nd.u.s.n > hay.u.s.n - from)
 		return false;
-	for (size_t i = from; i + nd.u.s.n <= hay.u.s.n; i++)
-		if (memcmp(hay.u.s.p + i, nd.u.s.p, nd.u.s.n) == 0) {
-			*at = i;
-			return true;
-		}
-	return false;
+	const char *p = memmem(hay.u.s.p + from, hay.u.s.n - from, nd.u.s.p, nd.u.s.n);
+	if (!p)
+		return false;
+	*at = (size_t)(p - hay.u.s.p);
+	return true;
 }
 
 static struct tv do_replace(struct rctx *c, const struct node *at, struct tv s, struct tv old,
@@ -778,15 +778,14 @@ static struct tv filter_unique(struct rctx *c, const struct node *at, struct tv 
 {
 	bool cs = tv_truthy(argd(ca, 0, "case_sensitive", tv_bool(false)));
 	struct tv attr = argd(ca, 1, "attribute", tv_none());
-	struct tv l = tv_iterate(c, x, at), out = tv_list_new(c, 0), seen = tv_list_new(c, 0);
+	struct tv l = tv_iterate(c, x, at), out = tv_list_new(c, 0), seen = tv_dict_new(c, 0), dummy;
 	for (size_t i = 0; i < l.u.l->n; i++) {
 		struct tv v = l.u.l->v[i];
 		struct tv k = fold_case(c, attr.k == TV_NONE ? v : attr_path(c, at, v, attr), cs);
-		bool dup = false;
-		for (size_t j = 0; j < seen.u.l->n && !dup; j++)
-			dup = tv_equal(seen.u.l->v[j], k);
-		if (!dup) {
-			tv_list_push(c, &seen, k);
+		if ((k.k == TV_LIST && !k.tuple) || k.k == TV_DICT || k.k == TV_NS)
+			tm_fail(c, at, PT_E_FORMAT, "unhashable type: '%s'", tv_type_name(k));
+		if (!tv_dict_get(seen.u.d, k, &dummy)) { /* hashed: linear overall for str/numbers */
+			tv_dict_set(c, seen.u.d, k, tv_none());
 			tv_list_push(c, &out, v);
 		}
 	}

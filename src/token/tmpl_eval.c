@@ -415,12 +415,7 @@ static bool contains(struct rctx *c, const struct node *at, struct tv hay, struc
 		}
 		if (x.u.s.n == 0)
 			return true;
-		if (x.u.s.n > hay.u.s.n)
-			return false;
-		for (size_t i = 0; i + x.u.s.n <= hay.u.s.n; i++)
-			if (memcmp(hay.u.s.p + i, x.u.s.p, x.u.s.n) == 0)
-				return true;
-		return false;
+		return memmem(hay.u.s.p, hay.u.s.n, x.u.s.p, x.u.s.n) != NULL;
 	case TV_LIST:
 		for (size_t i = 0; i < hay.u.l->n; i++)
 			if (tv_equal(hay.u.l->v[i], x))

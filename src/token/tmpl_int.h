@@ -68,6 +68,8 @@ struct tv_list {
 struct tv_dict {
 	size_t n, cap;
 	struct tv *keys, *vals;
+	uint32_t *index; /* open addressing over hashable keys (entry + 1), once n > 16 */
+	size_t icap;
 };
 struct tv_method {
 	struct tv self;

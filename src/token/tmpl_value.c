@@ -205,16 +205,91 @@ static bool key_eq(struct tv a, struct tv b)
 	return tv_equal(a, b);
 }
 
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Hash consistent with key_eq for str, None and numbers (1 == 1.0 == True hash alike);
+ * false for other keys, which are then found by a linear scan. */
+static bool key_hash(struct tv k, uint64_t *h)
+{
+	switch (k.k) {
+	case TV_STR: {
+		uint64_t x = 0xcbf29ce484222325ull;
+		for (size_t i = 0; i < k.u.s.n; i++)
+			x = (x ^ (unsigned char)k.u.s.p[i]) * 0x100000001b3ull;
+		*h = x;
+		return true;
+	}
+	case TV_NONE: *h = 0x5bd1e995u; return true;
+	case TV_BOOL: *h = mix64((uint64_t)k.u.b); return true;
+	case TV_INT: *h = mix64((uint64_t)k.u.i); return true;
+	case TV_FLOAT:
+		if (k.u.f == floor(k.u.f) && fabs(k.u.f) < 9.2e18) {
+			*h = mix64((uint64_t)(int64_t)k.u.f);
+		} else {
+			uint64_t bits;
+			memcpy(&bits, &k.u.f, sizeof bits);
+			*h = mix64(bits);
+		}
+		return true;
+	default: return false;
+	}
+}
+
+static void index_put(struct tv_dict *d, size_t entry)
+{
+	uint64_t h;
+	if (!key_hash(d->keys[entry], &h))
+		return;
+	size_t mask = d->icap - 1, i = (size_t)h & mask;
+	while (d->index[i])
+		i = (i + 1) & mask;
+	d->index[i] = (uint32_t)entry + 1;
+}
+
+static void index_rebuild(struct rctx *c, struct tv_dict *d)
+{
+	size_t icap = 64;
+	while (icap < d->n * 2 + 2)
+		icap *= 2;
+	d->index = tm_alloc(c, icap * sizeof *d->index);
+	d->icap = icap;
+	for (size_t i = 0; i < d->n; i++)
+		index_put(d, i);
+}
+
+/* Entry of key, or SIZE_MAX. */
+static size_t dict_find(const struct tv_dict *d, struct tv key)
+{
+	uint64_t h;
+	if (d->index && key_hash(key, &h)) {
+		size_t mask = d->icap - 1, i = (size_t)h & mask;
+		for (; d->index[i]; i = (i + 1) & mask)
+			if (key_eq(d->keys[d->index[i] - 1], key))
+				return d->index[i] - 1;
+		return SIZE_MAX;
+	}
+	for (size_t i = 0; i < d->n; i++)
+		if (key_eq(d->keys[i], key))
+			return i;
+	return SIZE_MAX;
+}
+
 void tv_dict_set(struct rctx *c, struct tv_dict *d, struct tv key, struct tv v)
 {
-	for (size_t i = 0; i < d->n; i++)
-		if (key_eq(d->keys[i], key)) {
-			d->vals[i] = v;
-			return;
-		}
+	size_t at = dict_find(d, key);
+	if (at != SIZE_MAX) {
+		d->vals[at] = v;
+		return;
+	}
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 8;
-		if (cap > SIZE_MAX / sizeof(struct tv) / 2)
+		if (cap > UINT32_MAX / 4)
 			tm_fail(c, NULL, PT_E_LIMIT, "dict too large");
 		struct tv *nk = tm_alloc(c, cap * sizeof *nk), *nv = tm_alloc(c, cap * sizeof *nv);
 		if (d->n) {
@@ -228,16 +303,19 @@ void tv_dict_set(struct rctx *c, struct tv_dict *d, struct tv key, struct tv v)
 	d->keys[d->n] = key;
 	d->vals[d->n] = v;
 	d->n++;
+	if (d->n > 16 && (!d->index || d->n * 2 > d->icap))
+		index_rebuild(c, d);
+	else if (d->index)
+		index_put(d, d->n - 1);
 }
 
 bool tv_dict_get(const struct tv_dict *d, struct tv key, struct tv *out)
 {
-	for (size_t i = 0; i < d->n; i++)
-		if (key_eq(d->keys[i], key)) {
-			*out = d->vals[i];
-			return true;
-		}
-	return false;
+	size_t at = dict_find(d, key);
+	if (at == SIZE_MAX)
+		return false;
+	*out = d->vals[at];
+	return true;
 }
 
 bool tv_dict_gets(const struct tv_dict *d, const char *key, size_t n, struct tv *out)
