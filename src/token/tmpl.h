@@ -12,6 +12,14 @@
  * Limits (src/util/limits.h): template size, nesting depth (parse and macro recursion), total
  * loop iterations, output bytes and render memory are bounded; exceeding one is PT_E_LIMIT.
  * Errors carry "line L, column C" of the template position involved.
+ *
+ * Known differences from jinja2 (none affects the fixture templates; tools/tmpl_difftest.py
+ * finds them): integers are 64-bit (overflow is an error, Python has bigints); upper/lower/
+ * title/capitalize map ASCII only; select/reject/map/unique/items results behave as
+ * generators (always true, no len(), not subscriptable, printing one is an error since
+ * jinja2 prints an address) but are computed eagerly, so an error jinja2 would defer until
+ * iteration happens at once; printf-style 'fmt' % args is unsupported; recursive for loops,
+ * {% include/extends/import/with %} and *args calls are unsupported (clear errors).
  */
 #ifndef PT_TOKEN_TMPL_H
 #define PT_TOKEN_TMPL_H
