@@ -15,7 +15,8 @@
  *
  * Known differences from jinja2 (none affects the fixture templates; tools/tmpl_difftest.py
  * finds them): integers are 64-bit (overflow is an error, Python has bigints); upper/lower/
- * title/capitalize map ASCII only; select/reject/map/unique/items results behave as
+ * title/capitalize map ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (other cased
+ * scripts pass unchanged); select/reject/map/unique/items results behave as
  * generators (always true, no len(), not subscriptable, printing one is an error since
  * jinja2 prints an address) but are computed eagerly, so an error jinja2 would defer until
  * iteration happens at once; printf-style 'fmt' % args is unsupported; recursive for loops,

@@ -112,45 +112,156 @@ static struct tv do_strip(struct tv s, struct tv chars, bool left, bool right)
 	return tv_str(p, n);
 }
 
-static char up(char ch) { return ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch; }
-static char lo(char ch) { return ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch; }
+/* Simple (one code point) case mappings for ASCII, Latin-1, Latin Extended-A, Greek and
+ * Cyrillic; other scripts are unchanged.  Multi-character results (ß -> SS, ŉ, İ) are in
+ * case_special. */
+static uint32_t cp_upper(uint32_t c)
+{
+	if (c >= 'a' && c <= 'z') return c - 32;
+	if (c < 0xB5) return c;
+	if (c == 0xB5) return 0x39C;
+	if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+	if (c == 0xFF) return 0x178;
+	if (c >= 0x100 && c <= 0x17F) {
+		if (c == 0x131) return 'I';
+		if (c == 0x17F) return 'S';
+		if (c == 0x130 || c == 0x138 || c == 0x149 || c == 0x178) return c;
+		bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+		return (c & 1) == (odd_upper ? 0u : 1u) ? c - 1 : c;
+	}
+	if (c >= 0x3B1 && c <= 0x3CB && c != 0x3C2) return c - 32;
+	if (c == 0x3C2) return 0x3A3;
+	if (c == 0x3AC) return 0x386;
+	if (c >= 0x3AD && c <= 0x3AF) return c - 37;
+	if (c == 0x3CC) return 0x38C;
+	if (c == 0x3D7) return 0x3CF;
+	if (c == 0x3CD || c == 0x3CE) return c - 63;
+	if (c >= 0x430 && c <= 0x44F) return c - 32;
+	if (c >= 0x450 && c <= 0x45F) return c - 80;
+	return c;
+}
+
+static uint32_t cp_lower(uint32_t c)
+{
+	if (c >= 'A' && c <= 'Z') return c + 32;
+	if (c < 0xC0) return c;
+	if (c <= 0xDE && c != 0xD7) return c + 32;
+	if (c >= 0x100 && c <= 0x17F) {
+		if (c == 0x178) return 0xFF;
+		if (c == 0x130 || c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F) return c;
+		bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+		return (c & 1) == (odd_upper ? 1u : 0u) ? c + 1 : c;
+	}
+	if (c >= 0x391 && c <= 0x3AB && c != 0x3A2) return c + 32;
+	if (c == 0x386) return 0x3AC;
+	if (c >= 0x388 && c <= 0x38A) return c + 37;
+	if (c == 0x38C) return 0x3CC;
+	if (c == 0x3CF) return 0x3D7;
+	if (c == 0x38E || c == 0x38F) return c + 63;
+	if (c >= 0x410 && c <= 0x42F) return c + 32;
+	if (c >= 0x400 && c <= 0x40F) return c + 80;
+	return c;
+}
+
+/* Python's full mappings that expand to several code points. */
+static const char *case_special(uint32_t c, bool upper)
+{
+	if (upper && c == 0xDF) return "SS";
+	if (upper && c == 0x149) return "\xca\xbcN";
+	if (!upper && c == 0x130) return "i\xcc\x87";
+	return NULL;
+}
+
+static bool cp_cased(uint32_t c)
+{
+	return cp_upper(c) != c || cp_lower(c) != c || c == 0xDF || c == 0x138 || c == 0x149 ||
+	       c == 0x130 || c == 0xAA || c == 0xBA;
+}
+
+static void put_cp(struct rctx *c, struct sbuf *b, uint32_t cp, bool upper)
+{
+	const char *sp = case_special(cp, upper);
+	char tmp[4];
+	if (sp) {
+		tm_buf_put(c, b, sp, strlen(sp));
+		return;
+	}
+	cp = upper ? cp_upper(cp) : cp_lower(cp);
+	size_t n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+	if (n == 1) {
+		tmp[0] = (char)cp;
+	} else if (n == 2) {
+		tmp[0] = (char)(0xC0 | (cp >> 6));
+		tmp[1] = (char)(0x80 | (cp & 0x3F));
+	} else {
+		tmp[0] = (char)(0xE0 | (cp >> 12));
+		tmp[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		tmp[2] = (char)(0x80 | (cp & 0x3F));
+	}
+	tm_buf_put(c, b, tmp, n);
+}
+
 static bool alpha(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
 
+/* mode 0 upper, 1 lower, 2 str.capitalize, 3 str.title (cased after uncased starts a word),
+ * 4 jinja2's title filter (words start after whitespace - ( { [ <). */
 static struct tv map_case(struct rctx *c, struct tv s, int mode)
 {
-	char *o = tm_alloc(c, s.u.s.n + 1);
-	bool prev_alpha = false;
-	for (size_t i = 0; i < s.u.s.n; i++) {
-		char ch = s.u.s.p[i];
-		switch (mode) {
-		case 0: o[i] = up(ch); break;
-		case 1: o[i] = lo(ch); break;
-		case 2: o[i] = i == 0 ? up(ch) : lo(ch); break; /* capitalize */
-		default: /* str.title: a letter after a non-letter starts a word */
-			o[i] = prev_alpha ? lo(ch) : up(ch);
-			prev_alpha = alpha(ch) || ((unsigned char)ch >= 0x80);
-			break;
+	struct sbuf b = { 0 };
+	bool prev_cased = false, start = true, last_cased = false;
+	for (size_t i = 0; i < s.u.s.n;) {
+		size_t l;
+		uint32_t cp = decode(s.u.s.p + i, s.u.s.n - i, &l);
+		bool up_ = false;
+		if (l > 1 && cp < 0x80) { /* not UTF-8: copy the byte */
+			tm_buf_put(c, &b, s.u.s.p + i, 1);
+			i++;
+			continue;
 		}
+		switch (mode) {
+		case 0: up_ = true; break;
+		case 1: up_ = false; break;
+		case 2: up_ = i == 0; break;
+		case 3: up_ = !prev_cased; prev_cased = cp_cased(cp); break;
+		default: {
+			bool sep = py_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' ||
+				   cp == '<';
+			up_ = start;
+			start = sep;
+			if (sep) {
+				tm_buf_put(c, &b, s.u.s.p + i, l);
+				last_cased = false;
+				i += l;
+				continue;
+			}
+		}
+		}
+		bool next_cased = false;
+		if (cp == 0x3A3 && !up_ && i + l < s.u.s.n) {
+			size_t l2;
+			next_cased = cp_cased(decode(s.u.s.p + i + l, s.u.s.n - i - l, &l2));
+		}
+		if (up_ && cp == 0xDF && (mode == 2 || mode == 3)) /* titlecase of sharp s */
+			tm_buf_put(c, &b, "Ss", 2);
+		else if (cp == 0x3A3 && !up_ && last_cased && !next_cased) /* final sigma */
+			tm_buf_put(c, &b, "\xcf\x82", 2);
+		else if (cp >= 0x10000 || (cp_upper(cp) == cp && cp_lower(cp) == cp &&
+					   !case_special(cp, up_)))
+			tm_buf_put(c, &b, s.u.s.p + i, l);
+		else
+			put_cp(c, &b, cp, up_);
+		/* jinja2's title lowers item[1:] on its own: no cased context from item[0] */
+		last_cased = mode == 4 && up_ ? false : cp_cased(cp);
+		i += l;
 	}
-	return tv_str(o, s.u.s.n);
+	return tv_str(b.p, b.n);
 }
 
-/* jinja2's title filter: words start after runs of whitespace, '-', '(', '{', '[', '<'. */
 static struct tv jinja_title(struct rctx *c, struct tv s)
 {
-	char *o = tm_alloc(c, s.u.s.n + 1);
-	bool start = true;
-	for (size_t i = 0; i < s.u.s.n; i++) {
-		char ch = s.u.s.p[i];
-		bool sep = ch == ' ' || (ch >= 9 && ch <= 13) || ch == '-' || ch == '(' ||
-			   ch == '{' || ch == '[' || ch == '<';
-		o[i] = sep ? ch : start ? up(ch) : lo(ch);
-		start = sep;
-	}
-	return tv_str(o, s.u.s.n);
+	return map_case(c, s, 4);
 }
 
-/* memmem (two-way, linear time): naive search is quadratic on long periodic text. */
 static bool find_sub(struct tv hay, struct tv nd, size_t from, size_t *at)
 {
 	if (from > hay.u.s.n || nd.u.s.n > hay.u.s.n - from)
@@ -327,11 +438,14 @@ static bool is_seq_like(struct tv x)
 static bool is_lower_or_upper(struct tv x, bool upper)
 {
 	bool cased = false;
-	for (size_t i = 0; i < x.u.s.n; i++) {
-		char ch = x.u.s.p[i];
-		if ((upper && ch >= 'a' && ch <= 'z') || (!upper && ch >= 'A' && ch <= 'Z'))
+	for (size_t i = 0; i < x.u.s.n;) {
+		size_t l;
+		uint32_t cp = decode(x.u.s.p + i, x.u.s.n - i, &l);
+		bool is_up = cp_lower(cp) != cp || cp == 0x130, is_lo = cp_cased(cp) && !is_up;
+		if ((upper && is_lo) || (!upper && is_up))
 			return false;
-		cased |= alpha(ch);
+		cased |= is_up || is_lo;
+		i += l;
 	}
 	return cased;
 }
