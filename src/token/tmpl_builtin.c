@@ -1041,8 +1041,49 @@ static struct tv filter_str(struct rctx *c, const struct node *at, const char *n
 	return do_replace(c, at, s, old, new_, cnt.k == TV_NONE ? -1 : need_int(c, at, cnt, "count"));
 }
 
+static struct tv filter_now(struct rctx *c, const struct node *at, const char *name, struct tv x,
+			   struct tv *args, size_t nargs, const char **kwn, struct tv *kwv,
+			   size_t nkw);
+
+static bool makes_generator(const char *name)
+{
+	static const char *const gens[] = { "select", "reject", "selectattr", "rejectattr", "map",
+					    "unique", "items", NULL };
+	return name_in(name, strlen(name), gens);
+}
+
+/* jinja2's select/reject/map/unique/items are generators: nothing runs until they are
+ * consumed.  They are computed now; an error is kept in the result and raised when (if)
+ * it is iterated, so `{% if x|select %}` is true like in Python whatever x holds. */
 struct tv tm_filter(struct rctx *c, const struct node *at, const char *name, struct tv x,
 		    struct tv *args, size_t nargs, const char **kwn, struct tv *kwv, size_t nkw)
+{
+	if (!makes_generator(name))
+		return filter_now(c, at, name, x, args, nargs, kwn, kwv, nkw);
+	jmp_buf saved;
+	struct tv r;
+	memcpy(&saved, &c->jb, sizeof saved);
+	if (setjmp(c->jb) == 0) {
+		r = filter_now(c, at, name, x, args, nargs, kwn, kwv, nkw);
+		memcpy(&c->jb, &saved, sizeof saved);
+		r.lazy = LZ_GEN;
+		return r;
+	}
+	memcpy(&c->jb, &saved, sizeof saved);
+	if (c->status == PT_E_LIMIT || c->status == PT_E_NOMEM || !c->err)
+		longjmp(c->jb, 1); /* resource limits are not Python errors: no deferral */
+	r = tv_list_new(c, 0);
+	r.lazy = LZ_GEN;
+	r.u.l->poison = tv_strdup(c, c->err->msg, strlen(c->err->msg)).u.s.p;
+	r.u.l->poison_st = c->status;
+	pt_error_clear(c->err);
+	c->status = PT_OK;
+	return r;
+}
+
+static struct tv filter_now(struct rctx *c, const struct node *at, const char *name, struct tv x,
+			    struct tv *args, size_t nargs, const char **kwn, struct tv *kwv,
+			    size_t nkw)
 {
 	struct cargs ca = { args, nargs, kwn, kwv, nkw };
 	if (STREQ(name, "default") || STREQ(name, "d")) {
@@ -1072,7 +1113,7 @@ struct tv tm_filter(struct rctx *c, const struct node *at, const char *name, str
 		if (x.k == TV_UNDEF)
 			return tv_list_new(c, 0);
 		if (x.k != TV_DICT)
-			tm_fail(c, at, PT_E_FORMAT, "can only get item pairs from a mapping");
+			tm_fail(c, at, PT_E_FORMAT, "Can only get item pairs from a mapping.");
 		struct tv it = dict_items(c, x);
 		it.lazy = LZ_GEN;
 		return it;

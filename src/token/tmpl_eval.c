@@ -417,6 +417,7 @@ static bool contains(struct rctx *c, const struct node *at, struct tv hay, struc
 			return true;
 		return memmem(hay.u.s.p, hay.u.s.n, x.u.s.p, x.u.s.n) != NULL;
 	case TV_LIST:
+		hay = tv_iterate(c, hay, at);
 		for (size_t i = 0; i < hay.u.l->n; i++)
 			if (tv_equal(hay.u.l->v[i], x))
 				return true;
@@ -864,17 +865,17 @@ static void bind_vars(struct rctx *c, const cJSON *vars)
 			    tv_from_cjson(c, e, 0));
 }
 
-enum pt_status pt_tmpl_render(const pt_tmpl *t, const cJSON *vars,
-			      const struct pt_tmpl_limits *limits, time_t now, char **out,
-			      size_t *out_len, struct pt_error *err)
+static enum pt_status render(const pt_tmpl *t, const cJSON *vars,
+			     const struct pt_tmpl_limits *limits, time_t now, char **out,
+			     size_t *out_len, struct pt_error *rec)
 {
 	*out = NULL;
 	*out_len = 0;
 	struct rctx *c = pt_calloc(1, sizeof *c);
 	if (!c)
-		return pt_error_set(err, PT_E_NOMEM, "out of memory");
+		return pt_error_set(rec, PT_E_NOMEM, "out of memory");
 	c->t = t;
-	c->err = err;
+	c->err = rec;
 	c->lim = limits ? *limits : pt_tmpl_default_limits();
 	c->arena.limit = c->lim.max_memory;
 	c->now = now ? now : time(NULL);
@@ -890,7 +891,7 @@ enum pt_status pt_tmpl_render(const pt_tmpl *t, const cJSON *vars,
 		exec_node(c, t->root);
 		char *res = pt_malloc(b->n + 1);
 		if (!res) {
-			st = pt_error_set(err, PT_E_NOMEM, "out of memory");
+			st = pt_error_set(rec, PT_E_NOMEM, "out of memory");
 		} else {
 			if (b->n)
 				memcpy(res, b->p, b->n);
@@ -902,4 +903,12 @@ enum pt_status pt_tmpl_render(const pt_tmpl *t, const cJSON *vars,
 	tm_arena_free(&c->arena);
 	pt_free(c);
 	return st;
+}
+
+enum pt_status pt_tmpl_render(const pt_tmpl *t, const cJSON *vars,
+			      const struct pt_tmpl_limits *limits, time_t now, char **out,
+			      size_t *out_len, struct pt_error *err)
+{
+	struct pt_error local = { 0 }; /* deferred generator errors need a record */
+	return render(t, vars, limits, now, out, out_len, err ? err : &local);
 }

@@ -64,6 +64,8 @@ struct tv {
 struct tv_list {
 	size_t n, cap;
 	struct tv *v;
+	const char *poison;       /* generator whose evaluation failed: the error, raised */
+	enum pt_status poison_st; /* when it is consumed (jinja2 generators are lazy) */
 };
 struct tv_dict {
 	size_t n, cap;
@@ -154,6 +156,8 @@ struct rctx {
 /* Failure: records "<msg> at line L, column C" (node may be NULL) and longjmps. */
 _Noreturn void tm_fail(struct rctx *c, const struct node *at, enum pt_status code,
 		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Raises a previously recorded error message again (a poisoned generator). */
+_Noreturn void tm_fail_raw(struct rctx *c, enum pt_status code, const char *msg);
 void *tm_alloc(struct rctx *c, size_t n);
 void tm_buf_put(struct rctx *c, struct sbuf *b, const char *p, size_t n);
 void tm_buf_putc(struct rctx *c, struct sbuf *b, char ch);

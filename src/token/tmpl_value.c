@@ -92,6 +92,13 @@ _Noreturn void tm_fail(struct rctx *c, const struct node *at, enum pt_status cod
 	longjmp(c->jb, 1);
 }
 
+_Noreturn void tm_fail_raw(struct rctx *c, enum pt_status code, const char *msg)
+{
+	pt_error_set(c->err, code, "%s", msg);
+	c->status = code;
+	longjmp(c->jb, 1);
+}
+
 void *tm_alloc(struct rctx *c, size_t n)
 {
 	void *p = tm_arena_alloc(&c->arena, n);
@@ -901,7 +908,10 @@ struct tv tv_iterate(struct rctx *c, struct tv v, const struct node *at)
 {
 	switch (v.k) {
 	case TV_UNDEF: return tv_list_new(c, 0);
-	case TV_LIST: return v;
+	case TV_LIST:
+		if (v.u.l->poison)
+			tm_fail_raw(c, v.u.l->poison_st, v.u.l->poison);
+		return v;
 	case TV_DICT: {
 		struct tv l = tv_list_new(c, v.u.d->n);
 		for (size_t i = 0; i < v.u.d->n; i++)

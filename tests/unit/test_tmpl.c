@@ -22,6 +22,8 @@ static const char VARS[] =
 	"\344\275\240\345\245\275\", \"e\": \"\", \"z\": null, \"t\": true}";
 
 static const struct case_ok CASES[] = {
+	{ "{% if true|reject('odd') %}Y{% endif %}|{{ not nothing|items }}|{% if []|select %}gen-true{% endif %}|{{ l|select('odd')|list }}|{{ msgs|selectattr('tool')|list|length }}|{{ l|map('string')|join('-') }}|{{ {'a': 1}.items() }}|{{ {'a': 1}.keys()|list }}|{{ l|unique|list }}|{{ 3 in l|select }}|{{ (l|reject)[0] }}",
+	  "Y|False|gen-true|[3, 1]|1|3-1-2|dict_items([('a', 1)])|['a']|[3, 1, 2]|True|" },
 	{ "{% set w = 'd\303\251j\303\240 \303\277 \303\237 \305\211 \304\260 \317\203\316\261\317\202 \316\243\316\221\316\243 \316\206\316\210 \320\226\321\221\320\273\321\202\321\213\320\271 x-ray (ok) 1st \340\244\250\340\244\256\340\244\270\340\245\215\340\244\244\340\245\207' %}{{ w.upper() }}|{{ w.lower() }}|{{ w.title() }}|{{ w|title }}|{{ w|capitalize }}|{{ '\316\243\316\221\316\243'.islower() }}{{ '\303\200\303\211'.isupper() }}",
 	  "D\303\211J\303\200 \305\270 SS \312\274N \304\260 \316\243\316\221\316\243 \316\243\316\221\316\243 \316\206\316\210 \320\226\320\201\320\233\320\242\320\253\320\231 X-RAY (OK) 1ST \340\244\250\340\244\256\340\244\270\340\245\215\340\244\244\340\245\207|d\303\251j\303\240 \303\277 \303\237 \305\211 i\314\207 \317\203\316\261\317\202 \317\203\316\261\317\202 \316\254\316\255 \320\266\321\221\320\273\321\202\321\213\320\271 x-ray (ok) 1st \340\244\250\340\244\256\340\244\270\340\245\215\340\244\244\340\245\207|D\303\251j\303\240 \305\270 Ss \312\274N \304\260 \316\243\316\261\317\202 \316\243\316\261\317\202 \316\206\316\255 \320\226\321\221\320\273\321\202\321\213\320\271 X-Ray (Ok) 1St \340\244\250\340\244\256\340\244\270\340\245\215\340\244\244\340\245\207|D\303\251j\303\240 \305\270 SS \312\274N \304\260 \316\243\316\261\317\202 \316\243\316\261\317\202 \316\206\316\255 \320\226\321\221\320\273\321\202\321\213\320\271 X-Ray (Ok) 1st \340\244\250\340\244\256\340\244\270\340\245\215\340\244\244\340\245\207|D\303\251j\303\240 \303\277 \303\237 \305\211 i\314\207 \317\203\316\261\317\202 \317\203\316\261\317\202 \316\254\316\255 \320\266\321\221\320\273\321\202\321\213\320\271 x-ray (ok) 1st \340\244\250\340\244\256\340\244\270\340\245\215\340\244\244\340\245\207|FalseTrue" },
 	{ "{% set ns = namespace() %}{% set ns.x = ns %}{% set ns.l = [ns, [ns]] %}{{ ns }}",
@@ -148,6 +150,10 @@ static const struct case_ok CASES[] = {
 	  "a" },
 };
 static const char *const ERRORS[] = {
+	"{{ true|select|list }}",
+	"{{ l|select|length }}",
+	"{{ (l|reverse)|last }}",
+	"{{ [[1]]|unique|list }}",
 	"{{ 1 $ 2 }}",
 	"{% if %}x{% endif %}",
 	"{% for in l %}{% endfor %}",
@@ -259,6 +265,19 @@ PT_TEST(test_tmpl_error_positions)
 	pt_error_clear(&err);
 	CHECK(run("{{ d.zz + 1 }}", NULL, NULL, &out, &err) == PT_E_FORMAT);
 	CHECK_CONTAINS(err.msg, "'dict object' has no attribute 'zz'");
+}
+
+/* jinja2 prints a generator as its memory address; particle refuses instead. */
+PT_TEST(test_tmpl_printing_generator_is_refused)
+{
+	struct pt_error err = { 0 };
+	char *out = NULL;
+	CHECK(run("{{ l|map('upper') }}", NULL, NULL, &out, &err) == PT_E_UNSUPPORTED);
+	CHECK_CONTAINS(err.msg, "cannot print a generator");
+	pt_error_clear(&err);
+	CHECK(run("{{ l|map('upper')|list }}", NULL, NULL, &out, &err) == PT_OK);
+	CHECK_EQ_STR(out, "['3', '1', '2']");
+	pt_free(out);
 }
 
 /* Unknown filters inside if-blocks fail only when reached (jinja2 "soft" frames). */
