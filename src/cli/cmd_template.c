@@ -171,6 +171,47 @@ static size_t utf8_check(const unsigned char *s, size_t len)
 	return len;
 }
 
+/* cJSON keeps numbers as doubles, but Python tells 1 from 1.0 and keeps big integers exact.
+ * Number nodes get their source spelling in valuestring (the template engine reads it);
+ * the k-th number token of the text is the k-th number node in document order. */
+static void keep_number_text(const char *text, size_t len, cJSON *root)
+{
+	cJSON *stack[PT_JSON_MAX_DEPTH + 2];
+	size_t depth = 0, i = 0;
+	cJSON *node = root;
+	while (node) {
+		if (cJSON_IsNumber(node)) {
+			while (i < len && !(text[i] == '-' || (text[i] >= '0' && text[i] <= '9'))) {
+				if (text[i] == '"') /* skip strings, escapes included */
+					for (i++; i < len && text[i] != '"'; i++)
+						if (text[i] == '\\')
+							i++;
+				i++;
+			}
+			size_t st = i;
+			while (i < len && strchr("+-0123456789.eE", text[i]))
+				i++;
+			if (i > st && !node->valuestring) {
+				node->valuestring = cJSON_malloc(i - st + 1);
+				if (node->valuestring) {
+					memcpy(node->valuestring, text + st, i - st);
+					node->valuestring[i - st] = 0;
+				}
+			}
+		}
+		if (node->child) {
+			if (depth == PT_JSON_MAX_DEPTH)
+				return; /* too deep to render anyway; the rest keeps cJSON's doubles */
+			stack[depth++] = node;
+			node = node->child;
+			continue;
+		}
+		while (node && !node->next && depth)
+			node = stack[--depth];
+		node = node && node != root ? node->next : NULL;
+	}
+}
+
 static int load_json(const char *path, cJSON **out)
 {
 	char *buf;
@@ -192,6 +233,7 @@ static int load_json(const char *path, cJSON **out)
 		pt_free(buf);
 		return PT_EXIT_USAGE;
 	}
+	keep_number_text(buf, len, j);
 	pt_free(buf);
 	*out = j;
 	return 0;
@@ -294,6 +336,8 @@ static int add_var(cJSON *vars, const char *spec)
 		return PT_EXIT_USAGE;
 	}
 	cJSON *v = cJSON_Parse(eq + 1);
+	if (v)
+		keep_number_text(eq + 1, strlen(eq + 1), v);
 	if (!v) {
 		pt_cli_error("template: --var %.*s: malformed JSON value", (int)(eq - spec), spec);
 		return PT_EXIT_USAGE;

@@ -6,8 +6,10 @@
  * the filter tojson = json.dumps(x, ensure_ascii=False, indent=, separators=, sort_keys=).
  * The {% generation %} block of transformers' AssistantTracker renders its body.
  *
- * Variables come from a cJSON object (key -> value); JSON numbers whose value is integral are
- * ints, others floats (cJSON does not keep the source spelling, so "1.0" arrives as int 1).
+ * Variables come from a cJSON object (key -> value).  cJSON keeps numbers as doubles; when a
+ * number node's valuestring holds its source spelling (the CLI stores it), "1" is an int and
+ * "1.0" a float as in Python, and integers are exact to 64 bits (beyond: PT_E_UNSUPPORTED).
+ * Without it, integral values below 2^53 are ints and the rest floats.
  *
  * Limits (src/util/limits.h): template size, nesting depth (parse and macro recursion), total
  * loop iterations, output bytes and render memory are bounded; exceeding one is PT_E_LIMIT.

@@ -3,6 +3,7 @@
 #include "token/tmpl_int.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -859,6 +860,17 @@ struct tv tv_from_cjson(struct rctx *c, const cJSON *j, int depth)
 		return tv_bool(cJSON_IsTrue(j));
 	if (cJSON_IsNumber(j)) {
 		double d = j->valuedouble;
+		const char *txt = j->valuestring; /* source spelling, when the caller kept it */
+		if (txt && !strpbrk(txt, ".eE")) {
+			errno = 0;
+			long long v = strtoll(txt, NULL, 10);
+			if (errno == ERANGE)
+				tm_fail(c, NULL, PT_E_UNSUPPORTED,
+					"integer %.40s in the variables is outside the 64-bit range", txt);
+			return tv_int(v);
+		}
+		if (txt)
+			return tv_float(d);
 		if (d == floor(d) && fabs(d) < 9007199254740992.0)
 			return tv_int((int64_t)d);
 		return tv_float(d);
