@@ -21,7 +21,8 @@
  * scripts pass unchanged); select/reject/map/unique/items results behave as
  * generators (always true, no len(), not subscriptable, printing one is an error since
  * jinja2 prints an address) but are computed eagerly, so an error jinja2 would defer until
- * iteration happens at once; printf-style 'fmt' % args is unsupported; recursive for loops,
+ * iteration happens at once ('fmt' % args supports s r a d i u f F e E g G x X o c and %%,
+ * without '*' widths); recursive for loops,
  * {% include/extends/import/with %} and *args calls are unsupported (clear errors).
  */
 #ifndef PT_TOKEN_TMPL_H

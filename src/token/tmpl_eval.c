@@ -399,7 +399,7 @@ struct tv tm_binop(struct rctx *c, const struct node *at, int op, struct tv a, s
 	if (op == OP_MUL && (b.k == TV_STR || b.k == TV_LIST) && (a.k == TV_INT || a.k == TV_BOOL))
 		return repeat(c, at, b, ival(a));
 	if (op == OP_MOD && a.k == TV_STR)
-		tm_fail(c, at, PT_E_UNSUPPORTED, "printf-style string formatting is not supported");
+		return tm_percent_format(c, at, a, b);
 	bad_operands(c, at, names[op], a, b);
 }
 

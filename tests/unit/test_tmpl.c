@@ -22,6 +22,8 @@ static const char VARS[] =
 	"\344\275\240\345\245\275\", \"e\": \"\", \"z\": null, \"t\": true}";
 
 static const struct case_ok CASES[] = {
+	{ "{{ '%s-%d' % ('a', 3) }}|{{ '%05.2f|%-6s|%6s|%x|%+d' % (3.14159, 'ab', '\303\251', 255, 5) }}|{{ '%(a)s=%(b)r' % {'a': 1, 'b': 'x'} }}|{{ '100%%' % () }}|{{ 'x' % {} }}",
+	  "a-3|03.14|ab    |     \303\251|ff|+5|1='x'|100%|x" },
 	{ "{% if true|reject('odd') %}Y{% endif %}|{{ not nothing|items }}|{% if []|select %}gen-true{% endif %}|{{ l|select('odd')|list }}|{{ msgs|selectattr('tool')|list|length }}|{{ l|map('string')|join('-') }}|{{ {'a': 1}.items() }}|{{ {'a': 1}.keys()|list }}|{{ l|unique|list }}|{{ 3 in l|select }}|{{ (l|reject)[0] }}",
 	  "Y|False|gen-true|[3, 1]|1|3-1-2|dict_items([('a', 1)])|['a']|[3, 1, 2]|True|" },
 	{ "{% set w = 'd\303\251j\303\240 \303\277 \303\237 \305\211 \304\260 \317\203\316\261\317\202 \316\243\316\221\316\243 \316\206\316\210 \320\226\321\221\320\273\321\202\321\213\320\271 x-ray (ok) 1st \340\244\250\340\244\256\340\244\270\340\245\215\340\244\244\340\245\207' %}{{ w.upper() }}|{{ w.lower() }}|{{ w.title() }}|{{ w|title }}|{{ w|capitalize }}|{{ '\316\243\316\221\316\243'.islower() }}{{ '\303\200\303\211'.isupper() }}",
@@ -150,6 +152,9 @@ static const struct case_ok CASES[] = {
 	  "a" },
 };
 static const char *const ERRORS[] = {
+	"{{ '%s %s' % (1,) }}",
+	"{{ 'a' % 1 }}",
+	"{{ '%d' % 'x' }}",
 	"{{ true|select|list }}",
 	"{{ l|select|length }}",
 	"{{ (l|reverse)|last }}",
