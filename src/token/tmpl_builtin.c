@@ -1127,6 +1127,8 @@ static struct tv filter_now(struct rctx *c, const struct node *at, const char *n
 	if (STREQ(name, "sort")) return filter_sort(c, at, x, &ca);
 	if (STREQ(name, "unique")) return filter_unique(c, at, x, &ca);
 	if (STREQ(name, "reverse")) return list_reverse(c, at, x);
+	if ((STREQ(name, "int") || STREQ(name, "float")) && x.k == TV_UNDEF)
+		need_str(c, at, x, name); /* int(Undefined) raises UndefinedError */
 	if (STREQ(name, "int")) return filter_int(c, at, x, &ca);
 	if (STREQ(name, "float")) return filter_float(c, x, &ca);
 	if (STREQ(name, "abs")) {
