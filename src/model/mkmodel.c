@@ -21,12 +21,16 @@
 #include "quant/types.h"
 #include "util/alloc.h"
 
-#define LOGIT_GAIN 3.0
-#define ROUTER_GAIN 2.0
+#include <stdlib.h>
+static double knob(const char *n, double d) { const char *v = getenv(n); return v ? atof(v) : d; }
+#define LOGIT_GAIN knob("PTK_LG", 3.0)
+#define ROUTER_GAIN knob("PTK_RG", 2.0)
+#define RESID_SCALE (knob("PTK_RS", 0.5) / sqrt(2.0 * hp->n_layer))
+#define FINAL_NORM_GAIN knob("PTK_FN", 1.0)
 /* Tied embeddings echo the input token (logit of token t ~ |embd[t]|^2) unless the layers'
  * contributions dominate the residual stream: gemma4 normalises every layer output, so its
  * post-norm gains set that ratio. */
-#define POST_NORM_GAIN 12.0
+#define POST_NORM_GAIN knob("PTK_PN", 12.0)
 
 uint64_t pt_mkmodel_splitmix64(uint64_t *state)
 {
@@ -114,9 +118,13 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 {
 	uint64_t s = ts;
 	switch (d->init) {
-	case PT_INIT_NORM:
+	case PT_INIT_NORM: {
+		double g = strcmp(d->name, "output_norm.weight") == 0 ? FINAL_NORM_GAIN : 1.0;
+		if (hp->arch == PT_ARCH_GEMMA4 && (strstr(d->name, "attn_q_norm") || strstr(d->name, "attn_k_norm")))
+			g = knob("PTK_QK", 0.7) * pow((double)n, -0.25);
 		for (uint64_t i = 0; i < n; i++)
-			out[i] = 1.0f + 0.1f * unit(&s);
+			out[i] = (float)g * (1.0f + 0.1f * unit(&s));
+	}
 		break;
 	case PT_INIT_POST_NORM:
 		for (uint64_t i = 0; i < n; i++)
@@ -156,11 +164,21 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 	}
 	double sd = 1.0 / sqrt((double)d->fan_in);
 	if (d->cat == PT_CAT_OUTPUT)
-		sd *= LOGIT_GAIN;
+		sd *= LOGIT_GAIN / FINAL_NORM_GAIN;
+	if (d->cat == PT_CAT_ATTN_OUTPUT || d->cat == PT_CAT_FFN_DOWN)
+		sd *= RESID_SCALE;
 	if (d->init == PT_INIT_EMBED)
-		sd = hp->tied_embeddings ? LOGIT_GAIN / sqrt((double)n0) : 1.0;
-	for (uint64_t r = 0; r < nrows; r++)
-		uniform_row(ts, row0 + r, sd, true, out + r * n0, n0);
+		sd = hp->tied_embeddings ? LOGIT_GAIN / FINAL_NORM_GAIN / sqrt((double)n0) : 1.0;
+	const bool head = d->cat == PT_CAT_OUTPUT || (d->init == PT_INIT_EMBED && hp->tied_embeddings);
+	const double tail = knob("PTK_OT", 0.5);
+	for (uint64_t r = 0; r < nrows; r++) {
+		double f = 1.0;
+		if (head && tail > 0) {
+			uint64_t s = ts ^ 0x7a11 ^ ((row0 + r) * 0x9e3779b97f4a7c15ull);
+			f = exp(tail * sqrt(3.0) * unit(&s) - tail * tail);
+		}
+		uniform_row(ts, row0 + r, sd * f, true, out + r * n0, n0);
+	}
 }
 
 /* ---- streaming writer ------------------------------------------------------------------ */

@@ -8,8 +8,9 @@
 //          special-token text such as <|im_start|> (parse_special = true).
 //   node oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off]
 //                   [--no-check-tensors]   (skip llama.cpp's load-time data validation)
+//                   [--batch B]   (feed the tokens in successive batches of B; default all)
 //       TOKENS-FILE: JSON array of ids (teacher forcing: exactly these tokens are fed, in one
-//       batch, nothing is added).  OUT: raw little-endian float32 [positions][n_vocab]; row i
+//       batch unless --batch, nothing is added).  OUT: raw little-endian float32 [positions][n_vocab]; row i
 //       is P(token i+1 | tokens 0..i) = softmax over the full vocabulary of llama.cpp's
 //       logits at position i, computed in float32 by node-llama-cpp (expf(l - max) / sum).
 //       The sampler chain is greedy only (temperature 0, no top-k/top-p/min-p, no penalties,
@@ -32,7 +33,7 @@ function usage(msg) {
 	if (msg) process.stderr.write(`oracle: error: ${msg}\n`);
 	process.stderr.write(
 		"usage: oracle.mjs tokenize MODEL TEXT-FILE [--special]\n" +
-		"       oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off] [--no-check-tensors]\n" +
+		"       oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off] [--no-check-tensors] [--batch B]\n" +
 		"       oracle.mjs generate MODEL PROMPT N [--special] [--threads N]\n" +
 		"       oracle.mjs bench MODEL [--prompt N] [--gen N] [--threads N]\n");
 	process.exit(2);
@@ -94,7 +95,7 @@ async function cmdTokenize(args) {
 
 async function cmdEval(args) {
 	const { pos, flags } = parseFlags(args, { threads: "val", "flash-attention": "val",
-		"no-check-tensors": "bool" });
+		"no-check-tensors": "bool", batch: "val" });
 	if (pos.length !== 3) usage("eval needs MODEL TOKENS-FILE OUT");
 	const threads = intFlag(flags.threads, 1, "threads");
 	const fa = flags["flash-attention"] ?? "auto";
@@ -108,7 +109,12 @@ async function cmdEval(args) {
 		if (t < 0 || t >= nVocab) usage(`token id ${t} outside the vocabulary (${nVocab})`);
 	const { seq } = await newSequence(model, tokens.length, threads, fa);
 	const input = tokens.map((t) => [t, { generateNext: { probabilities: true } }]);
-	const res = await seq.controlledEvaluate(input);
+	// --batch B: evaluate in successive chunks of B tokens (B=1: token by token) to measure
+	// llama.cpp's own sensitivity to batching.
+	const bsz = flags.batch === undefined ? input.length : intFlag(flags.batch, 1, "batch");
+	const res = [];
+	for (let i = 0; i < input.length; i += bsz)
+		res.push(...await seq.controlledEvaluate(input.slice(i, i + bsz)));
 	if (res[0]?.next?.probabilities?.size !== nVocab)
 		throw new Error(`llama.cpp returned ${res[0]?.next?.probabilities?.size} probabilities, expected ${nVocab}`);
 	const out = new Float32Array(tokens.length * nVocab);
