@@ -411,7 +411,7 @@ int pt_cmd_eval(int argc, char **argv)
 		st = pt_pool_create((uint32_t)a.threads, &pool, &err);
 	if (st == PT_OK) {
 		struct pt_fwd_opts o = { (uint32_t)(a.n_ctx ? a.n_ctx : n), (uint32_t)a.batch,
-					 a.kv_type, pool, NULL, 0 };
+					 a.kv_type, pool, NULL, 0, NULL, NULL };
 		st = pt_fwd_create(m, &o, &f, &err);
 	}
 	const uint32_t nv = m ? (uint32_t)m->output.rows : 0;
