@@ -524,8 +524,8 @@ void pt_engine_print_stats(const pt_engine *e, FILE *fp)
 	pt_engine_stats(e, &st);
 	const uint64_t req = st.hits + st.misses;
 	const double mib = 1.0 / (1 << 20);
-	fprintf(fp, "particle: experts: %s, %s; %llu hits, %llu misses (hit rate %.1f%%), "
-		"%.1f MiB read, read %.3f s, waited %.3f s\n", st.io_engine, st.cache_policy,
+	fprintf(fp, "particle: experts: %s; %llu hits, %llu misses (hit rate %.1f%%), "
+		"%.1f MiB read, read %.3f s, waited %.3f s\n", st.io_engine,
 		(unsigned long long)st.hits, (unsigned long long)st.misses,
 		req ? 100.0 * (double)st.hits / (double)req : 0.0, (double)st.bytes_read * mib,
 		st.read_s, st.wait_s);
