@@ -92,7 +92,9 @@ static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32
 {
 	pt_engine *e = ctx;
 	uint32_t ex[PT_TRACE_MAX_K];
-	for (uint32_t r = 0; r < n && !e->trace_failed; r++) {
+	if (e->o.on_route)
+		e->o.on_route(e->o.route_ctx, layer, pos0, n, k, ids);
+	for (uint32_t r = 0; r < n && e->trace && !e->trace_failed; r++) {
 		for (uint32_t j = 0; j < k && j < PT_TRACE_MAX_K; j++)
 			ex[j] = (uint32_t)ids[(size_t)r * k + j];
 		if (pt_trace_writer_add(e->trace, (uint32_t)(pos0 + r), layer, ex,
@@ -287,7 +289,8 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 {
 	struct pt_fwd_opts fo = { .n_ctx = e->n_ctx, .n_batch = e->n_batch,
 				  .kv_type = e->o.kv_type, .pool = e->pool, .experts = &e->prov,
-				  .on_route = e->o.trace_path ? on_route : NULL, .route_ctx = e };
+				  .on_route = e->o.trace_path || e->o.on_route ? on_route : NULL,
+				  .route_ctx = e };
 	enum pt_status st = PT_OK;
 	if (e->o.trace_path)
 		st = pt_trace_writer_open(e->o.trace_path, false, &e->trace, err);
