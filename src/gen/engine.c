@@ -232,6 +232,8 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 		.slots_per_layer = e->plan.slots_per_layer, .policy = e->policy,
 		.map_base = pt_gguf_base(e->m->g), .map_size = pt_gguf_file_size(e->m->g),
 		.io_threads = 4, .pack_cache_dir = e->o.pack_cache_dir,
+		/* PARTICLE_IO=pread: the pread pool instead of io_uring (tests, comparisons) */
+		.force_pread = getenv("PARTICLE_IO") && !strcmp(getenv("PARTICLE_IO"), "pread"),
 		.pack_cache_size = e->o.pack_cache_size ? e->o.pack_cache_size : 4ull << 30,
 		.identity = ident,
 	};
