@@ -12,6 +12,11 @@ case "$PARTICLE" in *asan*) SAN=1 ;; *) SAN=0 ;; esac
 QUICK=${STREAM_QUICK:-0}
 
 T=$(seq -s, 3 60)
+expect_exit 0 "eval --help" -- "$PARTICLE" eval --help
+for flag in --memory --expert-slots --io --cache-policy --pack --pack-cache --pack-cache-size \
+	--trace-experts --stats-json --no-lock --verbose; do
+	expect_grep "$TMP/out" -- "$flag " "help documents $flag"
+done
 for arch in qwen3moe bailingmoe2 gemma4; do
 	M="$TMP/$arch.gguf"
 	expect_exit 0 "mkmodel $arch" -- "$PARTICLE" mkmodel --arch "$arch" --preset tiny -o "$M"
