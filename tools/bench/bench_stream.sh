@@ -35,6 +35,7 @@ run() { # label budget-flags io cold|warm: best decode tok/s of REPS runs
 		if awk -v a="$t" -v b="$best" 'BEGIN { exit !(a > b) }'; then best=$t; cp "$tmp/s$r.json" "$tmp/s.json"; fi
 	done
 	awk -v lab="$1" -v io="$3" -v c="$4" -v n="$N" -F'[:,]' '
+		/"layer":/ { next }  # per-layer rows repeat the keys
 		{ for (i = 1; i < NF; i++) { gsub(/[ "{]/, "", $i); v[$i] = $(i + 1) + 0 } }
 		END { h = v["hits"]; m = v["misses"]; r = (h + m) ? 100 * h / (h + m) : 0
 		      printf "| %s | %s | %s | %d | %.1f | %.1f%% | %.2f | %.1f |\n", lab, io, c,
