@@ -21,16 +21,31 @@
 #include "quant/types.h"
 #include "util/alloc.h"
 
-#include <stdlib.h>
-static double knob(const char *n, double d) { const char *v = getenv(n); return v ? atof(v) : d; }
-#define LOGIT_GAIN knob("PTK_LG", 3.0)
-#define ROUTER_GAIN knob("PTK_RG", 2.0)
-#define RESID_SCALE (knob("PTK_RS", 0.5) / sqrt(2.0 * hp->n_layer))
-#define FINAL_NORM_GAIN knob("PTK_FN", 1.0)
+#define LOGIT_GAIN 3.0
+/* Router logits' spread.  Gemma 4's softmax gate is made confident (a near-tie then moves
+ * little weight); the sigmoid-gated bailingmoe2 gains nothing from a larger spread. */
+#define ROUTER_GAIN 2.0
+#define ROUTER_GAIN_GEMMA4 5.0
+/* Residual-branch output projections (attn_output, ffn_down*) are scaled by
+ * RESID_GAIN / sqrt(2 n_layer) so the residual stream is not dominated by the last layers
+ * and a perturbation (an activation's Q8 rounding step, a flipped expert) does not grow
+ * layer over layer. */
+#define RESID_GAIN 0.5
+/* Output-head rows get a log-uniform norm factor exp(TAIL sqrt(3) u - TAIL^2), u in [-1, 1):
+ * heavy-tailed logits make the top token stand clear of the runner-up (top-1 probability
+ * ~0.55, entropy ~1.5-1.9 nats, like real models) instead of Gaussian near-ties. */
+#define HEAD_TAIL 0.5
+/* Gemma 4 scores attention with scale 1 after Q/K RMS-norm: with gains near 1 the scores
+ * have sd sqrt(head_dim) (8-16), a near-argmax that turns last-bit differences into a
+ * different attended token.  Q/K norm gains QK_GAIN * head_dim^-1/4 give scores of sd ~0.5. */
+#define QK_GAIN 0.7
 /* Tied embeddings echo the input token (logit of token t ~ |embd[t]|^2) unless the layers'
  * contributions dominate the residual stream: gemma4 normalises every layer output, so its
- * post-norm gains set that ratio. */
-#define POST_NORM_GAIN knob("PTK_PN", 12.0)
+ * FFN post-norm gains set that ratio.  The attention post-norm stays small: attention
+ * output is a context average, and when it dominates consecutive tokens look alike to the
+ * router (expert-set overlap above the routing test's bound). */
+#define POST_NORM_GAIN 12.0
+#define POST_ATTN_NORM_GAIN 3.0
 
 uint64_t pt_mkmodel_splitmix64(uint64_t *state)
 {
@@ -92,7 +107,7 @@ static void router_rows(const struct pt_hparams *hp, const struct pt_tensor_desc
 	const uint64_t n_in = d->ne[0], n_exp = d->ne[1];
 	double sd = ROUTER_GAIN / sqrt((double)n_in);
 	if (hp->arch == PT_ARCH_GEMMA4)
-		sd *= sqrt((double)hp->n_embd); /* its router input is scaled by 1/sqrt(n_embd) */
+		sd = ROUTER_GAIN_GEMMA4; /* input scaled by 1/sqrt(n_embd): sd * sqrt(n_embd) */ /* its router input is scaled by 1/sqrt(n_embd) */
 	for (uint64_t e = 0; e < n_exp; e++)
 		uniform_row(ts, e, sd, true, out + e * n_in, n_in);
 	for (uint64_t i = 0; i < n_in; i++) { /* centre each column across experts */
@@ -119,16 +134,20 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 	uint64_t s = ts;
 	switch (d->init) {
 	case PT_INIT_NORM: {
-		double g = strcmp(d->name, "output_norm.weight") == 0 ? FINAL_NORM_GAIN : 1.0;
-		if (hp->arch == PT_ARCH_GEMMA4 && (strstr(d->name, "attn_q_norm") || strstr(d->name, "attn_k_norm")))
-			g = knob("PTK_QK", 0.7) * pow((double)n, -0.25);
+		double g = 1.0;
+		if (hp->arch == PT_ARCH_GEMMA4 &&
+		    (strstr(d->name, "attn_q_norm") || strstr(d->name, "attn_k_norm")))
+			g = QK_GAIN * pow((double)n, -0.25);
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = (float)g * (1.0f + 0.1f * unit(&s));
 	}
 		break;
-	case PT_INIT_POST_NORM:
+	case PT_INIT_POST_NORM: {
+		double g = strstr(d->name, "post_attention_norm") ? POST_ATTN_NORM_GAIN
+								   : POST_NORM_GAIN;
 		for (uint64_t i = 0; i < n; i++)
-			out[i] = (float)POST_NORM_GAIN * (1.0f + 0.1f * unit(&s));
+			out[i] = (float)g * (1.0f + 0.1f * unit(&s));
+	}
 		break;
 	case PT_INIT_ONES:
 	case PT_INIT_LAYER_SCALE:
@@ -164,13 +183,14 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 	}
 	double sd = 1.0 / sqrt((double)d->fan_in);
 	if (d->cat == PT_CAT_OUTPUT)
-		sd *= LOGIT_GAIN / FINAL_NORM_GAIN;
+		sd *= LOGIT_GAIN;
 	if (d->cat == PT_CAT_ATTN_OUTPUT || d->cat == PT_CAT_FFN_DOWN)
-		sd *= RESID_SCALE;
+		sd *= RESID_GAIN / sqrt(2.0 * hp->n_layer);
 	if (d->init == PT_INIT_EMBED)
-		sd = hp->tied_embeddings ? LOGIT_GAIN / FINAL_NORM_GAIN / sqrt((double)n0) : 1.0;
-	const bool head = d->cat == PT_CAT_OUTPUT || (d->init == PT_INIT_EMBED && hp->tied_embeddings);
-	const double tail = knob("PTK_OT", 0.5);
+		sd = hp->tied_embeddings ? LOGIT_GAIN / sqrt((double)n0) : 1.0;
+	const bool head = d->cat == PT_CAT_OUTPUT ||
+			  (d->init == PT_INIT_EMBED && hp->tied_embeddings);
+	const double tail = HEAD_TAIL;
 	for (uint64_t r = 0; r < nrows; r++) {
 		double f = 1.0;
 		if (head && tail > 0) {

@@ -3,17 +3,11 @@
 # flash attention as llama.cpp's default) on `particle mkmodel` tiny models, every arch x
 # {F32, F16, Q8_0, Q4_K_M, Q6_K}, 200 teacher-forced tokens, particle in one prefill chunk.
 #
-# Target (issue #4): mean KL(llama.cpp || particle) <= 1e-3 for F32/F16, <= 1e-2 for the
-# quantized mixtures, top-1 agreement >= 98 %.  Every combination prints `target met` or
-# `TARGET MISSED`; the test fails when a combination misses its guard: mean KL <= max(target,
-# 3 x S) and top-1 >= min(0.98, T - 0.03), where S and T are particle's own one-chunk vs
-# token-by-token KL and top-1 on the same file.  These synthetic models are chaotic: a
-# last-bit difference flips an activation's Q8 rounding, a GELU-table F16 step or a near-tied
-# router choice and the change propagates, so the agreement any implementation can reach is
-# bounded by that sensitivity - llama.cpp's own one-batch and token-by-token runs of the same
-# Q4_K_M files differ by mean KL 1.3e-3 (qwen3moe), 7.5e-2 (gemma4), 3.1e-2 (bailingmoe2),
-# and particle's S matches those.  Single-token runs (no attention history) agree with
-# llama.cpp to ~5e-7 in the logits for every arch and mixture; see docs/ARCHITECTURE.md.
+# Target (issue #4), asserted: mean KL(llama.cpp || particle) <= 1e-3 for F32/F16, <= 1e-2
+# for the quantized mixtures, top-1 agreement >= 98 %, on every tiny combination and on the
+# small Q4_K_M file of each arch.  Each line also shows the model's own sensitivity
+# (particle's one-chunk vs token-by-token run): agreement with llama.cpp cannot be better
+# than it, and mkmodel's generator keeps it small (docs/MODELS.md, "Conditioning").
 #
 # Also: --threads 1 and 2 give bit-identical logits; with an F32 KV cache one-chunk prefill
 # equals token-by-token decode bit for bit; with the default F16 cache (prefill uses ggml's
@@ -51,12 +45,9 @@ run_eval() {
 	fi
 	kl=$(field mean_kl "$vs"); t1=$(field top1 "$vs")
 	skl=$(field mean_kl "$self"); st1=$(field top1 "$self")
-	verdict=$(awk -v kl="$kl" -v t1="$t1" -v skl="$skl" -v st1="$st1" -v t="$target" 'BEGIN {
-		gk = 3 * skl; if (gk < t) gk = t; gt = st1 - 0.03; if (gt > 0.98) gt = 0.98
-		g = (kl + 0 <= gk && t1 + 0 >= gt) ? "guard ok" : "GUARD FAILED"
-		m = (kl + 0 <= t + 0 && t1 + 0 >= 0.98) ? "target met" : "TARGET MISSED"
-		printf "%s (mean KL <= %.2e, top-1 >= %.3f), %s", g, gk, gt, m }')
-	case $verdict in "guard ok"*) ok ;; *) bad "$name: $verdict" ;; esac
+	verdict=$(awk -v kl="$kl" -v t1="$t1" -v t="$target" 'BEGIN {
+		printf "%s (mean KL <= %s, top-1 >= 0.98)", (kl + 0 <= t + 0 && t1 + 0 >= 0.98) ? "target met" : "TARGET MISSED", t }')
+	case $verdict in "target met"*) ok ;; *) bad "$name: $verdict" ;; esac
 	echo "$name: $verdict"
 	echo "    llama.cpp vs particle:        mean_kl $kl top1 $t1 max_kl $(field max_kl "$vs")"
 	echo "    particle prefill vs decode:   mean_kl $skl top1 $st1"
@@ -73,6 +64,14 @@ for arch in qwen3moe gemma4 bailingmoe2; do
 		case $q in f32|f16) target=1e-3 ;; *) target=1e-2 ;; esac
 		run_eval "$arch $q" "$m" $target
 	done
+	m="$TMP/$arch-small-q4_k_m.gguf"
+	if "$PARTICLE" mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" \
+		>"$TMP/mk.out" 2>"$TMP/mk.err"; then
+		run_eval "$arch small q4_k_m" "$m" 1e-2
+	else
+		bad "$arch small q4_k_m: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
+	fi
+	rm -f "$m"
 	m="$TMP/$arch-q4_k_m.gguf"
 	if [ -f "$m" ]; then
 		for t in 1 2; do
