@@ -3,8 +3,8 @@
  * Values: every tensor has its own stream seeded from (seed, tensor name) and every row its
  * own sub-stream, so bytes do not depend on chunking or threads.  Weights are uniform,
  * zero-mean per row, with standard deviation gain/sqrt(fan_in) so activations keep their
- * scale through all layers; the lm-head gain of 3 makes next-token distributions peaked
- * but not one-hot.  Router rows are centred across both axes so no expert wins for every
+ * scale through all layers; the gains (below) keep the models well-conditioned and their
+ * next-token distributions peaked but not one-hot.  Router rows are centred across both axes so no expert wins for every
  * token; --router-skew adds a selection bias (exp_probs_b) or scales router rows. */
 #include "model/mkmodel.h"
 
@@ -21,31 +21,56 @@
 #include "quant/types.h"
 #include "util/alloc.h"
 
-#define LOGIT_GAIN 3.0
-/* Router logits' spread.  Gemma 4's softmax gate is made confident (a near-tie then moves
- * little weight); the sigmoid-gated bailingmoe2 gains nothing from a larger spread. */
-#define ROUTER_GAIN 2.0
-#define ROUTER_GAIN_GEMMA4 5.0
+/* Conditioning (docs/MODELS.md): the gains below keep the synthetic models from being
+ * chaotic, i.e. from turning a last-bit difference (an activation's Q8 rounding step, a
+ * GELU-table F16 step, a near-tied router choice) into a different prediction, so two correct
+ * implementations agree as closely as they do on real checkpoints.  Each value was chosen by
+ * measuring llama.cpp's own one-batch vs token-by-token agreement on the tiny/small files. */
+
 /* Residual-branch output projections (attn_output, ffn_down*) are scaled by
- * RESID_GAIN / sqrt(2 n_layer) so the residual stream is not dominated by the last layers
- * and a perturbation (an activation's Q8 rounding step, a flipped expert) does not grow
- * layer over layer. */
+ * RESID_GAIN / sqrt(2 n_layer) so no branch dominates the stream and a perturbation does
+ * not grow layer over layer. */
 #define RESID_GAIN 0.5
-/* Output-head rows get a log-uniform norm factor exp(TAIL sqrt(3) u - TAIL^2), u in [-1, 1):
- * heavy-tailed logits make the top token stand clear of the runner-up (top-1 probability
- * ~0.55, entropy ~1.5-1.9 nats, like real models) instead of Gaussian near-ties. */
-#define HEAD_TAIL 0.5
+/* Router logits' spread (gemma4's router input is scaled by 1/sqrt(n_embd), so its gain is
+ * applied without the 1/sqrt(fan_in)). */
+#define ROUTER_GAIN 2.0
+#define ROUTER_GAIN_GEMMA4 3.0
 /* Gemma 4 scores attention with scale 1 after Q/K RMS-norm: with gains near 1 the scores
- * have sd sqrt(head_dim) (8-16), a near-argmax that turns last-bit differences into a
- * different attended token.  Q/K norm gains QK_GAIN * head_dim^-1/4 give scores of sd ~0.5. */
-#define QK_GAIN 0.7
-/* Tied embeddings echo the input token (logit of token t ~ |embd[t]|^2) unless the layers'
- * contributions dominate the residual stream: gemma4 normalises every layer output, so its
- * FFN post-norm gains set that ratio.  The attention post-norm stays small: attention
- * output is a context average, and when it dominates consecutive tokens look alike to the
- * router (expert-set overlap above the routing test's bound). */
+ * have sd sqrt(head_dim) (8-16), a near-argmax over keys.  Q/K norm gains
+ * QK_GAIN * head_dim^-1/4 give scores of sd ~0.25. */
+#define QK_GAIN 0.5
+/* Gemma 4 post-norms.  Tied embeddings echo the input token (logit of t ~ |embd[t]|^2)
+ * unless layer outputs dominate the residual: the first layer's post-FFN norm has gain
+ * 12, later layers' 12/4 so their perturbations stay small next to it.  The attention
+ * post-norm is small (attention output is a context average; when it dominates,
+ * consecutive tokens look alike to the router), and the routed branch of the FFN block
+ * (post_ffw_norm_2) weighs 0.3 against the dense branch's 1, so a near-tied expert choice
+ * moves the block output little. */
 #define POST_NORM_GAIN 12.0
-#define POST_ATTN_NORM_GAIN 3.0
+#define POST_NORM_LATER 0.25
+#define POST_ATTN_NORM_GAIN 0.53
+#define MOE_BRANCH_NORM_GAIN 0.3
+
+/* Per-arch output head: lm-head gain, and the heavy tail of the head rows' norms (factor
+ * exp(tail sqrt(3) u - tail^2), u uniform in [-1, 1)) that puts the top token clear of the
+ * runner-up instead of Gaussian near-ties, bounded so no row is one-hot.  Tied embeddings
+ * (gemma4) use a final-norm gain: the embedding is that much smaller, and so is its echo in
+ * the logits, while the logits keep their scale. */
+struct head_gains {
+	double logit, tail, final_norm;
+};
+
+static struct head_gains head_gains(const struct pt_hparams *hp)
+{
+	switch (hp->arch) {
+	case PT_ARCH_GEMMA4:
+		return (struct head_gains){ 4.0, 0.2, hp->tied_embeddings ? 5.0 : 1.0 };
+	case PT_ARCH_QWEN3MOE:
+		return (struct head_gains){ 2.5, 0.4, 1.0 };
+	default:
+		return (struct head_gains){ 3.0, 0.5, 1.0 };
+	}
+}
 
 uint64_t pt_mkmodel_splitmix64(uint64_t *state)
 {
@@ -107,7 +132,7 @@ static void router_rows(const struct pt_hparams *hp, const struct pt_tensor_desc
 	const uint64_t n_in = d->ne[0], n_exp = d->ne[1];
 	double sd = ROUTER_GAIN / sqrt((double)n_in);
 	if (hp->arch == PT_ARCH_GEMMA4)
-		sd = ROUTER_GAIN_GEMMA4; /* input scaled by 1/sqrt(n_embd): sd * sqrt(n_embd) */ /* its router input is scaled by 1/sqrt(n_embd) */
+		sd = ROUTER_GAIN_GEMMA4;
 	for (uint64_t e = 0; e < n_exp; e++)
 		uniform_row(ts, e, sd, true, out + e * n_in, n_in);
 	for (uint64_t i = 0; i < n_in; i++) { /* centre each column across experts */
@@ -134,7 +159,9 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 	uint64_t s = ts;
 	switch (d->init) {
 	case PT_INIT_NORM: {
-		double g = 1.0;
+		double g = strstr(d->name, "post_ffw_norm_2") ? MOE_BRANCH_NORM_GAIN : 1.0;
+		if (strcmp(d->name, "output_norm.weight") == 0)
+			g = head_gains(hp).final_norm;
 		if (hp->arch == PT_ARCH_GEMMA4 &&
 		    (strstr(d->name, "attn_q_norm") || strstr(d->name, "attn_k_norm")))
 			g = QK_GAIN * pow((double)n, -0.25);
@@ -145,6 +172,8 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 	case PT_INIT_POST_NORM: {
 		double g = strstr(d->name, "post_attention_norm") ? POST_ATTN_NORM_GAIN
 								   : POST_NORM_GAIN;
+		if (!strstr(d->name, "post_attention_norm") && strncmp(d->name, "blk.0.", 6) != 0)
+			g *= POST_NORM_LATER;
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = (float)g * (1.0f + 0.1f * unit(&s));
 	}
@@ -181,16 +210,17 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 		small_rows(hp, d, ts, skew, n0 * nrows, out);
 		return;
 	}
+	const struct head_gains hg = head_gains(hp);
 	double sd = 1.0 / sqrt((double)d->fan_in);
 	if (d->cat == PT_CAT_OUTPUT)
-		sd *= LOGIT_GAIN;
+		sd *= hg.logit;
 	if (d->cat == PT_CAT_ATTN_OUTPUT || d->cat == PT_CAT_FFN_DOWN)
 		sd *= RESID_GAIN / sqrt(2.0 * hp->n_layer);
 	if (d->init == PT_INIT_EMBED)
-		sd = hp->tied_embeddings ? LOGIT_GAIN / sqrt((double)n0) : 1.0;
+		sd = hp->tied_embeddings ? hg.logit / hg.final_norm / sqrt((double)n0) : 1.0;
 	const bool head = d->cat == PT_CAT_OUTPUT ||
 			  (d->init == PT_INIT_EMBED && hp->tied_embeddings);
-	const double tail = HEAD_TAIL;
+	const double tail = hg.tail;
 	for (uint64_t r = 0; r < nrows; r++) {
 		double f = 1.0;
 		if (head && tail > 0) {
