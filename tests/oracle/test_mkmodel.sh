@@ -26,7 +26,9 @@ for i in range(P):
     r = x[i * V:(i + 1) * V]
     assert all(math.isfinite(p) and 0 <= p <= 1 for p in r), "non-finite at %d" % i
     s = sum(r)
-    assert abs(s - 1) < 1e-3, "row %d sums to %f" % (i, s)
+    # node-llama-cpp normalises in float32 (one running sum over the vocabulary): over
+    # Qwen3's 151669 entries that sum drifts by ~1e-3 (measured 1.0011), hence V * 3e-8.
+    assert abs(s - 1) < max(1e-3, V * 3e-8), "row %d sums to %f" % (i, s)
     h = -sum(p * math.log(p) for p in r if p > 0)
     assert lo < h < hi, "row %d entropy %.3f outside (%.2f, %.2f)" % (i, h, lo, hi)
     total += h
