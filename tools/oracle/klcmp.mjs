@@ -2,6 +2,7 @@
 // klcmp.mjs REF OTHER N_VOCAB - compares two float32 probability dumps [positions][n_vocab]
 // (oracle.mjs eval / particle eval --probs-out): mean and max KL(REF || OTHER), top-1
 // agreement, and REF's mean entropy and mean top-1 probability (how confident the model is).
+// KLPOS=X in the environment also prints every position whose KL exceeds X.
 import { readFileSync } from "node:fs";
 const [ra, rb, nv] = process.argv.slice(2);
 const a = new Float32Array(readFileSync(ra).buffer.slice(0));
