@@ -66,6 +66,11 @@ $(TESTBIN): $(TEST_OBJ) $(LIB)
 
 test-bin: $(TESTBIN) $(BIN)
 
+# Kernel throughput figures (docs/PERFORMANCE.md); not part of `make test`.
+bench: $(BUILD)/bench_kern
+$(BUILD)/bench_kern: tools/bench/bench_kern.c $(LIB)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 # ---- fuzzing (clang + libFuzzer): one binary per tests/fuzz/fuzz_<name>.c ----------------
 FUZZ_BUILD := build/fuzz
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -ffp-contract=off -Iinclude -Isrc -g -O1 \

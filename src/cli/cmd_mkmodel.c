@@ -1,0 +1,128 @@
+/* cmd_mkmodel.c - `particle mkmodel`: writes a synthetic real-shape GGUF checkpoint
+ * (src/model/mkmodel.h) for one of the supported MoE architectures. */
+#include "cli/cli.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "model/mkmodel.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"usage: particle mkmodel --arch ARCH [options] -o OUT.gguf\n\n"
+		"Writes a synthetic checkpoint with the architecture's real tensor set and shapes,\n"
+		"deterministic from --seed (same bytes on every machine).\n\n"
+		"options:\n"
+		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 (required);\n"
+		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
+		"                     name (general.architecture and key prefix sarvam_moe)\n"
+		"  --preset NAME      tiny | small | full (default tiny): tiny = a few MB, every\n"
+		"                     feature of the arch; small = 100-500 MB, realistic ratios;\n"
+		"                     full = the flagship's real dimensions (~15-20 GB at q4_k_m)\n"
+		"  --layers N         number of layers (default: the preset's)\n"
+		"  --quant MIX        f32 | f16 | bf16 | q8_0 | q6_k | q4_k_m | q5_k_m | q4_0 |\n"
+		"                     iq4_xs | mxfp4 (default q4_k_m); llama.cpp's mixture rules\n"
+		"  --seed N           weight seed (default 1)\n"
+		"  --router-skew S    0..16 (default 0): > 0 makes some experts more popular\n"
+		"                     (router bias exp_probs_b where the arch has one, router row\n"
+		"                     scaling otherwise)\n"
+		"  --vocab DIR        vocabulary from a Hugging Face tokenizer dir (tokenizer.json,\n"
+		"                     tokenizer_config.json) instead of the compact synthetic one\n"
+		"  --threads N        quantization threads, 1..%d (default 2)\n"
+		"  --progress         progress bar on stderr (default: only when stderr is a tty)\n"
+		"  -o, --output FILE  output path (required)\n"
+		"  -h, --help         this help\n",
+		PT_MKMODEL_MAX_THREADS);
+}
+
+static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
+{
+	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
+		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
+			     "sarvam_moe, gemma4)", v);
+		return -1;
+	}
+	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;
+	return 0;
+}
+
+/* Returns -1 on a bad flag (error printed), 1 for --help, 0 otherwise. */
+static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_arch)
+{
+	uint64_t u;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return 1;
+		if (!strcmp(a, "--progress")) {
+			o->progress = true;
+			continue;
+		}
+		if (!v) {
+			pt_cli_error("%s: unknown flag or missing value", a);
+			return -1;
+		}
+		i++;
+		if (!strcmp(a, "--arch")) {
+			if (parse_arch(v, o) != 0)
+				return -1;
+			*have_arch = true;
+		} else if (!strcmp(a, "--preset")) {
+			o->preset = v;
+		} else if (!strcmp(a, "--layers")) {
+			if (!pt_cli_parse_u64(a, v, 1, PT_ARCH_MAX_LAYERS, &u))
+				return -1;
+			o->n_layer = (uint32_t)u;
+		} else if (!strcmp(a, "--quant")) {
+			if (pt_mix_from_name(v, &o->mix) != 0) {
+				pt_cli_error("--quant: unknown mixture '%s'", v);
+				return -1;
+			}
+		} else if (!strcmp(a, "--seed")) {
+			if (!pt_cli_parse_u64(a, v, 0, UINT64_MAX, &o->seed))
+				return -1;
+		} else if (!strcmp(a, "--router-skew")) {
+			if (!pt_cli_parse_f64(a, v, 0, 16, &o->router_skew))
+				return -1;
+		} else if (!strcmp(a, "--vocab")) {
+			o->vocab_dir = v;
+		} else if (!strcmp(a, "--threads")) {
+			if (!pt_cli_parse_u64(a, v, 1, PT_MKMODEL_MAX_THREADS, &u))
+				return -1;
+			o->threads = (unsigned)u;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			o->out_path = v;
+		} else {
+			pt_cli_error("unknown flag '%s' (see 'particle mkmodel --help')", a);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int pt_cmd_mkmodel(int argc, char **argv)
+{
+	struct pt_mkmodel_opts o = { .preset = "tiny", .mix = PT_MIX_Q4_K_M, .seed = 1,
+				     .threads = 2, .progress = isatty(2) != 0 };
+	bool have_arch = false;
+	struct pt_error err = { 0 };
+	int r = parse(argc, argv, &o, &have_arch);
+	if (r < 0)
+		return PT_EXIT_USAGE;
+	if (r > 0) {
+		help(stdout);
+		return PT_EXIT_OK;
+	}
+	if (!have_arch || !o.out_path) {
+		pt_cli_error("mkmodel needs --arch and -o (see 'particle mkmodel --help')");
+		return PT_EXIT_USAGE;
+	}
+	if (strcmp(o.preset, "tiny") && strcmp(o.preset, "small") && strcmp(o.preset, "full")) {
+		pt_cli_error("--preset: unknown preset '%s' (tiny, small, full)", o.preset);
+		return PT_EXIT_USAGE;
+	}
+	if (pt_mkmodel_write(&o, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	return PT_EXIT_OK;
+}

@@ -1,0 +1,114 @@
+/* kv.h - the KV cache and attention over it.
+ *
+ * Storage is F16 by default (llama.cpp's default type_k/type_v) or F32.  Each layer owns a
+ * K and a V array of `cap` slots of n_kv_head*head_dim values; a linear layer has cap = n_ctx
+ * and slot = pos, a sliding-window layer is a ring with cap = min(n_ctx, n_swa + n_batch - 1)
+ * and slot = pos % cap - enough that every query of a prefill chunk still finds all keys
+ * of its window after the whole chunk was written.
+ *
+ * Attention numerics mirror ggml's CPU flash-attention one-row path (ARCHITECTURES.md A.5):
+ * with an F16 cache, Q is rounded to F16, K.Q is an F16 x F16 dot with F32 accumulation,
+ * online softmax with expf in F32, V*p accumulated in an F16 buffer (each update rounded to
+ * F16), final division by the softmax sum in F32.  Chunks of >= PT_ATTN_TILED_ROWS rows
+ * mirror ggml's tiled path instead: Q stays F32, K/V are widened to F32, F32 accumulation
+ * (measured on tiny qwen3moe Q8_0, 200-token prefill against llama.cpp's batched logits:
+ * mean KL 2e-5 with these numerics, 2.5e-4 with the one-row numerics; token-by-token
+ * decode against llama.cpp's token-by-token decode: KL ~1e-14).  With an F32 cache
+ * everything is F32.
+ * Long key ranges are split into blocks whose partial (max, sum, acc) states are merged
+ * exactly (rescaled by exp of the max difference), so several threads can share one head.
+ */
+#ifndef PT_GEN_KV_H
+#define PT_GEN_KV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+enum pt_kv_type {
+	PT_KV_F16 = 0,
+	PT_KV_F32 = 1,
+};
+
+struct pt_kv_layer_desc {
+	uint32_t n_kv_head;
+	uint32_t head_dim_k;
+	uint32_t head_dim_v;
+	uint32_t n_swa; /* 0: full causal attention */
+};
+
+struct pt_kv_layer {
+	struct pt_kv_layer_desc d;
+	uint32_t cap;     /* slots */
+	size_t row_k;     /* values per slot: n_kv_head * head_dim_k */
+	size_t row_v;
+	void *k;          /* [cap][row_k] of uint16_t (F16) or float */
+	void *v;
+};
+
+struct pt_kv {
+	enum pt_kv_type type;
+	uint32_t n_layer;
+	uint32_t n_ctx;
+	struct pt_kv_layer *layers;
+};
+
+/* Allocates the cache for n_layer layers.  n_batch is the largest prefill chunk (sizes the
+ * sliding rings).  PT_E_INVALID on zero dimensions, PT_E_LIMIT/NOMEM on size overflow. */
+enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_layer,
+			  const struct pt_kv_layer_desc *descs, uint32_t n_ctx, uint32_t n_batch,
+			  struct pt_error *err);
+void pt_kv_fini(struct pt_kv *kv); /* NULL-safe, idempotent */
+
+/* Parses "f16" / "f32"; returns 0 or -1. */
+int pt_kv_type_from_name(const char *name, enum pt_kv_type *out);
+
+/* Stores K and V (F32, [n_kv_head][head_dim]) of position pos into layer il (rounding to
+ * F16 for an F16 cache).  pos < n_ctx is the caller's invariant. */
+void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, const float *v);
+
+/* Partial attention state of one query head over a block of keys. */
+struct pt_attn_part {
+	float m;   /* running max (-INFINITY: no key seen) */
+	float s;   /* sum of exp(score - m) */
+	float *acc; /* head_dim_v values: sum of exp(score - m) * v (already in F32) */
+};
+
+struct pt_attn_args {
+	float scale;   /* kq_scale */
+	float softcap; /* 0: off; else s = softcap * tanh(s * scale / softcap) */
+	bool f32_acc;  /* F16 cache only: F32 query and F32 V accumulation (ggml's tiled
+			  path for >= PT_ATTN_TILED_ROWS query rows) instead of the one-row path */
+};
+
+/* ggml's CPU flash attention switches from the one-row path (F16 query, F16 accumulator)
+ * to the tiled path (F32 query and accumulator) when a micro-batch has this many rows. */
+#define PT_ATTN_TILED_ROWS 64
+
+/* Number of key positions attended by a query at pos in layer il, and the first of them. */
+void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *first,
+		 int64_t *count);
+
+/* Scores keys [p_lo, p_hi) of KV head kvh for one query head vector q (F32, head_dim_k;
+ * rounded to F16 internally for an F16 cache) into part.  scratch: head_dim_k + head_dim_v
+ * floats (F16 accumulation and the rounded query live there). */
+void pt_attn_block(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
+		   int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a,
+		   struct pt_attn_part *part, float *scratch);
+/* Merges b into a exactly: both rescaled to the larger max. */
+void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_t head_dim_v);
+/* out = acc / s (zeros if no key was seen). */
+void pt_attn_finish(const struct pt_attn_part *p, uint32_t head_dim_v, float *out);
+
+/* Whole attention for one query position: n_head query heads (GQA: head h uses KV head
+ * h / (n_head / n_kv_head)), q [n_head][head_dim_k], out [n_head][head_dim_v].  Keys are
+ * processed in blocks of block_len positions (0: one block), merged in block order.
+ * scratch: pt_attn_scratch_floats(...) floats. */
+void pt_attn_row(const struct pt_kv *kv, uint32_t il, uint32_t n_head, const float *q,
+		 int64_t pos, const struct pt_attn_args *a, uint32_t block_len, float *out,
+		 float *scratch);
+size_t pt_attn_scratch_floats(const struct pt_kv *kv, uint32_t il);
+
+#endif

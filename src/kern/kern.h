@@ -1,0 +1,128 @@
+/* kern.h - compute kernels: activation quantizers, per-type dot products, matrix-vector and
+ * matrix-matrix products, with runtime CPU dispatch (scalar / AVX2 / AVX-512).
+ *
+ * Numerics (GGUF-AND-QUANTS.md sections 6.2-6.3): a product with a weight of type T first
+ * converts the F32 activation row to T's partner format (pt_type_traits(T)->vec_dot: F32, F16,
+ * BF16, Q8_0, Q8_1 or Q8_K), then every output element is one dot product whose per-block
+ * integer sums are exact; only the float combination of block terms differs between levels
+ * (relative differences around 1e-6).  The activation quantizers are the same code at every
+ * level, so quantized activation bytes never depend on the CPU level.
+ *
+ * Determinism: every output element is computed by exactly one thread, by the level's dot
+ * function or its dot4 twin (bit-identical to it), whatever the thread count or batch size:
+ * results are bit-identical across thread counts, and pt_kern_matmul row t equals
+ * pt_kern_matvec of X[t] at the same level.  Results differ between levels in the last bits.
+ *
+ * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
+ * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference and AVX2 for all of them).  AVX-512 has
+ * its own kernels for F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K IQ4_XS; the other
+ * five run their AVX2 kernel at the AVX-512 level.  dot4 (four activation rows per weight
+ * decode, used by pt_kern_matmul): AVX2 F32 F16 BF16 Q8_0 Q6_K; AVX-512 F32 F16 BF16
+ * Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K.  Other types (IQ2/IQ3/IQ1, TQ, NVFP4, Q1_0/Q2_0)
+ * have none: pt_kern_ops returns NULL and the products fail with PT_E_UNSUPPORTED.
+ *
+ * Kernels never allocate: callers pass scratch sized by pt_kern_act_bytes.
+ */
+#ifndef PT_KERN_H
+#define PT_KERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kern/pool.h"
+#include "particle.h"
+#include "quant/types.h"
+
+enum pt_kern_level {
+	PT_KERN_LEVEL_SCALAR = 0,
+	PT_KERN_LEVEL_AVX2 = 1,   /* AVX2 + FMA + F16C + BMI2 */
+	PT_KERN_LEVEL_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI, on top of the AVX2 set */
+	PT_KERN_LEVEL_COUNT = 3,
+};
+
+/* Dot product of n elements (a multiple of the weight block size): w is one row of weight
+ * blocks, a the activation row already in the partner format.  Returns the float result. */
+typedef float (*pt_kern_dot_fn)(size_t n, const void *w, const void *a);
+
+/* Four dot products of one weight row against activation rows a, a + a_stride, ... (bytes):
+ * out[k] is bit-identical to dot(n, w, a + k * a_stride); the weight is decoded once. */
+typedef void (*pt_kern_dot4_fn)(size_t n, const void *w, const void *a, size_t a_stride,
+				float out[4]);
+
+struct pt_kern_ops {
+	enum pt_type type;          /* weight type */
+	enum pt_type act_type;      /* partner (activation) format */
+	pt_kern_dot_fn dot;         /* never NULL for a supported type */
+	pt_kern_dot4_fn dot4;       /* NULL if this level has no multi-activation kernel */
+	enum pt_kern_level level;   /* level the dot actually runs at (scalar if no SIMD twin) */
+};
+
+/* ---- CPU level ------------------------------------------------------------------------- */
+
+/* Detects the CPU (CPUID + XGETBV: the OS must save YMM / ZMM state) and selects the level:
+ * PARTICLE_CPU=scalar|avx2|avx512 forces one, otherwise the best available.  Fails with
+ * PT_E_INVALID for an unknown PARTICLE_CPU value and PT_E_UNSUPPORTED for a level this CPU
+ * lacks (the level is then left unchanged).  Safe to call more than once; call it once at
+ * start-up from one thread.  Without a call, the first kernel use selects the best level and
+ * ignores PARTICLE_CPU. */
+enum pt_status pt_kern_init(struct pt_error *err);
+/* Forces a level (tests, benchmarks).  PT_E_UNSUPPORTED if the CPU lacks it.  Not to be called
+ * while kernels run on other threads. */
+enum pt_status pt_kern_set_level(enum pt_kern_level level, struct pt_error *err);
+enum pt_kern_level pt_kern_level(void);
+/* Highest level the CPU and OS support. */
+enum pt_kern_level pt_kern_level_max(void);
+/* "scalar", "avx2", "avx512". */
+const char *pt_kern_level_name(enum pt_kern_level level);
+/* Human-readable CPU description for --verbose, e.g. "avx512 (AMD EPYC 9B14; avx2 fma f16c
+ * avx512f/bw/vl/dq vnni)"; a static string valid for the process lifetime. */
+const char *pt_kern_cpu_name(void);
+
+/* Ops of a weight type at the current level, or NULL if the type has no kernel. */
+const struct pt_kern_ops *pt_kern_ops(enum pt_type type);
+/* Ops at an explicit level (tests compare levels); NULL if unsupported type or level. */
+const struct pt_kern_ops *pt_kern_ops_at(enum pt_kern_level level, enum pt_type type);
+
+/* ---- activation quantization ----------------------------------------------------------- */
+
+/* Converts n floats to act_type (F32 copy, F16, BF16, Q8_0, Q8_1, Q8_K); n must be a multiple
+ * of the format's block size (checked by callers; asserted here).  Q8_0 / Q8_1 follow ggml's
+ * x86 SIMD quantizer: id = 127/amax and round-half-to-even (the scalar ggml reference uses
+ * 1/d and half-away-from-zero; the two differ only on exact .5 ties).  Q8_K is ggml's
+ * quantize_row_q8_K (bsums of an all-zero block are 0). */
+void pt_kern_quantize_row(enum pt_type act_type, const float *x, void *out, size_t n);
+
+/* ---- matrix products ------------------------------------------------------------------- */
+
+struct pt_kern_mat {
+	enum pt_type type;
+	uint64_t rows;       /* output features */
+	uint64_t cols;       /* input features (ne0), a multiple of the type's block size */
+	size_t row_bytes;    /* stride between rows, >= the packed row size */
+	const void *data;    /* [rows][row_bytes] */
+};
+
+/* Scratch bytes for n_rows quantized activation rows of a product with w (0 on overflow or
+ * an unsupported type). */
+size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows);
+
+/* y[rows] = W x.  x has w->cols floats; scratch holds pt_kern_act_bytes(w, 1) bytes (not
+ * touched for F32 weights, which read x directly).  pool may be NULL (caller thread only).  PT_E_UNSUPPORTED for a type without kernels, PT_E_INVALID for
+ * inconsistent shapes; y is untouched on failure. */
+enum pt_status pt_kern_matvec(const struct pt_kern_mat *w, const float *x, float *y,
+			      void *scratch, pt_pool *pool, struct pt_error *err);
+/* Same with the activation already converted (pt_kern_quantize_row to the partner format):
+ * the MoE path quantizes x once and reuses it for every expert of a layer. */
+enum pt_status pt_kern_matvec_q(const struct pt_kern_mat *w, const void *xq, float *y,
+				pt_pool *pool, struct pt_error *err);
+/* Y[n_tok][rows] = X[n_tok][cols] W^T.  scratch holds pt_kern_act_bytes(w, n_tok) bytes.
+ * Activation rows are converted in parallel from 8 tokens on; then each task takes a band of
+ * weight rows, tiles of 16 rows are reused across all tokens, four tokens per weight decode
+ * where the level has a dot4 kernel.  Errors as pt_kern_matvec. */
+enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint64_t n_tok,
+			      float *y, void *scratch, pt_pool *pool, struct pt_error *err);
+/* Same with pre-quantized activations, rows of act_row_bytes (pt_kern_act_bytes(w, 1)). */
+enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uint64_t n_tok,
+				float *y, pt_pool *pool, struct pt_error *err);
+
+#endif

@@ -1,0 +1,131 @@
+/* kern_internal.h - shared by the kernel files only: block layouts (byte offsets, see
+ * GGUF-AND-QUANTS.md sections 4-5), lookup tables, and each level's kernel table.  Kernels
+ * read blocks through these offsets with unaligned loads, so rows need no alignment. */
+#ifndef PT_KERN_INTERNAL_H
+#define PT_KERN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kern/kern.h"
+#include "quant/blocks.h"
+
+#define QK 32   /* elements of a 32-block (Q4_0 ... Q8_1, IQ4_NL, MXFP4) */
+#define QKK 256 /* elements of a K-quant super-block */
+
+/* Block sizes in bytes. */
+#define Q4_0_B 18
+#define Q4_1_B 20
+#define Q5_0_B 22
+#define Q5_1_B 24
+#define Q8_0_B 34
+#define Q8_1_B 36
+#define IQ4NL_B 18
+#define MXFP4_B 17
+#define Q2K_B 84
+#define Q3K_B 110
+#define Q4K_B 144
+#define Q5K_B 176
+#define Q6K_B 210
+#define Q8K_B 292
+#define IQ4XS_B 136
+
+/* Q8_K field offsets: float d, int8 qs[256], int16 bsums[16]. */
+#define Q8K_QS 4
+#define Q8K_BSUMS 260
+
+static inline uint16_t kern_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t kern_u32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4); /* little-endian host (x86-64) */
+	return v;
+}
+
+static inline float kern_f32(const uint8_t *p)
+{
+	float v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline int16_t kern_i16(const uint8_t *p)
+{
+	return (int16_t)kern_u16(p);
+}
+
+/* fp16 -> f32, exact (GGUF-AND-QUANTS.md 1.2), inline for the scalar kernels; equals
+ * pt_fp16_to_f32 for all 65536 codes (tested).  Normal numbers take the first branch. */
+static inline float kern_fp16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+	uint32_t bits;
+	float f;
+	if (exp != 0 && exp != 0x1f) {
+		bits = sign | ((exp + 112) << 23) | (man << 13);
+	} else if (exp == 0x1f) {
+		bits = sign | 0x7f800000u | (man << 13);
+	} else { /* zero or subnormal: man * 2^-24 is exact */
+		f = (float)man * 0x1p-24f;
+		return sign ? -f : f;
+	}
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* E8M0 exponent byte to half its value, 2^(e-128) (GGUF-AND-QUANTS.md 1.4), inline for the
+ * per-block MXFP4 loops; equals pt_e8m0_to_f32_half. */
+static inline float kern_e8m0_half(uint8_t e)
+{
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* Q4_K / Q5_K 6-bit scale and min of sub-block j (get_scale_min_k4). */
+static inline void kern_q4k_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
+{
+	if (j < 4) {
+		*sc = s[j] & 63;
+		*m = s[j + 4] & 63;
+	} else {
+		*sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+		*m = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+	}
+}
+
+/* The byte offsets used by the kernels are the quant module's block layouts. */
+_Static_assert(sizeof(struct pt_block_q4_0) == Q4_0_B && sizeof(struct pt_block_q4_1) == Q4_1_B &&
+		       sizeof(struct pt_block_q5_0) == Q5_0_B && sizeof(struct pt_block_q5_1) == Q5_1_B &&
+		       sizeof(struct pt_block_q8_0) == Q8_0_B && sizeof(struct pt_block_q8_1) == Q8_1_B &&
+		       sizeof(struct pt_block_iq4_nl) == IQ4NL_B && sizeof(struct pt_block_mxfp4) == MXFP4_B,
+	       "32-block layouts");
+_Static_assert(sizeof(struct pt_block_q2_K) == Q2K_B && sizeof(struct pt_block_q3_K) == Q3K_B &&
+		       sizeof(struct pt_block_q4_K) == Q4K_B && sizeof(struct pt_block_q5_K) == Q5K_B &&
+		       sizeof(struct pt_block_q6_K) == Q6K_B && sizeof(struct pt_block_q8_K) == Q8K_B &&
+		       sizeof(struct pt_block_iq4_xs) == IQ4XS_B &&
+		       offsetof(struct pt_block_q8_K, qs) == Q8K_QS &&
+		       offsetof(struct pt_block_q8_K, bsums) == Q8K_BSUMS,
+	       "K-block layouts");
+
+/* Test hook: pretend the CPU supports at most `level` (PT_KERN_LEVEL_COUNT restores the
+ * detected maximum), so the refusal of an unsupported PARTICLE_CPU level can be tested on any
+ * machine.  Also lowers the current level if it is above the cap. */
+void pt_kern_test_cap_level(enum pt_kern_level level);
+
+/* Level tables: dot function per weight type, NULL where the level has no own kernel (the
+ * dispatcher then falls back to the next lower level). */
+extern const pt_kern_dot_fn pt_kern_dot_scalar[PT_TYPE_COUNT];
+extern const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT];
+extern const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT];
+/* Four-activation variants, NULL where a level has none (matvec then calls dot 4 times). */
+extern const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT];
+
+#endif

@@ -1,0 +1,178 @@
+/* matvec.c - matrix-vector and matrix-matrix products over the dispatched dot kernels.
+ *
+ * Work is split by output rows into tasks of whole rows; every output element is one call of
+ * the level's dot function, so the result does not depend on the thread count, on which
+ * thread ran a task, or (for pt_kern_matmul) on the batch size.
+ */
+#include "kern/kern_internal.h"
+
+#include "util/alloc.h"
+#include "util/status.h"
+
+#define MIN_ROWS_PER_TASK 16
+#define TASKS_PER_THREAD 4
+#define MATMUL_TILE_ROWS 16 /* weight rows kept hot in L1/L2 while all tokens pass over them */
+
+struct job {
+	const struct pt_kern_mat *w;
+	const struct pt_kern_ops *ops;
+	const uint8_t *xq;
+	size_t act_row_bytes;
+	uint64_t n_tok;
+	float *y;
+	uint64_t rows_per_task;
+};
+
+static enum pt_status check_mat(const struct pt_kern_mat *w, const struct pt_kern_ops **ops_out,
+				size_t *act_row_bytes, struct pt_error *err)
+{
+	const struct pt_kern_ops *ops = pt_kern_ops(w->type);
+	if (!ops)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "no compute kernel for tensor type %s",
+				    pt_type_name(w->type));
+	uint64_t wrow, arow;
+	if (w->cols == 0 || pt_type_row_bytes(w->type, w->cols, &wrow) != 0 ||
+	    pt_type_row_bytes(ops->act_type, w->cols, &arow) != 0)
+		return pt_error_set(err, PT_E_INVALID, "%s matrix: %llu columns is not a multiple "
+				    "of the block size", pt_type_name(w->type),
+				    (unsigned long long)w->cols);
+	if (w->row_bytes < wrow)
+		return pt_error_set(err, PT_E_INVALID, "%s matrix: row stride %zu < row size %llu",
+				    pt_type_name(w->type), w->row_bytes, (unsigned long long)wrow);
+	*ops_out = ops;
+	*act_row_bytes = (size_t)arow;
+	return PT_OK;
+}
+
+size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows)
+{
+	const struct pt_kern_ops *ops = pt_kern_ops(w->type);
+	uint64_t arow, total;
+	if (!ops || pt_type_row_bytes(ops->act_type, w->cols, &arow) != 0 ||
+	    pt_mul_overflow(arow, n_rows, &total) || total > SIZE_MAX)
+		return 0;
+	return (size_t)total;
+}
+
+/* Software prefetch of the weight row this many rows ahead: on the development host it
+ * raised single-thread DRAM streaming of expert slabs by roughly 15-30 % (noisy, shared
+ * host; docs/PERFORMANCE.md); it is only a hint, so results are unaffected. */
+#define PREFETCH_ROWS 4
+
+static inline void prefetch_row(const uint8_t *p, size_t bytes)
+{
+	for (size_t off = 0; off < bytes; off += 64)
+		__builtin_prefetch(p + off, 0, 0);
+}
+
+static void run_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct job *jb = ctx;
+	const struct pt_kern_mat *w = jb->w;
+	const uint8_t *data = w->data;
+	const size_t ab = jb->act_row_bytes;
+	uint64_t r0 = (uint64_t)task * jb->rows_per_task;
+	uint64_t r1 = r0 + jb->rows_per_task < w->rows ? r0 + jb->rows_per_task : w->rows;
+	(void)worker;
+	for (uint64_t t0 = r0; t0 < r1; t0 += MATMUL_TILE_ROWS) {
+		uint64_t t1 = t0 + MATMUL_TILE_ROWS < r1 ? t0 + MATMUL_TILE_ROWS : r1;
+		uint64_t tok = 0;
+		for (; jb->ops->dot4 && tok + 4 <= jb->n_tok; tok += 4) {
+			float *y = jb->y + tok * w->rows;
+			for (uint64_t r = t0; r < t1; r++) {
+				float out[4];
+				jb->ops->dot4(w->cols, data + r * w->row_bytes, jb->xq + tok * ab, ab, out);
+				for (int k = 0; k < 4; k++)
+					y[k * w->rows + r] = out[k];
+			}
+		}
+		for (; tok < jb->n_tok; tok++) {
+			const uint8_t *xq = jb->xq + tok * ab;
+			float *y = jb->y + tok * w->rows;
+			for (uint64_t r = t0; r < t1; r++) {
+				if (r + PREFETCH_ROWS < r1)
+					prefetch_row(data + (r + PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
+				y[r] = jb->ops->dot(w->cols, data + r * w->row_bytes, xq);
+			}
+		}
+	}
+}
+
+static void run_rows(struct job *jb, pt_pool *pool)
+{
+	uint64_t threads = pt_pool_threads(pool);
+	uint64_t per = (jb->w->rows + threads * TASKS_PER_THREAD - 1) / (threads * TASKS_PER_THREAD);
+	if (per < MIN_ROWS_PER_TASK)
+		per = MIN_ROWS_PER_TASK;
+	uint64_t n_tasks = (jb->w->rows + per - 1) / per;
+	if (n_tasks > UINT32_MAX) { /* cannot happen below 2^36 rows; keep the cast honest */
+		per = (jb->w->rows + UINT32_MAX - 1) / UINT32_MAX;
+		n_tasks = (jb->w->rows + per - 1) / per;
+	}
+	jb->rows_per_task = per;
+	pt_pool_run(pool, run_task, jb, (uint32_t)n_tasks);
+}
+
+enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uint64_t n_tok,
+				float *y, pt_pool *pool, struct pt_error *err)
+{
+	struct job jb = { .w = w, .xq = xq, .n_tok = n_tok, .y = y };
+	enum pt_status st = check_mat(w, &jb.ops, &jb.act_row_bytes, err);
+	if (st != PT_OK)
+		return st;
+	if (w->rows == 0 || n_tok == 0)
+		return PT_OK;
+	run_rows(&jb, pool);
+	return PT_OK;
+}
+
+enum pt_status pt_kern_matvec_q(const struct pt_kern_mat *w, const void *xq, float *y,
+				pt_pool *pool, struct pt_error *err)
+{
+	return pt_kern_matmul_q(w, xq, 1, y, pool, err);
+}
+
+/* Activation rows are quantized in parallel for prefill batches (each row independently, so
+ * the bytes do not depend on the split). */
+#define QUANT_PARALLEL_MIN_TOK 8
+
+struct quant_job {
+	enum pt_type act;
+	const float *x;
+	uint8_t *xq;
+	uint64_t cols;
+	size_t arow;
+	uint64_t n_tok;
+	uint32_t n_parts; /* tasks; task k quantizes rows k, k + n_parts, ... */
+};
+
+static void quant_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct quant_job *qj = ctx;
+	(void)worker;
+	for (uint64_t t = task; t < qj->n_tok; t += qj->n_parts)
+		pt_kern_quantize_row(qj->act, qj->x + t * qj->cols, qj->xq + t * qj->arow, qj->cols);
+}
+
+enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint64_t n_tok,
+			      float *y, void *scratch, pt_pool *pool, struct pt_error *err)
+{
+	const struct pt_kern_ops *ops;
+	size_t arow;
+	enum pt_status st = check_mat(w, &ops, &arow, err);
+	if (st != PT_OK)
+		return st;
+	if (ops->act_type == PT_TYPE_F32) /* F32 weights take the activations as they are */
+		return pt_kern_matmul_q(w, x, n_tok, y, pool, err);
+	struct quant_job qj = { ops->act_type, x, scratch, w->cols, arow, n_tok, 1 };
+	if (n_tok >= QUANT_PARALLEL_MIN_TOK)
+		qj.n_parts = pt_pool_threads(pool);
+	pt_pool_run(pool, quant_task, &qj, qj.n_parts);
+	return pt_kern_matmul_q(w, scratch, n_tok, y, pool, err);
+}
+
+enum pt_status pt_kern_matvec(const struct pt_kern_mat *w, const float *x, float *y,
+			      void *scratch, pt_pool *pool, struct pt_error *err)
+{
+	return pt_kern_matmul(w, x, 1, y, scratch, pool, err);
+}

@@ -1,0 +1,37 @@
+/* pool.h - a small fixed-size thread pool for parallel-for over independent tasks.
+ *
+ * The caller thread takes part in every run, so a pool of N threads starts N - 1 workers.
+ * Workers spin briefly after a run (decode dispatches hundreds of runs per token), then
+ * yield, then sleep on a futex.  Tasks are claimed one index at a time from a shared word:
+ * which thread runs a task varies between runs (a busy or descheduled worker simply takes
+ * none), so task functions must make each task's output independent of the thread that
+ * computes it (the kernels do: every output element belongs to exactly one task).
+ */
+#ifndef PT_KERN_POOL_H
+#define PT_KERN_POOL_H
+
+#include <stdint.h>
+
+#include "particle.h"
+
+typedef struct pt_pool pt_pool;
+
+/* One task: task is in 0 .. n_tasks-1; worker is the index (0 .. threads-1) of the thread
+ * running it, usable to pick per-thread scratch. */
+typedef void (*pt_pool_fn)(void *ctx, uint32_t task, uint32_t worker);
+
+#define PT_POOL_MAX_THREADS 256
+
+/* Creates a pool of n_threads threads (1 .. PT_POOL_MAX_THREADS, caller included).  On
+ * failure *out is NULL and no thread is left running. */
+enum pt_status pt_pool_create(uint32_t n_threads, pt_pool **out, struct pt_error *err);
+/* Stops and joins the workers and frees the pool; NULL is accepted. */
+void pt_pool_destroy(pt_pool *pool);
+/* Threads of the pool, caller included (1 for NULL). */
+uint32_t pt_pool_threads(const pt_pool *pool);
+/* Runs fn(ctx, t, worker) for every t in 0 .. n_tasks-1 and returns when all have finished.
+ * pool may be NULL (runs inline).  Not reentrant: one run at a time per pool, and a task
+ * must not call pt_pool_run on the same pool. */
+void pt_pool_run(pt_pool *pool, pt_pool_fn fn, void *ctx, uint32_t n_tasks);
+
+#endif

@@ -1,0 +1,192 @@
+/* bailingmoe2.c - BailingMoeV2 / Sarvam 30B description: fused attn_qkv, per-head Q/K
+ * RMSNorm, NEOX RoPE, leading dense layer(s), sigmoid-gated routed experts with a selection
+ * bias (exp_probs_b), normalised and scaled weights, one shared expert (ARCHITECTURES.md 1).
+ * The arch name may be "bailingmoe2" (upstream) or "sarvam_moe" (PR branch, same keys). */
+#include "model/arch_impl.h"
+
+#include <string.h>
+
+struct preset {
+	const char *name;
+	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim;
+	uint32_t n_ff, n_ff_exp, n_ff_shexp, n_expert, n_used;
+};
+
+/* tiny: dense layer 0 + 2 MoE layers; small: realistic ratios; full: sarvam-30b. */
+static const struct preset presets[] = {
+	{ "tiny", 0, 4096, 256, 3, 4, 2, 64, 512, 256, 256, 16, 4 },
+	{ "small", 0, 32768, 1024, 6, 16, 2, 64, 2048, 256, 256, 64, 6 },
+	{ "full", 262144, 131072, 4096, 19, 64, 4, 64, 8192, 1024, 1024, 128, 6 },
+};
+
+static enum pt_status bailing_preset(const char *name, struct pt_hparams *hp,
+				     struct pt_error *err)
+{
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		const struct preset *p = &presets[i];
+		if (strcmp(name, p->name) != 0)
+			continue;
+		hp->n_vocab = p->n_vocab;
+		hp->n_ctx_train = p->n_ctx;
+		hp->n_embd = p->n_embd;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
+		hp->n_head = p->n_head;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			hp->n_head_kv[l] = p->n_head_kv;
+		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->head_dim;
+		hp->n_ff = p->n_ff;
+		hp->n_ff_exp = p->n_ff_exp;
+		hp->n_ff_shexp = p->n_ff_shexp;
+		hp->n_expert = p->n_expert;
+		hp->n_expert_used = p->n_used;
+		hp->n_expert_shared = 1;
+		hp->n_expert_groups = 1;
+		hp->n_group_used = 1;
+		hp->n_layer_dense_lead = 1;
+		hp->rope_freq_base = 8000000.0f;
+		hp->rms_eps = 1e-6f;
+		hp->gating = PT_GATING_SIGMOID;
+		hp->expert_weights_norm = true;
+		hp->expert_weights_scale = 2.5f;
+		hp->fused_qkv = true;
+		hp->has_exp_probs_b = true;
+		return PT_OK;
+	}
+	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+}
+
+#define ADD(...)                                                                           \
+	do {                                                                               \
+		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
+			return st;                                                         \
+	} while (0)
+
+static enum pt_status moe_tensors(const struct pt_hparams *hp, uint32_t i,
+				  struct pt_tensor_list *l, struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const int32_t L = (int32_t)i;
+	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
+	const uint64_t S = (uint64_t)hp->n_ff_shexp * (hp->n_expert_shared ? hp->n_expert_shared : 1);
+	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
+	    "blk.%u.ffn_gate_inp.weight", i);
+	if (hp->has_exp_probs_b)
+		ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER_BIAS, X, 0, 0, err,
+		    "blk.%u.exp_probs_b.bias", i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
+	    "blk.%u.ffn_gate_exps.weight", i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
+	    "blk.%u.ffn_up_exps.weight", i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
+	    "blk.%u.ffn_down_exps.weight", i);
+	if (hp->n_expert_shared == 0)
+		return PT_OK;
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, S, 0, err,
+	    "blk.%u.ffn_gate_shexp.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, S, 0, err,
+	    "blk.%u.ffn_up_shexp.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, S, E, 0, err,
+	    "blk.%u.ffn_down_shexp.weight", i);
+	return PT_OK;
+}
+
+static enum pt_status bailing_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
+				      struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const uint64_t E = hp->n_embd, V = hp->n_vocab;
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
+	    "token_embd.weight");
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
+	if (!hp->tied_embeddings)
+		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
+		    "output.weight");
+	for (uint32_t i = 0; i < hp->n_layer; i++) {
+		const int32_t L = (int32_t)i;
+		const uint64_t hd = hp->head_dim_k, q = hp->n_head * hd, kv = hp->n_head_kv[i] * hd;
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+		    "blk.%u.attn_norm.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_QKV, PT_INIT_WEIGHT, E, q + 2 * kv, 0, err,
+		    "blk.%u.attn_qkv.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err,
+		    "blk.%u.attn_output.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
+		    "blk.%u.attn_q_norm.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
+		    "blk.%u.attn_k_norm.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+		    "blk.%u.ffn_norm.weight", i);
+		if (pt_hparams_is_moe_layer(hp, i)) {
+			if ((st = moe_tensors(hp, i, l, err)) != PT_OK)
+				return st;
+			continue;
+		}
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
+		    "blk.%u.ffn_gate.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
+		    "blk.%u.ffn_up.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
+		    "blk.%u.ffn_down.weight", i);
+	}
+	return PT_OK;
+}
+#undef ADD
+
+static enum pt_status bailing_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
+					 struct pt_error *err)
+{
+	enum pt_status st;
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+	TRY(pt_key_u32(w, hp, "rope.dimension_count", hp->n_rot, err));
+	TRY(pt_key_u32(w, hp, "vocab_size", hp->n_vocab, err));
+	TRY(pt_key_u32(w, hp, "expert_group_count", hp->n_expert_groups, err));
+	TRY(pt_key_u32(w, hp, "expert_group_used_count", hp->n_group_used, err));
+	TRY(pt_key_u32(w, hp, "expert_gating_func", (uint32_t)hp->gating, err));
+	TRY(pt_key_u32(w, hp, "leading_dense_block_count", hp->n_layer_dense_lead, err));
+	TRY(pt_key_u32(w, hp, "expert_shared_feed_forward_length", hp->n_ff_shexp, err));
+	TRY(pt_key_u32(w, hp, "expert_shared_count", hp->n_expert_shared, err));
+	TRY(pt_key_f32(w, hp, "expert_weights_scale", hp->expert_weights_scale, err));
+	TRY(pt_key_bool(w, hp, "expert_weights_norm", hp->expert_weights_norm, err));
+#undef TRY
+	return PT_OK;
+}
+
+static enum pt_status bailing_read_keys(const pt_gguf *g, struct pt_hparams *hp,
+					struct pt_error *err)
+{
+	enum pt_status st;
+	uint32_t gating = 0;
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+	TRY(pt_rkey_u32(g, hp, "expert_group_count", false, &hp->n_expert_groups, err));
+	TRY(pt_rkey_u32(g, hp, "expert_group_used_count", false, &hp->n_group_used, err));
+	TRY(pt_rkey_u32(g, hp, "expert_gating_func", true, &gating, err));
+	TRY(pt_rkey_u32(g, hp, "leading_dense_block_count", false, &hp->n_layer_dense_lead, err));
+	TRY(pt_rkey_u32(g, hp, "expert_feed_forward_length", true, &hp->n_ff_exp, err));
+	TRY(pt_rkey_u32(g, hp, "expert_shared_feed_forward_length", false, &hp->n_ff_shexp,
+			err));
+	TRY(pt_rkey_u32(g, hp, "expert_shared_count", true, &hp->n_expert_shared, err));
+	TRY(pt_rkey_f32(g, hp, "expert_weights_scale", false, &hp->expert_weights_scale, err));
+	TRY(pt_rkey_bool(g, hp, "expert_weights_norm", &hp->expert_weights_norm, err));
+#undef TRY
+	if (gating != PT_GATING_SOFTMAX && gating != PT_GATING_SIGMOID)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "%s.expert_gating_func = %u unsupported",
+				    hp->arch_name, gating);
+	hp->gating = (enum pt_gating)gating;
+	return PT_OK;
+}
+
+const struct pt_arch_ops pt_arch_bailingmoe2_ops = {
+	.name = "bailingmoe2",
+	.preset = bailing_preset,
+	.tensors = bailing_tensors,
+	.write_keys = bailing_write_keys,
+	.read_keys = bailing_read_keys,
+};

@@ -1,0 +1,625 @@
+/* forward.c - the forward pass of the three MoE archs (ARCHITECTURES.md 1.3, 2.4, 3.3).
+ *
+ * One chunk of B tokens flows through every layer as [B][n] row blocks: norms per row,
+ * projections as one pt_kern_matmul over the B rows, K/V of all rows stored before any row
+ * attends (causality comes from each row's own position range), attention one task per
+ * (row, head), MoE rows grouped by expert.  The arch differences are data (which tensors
+ * exist, per-layer head dims and RoPE) plus three branches: Gemma 4's embedding scale,
+ * V norm, post-norms and dual FFN; Bailing's dense lead layers and shared expert. */
+#include "model/forward.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "model/ops.h"
+#include "util/alloc.h"
+
+struct pt_fwd {
+	const struct pt_model *m;
+	const struct pt_expert_provider *prov;
+	pt_pool *pool;
+	uint32_t n_batch, n_ctx, n_threads;
+	int64_t pos;
+	struct pt_kv kv;
+	/* row blocks, [n_batch][width] */
+	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
+	float *h2, *rl, *rw, *yk, *xg, *sel;
+	int *ids, *rows;
+	float *attn_scratch; /* per thread */
+	float *parts;        /* split-K partial states: [n_head][blocks][2 + head_dim_v] */
+	uint32_t attn_block;
+	size_t attn_scratch_n;
+	float *rope_cs;      /* [n_batch][max n_rot] */
+	void *act;           /* activation quantization scratch */
+	size_t act_bytes;
+	uint32_t w_qk, w_v, w_ff, n_k; /* widths */
+};
+
+struct attn_task {
+	pt_fwd *f;
+	uint32_t il, n_head, hd_k, hd_v;
+	int64_t pos0;
+	struct pt_attn_args a;
+	uint32_t n_blocks; /* split-K tasks per head (single-row chunks) */
+};
+
+/* Keys per split-K block.  Block boundaries depend only on the query position, and blocks
+ * are merged in order, so results ignore the thread count and whether blocks ran as
+ * separate tasks. */
+#define ATTN_BLOCK_DEFAULT 1024
+
+static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct attn_task *t = ctx;
+	pt_fwd *f = t->f;
+	const uint32_t row = task / t->n_head, h = task % t->n_head;
+	const struct pt_kv_layer *L = &f->kv.layers[t->il];
+	const uint32_t group = t->n_head / L->d.n_kv_head;
+	float *s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
+	float *acc0 = s + t->hd_k + t->hd_v, *acc1 = acc0 + t->hd_v;
+	const float *q = f->q + (size_t)row * f->w_qk + (size_t)h * t->hd_k;
+	float *out = f->att + (size_t)row * f->w_qk + (size_t)h * t->hd_v;
+	int64_t first, count;
+	pt_kv_range(&f->kv, t->il, t->pos0 + row, &first, &count);
+	struct pt_attn_part tot = { -INFINITY, 0.0f, acc0 }, part = { 0, 0, acc1 };
+	memset(acc0, 0, t->hd_v * sizeof(float));
+	const int64_t blk = f->attn_block;
+	for (int64_t p = first; p < first + count; p += blk) {
+		const int64_t hi = p + blk < first + count ? p + blk : first + count;
+		pt_attn_block(&f->kv, t->il, h / group, q, p, hi, &t->a, &part, s);
+		pt_attn_merge(&tot, &part, t->hd_v);
+	}
+	pt_attn_finish(&tot, t->hd_v, out);
+}
+
+/* Split-K for a single-row chunk (decode): task = (head, key block); the partial state
+ * (max, sum, acc) goes to f->parts and attn_merge_row combines the blocks in order. */
+static void attn_block_fn(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct attn_task *t = ctx;
+	pt_fwd *f = t->f;
+	const uint32_t h = task / t->n_blocks, b = task % t->n_blocks;
+	const struct pt_kv_layer *L = &f->kv.layers[t->il];
+	float *s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
+	float *slot = f->parts + (size_t)task * (2 + t->hd_v);
+	int64_t first, count;
+	pt_kv_range(&f->kv, t->il, t->pos0, &first, &count);
+	const int64_t lo = first + (int64_t)b * f->attn_block;
+	const int64_t hi = lo + f->attn_block < first + count ? lo + f->attn_block : first + count;
+	struct pt_attn_part part = { 0, 0, slot + 2 };
+	pt_attn_block(&f->kv, t->il, h / (t->n_head / L->d.n_kv_head),
+		      f->q + (size_t)h * t->hd_k, lo, hi, &t->a, &part, s);
+	slot[0] = part.m;
+	slot[1] = part.s;
+}
+
+static void attn_merge_row(pt_fwd *f, const struct attn_task *t)
+{
+	float *acc = f->attn_scratch + t->hd_k + t->hd_v;
+	for (uint32_t h = 0; h < t->n_head; h++) {
+		struct pt_attn_part tot = { -INFINITY, 0.0f, acc };
+		memset(acc, 0, t->hd_v * sizeof(float));
+		for (uint32_t b = 0; b < t->n_blocks; b++) {
+			float *slot = f->parts + ((size_t)h * t->n_blocks + b) * (2 + t->hd_v);
+			const struct pt_attn_part part = { slot[0], slot[1], slot + 2 };
+			pt_attn_merge(&tot, &part, t->hd_v);
+		}
+		pt_attn_finish(&tot, t->hd_v, f->att + (size_t)h * t->hd_v);
+	}
+}
+
+static enum pt_status mm(pt_fwd *f, const struct pt_kern_mat *w, const float *x, uint32_t n,
+			 float *y, struct pt_error *err)
+{
+	return pt_kern_matmul(w, x, n, y, f->act, f->pool, err);
+}
+
+static void norm_rows(float *y, const float *x, const float *w, uint32_t n, uint32_t width,
+		      float eps)
+{
+	for (uint32_t r = 0; r < n; r++)
+		pt_op_rmsnorm(y + (size_t)r * width, x + (size_t)r * width, w, (int)width, eps);
+}
+
+static void add_rows(float *x, const float *y, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		x[i] += y[i];
+}
+
+/* Q, K, V for n rows from the normed input f->h into f->q / f->k / f->v (row strides
+ * w_qk, n_k, w_qk). */
+static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+			       uint32_t nq, uint32_t nk, uint32_t nv, struct pt_error *err)
+{
+	enum pt_status st;
+	if (L->wqkv.data) {
+		const uint32_t w = nq + nk + nv;
+		st = mm(f, &L->wqkv, f->h, n, f->qkv, err);
+		for (uint32_t r = 0; st == PT_OK && r < n; r++) {
+			const float *src = f->qkv + (size_t)r * w;
+			memcpy(f->q + (size_t)r * f->w_qk, src, nq * sizeof(float));
+			memcpy(f->k + (size_t)r * f->n_k, src + nq, nk * sizeof(float));
+			memcpy(f->v + (size_t)r * f->w_qk, src + nq + nk, nv * sizeof(float));
+		}
+		return st;
+	}
+	st = mm(f, &L->wq, f->h, n, f->qkv, err);
+	for (uint32_t r = 0; st == PT_OK && r < n; r++)
+		memcpy(f->q + (size_t)r * f->w_qk, f->qkv + (size_t)r * nq, nq * sizeof(float));
+	if (st == PT_OK)
+		st = mm(f, &L->wk, f->h, n, f->qkv, err);
+	for (uint32_t r = 0; st == PT_OK && r < n; r++)
+		memcpy(f->k + (size_t)r * f->n_k, f->qkv + (size_t)r * nk, nk * sizeof(float));
+	if (st == PT_OK && L->wv.data)
+		st = mm(f, &L->wv, f->h, n, f->qkv, err);
+	/* Gemma 4 full layers without attn_v: V is the raw K projection (before k_norm). */
+	for (uint32_t r = 0; st == PT_OK && r < n; r++)
+		memcpy(f->v + (size_t)r * f->w_qk, f->qkv + (size_t)r * nv, nv * sizeof(float));
+	return st;
+}
+
+static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
+{
+	const struct pt_model *m = f->m;
+	const struct pt_hparams *hp = &m->hp;
+	const struct pt_layer_weights *L = &m->layers[il];
+	const uint32_t n_head = hp->n_head, n_kv = hp->n_head_kv[il];
+	const uint32_t hd_k = pt_hparams_head_dim_k(hp, il), hd_v = pt_hparams_head_dim_v(hp, il);
+	const bool swa = hp->is_swa[il], gemma = hp->arch == PT_ARCH_GEMMA4;
+	const uint32_t n_rot = swa ? hp->n_rot_swa : hp->n_rot;
+	const float base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
+	const float *ff = (!swa && gemma) ? m->rope_freqs : NULL;
+
+	norm_rows(f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
+	enum pt_status st = qkv_proj(f, L, n, n_head * hd_k, n_kv * hd_k, n_kv * hd_v, err);
+	if (st != PT_OK)
+		return st;
+	for (uint32_t r = 0; r < n; r++) {
+		float *q = f->q + (size_t)r * f->w_qk, *k = f->k + (size_t)r * f->n_k;
+		float *v = f->v + (size_t)r * f->w_qk;
+		float *cs = f->rope_cs;
+		if (L->q_norm)
+			pt_op_rmsnorm_heads(q, L->q_norm, (int)n_head, (int)hd_k, hp->rms_eps);
+		if (L->k_norm)
+			pt_op_rmsnorm_heads(k, L->k_norm, (int)n_kv, (int)hd_k, hp->rms_eps);
+		if (gemma)
+			pt_op_rmsnorm_heads(v, NULL, (int)n_kv, (int)hd_v, hp->rms_eps);
+		pt_op_rope_cache(cs, (int)n_rot, f->pos + r, base, ff);
+		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
+		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
+		pt_kv_store(&f->kv, il, f->pos + r, k, v);
+	}
+	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f, false }, 1 };
+	t.a.scale = gemma ? 1.0f : 1.0f / sqrtf((float)hd_k);
+	t.a.softcap = 0.0f;
+	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS;
+	int64_t first, count;
+	pt_kv_range(&f->kv, il, f->pos, &first, &count);
+	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
+	if (n == 1 && t.n_blocks > 1) {
+		pt_pool_run(f->pool, attn_block_fn, &t, n_head * t.n_blocks);
+		attn_merge_row(f, &t);
+	} else {
+		pt_pool_run(f->pool, attn_fn, &t, n * n_head);
+	}
+	/* attn output rows have stride w_qk; the projection wants packed rows */
+	const uint32_t w_att = n_head * hd_v;
+	for (uint32_t r = 1; r < n && w_att != f->w_qk; r++)
+		memmove(f->att + (size_t)r * w_att, f->att + (size_t)r * f->w_qk,
+			w_att * sizeof(float));
+	st = mm(f, &L->wo, f->att, n, f->t1, err);
+	if (st != PT_OK)
+		return st;
+	if (L->post_attn_norm)
+		norm_rows(f->t1, f->t1, L->post_attn_norm, n, hp->n_embd, hp->rms_eps);
+	add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
+	return PT_OK;
+}
+
+/* out = down(act(gate x) * (up x)) for n rows of in (width n_embd). */
+static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct pt_kern_mat *u,
+			  const struct pt_kern_mat *d, const float *in, uint32_t n, float *out,
+			  struct pt_error *err)
+{
+	const uint32_t nf = (uint32_t)g->rows;
+	enum pt_status st = mm(f, g, in, n, f->gate, err);
+	if (st == PT_OK)
+		st = mm(f, u, in, n, f->up, err);
+	if (st != PT_OK)
+		return st;
+	if (f->m->hp.arch == PT_ARCH_GEMMA4)
+		pt_op_geglu(f->gate, f->gate, f->up, (int)(nf * n));
+	else
+		pt_op_swiglu(f->gate, f->gate, f->up, (int)(nf * n));
+	return mm(f, d, f->gate, n, out, err);
+}
+
+
+/* Router weights for n rows of f->rl into f->ids / f->rw. */
+static void route(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const uint32_t E = hp->n_expert, k = hp->n_expert_used;
+	enum pt_op_gating gating = (enum pt_op_gating)hp->gating;
+	bool norm = hp->expert_weights_norm;
+	float scale = hp->expert_weights_scale;
+	if (hp->arch != PT_ARCH_BAILINGMOE2) {
+		/* qwen3moe and gemma4 hard-code softmax, normalisation and no scale */
+		gating = PT_OP_GATING_SOFTMAX;
+		norm = true;
+		scale = 0.0f;
+	}
+	for (uint32_t r = 0; r < n; r++)
+		pt_op_moe_route(f->rl + (size_t)r * E, (int)E, gating, L->exp_probs_b, (int)k, norm,
+				scale, f->sel, f->ids + (size_t)r * k, f->rw + (size_t)r * k);
+}
+
+static struct pt_kern_mat expert_mat(const struct pt_expert_mat *x, const void *data)
+{
+	struct pt_kern_mat k = { x->type, x->rows, x->cols, x->row_bytes, data };
+	return k;
+}
+
+/* Gathered rows f->xg[cnt] through expert e: f->t3[cnt][n_embd] = down(act(gate) * up). */
+static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
+				 const struct pt_expert_ptrs *p, uint32_t cnt,
+				 struct pt_error *err)
+{
+	const bool gelu = f->m->hp.arch == PT_ARCH_GEMMA4;
+	uint32_t nf;
+	enum pt_status st;
+	if (p->up) {
+		const struct pt_kern_mat g = expert_mat(&L->gate_exps, p->gate);
+		const struct pt_kern_mat u = expert_mat(&L->up_exps, p->up);
+		nf = (uint32_t)g.rows;
+		st = mm(f, &g, f->xg, cnt, f->gate, err);
+		if (st == PT_OK)
+			st = mm(f, &u, f->xg, cnt, f->up, err);
+		if (st != PT_OK)
+			return st;
+	} else {
+		const struct pt_kern_mat gu = expert_mat(&L->gate_up_exps, p->gate);
+		nf = (uint32_t)(gu.rows / 2);
+		st = mm(f, &gu, f->xg, cnt, f->up, err);
+		if (st != PT_OK)
+			return st;
+		/* fused rows: first nf outputs are gate, next nf are up */
+		for (uint32_t c = 0; c < cnt; c++) {
+			memcpy(f->gate + (size_t)c * nf, f->up + (size_t)c * 2 * nf,
+			       nf * sizeof(float));
+			memmove(f->up + (size_t)c * nf, f->up + (size_t)c * 2 * nf + nf,
+				nf * sizeof(float));
+		}
+	}
+	if (gelu)
+		pt_op_geglu(f->gate, f->gate, f->up, (int)(nf * cnt));
+	else
+		pt_op_swiglu(f->gate, f->gate, f->up, (int)(nf * cnt));
+	const struct pt_kern_mat d = expert_mat(&L->down_exps, p->down);
+	return mm(f, &d, f->gate, cnt, f->t3, err);
+}
+
+/* Routed experts for n rows of in (routing already in f->ids / f->rw): rows grouped by
+ * expert, each expert's weights fetched once; out[r] = sum over ranks in rank order. */
+static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+			      const float *in, uint32_t n, float *out, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const uint32_t E = hp->n_expert, k = hp->n_expert_used, D = hp->n_embd;
+	for (uint32_t e = 0; e < E; e++) {
+		uint32_t cnt = 0;
+		for (uint32_t i = 0; i < n * k; i++)
+			if (f->ids[i] == (int)e)
+				f->rows[cnt++] = (int)i;
+		if (cnt == 0)
+			continue;
+		for (uint32_t c = 0; c < cnt; c++)
+			memcpy(f->xg + (size_t)c * D, in + (size_t)(f->rows[c] / k) * D,
+			       D * sizeof(float));
+		struct pt_expert_ptrs p;
+		enum pt_status st = f->prov->get(f->prov->ctx, il, e, &p, err);
+		if (st != PT_OK)
+			return st;
+		st = expert_ffn(f, L, &p, cnt, err);
+		if (f->prov->release)
+			f->prov->release(f->prov->ctx, il, e);
+		if (st != PT_OK)
+			return st;
+		const float s = L->down_exps_scale ? L->down_exps_scale[e] : 1.0f;
+		for (uint32_t c = 0; c < cnt; c++) {
+			const float w = f->rw[f->rows[c]];
+			const float *y = f->t3 + (size_t)c * D;
+			float *dst = f->yk + (size_t)f->rows[c] * D;
+			for (uint32_t i = 0; i < D; i++)
+				dst[i] = L->down_exps_scale ? (y[i] * s) * w : y[i] * w;
+		}
+	}
+	for (uint32_t r = 0; r < n; r++) {
+		float *o = out + (size_t)r * D;
+		memcpy(o, f->yk + (size_t)r * k * D, D * sizeof(float));
+		for (uint32_t j = 1; j < k; j++)
+			add_rows(o, f->yk + ((size_t)r * k + j) * D, D);
+	}
+	return PT_OK;
+}
+
+/* Router on router_in, experts on in (qwen3moe, bailingmoe2: both the ffn-normed rows). */
+static enum pt_status moe(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+			  const float *router_in, const float *in, uint32_t n, float *out,
+			  struct pt_error *err)
+{
+	enum pt_status st = mm(f, &L->router, router_in, n, f->rl, err);
+	if (st != PT_OK)
+		return st;
+	route(f, L, n);
+	return experts(f, L, il, in, n, out, err);
+}
+
+/* Gemma 4: router input is the weightless RMSNorm of the residual x1 (f->x) times
+ * 1/sqrt(n_embd) times ffn_gate_inp.scale; experts see RMSNorm(x1; pre_ffw_norm_2).
+ * Result in f->t2. */
+static enum pt_status moe_gemma4(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				 uint32_t n, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const uint32_t D = hp->n_embd;
+	const float c = 1.0f / sqrtf((float)D);
+	norm_rows(f->h2, f->x, NULL, n, D, hp->rms_eps);
+	for (uint32_t r = 0; r < n; r++) {
+		float *v = f->h2 + (size_t)r * D;
+		for (uint32_t i = 0; i < D; i++)
+			v[i] = (v[i] * c) * L->router_scale[i];
+	}
+	enum pt_status st = mm(f, &L->router, f->h2, n, f->rl, err);
+	if (st != PT_OK)
+		return st;
+	route(f, L, n);
+	norm_rows(f->h2, f->x, L->pre_ffw_norm_2, n, D, hp->rms_eps);
+	return experts(f, L, il, f->h2, n, f->t2, err);
+}
+
+static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const struct pt_layer_weights *L = &f->m->layers[il];
+	const size_t cnt = (size_t)n * hp->n_embd;
+	enum pt_status st = PT_OK;
+	norm_rows(f->h, f->x, L->ffn_norm, n, hp->n_embd, hp->rms_eps);
+	if (hp->arch == PT_ARCH_GEMMA4) {
+		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
+		if (st == PT_OK && L->is_moe) {
+			norm_rows(f->t1, f->t1, L->post_ffw_norm_1, n, hp->n_embd, hp->rms_eps);
+			st = moe_gemma4(f, L, il, n, err);
+			if (st == PT_OK) {
+				norm_rows(f->t2, f->t2, L->post_ffw_norm_2, n, hp->n_embd, hp->rms_eps);
+				add_rows(f->t1, f->t2, cnt);
+			}
+		}
+		if (st != PT_OK)
+			return st;
+		norm_rows(f->t1, f->t1, L->post_ffw_norm, n, hp->n_embd, hp->rms_eps);
+	} else if (!L->is_moe) {
+		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
+	} else {
+		st = moe(f, L, il, f->h, f->h, n, f->t1, err);
+		if (st == PT_OK && L->sh_gate.data) {
+			st = mlp(f, &L->sh_gate, &L->sh_up, &L->sh_down, f->h, n, f->t2, err);
+			if (st == PT_OK)
+				add_rows(f->t1, f->t2, cnt);
+		}
+	}
+	if (st != PT_OK)
+		return st;
+	add_rows(f->x, f->t1, cnt);
+	if (L->layer_out_scale) {
+		for (size_t i = 0; i < cnt; i++)
+			f->x[i] *= L->layer_out_scale[0];
+	}
+	return PT_OK;
+}
+
+static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
+			    struct pt_error *err)
+{
+	const struct pt_model *m = f->m;
+	const struct pt_hparams *hp = &m->hp;
+	enum pt_status st = PT_OK;
+	for (uint32_t r = 0; st == PT_OK && r < n; r++) {
+		float *x = f->x + (size_t)r * hp->n_embd;
+		st = pt_model_embed_row(m, tokens[r], x, err);
+		if (st == PT_OK && hp->arch == PT_ARCH_GEMMA4) {
+			const float s = sqrtf((float)hp->n_embd);
+			for (uint32_t i = 0; i < hp->n_embd; i++)
+				x[i] *= s;
+		}
+	}
+	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
+		st = attention(f, il, n, err);
+		if (st == PT_OK)
+			st = ffn(f, il, n, err);
+	}
+	if (st != PT_OK)
+		return st;
+	norm_rows(f->h, f->x, m->output_norm, n, hp->n_embd, hp->rms_eps);
+	st = mm(f, &m->output, f->h, n, logits, err);
+	if (st == PT_OK && hp->arch == PT_ARCH_GEMMA4 && hp->final_logit_softcap > 0.0f)
+		pt_op_softcap(logits, (int)((size_t)n * m->output.rows), hp->final_logit_softcap);
+	if (st == PT_OK)
+		f->pos += n;
+	return st;
+}
+
+enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
+			   struct pt_error *err)
+{
+	if ((uint64_t)f->pos + n > f->n_ctx)
+		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
+				    (long long)f->pos, n, f->n_ctx);
+	const size_t nv = f->m->output.rows;
+	for (uint32_t i = 0; i < n; i += f->n_batch) {
+		const uint32_t c = n - i < f->n_batch ? n - i : f->n_batch;
+		enum pt_status st = chunk(f, tokens + i, c, logits + (size_t)i * nv, err);
+		if (st != PT_OK)
+			return st;
+	}
+	return PT_OK;
+}
+
+int64_t pt_fwd_pos(const pt_fwd *f)
+{
+	return f->pos;
+}
+
+uint32_t pt_fwd_n_ctx(const pt_fwd *f)
+{
+	return f->n_ctx;
+}
+
+
+static size_t umax(size_t a, size_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Largest activation scratch any product of the model needs for n_batch rows. */
+static size_t act_need(const struct pt_model *m, uint32_t nb)
+{
+	size_t need = pt_kern_act_bytes(&m->output, nb);
+	for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+		const struct pt_layer_weights *L = &m->layers[il];
+		const struct pt_kern_mat *mats[] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
+						     &L->ffn_gate, &L->ffn_up, &L->ffn_down,
+						     &L->sh_gate, &L->sh_up, &L->sh_down,
+						     &L->router };
+		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+			if (mats[i]->data)
+				need = umax(need, pt_kern_act_bytes(mats[i], nb));
+		const struct pt_expert_mat *ex[] = { &L->gate_exps, &L->up_exps, &L->gate_up_exps,
+						     &L->down_exps };
+		for (size_t i = 0; i < 4; i++) {
+			if (!ex[i]->data)
+				continue;
+			const struct pt_kern_mat km = expert_mat(ex[i], ex[i]->data);
+			need = umax(need, pt_kern_act_bytes(&km, nb));
+		}
+	}
+	return need;
+}
+
+/* Row widths of the per-chunk buffers from the per-layer shapes. */
+static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n)
+{
+	const struct pt_model *m = f->m;
+	const struct pt_hparams *hp = &m->hp;
+	f->w_qk = f->n_k = f->w_ff = *w_qkv = *max_rot = 0;
+	*attn_n = 0;
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		const uint32_t hk = pt_hparams_head_dim_k(hp, il), hv = pt_hparams_head_dim_v(hp, il);
+		const uint32_t nkv = hp->n_head_kv[il];
+		f->w_qk = (uint32_t)umax(f->w_qk, (size_t)hp->n_head * (hk > hv ? hk : hv));
+		f->n_k = (uint32_t)umax(f->n_k, (size_t)nkv * hk);
+		*w_qkv = (uint32_t)umax(*w_qkv, (size_t)hp->n_head * hk + (size_t)nkv * (hk + hv));
+		*max_rot = (uint32_t)umax(*max_rot, hp->is_swa[il] ? hp->n_rot_swa : hp->n_rot);
+		*attn_n = umax(*attn_n, (size_t)hk + 3 * (size_t)hv);
+		const struct pt_layer_weights *L = &m->layers[il];
+		f->w_ff = (uint32_t)umax(f->w_ff, L->ffn_gate.rows);
+		f->w_ff = (uint32_t)umax(f->w_ff, L->sh_gate.rows);
+		f->w_ff = (uint32_t)umax(f->w_ff, L->gate_exps.rows);
+		f->w_ff = (uint32_t)umax(f->w_ff, L->gate_up_exps.rows);
+	}
+}
+
+static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const size_t B = f->n_batch, D = hp->n_embd, k = hp->n_expert_used;
+	uint32_t w_qkv, max_rot;
+	widths(f, &w_qkv, &max_rot, &f->attn_scratch_n);
+	float **bufs[] = { &f->x, &f->h, &f->h2, &f->t1, &f->t2, &f->t3, &f->xg, &f->q, &f->v,
+			   &f->att, &f->k, &f->qkv, &f->gate, &f->up, &f->rl, &f->rw, &f->yk,
+			   &f->sel, &f->rope_cs, &f->attn_scratch };
+	const size_t n[] = { B * D, B * D, B * D, B * D, B * D, B * D, B * D, B * f->w_qk,
+			     B * f->w_qk, B * f->w_qk, B * f->n_k, B * w_qkv, B * f->w_ff,
+			     B * f->w_ff, B * hp->n_expert, B * k, B * k * D, hp->n_expert,
+			     max_rot, (size_t)f->n_threads * f->attn_scratch_n };
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		*bufs[i] = pt_mallocn(n[i] ? n[i] : 1, sizeof(float));
+		if (!*bufs[i])
+			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	}
+	const size_t max_blocks = (f->n_ctx + f->attn_block - 1) / f->attn_block;
+	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
+	f->ids = pt_mallocn(B * k, sizeof(int));
+	f->rows = pt_mallocn(B * k, sizeof(int));
+	f->act_bytes = act_need(f->m, f->n_batch);
+	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
+	if (!f->ids || !f->rows || !f->act || !f->parts)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	return PT_OK;
+}
+
+static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	struct pt_kv_layer_desc *d = pt_calloc(hp->n_layer, sizeof(*d));
+	if (!d)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate KV descriptors");
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		d[il].n_kv_head = hp->n_head_kv[il];
+		d[il].head_dim_k = pt_hparams_head_dim_k(hp, il);
+		d[il].head_dim_v = pt_hparams_head_dim_v(hp, il);
+		d[il].n_swa = hp->is_swa[il] ? hp->n_swa : 0;
+	}
+	enum pt_status st = pt_kv_init(&f->kv, type, hp->n_layer, d, f->n_ctx, f->n_batch, err);
+	pt_free(d);
+	return st;
+}
+
+enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts *opts,
+			     pt_fwd **out, struct pt_error *err)
+{
+	*out = NULL;
+	pt_fwd *f = pt_calloc(1, sizeof(*f));
+	if (!f)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate the context");
+	f->m = m;
+	f->pool = opts->pool;
+	f->n_threads = pt_pool_threads(opts->pool);
+	f->prov = opts->experts ? opts->experts : &m->mmap_provider;
+	f->n_ctx = opts->n_ctx ? opts->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+	f->n_batch = opts->n_batch ? opts->n_batch : 128;
+	f->attn_block = opts->attn_block ? opts->attn_block : ATTN_BLOCK_DEFAULT;
+	if (f->n_ctx == 0) {
+		pt_free(f);
+		return pt_error_set(err, PT_E_INVALID, "forward: context length 0");
+	}
+	if (f->n_batch > f->n_ctx)
+		f->n_batch = f->n_ctx;
+	enum pt_status st = kv_create(f, opts->kv_type, err);
+	if (st == PT_OK)
+		st = alloc_buffers(f, err);
+	if (st != PT_OK) {
+		pt_fwd_destroy(f);
+		return st;
+	}
+	*out = f;
+	return PT_OK;
+}
+
+void pt_fwd_destroy(pt_fwd *f)
+{
+	if (!f)
+		return;
+	float *bufs[] = { f->x, f->h, f->h2, f->t1, f->t2, f->t3, f->xg, f->q, f->v, f->att,
+			  f->k, f->qkv, f->gate, f->up, f->rl, f->rw, f->yk, f->sel, f->rope_cs,
+			  f->attn_scratch };
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		pt_free(bufs[i]);
+	pt_free(f->ids);
+	pt_free(f->rows);
+	pt_free(f->parts);
+	pt_free(f->act);
+	pt_kv_fini(&f->kv);
+	pt_free(f);
+}

@@ -1,0 +1,45 @@
+/* forward.h - the forward pass: token ids in, logits out, for qwen3moe, bailingmoe2 and
+ * gemma4, in chunks of up to n_batch tokens.
+ *
+ * Every projection goes through pt_kern_matmul (activations converted to the weight type's
+ * partner format, as llama.cpp does), so a row of a chunk is bit-identical to the same token
+ * run alone, and results do not depend on the thread count.  Routed experts are reached
+ * through a struct pt_expert_provider; within a chunk rows are grouped by expert so each
+ * selected expert's matrices are read once per chunk, and each row's expert outputs are
+ * summed in top-k rank order. */
+#ifndef PT_MODEL_FORWARD_H
+#define PT_MODEL_FORWARD_H
+
+#include <stdint.h>
+
+#include "gen/kv.h"
+#include "kern/pool.h"
+#include "model/model.h"
+#include "util/status.h"
+
+struct pt_fwd_opts {
+	uint32_t n_ctx;        /* 0: min(context_length, 4096) */
+	uint32_t n_batch;      /* 0: 128 */
+	enum pt_kv_type kv_type; /* default (0) F16 */
+	pt_pool *pool;         /* may be NULL (single thread) */
+	const struct pt_expert_provider *experts; /* NULL: the model's mmap provider */
+	uint32_t attn_block;   /* keys per split-K attention block; 0: 1024 */
+};
+
+typedef struct pt_fwd pt_fwd;
+
+enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts *opts,
+			     pt_fwd **out, struct pt_error *err);
+void pt_fwd_destroy(pt_fwd *f); /* NULL-safe */
+
+/* Positions already in the KV cache (the next token's position). */
+int64_t pt_fwd_pos(const pt_fwd *f);
+uint32_t pt_fwd_n_ctx(const pt_fwd *f);
+
+/* Appends n tokens at positions pt_fwd_pos().. and writes their logits to
+ * logits[n][n_vocab].  PT_E_LIMIT if the context would overflow, PT_E_INVALID for a token id
+ * outside the vocabulary. */
+enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
+			   struct pt_error *err);
+
+#endif

@@ -1,0 +1,263 @@
+/* gemma4.c - Gemma 4 MoE (26B-A4B) description: interleaved sliding-window / full
+ * attention with per-layer head dims and KV-head counts, K=V on full layers, proportional
+ * RoPE through rope_freqs, an always-on dense GeGLU MLP beside the routed experts, router
+ * input/expert scales, sandwich norms, tied embeddings and a final logit softcap
+ * (ARCHITECTURES.md 2). */
+#include "model/arch_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct preset {
+	const char *name;
+	uint32_t n_vocab, n_ctx, n_embd, n_layer, period, n_head;
+	uint32_t hd_swa, kv_swa, hd_full, kv_full, n_swa;
+	uint32_t n_ff, n_ff_exp, n_expert, n_used;
+};
+
+/* period p: layers p-1, 2p-1, ... are full attention (5 sliding + 1 full in 26B-A4B).
+ * tiny/small keep the real model's row lengths that are not multiples of 256 (2112, 704)
+ * so the Q4_K_M shape fallback is exercised the same way. */
+static const struct preset presets[] = {
+	{ "tiny", 0, 4096, 256, 4, 4, 4, 64, 2, 128, 1, 8, 320, 96, 16, 4 },
+	{ "small", 0, 32768, 1024, 6, 6, 8, 128, 4, 256, 1, 128, 832, 288, 64, 8 },
+	{ "full", 262144, 262144, 2816, 30, 6, 16, 256, 8, 512, 2, 1024, 2112, 704, 128, 8 },
+};
+
+static enum pt_status gemma_preset(const char *name, struct pt_hparams *hp,
+				   struct pt_error *err)
+{
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		const struct preset *p = &presets[i];
+		if (strcmp(name, p->name) != 0)
+			continue;
+		hp->n_vocab = p->n_vocab;
+		hp->n_ctx_train = p->n_ctx;
+		hp->n_embd = p->n_embd;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
+		hp->n_head = p->n_head;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			hp->is_swa[l] = (l + 1) % p->period != 0;
+			hp->n_head_kv[l] = hp->is_swa[l] ? p->kv_swa : p->kv_full;
+		}
+		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->hd_full;
+		hp->head_dim_k_swa = hp->head_dim_v_swa = hp->n_rot_swa = p->hd_swa;
+		hp->n_swa = p->n_swa;
+		hp->n_ff = p->n_ff;
+		hp->n_ff_exp = p->n_ff_exp;
+		hp->n_expert = p->n_expert;
+		hp->n_expert_used = p->n_used;
+		hp->rope_freq_base = 1000000.0f;
+		hp->rope_freq_base_swa = 10000.0f;
+		hp->rope_partial_full = 0.25f;
+		hp->rms_eps = 1e-6f;
+		hp->gating = PT_GATING_SOFTMAX;
+		hp->expert_weights_norm = true;
+		hp->final_logit_softcap = 30.0f;
+		hp->tied_embeddings = true;
+		hp->fused_gate_up_exps = true;
+		hp->has_layer_output_scale = true;
+		hp->k_eq_v_full = true;
+		return PT_OK;
+	}
+	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+}
+
+#define ADD(...)                                                                           \
+	do {                                                                               \
+		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
+			return st;                                                         \
+	} while (0)
+
+static enum pt_status moe_tensors(const struct pt_hparams *hp, uint32_t i,
+				  struct pt_tensor_list *l, struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const int32_t L = (int32_t)i;
+	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
+	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
+	    "blk.%u.ffn_gate_inp.weight", i);
+	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ONES, E, 0, 0, err,
+	    "blk.%u.ffn_gate_inp.scale", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+	    "blk.%u.pre_ffw_norm_2.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+	    "blk.%u.post_ffw_norm_1.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+	    "blk.%u.post_ffw_norm_2.weight", i);
+	if (hp->fused_gate_up_exps) {
+		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, 2 * F, X, err,
+		    "blk.%u.ffn_gate_up_exps.weight", i);
+	} else {
+		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
+		    "blk.%u.ffn_gate_exps.weight", i);
+		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
+		    "blk.%u.ffn_up_exps.weight", i);
+	}
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
+	    "blk.%u.ffn_down_exps.weight", i);
+	ADD(L, PT_ROLE_EXPERT_SCALE, PT_CAT_NONE, PT_INIT_ONES, X, 0, 0, err,
+	    "blk.%u.ffn_down_exps.scale", i);
+	return PT_OK;
+}
+
+static enum pt_status attn_tensors(const struct pt_hparams *hp, uint32_t i,
+				   struct pt_tensor_list *l, struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const int32_t L = (int32_t)i;
+	const uint64_t E = hp->n_embd, hd = pt_hparams_head_dim_k(hp, i);
+	const uint64_t q = hp->n_head * hd, kv = hp->n_head_kv[i] * hd;
+	const uint64_t o = hp->n_head * (uint64_t)pt_hparams_head_dim_v(hp, i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+	    "blk.%u.attn_norm.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err,
+	    "blk.%u.attn_q.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err,
+	    "blk.%u.attn_k.weight", i);
+	if (pt_hparams_has_attn_v(hp, i))
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E,
+		    hp->n_head_kv[i] * (uint64_t)pt_hparams_head_dim_v(hp, i), 0, err,
+		    "blk.%u.attn_v.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, o, E, 0, err,
+	    "blk.%u.attn_output.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
+	    "blk.%u.attn_q_norm.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
+	    "blk.%u.attn_k_norm.weight", i);
+	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err,
+	    "blk.%u.post_attention_norm.weight", i);
+	return PT_OK;
+}
+
+static enum pt_status gemma_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
+				    struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const uint64_t E = hp->n_embd, V = hp->n_vocab;
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
+	    "token_embd.weight");
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
+	if (!hp->tied_embeddings)
+		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
+		    "output.weight");
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_ROPE_FREQS, hp->n_rot / 2, 0, 0, err,
+	    "rope_freqs.weight");
+	for (uint32_t i = 0; i < hp->n_layer; i++) {
+		const int32_t L = (int32_t)i;
+		if ((st = attn_tensors(hp, i, l, err)) != PT_OK)
+			return st;
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+		    "blk.%u.ffn_norm.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
+		    "blk.%u.ffn_gate.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
+		    "blk.%u.ffn_up.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
+		    "blk.%u.ffn_down.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err,
+		    "blk.%u.post_ffw_norm.weight", i);
+		if (hp->has_layer_output_scale)
+			ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_LAYER_SCALE, 1, 0, 0, err,
+			    "blk.%u.layer_output_scale.weight", i);
+		if (pt_hparams_is_moe_layer(hp, i) && (st = moe_tensors(hp, i, l, err)) != PT_OK)
+			return st;
+	}
+	return PT_OK;
+}
+#undef ADD
+
+static enum pt_status gemma_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
+				       struct pt_error *err)
+{
+	enum pt_status st;
+	uint8_t pattern[PT_ARCH_MAX_LAYERS];
+	char k[128];
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		pattern[l] = hp->is_swa[l] ? 1 : 0;
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+	TRY(pt_key_u32(w, hp, "attention.key_length_swa", hp->head_dim_k_swa, err));
+	TRY(pt_key_u32(w, hp, "attention.value_length_swa", hp->head_dim_v_swa, err));
+	TRY(pt_key_u32(w, hp, "rope.dimension_count", hp->n_rot, err));
+	TRY(pt_key_u32(w, hp, "rope.dimension_count_swa", hp->n_rot_swa, err));
+	TRY(pt_key_f32(w, hp, "rope.freq_base_swa", hp->rope_freq_base_swa, err));
+	TRY(pt_key_u32(w, hp, "attention.sliding_window", hp->n_swa, err));
+	snprintf(k, sizeof k, "%s.attention.sliding_window_pattern", hp->arch_name);
+	TRY(pt_gguf_writer_set_arr(w, k, PT_GGUF_BOOL, pattern, hp->n_layer, err));
+	TRY(pt_key_u32(w, hp, "attention.shared_kv_layers", hp->n_shared_kv_layers, err));
+	TRY(pt_key_u32(w, hp, "embedding_length_per_layer_input", hp->n_embd_per_layer, err));
+	TRY(pt_key_f32(w, hp, "final_logit_softcapping", hp->final_logit_softcap, err));
+#undef TRY
+	return PT_OK;
+}
+
+static enum pt_status read_pattern(const pt_gguf *g, struct pt_hparams *hp,
+				   struct pt_error *err)
+{
+	char k[128];
+	const struct pt_gguf_kv *kv = NULL;
+	bool found = false;
+	snprintf(k, sizeof k, "%s.attention.sliding_window_pattern", hp->arch_name);
+	enum pt_status st = pt_gguf_get_arr(g, k, PT_GGUF_BOOL, &kv, &found, err);
+	if (st != PT_OK)
+		return st;
+	if (!found)
+		return pt_error_set(err, PT_E_FORMAT, "required key %s is missing", k);
+	if (kv->arr_count != hp->n_layer)
+		return pt_error_at(err, PT_E_FORMAT, kv->value_offset,
+				   "key %s has %llu entries, expected %u", k,
+				   (unsigned long long)kv->arr_count, hp->n_layer);
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		hp->is_swa[l] = kv->value[l] != 0;
+	return PT_OK;
+}
+
+static enum pt_status gemma_read_keys(const pt_gguf *g, struct pt_hparams *hp,
+				      struct pt_error *err)
+{
+	enum pt_status st;
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+	TRY(pt_rkey_u32(g, hp, "attention.key_length_swa", true, &hp->head_dim_k_swa, err));
+	TRY(pt_rkey_u32(g, hp, "attention.value_length_swa", true, &hp->head_dim_v_swa, err));
+	hp->n_rot_swa = hp->head_dim_k_swa;
+	TRY(pt_rkey_u32(g, hp, "rope.dimension_count_swa", false, &hp->n_rot_swa, err));
+	TRY(pt_rkey_f32(g, hp, "rope.freq_base_swa", false, &hp->rope_freq_base_swa, err));
+	TRY(pt_rkey_u32(g, hp, "attention.sliding_window", true, &hp->n_swa, err));
+	TRY(read_pattern(g, hp, err));
+	TRY(pt_rkey_u32(g, hp, "attention.shared_kv_layers", false, &hp->n_shared_kv_layers,
+			err));
+	TRY(pt_rkey_u32(g, hp, "embedding_length_per_layer_input", true, &hp->n_embd_per_layer,
+			err));
+	TRY(pt_rkey_f32(g, hp, "final_logit_softcapping", false, &hp->final_logit_softcap, err));
+#undef TRY
+	if (hp->n_embd_per_layer != 0)
+		return pt_error_set(err, PT_E_UNSUPPORTED,
+				    "%s.embedding_length_per_layer_input = %u (per-layer "
+				    "embeddings are not supported)",
+				    hp->arch_name, hp->n_embd_per_layer);
+	if (hp->n_shared_kv_layers >= hp->n_layer)
+		return pt_error_set(err, PT_E_FORMAT, "%s.attention.shared_kv_layers = %u >= %u",
+				    hp->arch_name, hp->n_shared_kv_layers, hp->n_layer);
+	/* Hard-coded in llama.cpp's gemma4 graph: softmax, normalised, no scale. */
+	hp->gating = PT_GATING_SOFTMAX;
+	hp->expert_weights_norm = true;
+	hp->rope_partial_full = 0.25f;
+	hp->k_eq_v_full = true; /* refined from the tensor table */
+	return PT_OK;
+}
+
+const struct pt_arch_ops pt_arch_gemma4_ops = {
+	.name = "gemma4",
+	.preset = gemma_preset,
+	.tensors = gemma_tensors,
+	.write_keys = gemma_write_keys,
+	.read_keys = gemma_read_keys,
+};

@@ -1,0 +1,446 @@
+/* mkmodel.c - writes synthetic GGUF checkpoints (see mkmodel.h).
+ *
+ * Values: every tensor has its own stream seeded from (seed, tensor name) and every row its
+ * own sub-stream, so bytes do not depend on chunking or threads.  Weights are uniform,
+ * zero-mean per row, with standard deviation gain/sqrt(fan_in) so activations keep their
+ * scale through all layers; the lm-head gain of 3 makes next-token distributions peaked
+ * but not one-hot.  Router rows are centred across both axes so no expert wins for every
+ * token; --router-skew adds a selection bias (exp_probs_b) or scales router rows. */
+#include "model/mkmodel.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gguf/gguf.h"
+#include "model/vocab.h"
+#include "token/hf_import.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+#include "util/alloc.h"
+
+#define LOGIT_GAIN 3.0
+#define ROUTER_GAIN 2.0
+/* Tied embeddings echo the input token (logit of token t ~ |embd[t]|^2) unless the layers'
+ * contributions dominate the residual stream: gemma4 normalises every layer output, so its
+ * post-norm gains set that ratio. */
+#define POST_NORM_GAIN 12.0
+
+uint64_t pt_mkmodel_splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1) with 24 bits. */
+static float unit(uint64_t *s)
+{
+	return (float)((double)(pt_mkmodel_splitmix64(s) >> 40) * (1.0 / 8388608.0) - 1.0);
+}
+
+static uint64_t tensor_seed(uint64_t seed, const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	uint64_t s = seed ^ h;
+	return pt_mkmodel_splitmix64(&s);
+}
+
+static void uniform_row(uint64_t ts, uint64_t row, double sd, bool center, float *out,
+			uint64_t n)
+{
+	uint64_t s = ts ^ (row * 0xd1b54a32d192ed03ull);
+	double a = sd * sqrt(3.0), mean = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		out[i] = (float)(unit(&s) * a);
+		mean += out[i];
+	}
+	if (!center)
+		return;
+	mean /= (double)n;
+	for (uint64_t i = 0; i < n; i++)
+		out[i] = (float)(out[i] - mean);
+}
+
+/* Rank of expert e in a seeded permutation (0 = most popular under --router-skew). */
+static double popularity(uint64_t ts, uint64_t e, uint64_t n)
+{
+	uint64_t s = ts ^ 0x5eed;
+	uint64_t rank = 0, key_e = 0;
+	for (uint64_t i = 0; i <= e; i++)
+		key_e = pt_mkmodel_splitmix64(&s);
+	s = ts ^ 0x5eed;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t k = pt_mkmodel_splitmix64(&s);
+		rank += k < key_e || (k == key_e && i < e);
+	}
+	return n > 1 ? 0.5 - (double)rank / (double)(n - 1) : 0.0; /* in [-0.5, 0.5] */
+}
+
+static void router_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
+			uint64_t ts, double skew, float *out)
+{
+	const uint64_t n_in = d->ne[0], n_exp = d->ne[1];
+	double sd = ROUTER_GAIN / sqrt((double)n_in);
+	if (hp->arch == PT_ARCH_GEMMA4)
+		sd *= sqrt((double)hp->n_embd); /* its router input is scaled by 1/sqrt(n_embd) */
+	for (uint64_t e = 0; e < n_exp; e++)
+		uniform_row(ts, e, sd, true, out + e * n_in, n_in);
+	for (uint64_t i = 0; i < n_in; i++) { /* centre each column across experts */
+		double m = 0;
+		for (uint64_t e = 0; e < n_exp; e++)
+			m += out[e * n_in + i];
+		m /= (double)n_exp;
+		for (uint64_t e = 0; e < n_exp; e++)
+			out[e * n_in + i] = (float)(out[e * n_in + i] - m);
+	}
+	if (skew <= 0 || hp->has_exp_probs_b)
+		return;
+	/* No bias tensor: popular experts get larger router rows (more often the top logit). */
+	for (uint64_t e = 0; e < n_exp; e++) {
+		float f = (float)(1.0 + skew * (popularity(ts, e, n_exp) + 0.5));
+		for (uint64_t i = 0; i < n_in; i++)
+			out[e * n_in + i] *= f;
+	}
+}
+
+static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
+		       uint64_t ts, double skew, uint64_t n, float *out)
+{
+	uint64_t s = ts;
+	switch (d->init) {
+	case PT_INIT_NORM:
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = 1.0f + 0.1f * unit(&s);
+		break;
+	case PT_INIT_POST_NORM:
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = (float)POST_NORM_GAIN * (1.0f + 0.1f * unit(&s));
+		break;
+	case PT_INIT_ONES:
+	case PT_INIT_LAYER_SCALE:
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = 1.0f + 0.05f * unit(&s);
+		break;
+	case PT_INIT_ROUTER_BIAS:
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = (float)(skew * popularity(ts, i, n));
+		break;
+	case PT_INIT_ROPE_FREQS: {
+		uint64_t rotated = (uint64_t)(hp->rope_partial_full * (float)hp->n_rot / 2.0f);
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = i < rotated ? 1.0f : 1e30f;
+		break;
+	}
+	default:
+		memset(out, 0, n * sizeof *out);
+	}
+}
+
+void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
+			 uint64_t seed, double skew, uint64_t row0, uint64_t nrows, float *out)
+{
+	const uint64_t ts = tensor_seed(seed, d->name), n0 = d->ne[0];
+	if (d->init == PT_INIT_ROUTER) { /* always generated whole (small) */
+		router_rows(hp, d, ts, skew, out);
+		return;
+	}
+	if (d->init != PT_INIT_WEIGHT && d->init != PT_INIT_EMBED) {
+		small_rows(hp, d, ts, skew, n0 * nrows, out);
+		return;
+	}
+	double sd = 1.0 / sqrt((double)d->fan_in);
+	if (d->cat == PT_CAT_OUTPUT)
+		sd *= LOGIT_GAIN;
+	if (d->init == PT_INIT_EMBED)
+		sd = hp->tied_embeddings ? LOGIT_GAIN / sqrt((double)n0) : 1.0;
+	for (uint64_t r = 0; r < nrows; r++)
+		uniform_row(ts, row0 + r, sd, true, out + r * n0, n0);
+}
+
+/* ---- streaming writer ------------------------------------------------------------------ */
+
+struct job {
+	const struct pt_hparams *hp;
+	const struct pt_tensor_desc *d;
+	const struct pt_mkmodel_opts *o;
+	uint32_t type;
+	uint64_t row_bytes;
+	uint64_t row0, nrows;   /* this worker's rows */
+	float *scratch;         /* nrows * ne0 floats (whole chunk for routers) */
+	uint8_t *dst;           /* first byte of row0 */
+	enum pt_status st;
+	struct pt_error err;
+};
+
+static void *run_job(void *arg)
+{
+	struct job *j = arg;
+	const uint64_t n0 = j->d->ne[0];
+	pt_mkmodel_gen_rows(j->hp, j->d, j->o->seed, j->o->router_skew, j->row0, j->nrows,
+			    j->scratch);
+	j->st = pt_quant_quantize_row(j->type, j->scratch, j->dst, n0 * j->nrows, &j->err);
+	return NULL;
+}
+
+struct writer {
+	const struct pt_mkmodel_opts *o;
+	const struct pt_hparams *hp;
+	pt_gguf_writer *w;
+	float *scratch[PT_MKMODEL_MAX_THREADS];
+	/* Double-buffered output: chunk k is written by a writer thread while chunk k+1 is
+	 * generated and quantized. */
+	uint8_t *outbuf[2];
+	uint8_t *out;           /* the buffer being filled */
+	int cur;
+	pthread_t writer;
+	bool writing;
+	const uint8_t *wbytes;
+	size_t wlen;
+	enum pt_status wst;
+	struct pt_error werr;
+	uint64_t chunk_rows_cap;
+	uint64_t done, total;   /* bytes, for the progress bar */
+	int last_pct;
+};
+
+static void progress(struct writer *wr)
+{
+	if (!wr->o->progress || wr->total == 0)
+		return;
+	int pct = (int)(wr->done * 100 / wr->total);
+	if (pct == wr->last_pct)
+		return;
+	wr->last_pct = pct;
+	fprintf(stderr, "\rmkmodel: %3d%% (%.2f / %.2f GB)", pct, (double)wr->done / 1e9,
+		(double)wr->total / 1e9);
+	if (pct == 100)
+		fputc('\n', stderr);
+}
+
+static void *run_write(void *arg)
+{
+	struct writer *wr = arg;
+	wr->wst = pt_gguf_writer_write_data(wr->w, wr->wbytes, wr->wlen, &wr->werr);
+	return NULL;
+}
+
+/* Waits for the pending write, if any, and reports its result. */
+static enum pt_status drain(struct writer *wr, struct pt_error *err)
+{
+	if (!wr->writing)
+		return PT_OK;
+	pthread_join(wr->writer, NULL);
+	wr->writing = false;
+	if (wr->wst != PT_OK)
+		return pt_error_set(err, wr->wst, "%s", wr->werr.msg);
+	return PT_OK;
+}
+
+/* Hands the filled buffer to the writer thread and switches to the other one. */
+static enum pt_status submit(struct writer *wr, size_t len, struct pt_error *err)
+{
+	enum pt_status st = drain(wr, err);
+	if (st != PT_OK)
+		return st;
+	wr->wbytes = wr->out;
+	wr->wlen = len;
+	wr->wst = PT_OK;
+	if (pthread_create(&wr->writer, NULL, run_write, wr) == 0)
+		wr->writing = true;
+	else
+		run_write(wr); /* no thread: write synchronously */
+	if (!wr->writing && wr->wst != PT_OK)
+		return pt_error_set(err, wr->wst, "%s", wr->werr.msg);
+	wr->cur ^= 1;
+	wr->out = wr->outbuf[wr->cur];
+	return PT_OK;
+}
+
+/* Generates, quantizes (threads in parallel over rows) and writes rows [r0, r0+n). */
+static enum pt_status write_chunk(struct writer *wr, const struct pt_tensor_desc *d,
+				  uint32_t type, uint64_t row_bytes, uint64_t r0, uint64_t n,
+				  struct pt_error *err)
+{
+	struct job jobs[PT_MKMODEL_MAX_THREADS];
+	pthread_t tid[PT_MKMODEL_MAX_THREADS];
+	unsigned nt = wr->o->threads;
+	if (nt > n || d->init == PT_INIT_ROUTER || d->n_dims == 1)
+		nt = 1;
+	uint64_t per = (n + nt - 1) / nt;
+	unsigned started = 0;
+	for (unsigned t = 0; t < nt; t++) {
+		uint64_t a = r0 + t * per, b = a + per < r0 + n ? a + per : r0 + n;
+		jobs[t] = (struct job){ .hp = wr->hp, .d = d, .o = wr->o, .type = type,
+					.row_bytes = row_bytes, .row0 = a, .nrows = b - a,
+					.scratch = wr->scratch[t],
+					.dst = wr->out + (a - r0) * row_bytes };
+		if (t + 1 == nt || pthread_create(&tid[t], NULL, run_job, &jobs[t]) != 0)
+			run_job(&jobs[t]); /* the last share (or a failed spawn) runs here */
+		else
+			started |= 1u << t;
+	}
+	for (unsigned t = 0; t < nt; t++)
+		if (started & (1u << t))
+			pthread_join(tid[t], NULL);
+	for (unsigned t = 0; t < nt; t++)
+		if (jobs[t].st != PT_OK)
+			return pt_error_set(err, jobs[t].st, "%s: %s", d->name, jobs[t].err.msg);
+	wr->done += n * row_bytes;
+	progress(wr);
+	return submit(wr, n * row_bytes, err);
+}
+
+static enum pt_status write_tensor(struct writer *wr, const struct pt_tensor_desc *d,
+				   uint32_t type, struct pt_error *err)
+{
+	uint64_t row_bytes, rows = d->ne[1] * d->ne[2] * d->ne[3];
+	enum pt_status st = PT_OK;
+	if (pt_type_row_bytes(type, d->ne[0], &row_bytes) != 0)
+		return pt_error_set(err, PT_E_INVALID, "%s: row of %llu does not fit %s", d->name,
+				    (unsigned long long)d->ne[0], pt_type_name(type));
+	uint64_t step = wr->chunk_rows_cap / d->ne[0] * wr->o->threads;
+	if (d->init == PT_INIT_ROUTER || d->n_dims == 1)
+		step = rows; /* small; routers are centred over the whole matrix */
+	if (step == 0)
+		step = 1;
+	for (uint64_t r = 0; r < rows && st == PT_OK; r += step)
+		st = write_chunk(wr, d, type, row_bytes, r, rows - r < step ? rows - r : step, err);
+	return st;
+}
+
+/* The vocabulary: the compact synthetic one, or one imported with --vocab. */
+struct vocab {
+	struct pt_vocab compact;
+	struct pt_vocab_spec *imported;
+};
+
+static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
+				 const struct vocab *v, pt_gguf_writer *w,
+				 struct pt_error *err)
+{
+	enum pt_status st;
+	char name[96];
+	snprintf(name, sizeof name, "particle synthetic %s %s %s", hp->arch_name, o->preset,
+		 pt_mix_name(o->mix));
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+	TRY(pt_gguf_writer_set_str(w, "general.architecture", hp->arch_name, err));
+	TRY(pt_gguf_writer_set_str(w, "general.type", "model", err));
+	TRY(pt_gguf_writer_set_str(w, "general.name", name, err));
+	TRY(pt_gguf_writer_set_str(w, "particle.mkmodel.preset", o->preset, err));
+	TRY(pt_gguf_writer_set_u64(w, "particle.mkmodel.seed", o->seed, err));
+	TRY(pt_gguf_writer_set_f32(w, "particle.mkmodel.router_skew", (float)o->router_skew, err));
+	TRY(pt_arch_write_hparams(hp, w, err));
+	if (v->imported)
+		TRY(pt_vocab_write_gguf(w, v->imported, err));
+	else
+		TRY(pt_vocab_write(&v->compact, w, err));
+	TRY(pt_gguf_writer_set_u32(w, "general.quantization_version", 2, err));
+	TRY(pt_gguf_writer_set_u32(w, "general.file_type", pt_mix_file_type(o->mix), err));
+#undef TRY
+	return PT_OK;
+}
+
+static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
+				 const struct vocab *v, const struct pt_tensor_list *l,
+				 const uint32_t *types, struct writer *wr, struct pt_error *err)
+{
+	enum pt_status st = pt_gguf_writer_create(o->out_path, 32, &wr->w, err);
+	if (st == PT_OK)
+		st = write_meta(o, hp, v, wr->w, err);
+	for (uint32_t i = 0; st == PT_OK && i < l->n; i++) {
+		uint64_t rb;
+		if (pt_type_row_bytes(types[i], l->t[i].ne[0], &rb) != 0)
+			return pt_error_set(err, PT_E_INVALID, "%s: bad row for %s", l->t[i].name,
+					    pt_type_name(types[i]));
+		wr->total += rb * l->t[i].ne[1] * l->t[i].ne[2];
+		st = pt_gguf_writer_add_tensor(wr->w, l->t[i].name, l->t[i].n_dims, l->t[i].ne,
+					       types[i], err);
+	}
+	if (st == PT_OK)
+		st = pt_gguf_writer_begin_data(wr->w, err);
+	for (uint32_t i = 0; st == PT_OK && i < l->n; i++)
+		st = write_tensor(wr, &l->t[i], types[i], err);
+	enum pt_status dst = drain(wr, err);
+	st = st != PT_OK ? st : dst;
+	if (st == PT_OK)
+		st = pt_gguf_writer_finish(wr->w, err);
+	return st;
+}
+
+static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams *hp,
+			      struct vocab *v, struct pt_error *err)
+{
+	enum pt_status st = pt_arch_preset(o->arch, o->preset, o->n_layer, hp, err);
+	if (st != PT_OK)
+		return st;
+	if (o->arch_name) {
+		enum pt_arch a;
+		if (pt_arch_from_name(o->arch_name, &a) != 0 || a != o->arch)
+			return pt_error_set(err, PT_E_INVALID, "'%s' is not a name of %s",
+					    o->arch_name, pt_arch_name(o->arch));
+		snprintf(hp->arch_name, sizeof hp->arch_name, "%s", o->arch_name);
+	}
+	if (o->vocab_dir) {
+		/* full presets keep the real vocabulary size (padded with [PADi]) */
+		struct pt_vocab_import_opts io = { .arch = hp->arch_name,
+						   .vocab_size = hp->n_vocab };
+		if ((st = pt_vocab_import_hf(o->vocab_dir, &io, &v->imported, err)) != PT_OK)
+			return st;
+		hp->n_vocab = v->imported->n_tokens;
+	} else {
+		if ((st = pt_vocab_compact(o->arch, hp->n_vocab, &v->compact, err)) != PT_OK)
+			return st;
+		hp->n_vocab = v->compact.n;
+	}
+	return pt_hparams_validate(hp, err);
+}
+
+enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error *err)
+{
+	struct pt_hparams hp;
+	struct vocab v = { 0 };
+	struct pt_tensor_list l = { 0 };
+	struct writer wr = { .o = o, .hp = &hp, .chunk_rows_cap = PT_MKMODEL_CHUNK_ELEMS,
+			     .last_pct = -1 };
+	uint32_t *types = NULL;
+	if (o->threads == 0 || o->threads > PT_MKMODEL_MAX_THREADS)
+		return pt_error_set(err, PT_E_INVALID, "threads must be 1..%d",
+				    PT_MKMODEL_MAX_THREADS);
+	enum pt_status st = prepare(o, &hp, &v, err);
+	if (st == PT_OK)
+		st = pt_arch_tensors(&hp, &l, err);
+	if (st == PT_OK && !(types = pt_mallocn(l.n, sizeof *types)))
+		st = pt_error_set(err, PT_E_NOMEM, "out of memory");
+	for (unsigned t = 0; st == PT_OK && t < o->threads; t++)
+		if (!(wr.scratch[t] = pt_mallocn(PT_MKMODEL_CHUNK_ELEMS, sizeof(float))))
+			st = pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
+	for (int b = 0; st == PT_OK && b < 2; b++)
+		if (!(wr.outbuf[b] = pt_mallocn((size_t)PT_MKMODEL_CHUNK_ELEMS * o->threads,
+						sizeof(float))))
+			st = pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
+	wr.out = wr.outbuf[0];
+	if (st == PT_OK) {
+		pt_mix_assign(o->mix, &hp, &l, types);
+		st = write_file(o, &hp, &v, &l, types, &wr, err);
+	}
+	pt_gguf_writer_destroy(wr.w); /* removes the file unless finished */
+	for (unsigned t = 0; t < PT_MKMODEL_MAX_THREADS; t++)
+		pt_free(wr.scratch[t]);
+	pt_free(wr.outbuf[0]);
+	pt_free(wr.outbuf[1]);
+	pt_free(types);
+	pt_tensor_list_free(&l);
+	pt_vocab_free(&v.compact);
+	pt_vocab_spec_destroy(v.imported);
+	return st;
+}

@@ -1,0 +1,298 @@
+/* model.c - model loading: hyper-parameters and tensor table checked against the arch
+ * description, every tensor type checked against what the kernels support, weights bound in
+ * place in the mapping, and the mmap expert provider. */
+#include "model/model.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "quant/quant.h"
+#include "util/alloc.h"
+
+static const struct pt_gguf_tensor *tensor(const struct pt_model *m, const char *fmt, int layer)
+{
+	char name[PT_ARCH_MAX_NAME];
+	if (layer >= 0)
+		snprintf(name, sizeof(name), fmt, layer);
+	else
+		snprintf(name, sizeof(name), "%s", fmt);
+	return pt_gguf_find_tensor(m->g, name);
+}
+
+/* The layout flags describe what the file contains; set them from the tensor table before
+ * the description-based shape check so either accepted layout passes. */
+static void detect_layout(struct pt_model *m)
+{
+	struct pt_hparams *hp = &m->hp;
+	hp->tied_embeddings = !pt_gguf_find_tensor(m->g, "output.weight");
+	hp->fused_qkv = tensor(m, "blk.%d.attn_qkv.weight", 0) != NULL;
+	hp->has_layer_output_scale = tensor(m, "blk.%d.layer_output_scale.weight", 0) != NULL;
+	hp->has_exp_probs_b = false;
+	hp->fused_gate_up_exps = false;
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		if (tensor(m, "blk.%d.exp_probs_b.bias", (int)il))
+			hp->has_exp_probs_b = true;
+		if (tensor(m, "blk.%d.ffn_gate_up_exps.weight", (int)il))
+			hp->fused_gate_up_exps = true;
+	}
+}
+
+static enum pt_status check_types(const struct pt_model *m, struct pt_error *err)
+{
+	struct pt_tensor_list l = { 0 };
+	enum pt_status st = pt_arch_tensors(&m->hp, &l, err);
+	for (uint32_t i = 0; st == PT_OK && i < l.n; i++) {
+		const struct pt_tensor_desc *d = &l.t[i];
+		const struct pt_gguf_tensor *t = pt_gguf_find_tensor(m->g, d->name);
+		if (!t)
+			continue; /* optional tensors absent: the shape check already ruled */
+		const char *tn = pt_type_name(t->type);
+		if (d->n_dims == 1 && t->type != PT_TYPE_F32) {
+			st = pt_error_set(err, PT_E_UNSUPPORTED,
+					  "tensor %s: type %s, expected F32 for a 1-D tensor", d->name,
+					  tn);
+		} else if (strcmp(d->name, "token_embd.weight") == 0) {
+			const struct pt_type_traits *tr = pt_type_traits(t->type);
+			if (!tr || !tr->can_dequant)
+				st = pt_error_set(err, PT_E_UNSUPPORTED,
+						  "tensor %s: type %s cannot be dequantized", d->name, tn);
+			else if (m->hp.tied_embeddings && !pt_kern_ops(t->type))
+				st = pt_error_set(err, PT_E_UNSUPPORTED,
+						  "tensor %s: type %s has no matmul kernel", d->name, tn);
+		} else if (d->n_dims > 1 && !pt_kern_ops(t->type)) {
+			st = pt_error_set(err, PT_E_UNSUPPORTED,
+					  "tensor %s: type %s has no matmul kernel", d->name, tn);
+		}
+	}
+	pt_tensor_list_free(&l);
+	return st;
+}
+
+/* Checks the forward pass's own assumptions beyond pt_hparams_validate. */
+static enum pt_status check_hparams(const struct pt_hparams *hp, struct pt_error *err)
+{
+	if (hp->n_embd_per_layer != 0)
+		return pt_error_set(err, PT_E_UNSUPPORTED,
+				    "key %s.embedding_length_per_layer_input: %u, only 0 is supported",
+				    hp->arch_name, hp->n_embd_per_layer);
+	if (hp->n_shared_kv_layers != 0)
+		return pt_error_set(err, PT_E_UNSUPPORTED,
+				    "key %s.attention.shared_kv_layers: %u, only 0 is supported",
+				    hp->arch_name, hp->n_shared_kv_layers);
+	if (hp->n_expert_groups > 1)
+		return pt_error_set(err, PT_E_UNSUPPORTED,
+				    "key %s.expert_group_count: %u, group-limited routing is not "
+				    "supported", hp->arch_name, hp->n_expert_groups);
+	if (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert || hp->n_expert > 4096)
+		return pt_error_set(err, PT_E_FORMAT,
+				    "key %s.expert_used_count: %u, expected 1..expert_count (%u)",
+				    hp->arch_name, hp->n_expert_used, hp->n_expert);
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		const uint32_t hk = pt_hparams_head_dim_k(hp, il);
+		const uint32_t nr = hp->is_swa[il] ? hp->n_rot_swa : hp->n_rot;
+		if (hp->n_head_kv[il] == 0 || hp->n_head % hp->n_head_kv[il] != 0)
+			return pt_error_set(err, PT_E_FORMAT,
+					    "key %s.attention.head_count_kv: layer %u has %u, expected a "
+					    "divisor of head_count %u", hp->arch_name, il,
+					    hp->n_head_kv[il], hp->n_head);
+		if (nr == 0 || nr % 2 || nr > hk)
+			return pt_error_set(err, PT_E_FORMAT,
+					    "key %s.rope.dimension_count: %u for layer %u, expected an "
+					    "even value <= head dim %u", hp->arch_name, nr, il, hk);
+	}
+	return PT_OK;
+}
+
+static enum pt_status bind_mat(const struct pt_model *m, const char *fmt, int layer,
+			       struct pt_kern_mat *out, struct pt_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	const struct pt_gguf_tensor *t = tensor(m, fmt, layer);
+	if (!t)
+		return PT_OK;
+	uint64_t rb;
+	if (pt_type_row_bytes(t->type, t->ne[0], &rb) != 0)
+		return pt_error_set(err, PT_E_FORMAT, "tensor %.*s: bad row length %llu",
+				    (int)t->name.len, t->name.ptr, (unsigned long long)t->ne[0]);
+	out->type = (enum pt_type)t->type;
+	out->cols = t->ne[0];
+	out->rows = t->ne[1];
+	out->row_bytes = (size_t)rb;
+	out->data = t->data;
+	return PT_OK;
+}
+
+static enum pt_status bind_exps(const struct pt_model *m, const char *fmt, int layer,
+				struct pt_expert_mat *out, struct pt_error *err)
+{
+	struct pt_kern_mat k;
+	enum pt_status st = bind_mat(m, fmt, layer, &k, err);
+	memset(out, 0, sizeof(*out));
+	if (st != PT_OK || !k.data)
+		return st;
+	out->type = k.type;
+	out->rows = k.rows;
+	out->cols = k.cols;
+	out->row_bytes = k.row_bytes;
+	out->expert_bytes = k.row_bytes * (size_t)k.rows; /* fits: the tensor is in the file */
+	out->data = k.data;
+	return PT_OK;
+}
+
+static const float *vec(const struct pt_model *m, const char *fmt, int layer)
+{
+	const struct pt_gguf_tensor *t = tensor(m, fmt, layer);
+	return t ? (const float *)t->data : NULL;
+}
+
+static enum pt_status bind_layer(const struct pt_model *m, int il, struct pt_layer_weights *L,
+				 struct pt_error *err)
+{
+	static const struct {
+		const char *fmt;
+		size_t off;
+	} mats[] = {
+		{ "blk.%d.attn_q.weight", offsetof(struct pt_layer_weights, wq) },
+		{ "blk.%d.attn_k.weight", offsetof(struct pt_layer_weights, wk) },
+		{ "blk.%d.attn_v.weight", offsetof(struct pt_layer_weights, wv) },
+		{ "blk.%d.attn_qkv.weight", offsetof(struct pt_layer_weights, wqkv) },
+		{ "blk.%d.attn_output.weight", offsetof(struct pt_layer_weights, wo) },
+		{ "blk.%d.ffn_gate.weight", offsetof(struct pt_layer_weights, ffn_gate) },
+		{ "blk.%d.ffn_up.weight", offsetof(struct pt_layer_weights, ffn_up) },
+		{ "blk.%d.ffn_down.weight", offsetof(struct pt_layer_weights, ffn_down) },
+		{ "blk.%d.ffn_gate_shexp.weight", offsetof(struct pt_layer_weights, sh_gate) },
+		{ "blk.%d.ffn_up_shexp.weight", offsetof(struct pt_layer_weights, sh_up) },
+		{ "blk.%d.ffn_down_shexp.weight", offsetof(struct pt_layer_weights, sh_down) },
+		{ "blk.%d.ffn_gate_inp.weight", offsetof(struct pt_layer_weights, router) },
+	};
+	enum pt_status st = PT_OK;
+	for (size_t i = 0; st == PT_OK && i < sizeof(mats) / sizeof(mats[0]); i++)
+		st = bind_mat(m, mats[i].fmt, il, (struct pt_kern_mat *)((char *)L + mats[i].off),
+			      err);
+	if (st == PT_OK)
+		st = bind_exps(m, "blk.%d.ffn_gate_exps.weight", il, &L->gate_exps, err);
+	if (st == PT_OK)
+		st = bind_exps(m, "blk.%d.ffn_up_exps.weight", il, &L->up_exps, err);
+	if (st == PT_OK)
+		st = bind_exps(m, "blk.%d.ffn_gate_up_exps.weight", il, &L->gate_up_exps, err);
+	if (st == PT_OK)
+		st = bind_exps(m, "blk.%d.ffn_down_exps.weight", il, &L->down_exps, err);
+	L->attn_norm = vec(m, "blk.%d.attn_norm.weight", il);
+	L->q_norm = vec(m, "blk.%d.attn_q_norm.weight", il);
+	L->k_norm = vec(m, "blk.%d.attn_k_norm.weight", il);
+	L->post_attn_norm = vec(m, "blk.%d.post_attention_norm.weight", il);
+	L->ffn_norm = vec(m, "blk.%d.ffn_norm.weight", il);
+	L->post_ffw_norm = vec(m, "blk.%d.post_ffw_norm.weight", il);
+	L->pre_ffw_norm_2 = vec(m, "blk.%d.pre_ffw_norm_2.weight", il);
+	L->post_ffw_norm_1 = vec(m, "blk.%d.post_ffw_norm_1.weight", il);
+	L->post_ffw_norm_2 = vec(m, "blk.%d.post_ffw_norm_2.weight", il);
+	L->router_scale = vec(m, "blk.%d.ffn_gate_inp.scale", il);
+	L->exp_probs_b = vec(m, "blk.%d.exp_probs_b.bias", il);
+	L->down_exps_scale = vec(m, "blk.%d.ffn_down_exps.scale", il);
+	L->layer_out_scale = vec(m, "blk.%d.layer_output_scale.weight", il);
+	L->is_moe = L->router.data != NULL;
+	return st;
+}
+
+static enum pt_status mmap_get(void *ctx, uint32_t layer, uint32_t expert,
+			       struct pt_expert_ptrs *out, struct pt_error *err)
+{
+	const struct pt_model *m = ctx;
+	const struct pt_layer_weights *L = &m->layers[layer];
+	if (layer >= m->hp.n_layer || expert >= m->hp.n_expert || !L->is_moe)
+		return pt_error_set(err, PT_E_INVALID, "expert %u of layer %u does not exist",
+				    expert, layer);
+	if (L->gate_up_exps.data) {
+		out->gate = L->gate_up_exps.data + (size_t)expert * L->gate_up_exps.expert_bytes;
+		out->up = NULL;
+	} else {
+		out->gate = L->gate_exps.data + (size_t)expert * L->gate_exps.expert_bytes;
+		out->up = L->up_exps.data + (size_t)expert * L->up_exps.expert_bytes;
+	}
+	out->down = L->down_exps.data + (size_t)expert * L->down_exps.expert_bytes;
+	return PT_OK;
+}
+
+static enum pt_status bind_all(struct pt_model *m, struct pt_error *err)
+{
+	m->tok_embd = pt_gguf_find_tensor(m->g, "token_embd.weight");
+	m->output_norm = vec(m, "output_norm.weight", -1);
+	m->rope_freqs = vec(m, "rope_freqs.weight", -1);
+	enum pt_status st = bind_mat(m, m->hp.tied_embeddings ? "token_embd.weight" :
+				     "output.weight", -1, &m->output, err);
+	if (st != PT_OK)
+		return st;
+	m->layers = pt_calloc(m->hp.n_layer, sizeof(*m->layers));
+	if (!m->layers)
+		return pt_error_set(err, PT_E_NOMEM, "cannot allocate the layer table");
+	for (uint32_t il = 0; st == PT_OK && il < m->hp.n_layer; il++)
+		st = bind_layer(m, (int)il, &m->layers[il], err);
+	m->mmap_provider.ctx = m;
+	m->mmap_provider.get = mmap_get;
+	m->mmap_provider.release = NULL;
+	return st;
+}
+
+enum pt_status pt_model_from_gguf(pt_gguf *g, struct pt_model **out, struct pt_error *err)
+{
+	*out = NULL;
+	struct pt_model *m = pt_calloc(1, sizeof(*m));
+	if (!m) {
+		pt_gguf_close(g);
+		return pt_error_set(err, PT_E_NOMEM, "cannot allocate the model");
+	}
+	m->g = g;
+	enum pt_status st = pt_arch_read_hparams(g, &m->hp, err);
+	if (st == PT_OK) {
+		detect_layout(m);
+		st = pt_hparams_validate(&m->hp, err);
+	}
+	if (st == PT_OK)
+		st = check_hparams(&m->hp, err);
+	if (st == PT_OK)
+		st = pt_arch_check_tensors(&m->hp, g, err);
+	if (st == PT_OK)
+		st = check_types(m, err);
+	if (st == PT_OK)
+		st = bind_all(m, err);
+	if (st != PT_OK) {
+		pt_model_close(m);
+		return st;
+	}
+	*out = m;
+	return PT_OK;
+}
+
+enum pt_status pt_model_open(const char *path, struct pt_model **out, struct pt_error *err)
+{
+	pt_gguf *g = NULL;
+	*out = NULL;
+	enum pt_status st = pt_gguf_open(path, &g, err);
+	if (st != PT_OK)
+		return st;
+	return pt_model_from_gguf(g, out, err);
+}
+
+void pt_model_close(struct pt_model *m)
+{
+	if (!m)
+		return;
+	pt_free(m->layers);
+	pt_gguf_close(m->g);
+	pt_free(m);
+}
+
+enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float *out,
+				  struct pt_error *err)
+{
+	const struct pt_gguf_tensor *t = m->tok_embd;
+	if (tok >= t->ne[1])
+		return pt_error_set(err, PT_E_INVALID, "token id %u out of range (vocabulary %llu)",
+				    tok, (unsigned long long)t->ne[1]);
+	uint64_t rb;
+	if (pt_type_row_bytes(t->type, t->ne[0], &rb) != 0)
+		return pt_error_set(err, PT_E_FORMAT, "token_embd.weight: bad row length");
+	return pt_quant_dequant_row((enum pt_type)t->type, t->data + (size_t)tok * rb, out,
+				    t->ne[0], err);
+}

@@ -1,0 +1,87 @@
+/* model.h - a loaded model: hyper-parameters read and checked through the arch descriptions
+ * (model/arch.h), every tensor bound in place in the read-only mapping, and the expert
+ * provider through which the forward pass reaches routed-expert weights.
+ *
+ * Nothing is copied at load: matrices are struct pt_kern_mat views into the mapping, 1-D
+ * tensors (norm gains, scales, biases) must be F32 and are used as float pointers, and the
+ * token embedding is dequantized one row at a time on demand. */
+#ifndef PT_MODEL_MODEL_H
+#define PT_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "kern/kern.h"
+#include "model/arch.h"
+#include "util/status.h"
+
+/* One routed expert's three matrices.  With a fused gate_up tensor, gate points at the fused
+ * (2*n_ff_exp rows) matrix and up is NULL. */
+struct pt_expert_ptrs {
+	const void *gate;
+	const void *up;
+	const void *down;
+};
+
+/* Where expert weights come from.  Today: the mapping (pt_model_mmap_provider).  The
+ * streaming cache will implement the same interface with slots; release is called once per
+ * successful get when the forward pass is done with the pointers (may be NULL). */
+struct pt_expert_provider {
+	void *ctx;
+	enum pt_status (*get)(void *ctx, uint32_t layer, uint32_t expert,
+			      struct pt_expert_ptrs *out, struct pt_error *err);
+	void (*release)(void *ctx, uint32_t layer, uint32_t expert);
+};
+
+/* Layout of a 3-D expert tensor: expert e's matrix starts at data + e * expert_bytes. */
+struct pt_expert_mat {
+	enum pt_type type;
+	uint64_t rows;
+	uint64_t cols;
+	size_t row_bytes;
+	size_t expert_bytes;
+	const uint8_t *data; /* in the mapping (NULL if the tensor is absent) */
+};
+
+struct pt_layer_weights {
+	const float *attn_norm, *q_norm, *k_norm, *post_attn_norm;
+	const float *ffn_norm, *post_ffw_norm, *pre_ffw_norm_2, *post_ffw_norm_1,
+		*post_ffw_norm_2;
+	struct pt_kern_mat wq, wk, wv, wqkv, wo; /* absent: data NULL */
+	struct pt_kern_mat ffn_gate, ffn_up, ffn_down;  /* dense / always-on MLP */
+	struct pt_kern_mat sh_gate, sh_up, sh_down;     /* shared expert */
+	struct pt_kern_mat router;                      /* ffn_gate_inp, F32 */
+	const float *router_scale;    /* gemma4 ffn_gate_inp.scale [n_embd] */
+	const float *exp_probs_b;     /* selection bias [n_expert] */
+	const float *down_exps_scale; /* gemma4 per-expert output scale [n_expert] */
+	const float *layer_out_scale; /* gemma4 layer_output_scale [1] */
+	struct pt_expert_mat gate_exps, up_exps, gate_up_exps, down_exps;
+	bool is_moe;
+};
+
+struct pt_model {
+	pt_gguf *g;       /* owned */
+	struct pt_hparams hp;
+	const struct pt_gguf_tensor *tok_embd;
+	const float *output_norm;
+	const float *rope_freqs; /* gemma4 full layers */
+	struct pt_kern_mat output; /* the lm head: output.weight or token_embd when tied */
+	struct pt_layer_weights *layers;
+	struct pt_expert_provider mmap_provider;
+};
+
+/* Opens path, reads and validates the hyper-parameters, checks every tensor's presence,
+ * shape and type, and binds the weights.  Errors name the key or tensor and what was
+ * expected: PT_E_FORMAT (missing/misshapen), PT_E_UNSUPPORTED (unknown arch, type without a
+ * kernel).  On failure *out is NULL. */
+enum pt_status pt_model_open(const char *path, struct pt_model **out, struct pt_error *err);
+/* Same over an already-open GGUF; takes ownership of g (closed on failure too). */
+enum pt_status pt_model_from_gguf(pt_gguf *g, struct pt_model **out, struct pt_error *err);
+void pt_model_close(struct pt_model *m); /* NULL-safe */
+
+/* Dequantizes embedding row tok (< n_vocab) into out[n_embd]. */
+enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float *out,
+				  struct pt_error *err);
+
+#endif

@@ -1,0 +1,191 @@
+/* ops.c - forward-pass operators with llama.cpp's CPU rounding points (see ops.h).
+ *
+ * exp: ggml's SIMD paths use a polynomial expf approximation (ggml_v_expf, ~1 ulp); we call
+ * libm expf, which differs from it by at most a couple of ulp per element - far below the
+ * tolerance of any comparison against llama.cpp. */
+#include "model/ops.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "quant/types.h"
+
+void pt_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
+{
+	double sum = 0.0;
+	for (int i = 0; i < n; i++)
+		sum += (double)x[i] * (double)x[i];
+	const float mean = (float)(sum / n);
+	const float scale = 1.0f / sqrtf(mean + eps);
+	if (w) {
+		for (int i = 0; i < n; i++)
+			y[i] = (x[i] * scale) * w[i];
+	} else {
+		for (int i = 0; i < n; i++)
+			y[i] = x[i] * scale;
+	}
+}
+
+void pt_op_rmsnorm_heads(float *x, const float *w, int n_head, int head_dim, float eps)
+{
+	for (int h = 0; h < n_head; h++)
+		pt_op_rmsnorm(x + (size_t)h * head_dim, x + (size_t)h * head_dim, w, head_dim, eps);
+}
+
+void pt_op_rope_cache(float *cs, int n_rot, int64_t pos, float base,
+		      const float *freq_factors)
+{
+	const float theta_scale = powf(base, -2.0f / (float)n_rot);
+	float theta = (float)pos;
+	for (int i = 0; i < n_rot / 2; i++) {
+		const float ff = freq_factors ? freq_factors[i] : 1.0f;
+		const float t = theta / ff;
+		cs[2 * i] = cosf(t);
+		cs[2 * i + 1] = sinf(t);
+		theta *= theta_scale;
+	}
+}
+
+void pt_op_rope_apply(float *x, int n_head, int head_dim, int n_rot, enum pt_rope_mode mode,
+		      const float *cs)
+{
+	const int half = n_rot / 2;
+	for (int h = 0; h < n_head; h++) {
+		float *v = x + (size_t)h * head_dim;
+		for (int i = 0; i < half; i++) {
+			const float c = cs[2 * i], s = cs[2 * i + 1];
+			const int a = mode == PT_ROPE_NEOX ? i : 2 * i;
+			const int b = mode == PT_ROPE_NEOX ? i + half : 2 * i + 1;
+			const float x0 = v[a], x1 = v[b];
+			v[a] = x0 * c - x1 * s;
+			v[b] = x0 * s + x1 * c;
+		}
+	}
+}
+
+void pt_op_softmax(float *x, int n)
+{
+	float max = -INFINITY;
+	for (int i = 0; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	double sum = 0.0;
+	for (int i = 0; i < n; i++) {
+		const float e = expf(x[i] - max);
+		x[i] = e;
+		sum += (double)e;
+	}
+	const float inv = (float)(1.0 / sum);
+	for (int i = 0; i < n; i++)
+		x[i] *= inv;
+}
+
+float pt_op_sigmoid(float x)
+{
+	return 1.0f / (1.0f + expf(-x));
+}
+
+float pt_op_silu(float x)
+{
+	return x / (1.0f + expf(-x));
+}
+
+void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = pt_op_silu(gate[i]) * up[i];
+}
+
+/* The 65536-entry table is constant data derived from the formula, built once per process
+ * (not model state). */
+static uint16_t gelu_table[65536];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+float pt_op_gelu_exact(float x)
+{
+	const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+	const float coef_a = 0.044715f;
+	return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x)));
+}
+
+static void gelu_table_build(void)
+{
+	for (uint32_t i = 0; i < 65536; i++)
+		gelu_table[i] = pt_f32_to_fp16(pt_op_gelu_exact(pt_fp16_to_f32((uint16_t)i)));
+}
+
+float pt_op_gelu(float x)
+{
+	if (x <= -10.0f)
+		return 0.0f;
+	if (x >= 10.0f)
+		return x;
+	pthread_once(&gelu_once, gelu_table_build);
+	return pt_fp16_to_f32(gelu_table[pt_f32_to_fp16(x)]);
+}
+
+void pt_op_geglu(float *out, const float *gate, const float *up, int n)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = pt_op_gelu(gate[i]) * up[i];
+}
+
+void pt_op_softcap(float *x, int n, float cap)
+{
+	const float inv = 1.0f / cap;
+	for (int i = 0; i < n; i++)
+		x[i] = tanhf(x[i] * inv) * cap;
+}
+
+void pt_op_topk(const float *score, int n, int k, int *idx)
+{
+	/* Insertion into a sorted prefix of length k: O(n k), k <= 8..16 in practice. */
+	int len = 0;
+	for (int i = 0; i < n; i++) {
+		const float s = score[i];
+		if (len == k && !(s > score[idx[k - 1]]))
+			continue;
+		int j = len < k ? len++ : k - 1;
+		while (j > 0 && s > score[idx[j - 1]]) {
+			idx[j] = idx[j - 1];
+			j--;
+		}
+		idx[j] = i;
+	}
+}
+
+void pt_op_moe_route(float *logits, int n_expert, enum pt_op_gating gating, const float *bias,
+		     int k, bool norm, float scale, float *scratch, int *ids, float *weights)
+{
+	if (gating == PT_OP_GATING_SOFTMAX) {
+		pt_op_softmax(logits, n_expert);
+	} else if (gating == PT_OP_GATING_SIGMOID) {
+		for (int i = 0; i < n_expert; i++)
+			logits[i] = pt_op_sigmoid(logits[i]);
+	}
+	const float *sel = logits;
+	if (bias) {
+		for (int i = 0; i < n_expert; i++)
+			scratch[i] = logits[i] + bias[i];
+		sel = scratch;
+	}
+	pt_op_topk(sel, n_expert, k, ids);
+	for (int j = 0; j < k; j++)
+		weights[j] = logits[ids[j]];
+	if (gating == PT_OP_GATING_SOFTMAX_WEIGHT)
+		pt_op_softmax(weights, k);
+	if (norm) {
+		double dsum = 0.0; /* ggml_sum_rows accumulates in double */
+		for (int j = 0; j < k; j++)
+			dsum += weights[j];
+		float sum = (float)dsum;
+		if (sum < PT_MOE_WEIGHT_SUM_MIN)
+			sum = PT_MOE_WEIGHT_SUM_MIN;
+		for (int j = 0; j < k; j++)
+			weights[j] /= sum;
+	}
+	if (scale != 0.0f && scale != 1.0f) {
+		for (int j = 0; j < k; j++)
+			weights[j] *= scale;
+	}
+}

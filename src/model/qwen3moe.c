@@ -1,0 +1,127 @@
+/* qwen3moe.c - Qwen3-MoE (Qwen3-30B-A3B) description: every layer is MoE (softmax gating,
+ * normalised top-k, no shared expert), per-head Q/K RMSNorm, NEOX RoPE, untied output
+ * (ARCHITECTURES.md 3). */
+#include "model/arch_impl.h"
+
+#include <string.h>
+
+struct preset {
+	const char *name;
+	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim;
+	uint32_t n_ff, n_ff_exp, n_expert, n_used;
+};
+
+/* tiny: every K-quant rule fires (3 layers -> Q6_K on the last one), 16 experts.
+ * small: realistic ratios, ~250 MB at q4_k_m.  full: Qwen3-30B-A3B. */
+static const struct preset presets[] = {
+	{ "tiny", 0, 4096, 256, 3, 4, 2, 64, 768, 256, 16, 4 },
+	{ "small", 0, 32768, 1024, 8, 16, 4, 64, 3072, 512, 32, 4 },
+	{ "full", 151936, 40960, 2048, 48, 32, 4, 128, 6144, 768, 128, 8 },
+};
+
+static enum pt_status qwen_preset(const char *name, struct pt_hparams *hp,
+				  struct pt_error *err)
+{
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		const struct preset *p = &presets[i];
+		if (strcmp(name, p->name) != 0)
+			continue;
+		hp->n_vocab = p->n_vocab;
+		hp->n_ctx_train = p->n_ctx;
+		hp->n_embd = p->n_embd;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
+		hp->n_head = p->n_head;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			hp->n_head_kv[l] = p->n_head_kv;
+		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->head_dim;
+		hp->n_ff = p->n_ff;
+		hp->n_ff_exp = p->n_ff_exp;
+		hp->n_expert = p->n_expert;
+		hp->n_expert_used = p->n_used;
+		hp->rope_freq_base = 1000000.0f;
+		hp->rms_eps = 1e-6f;
+		hp->gating = PT_GATING_SOFTMAX;
+		hp->expert_weights_norm = true;
+		return PT_OK;
+	}
+	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+}
+
+static enum pt_status qwen_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
+				   struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const uint64_t E = hp->n_embd, V = hp->n_vocab, X = hp->n_expert, F = hp->n_ff_exp;
+#define ADD(...)                                                                           \
+	do {                                                                               \
+		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
+			return st;                                                         \
+	} while (0)
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
+	    "token_embd.weight");
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
+	if (!hp->tied_embeddings)
+		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
+		    "output.weight");
+	for (uint32_t i = 0; i < hp->n_layer; i++) {
+		const int32_t L = (int32_t)i;
+		const uint64_t hd = hp->head_dim_k, q = hp->n_head * hd, kv = hp->n_head_kv[i] * hd;
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+		    "blk.%u.attn_norm.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err,
+		    "blk.%u.attn_q.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err,
+		    "blk.%u.attn_k.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, kv, 0, err,
+		    "blk.%u.attn_v.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err,
+		    "blk.%u.attn_output.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
+		    "blk.%u.attn_q_norm.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
+		    "blk.%u.attn_k_norm.weight", i);
+		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+		    "blk.%u.ffn_norm.weight", i);
+		ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
+		    "blk.%u.ffn_gate_inp.weight", i);
+		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
+		    "blk.%u.ffn_gate_exps.weight", i);
+		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
+		    "blk.%u.ffn_up_exps.weight", i);
+		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
+		    "blk.%u.ffn_down_exps.weight", i);
+	}
+#undef ADD
+	return PT_OK;
+}
+
+static enum pt_status qwen_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
+				      struct pt_error *err)
+{
+	(void)hp;
+	(void)w;
+	(void)err;
+	return PT_OK; /* the generic keys are all Qwen3-MoE reads; gating is hard-coded */
+}
+
+static enum pt_status qwen_read_keys(const pt_gguf *g, struct pt_hparams *hp,
+				     struct pt_error *err)
+{
+	(void)g;
+	(void)err;
+	/* Hard-coded in llama.cpp's qwen3moe graph: softmax, normalised, no scale. */
+	hp->gating = PT_GATING_SOFTMAX;
+	hp->expert_weights_norm = true;
+	hp->expert_weights_scale = 0.0f;
+	if (hp->n_ff_exp == 0 && hp->n_expert_used)
+		hp->n_ff_exp = hp->n_ff / hp->n_expert_used;
+	return PT_OK;
+}
+
+const struct pt_arch_ops pt_arch_qwen3moe_ops = {
+	.name = "qwen3moe",
+	.preset = qwen_preset,
+	.tensors = qwen_tensors,
+	.write_keys = qwen_write_keys,
+	.read_keys = qwen_read_keys,
+};

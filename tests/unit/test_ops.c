@@ -1,0 +1,245 @@
+/* test_ops.c - forward-pass operators against plain double-precision references. */
+#include "model/ops.h"
+#include "test.h"
+
+#include "quant/types.h"
+
+#include <math.h>
+#include <stdint.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float frand(float lo, float hi)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return lo + (hi - lo) * (float)((rng_state >> 11) * (1.0 / 9007199254740992.0));
+}
+
+static double rel_err(double a, double b)
+{
+	return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
+}
+
+PT_TEST(test_ops_rmsnorm_matches_double)
+{
+	float x[96], w[96], y[96];
+	for (int i = 0; i < 96; i++) {
+		x[i] = frand(-3, 3);
+		w[i] = frand(0.5f, 1.5f);
+	}
+	pt_op_rmsnorm(y, x, w, 96, 1e-6f);
+	double ss = 0;
+	for (int i = 0; i < 96; i++)
+		ss += (double)x[i] * x[i];
+	const double sc = 1.0 / sqrt(ss / 96 + 1e-6);
+	for (int i = 0; i < 96; i++)
+		CHECK(rel_err(y[i], x[i] * sc * w[i]) < 1e-6);
+	/* no weight, in place, per head */
+	float h[2 * 8];
+	for (int i = 0; i < 16; i++)
+		h[i] = (float)(i + 1);
+	pt_op_rmsnorm_heads(h, NULL, 2, 8, 0.0f);
+	double s2 = 0;
+	for (int i = 8; i < 16; i++)
+		s2 += (double)(i + 1) * (i + 1);
+	CHECK(rel_err(h[8], 9.0 / sqrt(s2 / 8)) < 1e-6);
+	double sumsq = 0;
+	for (int i = 0; i < 8; i++)
+		sumsq += (double)h[i] * h[i];
+	CHECK_NEAR(sumsq / 8, 1.0, 1e-5);
+}
+
+static void rope_ref(double *v, int hd, int n_rot, long pos, double base, const float *ff,
+		     int neox)
+{
+	for (int i = 0; i < n_rot / 2; i++) {
+		double th = pos * pow(base, -2.0 * i / n_rot);
+		if (ff)
+			th /= ff[i];
+		const int a = neox ? i : 2 * i, b = neox ? i + n_rot / 2 : 2 * i + 1;
+		const double x0 = v[a], x1 = v[b];
+		v[a] = x0 * cos(th) - x1 * sin(th);
+		v[b] = x0 * sin(th) + x1 * cos(th);
+	}
+	(void)hd;
+}
+
+PT_TEST(test_ops_rope_neox_norm_and_freq_factors)
+{
+	enum { HD = 64, NH = 3 };
+	float cs[HD], ff[HD / 2], x[NH * HD];
+	double ref[NH * HD];
+	for (int i = 0; i < HD / 2; i++)
+		ff[i] = i < 8 ? 1.0f : 1e30f; /* Gemma 4 proportional: later pairs identity */
+	for (int mode = 0; mode < 2; mode++) {
+		for (int use_ff = 0; use_ff < 2; use_ff++) {
+			const long pos = 37;
+			const int n_rot = mode ? 48 : HD; /* partial rotation leaves the tail */
+			for (int i = 0; i < NH * HD; i++)
+				ref[i] = x[i] = frand(-1, 1);
+			pt_op_rope_cache(cs, n_rot, pos, 10000.0f, use_ff ? ff : NULL);
+			pt_op_rope_apply(x, NH, HD, n_rot, mode ? PT_ROPE_NEOX : PT_ROPE_NORM, cs);
+			for (int h = 0; h < NH; h++)
+				rope_ref(ref + h * HD, HD, n_rot, pos, 10000.0, use_ff ? ff : NULL,
+					 mode);
+			for (int i = 0; i < NH * HD; i++)
+				CHECK_NEAR(x[i], ref[i], 2e-5);
+		}
+	}
+	/* pos 0 is the identity; with 1e30 factors the pair is (numerically) untouched */
+	pt_op_rope_cache(cs, HD, 0, 1e6f, NULL);
+	CHECK(cs[0] == 1.0f && cs[1] == 0.0f && cs[HD - 2] == 1.0f);
+	pt_op_rope_cache(cs, HD, 100000, 1e6f, ff);
+	CHECK(cs[2 * 20] == 1.0f && cs[2 * 20 + 1] < 1e-20f);
+}
+
+PT_TEST(test_ops_rope_angle_is_repeated_float_product)
+{
+	/* The angle of pair i is pos * s^i accumulated in float, not powf(base, ...) each time. */
+	float cs[256];
+	const float base = 1e6f;
+	pt_op_rope_cache(cs, 256, 4097, base, NULL);
+	const float s = powf(base, -2.0f / 256.0f);
+	float th = 4097.0f;
+	for (int i = 0; i < 128; i++) {
+		CHECK(cs[2 * i] == cosf(th));
+		CHECK(cs[2 * i + 1] == sinf(th));
+		th *= s;
+	}
+}
+
+PT_TEST(test_ops_softmax_sigmoid_silu)
+{
+	float x[50];
+	double r[50], m = -1e300, sum = 0;
+	for (int i = 0; i < 50; i++) {
+		x[i] = frand(-20, 20);
+		m = x[i] > m ? x[i] : m;
+	}
+	for (int i = 0; i < 50; i++)
+		sum += r[i] = exp(x[i] - m);
+	const float s0 = x[3];
+	pt_op_softmax(x, 50);
+	double tot = 0;
+	for (int i = 0; i < 50; i++) {
+		CHECK_NEAR(x[i], r[i] / sum, 1e-6 * (r[i] / sum) + 1e-12);
+		tot += x[i];
+	}
+	CHECK_NEAR(tot, 1.0, 1e-5);
+	CHECK(rel_err(pt_op_sigmoid(s0), 1.0 / (1.0 + exp(-(double)s0))) < 1e-6);
+	for (float v = -30; v < 30; v += 0.37f) {
+		CHECK(rel_err(pt_op_silu(v), v / (1.0 + exp(-(double)v))) < 2e-6);
+	}
+	float g[4] = { -1, 0.5f, 2, 3 }, u[4] = { 2, 2, -1, 0 }, o[4];
+	pt_op_swiglu(o, g, u, 4);
+	CHECK(rel_err(o[0], -1.0 / (1.0 + exp(1.0)) * 2) < 2e-6);
+	CHECK(o[3] == 0.0f);
+}
+
+static double gelu_ref(double x)
+{
+	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * x * (1.0 + 0.044715 * x * x)));
+}
+
+PT_TEST(test_ops_gelu_f16_table_semantics)
+{
+	CHECK(pt_op_gelu(-10.0f) == 0.0f);
+	CHECK(pt_op_gelu(-50.0f) == 0.0f);
+	CHECK(pt_op_gelu(10.0f) == 10.0f);
+	CHECK(pt_op_gelu(123.5f) == 123.5f);
+	for (float x = -9.99f; x < 9.99f; x += 0.0137f) {
+		/* exactly: F16 round of the input, then F16 round of the formula */
+		const float xr = pt_fp16_to_f32(pt_f32_to_fp16(x));
+		const float want = pt_fp16_to_f32(pt_f32_to_fp16(pt_op_gelu_exact(xr)));
+		CHECK(pt_op_gelu(x) == want);
+		/* and near the double formula within F16 precision */
+		CHECK(fabs(pt_op_gelu(x) - gelu_ref(x)) <= 2e-3 * fabs(gelu_ref(x)) + 2e-3);
+	}
+	float g[3] = { 1.0f, -20.0f, 0.25f }, u[3] = { 3.0f, 5.0f, -2.0f }, o[3];
+	pt_op_geglu(o, g, u, 3);
+	CHECK(o[0] == pt_op_gelu(1.0f) * 3.0f);
+	CHECK(o[1] == 0.0f);
+}
+
+PT_TEST(test_ops_softcap)
+{
+	float x[4] = { 0.0f, 15.0f, -90.0f, 1000.0f };
+	pt_op_softcap(x, 4, 30.0f);
+	CHECK(x[0] == 0.0f);
+	CHECK(rel_err(x[1], 30.0 * tanh(0.5)) < 1e-6);
+	CHECK(rel_err(x[2], 30.0 * tanh(-3.0)) < 1e-6);
+	CHECK(x[3] <= 30.0f && x[3] > 29.99f);
+}
+
+PT_TEST(test_ops_topk_descending_ties_low_index)
+{
+	const float s[8] = { 0.1f, 0.9f, 0.3f, 0.9f, -1.0f, 0.5f, 0.3f, 2.0f };
+	int idx[8];
+	pt_op_topk(s, 8, 5, idx);
+	CHECK_EQ_INT(idx[0], 7);
+	CHECK_EQ_INT(idx[1], 1);
+	CHECK_EQ_INT(idx[2], 3);
+	CHECK_EQ_INT(idx[3], 5);
+	CHECK_EQ_INT(idx[4], 2);
+	pt_op_topk(s, 8, 8, idx);
+	CHECK_EQ_INT(idx[7], 4);
+	/* random against a brute-force selection */
+	float r[128];
+	for (int i = 0; i < 128; i++)
+		r[i] = frand(-5, 5);
+	int ids[8];
+	pt_op_topk(r, 128, 8, ids);
+	for (int j = 0; j < 8; j++) {
+		int rank = 0;
+		for (int i = 0; i < 128; i++)
+			rank += r[i] > r[ids[j]];
+		CHECK_EQ_INT(rank, j);
+	}
+}
+
+PT_TEST(test_ops_moe_route_softmax_norm)
+{
+	float l[6] = { 1.0f, 3.0f, 2.0f, -1.0f, 2.5f, 0.0f }, sc[6], w[2];
+	int ids[2];
+	double e[6], tot = 0;
+	for (int i = 0; i < 6; i++)
+		tot += e[i] = exp((double)l[i]);
+	pt_op_moe_route(l, 6, PT_OP_GATING_SOFTMAX, NULL, 2, true, 0.0f, sc, ids, w);
+	CHECK_EQ_INT(ids[0], 1);
+	CHECK_EQ_INT(ids[1], 4);
+	CHECK(rel_err(w[0], e[1] / (e[1] + e[4])) < 1e-6);
+	CHECK(rel_err(w[1], e[4] / (e[1] + e[4])) < 1e-6);
+	CHECK(rel_err(l[2], e[2] / tot) < 1e-6); /* logits now hold the probabilities */
+}
+
+PT_TEST(test_ops_moe_route_sigmoid_bias_scale_clamp)
+{
+	/* bias changes the choice but not the weights; weights normalised then x2.5 */
+	float l[4] = { 0.0f, 1.0f, -1.0f, 0.5f }, sc[4], w[2];
+	const float bias[4] = { 0.0f, 0.0f, 5.0f, 0.0f };
+	int ids[2];
+	pt_op_moe_route(l, 4, PT_OP_GATING_SIGMOID, bias, 2, true, 2.5f, sc, ids, w);
+	CHECK_EQ_INT(ids[0], 2);
+	CHECK_EQ_INT(ids[1], 1);
+	const double p2 = 1 / (1 + exp(1.0)), p1 = 1 / (1 + exp(-1.0));
+	CHECK(rel_err(w[0], 2.5 * p2 / (p1 + p2)) < 1e-6);
+	CHECK(rel_err(w[1], 2.5 * p1 / (p1 + p2)) < 1e-6);
+	/* tiny sums are clamped at the smallest normal F16 */
+	float t[3] = { -30.0f, -31.0f, -32.0f }, tw[2];
+	int tid[2];
+	pt_op_moe_route(t, 3, PT_OP_GATING_SIGMOID, NULL, 2, true, 0.0f, sc, tid, tw);
+	const double q0 = 1 / (1 + exp(30.0));
+	CHECK(rel_err(tw[0], q0 / 6.103515625e-5) < 1e-5);
+	/* without norm and with scale 1 the weights are the raw probabilities */
+	float u[3] = { 0.0f, 1.0f, 2.0f }, uw[1];
+	int uid[1];
+	pt_op_moe_route(u, 3, PT_OP_GATING_SIGMOID, NULL, 1, false, 1.0f, sc, uid, uw);
+	CHECK(rel_err(uw[0], 1 / (1 + exp(-2.0))) < 1e-6);
+	/* SOFTMAX_WEIGHT: softmax over the k selected raw logits */
+	float v[4] = { 0.0f, 3.0f, 1.0f, 2.0f }, vw[2];
+	int vid[2];
+	pt_op_moe_route(v, 4, PT_OP_GATING_SOFTMAX_WEIGHT, NULL, 2, false, 0.0f, sc, vid, vw);
+	CHECK(vid[0] == 1 && vid[1] == 3);
+	CHECK(rel_err(vw[0], 1 / (1 + exp(-1.0))) < 1e-6);
+}

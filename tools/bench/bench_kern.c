@@ -1,0 +1,300 @@
+/* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
+ * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench` builds build/bench_kern.
+ *
+ *   build/bench_kern [seconds_per_case]     (default 0.5)
+ *
+ * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
+ * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
+ * 768 x 2048 (Qwen3-30B-A3B ffn_up_exps-like, far larger than the caches), walked expert by
+ * expert so every pass streams from DRAM. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kern/kern.h"
+#include "quant/quant.h"
+#include "util/alloc.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint8_t rnd8(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint8_t)rng;
+}
+
+/* Random bytes with small finite fp16 scales in the usual fields of Q4_K and Q6_K blocks. */
+static void fill(enum pt_type t, uint8_t *p, size_t bytes)
+{
+	const struct pt_type_traits *tr = pt_type_traits(t);
+	for (size_t i = 0; i < bytes; i++)
+		p[i] = rnd8();
+	for (size_t b = 0; b + tr->block_bytes <= bytes; b += tr->block_bytes) {
+		uint16_t h = pt_f32_to_fp16(0.001f);
+		if (t == PT_TYPE_Q4_K) {
+			memcpy(p + b, &h, 2);
+			memcpy(p + b + 2, &h, 2);
+		} else if (t == PT_TYPE_Q6_K) {
+			memcpy(p + b + 208, &h, 2);
+		}
+	}
+}
+
+static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t experts,
+		       double secs)
+{
+	uint64_t rb;
+	pt_type_row_bytes(t, cols, &rb);
+	size_t expert_bytes = (size_t)(rb * rows), total = expert_bytes * experts;
+	uint8_t *w = pt_malloc(total);
+	float *x = pt_mallocn(cols, sizeof(float)), *y = pt_mallocn(rows, sizeof(float));
+	if (!w || !x || !y) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(1);
+	}
+	fill(t, w, total);
+	for (uint64_t i = 0; i < cols; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	void *xq = pt_malloc(pt_kern_act_bytes(&m, 1));
+	pt_kern_quantize_row(pt_kern_ops(t)->act_type, x, xq, cols);
+	printf("%-5s %5llux%-5llu x%-3llu", pt_type_name(t), (unsigned long long)rows,
+	       (unsigned long long)cols, (unsigned long long)experts);
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		pt_kern_set_level((enum pt_kern_level)lv, NULL);
+		for (uint32_t th = 1; th <= 2; th++) {
+			pt_pool *pool = NULL;
+			pt_pool_create(th, &pool, NULL);
+			double best = 0;
+			uint64_t e = 0;
+			for (int win = 0; win < 3; win++) { /* best of 3: the host is shared */
+				double t0 = now(), t1;
+				uint64_t bytes = 0;
+				do {
+					m.data = w + (e++ % experts) * expert_bytes;
+					pt_kern_matvec_q(&m, xq, y, pool, NULL);
+					bytes += expert_bytes;
+					t1 = now();
+				} while (t1 - t0 < secs / 3);
+				double r = (double)bytes / (t1 - t0) / 1e9;
+				best = r > best ? r : best;
+			}
+			printf("  %s/%ut %6.2f", pt_kern_level_name(lv), th, best);
+			fflush(stdout);
+			pt_pool_destroy(pool);
+		}
+	}
+	printf("   GB/s\n");
+	pt_free(w);
+	pt_free(x);
+	pt_free(y);
+	pt_free(xq);
+}
+
+/* Prefill: n_tok activation rows against one matrix, pt_kern_matmul_q (4 tokens per weight
+ * decode where a dot4 kernel exists) versus n_tok separate matvecs; GMAC/s, one thread. */
+static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok, double secs)
+{
+	uint64_t rb;
+	pt_type_row_bytes(t, cols, &rb);
+	uint8_t *w = pt_malloc((size_t)(rb * rows));
+	float *x = pt_mallocn(cols * n_tok, sizeof(float)), *y = pt_mallocn(rows * n_tok, sizeof(float));
+	fill(t, w, (size_t)(rb * rows));
+	for (uint64_t i = 0; i < cols * n_tok; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	size_t ab = pt_kern_act_bytes(&m, 1);
+	uint8_t *xq = pt_malloc(ab * n_tok);
+	for (uint64_t k = 0; k < n_tok; k++)
+		pt_kern_quantize_row(pt_kern_ops(t)->act_type, x + k * cols, xq + k * ab, cols);
+	printf("%-5s %5llux%-5llu %llu tok", pt_type_name(t), (unsigned long long)rows,
+	       (unsigned long long)cols, (unsigned long long)n_tok);
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		pt_kern_set_level((enum pt_kern_level)lv, NULL);
+		for (int batched = 0; batched < 2; batched++) {
+			double best = 0;
+			for (int win = 0; win < 3; win++) {
+				double t0 = now(), t1;
+				uint64_t macs = 0;
+				do {
+					if (batched)
+						pt_kern_matmul_q(&m, xq, n_tok, y, NULL, NULL);
+					else
+						for (uint64_t k = 0; k < n_tok; k++)
+							pt_kern_matvec_q(&m, xq + k * ab, y + k * rows, NULL, NULL);
+					macs += rows * cols * n_tok;
+					t1 = now();
+				} while (t1 - t0 < secs / 3);
+				double r = (double)macs / (t1 - t0) / 1e9;
+				best = r > best ? r : best;
+			}
+			printf("  %s/%s %6.1f", pt_kern_level_name(lv), batched ? "matmul" : "matvecs", best);
+			fflush(stdout);
+		}
+	}
+	printf("   GMAC/s\n");
+	pt_free(w);
+	pt_free(x);
+	pt_free(y);
+	pt_free(xq);
+}
+
+struct share {
+	uint64_t by_worker[4]; /* each slot written only by its own thread */
+	uint32_t spin;         /* work per task: iterations of a dependent multiply chain */
+	volatile uint32_t sink;
+};
+
+static void work_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	struct share *sh = ctx;
+	uint32_t v = task + 1;
+	for (uint32_t i = 0; i < sh->spin; i++)
+		v = v * 1664525u + 1013904223u;
+	sh->sink = v;
+	if (worker < 4)
+		sh->by_worker[worker]++;
+}
+
+/* Back-to-back runs of `threads` tasks of about 2 us each.  With perfect parallelism a run
+ * takes one task's time; the excess is the dispatch overhead (wake-up, claim, completion
+ * wait).  Also the share of tasks the workers (not the caller) ran. */
+static void bench_pool(uint32_t threads)
+{
+	pt_pool *pool = NULL;
+	struct share sh = { { 0 }, 0, 0 };
+	pt_pool_create(threads, &pool, NULL);
+	double t_empty = now();
+	for (int i = 0; i < 100000; i++)
+		pt_pool_run(pool, work_task, &sh, threads); /* spin = 0: empty tasks */
+	t_empty = (now() - t_empty) / 100000;
+	uint64_t empty_caller = sh.by_worker[0];
+	printf("pool %u threads: %.3f us per run of %u empty tasks (%.0f%% run by workers)\n", threads,
+	       t_empty * 1e6, threads, 100.0 - 100.0 * (double)empty_caller / (100000.0 * threads));
+	sh.spin = 1000;
+	double t0 = now();
+	for (int i = 0; i < 2000; i++)
+		work_task(&sh, 0, 9);
+	double per_spin = (now() - t0) / 2000 / sh.spin;
+	sh.spin = (uint32_t)(2e-6 / per_spin);
+	t0 = now();
+	for (int i = 0; i < 2000; i++)
+		work_task(&sh, 0, 9);
+	double task = (now() - t0) / 2000;
+	const int runs = 20000;
+	memset(sh.by_worker, 0, sizeof sh.by_worker);
+	double best = 1e9;
+	for (int win = 0; win < 3; win++) {
+		t0 = now();
+		for (int i = 0; i < runs; i++)
+			pt_pool_run(pool, work_task, &sh, threads);
+		double dt = (now() - t0) / runs;
+		best = dt < best ? dt : best;
+	}
+	uint64_t total = 3ull * runs * threads;
+	printf("pool %u threads: run of %u x %.2f us tasks takes %.2f us -> %.2f us dispatch "
+	       "overhead; %.0f%% of tasks run by workers\n", threads, threads, task * 1e6, best * 1e6,
+	       (best - task) * 1e6, 100.0 * (double)(total - sh.by_worker[0]) / (double)total);
+	pt_pool_destroy(pool);
+}
+
+/* Kernel speed without memory effects: one 4096-element row (weights made by the quant
+ * module's quantizer from Gaussian-ish data) and its activation, both L1-resident, dotted
+ * 2000 times; best of 5.  ns per 256 elements. */
+static void bench_dot_l1(void)
+{
+	static const enum pt_type types[] = {
+		PT_TYPE_F32,  PT_TYPE_F16,  PT_TYPE_BF16, PT_TYPE_Q8_0,   PT_TYPE_Q4_0, PT_TYPE_Q4_1,
+		PT_TYPE_Q5_0, PT_TYPE_Q5_1, PT_TYPE_IQ4_NL, PT_TYPE_MXFP4, PT_TYPE_Q2_K, PT_TYPE_Q3_K,
+		PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K, PT_TYPE_IQ4_XS,
+	};
+	enum { N = 4096 };
+	static float x[N], xa[N];
+	static uint8_t w[N * 4], a[N * 4];
+	for (int i = 0; i < N; i++) {
+		x[i] = (float)(rnd8() + rnd8() - 255) / 128.0f;
+		xa[i] = (float)(rnd8() + rnd8() - 255) / 128.0f;
+	}
+	printf("dot, L1-resident 4096-element row, ns per 256 elements:\n");
+	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+		printf("  %-6s", pt_type_name(types[k]));
+		pt_quant_quantize_row(types[k], x, w, N, NULL);
+		for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[k]);
+			pt_kern_quantize_row(o->act_type, xa, a, N);
+			double best = 1e9;
+			volatile float sink = 0;
+			for (int r = 0; r < 5; r++) {
+				double t0 = now();
+				for (int i = 0; i < 2000; i++)
+					sink += o->dot(N, w, a);
+				double dt = (now() - t0) / 2000;
+				best = dt < best ? dt : best;
+			}
+			(void)sink;
+			printf("  %s %7.2f%s", pt_kern_level_name(lv), best * 1e9 / (N / 256),
+			       (int)o->level < lv ? "*" : " ");
+		}
+		printf("\n");
+	}
+	printf("  (* = no kernel of its own at that level; runs the next lower level's)\n");
+	printf("dot4 (one weight row, 4 activation rows) vs 4 x dot, L1-resident, ns per 256 "
+	       "elements of weight:\n");
+	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+		pt_quant_quantize_row(types[k], x, w, N, NULL);
+		for (int lv = 1; lv <= (int)pt_kern_level_max(); lv++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[k]);
+			if (!o->dot4)
+				continue;
+			pt_kern_quantize_row(o->act_type, xa, a, N);
+			double b1 = 1e9, b4 = 1e9;
+			volatile float sink = 0;
+			float out[4];
+			for (int r = 0; r < 5; r++) {
+				double t0 = now();
+				for (int i = 0; i < 1000; i++)
+					for (int j = 0; j < 4; j++)
+						sink += o->dot(N, w, a);
+				double dt = (now() - t0) / 1000;
+				b1 = dt < b1 ? dt : b1;
+				t0 = now();
+				for (int i = 0; i < 1000; i++) {
+					o->dot4(N, w, a, 0, out); /* stride 0: same row 4 times */
+					sink += out[0];
+				}
+				dt = (now() - t0) / 1000;
+				b4 = dt < b4 ? dt : b4;
+			}
+			(void)sink;
+			printf("  %-6s %-6s 4 x dot %7.2f   dot4 %7.2f\n", pt_type_name(types[k]),
+			       pt_kern_level_name(lv), b1 * 1e9 / (N / 256), b4 * 1e9 / (N / 256));
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 0.5;
+	printf("cpu: %s\n", pt_kern_cpu_name());
+	bench_dot_l1();
+	bench_pool(2);
+	bench_pool(3);
+	bench_case(PT_TYPE_Q4_K, 4096, 4096, 1, secs);
+	bench_case(PT_TYPE_Q6_K, 4096, 4096, 1, secs);
+	bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
+	bench_case(PT_TYPE_Q6_K, 768, 2048, 128, secs);
+	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 32, secs);
+	bench_matmul(PT_TYPE_Q6_K, 2048, 2048, 32, secs);
+	bench_matmul(PT_TYPE_Q8_0, 2048, 2048, 32, secs);
+	return 0;
+}
