@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{ "tokenize", pt_cmd_tokenize, "text -> token ids with a model's tokenizer" },
 	{ "detokenize", pt_cmd_detokenize, "token ids -> text with a model's tokenizer" },
 	{ "mkvocab", pt_cmd_mkvocab, "write a vocab-only GGUF from a Hugging Face tokenizer dir" },
+	{ "template", pt_cmd_template, "render a chat template over a conversation" },
 };
 
 static void usage(FILE *f)
