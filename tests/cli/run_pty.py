@@ -77,8 +77,8 @@ def stats():
 
 def turn(t, text):
     t.send(text + "\r")
-    t.read_until(b"stop: ")
-    t.read_until(b"> ")
+    t.read_until(b"stop: ")     # the footer (replies may contain "> " themselves)
+    t.read_until(b"]\r\n> ")
     return stats()
 
 
@@ -106,20 +106,21 @@ check(s2["reused_tokens"] == want and want > len(s1["prompt_ids"]) // 2,
       "turn 2 reused %d KV rows (the common prefix with turn 1's %d rows is %d)"
       % (s2["reused_tokens"], len(held), want))
 t.send("/new\r")
-t.read_until(b"> ")
+t.read_until(b"kept warm]\r\n> ")
 t.send(u3 + "\r")
 t.read_until(u3.encode())
 t.read_until(b"\n")      # the echoed line ends; the reply starts streaming
 os.read(t.fd, 1)         # at least one byte of it
 t.send("\x03")
-cancel_out = t.read_until(b"> ")
+cancel_out = t.read_until(b"reply dropped]", 30)
+t.read_until(b"> ")
 s3 = stats()
 check(b"cancelled" in cancel_out and s3["stop_reason"] == "cancelled",
       "Ctrl-C mid-reply cancelled it (stop %s after %d tokens)" % (s3["stop_reason"], s3["generated_tokens"]))
 s4 = turn(t, u4)
 check(s4["reused_tokens"] > 0, "turn after the cancel reused %d KV rows" % s4["reused_tokens"])
 t.send("/stats\r")
-st = t.read_until(b"> ")
+st = t.read_until(b"]\r\n> ")
 check(b"turns" in st and b"reused" in st, "/stats prints the totals")
 t.send("/quit\r")
 _, status = os.waitpid(t.pid, 0)

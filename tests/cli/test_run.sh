@@ -160,16 +160,17 @@ else bad "--memory above the machine: exit $rc, $(head -c 300 "$TMP/err")"; fi
 
 # ---- single-process lock: the second process is refused (exit 1, names the PID) ----
 mkfifo "$TMP/fifo"
+mkdir "$TMP/locks"
+export XDG_RUNTIME_DIR="$TMP/locks"   # lock files of this test only
 "$PARTICLE" run -m "$M" --messages - -n 1 --quiet <"$TMP/fifo" >/dev/null 2>&1 &
 holder=$!
-exec 3>"$TMP/fifo"   # the holder has loaded the model and waits for its messages
+exec 3>"$TMP/fifo"   # the holder starts, loads the model and waits for its messages
 i=0
-while [ $i -lt 100 ]; do
-	"$PARTICLE" run -m "$M" --prompt hi -n 1 --quiet >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-	[ $rc -ne 0 ] && break
+until cat "$TMP"/locks/particle-*.lock 2>/dev/null | grep -qx "$holder" || [ $i -ge 200 ]; do
 	sleep 0.05; i=$((i + 1))
 done
+"$PARTICLE" run -m "$M" --prompt hi -n 1 --quiet >"$TMP/out" 2>"$TMP/err"
+rc=$?
 if [ $rc -eq 1 ]; then ok; else bad "second process: exit $rc, want 1"; fi
 expect_one_error_line "second process"
 expect_grep "$TMP/err" "$holder" "lock refusal names the holder's PID"
