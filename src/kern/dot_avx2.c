@@ -148,18 +148,6 @@ static void dot4_q8_0(size_t n, const void *w, const void *a, size_t stride, flo
 	q8_0_n(n, w, a, stride, 4, out);
 }
 
-static float dot_q4_0(size_t n, const void *vw, const void *va)
-{
-	const uint8_t *x = vw, *y = va;
-	__m256 acc = _mm256_setzero_ps();
-	for (size_t ib = 0; ib < n / QK; ib++, x += Q4_0_B, y += Q8_0_B) {
-		__m256i q = _mm256_sub_epi8(nibbles32(x + 2), _mm256_set1_epi8(8));
-		__m256i p = dot_i8(q, _mm256_loadu_si256((const __m256i *)(y + 2)));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), _mm256_cvtepi32_ps(p), acc);
-	}
-	return hsum_ps(acc);
-}
-
 /* Bits 0..31 of qh as 32 bytes of 0xFF / 0x00, element order. */
 static inline __m256i bits32(uint32_t qh)
 {
@@ -224,30 +212,58 @@ static inline __m256i table32(const uint8_t *qs, __m256i tbl)
 	return _mm256_shuffle_epi8(tbl, nibbles32(qs));
 }
 
-static float dot_iq4_nl(size_t n, const void *vw, const void *va)
+/* Q4_0 (kind 1), IQ4_NL (2) and MXFP4 (3) against Q8_0: na activation rows (1 or 4) share
+ * each block decode, every output with the operation sequence of the single-row case. */
+static inline __m256i codes32(int kind, const uint8_t *x, __m256i tbl)
 {
-	const uint8_t *x = vw, *y = va;
-	const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pt_kvalues_iq4nl));
-	__m256 acc = _mm256_setzero_ps();
-	for (size_t ib = 0; ib < n / QK; ib++, x += IQ4NL_B, y += Q8_0_B) {
-		__m256i p = dot_i8(table32(x + 2, tbl), _mm256_loadu_si256((const __m256i *)(y + 2)));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(y) * h2f(x)), _mm256_cvtepi32_ps(p), acc);
-	}
-	return hsum_ps(acc);
+	if (kind == 1)
+		return _mm256_sub_epi8(nibbles32(x + 2), _mm256_set1_epi8(8));
+	return table32(x + (kind == 2 ? 2 : 1), tbl);
 }
 
-static float dot_mxfp4(size_t n, const void *vw, const void *va)
+static inline float scale32(int kind, const uint8_t *x, const uint8_t *y)
 {
-	const uint8_t *x = vw, *y = va;
-	const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pt_kvalues_mxfp4));
-	__m256 acc = _mm256_setzero_ps();
-	for (size_t ib = 0; ib < n / QK; ib++, x += MXFP4_B, y += Q8_0_B) {
-		__m256i p = dot_i8(table32(x + 1, tbl), _mm256_loadu_si256((const __m256i *)(y + 2)));
-		float d = h2f(y) * kern_e8m0_half(x[0]);
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
-	}
-	return hsum_ps(acc);
+	if (kind == 3)
+		return h2f(y) * kern_e8m0_half(x[0]);
+	return kind == 2 ? h2f(y) * h2f(x) : h2f(x) * h2f(y);
 }
+
+static inline __attribute__((always_inline)) void blocks32_n(int kind, size_t bb, size_t n,
+							      const uint8_t *x, const uint8_t *y0,
+							      size_t ys, int na, float *out)
+{
+	const int8_t *table = kind == 3 ? pt_kvalues_mxfp4 : pt_kvalues_iq4nl;
+	const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table));
+	__m256 acc[4];
+	_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+		acc[a] = _mm256_setzero_ps();
+	for (size_t ib = 0; ib < n / QK; ib++, x += bb) {
+		const __m256i q = codes32(kind, x, tbl);
+		_Pragma("GCC unroll 4") for (int a = 0; a < na; a++) {
+			const uint8_t *y = y0 + a * ys + ib * Q8_0_B;
+			__m256i p = dot_i8(q, _mm256_loadu_si256((const __m256i *)(y + 2)));
+			acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(scale32(kind, x, y)), _mm256_cvtepi32_ps(p), acc[a]);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int a = 0; a < na; a++)
+		out[a] = hsum_ps(acc[a]);
+}
+
+#define BLOCKS32(name, kind, bb)                                                             \
+	static float dot_##name(size_t n, const void *w, const void *a)                      \
+	{                                                                                    \
+		float r;                                                                     \
+		blocks32_n(kind, bb, n, w, a, 0, 1, &r);                                     \
+		return r;                                                                    \
+	}                                                                                    \
+	static void dot4_##name(size_t n, const void *w, const void *a, size_t s, float o[4]) \
+	{                                                                                    \
+		blocks32_n(kind, bb, n, w, a, s, 4, o);                                      \
+	}
+
+BLOCKS32(q4_0, 1, Q4_0_B)
+BLOCKS32(iq4_nl, 2, IQ4NL_B)
+BLOCKS32(mxfp4, 3, MXFP4_B)
 
 /* ---- K-quants against Q8_K -------------------------------------------------------------- */
 
@@ -529,6 +545,9 @@ const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_F16] = dot4_f16,
 	[PT_TYPE_BF16] = dot4_bf16,
 	[PT_TYPE_Q8_0] = dot4_q8_0,
+	[PT_TYPE_Q4_0] = dot4_q4_0,
+	[PT_TYPE_IQ4_NL] = dot4_iq4_nl,
+	[PT_TYPE_MXFP4] = dot4_mxfp4,
 	/* no Q4_K: with 16 ymm registers its dot4 spills and measured slower than 4 x dot */
 	[PT_TYPE_Q6_K] = dot4_q6_k,
 };

@@ -17,9 +17,9 @@
  * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference and AVX2 for all of them).  AVX-512 has
  * its own kernels for F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K IQ4_XS; the other
  * five run their AVX2 kernel at the AVX-512 level.  dot4 (four activation rows per weight
- * decode, used by pt_kern_matmul): AVX2 F32 F16 BF16 Q8_0 Q6_K; AVX-512 F32 F16 BF16
- * Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K.  Other types (IQ2/IQ3/IQ1, TQ, NVFP4, Q1_0/Q2_0)
- * have none: pt_kern_ops returns NULL and the products fail with PT_E_UNSUPPORTED.
+ * decode, used by pt_kern_matmul): AVX2 F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q6_K; AVX-512
+ * F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K.  Types with no kernel at all (IQ2/IQ3/
+ * IQ1, TQ, NVFP4, Q1_0/Q2_0): pt_kern_ops returns NULL, products fail with PT_E_UNSUPPORTED.
  *
  * Kernels never allocate: callers pass scratch sized by pt_kern_act_bytes.
  */
