@@ -648,8 +648,6 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	eo.verbose = o->verbose;
 	if (pt_engine_open(&eo, e, &err) != PT_OK)
 		return pt_cli_fail(&err);
-	if (o->verbose)
-		fprintf(stderr, "particle: plan: %s\n", pt_engine_plan_line(*e));
 	return 0;
 }
 

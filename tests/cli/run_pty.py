@@ -93,9 +93,13 @@ def fresh(msgs):
         return json.load(f)
 
 
+u1, u2, u3, u4 = "Hello there.", "Tell me more.", "Write a long story.", "Say something."
+f3 = fresh([{"role": "user", "content": u3}])
+head3 = f3["text"].encode()[:12].replace(b"\n", b"\r\n")
+if f3["generated_tokens"] < 200 or not head3:
+    raise SystemExit("FAIL the reply to %r is too short to interrupt (%d tokens)" % (u3, f3["generated_tokens"]))
 t = Term([P, "run", "-m", MODEL, "--stats-json", STATS] + FLAGS)
 t.read_until(b"> ")
-u1, u2, u3, u4 = "Hello there.", "Tell me more.", "Write a long story.", "Say something."
 s1 = turn(t, u1)
 s2 = turn(t, u2)
 # The engine held turn 1's prompt and reply (all but the last sampled id, never evaluated).
@@ -109,8 +113,9 @@ t.send("/new\r")
 t.read_until(b"kept warm]\r\n> ")
 t.send(u3 + "\r")
 t.read_until(u3.encode())
-t.read_until(b"\n")      # the echoed line ends; the reply starts streaming
-os.read(t.fd, 1)         # at least one byte of it
+# Ctrl-C once the reply is visibly streaming: its first bytes are known from a fresh run
+# (greedy); the echo or a line redraw could otherwise be mistaken for it.
+t.read_until(head3)
 t.send("\x03")
 cancel_out = t.read_until(b"reply dropped]", 30)
 t.read_until(b"> ")
