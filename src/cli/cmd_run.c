@@ -468,11 +468,10 @@ void pt_run_print_totals(struct pt_run *r, FILE *f)
 		(unsigned long long)r->gen_tokens, rate((double)r->gen_tokens, r->decode_s),
 		(long long)pt_engine_pos(r->engine), pt_engine_n_ctx(r->engine));
 	fprintf(f, "[peak RSS %.1f MiB, budget %.1f MiB, %u slots/layer, expert hit rate %.1f%%, "
-		   "read %.1f MiB at %.1f MiB/s, I/O %s, cache %s]\n",
+		   "read %.1f MiB at %.1f MiB/s; %s]\n",
 		mib(es.peak_rss_bytes), mib(es.memory_budget), es.slots_per_layer,
 		uses ? 100.0 * (double)es.hits / (double)uses : 100.0, mib(es.bytes_read),
-		rate(mib(es.bytes_read), es.read_s), es.io_engine ? es.io_engine : "-",
-		es.cache_policy ? es.cache_policy : "-");
+		rate(mib(es.bytes_read), es.read_s), es.io_engine ? es.io_engine : "-");
 }
 
 static cJSON *ids_json(const int32_t *ids, size_t n)
