@@ -9,6 +9,8 @@ checks: the cancelled turn says so and stopped with reason "cancelled"; turn 2 r
 rows of turn 1's conversation; the last turn reused rows and its ids equal those of a fresh
 one-shot `particle run --messages` of the same conversation (the cancelled turn is not part
 of it); turn 2's ids equal a fresh run of [user1, assistant1, user2]; exit status 0.
+Then a --raw session: the same line twice equals a one-shot --prompt run both times, the
+second reusing the prompt's rows.
 Prints one line per check ("ok ..." / "FAIL ..."); exit 1 if any failed."""
 import json
 import os
@@ -138,4 +140,20 @@ check(f2["ids"] == s2["ids"] and f2["prompt_ids"] == s2["prompt_ids"],
 f4 = fresh([{"role": "user", "content": u4}])
 check(f4["ids"] == s4["ids"] and f4["prompt_ids"] == s4["prompt_ids"],
       "the turn after /new and Ctrl-C equals a fresh run (%d ids)" % len(s4["ids"]))
+
+# --raw: each line is an independent completion on the warm cache, equal to --prompt LINE
+t = Term([P, "run", "-m", MODEL, "--raw", "--stats-json", STATS] + FLAGS)
+t.read_until(b"> ")
+r1 = turn(t, "The quick brown fox")
+r2 = turn(t, "The quick brown fox")
+t.send("/quit\r")
+os.waitpid(t.pid, 0)
+out = os.path.join(TMP, "rawfresh.json")
+subprocess.run([P, "run", "-m", MODEL, "--prompt", "The quick brown fox", "--quiet",
+                "--stats-json", out] + FLAGS, check=True, stdout=subprocess.DEVNULL)
+with open(out) as f:
+    rf = json.load(f)
+check(r1["ids"] == rf["ids"] and r2["ids"] == rf["ids"] and
+      r2["reused_tokens"] == len(rf["prompt_ids"]) - 1,
+      "--raw lines equal --prompt runs; the repeated line reused %d rows" % r2["reused_tokens"])
 sys.exit(1 if failed else 0)

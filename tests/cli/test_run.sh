@@ -134,9 +134,15 @@ S="--prompt Hello -n 48 --temperature 0.9 --top-k 0 --top-p 1 --quiet"
 # shellcheck disable=SC2086
 "$PARTICLE" run -m "$M" $S --seed 7 -t 2 --batch 3 >"$TMP/a3" 2>/dev/null
 # shellcheck disable=SC2086
+"$PARTICLE" run -m "$M" $S --seed 7 -t 2 --expert-slots 4 >"$TMP/a4" 2>/dev/null
+# shellcheck disable=SC2086
+"$PARTICLE" run -m "$M" $S --seed 7 --io mmap >"$TMP/a5" 2>/dev/null
+# shellcheck disable=SC2086
 "$PARTICLE" run -m "$M" $S --seed 8 -t 1 >"$TMP/b1" 2>/dev/null
 if [ -s "$TMP/a1" ] && cmp -s "$TMP/a1" "$TMP/a2"; then ok; else bad "same seed, same text"; fi
 if cmp -s "$TMP/a1" "$TMP/a3"; then ok; else bad "same seed, 1 vs 2 threads: different text"; fi
+if cmp -s "$TMP/a1" "$TMP/a4"; then ok; else bad "same seed, 4 expert slots (top-k) vs all: different text"; fi
+if cmp -s "$TMP/a1" "$TMP/a5"; then ok; else bad "same seed, --io mmap: different text"; fi
 if ! cmp -s "$TMP/a1" "$TMP/b1"; then ok; else bad "seeds 7 and 8 gave the same 48 sampled tokens"; fi
 
 # ---- Ctrl-C in a one-shot run: stops within a token, stats printed, exit 130 ----
