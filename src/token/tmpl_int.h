@@ -208,7 +208,7 @@ struct tv tm_call_value(struct rctx *c, const struct node *at, struct tv fn, str
 /* Python binary arithmetic (enum op OP_ADD..OP_POW). */
 struct tv tm_binop(struct rctx *c, const struct node *at, int op, struct tv a, struct tv b);
 
-/* Python's 'fmt' % args (tmpl_builtin.c): s r a d i u f F e E g G x X o c and %%, with
+/* Python's 'fmt' % args (tmpl_format.c): s r a d i u f F e E g G x X o c and %%, with
  * flags, width and precision; a tuple gives several arguments, a mapping %(key)s. */
 struct tv tm_percent_format(struct rctx *c, const struct node *at, struct tv fmt, struct tv args);
 
