@@ -93,6 +93,7 @@ static void help(void)
 	       "  --quiet                   no stats footer\n"
 	       "  --verbose                 print the load plan (model, budget, I/O, CPU)\n"
 	       "  --stats-json FILE         write the stats, per-layer counters and ids as JSON\n"
+	       "                            (interactive: rewritten after every reply)\n"
 	       "  -h, --help                this text\n\n"
 	       "exit codes: 0 ok, 1 runtime failure (also: model locked by another process, the\n"
 	       "message names its PID), 2 bad input or usage, 130 cancelled (Ctrl-C)\n",
