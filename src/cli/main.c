@@ -14,6 +14,7 @@ static const struct command commands[] = {
 	{ "inspect", pt_cmd_inspect, "validate a GGUF file and describe it" },
 	{ "pack", pt_cmd_pack, "write or verify an expert pack (one read per expert)" },
 	{ "cachesim", pt_cmd_cachesim, "replay a routing trace under LRU, LFU and Belady" },
+	{ "run", pt_cmd_run, "generate text: raw completion, chat, interactive chat" },
 	{ "eval", pt_cmd_eval, "teacher-forced evaluation: per-position log-probabilities" },
 	{ "routing", pt_cmd_routing, "per-layer expert routing statistics of a fixed text" },
 	{ "mkmodel", pt_cmd_mkmodel, "write a synthetic real-shape MoE checkpoint" },
