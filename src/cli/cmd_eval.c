@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gen/engine.h"
 #include "gen/kv.h"
-#include "kern/kern.h"
+#include "kern/pool.h"
 #include "model/compare.h"
-#include "model/forward.h"
 #include "model/model.h"
 #include "token/tok.h"
 #include "util/alloc.h"
@@ -21,6 +21,8 @@ struct eval_args {
 	uint64_t top, threads, batch, n_ctx;
 	enum pt_kv_type kv_type;
 	double max_mean_kl, min_top1;
+	struct pt_engine_opts eo; /* --memory, --expert-slots, --io, ... */
+	const char *stats_json;
 };
 
 static void help(void)
@@ -49,6 +51,21 @@ static void help(void)
 	       "  --kv-type f16|f32      KV cache type (default f16, as llama.cpp)\n"
 	       "  --batch N              prefill chunk size in tokens (default 128, 1-4096)\n"
 	       "  --ctx N                context size (default: number of tokens)\n"
+	       "  --memory SIZE          memory budget for the whole process (e.g. 6G; default:\n"
+	       "                         cgroup limit / MemAvailable less headroom)\n"
+	       "  --expert-slots N       expert cache slots per MoE layer (default: planned from\n"
+	       "                         the budget; at least top-k)\n"
+	       "  --io MODE              direct | buffered | mmap (default direct: io_uring or a\n"
+	       "                         pread pool, O_DIRECT; mmap = the llama.cpp-like baseline)\n"
+	       "  --cache-policy P       lfu | lru (default lfu)\n"
+	       "  --pack FILE            expert pack (default MODEL.xpack when present and\n"
+	       "                         matching the model)\n"
+	       "  --pack-cache DIR       lazy pack cache on fast disk for slow media\n"
+	       "  --pack-cache-size SIZE cap of the pack cache (default 4G)\n"
+	       "  --trace-experts FILE   write the routing trace (for particle cachesim)\n"
+	       "  --stats-json FILE      write the counters (per layer and total) as JSON\n"
+	       "  --no-lock              do not take the single-process model lock\n"
+	       "  --verbose              plan, I/O engine and counters on stderr\n"
 	       "  -h, --help             this help\n");
 }
 
@@ -66,6 +83,11 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
 			help();
 			return -1;
+		}
+		if (!strcmp(f, "--no-lock") || !strcmp(f, "--verbose")) {
+			*(f[2] == 'n' ? &a->eo.no_lock : &a->eo.verbose) = true;
+			i--; /* no value */
+			continue;
 		}
 		if (f[0] != '-') {
 			pt_cli_error("unexpected argument '%s' (see 'particle eval --help')", f);
@@ -107,6 +129,37 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		} else if (!strcmp(f, "--min-top1")) {
 			if (!pt_cli_parse_f64(f, v, 0, 1, &a->min_top1))
 				return PT_EXIT_USAGE;
+		} else if (!strcmp(f, "--memory")) {
+			if (!pt_cli_parse_size(f, v, &a->eo.memory_budget))
+				return PT_EXIT_USAGE;
+		} else if (!strcmp(f, "--expert-slots")) {
+			uint64_t x;
+			if (!pt_cli_parse_u64(f, v, 1, 1u << 16, &x))
+				return PT_EXIT_USAGE;
+			a->eo.expert_slots = (uint32_t)x;
+		} else if (!strcmp(f, "--io")) {
+			if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "mmap")) {
+				pt_cli_error("--io must be direct, buffered or mmap, got '%s'", v);
+				return PT_EXIT_USAGE;
+			}
+			a->eo.io_mode = v;
+		} else if (!strcmp(f, "--cache-policy")) {
+			if (strcmp(v, "lfu") && strcmp(v, "lru")) {
+				pt_cli_error("--cache-policy must be lfu or lru, got '%s'", v);
+				return PT_EXIT_USAGE;
+			}
+			a->eo.cache_policy = v;
+		} else if (!strcmp(f, "--pack")) {
+			a->eo.pack_path = v;
+		} else if (!strcmp(f, "--pack-cache")) {
+			a->eo.pack_cache_dir = v;
+		} else if (!strcmp(f, "--pack-cache-size")) {
+			if (!pt_cli_parse_size(f, v, &a->eo.pack_cache_size))
+				return PT_EXIT_USAGE;
+		} else if (!strcmp(f, "--trace-experts")) {
+			a->eo.trace_path = v;
+		} else if (!strcmp(f, "--stats-json")) {
+			a->stats_json = v;
 		} else if (!strcmp(f, "--kv-type")) {
 			if (pt_kv_type_from_name(v, &a->kv_type) != 0) {
 				pt_cli_error("--kv-type must be f16 or f32, got '%s'", v);
@@ -279,18 +332,15 @@ static int write_floats(const char *path, const float *l, size_t count)
 
 /* --prompt: the model's own tokenizer, BOS/EOS as the vocabulary asks, special-token
  * text parsed (llama.cpp's common_tokenize(add_special, parse_special)). */
-static enum pt_status prompt_ids(const struct pt_model *m, const char *prompt, uint32_t **ids,
+static enum pt_status prompt_ids(const pt_tok *tok, const char *prompt, uint32_t **ids,
 				 uint32_t *n, struct pt_error *err)
 {
-	pt_tok *tok = NULL;
 	int32_t *raw = NULL;
 	size_t cnt = 0;
-	enum pt_status st = pt_tok_load(m->g, &tok, err);
-	if (st == PT_OK)
-		st = pt_tok_encode_alloc(tok, prompt, strlen(prompt), true, true, &raw, &cnt, err);
+	enum pt_status st = pt_tok_encode_alloc(tok, prompt, strlen(prompt), true, true, &raw,
+						&cnt, err);
 	if (st == PT_OK && (cnt == 0 || cnt > UINT32_MAX))
 		st = pt_error_set(err, PT_E_INVALID, "--prompt gives %zu tokens", cnt);
-	pt_tok_destroy(tok);
 	if (st != PT_OK) {
 		pt_free(raw);
 		return st;
@@ -387,6 +437,36 @@ static int report(const struct eval_args *a, const uint32_t *ids, uint32_t n, co
 	return rc;
 }
 
+/* Opens the engine.  With --prompt the context size is only known after tokenizing, so the
+ * engine is opened for the tokenizer, then reopened at that size when it differs. */
+static enum pt_status open_engine(struct eval_args *a, uint32_t **ids, uint32_t *n,
+				  pt_engine **e, struct pt_error *err)
+{
+	a->eo.model_path = a->model;
+	a->eo.threads = (uint32_t)a->threads;
+	a->eo.n_batch = (uint32_t)a->batch;
+	a->eo.kv_type = a->kv_type;
+	a->eo.log = a->eo.verbose ? stderr : NULL;
+	a->eo.n_ctx = (uint32_t)(a->n_ctx ? a->n_ctx : *n);
+	if (!a->prompt)
+		return pt_engine_open(&a->eo, e, err);
+	struct pt_engine_opts quiet = a->eo;
+	quiet.log = NULL;
+	quiet.n_ctx = a->n_ctx ? (uint32_t)a->n_ctx : 0;
+	enum pt_status st = pt_engine_open(&quiet, e, err);
+	if (st == PT_OK)
+		st = prompt_ids(pt_engine_tok(*e), a->prompt, ids, n, err);
+	if (st != PT_OK || a->n_ctx) {
+		if (st == PT_OK && a->eo.log)
+			fprintf(a->eo.log, "particle: plan: %s\n", pt_engine_plan_line(*e));
+		return st;
+	}
+	pt_engine_close(*e);
+	*e = NULL;
+	a->eo.n_ctx = *n;
+	return pt_engine_open(&a->eo, e, err);
+}
+
 int pt_cmd_eval(int argc, char **argv)
 {
 	struct eval_args a;
@@ -398,35 +478,24 @@ int pt_cmd_eval(int argc, char **argv)
 	if (rc)
 		return rc;
 	struct pt_error err = { 0 };
-	struct pt_model *m = NULL;
-	pt_pool *pool = NULL;
-	pt_fwd *f = NULL;
+	pt_engine *e = NULL;
 	float *logits = NULL;
-	enum pt_status st = pt_kern_init(&err);
-	if (st == PT_OK)
-		st = pt_model_open(a.model, &m, &err);
-	if (st == PT_OK && a.prompt)
-		st = prompt_ids(m, a.prompt, &ids, &n, &err);
-	if (st == PT_OK && a.threads > 1)
-		st = pt_pool_create((uint32_t)a.threads, &pool, &err);
-	if (st == PT_OK) {
-		struct pt_fwd_opts o = { (uint32_t)(a.n_ctx ? a.n_ctx : n), (uint32_t)a.batch,
-					 a.kv_type, pool, NULL, 0 };
-		st = pt_fwd_create(m, &o, &f, &err);
-	}
-	const uint32_t nv = m ? (uint32_t)m->output.rows : 0;
+	enum pt_status st = open_engine(&a, &ids, &n, &e, &err);
+	const uint32_t nv = e ? pt_engine_n_vocab(e) : 0;
 	if (st == PT_OK) {
 		logits = pt_mallocn((size_t)n * nv, sizeof(float));
 		if (!logits)
 			st = pt_error_set(&err, PT_E_NOMEM, "cannot allocate %u x %u logits", n, nv);
 	}
 	if (st == PT_OK)
-		st = pt_fwd_eval(f, ids, n, logits, &err);
+		st = pt_engine_eval(e, ids, n, logits, true, &err);
+	if (st == PT_OK && a.stats_json)
+		st = pt_engine_write_stats_json(e, a.stats_json, &err);
+	if (st == PT_OK && a.eo.verbose)
+		pt_engine_print_stats(e, stderr);
 	rc = st == PT_OK ? report(&a, ids, n, logits, nv) : pt_cli_fail(&err);
 	pt_free(logits);
-	pt_fwd_destroy(f);
-	pt_pool_destroy(pool);
-	pt_model_close(m);
+	pt_engine_close(e);
 	pt_free(ids);
 	return rc;
 }

@@ -437,6 +437,32 @@ enum pt_status pt_expert_store_ready(pt_expert_store *s, uint32_t *expert, bool 
 	return st;
 }
 
+enum pt_status pt_expert_store_next(pt_expert_store *s, uint32_t *expert, bool *got,
+				    struct pt_error *err)
+{
+	for (;;) {
+		enum pt_status st = pt_expert_store_ready(s, expert, got, err);
+		if (st != PT_OK || *got || !s->cache)
+			return st;
+		pthread_mutex_lock(&s->mu);
+		uint32_t left = 0, m = s->batch_moe;
+		for (uint32_t i = 0; i < s->batch_n; i++)
+			left += !s->batch[i].reported;
+		if (left && !pt_io_pending(s->io)) /* not ready and nothing in flight */
+			st = s->failed ? pt_error_set(err, s->sticky.code, "%s", s->sticky.msg)
+				       : pt_error_set(err, PT_E_IO, "layer %u: %u experts not loaded",
+						      s->lay->moe[m].layer, left);
+		else if (left) {
+			uint64_t t0 = pt_io_now_ns();
+			st = reap(s, true, err);
+			pt_expert_cache_note_wait(s->cache, m, pt_io_now_ns() - t0);
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (st != PT_OK || !left)
+			return st;
+	}
+}
+
 /* Pins expert for a get: takes over its prefetch pin or acquires (and reads) it alone. */
 static enum pt_status pin_for_get(pt_expert_store *s, uint32_t m, uint32_t e,
 				  struct pt_error *err)

@@ -69,6 +69,10 @@ enum pt_status pt_expert_store_prefetch(pt_expert_store *s, uint32_t layer,
  * has not reported yet (hits first).  *got false when none is ready right now. */
 enum pt_status pt_expert_store_ready(pt_expert_store *s, uint32_t *expert, bool *got,
 				     struct pt_error *err);
+/* Blocking ready(): waits (counted as wait time) until an expert of the current prefetch is
+ * ready; *got false only when every one was already reported. */
+enum pt_status pt_expert_store_next(pt_expert_store *s, uint32_t *expert, bool *got,
+				    struct pt_error *err);
 enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t expert,
 				   struct pt_expert_view *out, struct pt_error *err);
 /* get, mapped to the forward pass's three matrices: gate (or the fused gate_up, then up is

@@ -51,6 +51,12 @@ struct pt_engine_stats {
 	uint64_t peak_rss_bytes;    /* VmHWM */
 	const char *io_engine;      /* "io_uring+O_DIRECT", "pread pool", "mmap" ... */
 	const char *cache_policy;
+	/* added by the implementation: time spent in pt_engine_eval, split by call size */
+	uint64_t prefill_tokens;    /* tokens of eval calls with n > 1 */
+	double prefill_s;
+	uint64_t decode_tokens;     /* tokens of eval calls with n == 1 */
+	double decode_s;
+	uint32_t expert_slots_used; /* slots holding an expert, all layers */
 };
 
 typedef struct pt_engine pt_engine;
@@ -85,5 +91,11 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out);
 /* Per-MoE-layer cache counters (i < n_moe_layers), for --stats-json. */
 void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint64_t *misses,
 			   uint64_t *bytes_read);
+
+/* The counters as text lines (each prefixed "particle: ") and as one JSON object with a
+ * per-layer array, for --verbose and --stats-json. */
+void pt_engine_print_stats(const pt_engine *e, FILE *fp);
+enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
+					  struct pt_error *err);
 
 #endif

@@ -25,6 +25,9 @@ struct pt_fwd {
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
 	float *h2, *rl, *rw, *yk, *xg, *sel;
 	int *ids, *rows;
+	uint32_t *uni, *wave_end; /* a chunk's distinct experts on a layer, its waves */
+	void (*on_route)(void *, uint32_t, int64_t, uint32_t, uint32_t, const int *);
+	void *route_ctx;
 	float *attn_scratch; /* per thread */
 	float *parts;        /* split-K partial states: [n_head][blocks][2 + head_dim_v] */
 	uint32_t attn_block;
@@ -300,41 +303,102 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 	return mm(f, &d, f->gate, cnt, f->t3, err);
 }
 
-/* Routed experts for n rows of in (routing already in f->ids / f->rw): rows grouped by
- * expert, each expert's weights fetched once; out[r] = sum over ranks in rank order. */
+/* Expert e over the rows of in that chose it: gather, fetch, compute, scatter each row's
+ * weighted output into its own rank slot of f->yk (summed later in rank order, so results
+ * do not depend on the order experts are computed in). */
+static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				 uint32_t e, const float *in, uint32_t n, struct pt_error *err)
+{
+	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
+	uint32_t cnt = 0;
+	for (uint32_t i = 0; i < n * k; i++)
+		if (f->ids[i] == (int)e)
+			f->rows[cnt++] = (int)i;
+	for (uint32_t c = 0; c < cnt; c++)
+		memcpy(f->xg + (size_t)c * D, in + (size_t)(f->rows[c] / k) * D, D * sizeof(float));
+	struct pt_expert_ptrs p;
+	enum pt_status st = f->prov->get(f->prov->ctx, il, e, &p, err);
+	if (st != PT_OK)
+		return st;
+	st = expert_ffn(f, L, &p, cnt, err);
+	if (f->prov->release)
+		f->prov->release(f->prov->ctx, il, e);
+	if (st != PT_OK)
+		return st;
+	const float s = L->down_exps_scale ? L->down_exps_scale[e] : 1.0f;
+	for (uint32_t c = 0; c < cnt; c++) {
+		const float w = f->rw[f->rows[c]];
+		const float *y = f->t3 + (size_t)c * D;
+		float *dst = f->yk + (size_t)f->rows[c] * D;
+		for (uint32_t i = 0; i < D; i++)
+			dst[i] = L->down_exps_scale ? (y[i] * s) * w : y[i] * w;
+	}
+	return PT_OK;
+}
+
+/* Work overlapped with the expert reads of the first wave (shared expert, dense MLP). */
+typedef enum pt_status (*overlap_fn)(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+				     struct pt_error *err);
+
+/* One wave: prefetch (reads of the misses in flight), the overlapped work, then each expert
+ * as its bytes are ready (hits first, misses in completion order). */
+static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+			   const uint32_t *ex, uint32_t cnt, const float *in, uint32_t n,
+			   overlap_fn overlap, struct pt_error *err)
+{
+	const struct pt_expert_provider *pv = f->prov;
+	const bool stream = pv->prefetch && pv->next;
+	enum pt_status st = stream ? pv->prefetch(pv->ctx, il, ex, cnt, err) : PT_OK;
+	if (st == PT_OK && overlap)
+		st = overlap(f, L, n, err);
+	for (uint32_t i = 0; st == PT_OK && i < cnt; i++) {
+		uint32_t e = ex[i];
+		bool got = true;
+		if (stream)
+			st = pv->next(pv->ctx, &e, &got, err);
+		if (st == PT_OK && !got)
+			st = pt_error_set(err, PT_E_IO, "layer %u: %u of %u experts never became ready",
+					  il, cnt - i, cnt);
+		if (st == PT_OK)
+			st = one_expert(f, L, il, e, in, n, err);
+	}
+	if (pv->end_layer)
+		pv->end_layer(pv->ctx, il);
+	return st;
+}
+
+/* Routed experts for n rows of in (routing already in f->ids / f->rw): the chunk's distinct
+ * experts in waves that fit the provider's slots, each expert's weights fetched once;
+ * out[r] = sum over ranks in rank order. */
 static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
-			      const float *in, uint32_t n, float *out, struct pt_error *err)
+			      const float *in, uint32_t n, float *out, overlap_fn overlap,
+			      struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
-	const uint32_t E = hp->n_expert, k = hp->n_expert_used, D = hp->n_embd;
-	for (uint32_t e = 0; e < E; e++) {
-		uint32_t cnt = 0;
-		for (uint32_t i = 0; i < n * k; i++)
-			if (f->ids[i] == (int)e)
-				f->rows[cnt++] = (int)i;
-		if (cnt == 0)
-			continue;
-		for (uint32_t c = 0; c < cnt; c++)
-			memcpy(f->xg + (size_t)c * D, in + (size_t)(f->rows[c] / k) * D,
-			       D * sizeof(float));
-		struct pt_expert_ptrs p;
-		enum pt_status st = f->prov->get(f->prov->ctx, il, e, &p, err);
-		if (st != PT_OK)
-			return st;
-		st = expert_ffn(f, L, &p, cnt, err);
-		if (f->prov->release)
-			f->prov->release(f->prov->ctx, il, e);
-		if (st != PT_OK)
-			return st;
-		const float s = L->down_exps_scale ? L->down_exps_scale[e] : 1.0f;
-		for (uint32_t c = 0; c < cnt; c++) {
-			const float w = f->rw[f->rows[c]];
-			const float *y = f->t3 + (size_t)c * D;
-			float *dst = f->yk + (size_t)f->rows[c] * D;
-			for (uint32_t i = 0; i < D; i++)
-				dst[i] = L->down_exps_scale ? (y[i] * s) * w : y[i] * w;
-		}
+	const uint32_t k = hp->n_expert_used, D = hp->n_embd;
+	uint32_t nu = 0, n_waves = 1;
+	for (uint32_t i = 0; i < n * k; i++) {
+		uint32_t j = 0;
+		while (j < nu && f->uni[j] != (uint32_t)f->ids[i])
+			j++;
+		if (j == nu)
+			f->uni[nu++] = (uint32_t)f->ids[i];
 	}
+	if (f->on_route)
+		f->on_route(f->route_ctx, il, f->pos, n, k, f->ids);
+	enum pt_status st = PT_OK;
+	f->wave_end[0] = nu;
+	if (f->prov->waves)
+		st = f->prov->waves(f->prov->ctx, il, f->uni, nu, f->wave_end, &n_waves, err);
+	for (uint32_t w = 0; st == PT_OK && w < n_waves; w++) {
+		const uint32_t lo = w ? f->wave_end[w - 1] : 0;
+		st = wave(f, L, il, f->uni + lo, f->wave_end[w] - lo, in, n, w ? NULL : overlap,
+			  err);
+	}
+	if (st == PT_OK && n_waves == 0 && overlap)
+		st = overlap(f, L, n, err);
+	if (st != PT_OK)
+		return st;
 	for (uint32_t r = 0; r < n; r++) {
 		float *o = out + (size_t)r * D;
 		memcpy(o, f->yk + (size_t)r * k * D, D * sizeof(float));
@@ -342,6 +406,24 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 			add_rows(o, f->yk + ((size_t)r * k + j) * D, D);
 	}
 	return PT_OK;
+}
+
+/* Bailing's shared expert on the ffn-normed rows f->h into f->t2. */
+static enum pt_status shared_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+				    struct pt_error *err)
+{
+	return mlp(f, &L->sh_gate, &L->sh_up, &L->sh_down, f->h, n, f->t2, err);
+}
+
+/* Gemma 4's always-on MLP on f->h into f->t1, post-normed. */
+static enum pt_status gemma4_dense(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+				   struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	enum pt_status st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
+	if (st == PT_OK)
+		norm_rows(f->t1, f->t1, L->post_ffw_norm_1, n, hp->n_embd, hp->rms_eps);
+	return st;
 }
 
 /* Router on router_in, experts on in (qwen3moe, bailingmoe2: both the ffn-normed rows). */
@@ -353,7 +435,7 @@ static enum pt_status moe(pt_fwd *f, const struct pt_layer_weights *L, uint32_t 
 	if (st != PT_OK)
 		return st;
 	route(f, L, n);
-	return experts(f, L, il, in, n, out, err);
+	return experts(f, L, il, in, n, out, L->sh_gate.data ? shared_expert : NULL, err);
 }
 
 /* Gemma 4: router input is the weightless RMSNorm of the residual x1 (f->x) times
@@ -376,7 +458,7 @@ static enum pt_status moe_gemma4(pt_fwd *f, const struct pt_layer_weights *L, ui
 		return st;
 	route(f, L, n);
 	norm_rows(f->h2, f->x, L->pre_ffw_norm_2, n, D, hp->rms_eps);
-	return experts(f, L, il, f->h2, n, f->t2, err);
+	return experts(f, L, il, f->h2, n, f->t2, gemma4_dense, err);
 }
 
 static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
@@ -387,14 +469,14 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 	enum pt_status st = PT_OK;
 	norm_rows(f->h, f->x, L->ffn_norm, n, hp->n_embd, hp->rms_eps);
 	if (hp->arch == PT_ARCH_GEMMA4) {
-		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
-		if (st == PT_OK && L->is_moe) {
-			norm_rows(f->t1, f->t1, L->post_ffw_norm_1, n, hp->n_embd, hp->rms_eps);
+		/* the dense MLP runs inside the MoE step, while the expert reads are in flight */
+		if (!L->is_moe)
+			st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
+		else
 			st = moe_gemma4(f, L, il, n, err);
-			if (st == PT_OK) {
-				norm_rows(f->t2, f->t2, L->post_ffw_norm_2, n, hp->n_embd, hp->rms_eps);
-				add_rows(f->t1, f->t2, cnt);
-			}
+		if (st == PT_OK && L->is_moe) {
+			norm_rows(f->t2, f->t2, L->post_ffw_norm_2, n, hp->n_embd, hp->rms_eps);
+			add_rows(f->t1, f->t2, cnt);
 		}
 		if (st != PT_OK)
 			return st;
@@ -402,12 +484,9 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 	} else if (!L->is_moe) {
 		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
 	} else {
-		st = moe(f, L, il, f->h, f->h, n, f->t1, err);
-		if (st == PT_OK && L->sh_gate.data) {
-			st = mlp(f, &L->sh_gate, &L->sh_up, &L->sh_down, f->h, n, f->t2, err);
-			if (st == PT_OK)
-				add_rows(f->t1, f->t2, cnt);
-		}
+		st = moe(f, L, il, f->h, f->h, n, f->t1, err); /* shared expert into t2 */
+		if (st == PT_OK && L->sh_gate.data)
+			add_rows(f->t1, f->t2, cnt);
 	}
 	if (st != PT_OK)
 		return st;
@@ -419,8 +498,24 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 	return PT_OK;
 }
 
+/* The output head for rows [r0, n) of the chunk into logits[n - r0][n_vocab]. */
+static enum pt_status head(pt_fwd *f, uint32_t r0, uint32_t n, float *logits,
+			   struct pt_error *err)
+{
+	const struct pt_model *m = f->m;
+	const struct pt_hparams *hp = &m->hp;
+	const uint32_t rows = n - r0;
+	norm_rows(f->h, f->x + (size_t)r0 * hp->n_embd, m->output_norm, rows, hp->n_embd,
+		  hp->rms_eps);
+	enum pt_status st = mm(f, &m->output, f->h, rows, logits, err);
+	if (st == PT_OK && hp->arch == PT_ARCH_GEMMA4 && hp->final_logit_softcap > 0.0f)
+		pt_op_softcap(logits, (int)((size_t)rows * m->output.rows), hp->final_logit_softcap);
+	return st;
+}
+
+/* logits: NULL (no output head), every row (all) or the last row only. */
 static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
-			    struct pt_error *err)
+			    bool all, struct pt_error *err)
 {
 	const struct pt_model *m = f->m;
 	const struct pt_hparams *hp = &m->hp;
@@ -439,19 +534,15 @@ static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float
 		if (st == PT_OK)
 			st = ffn(f, il, n, err);
 	}
-	if (st != PT_OK)
-		return st;
-	norm_rows(f->h, f->x, m->output_norm, n, hp->n_embd, hp->rms_eps);
-	st = mm(f, &m->output, f->h, n, logits, err);
-	if (st == PT_OK && hp->arch == PT_ARCH_GEMMA4 && hp->final_logit_softcap > 0.0f)
-		pt_op_softcap(logits, (int)((size_t)n * m->output.rows), hp->final_logit_softcap);
+	if (st == PT_OK && logits)
+		st = head(f, all ? 0 : n - 1, n, logits, err);
 	if (st == PT_OK)
 		f->pos += n;
 	return st;
 }
 
-enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
-			   struct pt_error *err)
+enum pt_status pt_fwd_eval_rows(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
+				bool all_logits, struct pt_error *err)
 {
 	if ((uint64_t)f->pos + n > f->n_ctx)
 		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
@@ -459,10 +550,40 @@ enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float 
 	const size_t nv = f->m->output.rows;
 	for (uint32_t i = 0; i < n; i += f->n_batch) {
 		const uint32_t c = n - i < f->n_batch ? n - i : f->n_batch;
-		enum pt_status st = chunk(f, tokens + i, c, logits + (size_t)i * nv, err);
+		float *l = NULL;
+		if (logits && all_logits)
+			l = logits + (size_t)i * nv;
+		else if (logits && i + c == n)
+			l = logits; /* the last chunk's last row */
+		enum pt_status st = chunk(f, tokens + i, c, l, all_logits, err);
 		if (st != PT_OK)
 			return st;
 	}
+	return PT_OK;
+}
+
+enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
+			   struct pt_error *err)
+{
+	return pt_fwd_eval_rows(f, tokens, n, logits, true, err);
+}
+
+enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err)
+{
+	if (pos < 0 || pos > f->pos)
+		return pt_error_set(err, PT_E_INVALID, "truncate to %lld: only %lld positions",
+				    (long long)pos, (long long)f->pos);
+	for (uint32_t il = 0; il < f->kv.n_layer; il++) {
+		const struct pt_kv_layer *L = &f->kv.layers[il];
+		/* the ring holds positions [f->pos - cap, f->pos); the query at pos needs its
+		 * window's keys from pos - n_swa + 1 on */
+		const int64_t need = pos - (int64_t)L->d.n_swa + 1;
+		if (L->d.n_swa > 0 && need > 0 && need < f->pos - (int64_t)L->cap)
+			return pt_error_set(err, PT_E_LIMIT,
+					    "layer %u: sliding ring no longer holds position %lld",
+					    il, (long long)need);
+	}
+	f->pos = pos;
 	return PT_OK;
 }
 
@@ -552,9 +673,11 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
+	f->uni = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
+	f->wave_end = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->act_bytes = act_need(f->m, f->n_batch);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
-	if (!f->ids || !f->rows || !f->act || !f->parts)
+	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return PT_OK;
 }
@@ -587,6 +710,8 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	f->pool = opts->pool;
 	f->n_threads = pt_pool_threads(opts->pool);
 	f->prov = opts->experts ? opts->experts : &m->mmap_provider;
+	f->on_route = opts->on_route;
+	f->route_ctx = opts->route_ctx;
 	f->n_ctx = opts->n_ctx ? opts->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
 	f->n_batch = opts->n_batch ? opts->n_batch : 128;
 	f->attn_block = opts->attn_block ? opts->attn_block : ATTN_BLOCK_DEFAULT;
@@ -618,6 +743,8 @@ void pt_fwd_destroy(pt_fwd *f)
 		pt_free(bufs[i]);
 	pt_free(f->ids);
 	pt_free(f->rows);
+	pt_free(f->uni);
+	pt_free(f->wave_end);
 	pt_free(f->parts);
 	pt_free(f->act);
 	pt_kv_fini(&f->kv);

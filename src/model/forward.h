@@ -24,6 +24,11 @@ struct pt_fwd_opts {
 	pt_pool *pool;         /* may be NULL (single thread) */
 	const struct pt_expert_provider *experts; /* NULL: the model's mmap provider */
 	uint32_t attn_block;   /* keys per split-K attention block; 0: 1024 */
+	/* Routing observer (traces, routing reports; may be NULL): called once per MoE layer
+	 * and chunk with the chosen experts ids[n][k] of rows at positions pos0 .. pos0+n-1. */
+	void (*on_route)(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
+			 const int *ids);
+	void *route_ctx;
 };
 
 typedef struct pt_fwd pt_fwd;
@@ -34,6 +39,10 @@ void pt_fwd_destroy(pt_fwd *f); /* NULL-safe */
 
 /* Positions already in the KV cache (the next token's position). */
 int64_t pt_fwd_pos(const pt_fwd *f);
+/* Forgets positions pos.. (0 <= pos <= pt_fwd_pos).  Linear layers only move the position; a
+ * sliding-window ring must still hold the window of pos, else PT_E_LIMIT and nothing changes
+ * (the caller resets to 0 and replays the tokens it keeps). */
+enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err);
 uint32_t pt_fwd_n_ctx(const pt_fwd *f);
 
 /* Appends n tokens at positions pt_fwd_pos().. and writes their logits to
@@ -41,5 +50,10 @@ uint32_t pt_fwd_n_ctx(const pt_fwd *f);
  * outside the vocabulary. */
 enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
 			   struct pt_error *err);
+/* Same; all_logits false: only the last token's logits[n_vocab] (the output head runs for
+ * that row alone, bit-identical to its row of a full run).  logits may then be NULL to skip
+ * the output head entirely (replaying kept tokens). */
+enum pt_status pt_fwd_eval_rows(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
+				bool all_logits, struct pt_error *err);
 
 #endif

@@ -32,6 +32,18 @@ struct pt_expert_provider {
 	enum pt_status (*get)(void *ctx, uint32_t layer, uint32_t expert,
 			      struct pt_expert_ptrs *out, struct pt_error *err);
 	void (*release)(void *ctx, uint32_t layer, uint32_t expert);
+	/* Optional streaming hooks (NULL for the mapping).  waves cuts the distinct experts a
+	 * chunk needs on a layer into groups that fit the slots (reordered in place; wave w is
+	 * experts[wave_end[w-1] .. wave_end[w])); prefetch pins one group and submits reads for
+	 * its misses; next reports one prefetched expert whose bytes are ready (hits first,
+	 * then in completion order), blocking until one is (*got false: all reported);
+	 * end_layer drops what prefetch pinned.  get/release still bracket each use. */
+	enum pt_status (*waves)(void *ctx, uint32_t layer, uint32_t *experts, uint32_t n,
+				uint32_t *wave_end, uint32_t *n_waves, struct pt_error *err);
+	enum pt_status (*prefetch)(void *ctx, uint32_t layer, const uint32_t *experts,
+				   uint32_t n, struct pt_error *err);
+	enum pt_status (*next)(void *ctx, uint32_t *expert, bool *got, struct pt_error *err);
+	void (*end_layer)(void *ctx, uint32_t layer);
 };
 
 /* Layout of a 3-D expert tensor: expert e's matrix starts at data + e * expert_bytes. */

@@ -1,0 +1,582 @@
+/* engine.c - one loaded model ready to run (engine.h): model, tokenizer, memory plan, model
+ * lock, thread pool, expert store and forward pass, plus the token history that rewind
+ * replays from. */
+#include "gen/engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "expert/plan.h"
+#include "expert/store.h"
+#include "expert/trace.h"
+#include "kern/kern.h"
+#include "kern/pool.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "token/tok.h"
+#include "util/alloc.h"
+#include "util/lock.h"
+
+/* Process overhead the planner adds to the scratch estimate: code, libc, stacks, the
+ * tokenizer's tables and allocator slack. */
+#define RUNTIME_OVERHEAD (24ull << 20)
+
+struct pt_engine {
+	struct pt_engine_opts o;
+	struct pt_model *m;
+	pt_tok *tok;
+	struct pt_model_lock lock;
+	bool locked;
+	pt_pool *pool;
+	struct pt_expert_layout lay;
+	struct pt_pack pack;
+	bool have_pack;
+	pt_expert_store *store;
+	struct pt_expert_provider prov;
+	pt_trace_writer *trace;
+	struct pt_error trace_err;
+	bool trace_failed;
+	pt_fwd *f;
+	uint32_t *toks;  /* [n_ctx] history */
+	uint32_t n_ctx, n_batch;
+	struct pt_plan_input pin;
+	struct pt_plan plan;
+	char plan_line[512];
+	char io_engine[160];
+	enum pt_cache_policy policy;
+	uint64_t prefill_tokens, decode_tokens, prefill_ns, decode_ns;
+};
+
+/* --- provider over the store --- */
+
+static enum pt_status sp_get(void *ctx, uint32_t layer, uint32_t expert,
+			     struct pt_expert_ptrs *out, struct pt_error *err)
+{
+	return pt_expert_store_get_mats(ctx, layer, expert, &out->gate, &out->up, &out->down,
+					err);
+}
+
+static void sp_release(void *ctx, uint32_t layer, uint32_t expert)
+{
+	pt_expert_store_release(ctx, layer, expert);
+}
+
+static enum pt_status sp_waves(void *ctx, uint32_t layer, uint32_t *experts, uint32_t n,
+			       uint32_t *wave_end, uint32_t *n_waves, struct pt_error *err)
+{
+	return pt_expert_store_waves(ctx, layer, experts, n, wave_end, n_waves, err);
+}
+
+static enum pt_status sp_prefetch(void *ctx, uint32_t layer, const uint32_t *experts,
+				  uint32_t n, struct pt_error *err)
+{
+	return pt_expert_store_prefetch(ctx, layer, experts, n, err);
+}
+
+static enum pt_status sp_next(void *ctx, uint32_t *expert, bool *got, struct pt_error *err)
+{
+	return pt_expert_store_next(ctx, expert, got, err);
+}
+
+static void sp_end_layer(void *ctx, uint32_t layer)
+{
+	pt_expert_store_end_layer(ctx, layer);
+}
+
+/* Routing observer: the --trace-experts file (first write error kept, reported by eval). */
+static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
+		     const int *ids)
+{
+	pt_engine *e = ctx;
+	uint32_t ex[PT_TRACE_MAX_K];
+	for (uint32_t r = 0; r < n && !e->trace_failed; r++) {
+		for (uint32_t j = 0; j < k && j < PT_TRACE_MAX_K; j++)
+			ex[j] = (uint32_t)ids[(size_t)r * k + j];
+		if (pt_trace_writer_add(e->trace, (uint32_t)(pos0 + r), layer, ex,
+					k < PT_TRACE_MAX_K ? k : PT_TRACE_MAX_K,
+					&e->trace_err) != PT_OK)
+			e->trace_failed = true;
+	}
+}
+
+/* --- planning --- */
+
+static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
+			 enum pt_kv_type t)
+{
+	const uint64_t el = t == PT_KV_F32 ? 4 : 2;
+	uint64_t total = 0;
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		uint64_t cap = n_ctx;
+		if (hp->is_swa[il] && hp->n_swa && (uint64_t)hp->n_swa + n_batch - 1 < cap)
+			cap = (uint64_t)hp->n_swa + n_batch - 1;
+		const uint64_t row = (uint64_t)hp->n_head_kv[il] *
+				     (pt_hparams_head_dim_k(hp, il) + pt_hparams_head_dim_v(hp, il));
+		total += cap * row * el;
+	}
+	return total;
+}
+
+/* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),
+ * the logits row and the process overhead. */
+static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uint32_t n_ctx)
+{
+	const uint64_t D = hp->n_embd, k = hp->n_expert_used;
+	uint64_t hd = hp->head_dim_k > hp->head_dim_v ? hp->head_dim_k : hp->head_dim_v;
+	if (hp->head_dim_k_swa > hd)
+		hd = hp->head_dim_k_swa;
+	if (hp->head_dim_v_swa > hd)
+		hd = hp->head_dim_v_swa;
+	uint64_t ff = hp->n_ff;
+	if (hp->n_ff_exp * 2 > ff)
+		ff = hp->n_ff_exp * 2; /* a fused gate_up product */
+	if (hp->n_ff_shexp > ff)
+		ff = hp->n_ff_shexp;
+	const uint64_t wq = (uint64_t)hp->n_head * hd;
+	const uint64_t floats = n_batch * (7 * D + 6 * wq + 2 * ff + hp->n_expert + k * D + 2 * k) +
+				(uint64_t)hp->n_head * ((n_ctx + 1023) / 1024) * (2 + hd) +
+				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
+	/* activation quantization scratch: at most the widest row's bytes per batch row */
+	const uint64_t act = n_batch * (ff > D ? ff : D) * 4;
+	return floats * 4 + act + RUNTIME_OVERHEAD;
+}
+
+static uint64_t expert_bytes_total(const struct pt_expert_layout *l)
+{
+	uint64_t t = 0;
+	for (uint32_t i = 0; i < l->n_moe; i++)
+		t += l->moe[i].expert_bytes * l->n_expert;
+	return t;
+}
+
+static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &e->m->hp;
+	const uint64_t fsize = pt_gguf_file_size(e->m->g);
+	const char *src = "--memory";
+	enum pt_status st = PT_OK;
+	e->pin = (struct pt_plan_input){
+		.budget = e->o.memory_budget,
+		.resident_bytes = fsize - expert_bytes_total(&e->lay),
+		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type),
+		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx),
+		.slot_bytes = slot_bytes ? slot_bytes : 1,
+		.n_moe_layers = e->lay.n_moe ? e->lay.n_moe : 1,
+		.top_k = hp->n_expert_used ? hp->n_expert_used : 1,
+		.n_expert = e->lay.n_expert ? e->lay.n_expert : 1,
+		.slots_override = e->o.expert_slots,
+	};
+	if (!e->pin.budget)
+		st = pt_plan_default_budget(NULL, &e->pin.budget, &src, err);
+	if (st == PT_OK)
+		st = pt_plan_compute(&e->pin, &e->plan, err);
+	if (st != PT_OK)
+		return st;
+	int n = pt_plan_format(&e->pin, &e->plan, e->plan_line, sizeof e->plan_line);
+	if (n > 0 && (size_t)n < sizeof e->plan_line)
+		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n, " (budget from %s)",
+			 src);
+	return PT_OK;
+}
+
+/* --- opening --- */
+
+static void say(const pt_engine *e, const char *fmt, const char *a, const char *b)
+{
+	if (e->o.log) {
+		fprintf(e->o.log, fmt, a, b);
+		fflush(e->o.log);
+	}
+}
+
+/* The pack: the one named, or MODEL.xpack when present and matching (else the GGUF). */
+static enum pt_status open_pack(pt_engine *e, struct pt_error *err)
+{
+	char def[4096];
+	const char *path = e->o.pack_path;
+	if (!path) {
+		pt_pack_default_path(e->o.model_path, def, sizeof def);
+		if (access(def, R_OK) != 0)
+			return PT_OK;
+		path = def;
+	}
+	struct pt_error pe = { 0 };
+	enum pt_status st = pt_pack_open(path, e->o.model_path, &e->lay, false, &e->pack, &pe);
+	if (st == PT_OK) {
+		e->have_pack = true;
+		return PT_OK;
+	}
+	if (e->o.pack_path) {
+		*err = pe;
+		return st;
+	}
+	say(e, "particle: ignoring expert pack %s: %s\n", path, pe.msg);
+	return PT_OK;
+}
+
+static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_error *err)
+{
+	struct stat sb;
+	char ident[128] = "";
+	if (stat(e->o.model_path, &sb) == 0)
+		snprintf(ident, sizeof ident, "%llu:%lld.%09ld", (unsigned long long)sb.st_size,
+			 (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
+	struct pt_expert_store_config c = {
+		.model_path = e->o.model_path, .layout = &e->lay,
+		.pack = e->have_pack ? &e->pack : NULL, .mode = mode,
+		.slots_per_layer = e->plan.slots_per_layer, .policy = e->policy,
+		.map_base = pt_gguf_base(e->m->g), .map_size = pt_gguf_file_size(e->m->g),
+		.io_threads = 4, .pack_cache_dir = e->o.pack_cache_dir,
+		.pack_cache_size = e->o.pack_cache_size ? e->o.pack_cache_size : 4ull << 30,
+		.identity = ident,
+	};
+	enum pt_status st = pt_expert_store_open(&c, &e->store, err);
+	if (st != PT_OK)
+		return st;
+	snprintf(e->io_engine, sizeof e->io_engine, "%s", pt_expert_store_describe(e->store));
+	e->prov = (struct pt_expert_provider){ .ctx = e->store, .get = sp_get,
+					       .release = sp_release, .waves = sp_waves,
+					       .prefetch = sp_prefetch, .next = sp_next,
+					       .end_layer = sp_end_layer };
+	return PT_OK;
+}
+
+static enum pt_status parse_modes(pt_engine *e, enum pt_io_mode *mode, struct pt_error *err)
+{
+	*mode = PT_IO_DIRECT;
+	e->policy = PT_CACHE_LFU;
+	enum pt_status st = PT_OK;
+	if (e->o.io_mode)
+		st = pt_io_mode_parse(e->o.io_mode, mode, err);
+	if (st == PT_OK && e->o.cache_policy)
+		st = pt_cache_policy_parse(e->o.cache_policy, &e->policy, err);
+	return st;
+}
+
+/* Plan, then the expert source: the mapping (--io mmap, or no routed experts) or the
+ * store. */
+static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
+{
+	enum pt_io_mode mode;
+	enum pt_status st = parse_modes(e, &mode, err);
+	if (st == PT_OK)
+		st = pt_expert_layout_from_gguf(e->m->g, &e->lay, err);
+	if (st == PT_OK && mode != PT_IO_MMAP && e->lay.n_moe)
+		st = open_pack(e, err);
+	if (st != PT_OK)
+		return st;
+	const uint64_t slot = e->lay.n_moe ? pt_expert_store_slot_bytes(&e->lay,
+						e->have_pack ? &e->pack : NULL) : 0;
+	if (mode == PT_IO_MMAP || !e->lay.n_moe) {
+		/* experts are paged in by the kernel: plan as if every expert were resident */
+		e->o.expert_slots = e->lay.n_moe ? e->lay.n_expert : 0;
+		st = make_plan(e, slot, err);
+		e->prov = e->m->mmap_provider;
+		snprintf(e->io_engine, sizeof e->io_engine, "%s",
+			 e->lay.n_moe ? "mmap (pages on demand, no expert cache)" : "no routed experts");
+		return st;
+	}
+	st = make_plan(e, slot, err);
+	return st == PT_OK ? open_store(e, mode, err) : st;
+}
+
+static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
+{
+	struct pt_fwd_opts fo = { .n_ctx = e->n_ctx, .n_batch = e->n_batch,
+				  .kv_type = e->o.kv_type, .pool = e->pool, .experts = &e->prov,
+				  .on_route = e->o.trace_path ? on_route : NULL, .route_ctx = e };
+	enum pt_status st = PT_OK;
+	if (e->o.trace_path)
+		st = pt_trace_writer_open(e->o.trace_path, false, &e->trace, err);
+	if (st == PT_OK)
+		st = pt_fwd_create(e->m, &fo, &e->f, err);
+	if (st == PT_OK) {
+		e->toks = pt_mallocn(e->n_ctx, sizeof *e->toks);
+		if (!e->toks)
+			st = pt_error_set(err, PT_E_NOMEM, "engine: token history");
+	}
+	return st;
+}
+
+static enum pt_status open_all(pt_engine *e, struct pt_error *err)
+{
+	const struct pt_engine_opts *o = &e->o;
+	enum pt_status st = pt_kern_init(err);
+	if (st == PT_OK)
+		st = pt_model_open(o->model_path, &e->m, err);
+	if (st == PT_OK && !pt_gguf_find_kv(e->m->g, "tokenizer.ggml.model"))
+		st = pt_error_set(err, PT_E_FORMAT, "%s has no tokenizer (tokenizer.ggml.model)",
+				  o->model_path);
+	if (st == PT_OK)
+		st = pt_tok_load(e->m->g, &e->tok, err);
+	if (st != PT_OK)
+		return st;
+	const uint32_t train = e->m->hp.n_ctx_train ? e->m->hp.n_ctx_train : 4096;
+	e->n_ctx = o->n_ctx ? o->n_ctx : (train < 4096 ? train : 4096);
+	e->n_batch = o->n_batch ? o->n_batch : 128;
+	if (e->n_batch > e->n_ctx)
+		e->n_batch = e->n_ctx;
+	if (!o->no_lock) {
+		st = pt_model_lock_acquire(&e->lock, o->model_path, NULL, err);
+		e->locked = st == PT_OK;
+	}
+	if (st == PT_OK)
+		st = open_experts(e, err);
+	if (st != PT_OK)
+		return st;
+	say(e, "particle: plan: %s%s\n", e->plan_line, "");
+	say(e, "particle: experts: %s%s\n", e->io_engine, "");
+	if (o->verbose && o->log)
+		fprintf(o->log, "particle: model %s: %s, %u layers, %u experts (top-%u), cpu %s\n",
+			o->model_path, e->m->hp.arch_name, e->m->hp.n_layer, e->m->hp.n_expert,
+			e->m->hp.n_expert_used, pt_kern_cpu_name());
+	uint32_t threads = o->threads;
+	if (!threads) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = nc > 0 ? (uint32_t)nc : 1;
+	}
+	if (threads > PT_POOL_MAX_THREADS)
+		threads = PT_POOL_MAX_THREADS;
+	if (threads > 1)
+		st = pt_pool_create(threads, &e->pool, err);
+	return st == PT_OK ? open_fwd(e, err) : st;
+}
+
+enum pt_status pt_engine_open(const struct pt_engine_opts *o, pt_engine **out,
+			      struct pt_error *err)
+{
+	*out = NULL;
+	if (!o->model_path)
+		return pt_error_set(err, PT_E_INVALID, "engine: no model path");
+	pt_engine *e = pt_calloc(1, sizeof *e);
+	if (!e)
+		return pt_error_set(err, PT_E_NOMEM, "engine: cannot allocate");
+	e->o = *o;
+	e->lock.fd = -1;
+	enum pt_status st = open_all(e, err);
+	if (st != PT_OK) {
+		pt_engine_close(e);
+		return st;
+	}
+	*out = e;
+	return PT_OK;
+}
+
+void pt_engine_close(pt_engine *e)
+{
+	if (!e)
+		return;
+	struct pt_error ignore = { 0 };
+	pt_fwd_destroy(e->f);
+	pt_trace_writer_close(e->trace, &ignore);
+	pt_expert_store_close(e->store);
+	if (e->have_pack)
+		pt_pack_free(&e->pack);
+	pt_expert_layout_free(&e->lay);
+	pt_pool_destroy(e->pool);
+	pt_tok_destroy(e->tok);
+	pt_model_close(e->m);
+	if (e->locked)
+		pt_model_lock_release(&e->lock);
+	pt_free(e->toks);
+	pt_free(e);
+}
+
+/* --- use --- */
+
+const struct pt_model *pt_engine_model(const pt_engine *e)
+{
+	return e->m;
+}
+
+const struct pt_tok *pt_engine_tok(const pt_engine *e)
+{
+	return e->tok;
+}
+
+uint32_t pt_engine_n_vocab(const pt_engine *e)
+{
+	return (uint32_t)e->m->output.rows;
+}
+
+uint32_t pt_engine_n_ctx(const pt_engine *e)
+{
+	return e->n_ctx;
+}
+
+const char *pt_engine_plan_line(const pt_engine *e)
+{
+	return e->plan_line;
+}
+
+int64_t pt_engine_pos(const pt_engine *e)
+{
+	return pt_fwd_pos(e->f);
+}
+
+const uint32_t *pt_engine_tokens(const pt_engine *e)
+{
+	return e->toks;
+}
+
+enum pt_status pt_engine_eval(pt_engine *e, const uint32_t *tokens, uint32_t n, float *logits,
+			      bool all_logits, struct pt_error *err)
+{
+	const int64_t pos = pt_fwd_pos(e->f);
+	if (n == 0)
+		return pt_error_set(err, PT_E_INVALID, "engine: no tokens to evaluate");
+	if ((uint64_t)pos + n > e->n_ctx)
+		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
+				    (long long)pos, n, e->n_ctx);
+	const uint64_t t0 = pt_io_now_ns();
+	enum pt_status st = pt_fwd_eval_rows(e->f, tokens, n, logits, all_logits, err);
+	const uint64_t dt = pt_io_now_ns() - t0;
+	if (n == 1) {
+		e->decode_tokens++;
+		e->decode_ns += dt;
+	} else {
+		e->prefill_tokens += n;
+		e->prefill_ns += dt;
+	}
+	if (st == PT_OK && e->trace_failed)
+		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
+	if (st != PT_OK) {
+		/* a chunk may have failed mid-way: keep what completed, history in step */
+		const int64_t done = pt_fwd_pos(e->f);
+		memcpy(e->toks + pos, tokens, (size_t)(done - pos) * sizeof *tokens);
+		return st;
+	}
+	memcpy(e->toks + pos, tokens, (size_t)n * sizeof *tokens);
+	return PT_OK;
+}
+
+enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err)
+{
+	struct pt_error e2 = { 0 };
+	enum pt_status st = pt_fwd_truncate(e->f, pos, &e2);
+	if (st != PT_E_LIMIT) {
+		if (st != PT_OK)
+			*err = e2;
+		return st;
+	}
+	/* a sliding ring lost part of the window: start over and replay the kept tokens */
+	st = pt_fwd_truncate(e->f, 0, err);
+	if (st == PT_OK && pos > 0)
+		st = pt_fwd_eval_rows(e->f, e->toks, (uint32_t)pos, NULL, false, err);
+	return st;
+}
+
+static uint64_t peak_rss(void)
+{
+	FILE *fp = fopen("/proc/self/status", "r");
+	char line[256];
+	unsigned long long kb = 0;
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof line, fp))
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	fclose(fp);
+	return (uint64_t)kb * 1024;
+}
+
+void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
+{
+	struct pt_cache_stats cs = { 0 };
+	if (e->store)
+		pt_expert_store_stats(e->store, UINT32_MAX, &cs);
+	*out = (struct pt_engine_stats){
+		.memory_budget = e->pin.budget, .resident_bytes = e->pin.resident_bytes,
+		.kv_bytes = e->pin.kv_bytes, .slot_bytes = e->pin.slot_bytes,
+		.slots_per_layer = e->plan.slots_per_layer, .n_moe_layers = e->lay.n_moe,
+		.hits = cs.hits, .misses = cs.misses, .bytes_read = cs.bytes_read,
+		.read_s = (double)cs.read_ns * 1e-9, .wait_s = (double)cs.wait_ns * 1e-9,
+		.peak_rss_bytes = peak_rss(), .io_engine = e->io_engine,
+		.cache_policy = pt_cache_policy_name(e->policy),
+		.prefill_tokens = e->prefill_tokens, .prefill_s = (double)e->prefill_ns * 1e-9,
+		.decode_tokens = e->decode_tokens, .decode_s = (double)e->decode_ns * 1e-9,
+		.expert_slots_used = cs.slots_used,
+	};
+}
+
+void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint64_t *misses,
+			   uint64_t *bytes_read)
+{
+	struct pt_cache_stats cs = { 0 };
+	if (e->store && i < e->lay.n_moe)
+		pt_expert_store_stats(e->store, i, &cs);
+	*hits = cs.hits;
+	*misses = cs.misses;
+	*bytes_read = cs.bytes_read;
+}
+
+static double rate(uint64_t n, double s)
+{
+	return s > 0 ? (double)n / s : 0.0;
+}
+
+void pt_engine_print_stats(const pt_engine *e, FILE *fp)
+{
+	struct pt_engine_stats st;
+	pt_engine_stats(e, &st);
+	const uint64_t req = st.hits + st.misses;
+	const double mib = 1.0 / (1 << 20);
+	fprintf(fp, "particle: experts: %s, %s; %llu hits, %llu misses (hit rate %.1f%%), "
+		"%.1f MiB read, read %.3f s, waited %.3f s\n", st.io_engine, st.cache_policy,
+		(unsigned long long)st.hits, (unsigned long long)st.misses,
+		req ? 100.0 * (double)st.hits / (double)req : 0.0, (double)st.bytes_read * mib,
+		st.read_s, st.wait_s);
+	fprintf(fp, "particle: prefill %llu tokens %.2f tok/s, decode %llu tokens %.2f tok/s, "
+		"peak RSS %.1f MiB (budget %.1f MiB)\n", (unsigned long long)st.prefill_tokens,
+		rate(st.prefill_tokens, st.prefill_s), (unsigned long long)st.decode_tokens,
+		rate(st.decode_tokens, st.decode_s), (double)st.peak_rss_bytes * mib,
+		(double)st.memory_budget * mib);
+}
+
+static void json_layers(const pt_engine *e, FILE *fp)
+{
+	for (uint32_t i = 0; i < e->lay.n_moe; i++) {
+		struct pt_cache_stats cs = { 0 };
+		if (e->store)
+			pt_expert_store_stats(e->store, i, &cs);
+		fprintf(fp, "%s\n    {\"layer\": %u, \"hits\": %llu, \"misses\": %llu, "
+			"\"bytes_read\": %llu, \"read_s\": %.6f, \"wait_s\": %.6f, "
+			"\"slots_used\": %u}", i ? "," : "", e->lay.moe[i].layer,
+			(unsigned long long)cs.hits, (unsigned long long)cs.misses,
+			(unsigned long long)cs.bytes_read, (double)cs.read_ns * 1e-9,
+			(double)cs.wait_ns * 1e-9, cs.slots_used);
+	}
+}
+
+enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
+					  struct pt_error *err)
+{
+	struct pt_engine_stats st;
+	FILE *fp = fopen(path, "w");
+	if (!fp)
+		return pt_error_sys(err, PT_E_IO, errno, "cannot write %s", path);
+	pt_engine_stats(e, &st);
+	fprintf(fp, "{\n  \"memory_budget\": %llu, \"resident_bytes\": %llu, "
+		"\"kv_bytes\": %llu, \"slot_bytes\": %llu,\n  \"slots_per_layer\": %u, "
+		"\"n_moe_layers\": %u, \"io_engine\": \"%s\", \"cache_policy\": \"%s\",\n",
+		(unsigned long long)st.memory_budget, (unsigned long long)st.resident_bytes,
+		(unsigned long long)st.kv_bytes, (unsigned long long)st.slot_bytes,
+		st.slots_per_layer, st.n_moe_layers, st.io_engine, st.cache_policy);
+	fprintf(fp, "  \"hits\": %llu, \"misses\": %llu, \"bytes_read\": %llu, "
+		"\"read_s\": %.6f, \"wait_s\": %.6f, \"slots_used\": %u,\n"
+		"  \"prefill_tokens\": %llu, \"prefill_tok_s\": %.3f, \"decode_tokens\": %llu, "
+		"\"decode_tok_s\": %.3f, \"peak_rss_bytes\": %llu,\n  \"layers\": [",
+		(unsigned long long)st.hits, (unsigned long long)st.misses,
+		(unsigned long long)st.bytes_read, st.read_s, st.wait_s, st.expert_slots_used,
+		(unsigned long long)st.prefill_tokens, rate(st.prefill_tokens, st.prefill_s),
+		(unsigned long long)st.decode_tokens, rate(st.decode_tokens, st.decode_s),
+		(unsigned long long)st.peak_rss_bytes);
+	json_layers(e, fp);
+	fprintf(fp, "\n  ]\n}\n");
+	if (fclose(fp) != 0)
+		return pt_error_sys(err, PT_E_IO, errno, "cannot write %s", path);
+	return PT_OK;
+}
