@@ -34,6 +34,11 @@ suite "unit tests" build/pt_test
 suite "unit tests (ASan+UBSan)" build/asan/pt_test
 # ThreadSanitizer only for the expert tests: the I/O completion path and compute threads.
 [ -x build/tsan/pt_test ] && suite "expert unit tests (TSan)" build/tsan/pt_test expert
+# ... and the streaming forward pass end to end (engine, store, io_uring and pread pool).
+[ -x build/tsan/pt_test ] && suite "engine unit tests (TSan)" build/tsan/pt_test gen_engine
+[ -x build/tsan/particle ] && suite "cli test_stream.sh (TSan, quick)" \
+	env PARTICLE=build/tsan/particle STREAM_QUICK=1 TSAN_OPTIONS=halt_on_error=1 \
+	sh tests/cli/test_stream.sh
 for t in tests/cli/test_*.sh; do
 	[ -f "$t" ] || continue
 	suite "cli $(basename "$t") " env PARTICLE=build/particle sh "$t"

@@ -20,6 +20,7 @@ int pt_cmd_pack(int argc, char **argv);
 int pt_cmd_cachesim(int argc, char **argv);
 int pt_cmd_eval(int argc, char **argv);
 int pt_cmd_bench(int argc, char **argv);
+int pt_cmd_routing(int argc, char **argv);
 int pt_cmd_mkmodel(int argc, char **argv);
 int pt_cmd_mkvocab(int argc, char **argv);
 int pt_cmd_tokenize(int argc, char **argv);
@@ -37,5 +38,9 @@ bool pt_cli_parse_f64(const char *flag, const char *text, double min, double max
 		      double *out);
 /* "6G", "512M", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024. */
 bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out);
+
+/* The routing report of `particle routing` (also `mkmodel --routing-report`): returns an
+ * exit code. */
+int pt_cli_routing_report(const char *model, uint32_t n_tokens, bool json, FILE *fp);
 
 #endif

@@ -31,6 +31,8 @@ static void help(FILE *f)
 		"                     tokenizer_config.json) instead of the compact synthetic one\n"
 		"  --threads N        quantization threads, 1..%d (default 2)\n"
 		"  --progress         progress bar on stderr (default: only when stderr is a tty)\n"
+		"  --routing-report   after writing, print the routing report of 256 tokens of a\n"
+		"                     fixed text (as `particle routing`)\n"
 		"  -o, --output FILE  output path (required)\n"
 		"  -h, --help         this help\n",
 		PT_MKMODEL_MAX_THREADS);
@@ -48,15 +50,16 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 }
 
 /* Returns -1 on a bad flag (error printed), 1 for --help, 0 otherwise. */
-static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_arch)
+static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_arch,
+		 bool *report)
 {
 	uint64_t u;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 			return 1;
-		if (!strcmp(a, "--progress")) {
-			o->progress = true;
+		if (!strcmp(a, "--progress") || !strcmp(a, "--routing-report")) {
+			*(a[2] == 'p' ? &o->progress : report) = true;
 			continue;
 		}
 		if (!v) {
@@ -105,9 +108,9 @@ int pt_cmd_mkmodel(int argc, char **argv)
 {
 	struct pt_mkmodel_opts o = { .preset = "tiny", .mix = PT_MIX_Q4_K_M, .seed = 1,
 				     .threads = 2, .progress = isatty(2) != 0 };
-	bool have_arch = false;
+	bool have_arch = false, report = false;
 	struct pt_error err = { 0 };
-	int r = parse(argc, argv, &o, &have_arch);
+	int r = parse(argc, argv, &o, &have_arch, &report);
 	if (r < 0)
 		return PT_EXIT_USAGE;
 	if (r > 0) {
@@ -124,5 +127,5 @@ int pt_cmd_mkmodel(int argc, char **argv)
 	}
 	if (pt_mkmodel_write(&o, &err) != PT_OK)
 		return pt_cli_fail(&err);
-	return PT_EXIT_OK;
+	return report ? pt_cli_routing_report(o.out_path, 256, false, stdout) : PT_EXIT_OK;
 }

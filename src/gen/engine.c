@@ -92,7 +92,9 @@ static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32
 {
 	pt_engine *e = ctx;
 	uint32_t ex[PT_TRACE_MAX_K];
-	for (uint32_t r = 0; r < n && !e->trace_failed; r++) {
+	if (e->o.on_route)
+		e->o.on_route(e->o.route_ctx, layer, pos0, n, k, ids);
+	for (uint32_t r = 0; r < n && e->trace && !e->trace_failed; r++) {
 		for (uint32_t j = 0; j < k && j < PT_TRACE_MAX_K; j++)
 			ex[j] = (uint32_t)ids[(size_t)r * k + j];
 		if (pt_trace_writer_add(e->trace, (uint32_t)(pos0 + r), layer, ex,
@@ -230,6 +232,8 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 		.slots_per_layer = e->plan.slots_per_layer, .policy = e->policy,
 		.map_base = pt_gguf_base(e->m->g), .map_size = pt_gguf_file_size(e->m->g),
 		.io_threads = 4, .pack_cache_dir = e->o.pack_cache_dir,
+		/* PARTICLE_IO=pread: the pread pool instead of io_uring (tests, comparisons) */
+		.force_pread = getenv("PARTICLE_IO") && !strcmp(getenv("PARTICLE_IO"), "pread"),
 		.pack_cache_size = e->o.pack_cache_size ? e->o.pack_cache_size : 4ull << 30,
 		.identity = ident,
 	};
@@ -287,7 +291,8 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 {
 	struct pt_fwd_opts fo = { .n_ctx = e->n_ctx, .n_batch = e->n_batch,
 				  .kv_type = e->o.kv_type, .pool = e->pool, .experts = &e->prov,
-				  .on_route = e->o.trace_path ? on_route : NULL, .route_ctx = e };
+				  .on_route = e->o.trace_path || e->o.on_route ? on_route : NULL,
+				  .route_ctx = e };
 	enum pt_status st = PT_OK;
 	if (e->o.trace_path)
 		st = pt_trace_writer_open(e->o.trace_path, false, &e->trace, err);
@@ -524,8 +529,8 @@ void pt_engine_print_stats(const pt_engine *e, FILE *fp)
 	pt_engine_stats(e, &st);
 	const uint64_t req = st.hits + st.misses;
 	const double mib = 1.0 / (1 << 20);
-	fprintf(fp, "particle: experts: %s, %s; %llu hits, %llu misses (hit rate %.1f%%), "
-		"%.1f MiB read, read %.3f s, waited %.3f s\n", st.io_engine, st.cache_policy,
+	fprintf(fp, "particle: experts: %s; %llu hits, %llu misses (hit rate %.1f%%), "
+		"%.1f MiB read, read %.3f s, waited %.3f s\n", st.io_engine,
 		(unsigned long long)st.hits, (unsigned long long)st.misses,
 		req ? 100.0 * (double)st.hits / (double)req : 0.0, (double)st.bytes_read * mib,
 		st.read_s, st.wait_s);

@@ -35,6 +35,11 @@ struct pt_engine_opts {
 	bool no_lock;              /* skip the single-process model lock */
 	FILE *log;                 /* where the plan / verbose lines go (NULL: silent) */
 	bool verbose;              /* model card, plan, I/O engine, CPU features */
+	/* added by the implementation: routing observer (routing reports), called per MoE
+	 * layer and chunk with ids[n][k] of positions pos0.. (may be NULL) */
+	void (*on_route)(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
+			 const int *ids);
+	void *route_ctx;
 };
 
 struct pt_engine_stats {

@@ -7,6 +7,7 @@
 //          is added (llama.cpp common_tokenize with add_special = false); --special parses
 //          special-token text such as <|im_start|> (parse_special = true).
 //   node oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off]
+//                   [--no-check-tensors]   (skip llama.cpp's load-time data validation)
 //       TOKENS-FILE: JSON array of ids (teacher forcing: exactly these tokens are fed, in one
 //       batch, nothing is added).  OUT: raw little-endian float32 [positions][n_vocab]; row i
 //       is P(token i+1 | tokens 0..i) = softmax over the full vocabulary of llama.cpp's
@@ -31,7 +32,7 @@ function usage(msg) {
 	if (msg) process.stderr.write(`oracle: error: ${msg}\n`);
 	process.stderr.write(
 		"usage: oracle.mjs tokenize MODEL TEXT-FILE [--special]\n" +
-		"       oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off]\n" +
+		"       oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off] [--no-check-tensors]\n" +
 		"       oracle.mjs generate MODEL PROMPT N [--special] [--threads N]\n" +
 		"       oracle.mjs bench MODEL [--prompt N] [--gen N] [--threads N]\n");
 	process.exit(2);
@@ -58,11 +59,12 @@ function intFlag(v, def, name) {
 	return n;
 }
 
-async function load(modelPath, threads, vocabOnly = false) {
+// checkTensors: llama.cpp validates every tensor's data on load (reads the whole file).
+async function load(modelPath, threads, vocabOnly = false, checkTensors = !vocabOnly) {
 	const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error,
 		maxThreads: threads, progressLogs: false });
 	const model = await llama.loadModel({ modelPath, vocabOnly, gpuLayers: 0,
-		useMmap: true, checkTensors: !vocabOnly });
+		useMmap: true, checkTensors });
 	return { llama, model };
 }
 
@@ -91,7 +93,8 @@ async function cmdTokenize(args) {
 }
 
 async function cmdEval(args) {
-	const { pos, flags } = parseFlags(args, { threads: "val", "flash-attention": "val" });
+	const { pos, flags } = parseFlags(args, { threads: "val", "flash-attention": "val",
+		"no-check-tensors": "bool" });
 	if (pos.length !== 3) usage("eval needs MODEL TOKENS-FILE OUT");
 	const threads = intFlag(flags.threads, 1, "threads");
 	const fa = flags["flash-attention"] ?? "auto";
@@ -99,7 +102,7 @@ async function cmdEval(args) {
 	const tokens = JSON.parse(readFileSync(pos[1], "utf8"));
 	if (!Array.isArray(tokens) || tokens.length === 0 || !tokens.every(Number.isInteger))
 		usage("TOKENS-FILE must hold a non-empty JSON array of integers");
-	const { model } = await load(pos[0], threads);
+	const { model } = await load(pos[0], threads, false, !flags["no-check-tensors"]);
 	const nVocab = vocabSize(model);
 	for (const t of tokens)
 		if (t < 0 || t >= nVocab) usage(`token id ${t} outside the vocabulary (${nVocab})`);

@@ -1,0 +1,117 @@
+/* test_gen_engine.c - the engine object: eval with all / last-row logits, rewind (linear
+ * layers and the sliding-ring replay), model lock, context limit, counters. */
+#include <string.h>
+
+#include "gen/engine.h"
+#include "model/mkmodel.h"
+#include "model/model.h"
+#include "test.h"
+#include "util/alloc.h"
+
+#define N_TOK 40
+
+static bool write_tiny(const char *path, enum pt_arch arch)
+{
+	struct pt_mkmodel_opts o = { .arch = arch, .preset = "tiny", .mix = PT_MIX_Q8_0,
+				     .seed = 7, .out_path = path, .threads = 1 };
+	struct pt_error err = { 0 };
+	return pt_mkmodel_write(&o, &err) == PT_OK;
+}
+
+static pt_engine *open_engine(const char *path, bool no_lock, struct pt_error *err)
+{
+	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 64, .n_batch = 4,
+				    .memory_budget = 1ull << 30, .expert_slots = 4,
+				    .io_mode = "direct", .no_lock = no_lock };
+	pt_engine *e = NULL;
+	if (pt_engine_open(&o, &e, err) != PT_OK)
+		return NULL;
+	return e;
+}
+
+/* Evaluates N_TOK tokens with every row's logits, then checks that rewinding to `back` and
+ * re-evaluating the rest reproduces the last row bit for bit. */
+static void check_rewind(enum pt_arch arch, const char *name, bool expect_replay)
+{
+	const char *path = pt_test_tmpfile(name);
+	CHECK(write_tiny(path, arch));
+	struct pt_error err = { 0 };
+	pt_engine *e = open_engine(path, true, &err);
+	CHECK(e != NULL);
+	if (!e)
+		return;
+	const uint32_t nv = pt_engine_n_vocab(e);
+	uint32_t toks[N_TOK];
+	for (uint32_t i = 0; i < N_TOK; i++)
+		toks[i] = (i * 37 + 5) % 200 + 3;
+	float *all = pt_mallocn((size_t)N_TOK * nv, sizeof(float));
+	float *last = pt_mallocn(nv, sizeof(float));
+	CHECK(all && last);
+	CHECK(pt_engine_eval(e, toks, N_TOK, all, true, &err) == PT_OK);
+	CHECK(pt_engine_pos(e) == N_TOK);
+	CHECK(memcmp(pt_engine_tokens(e), toks, sizeof toks) == 0);
+	const struct pt_hparams *hp = &pt_engine_model(e)->hp;
+	/* the sliding ring holds n_swa + n_batch - 1 positions: rewinding to 20 from 40 must
+	 * replay when the window of 20 has been overwritten */
+	const int64_t need = 20 - (int64_t)hp->n_swa + 1, cap = (int64_t)hp->n_swa + 4 - 1;
+	const bool ring_lost = hp->n_swa && need > 0 && cap < 64 && need < N_TOK - cap;
+	CHECK(ring_lost == expect_replay);
+	CHECK(pt_engine_rewind(e, 20, &err) == PT_OK);
+	CHECK(pt_engine_pos(e) == 20);
+	CHECK(pt_engine_eval(e, toks + 20, N_TOK - 20, last, false, &err) == PT_OK);
+	CHECK(memcmp(last, all + (size_t)(N_TOK - 1) * nv, nv * sizeof(float)) == 0);
+	/* decode-style: rewind one token and evaluate it alone */
+	CHECK(pt_engine_rewind(e, N_TOK - 1, &err) == PT_OK);
+	CHECK(pt_engine_eval(e, toks + N_TOK - 1, 1, last, false, &err) == PT_OK);
+	CHECK(memcmp(last, all + (size_t)(N_TOK - 1) * nv, nv * sizeof(float)) == 0);
+	CHECK(pt_engine_rewind(e, N_TOK + 1, &err) == PT_E_INVALID);
+	struct pt_engine_stats st;
+	pt_engine_stats(e, &st);
+	CHECK(st.misses > 0 && st.hits + st.misses > 0 && st.bytes_read > 0);
+	CHECK(st.peak_rss_bytes > 0 && st.slots_per_layer == 4);
+	CHECK(st.prefill_tokens == N_TOK + 20 && st.decode_tokens == 1);
+	pt_free(all);
+	pt_free(last);
+	pt_engine_close(e);
+}
+
+PT_TEST(test_gen_engine_rewind_linear)
+{
+	check_rewind(PT_ARCH_QWEN3MOE, "eng_qwen.gguf", false);
+}
+
+PT_TEST(test_gen_engine_rewind_sliding_replays)
+{
+	check_rewind(PT_ARCH_GEMMA4, "eng_gemma.gguf", true);
+}
+
+PT_TEST(test_gen_engine_lock_and_limits)
+{
+	const char *path = pt_test_tmpfile("eng_lock.gguf");
+	CHECK(write_tiny(path, PT_ARCH_BAILINGMOE2));
+	struct pt_error err = { 0 };
+	pt_engine *a = open_engine(path, false, &err);
+	CHECK(a != NULL);
+	pt_engine *b = open_engine(path, false, &err);
+	CHECK(b == NULL && err.code == PT_E_BUSY);
+	pt_error_clear(&err);
+	pt_engine *c = open_engine(path, true, &err); /* --no-lock */
+	CHECK(c != NULL);
+	uint32_t toks[65] = { 0 };
+	float *l = a ? pt_mallocn(pt_engine_n_vocab(a), sizeof(float)) : NULL;
+	CHECK(l != NULL);
+	if (a && l) {
+		CHECK(pt_engine_n_ctx(a) == 64);
+		pt_error_clear(&err);
+		CHECK(pt_engine_eval(a, toks, 65, l, false, &err) == PT_E_LIMIT);
+		CHECK(pt_engine_pos(a) == 0);
+		CHECK(strstr(pt_engine_plan_line(a), "slots/layer") != NULL);
+	}
+	pt_free(l);
+	pt_engine_close(c);
+	pt_engine_close(a);
+	struct pt_engine_opts o = { .model_path = path, .memory_budget = 1 << 20, .no_lock = true };
+	pt_error_clear(&err);
+	CHECK(pt_engine_open(&o, &b, &err) == PT_E_LIMIT && b == NULL);
+	CHECK(strstr(err.msg, "smallest budget that works") != NULL);
+}
