@@ -133,7 +133,7 @@ static float score_of(float dot, const struct pt_attn_args *a)
 	return dot * a->scale;
 }
 
-/* Key rows [p, p + n) of KV head kvh (n <= 8) for the batched dots. */
+/* Key rows [p, p + n) of KV head kvh (n <= PT_KERN_ATTN_ROWS) for the batched dots. */
 static void key_rows(const struct pt_kv_layer *L, uint32_t kvh, int64_t p, uint32_t n,
 		     const uint16_t **rows)
 {
@@ -143,8 +143,8 @@ static void key_rows(const struct pt_kv_layer *L, uint32_t kvh, int64_t p, uint3
 }
 
 /* F16 path: the V accumulator is an F16 buffer; every scale and multiply-add is computed in
- * F32 (with FMA, as ggml's F16C/FMA vector path) and rounded back to F16.  Scores of 8 keys
- * are computed ahead (each dot is independent of the softmax state, so this is exact). */
+ * F32 (with FMA, as ggml's F16C/FMA vector path) and rounded back to F16.  Scores are
+ * computed 16 keys ahead (each dot is independent of the softmax state: exact). */
 static void block_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q, int64_t p_lo,
 		      int64_t p_hi, const struct pt_attn_args *a, struct pt_attn_part *part,
 		      uint16_t *qh, uint16_t *acc)
@@ -153,10 +153,11 @@ static void block_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
 	ko->f32_to_f16(q, qh, dk);
 	memset(acc, 0, dv * sizeof(uint16_t));
-	float m = -INFINITY, s = 0.0f, dots[8];
-	const uint16_t *rows[8];
-	for (int64_t p0 = p_lo; p0 < p_hi; p0 += 8) {
-		const uint32_t nb = p_hi - p0 < 8 ? (uint32_t)(p_hi - p0) : 8;
+	float m = -INFINITY, s = 0.0f, dots[PT_KERN_ATTN_ROWS];
+	const uint16_t *rows[PT_KERN_ATTN_ROWS];
+	for (int64_t p0 = p_lo; p0 < p_hi; p0 += PT_KERN_ATTN_ROWS) {
+		const uint32_t nb = p_hi - p0 < PT_KERN_ATTN_ROWS ? (uint32_t)(p_hi - p0)
+								 : PT_KERN_ATTN_ROWS;
 		key_rows(L, kvh, p0, nb, rows);
 		ko->dots_f16q(rows, nb, qh, dk, dots);
 		for (uint32_t j = 0; j < nb; j++) {
@@ -189,13 +190,13 @@ static float dot_f32(const float *k, const float *q, uint32_t n)
 	return acc;
 }
 
-/* Scores of keys [p0, p0 + nb) (nb <= 8) for an F32 query. */
+/* Scores of keys [p0, p0 + nb) (nb <= PT_KERN_ATTN_ROWS) for an F32 query. */
 static void scores_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const float *q,
 		       int64_t p0, uint32_t nb, const struct pt_kern_attn_ops *ko, float *dots)
 {
 	const uint32_t dk = L->d.head_dim_k;
 	if (f16) {
-		const uint16_t *rows[8];
+		const uint16_t *rows[PT_KERN_ATTN_ROWS];
 		key_rows(L, kvh, p0, nb, rows);
 		ko->dots_f32q(rows, nb, q, dk, dots);
 		return;
@@ -215,9 +216,10 @@ static void block_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const
 	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
 	float *acc = part->acc;
 	memset(acc, 0, dv * sizeof(float));
-	float m = -INFINITY, s = 0.0f, dots[8];
-	for (int64_t p0 = p_lo; p0 < p_hi; p0 += 8) {
-		const uint32_t nb = p_hi - p0 < 8 ? (uint32_t)(p_hi - p0) : 8;
+	float m = -INFINITY, s = 0.0f, dots[PT_KERN_ATTN_ROWS];
+	for (int64_t p0 = p_lo; p0 < p_hi; p0 += PT_KERN_ATTN_ROWS) {
+		const uint32_t nb = p_hi - p0 < PT_KERN_ATTN_ROWS ? (uint32_t)(p_hi - p0)
+								 : PT_KERN_ATTN_ROWS;
 		scores_f32(L, f16, kvh, q, p0, nb, ko, dots);
 		for (uint32_t j = 0; j < nb; j++) {
 			const size_t slot = slot_of(L, p0 + j);

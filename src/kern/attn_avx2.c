@@ -5,6 +5,7 @@
  * row (which would reorder its sum). */
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "kern/kern_internal.h"
 
@@ -33,27 +34,36 @@ static inline void transpose8(const uint16_t *const *k, uint32_t col, __m128i c[
 	}
 }
 
-/* out[j] = the FMA chain over i of k[j][i] * q[i] for j < n_rows (at most 8). */
+/* out[j] = the FMA chain over i of k[j][i] * q[i] for j < n_rows (at most 16): two groups
+ * of 8 rows, so two independent chains hide the FMA latency behind the transposes. */
 static void dots(const uint16_t *const *k, uint32_t n_rows, const float *q, uint32_t n,
 		 float *out)
 {
-	const uint16_t *rows[8];
-	for (uint32_t j = 0; j < 8; j++)
+	const uint16_t *rows[16];
+	for (uint32_t j = 0; j < 16; j++)
 		rows[j] = k[j < n_rows ? j : 0]; /* padding lanes repeat row 0, dropped below */
-	__m256 acc = _mm256_setzero_ps();
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	const bool two = n_rows > 8;
 	uint32_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m128i c[8];
+		__m128i c[8], e[8];
 		transpose8(rows, i, c);
-		for (int t = 0; t < 8; t++)
-			acc = _mm256_fmadd_ps(_mm256_cvtph_ps(c[t]), _mm256_set1_ps(q[i + t]), acc);
+		if (two)
+			transpose8(rows + 8, i, e);
+		for (int t = 0; t < 8; t++) {
+			const __m256 qb = _mm256_set1_ps(q[i + t]);
+			acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(c[t]), qb, acc0);
+			if (two)
+				acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(e[t]), qb, acc1);
+		}
 	}
-	float lane[8];
-	_mm256_storeu_ps(lane, acc);
+	float lane[16];
+	_mm256_storeu_ps(lane, acc0);
+	_mm256_storeu_ps(lane + 8, acc1);
 	for (; i < n; i++)
-		for (uint32_t j = 0; j < 8; j++)
+		for (uint32_t j = 0; j < 16; j++)
 			lane[j] = fmaf(_cvtsh_ss(rows[j][i]), q[i], lane[j]);
-	for (uint32_t j = 0; j < n_rows && j < 8; j++)
+	for (uint32_t j = 0; j < n_rows && j < 16; j++)
 		out[j] = lane[j];
 }
 

@@ -129,11 +129,12 @@ enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uin
 
 /* Each output is computed as the scalar code computes it (one correctly rounded FMA per step,
  * in index order; F16 results rounded to nearest even), so every level gives bit-identical
- * results and the level never changes attention.  The dots take up to 8 F16 key rows at once
+ * results and the level never changes attention.  The dots take up to 16 F16 key rows at once
  * (one chain per row); head dimensions above PT_KERN_ATTN_MAX_DIM take the scalar ops. */
 #define PT_KERN_ATTN_MAX_DIM 1024
+#define PT_KERN_ATTN_ROWS 16
 struct pt_kern_attn_ops {
-	/* out[j] = fma chain over i < n of f32(k[j][i]) * q[i], j < n_rows <= 8 */
+	/* out[j] = fma chain over i < n of f32(k[j][i]) * q[i], j < n_rows <= PT_KERN_ATTN_ROWS */
 	void (*dots_f32q)(const uint16_t *const *k, uint32_t n_rows, const float *q, uint32_t n,
 			  float *out);
 	/* the same with an F16 query */

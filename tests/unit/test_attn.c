@@ -7,7 +7,7 @@
 #include "quant/types.h"
 #include "test.h"
 
-#define ROWS 8
+#define ROWS PT_KERN_ATTN_ROWS
 #define DIM 203 /* not a multiple of 8: the tails run too */
 
 static uint32_t rng_next(uint32_t *s)
