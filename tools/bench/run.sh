@@ -11,7 +11,8 @@
 # average at its start; exit 2 without root.
 # Environment: REPS (3), THREADS (2), CAP (6G), FULL_DIR (/work/models-full), SMALL_DIR
 # (models), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
-# CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 4 8 16"), OUT (build/bench).
+# CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 4 8 16"), OUT (build/bench), BASELINE
+# (another particle binary, e.g. an older build, run beside particle in section A).
 set -u
 if [ "$(id -u)" -ne 0 ]; then
 	echo "bench: needs root (memory cgroups and /proc/sys/vm/drop_caches); run as root" >&2
@@ -25,7 +26,7 @@ fi
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
 : "${SMALL_DIR:=models}" "${SECTIONS:=A B C}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
-: "${SKEWS:=0 2 4 8 16}" "${OUT:=build/bench}"
+: "${SKEWS:=0 2 4 8 16}" "${OUT:=build/bench}" "${BASELINE:=}"
 P=build/particle
 ORACLE="node tools/oracle/oracle.mjs"
 mkdir -p "$OUT" "$SMALL_DIR"
@@ -57,12 +58,12 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # in_cgroup NAME LIMIT-BYTES OUTFILE CMD...: runs CMD in a fresh child memory cgroup; prints
 # '"cg_max_usage":N,"cg_oom_kills":N' for the record.
 in_cgroup() {
-	name=$1 lim=$2 outf=$3; shift 3
-	d="$CG/$name"
+	cg_name=$1 cg_lim=$2 cg_out=$3; shift 3
+	d="$CG/$cg_name"
 	[ -d "$d" ] && rmdir "$d" 2>/dev/null
 	mkdir -p "$d"
-	echo "$lim" >"$d/memory.limit_in_bytes"
-	sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$d" "$@" >"$outf" 2>"$outf.err"
+	echo "$cg_lim" >"$d/memory.limit_in_bytes"
+	sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$d" "$@" >"$cg_out" 2>"$cg_out.err"
 	rc=$?
 	kills=$(sed -n 's/^oom_kill //p' "$d/memory.oom_control")
 	CGX="\"cg_max_usage\": $(cat "$d/memory.max_usage_in_bytes"), \"cg_oom_kills\": ${kills:-0}"
@@ -95,6 +96,12 @@ section_a() {
 			$P bench -m "$m" --threads "$THREADS" --prompt-tokens 512 --gen 128 --json \
 				>"$OUT/a.out" 2>"$OUT/a.err"
 			record A particle "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
+			if [ -n "$BASELINE" ]; then
+				la=$(loadavg)
+				$BASELINE bench -m "$m" --threads "$THREADS" --prompt-tokens 512 --gen 128 \
+					--json >"$OUT/a.out" 2>"$OUT/a.err"
+				record A particle-baseline "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
+			fi
 			la=$(loadavg)
 			$ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128 >"$OUT/a.out" 2>"$OUT/a.err"
 			record A llama.cpp "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
@@ -106,21 +113,21 @@ section_a() {
 
 # cap_pair MODEL CAP-BYTES REP: one cold particle run and one cold llama.cpp run at the cap.
 cap_pair() {
-	m=$1 lim=$2 r=$3
-	budget=$((lim - lim / 20)) # just under the cap: 95 %
+	cm=$1 clim=$2 cr=$3
+	budget=$((clim - clim / 20)) # just under the cap: 95 %
 	drop_caches
 	la=$(loadavg)
-	in_cgroup pt_bench_particle "$lim" "$OUT/b.out" $P bench -m "$m" --threads "$THREADS" \
+	in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
 		--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json
 	rc=$?
-	record B particle "$m" "{\"rep\": $r, \"load\": $la, \"cap\": $lim, $CGX}" "$OUT/b.out" $rc
+	record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, $CGX}" "$OUT/b.out" $rc
 	drop_caches
 	la=$(loadavg)
-	in_cgroup pt_bench_llama "$lim" "$OUT/b.out" $ORACLE bench "$m" --threads "$THREADS" \
+	in_cgroup pt_bench_llama "$clim" "$OUT/b.out" $ORACLE bench "$cm" --threads "$THREADS" \
 		--prompt "$CAP_PROMPT" --gen "$CAP_GEN"
 	rc=$?
-	record B llama.cpp "$m" "{\"rep\": $r, \"load\": $la, \"cap\": $lim, $CGX}" "$OUT/b.out" $rc
-	echo "bench: B $m rep $r done (llama.cpp rc $rc, load $la)"
+	record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, $CGX}" "$OUT/b.out" $rc
+	echo "bench: B $cm rep $cr done (llama.cpp rc $rc, load $la)"
 }
 
 section_b() {
