@@ -86,25 +86,31 @@ PY
 	echo "bench: facts $(cat "$OUT/facts.json")"
 }
 
+# a_run ENGINE MODEL REP CMD...: one section-A record.
+a_run() {
+	eng=$1 am=$2 ar=$3; shift 3
+	la=$(loadavg)
+	"$@" >"$OUT/a.out" 2>"$OUT/a.err"
+	record A "$eng" "$am" "{\"rep\": $ar, \"load\": $la}" "$OUT/a.out" $?
+}
+
+# In RAM: particle with --io mmap (the file fits, as llama.cpp's default mmap), particle with
+# the engine's default streaming store ("particle-direct"), $BASELINE, llama.cpp; then both
+# at one thread ("-1t": no barrier spinning, the fair figure on a loaded host).
 section_a() {
 	for arch in qwen3moe gemma4 bailingmoe2; do
 		m="$SMALL_DIR/small-$arch-q4_k_m.gguf"
 		[ -f "$m" ] || $P mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" || return 1
 		r=1
 		while [ "$r" -le "$REPS" ]; do
-			la=$(loadavg)
-			$P bench -m "$m" --threads "$THREADS" --prompt-tokens 512 --gen 128 --json \
-				>"$OUT/a.out" 2>"$OUT/a.err"
-			record A particle "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
-			if [ -n "$BASELINE" ]; then
-				la=$(loadavg)
-				$BASELINE bench -m "$m" --threads "$THREADS" --prompt-tokens 512 --gen 128 \
-					--json >"$OUT/a.out" 2>"$OUT/a.err"
-				record A particle-baseline "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
-			fi
-			la=$(loadavg)
-			$ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128 >"$OUT/a.out" 2>"$OUT/a.err"
-			record A llama.cpp "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
+			pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock"
+			a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
+			a_run particle-direct "$m" $r $P $pb --threads "$THREADS"
+			[ -n "$BASELINE" ] &&
+				a_run particle-baseline "$m" $r $BASELINE $pb --threads "$THREADS" --io mmap
+			a_run llama.cpp "$m" $r $ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128
+			a_run particle-1t "$m" $r $P $pb --threads 1 --io mmap
+			a_run llama.cpp-1t "$m" $r $ORACLE bench "$m" --threads 1 --prompt 512 --gen 128
 			echo "bench: A $arch rep $r done (load $la)"
 			r=$((r + 1))
 		done
@@ -118,7 +124,7 @@ cap_pair() {
 	drop_caches
 	la=$(loadavg)
 	in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
-		--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json
+		--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock
 	rc=$?
 	record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, $CGX}" "$OUT/b.out" $rc
 	drop_caches

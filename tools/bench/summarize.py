@@ -46,9 +46,10 @@ def summarize(recs):
         out.append(s)
     by = {(s["section"], s["model"], s["engine"]): s for s in out}
     for s in out:
-        if s["engine"] != "particle":
+        if not s["engine"].startswith("particle"):
             continue
-        o = by.get((s["section"], s["model"], "llama.cpp"))
+        partner = "llama.cpp-1t" if s["engine"].endswith("-1t") else "llama.cpp"
+        o = by.get((s["section"], s["model"], partner))
         if o:
             for k in ("prefill_tps", "decode_tps"):
                 if s.get(k) and o.get(k):
@@ -60,12 +61,13 @@ def table(rows):
     fmt = lambda v, f: "-" if v is None else f % v
     print("| section | model | engine | ok/runs | prefill tok/s | decode tok/s | ratio dec | "
           "hit | MiB/token | floor ms/tok | time/floor | peak RSS MiB | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in rows:
-        print("| %s | %s%s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s%s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s["section"], s["model"], " skew %s" % s["skew"] if "skew" in s else "",
             s["engine"], s["ok_runs"], s["runs"], fmt(s.get("prefill_tps"), "%.1f"),
-            fmt(s.get("decode_tps"), "%.2f"), fmt(s.get("decode_ratio_vs_llama"), "%.2fx"),
+            fmt(s.get("decode_tps"), "%.2f"), fmt(s.get("prefill_ratio_vs_llama"), "%.2fx"),
+            fmt(s.get("decode_ratio_vs_llama"), "%.2fx"),
             fmt(s.get("hit_rate"), "%.3f"),
             fmt(s.get("bytes_read_per_token") and s["bytes_read_per_token"] / 2**20, "%.1f"),
             fmt(s.get("io_floor_s_per_token") and s["io_floor_s_per_token"] * 1e3, "%.1f"),
