@@ -59,7 +59,7 @@ def summarize(recs):
 
 def table(rows):
     fmt = lambda v, f: "-" if v is None else f % v
-    print("| section | model | engine | ok/runs | prefill tok/s | decode tok/s | ratio dec | "
+    print("| section | model | engine | ok/runs | prefill tok/s | decode tok/s | ratio pre | ratio dec | "
           "hit | MiB/token | floor ms/tok | time/floor | peak RSS MiB | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in rows:
