@@ -65,7 +65,8 @@ static void help(void)
 	       "  --trace-experts FILE   write the routing trace (for particle cachesim)\n"
 	       "  --stats-json FILE      write the counters (per layer and total) as JSON\n"
 	       "  --no-lock              do not take the single-process model lock\n"
-	       "  --verbose              plan, I/O engine and counters on stderr\n"
+	       "  --verbose              plan line, I/O engine and model card at start, the\n"
+	       "                         counters at the end (stderr)\n"
 	       "  -h, --help             this help\n");
 }
 
@@ -446,7 +447,7 @@ static enum pt_status open_engine(struct eval_args *a, uint32_t **ids, uint32_t 
 	a->eo.threads = (uint32_t)a->threads;
 	a->eo.n_batch = (uint32_t)a->batch;
 	a->eo.kv_type = a->kv_type;
-	a->eo.log = a->eo.verbose ? stderr : NULL;
+	a->eo.log = a->eo.verbose ? stderr : NULL; /* errors stay one line otherwise */
 	a->eo.n_ctx = (uint32_t)(a->n_ctx ? a->n_ctx : *n);
 	if (!a->prompt)
 		return pt_engine_open(&a->eo, e, err);

@@ -275,9 +275,28 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 	const uint64_t slot = e->lay.n_moe ? pt_expert_store_slot_bytes(&e->lay,
 						e->have_pack ? &e->pack : NULL) : 0;
 	if (mode == PT_IO_MMAP || !e->lay.n_moe) {
-		/* experts are paged in by the kernel: plan as if every expert were resident */
+		/* experts are paged in by the kernel: plan as if every expert were resident; the
+		 * budget cannot be enforced, so a model larger than it still runs (the
+		 * llama.cpp-like baseline), with a note */
+		struct pt_error pe = { 0 };
 		e->o.expert_slots = e->lay.n_moe ? e->lay.n_expert : 0;
-		st = make_plan(e, slot, err);
+		st = make_plan(e, slot, &pe);
+		if (st == PT_E_LIMIT) {
+			say(e, "particle: --io mmap: %s (not enforced%s)\n", pe.msg,
+			    ": the kernel pages experts in and out");
+			const uint64_t budget = e->pin.budget;
+			e->o.memory_budget = UINT64_MAX / 4;
+			st = make_plan(e, slot, err);
+			e->pin.budget = budget;
+			snprintf(e->plan_line, sizeof e->plan_line,
+				 "resident %.2f GiB + routed experts %.2f GiB mapped (--io mmap: "
+				 "paged by the kernel), KV %.2f GiB; budget %.2f GiB not enforced",
+				 (double)e->pin.resident_bytes / (1 << 30),
+				 (double)expert_bytes_total(&e->lay) / (1 << 30),
+				 (double)e->pin.kv_bytes / (1 << 30), (double)budget / (1 << 30));
+		} else if (st != PT_OK) {
+			*err = pe;
+		}
 		e->prov = e->m->mmap_provider;
 		snprintf(e->io_engine, sizeof e->io_engine, "%s",
 			 e->lay.n_moe ? "mmap (pages on demand, no expert cache)" : "no routed experts");

@@ -12,6 +12,11 @@ case "$PARTICLE" in *asan*) SAN=1 ;; *) SAN=0 ;; esac
 QUICK=${STREAM_QUICK:-0}
 
 T=$(seq -s, 3 60)
+expect_exit 0 "eval --help" -- "$PARTICLE" eval --help
+for flag in --memory --expert-slots --io --cache-policy --pack --pack-cache --pack-cache-size \
+	--trace-experts --stats-json --no-lock --verbose; do
+	expect_grep "$TMP/out" -- "$flag " "help documents $flag"
+done
 for arch in qwen3moe bailingmoe2 gemma4; do
 	M="$TMP/$arch.gguf"
 	expect_exit 0 "mkmodel $arch" -- "$PARTICLE" mkmodel --arch "$arch" --preset tiny -o "$M"
@@ -24,6 +29,9 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 	expect_one_error_line "$arch: refusal"
 	expect_grep "$TMP/err" "too small: resident .* GiB + KV .* slots/layer x .*smallest budget that works: [0-9]* bytes" "$arch: refusal numbers"
 	min=$(sed -n 's/.*smallest budget that works: \([0-9]*\) bytes.*/\1/p' "$TMP/err")
+	expect_exit 0 "$arch: --io mmap runs past the budget (not enforceable)" -- "$PARTICLE" eval \
+		-m "$M" --tokens "$T" --top 0 --batch 16 --memory 1M --io mmap --verbose
+	expect_grep "$TMP/err" "budget .* not enforced" "$arch: mmap budget note"
 	for b in 16 1; do
 		expect_exit 0 "$arch: reference b$b" -- "$PARTICLE" eval -m "$M" --tokens "$T" --top 0 \
 			--batch "$b" --io mmap --logits-out "$TMP/ref.bin"
@@ -53,6 +61,20 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 			bad "$arch b$b pread pool: logits differ from the mmap run"; fi
 	done
 	[ "$k" -gt 0 ] && [ "$ne" -gt "$k" ] && ok || bad "$arch: top-k $k / $ne experts parsed"
+	# an expert pack beside the model (one read per expert) and the lazy pack cache
+	expect_exit 0 "$arch: pack" -- "$PARTICLE" pack "$M"
+	expect_exit 0 "$arch: eval with the pack" -- "$PARTICLE" eval -m "$M" --tokens "$T" --top 0 \
+		--batch 1 --expert-slots "$k" --logits-out "$TMP/l.bin" --verbose
+	expect_grep "$TMP/err" "experts: .*expert pack" "$arch: pack in use"
+	if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else bad "$arch: pack logits differ"; fi
+	for run in 1 2; do
+		expect_exit 0 "$arch: pack cache run $run" -- "$PARTICLE" eval -m "$M" --tokens "$T" \
+			--top 0 --batch 1 --expert-slots "$k" --pack-cache "$TMP/pc" \
+			--pack-cache-size 8M --logits-out "$TMP/l.bin"
+		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
+			bad "$arch: pack cache run $run logits differ"; fi
+	done
+	rm -rf "$TMP/pc" "$M".xpack*
 done
 
 if [ "$QUICK" -eq 1 ]; then finish; exit; fi

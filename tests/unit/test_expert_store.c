@@ -299,3 +299,54 @@ PT_TEST(test_expert_store_prefill_waves)
 	pt_expert_store_close(s);
 	teardown(&c);
 }
+
+/* next(): every prefetched expert reported exactly once (blocking until ready), then got =
+ * false; a failed read surfaces as next's error, never as a reported expert. */
+static void next_mode(enum pt_io_mode mode, bool force_pread, pt_io_fault_fn fault)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	REQUIRE(setup(&c, "stn.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = mode, .slots_per_layer = 3,
+					      .force_pread = force_pread, .fault = fault };
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	static const uint32_t want[3] = { 0, 3, 5 };
+	const uint32_t layer = c.lay.moe[1].layer;
+	uint32_t seen = 0, e;
+	bool got = true;
+	enum pt_status st = pt_expert_store_prefetch(s, layer, want, 3, &err);
+	while (st == PT_OK && got) {
+		st = pt_expert_store_next(s, &e, &got, &err);
+		if (st != PT_OK || !got)
+			break;
+		CHECK(e == 0 || e == 3 || e == 5);
+		CHECK(!(seen & (1u << e)));
+		seen |= 1u << e;
+		struct pt_expert_view v;
+		CHECK(pt_expert_store_get(s, layer, e, &v, &err) == PT_OK);
+		CHECK(view_ok(&c, 1, e, &v));
+		pt_expert_store_release(s, layer, e);
+	}
+	if (fault) {
+		CHECK(st == PT_E_IO);
+		CHECK(!(seen & (1u << 5)));
+	} else {
+		CHECK(st == PT_OK && seen == ((1u << 0) | (1u << 3) | (1u << 5)));
+	}
+	pt_expert_store_end_layer(s, layer);
+	pt_expert_store_close(s);
+	teardown(&c);
+}
+
+PT_TEST(test_expert_store_next_reports_each_once)
+{
+	next_mode(PT_IO_DIRECT, false, NULL);
+	next_mode(PT_IO_BUFFERED, true, NULL);
+}
+
+PT_TEST(test_expert_store_next_read_error)
+{
+	next_mode(PT_IO_DIRECT, false, eio_expert5);
+}
