@@ -16,6 +16,7 @@ static const struct command commands[] = {
 	{ "cachesim", pt_cmd_cachesim, "replay a routing trace under LRU, LFU and Belady" },
 	{ "run", pt_cmd_run, "generate text: raw completion, chat, interactive chat" },
 	{ "eval", pt_cmd_eval, "teacher-forced evaluation: per-position log-probabilities" },
+	{ "bench", pt_cmd_bench, "prefill/decode speed, hit rate and I/O floor on a synthetic prompt" },
 	{ "routing", pt_cmd_routing, "per-layer expert routing statistics of a fixed text" },
 	{ "mkmodel", pt_cmd_mkmodel, "write a synthetic real-shape MoE checkpoint" },
 	{ "tokenize", pt_cmd_tokenize, "text -> token ids with a model's tokenizer" },
