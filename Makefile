@@ -16,7 +16,7 @@ CFLAGS  ?= -O2 -g
 # FMA contraction, and it keeps scalar kernels deterministic across compilers.
 BASEFLAGS := -std=c11 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno -pthread \
              -Iinclude -Isrc -MMD -MP $(WARN)
-LDLIBS  := -lpcre2-8 -luring -lcrypto -lcjson -lpthread -lm
+LDLIBS  := -lpcre2-8 -luring -lcrypto -lcjson -ledit -lpthread -lm
 
 ifeq ($(SAN),1)
 BASEFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -43,7 +43,7 @@ LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
 
-.PHONY: all deps oracle test test-bin demo fuzz clean bench models
+.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern models
 all: $(BIN) $(LIB)
 
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -66,8 +66,12 @@ $(TESTBIN): $(TEST_OBJ) $(LIB)
 
 test-bin: $(TESTBIN) $(BIN)
 
-# Kernel throughput figures (docs/PERFORMANCE.md); not part of `make test`.
-bench: $(BUILD)/bench_kern
+# Side-by-side with llama.cpp (tools/bench/run.sh; root: cgroups, drop_caches); not part of
+# `make test`.  Kernel throughput figures (docs/PERFORMANCE.md): `make bench-kern`.
+bench: all oracle
+	sh tools/bench/run.sh
+
+bench-kern: $(BUILD)/bench_kern
 $(BUILD)/bench_kern: tools/bench/bench_kern.c $(LIB)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 

@@ -1,16 +1,19 @@
 #!/bin/sh
-# demo.sh MODEL - creates the default demo model if absent, then runs it.
+# demo.sh MODEL - creates the default demo model if absent (a synthetic qwen3moe `small`
+# checkpoint: real tensor shapes and chat template, random weights, so the text is noise),
+# describes it, then generates with `particle run`: a raw completion and a chat reply.
 set -eu
 model=$1
 if [ ! -f "$model" ]; then
-	if ./build/particle mkmodel --help >/dev/null 2>&1; then
-		mkdir -p "$(dirname "$model")"
-		./build/particle mkmodel --arch qwen3moe --preset small --quant q4_k_m -o "$model"
-	fi
+	mkdir -p "$(dirname "$model")"
+	./build/particle mkmodel --arch qwen3moe --preset small --quant q4_k_m -o "$model"
 fi
-if [ -f "$model" ]; then
-	./build/particle inspect "$model"
-else
-	echo "particle: demo model generator not built yet; showing help" >&2
-	./build/particle --help
-fi
+./build/particle inspect "$model"
+echo
+echo "\$ particle run -m $model --prompt 'The capital of France is' -n 32 --seed 1"
+./build/particle run -m "$model" --prompt "The capital of France is" -n 32 --seed 1
+echo
+printf '%s\n' '[{"role":"user","content":"Write a haiku about disks."}]' >"${TMPDIR:-/tmp}/particle-demo-messages.json"
+echo "\$ particle run -m $model --messages messages.json -n 48 --temperature 0"
+./build/particle run -m "$model" --messages "${TMPDIR:-/tmp}/particle-demo-messages.json" -n 48 --temperature 0
+rm -f "${TMPDIR:-/tmp}/particle-demo-messages.json"

@@ -18,7 +18,9 @@
 int pt_cmd_inspect(int argc, char **argv);
 int pt_cmd_pack(int argc, char **argv);
 int pt_cmd_cachesim(int argc, char **argv);
+int pt_cmd_run(int argc, char **argv);
 int pt_cmd_eval(int argc, char **argv);
+int pt_cmd_bench(int argc, char **argv);
 int pt_cmd_routing(int argc, char **argv);
 int pt_cmd_mkmodel(int argc, char **argv);
 int pt_cmd_mkvocab(int argc, char **argv);

@@ -3,9 +3,9 @@
 #include "gen/kv.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
+#include "kern/kern.h"
 #include "quant/types.h"
 #include "util/alloc.h"
 
@@ -124,26 +124,62 @@ void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *firs
 
 /* F16 -> F32 through a table: exact (built from pt_fp16_to_f32), and the conversion is the
  * inner loop of attention over an F16 cache.  Constant data, built once per process. */
-static float h2f_table[65536];
-static pthread_once_t h2f_once = PTHREAD_ONCE_INIT;
-
-static void h2f_build(void)
+static float score_of(float dot, const struct pt_attn_args *a)
 {
-	for (uint32_t i = 0; i < 65536; i++)
-		h2f_table[i] = pt_fp16_to_f32((uint16_t)i);
+	if (a->softcap != 0.0f) {
+		const float s = dot * (a->scale / a->softcap);
+		return a->softcap * tanhf(s);
+	}
+	return dot * a->scale;
 }
 
-static inline float h2f(uint16_t h)
+/* Key rows [p, p + n) of KV head kvh (n <= PT_KERN_ATTN_ROWS) for the batched dots. */
+static void key_rows(const struct pt_kv_layer *L, uint32_t kvh, int64_t p, uint32_t n,
+		     const uint16_t **rows)
 {
-	return h2f_table[h];
+	const uint32_t dk = L->d.head_dim_k;
+	for (uint32_t j = 0; j < n; j++)
+		rows[j] = (const uint16_t *)L->k + slot_of(L, p + j) * L->row_k + (size_t)kvh * dk;
 }
 
-static float dot_f16(const uint16_t *k, const uint16_t *q, uint32_t n)
+/* F16 path: the V accumulator is an F16 buffer; every scale and multiply-add is computed in
+ * F32 (with FMA, as ggml's F16C/FMA vector path) and rounded back to F16.  Scores are
+ * computed 16 keys ahead (each dot is independent of the softmax state: exact). */
+static void block_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q, int64_t p_lo,
+		      int64_t p_hi, const struct pt_attn_args *a, struct pt_attn_part *part,
+		      uint16_t *qh, uint16_t *acc)
 {
-	float acc = 0.0f;
-	for (uint32_t i = 0; i < n; i++)
-		acc = fmaf(h2f(k[i]), h2f(q[i]), acc);
-	return acc;
+	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
+	ko->f32_to_f16(q, qh, dk);
+	memset(acc, 0, dv * sizeof(uint16_t));
+	float m = -INFINITY, s = 0.0f, dots[PT_KERN_ATTN_ROWS];
+	const uint16_t *rows[PT_KERN_ATTN_ROWS];
+	for (int64_t p0 = p_lo; p0 < p_hi; p0 += PT_KERN_ATTN_ROWS) {
+		const uint32_t nb = p_hi - p0 < PT_KERN_ATTN_ROWS ? (uint32_t)(p_hi - p0)
+								 : PT_KERN_ATTN_ROWS;
+		key_rows(L, kvh, p0, nb, rows);
+		ko->dots_f16q(rows, nb, qh, dk, dots);
+		for (uint32_t j = 0; j < nb; j++) {
+			const uint16_t *v = (const uint16_t *)L->v + slot_of(L, p0 + j) * L->row_v +
+					    (size_t)kvh * dv;
+			const float sc = score_of(dots[j], a);
+			float ms = 1.0f, vs = 1.0f;
+			if (sc > m) {
+				const float m_old = m;
+				m = sc;
+				ms = expf(m_old - m);
+				ko->scale_f16(acc, ms, dv);
+			} else {
+				vs = expf(sc - m);
+			}
+			ko->axpy_f16(acc, v, vs, dv);
+			s = s * ms + vs;
+		}
+	}
+	part->m = m;
+	part->s = s;
+	ko->f16_to_f32(acc, part->acc, dv);
 }
 
 static float dot_f32(const float *k, const float *q, uint32_t n)
@@ -154,57 +190,20 @@ static float dot_f32(const float *k, const float *q, uint32_t n)
 	return acc;
 }
 
-static float score_of(float dot, const struct pt_attn_args *a)
+/* Scores of keys [p0, p0 + nb) (nb <= PT_KERN_ATTN_ROWS) for an F32 query. */
+static void scores_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const float *q,
+		       int64_t p0, uint32_t nb, const struct pt_kern_attn_ops *ko, float *dots)
 {
-	if (a->softcap != 0.0f) {
-		const float s = dot * (a->scale / a->softcap);
-		return a->softcap * tanhf(s);
+	const uint32_t dk = L->d.head_dim_k;
+	if (f16) {
+		const uint16_t *rows[PT_KERN_ATTN_ROWS];
+		key_rows(L, kvh, p0, nb, rows);
+		ko->dots_f32q(rows, nb, q, dk, dots);
+		return;
 	}
-	return dot * a->scale;
-}
-
-/* F16 path: the V accumulator is an F16 buffer; every scale and multiply-add is computed in
- * F32 (with FMA, as ggml's F16C/FMA vector path) and rounded back to F16. */
-static void block_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q, int64_t p_lo,
-		      int64_t p_hi, const struct pt_attn_args *a, struct pt_attn_part *part,
-		      uint16_t *qh, uint16_t *acc)
-{
-	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
-	for (uint32_t i = 0; i < dk; i++)
-		qh[i] = pt_f32_to_fp16(q[i]);
-	memset(acc, 0, dv * sizeof(uint16_t));
-	float m = -INFINITY, s = 0.0f;
-	for (int64_t p = p_lo; p < p_hi; p++) {
-		const size_t slot = slot_of(L, p);
-		const uint16_t *k = (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * dk;
-		const uint16_t *v = (const uint16_t *)L->v + slot * L->row_v + (size_t)kvh * dv;
-		const float sc = score_of(dot_f16(k, qh, dk), a);
-		float ms = 1.0f, vs = 1.0f;
-		if (sc > m) {
-			const float m_old = m;
-			m = sc;
-			ms = expf(m_old - m);
-			for (uint32_t i = 0; i < dv; i++)
-				acc[i] = pt_f32_to_fp16(h2f(acc[i]) * ms);
-		} else {
-			vs = expf(sc - m);
-		}
-		for (uint32_t i = 0; i < dv; i++)
-			acc[i] = pt_f32_to_fp16(fmaf(h2f(v[i]), vs, h2f(acc[i])));
-		s = s * ms + vs;
-	}
-	part->m = m;
-	part->s = s;
-	for (uint32_t i = 0; i < dv; i++)
-		part->acc[i] = h2f(acc[i]);
-}
-
-static float dot_f16_f32(const uint16_t *k, const float *q, uint32_t n)
-{
-	float acc = 0.0f;
-	for (uint32_t i = 0; i < n; i++)
-		acc = fmaf(h2f(k[i]), q[i], acc);
-	return acc;
+	for (uint32_t j = 0; j < nb; j++)
+		dots[j] = dot_f32((const float *)L->k + slot_of(L, p0 + j) * L->row_k +
+					  (size_t)kvh * dk, q, dk);
 }
 
 /* F32 query and accumulator over an F32 cache, or over an F16 cache whose K/V values are
@@ -214,39 +213,37 @@ static void block_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const
 		      struct pt_attn_part *part, float *vbuf)
 {
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
 	float *acc = part->acc;
 	memset(acc, 0, dv * sizeof(float));
-	float m = -INFINITY, s = 0.0f;
-	for (int64_t p = p_lo; p < p_hi; p++) {
-		const size_t slot = slot_of(L, p);
-		const float *v;
-		float dot;
-		if (f16) {
-			const uint16_t *kh = (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * dk;
-			const uint16_t *vh = (const uint16_t *)L->v + slot * L->row_v + (size_t)kvh * dv;
-			for (uint32_t i = 0; i < dv; i++)
-				vbuf[i] = h2f(vh[i]);
-			v = vbuf;
-			dot = dot_f16_f32(kh, q, dk);
-		} else {
-			const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
-			v = (const float *)L->v + slot * L->row_v + (size_t)kvh * dv;
-			dot = dot_f32(k, q, dk);
+	float m = -INFINITY, s = 0.0f, dots[PT_KERN_ATTN_ROWS];
+	for (int64_t p0 = p_lo; p0 < p_hi; p0 += PT_KERN_ATTN_ROWS) {
+		const uint32_t nb = p_hi - p0 < PT_KERN_ATTN_ROWS ? (uint32_t)(p_hi - p0)
+								 : PT_KERN_ATTN_ROWS;
+		scores_f32(L, f16, kvh, q, p0, nb, ko, dots);
+		for (uint32_t j = 0; j < nb; j++) {
+			const size_t slot = slot_of(L, p0 + j);
+			const float *v;
+			if (f16) {
+				ko->f16_to_f32((const uint16_t *)L->v + slot * L->row_v +
+						       (size_t)kvh * dv, vbuf, dv);
+				v = vbuf;
+			} else {
+				v = (const float *)L->v + slot * L->row_v + (size_t)kvh * dv;
+			}
+			const float sc = score_of(dots[j], a);
+			float ms = 1.0f, vs = 1.0f;
+			if (sc > m) {
+				const float m_old = m;
+				m = sc;
+				ms = expf(m_old - m);
+				ko->scale_f32(acc, ms, dv);
+			} else {
+				vs = expf(sc - m);
+			}
+			ko->axpy_f32(acc, v, vs, dv);
+			s = s * ms + vs;
 		}
-		const float sc = score_of(dot, a);
-		float ms = 1.0f, vs = 1.0f;
-		if (sc > m) {
-			const float m_old = m;
-			m = sc;
-			ms = expf(m_old - m);
-			for (uint32_t i = 0; i < dv; i++)
-				acc[i] *= ms;
-		} else {
-			vs = expf(sc - m);
-		}
-		for (uint32_t i = 0; i < dv; i++)
-			acc[i] = fmaf(v[i], vs, acc[i]);
-		s = s * ms + vs;
 	}
 	part->m = m;
 	part->s = s;
@@ -257,7 +254,6 @@ void pt_attn_block(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const floa
 		   struct pt_attn_part *part, float *scratch)
 {
 	const struct pt_kv_layer *L = &kv->layers[il];
-	pthread_once(&h2f_once, h2f_build);
 	if (kv->type == PT_KV_F16 && !a->f32_acc) {
 		uint16_t *qh = (uint16_t *)scratch;
 		uint16_t *acc = qh + L->d.head_dim_k;

@@ -1,13 +1,15 @@
 /* act.c - activation quantizers: F32 rows to the partner formats of the dot products
- * (GGUF-AND-QUANTS.md section 6.2).  One implementation serves every CPU level so quantized
- * activations are identical whatever the dispatch level; the cost is O(cols) against the
- * O(rows x cols) product that follows. */
+ * (GGUF-AND-QUANTS.md section 6.2).  Quantized activations are identical whatever the
+ * dispatch level: Q8_K (every K-quant product) has an AVX2 twin (act_avx2.c) that reproduces
+ * these bytes exactly (tested); the other formats have one implementation. */
 #include "kern/kern_internal.h"
 
 #include <assert.h>
 #include <math.h>
 
 #include "quant/types.h"
+
+void pt_kern_quantize_q8_k_avx2(const float *x, uint8_t *out, size_t n);
 
 /* ggml's nearest_int: round half to even via the 1.5*2^23 trick (|x| <= 4194303). */
 static inline int nearest_int(float fval)
@@ -128,7 +130,10 @@ void pt_kern_quantize_row(enum pt_type act_type, const float *x, void *out, size
 		return;
 	case PT_TYPE_Q8_K:
 		assert(n % QKK == 0);
-		quantize_q8_k(x, o, n);
+		if (pt_kern_level() >= PT_KERN_LEVEL_AVX2)
+			pt_kern_quantize_q8_k_avx2(x, o, n);
+		else
+			quantize_q8_k(x, o, n);
 		return;
 	default:
 		assert(!"not an activation format");

@@ -125,4 +125,31 @@ enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint6
 enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uint64_t n_tok,
 				float *y, pt_pool *pool, struct pt_error *err);
 
+/* ---- attention inner loops ------------------------------------------------------------- */
+
+/* Each output is computed as the scalar code computes it (one correctly rounded FMA per step,
+ * in index order; F16 results rounded to nearest even), so every level gives bit-identical
+ * results and the level never changes attention.  The dots take up to 16 F16 key rows at once
+ * (one chain per row); head dimensions above PT_KERN_ATTN_MAX_DIM take the scalar ops. */
+#define PT_KERN_ATTN_MAX_DIM 1024
+#define PT_KERN_ATTN_ROWS 16
+struct pt_kern_attn_ops {
+	/* out[j] = fma chain over i < n of f32(k[j][i]) * q[i], j < n_rows <= PT_KERN_ATTN_ROWS */
+	void (*dots_f32q)(const uint16_t *const *k, uint32_t n_rows, const float *q, uint32_t n,
+			  float *out);
+	/* the same with an F16 query */
+	void (*dots_f16q)(const uint16_t *const *k, uint32_t n_rows, const uint16_t *q,
+			  uint32_t n, float *out);
+	void (*scale_f16)(uint16_t *acc, float ms, uint32_t n);                   /* acc *= ms */
+	void (*axpy_f16)(uint16_t *acc, const uint16_t *v, float vs, uint32_t n); /* fma */
+	void (*scale_f32)(float *acc, float ms, uint32_t n);
+	void (*axpy_f32)(float *acc, const float *v, float vs, uint32_t n);
+	void (*f16_to_f32)(const uint16_t *x, float *y, uint32_t n);
+	void (*f32_to_f16)(const float *x, uint16_t *y, uint32_t n); /* NaN: canonical quiet */
+};
+/* Ops at the current level (dim: the head dimension the caller will pass). */
+const struct pt_kern_attn_ops *pt_kern_attn_ops(uint32_t dim);
+/* Ops at an explicit level (tests); NULL where the CPU lacks the level. */
+const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level);
+
 #endif

@@ -24,6 +24,14 @@ static const struct preset presets[] = {
 	{ "full", 262144, 262144, 2816, 30, 6, 16, 256, 8, 512, 2, 1024, 2112, 704, 128, 8 },
 };
 
+static bool any_full_layer(const struct pt_hparams *hp)
+{
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		if (!hp->is_swa[l])
+			return true;
+	return false;
+}
+
 static enum pt_status gemma_preset(const char *name, struct pt_hparams *hp,
 				   struct pt_error *err)
 {
@@ -35,9 +43,15 @@ static enum pt_status gemma_preset(const char *name, struct pt_hparams *hp,
 		hp->n_ctx_train = p->n_ctx;
 		hp->n_embd = p->n_embd;
 		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
+		if (hp->n_layer < 2) /* llama.cpp's gemma4 loader asserts n_layer_kv >= 2 */
+			return pt_error_set(err, PT_E_INVALID,
+					    "gemma4 needs at least 2 layers, got %u", hp->n_layer);
 		hp->n_head = p->n_head;
 		for (uint32_t l = 0; l < hp->n_layer; l++) {
-			hp->is_swa[l] = (l + 1) % p->period != 0;
+			/* --layers below one period keeps both kinds where it can: the last layer
+			 * is full (llama.cpp needs at least one sliding layer) */
+			hp->is_swa[l] = (l + 1) % p->period != 0 &&
+					!(hp->n_layer < p->period && l + 1 == hp->n_layer);
 			hp->n_head_kv[l] = hp->is_swa[l] ? p->kv_swa : p->kv_full;
 		}
 		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->hd_full;
@@ -141,8 +155,10 @@ static enum pt_status gemma_tensors(const struct pt_hparams *hp, struct pt_tenso
 	if (!hp->tied_embeddings)
 		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
 		    "output.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_ROPE_FREQS, hp->n_rot / 2, 0, 0, err,
-	    "rope_freqs.weight");
+	/* only full layers read rope_freqs; llama.cpp refuses a file with an unused tensor */
+	if (any_full_layer(hp))
+		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_ROPE_FREQS, hp->n_rot / 2, 0, 0,
+		    err, "rope_freqs.weight");
 	for (uint32_t i = 0; i < hp->n_layer; i++) {
 		const int32_t L = (int32_t)i;
 		if ((st = attn_tensors(hp, i, l, err)) != PT_OK)

@@ -34,6 +34,8 @@ for arch in qwen3moe bailingmoe2 sarvam_moe gemma4; do
 	expect_grep "$TMP/out" "architecture: $arch" "$arch architecture"
 	expect_grep "$TMP/out" "Q8_0" "$arch q8_0 tensors"
 done
-expect_exit 0 "progress" -- "$PARTICLE" mkmodel --arch gemma4 --layers 1 --progress -o "$TMP/p.gguf"
+expect_exit 0 "progress" -- "$PARTICLE" mkmodel --arch gemma4 --layers 2 --progress -o "$TMP/p.gguf"
 expect_grep "$TMP/err" "100%" "progress bar reaches 100%"
+expect_exit 2 "gemma4 with one layer (llama.cpp cannot load it)" -- "$PARTICLE" mkmodel --arch gemma4 --layers 1 -o "$TMP/g1.gguf"
+expect_one_error_line "gemma4 one layer"
 finish

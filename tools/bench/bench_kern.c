@@ -1,5 +1,5 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
- * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench` builds build/bench_kern.
+ * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
  *   build/bench_kern [seconds_per_case]     (default 0.5)
  *

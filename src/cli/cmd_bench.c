@@ -1,0 +1,358 @@
+/* cmd_bench.c - `particle bench`: a fixed synthetic prompt through the engine (so --memory,
+ * --io and --expert-slots apply), then greedy decode.  Reports prefill and decode speed,
+ * time to first token, peak RSS, expert hit rate, bytes read per token and the I/O floor:
+ * missed-expert bytes per token / disk bandwidth, i.e. the fastest the disk allows. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gen/engine.h"
+#include "kern/pool.h"
+#include "util/alloc.h"
+
+/* The disk probe: enough to get past the device's burst cache, small enough to be quick. */
+#define DISK_PROBE_BYTES (512ull << 20)
+#define DISK_PROBE_CHUNK (4u << 20)
+#define DISK_PROBE_LANES 4
+
+struct bench_args {
+	const char *model;
+	uint64_t prompt, gen, threads, batch;
+	double disk_bw_mbs; /* 0: measure */
+	bool json;
+	struct pt_engine_opts eo;
+};
+
+struct bench_result {
+	double prefill_s, decode_s, ttft_s, disk_bw, disk_probe_s;
+	const char *disk_how;
+	uint64_t hits, misses, bytes_read;          /* whole run */
+	uint64_t dec_hits, dec_misses, dec_bytes;   /* decode phase only */
+	struct pt_engine_stats st;
+	uint32_t first_token, last_token;
+};
+
+static void help(void)
+{
+	printf("usage: particle bench -m MODEL [options]\n\n"
+	       "Runs a fixed synthetic prompt (the token ids tools/oracle/oracle.mjs bench uses)\n"
+	       "through the engine, then greedy decode, and reports prefill and decode tok/s,\n"
+	       "time to first token, peak RSS, expert hit rate, expert bytes read per decoded\n"
+	       "token and the I/O floor (those bytes / disk bandwidth, seconds per token).\n\n"
+	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  --prompt-tokens N      prompt length (default 512)\n"
+	       "  --gen N                generated tokens, greedy (default 128)\n"
+	       "  --threads N            threads (default: online CPUs)\n"
+	       "  --batch N              prefill chunk in tokens (default: the prompt, at most\n"
+	       "                         512, as llama.cpp's one batch)\n"
+	       "  --memory SIZE          memory budget for the whole process (e.g. 6G; default:\n"
+	       "                         cgroup limit / MemAvailable less headroom)\n"
+	       "  --expert-slots N       expert cache slots per MoE layer (default: planned)\n"
+	       "  --io MODE              direct | buffered | mmap (default: the engine's)\n"
+	       "  --cache-policy P       lfu | lru (default lfu)\n"
+	       "  --disk-bw MB/S         disk bandwidth for the I/O floor (default: measured by\n"
+	       "                         4 concurrent O_DIRECT sequential reads,\n"
+	       "                         512 MiB in all, of the model file)\n"
+	       "  --no-lock              do not take the single-process model lock\n"
+	       "  --json                 one JSON object on stdout instead of text\n"
+	       "  -h, --help             this help\n");
+}
+
+static int parse_value(struct bench_args *a, const char *f, const char *v)
+{
+	uint64_t x;
+	if (!strcmp(f, "-m") || !strcmp(f, "--model"))
+		a->model = v;
+	else if (!strcmp(f, "--prompt-tokens"))
+		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->prompt) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--gen"))
+		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->gen) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--threads"))
+		return pt_cli_parse_u64(f, v, 1, PT_POOL_MAX_THREADS, &a->threads) ? 0
+										    : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--batch"))
+		return pt_cli_parse_u64(f, v, 1, 4096, &a->batch) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--memory"))
+		return pt_cli_parse_size(f, v, &a->eo.memory_budget) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--disk-bw"))
+		return pt_cli_parse_f64(f, v, 1e-3, 1e9, &a->disk_bw_mbs) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--expert-slots")) {
+		if (!pt_cli_parse_u64(f, v, 1, 1u << 16, &x))
+			return PT_EXIT_USAGE;
+		a->eo.expert_slots = (uint32_t)x;
+	} else if (!strcmp(f, "--io")) {
+		if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "mmap")) {
+			pt_cli_error("--io must be direct, buffered or mmap, got '%s'", v);
+			return PT_EXIT_USAGE;
+		}
+		a->eo.io_mode = v;
+	} else if (!strcmp(f, "--cache-policy")) {
+		if (strcmp(v, "lfu") && strcmp(v, "lru")) {
+			pt_cli_error("--cache-policy must be lfu or lru, got '%s'", v);
+			return PT_EXIT_USAGE;
+		}
+		a->eo.cache_policy = v;
+	} else {
+		pt_cli_error("unknown option '%s' (see 'particle bench --help')", f);
+		return PT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct bench_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->prompt = 512;
+	a->gen = 128;
+	long nc = sysconf(_SC_NPROCESSORS_ONLN);
+	a->threads = nc > 0 ? (uint64_t)nc : 1;
+	for (int i = 1; i < argc; i++) {
+		const char *f = argv[i];
+		if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+			help();
+			return -1;
+		}
+		if (!strcmp(f, "--json") || !strcmp(f, "--no-lock")) {
+			*(f[2] == 'j' ? &a->json : &a->eo.no_lock) = true;
+			continue;
+		}
+		if (f[0] != '-') {
+			pt_cli_error("unexpected argument '%s' (see 'particle bench --help')", f);
+			return PT_EXIT_USAGE;
+		}
+		if (i + 1 >= argc) {
+			pt_cli_error("%s needs a value", f);
+			return PT_EXIT_USAGE;
+		}
+		int rc = parse_value(a, f, argv[++i]);
+		if (rc)
+			return rc;
+	}
+	if (!a->model) {
+		pt_cli_error("bench: -m MODEL is required");
+		return PT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct probe_lane {
+	int fd;
+	uint64_t off, len, got;
+	unsigned char *buf;
+};
+
+static void *probe_lane_fn(void *arg)
+{
+	struct probe_lane *l = arg;
+	while (l->got < l->len) {
+		ssize_t r = pread(l->fd, l->buf, DISK_PROBE_CHUNK, (off_t)(l->off + l->got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break; /* end of file, or a short tail O_DIRECT will not read */
+		l->got += (uint64_t)r;
+	}
+	return NULL;
+}
+
+/* Reads up to DISK_PROBE_BYTES of the file in DISK_PROBE_LANES concurrent sequential streams
+ * (the expert store keeps several reads in flight too, so one stream would understate what
+ * the disk gives it): O_DIRECT so the page cache neither helps nor is disturbed; buffered
+ * where the filesystem refuses O_DIRECT (tmpfs). */
+static enum pt_status probe_disk(const char *path, double *bw, double *secs, const char **how,
+				 struct pt_error *err)
+{
+	int fd = open(path, O_RDONLY | O_DIRECT);
+	*how = "O_DIRECT";
+	if (fd < 0 && errno == EINVAL) {
+		fd = open(path, O_RDONLY);
+		*how = "buffered";
+	}
+	if (fd < 0)
+		return pt_error_sys(err, PT_E_IO, errno, "cannot open %s", path);
+	struct probe_lane lanes[DISK_PROBE_LANES];
+	unsigned char *raw = pt_mallocn(DISK_PROBE_LANES, DISK_PROBE_CHUNK + 4096);
+	if (!raw) {
+		close(fd);
+		return pt_error_set(err, PT_E_NOMEM, "cannot allocate the disk probe buffers");
+	}
+	const uint64_t per = DISK_PROBE_BYTES / DISK_PROBE_LANES;
+	pthread_t th[DISK_PROBE_LANES];
+	bool started[DISK_PROBE_LANES] = { 0 };
+	const double t0 = now_s();
+	for (int i = 0; i < DISK_PROBE_LANES; i++) {
+		unsigned char *b = raw + (size_t)i * (DISK_PROBE_CHUNK + 4096);
+		lanes[i] = (struct probe_lane){ fd, (uint64_t)i * per, per, 0,
+						b + (4096 - (uintptr_t)b % 4096) % 4096 };
+		started[i] = pthread_create(&th[i], NULL, probe_lane_fn, &lanes[i]) == 0;
+		if (!started[i])
+			probe_lane_fn(&lanes[i]);
+	}
+	uint64_t got = 0;
+	for (int i = 0; i < DISK_PROBE_LANES; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		got += lanes[i].got;
+	}
+	const double dt = now_s() - t0;
+	close(fd);
+	pt_free(raw);
+	if (got == 0)
+		return pt_error_set(err, PT_E_IO, "disk probe read nothing from %s", path);
+	*secs = dt;
+	*bw = dt > 0 ? (double)got / dt : 0;
+	return PT_OK;
+}
+
+/* The oracle's prompt: its LCG is evaluated in IEEE doubles by JavaScript (the product
+ * exceeds 2^53 and rounds), so the same arithmetic here gives the same ids. */
+static void synth_prompt(uint32_t *ids, uint32_t n, uint32_t n_vocab)
+{
+	double s = 12345.0;
+	for (uint32_t i = 0; i < n; i++) {
+		double p = s * 1103515245.0;
+		p = p + 12345.0;
+		s = fmod(p, 2147483648.0);
+		ids[i] = (uint32_t)fmod(s, (double)n_vocab);
+	}
+}
+
+static uint32_t argmax(const float *l, uint32_t n)
+{
+	uint32_t best = 0;
+	for (uint32_t i = 1; i < n; i++)
+		if (l[i] > l[best])
+			best = i;
+	return best;
+}
+
+static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench_result *r,
+			  struct pt_error *err)
+{
+	const uint32_t nv = pt_engine_n_vocab(e), np = (uint32_t)a->prompt;
+	uint32_t *ids = pt_mallocn(np, sizeof(*ids));
+	float *logits = pt_mallocn(nv, sizeof(float));
+	enum pt_status st = PT_OK;
+	if (!ids || !logits)
+		st = pt_error_set(err, PT_E_NOMEM, "cannot allocate the prompt and logits");
+	if (st == PT_OK) {
+		synth_prompt(ids, np, nv);
+		const double t0 = now_s();
+		st = pt_engine_eval(e, ids, np, logits, false, err);
+		r->prefill_s = now_s() - t0;
+		r->first_token = argmax(logits, nv);
+		r->ttft_s = now_s() - t0;
+	}
+	struct pt_engine_stats mid;
+	pt_engine_stats(e, &mid);
+	uint32_t tok = r->first_token;
+	const double t1 = now_s();
+	for (uint64_t i = 0; st == PT_OK && i < a->gen; i++) {
+		st = pt_engine_eval(e, &tok, 1, logits, false, err);
+		tok = argmax(logits, nv);
+	}
+	r->decode_s = now_s() - t1;
+	r->last_token = tok;
+	pt_engine_stats(e, &r->st);
+	r->hits = r->st.hits;
+	r->misses = r->st.misses;
+	r->bytes_read = r->st.bytes_read;
+	r->dec_hits = r->st.hits - mid.hits;
+	r->dec_misses = r->st.misses - mid.misses;
+	r->dec_bytes = r->st.bytes_read - mid.bytes_read;
+	pt_free(ids);
+	pt_free(logits);
+	return st;
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0.0;
+}
+
+static void report(const struct bench_args *a, const struct bench_result *r)
+{
+	const double gen = (double)a->gen;
+	const double hit = ratio((double)r->dec_hits, (double)(r->dec_hits + r->dec_misses));
+	const double bpt = (double)r->dec_bytes / gen;
+	const double floor_s = ratio(bpt, r->disk_bw), tpt = r->decode_s / gen;
+	const double pf = (double)a->prompt / r->prefill_s, dc = gen / r->decode_s;
+	if (a->json) {
+		printf("{\"model\": \"%s\", \"threads\": %llu, \"prompt_tokens\": %llu, "
+		       "\"gen_tokens\": %llu, \"prefill_tps\": %.4f, \"decode_tps\": %.4f, "
+		       "\"ttft_s\": %.6f, \"s_per_token\": %.6f, \"peak_rss_bytes\": %llu, "
+		       "\"memory_budget_bytes\": %llu, \"resident_bytes\": %llu, "
+		       "\"slots_per_layer\": %u, \"io_engine\": \"%s\", \"hit_rate\": %.6f, "
+		       "\"hit_rate_all\": %.6f, \"bytes_read_per_token\": %.1f, "
+		       "\"bytes_read_total\": %llu, \"read_wait_s\": %.6f, "
+		       "\"disk_bw_bytes_per_s\": %.0f, \"disk_bw_source\": \"%s\", "
+		       "\"io_floor_s_per_token\": %.6f, \"time_over_floor\": %.4f, "
+		       "\"first_token\": %u, \"last_token\": %u}\n", a->model,
+		       (unsigned long long)a->threads, (unsigned long long)a->prompt,
+		       (unsigned long long)a->gen, pf, dc, r->ttft_s, tpt,
+		       (unsigned long long)r->st.peak_rss_bytes,
+		       (unsigned long long)r->st.memory_budget,
+		       (unsigned long long)r->st.resident_bytes, r->st.slots_per_layer,
+		       r->st.io_engine ? r->st.io_engine : "", hit,
+		       ratio((double)r->hits, (double)(r->hits + r->misses)), bpt,
+		       (unsigned long long)r->bytes_read, r->st.wait_s, r->disk_bw, r->disk_how,
+		       floor_s, ratio(tpt, floor_s), r->first_token, r->last_token);
+		return;
+	}
+	const double mib = 1.0 / (1 << 20);
+	printf("model      %s (%llu threads, io %s, budget %.0f MiB, %u slots/layer)\n",
+	       a->model, (unsigned long long)a->threads, r->st.io_engine ? r->st.io_engine : "?",
+	       (double)r->st.memory_budget * mib, r->st.slots_per_layer);
+	printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s)\n",
+	       (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s);
+	printf("decode     %llu tokens in %.3f s: %.2f tok/s (%.2f ms/token)\n",
+	       (unsigned long long)a->gen, r->decode_s, dc, tpt * 1e3);
+	printf("experts    decode hit rate %.2f%%, %.2f MiB read/token, waited %.3f s\n",
+	       hit * 100, bpt * mib, r->st.wait_s);
+	printf("disk       %.1f MB/s (%s); I/O floor %.2f ms/token; time/floor %.2fx\n",
+	       r->disk_bw / 1e6, r->disk_how, floor_s * 1e3, ratio(tpt, floor_s));
+	printf("memory     peak RSS %.1f MiB\n", (double)r->st.peak_rss_bytes * mib);
+}
+
+int pt_cmd_bench(int argc, char **argv)
+{
+	struct bench_args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? PT_EXIT_OK : rc;
+	struct pt_error err = { 0 };
+	struct bench_result r = { 0 };
+	enum pt_status st = PT_OK;
+	if (a.disk_bw_mbs > 0) {
+		r.disk_bw = a.disk_bw_mbs * 1e6;
+		r.disk_how = "--disk-bw";
+	} else {
+		st = probe_disk(a.model, &r.disk_bw, &r.disk_probe_s, &r.disk_how, &err);
+	}
+	a.eo.model_path = a.model;
+	a.eo.threads = (uint32_t)a.threads;
+	a.eo.n_ctx = (uint32_t)(a.prompt + a.gen);
+	a.eo.n_batch = (uint32_t)(a.batch ? a.batch : (a.prompt < 512 ? a.prompt : 512));
+	pt_engine *e = NULL;
+	if (st == PT_OK)
+		st = pt_engine_open(&a.eo, &e, &err);
+	if (st == PT_OK)
+		st = run(e, &a, &r, &err);
+	if (st == PT_OK)
+		report(&a, &r);
+	pt_engine_close(e);
+	return st == PT_OK ? PT_EXIT_OK : pt_cli_fail(&err);
+}

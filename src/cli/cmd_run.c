@@ -1,0 +1,799 @@
+/* cmd_run.c - `particle run`: raw completion (--prompt), chat over a messages file
+ * (--messages) and, on a terminal, the interactive chat (chat.c).  Owns the flags, the
+ * budget check before loading, prompt building (raw or through the chat template), the
+ * SIGINT handling, the stats footer and --stats-json. */
+#include "cli/cli.h"
+#include "cli/run.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "expert/plan.h"
+#include "gguf/gguf.h"
+#include "token/tok.h"
+#include "util/alloc.h"
+#include "util/limits.h"
+
+#define MAX_STOPS 16
+#define MAX_INPUT (64u * 1024 * 1024) /* bytes of --messages / --template / stdin prompt */
+
+struct opts {
+	const char *model, *prompt, *messages, *tmpl, *stats_json, *io, *policy, *kv;
+	const char *stops[MAX_STOPS];
+	size_t n_stops;
+	struct pt_sampler_opts so;
+	uint64_t max_new, max_ctx, threads, memory, slots, batch;
+	bool raw, no_lock, quiet, verbose;
+};
+
+/* SIGINT: the first one during generation asks the loop to stop after the current token; a
+ * second one within a second, or one while nothing is generating, exits at once. */
+static volatile sig_atomic_t cancel_flag, generating_flag;
+static volatile double last_sigint;
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	double t = mono_s();
+	if (!generating_flag || cancel_flag || t - last_sigint < 1.0) {
+		ssize_t w = write(STDERR_FILENO, "\n", 1);
+		(void)w;
+		_exit(PT_EXIT_CANCELLED);
+	}
+	last_sigint = t;
+	cancel_flag = 1;
+}
+
+static void help(void)
+{
+	printf("usage: particle run [-m MODEL] [--prompt TEXT | --messages FILE.json|-] [options]\n\n"
+	       "Generates text.  --prompt: raw completion of TEXT as given ('-' reads stdin; BOS per\n"
+	       "the tokenizer).  --messages: an OpenAI-style messages array (or {\"messages\": [...]})\n"
+	       "rendered through the model's chat template with the generation prompt.  Neither, on\n"
+	       "a terminal: interactive chat (/new fresh chat, /stats, /quit; Ctrl-C stops a reply,\n"
+	       "Ctrl-C at the prompt or twice within a second exits).\n\n"
+	       "  -m, --model PATH          GGUF model (default: $PARTICLE_MODEL)\n"
+	       "  --prompt TEXT             raw completion of TEXT\n"
+	       "  --messages FILE|-         chat: messages JSON file, '-' = stdin\n"
+	       "  --template FILE           Jinja chat template instead of the model's\n"
+	       "  --raw                     interactive raw completion: each line on its own\n"
+	       "  -n, --max-new N           tokens to generate, 0 = until EOS/context (default 1024)\n"
+	       "  -c, --max-context N       KV cache positions, bounded by the model's (default 4096)\n"
+	       "  --temperature F           0 = greedy (default 0.2)\n"
+	       "  --top-k N                 0 = whole vocabulary (default 64)\n"
+	       "  --top-p F                 1 = off (default 0.95)\n"
+	       "  --min-p F                 0 = off (default 0)\n"
+	       "  --repetition-penalty F    1 = off (default 1.0)\n"
+	       "  --repeat-last-n N         penalty window in tokens (default 64)\n"
+	       "  --seed N                  sampling seed (default 0)\n"
+	       "  --stop STR                stop before STR (repeatable, up to %d; default none)\n"
+	       "  -t, --threads N           compute threads, 0 = online cores (default 0)\n"
+	       "  --memory SIZE             memory budget, e.g. 6G (default: cgroup/MemAvailable)\n"
+	       "  --expert-slots N          expert cache slots per MoE layer (default: planned)\n"
+	       "  --io MODE                 auto|direct|buffered|mmap (default auto)\n"
+	       "  --cache-policy P          lfu|lru (default lfu)\n"
+	       "  --kv-type T               f16|f32 (default f16)\n"
+	       "  --batch N                 prefill chunk in tokens (default 128)\n"
+	       "  --no-lock                 do not take the single-process model lock\n"
+	       "  --quiet                   no stats footer\n"
+	       "  --verbose                 print the load plan (model, budget, I/O, CPU)\n"
+	       "  --stats-json FILE         write the stats, per-layer counters and ids as JSON\n"
+	       "                            (interactive: rewritten after every reply)\n"
+	       "  -h, --help                this text\n\n"
+	       "exit codes: 0 ok, 1 runtime failure (also: model locked by another process, the\n"
+	       "message names its PID), 2 bad input or usage, 130 cancelled (Ctrl-C)\n",
+	       MAX_STOPS);
+}
+
+static void set_defaults(struct opts *o)
+{
+	memset(o, 0, sizeof *o);
+	pt_sampler_opts_default(&o->so);
+	o->so.seed = 0;
+	o->max_new = 1024;
+	o->max_ctx = 4096;
+	o->batch = 128;
+	o->model = getenv("PARTICLE_MODEL");
+	if (o->model && !*o->model)
+		o->model = NULL;
+}
+
+static bool is(const char *a, const char *s, const char *l)
+{
+	return (s && strcmp(a, s) == 0) || strcmp(a, l) == 0;
+}
+
+/* Flags with a float value; returns 1 if a matched, 0 if not, -1 on a bad value. */
+static int float_flag(struct opts *o, const char *a, const char *v)
+{
+	static const struct { const char *name; double lo, hi; size_t off; } t[] = {
+		{ "--temperature", 0, 100, offsetof(struct pt_sampler_opts, temperature) },
+		{ "--top-p", 0, 1, offsetof(struct pt_sampler_opts, top_p) },
+		{ "--min-p", 0, 1, offsetof(struct pt_sampler_opts, min_p) },
+		{ "--repetition-penalty", 0.01, 100, offsetof(struct pt_sampler_opts, repeat_penalty) },
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		if (strcmp(a, t[i].name) != 0)
+			continue;
+		double d;
+		if (!pt_cli_parse_f64(a, v, t[i].lo, t[i].hi, &d))
+			return -1;
+		*(float *)((char *)&o->so + t[i].off) = (float)d;
+		return 1;
+	}
+	return 0;
+}
+
+/* Flags with an integer value. */
+static int int_flag(struct opts *o, const char *a, const char *v)
+{
+	uint64_t x;
+	if (is(a, "-n", "--max-new"))
+		return pt_cli_parse_u64(a, v, 0, UINT32_MAX, &o->max_new) ? 1 : -1;
+	if (is(a, "-c", "--max-context"))
+		return pt_cli_parse_u64(a, v, 1, UINT32_MAX, &o->max_ctx) ? 1 : -1;
+	if (is(a, "-t", "--threads"))
+		return pt_cli_parse_u64(a, v, 0, 1024, &o->threads) ? 1 : -1;
+	if (is(a, NULL, "--expert-slots"))
+		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->slots) ? 1 : -1;
+	if (is(a, NULL, "--batch"))
+		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->batch) ? 1 : -1;
+	if (is(a, NULL, "--memory"))
+		return pt_cli_parse_size(a, v, &o->memory) ? 1 : -1;
+	if (is(a, NULL, "--seed"))
+		return pt_cli_parse_u64(a, v, 0, UINT64_MAX, &o->so.seed) ? 1 : -1;
+	if (is(a, NULL, "--top-k")) {
+		if (!pt_cli_parse_u64(a, v, 0, UINT32_MAX, &x))
+			return -1;
+		o->so.top_k = (uint32_t)x;
+		return 1;
+	}
+	if (is(a, NULL, "--repeat-last-n")) {
+		if (!pt_cli_parse_u64(a, v, 0, 1u << 20, &x))
+			return -1;
+		o->so.repeat_last_n = (uint32_t)x;
+		return 1;
+	}
+	return float_flag(o, a, v);
+}
+
+/* Flags with a string value. */
+static int str_flag(struct opts *o, const char *a, const char *v)
+{
+	static const struct { const char *s, *l; size_t off; } t[] = {
+		{ "-m", "--model", offsetof(struct opts, model) },
+		{ NULL, "--prompt", offsetof(struct opts, prompt) },
+		{ NULL, "--messages", offsetof(struct opts, messages) },
+		{ NULL, "--template", offsetof(struct opts, tmpl) },
+		{ NULL, "--stats-json", offsetof(struct opts, stats_json) },
+		{ NULL, "--io", offsetof(struct opts, io) },
+		{ NULL, "--cache-policy", offsetof(struct opts, policy) },
+		{ NULL, "--kv-type", offsetof(struct opts, kv) },
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (is(a, t[i].s, t[i].l)) {
+			*(const char **)((char *)o + t[i].off) = v;
+			return 1;
+		}
+	if (strcmp(a, "--stop") == 0) {
+		if (o->n_stops == MAX_STOPS || !*v) {
+			pt_cli_error("run: --stop wants a non-empty string, at most %d of them",
+				     MAX_STOPS);
+			return -1;
+		}
+		o->stops[o->n_stops++] = v;
+		return 1;
+	}
+	return int_flag(o, a, v);
+}
+
+static int bool_flag(struct opts *o, const char *a)
+{
+	bool *b = strcmp(a, "--raw") == 0 ? &o->raw : strcmp(a, "--no-lock") == 0 ? &o->no_lock
+		: strcmp(a, "--quiet") == 0 ? &o->quiet : strcmp(a, "--verbose") == 0 ? &o->verbose
+		: NULL;
+	if (b)
+		*b = true;
+	return b != NULL;
+}
+
+static int check_opts(const struct opts *o)
+{
+	enum pt_kv_type kt;
+	if (o->prompt && o->messages) {
+		pt_cli_error("run: give --prompt or --messages, not both");
+		return PT_EXIT_USAGE;
+	}
+	if (o->io && strcmp(o->io, "auto") && strcmp(o->io, "direct") &&
+	    strcmp(o->io, "buffered") && strcmp(o->io, "mmap")) {
+		pt_cli_error("run: --io wants auto, direct, buffered or mmap, got '%.40s'", o->io);
+		return PT_EXIT_USAGE;
+	}
+	if (o->policy && strcmp(o->policy, "lfu") && strcmp(o->policy, "lru")) {
+		pt_cli_error("run: --cache-policy wants lfu or lru, got '%.40s'", o->policy);
+		return PT_EXIT_USAGE;
+	}
+	if (o->kv && pt_kv_type_from_name(o->kv, &kt) != 0) {
+		pt_cli_error("run: --kv-type wants f16 or f32, got '%.40s'", o->kv);
+		return PT_EXIT_USAGE;
+	}
+	if (!o->model) {
+		pt_cli_error("run: no model: give -m MODEL or set PARTICLE_MODEL");
+		return PT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Returns 0 to go on, -1 after --help, or an exit code. */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	set_defaults(o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (is(a, "-h", "--help")) {
+			help();
+			return -1;
+		}
+		if (bool_flag(o, a))
+			continue;
+		if (a[0] != '-' || i + 1 >= argc) {
+			pt_cli_error(a[0] == '-' ? "run: %s needs a value" :
+				     "run: unexpected argument '%.60s' (see 'particle run --help')", a);
+			return PT_EXIT_USAGE;
+		}
+		int r = str_flag(o, a, argv[i + 1]);
+		if (r == 0) {
+			pt_cli_error("run: unknown option '%.60s' (see 'particle run --help')", a);
+			return PT_EXIT_USAGE;
+		}
+		if (r < 0)
+			return PT_EXIT_USAGE;
+		i++;
+	}
+	return check_opts(o);
+}
+
+/* ---- input files ------------------------------------------------------------------------ */
+
+static int read_all(const char *path, char **out, size_t *len)
+{
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		pt_cli_error("cannot open %s: %s", path, strerror(errno));
+		return PT_EXIT_USAGE;
+	}
+	size_t n = 0, cap = 4096;
+	char *buf = pt_malloc(cap);
+	int rc = buf ? 0 : PT_EXIT_FAIL;
+	while (rc == 0) {
+		if (n + 1 >= cap && n + 1 < MAX_INPUT) {
+			char *p = pt_realloc(buf, cap * 2);
+			if (!p) {
+				rc = PT_EXIT_FAIL;
+				break;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		if (n + 1 >= cap) {
+			pt_cli_error("%s: larger than %u bytes", path, MAX_INPUT);
+			rc = PT_EXIT_USAGE;
+			break;
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			pt_cli_error("cannot read %s: %s", path, strerror(errno));
+			rc = PT_EXIT_USAGE;
+		}
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc) {
+		if (rc == PT_EXIT_FAIL)
+			pt_cli_error("out of memory reading %s", path);
+		pt_free(buf);
+		return rc;
+	}
+	buf[n] = 0;
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* --messages: an array, or an object with a "messages" array; returns the array detached. */
+static int load_messages(const char *path, cJSON **out)
+{
+	char *buf;
+	size_t len;
+	int rc = read_all(path, &buf, &len);
+	if (rc)
+		return rc;
+	const char *end = NULL;
+	cJSON *j = memchr(buf, 0, len) ? NULL : cJSON_ParseWithLengthOpts(buf, len + 1, &end, true);
+	if (!j) {
+		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
+		pt_cli_error("malformed JSON in %s at offset %zu", path, off);
+		pt_free(buf);
+		return PT_EXIT_USAGE;
+	}
+	pt_free(buf);
+	cJSON *msgs = j;
+	if (cJSON_IsObject(j)) {
+		msgs = cJSON_DetachItemFromObjectCaseSensitive(j, "messages");
+		cJSON_Delete(j);
+	}
+	struct pt_error err = { 0 };
+	if (!msgs) {
+		pt_cli_error("%s: object has no \"messages\" array", path);
+		return PT_EXIT_USAGE;
+	}
+	if (pt_run_check_messages(msgs, path, &err) != PT_OK) {
+		cJSON_Delete(msgs);
+		return pt_cli_fail(&err);
+	}
+	*out = msgs;
+	return 0;
+}
+
+enum pt_status pt_run_check_messages(const cJSON *msgs, const char *where, struct pt_error *err)
+{
+	static const char *const roles[] = { "system", "developer", "user", "assistant", "tool" };
+	size_t i = 0;
+	if (!cJSON_IsArray(msgs))
+		return pt_error_set(err, PT_E_INVALID, "\"messages\" must be an array at %s", where);
+	for (const cJSON *m = msgs->child; m; m = m->next, i++) {
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+		if (!cJSON_IsObject(m) || !cJSON_IsString(role))
+			return pt_error_set(err, PT_E_INVALID,
+					    "message needs a string \"role\" at %s messages[%zu]",
+					    where, i);
+		size_t k = 0;
+		while (k < sizeof roles / sizeof roles[0] && strcmp(roles[k], role->valuestring))
+			k++;
+		if (k == sizeof roles / sizeof roles[0])
+			return pt_error_set(err, PT_E_INVALID, "unknown role '%.40s' at %s messages[%zu]",
+					    role->valuestring, where, i);
+		if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) &&
+		    !cJSON_IsArray(content))
+			return pt_error_set(err, PT_E_INVALID,
+					    "\"content\" must be a string, null or an array at %s "
+					    "messages[%zu]", where, i);
+	}
+	if (i == 0)
+		return pt_error_set(err, PT_E_INVALID, "no messages at %s", where);
+	return PT_OK;
+}
+
+/* ---- prompts ---------------------------------------------------------------------------- */
+
+enum pt_status pt_run_encode_raw(struct pt_run *r, const char *text, size_t len, int32_t **ids,
+				 size_t *n, struct pt_error *err)
+{
+	return pt_tok_encode_alloc(pt_engine_tok(r->engine), text, len, true, false, ids, n, err);
+}
+
+enum pt_status pt_run_encode_chat(struct pt_run *r, const cJSON *messages, int32_t **ids,
+				  size_t *n, struct pt_error *err)
+{
+	const pt_tok *tok = pt_engine_tok(r->engine);
+	cJSON *vars = cJSON_CreateObject();
+	cJSON *copy = cJSON_Duplicate(messages, true);
+	if (!vars || !copy || !cJSON_AddItemToObject(vars, "messages", copy) ||
+	    !cJSON_AddTrueToObject(vars, "add_generation_prompt") ||
+	    !cJSON_AddStringToObject(vars, "bos_token", r->bos_text ? r->bos_text : "") ||
+	    !cJSON_AddStringToObject(vars, "eos_token", r->eos_text ? r->eos_text : "")) {
+		if (vars && copy && !cJSON_GetObjectItemCaseSensitive(vars, "messages"))
+			cJSON_Delete(copy);
+		cJSON_Delete(vars);
+		return pt_error_set(err, PT_E_NOMEM, "out of memory building the template variables");
+	}
+	char *text = NULL;
+	size_t len = 0, start = 0, keep = 0;
+	enum pt_status st = pt_tmpl_render(r->tmpl, vars, NULL, 0, &text, &len, err);
+	cJSON_Delete(vars);
+	if (st != PT_OK)
+		return st;
+	/* llama.cpp: a rendered BOS/EOS the tokenizer adds itself is dropped from the text. */
+	pt_tmpl_strip_special(text, len, r->bos_text, pt_tok_add_bos(tok), r->eos_text,
+			      pt_tok_add_eos(tok), &start, &keep);
+	st = pt_tok_encode_alloc(tok, text + start, keep, true, true, ids, n, err);
+	pt_free(text);
+	return st;
+}
+
+/* ---- output and stats ------------------------------------------------------------------- */
+
+static bool emit_stdout(void *ctx, const char *text, size_t len)
+{
+	(void)ctx;
+	return fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0;
+}
+
+static double mib(uint64_t b)
+{
+	return (double)b / (1024.0 * 1024.0);
+}
+
+static double rate(double n, double s)
+{
+	return s > 0 ? n / s : 0;
+}
+
+void pt_run_print_stats(struct pt_run *r, const struct pt_gen_stats *st, FILE *f)
+{
+	struct pt_engine_stats es;
+	pt_engine_stats(r->engine, &es);
+	uint64_t uses = es.hits + es.misses;
+	fprintf(f, "[prompt %u tokens (%u reused), prefill %.1f tok/s, first token %.3f s | "
+		   "generated %u tokens, decode %.1f tok/s, stop: %s]\n",
+		st->prompt_tokens, st->reused_tokens,
+		rate(st->prefill_tokens, st->prefill_s), st->ttft_s, st->gen_tokens,
+		rate(st->gen_tokens, st->decode_s), pt_stop_reason_name(st->stop));
+	fprintf(f, "[peak RSS %.1f MiB, budget %.1f MiB, expert hit rate %.1f%%, read %.1f MiB "
+		   "at %.1f MiB/s]\n",
+		mib(es.peak_rss_bytes), mib(es.memory_budget),
+		uses ? 100.0 * (double)es.hits / (double)uses : 100.0, mib(es.bytes_read),
+		rate(mib(es.bytes_read), es.read_s));
+}
+
+void pt_run_print_totals(struct pt_run *r, FILE *f)
+{
+	struct pt_engine_stats es;
+	pt_engine_stats(r->engine, &es);
+	uint64_t uses = es.hits + es.misses;
+	fprintf(f, "[%u turns: prompt %llu tokens (%llu reused), prefill %.1f tok/s, generated "
+		   "%llu tokens, decode %.1f tok/s; KV %lld/%u rows]\n",
+		r->turns, (unsigned long long)r->prompt_tokens, (unsigned long long)r->reused_tokens,
+		rate((double)(r->prompt_tokens - r->reused_tokens), r->prefill_s),
+		(unsigned long long)r->gen_tokens, rate((double)r->gen_tokens, r->decode_s),
+		(long long)pt_engine_pos(r->engine), pt_engine_n_ctx(r->engine));
+	fprintf(f, "[peak RSS %.1f MiB, budget %.1f MiB, %u slots/layer, expert hit rate %.1f%%, "
+		   "read %.1f MiB at %.1f MiB/s; %s]\n",
+		mib(es.peak_rss_bytes), mib(es.memory_budget), es.slots_per_layer,
+		uses ? 100.0 * (double)es.hits / (double)uses : 100.0, mib(es.bytes_read),
+		rate(mib(es.bytes_read), es.read_s), es.io_engine ? es.io_engine : "-");
+}
+
+static cJSON *ids_json(const int32_t *ids, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+	return a;
+}
+
+static cJSON *stats_json(struct pt_run *r, const struct pt_gen_stats *st, const int32_t *prompt,
+			 size_t n_prompt)
+{
+	struct pt_engine_stats es;
+	pt_engine_stats(r->engine, &es);
+	cJSON *j = cJSON_CreateObject(), *layers = cJSON_CreateArray();
+	size_t len;
+	const char *text = pt_session_text(r->session, &len);
+	cJSON_AddNumberToObject(j, "prompt_tokens", st->prompt_tokens);
+	cJSON_AddNumberToObject(j, "reused_tokens", st->reused_tokens);
+	cJSON_AddNumberToObject(j, "prefill_tokens", st->prefill_tokens);
+	cJSON_AddNumberToObject(j, "prefill_tps", rate(st->prefill_tokens, st->prefill_s));
+	cJSON_AddNumberToObject(j, "ttft_s", st->ttft_s);
+	cJSON_AddNumberToObject(j, "generated_tokens", st->gen_tokens);
+	cJSON_AddNumberToObject(j, "decode_tps", rate(st->gen_tokens, st->decode_s));
+	cJSON_AddStringToObject(j, "stop_reason", pt_stop_reason_name(st->stop));
+	cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)es.peak_rss_bytes);
+	cJSON_AddNumberToObject(j, "budget_bytes", (double)es.memory_budget);
+	cJSON_AddNumberToObject(j, "slots_per_layer", es.slots_per_layer);
+	cJSON_AddNumberToObject(j, "expert_hits", (double)es.hits);
+	cJSON_AddNumberToObject(j, "expert_misses", (double)es.misses);
+	cJSON_AddNumberToObject(j, "expert_hit_rate", es.hits + es.misses ?
+				(double)es.hits / (double)(es.hits + es.misses) : 1.0);
+	cJSON_AddNumberToObject(j, "read_bytes", (double)es.bytes_read);
+	cJSON_AddNumberToObject(j, "read_mib_s", rate(mib(es.bytes_read), es.read_s));
+	cJSON_AddStringToObject(j, "io_engine", es.io_engine ? es.io_engine : "");
+	for (uint32_t i = 0; i < es.n_moe_layers; i++) {
+		uint64_t h, m, b;
+		pt_engine_layer_stats(r->engine, i, &h, &m, &b);
+		cJSON *l = cJSON_CreateObject();
+		cJSON_AddNumberToObject(l, "hits", (double)h);
+		cJSON_AddNumberToObject(l, "misses", (double)m);
+		cJSON_AddNumberToObject(l, "read_bytes", (double)b);
+		cJSON_AddItemToArray(layers, l);
+	}
+	cJSON_AddItemToObject(j, "layers", layers);
+	cJSON_AddItemToObject(j, "prompt_ids", ids_json(prompt, n_prompt));
+	cJSON_AddItemToObject(j, "ids", ids_json(pt_session_ids(r->session), st->gen_tokens));
+	cJSON_AddItemToObject(j, "text", cJSON_CreateString(text));
+	return j;
+}
+
+static enum pt_status write_stats_json(struct pt_run *r, const struct pt_gen_stats *st,
+				       const int32_t *prompt, size_t n, struct pt_error *err)
+{
+	cJSON *j = stats_json(r, st, prompt, n);
+	char *s = j ? cJSON_Print(j) : NULL;
+	cJSON_Delete(j);
+	if (!s)
+		return pt_error_set(err, PT_E_NOMEM, "out of memory for --stats-json");
+	FILE *f = fopen(r->stats_json, "w");
+	bool ok = f && fputs(s, f) >= 0 && fputc('\n', f) != EOF;
+	if (f && fclose(f) != 0)
+		ok = false;
+	cJSON_free(s);
+	return ok ? PT_OK : pt_error_sys(err, PT_E_IO, errno, "cannot write %s", r->stats_json);
+}
+
+enum pt_status pt_run_generate(struct pt_run *r, const int32_t *ids, size_t n,
+			       struct pt_gen_stats *st, struct pt_error *err)
+{
+	*r->cancel = 0;
+	*r->generating = 1;
+	enum pt_status rc = pt_session_generate(r->session, ids, n, st, err);
+	*r->generating = 0;
+	if (rc != PT_OK)
+		return rc;
+	r->turns++;
+	r->prompt_tokens += st->prompt_tokens;
+	r->reused_tokens += st->reused_tokens;
+	r->gen_tokens += st->gen_tokens;
+	r->prefill_s += st->prefill_s;
+	r->decode_s += st->decode_s;
+	if (r->interactive)
+		fputc('\n', stdout); /* the prompt comes back on a line of its own */
+	fflush(stdout);
+	if (!r->quiet) {
+		if (!r->interactive)
+			fputc('\n', stderr);
+		pt_run_print_stats(r, st, stderr);
+	}
+	if (r->stats_json)
+		rc = write_stats_json(r, st, ids, n, err);
+	return rc;
+}
+
+/* ---- loading ---------------------------------------------------------------------------- */
+
+static double gib(uint64_t b)
+{
+	return (double)b / (1024.0 * 1024.0 * 1024.0);
+}
+
+/* --memory against what the machine can give: above the cgroup limit is refused (the kernel
+ * would kill us), above MemAvailable is a warning (the page cache and other processes pay). */
+static int check_budget(const struct opts *o)
+{
+	uint64_t limit = UINT64_MAX, usage = 0, avail = 0;
+	const char *src = NULL;
+	struct pt_error err = { 0 };
+	pt_plan_cgroup_limit(NULL, &limit, &usage);
+	if (o->memory && limit != UINT64_MAX && o->memory > limit) {
+		pt_cli_error("run: --memory %.2f GiB exceeds this process's cgroup memory limit of "
+			     "%.2f GiB at --memory", gib(o->memory), gib(limit));
+		return PT_EXIT_USAGE;
+	}
+	if (pt_plan_default_budget(NULL, &avail, &src, &err) != PT_OK)
+		return o->memory ? 0 : pt_cli_fail(&err);
+	if (o->memory && o->memory > avail && !o->quiet)
+		fprintf(stderr, "particle: warning: --memory %.2f GiB is more than the machine can "
+				"give now (%.2f GiB, %s less headroom); expect paging\n",
+			gib(o->memory), gib(avail), src ? src : "MemAvailable");
+	if (o->verbose)
+		fprintf(stderr, "particle: machine budget %.2f GiB (%s), requested %s\n", gib(avail),
+			src ? src : "?", o->memory ? "--memory" : "the machine budget");
+	return 0;
+}
+
+/* The model's trained context bounds --max-context. */
+static uint32_t bounded_ctx(const struct opts *o)
+{
+	pt_gguf *g = NULL;
+	struct pt_error err = { 0 };
+	struct pt_str arch = { 0 };
+	uint32_t train = 0;
+	char key[96];
+	if (pt_gguf_open(o->model, &g, &err) == PT_OK &&
+	    pt_gguf_get_str(g, "general.architecture", &arch, NULL, &err) == PT_OK &&
+	    arch.len < 64) {
+		snprintf(key, sizeof key, "%.*s.context_length", (int)arch.len, arch.ptr);
+		if (pt_gguf_get_u32(g, key, 0, &train, NULL, &err) != PT_OK)
+			train = 0;
+	}
+	pt_gguf_close(g);
+	uint64_t n = o->max_ctx;
+	if (train && n > train) {
+		if (o->verbose)
+			fprintf(stderr, "particle: --max-context %llu bounded by the model's %u\n",
+				(unsigned long long)n, train);
+		n = train;
+	}
+	return (uint32_t)n;
+}
+
+static int open_engine(const struct opts *o, pt_engine **e)
+{
+	struct pt_engine_opts eo = { 0 };
+	struct pt_error err = { 0 };
+	enum pt_kv_type kt = PT_KV_F16;
+	if (o->kv)
+		pt_kv_type_from_name(o->kv, &kt);
+	eo.model_path = o->model;
+	eo.threads = (uint32_t)o->threads;
+	eo.n_ctx = bounded_ctx(o);
+	eo.n_batch = (uint32_t)o->batch;
+	eo.kv_type = kt;
+	eo.memory_budget = o->memory;
+	eo.expert_slots = (uint32_t)o->slots;
+	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
+	eo.cache_policy = o->policy;
+	eo.no_lock = o->no_lock;
+	eo.log = o->verbose ? stderr : NULL;
+	eo.verbose = o->verbose;
+	if (pt_engine_open(&eo, e, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	return 0;
+}
+
+/* A special token's text as a C string (the template's bos_token / eos_token). */
+static const char *token_text(const pt_tok *tok, int32_t id, char *buf, size_t cap)
+{
+	size_t len = 0;
+	const char *t = id >= 0 ? pt_tok_text(tok, id, &len) : NULL;
+	if (!t || len >= cap)
+		return NULL;
+	memcpy(buf, t, len);
+	buf[len] = 0;
+	return buf;
+}
+
+/* The chat template: --template FILE, else the model's own. */
+static int load_template(const struct opts *o, struct pt_run *r)
+{
+	const pt_tok *tok = pt_engine_tok(r->engine);
+	struct pt_error err = { 0 };
+	char *src = NULL;
+	size_t len = 0;
+	int rc = 0;
+	if (o->tmpl) {
+		if ((rc = read_all(o->tmpl, &src, &len)) != 0)
+			return rc;
+	} else if (pt_tok_chat_template(tok)) {
+		const char *t = pt_tok_chat_template(tok);
+		len = strlen(t);
+		src = pt_malloc(len + 1);
+		if (src)
+			memcpy(src, t, len + 1);
+	} else {
+		pt_cli_error("run: %s has no chat template; pass --template FILE (or use --prompt)",
+			     o->model);
+		return PT_EXIT_USAGE;
+	}
+	if (!src) {
+		pt_cli_error("out of memory loading the chat template");
+		return PT_EXIT_FAIL;
+	}
+	if (pt_tmpl_parse(src, len, &r->tmpl, &err) != PT_OK)
+		rc = pt_cli_fail(&err);
+	pt_free(src);
+	r->bos_text = token_text(tok, pt_tok_bos(tok), r->bos_buf, sizeof r->bos_buf);
+	r->eos_text = token_text(tok, pt_tok_eos(tok), r->eos_buf, sizeof r->eos_buf);
+	return rc;
+}
+
+static int create_session(const struct opts *o, struct pt_run *r)
+{
+	struct pt_session_opts so = { 0 };
+	struct pt_error err = { 0 };
+	so.sampler = o->so;
+	so.max_new = (uint32_t)o->max_new;
+	so.stops = o->stops;
+	so.n_stops = o->n_stops;
+	so.emit = emit_stdout;
+	so.cancel = r->cancel;
+	if (pt_session_create(r->engine, &so, &r->session, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	return 0;
+}
+
+/* ---- one-shot runs ---------------------------------------------------------------------- */
+
+static int one_shot(const struct opts *o, struct pt_run *r)
+{
+	struct pt_error err = { 0 };
+	int32_t *ids = NULL;
+	size_t n = 0;
+	enum pt_status st;
+	int rc = 0;
+	if (o->messages) {
+		cJSON *msgs = NULL;
+		if ((rc = load_messages(o->messages, &msgs)) != 0)
+			return rc;
+		st = pt_run_encode_chat(r, msgs, &ids, &n, &err);
+		cJSON_Delete(msgs);
+	} else {
+		char *text = (char *)o->prompt;
+		size_t len = strlen(text);
+		if (strcmp(o->prompt, "-") == 0 && (rc = read_all("-", &text, &len)) != 0)
+			return rc;
+		st = pt_run_encode_raw(r, text, len, &ids, &n, &err);
+		if (text != o->prompt)
+			pt_free(text);
+	}
+	struct pt_gen_stats gs = { 0 };
+	if (st == PT_OK && n == 0)
+		st = pt_error_set(&err, PT_E_INVALID, "the prompt is empty at --prompt");
+	if (st == PT_OK)
+		st = pt_run_generate(r, ids, n, &gs, &err);
+	pt_free(ids);
+	if (st != PT_OK)
+		return pt_cli_fail(&err);
+	return gs.stop == PT_STOP_CANCELLED ? PT_EXIT_CANCELLED : PT_EXIT_OK;
+}
+
+static void install_sigint(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+int pt_cmd_run(int argc, char **argv)
+{
+	struct opts o;
+	struct pt_run r;
+	int rc = parse_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? PT_EXIT_OK : rc;
+	bool interactive = !o.prompt && !o.messages;
+	if (interactive && !isatty(STDIN_FILENO)) {
+		pt_cli_error("run: stdin is not a terminal: give --prompt TEXT (or '-') or "
+			     "--messages FILE (or '-')");
+		return PT_EXIT_USAGE;
+	}
+	if (o.raw && !interactive) {
+		pt_cli_error("run: --raw is the interactive raw mode; --prompt is already raw");
+		return PT_EXIT_USAGE;
+	}
+	if ((rc = check_budget(&o)) != 0)
+		return rc;
+	memset(&r, 0, sizeof r);
+	r.quiet = o.quiet;
+	r.verbose = o.verbose;
+	r.raw = o.raw;
+	r.interactive = interactive;
+	r.stats_json = o.stats_json;
+	r.cancel = &cancel_flag;
+	r.generating = &generating_flag;
+	install_sigint();
+	if ((rc = open_engine(&o, &r.engine)) != 0)
+		return rc;
+	if (!o.prompt && !o.raw)
+		rc = load_template(&o, &r);
+	if (rc == 0)
+		rc = create_session(&o, &r);
+	if (rc == 0)
+		rc = interactive ? pt_run_interactive(&r) : one_shot(&o, &r);
+	pt_session_destroy(r.session);
+	pt_tmpl_destroy(r.tmpl);
+	pt_engine_close(r.engine);
+	return rc;
+}

@@ -1,0 +1,55 @@
+#!/bin/sh
+# test_bench.sh - `particle bench` flags and the --json shape on a tiny model (speed figures
+# are not checked: they are benchmarks, see tools/bench/run.sh).
+. "$(dirname "$0")/lib.sh"
+expect_exit 0 "bench --help" -- "$PARTICLE" bench --help
+for flag in --model --prompt-tokens --gen --threads --batch --memory --expert-slots --io \
+	--cache-policy --disk-bw --no-lock --json; do
+	expect_grep "$TMP/out" -- "$flag" "help documents $flag"
+done
+expect_exit 2 "no model" -- "$PARTICLE" bench --gen 2
+expect_one_error_line "no model"
+expect_exit 2 "unknown flag" -- "$PARTICLE" bench -m x.gguf --frob 3
+expect_grep "$TMP/err" "frob" "unknown flag named"
+expect_exit 2 "flag without value" -- "$PARTICLE" bench -m x.gguf --gen
+expect_one_error_line "flag without value"
+expect_exit 2 "bad gen" -- "$PARTICLE" bench -m x.gguf --gen 0
+expect_exit 2 "bad threads" -- "$PARTICLE" bench -m x.gguf --threads x
+expect_exit 2 "bad io" -- "$PARTICLE" bench -m x.gguf --io fast
+expect_grep "$TMP/err" "io" "bad io named"
+expect_exit 2 "bad disk-bw" -- "$PARTICLE" bench -m x.gguf --disk-bw -3
+expect_exit 2 "bad memory" -- "$PARTICLE" bench -m x.gguf --memory lots
+expect_exit 1 "missing model file" -- "$PARTICLE" bench -m "$TMP/none.gguf" --disk-bw 100
+expect_one_error_line "missing model file"
+
+M="$TMP/m.gguf"
+expect_exit 0 "mkmodel" -- "$PARTICLE" mkmodel --arch qwen3moe --preset tiny --quant q8_0 -o "$M"
+expect_exit 0 "bench text" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 --gen 4 --threads 1
+for w in prefill decode experts disk memory; do expect_grep "$TMP/out" "^$w " "text line $w"; done
+expect_exit 0 "bench json" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 --gen 4 --threads 2 \
+	--disk-bw 100 --json
+cp "$TMP/out" "$TMP/a.json"
+if [ "$(wc -l <"$TMP/a.json")" -eq 1 ]; then ok; else bad "--json is one line"; fi
+# Shape and values through python's JSON parser: required keys, types, consistent sums.
+if python3 - "$TMP/a.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+need = ["prefill_tps", "decode_tps", "ttft_s", "peak_rss_bytes", "hit_rate",
+        "bytes_read_per_token", "io_floor_s_per_token", "threads", "memory_budget_bytes"]
+missing = [k for k in need if k not in o]
+assert not missing, missing
+assert o["threads"] == 2 and o["prompt_tokens"] == 8 and o["gen_tokens"] == 4, o
+assert o["prefill_tps"] > 0 and o["decode_tps"] > 0 and o["ttft_s"] > 0, o
+assert 0 <= o["hit_rate"] <= 1 and o["peak_rss_bytes"] > 1 << 20, o
+assert o["disk_bw_bytes_per_s"] == 100e6 and o["disk_bw_source"] == "--disk-bw", o
+assert abs(o["io_floor_s_per_token"] - o["bytes_read_per_token"] / 100e6) < 1e-6, o
+PY
+then ok; else bad "json shape"; fi
+# Greedy decode is deterministic and independent of the thread count and memory budget.
+expect_exit 0 "bench json 1 thread, small budget" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 \
+	--gen 4 --threads 1 --disk-bw 100 --json --expert-slots 8 --io direct
+tok() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["first_token"], o["last_token"])' "$1"; }
+if [ "$(tok "$TMP/a.json")" = "$(tok "$TMP/out")" ]; then ok; else bad "greedy tokens differ across threads/slots"; fi
+expect_exit 0 "bench measures the disk" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json
+expect_grep "$TMP/out" '"disk_bw_source": "\(O_DIRECT\|buffered\)"' "disk probe source"
+finish

@@ -1,0 +1,193 @@
+#!/bin/sh
+# run.sh - `make bench`: particle against llama.cpp (tools/oracle/oracle.mjs bench, the same
+# GGUF, the same thread count), alternating runs, medians in tools/bench/summarize.py.
+#   A. in RAM: `small` Q4_K_M of each arch (prompt 512, gen 128);
+#   B. memory-capped: `full` Q4_K_M models, each process in its own cgroup-v1 memory cgroup
+#      (page cache counts) at $CAP, page cache dropped before every run; llama.cpp with its
+#      default mmap vs particle with --memory just under the cap; then llama.cpp's smallest
+#      surviving cap from $LLAMA_CAPS;
+#   C. routing: `small` qwen3moe at several --router-skew levels, expert cache at ~40 %.
+# Needs root (cgroups, drop_caches).  Every record goes to $OUT/results.jsonl with the load
+# average at its start; exit 2 without root.
+# Environment: REPS (3), THREADS (2), CAP (6G), FULL_DIR (/work/models-full), SMALL_DIR
+# (models), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
+# CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 4 8 16"), OUT (build/bench), BASELINE
+# (another particle binary, e.g. an older build, run beside particle in section A).
+set -u
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench: needs root (memory cgroups and /proc/sys/vm/drop_caches); run as root" >&2
+	exit 2
+fi
+CG=/sys/fs/cgroup/memory
+if [ ! -w "$CG" ]; then
+	echo "bench: cgroup v1 memory controller not writable at $CG" >&2
+	exit 2
+fi
+: "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
+: "${SMALL_DIR:=models}" "${SECTIONS:=A B C}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
+: "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
+: "${SKEWS:=0 2 4 8 16}" "${OUT:=build/bench}" "${BASELINE:=}"
+P=build/particle
+ORACLE="node tools/oracle/oracle.mjs"
+mkdir -p "$OUT" "$SMALL_DIR"
+RES="$OUT/results.jsonl"
+: >"$RES"
+
+bytes() { # 6G -> bytes
+	python3 -c 'import sys; s=sys.argv[1]; m={"K":1<<10,"M":1<<20,"G":1<<30,"T":1<<40}
+print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))' "$1"
+}
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
+# record SECTION ENGINE MODEL EXTRA-JSON-FIELDS RESULT-FILE RC
+record() {
+	python3 - "$@" >>"$RES" <<'PY'
+import json, sys
+sec, eng, model, extra, path, rc = sys.argv[1:7]
+o = {"section": sec, "engine": eng, "model": model, "rc": int(rc)}
+o.update(json.loads(extra))
+try:
+    line = [l for l in open(path).read().splitlines() if l.startswith("{")][-1]
+    o["result"] = json.loads(line)
+except Exception:
+    o["result"] = None
+print(json.dumps(o))
+PY
+}
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# in_cgroup NAME LIMIT-BYTES OUTFILE CMD...: runs CMD in a fresh child memory cgroup; prints
+# '"cg_max_usage":N,"cg_oom_kills":N' for the record.
+in_cgroup() {
+	cg_name=$1 cg_lim=$2 cg_out=$3; shift 3
+	d="$CG/$cg_name"
+	[ -d "$d" ] && rmdir "$d" 2>/dev/null
+	mkdir -p "$d"
+	echo "$cg_lim" >"$d/memory.limit_in_bytes"
+	sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$d" "$@" >"$cg_out" 2>"$cg_out.err"
+	rc=$?
+	kills=$(sed -n 's/^oom_kill //p' "$d/memory.oom_control")
+	CGX="\"cg_max_usage\": $(cat "$d/memory.max_usage_in_bytes"), \"cg_oom_kills\": ${kills:-0}"
+	# move nothing back: the process is gone; the empty cgroup can be removed
+	rmdir "$d" 2>/dev/null
+	return $rc
+}
+
+facts() {
+	python3 - "$OUT/facts.json" <<'PY'
+import json, os, re, sys
+cpu = open("/proc/cpuinfo").read()
+model = re.search(r"model name\s*:\s*(.*)", cpu).group(1)
+flags = re.search(r"flags\s*:\s*(.*)", cpu).group(1).split()
+keep = [f for f in flags if re.match(r"(avx|fma|f16c|bmi|sse4|amx)", f)]
+mem = int(re.search(r"MemTotal:\s*(\d+)", open("/proc/meminfo").read()).group(1)) * 1024
+json.dump({"cpu": model, "cores": os.cpu_count(), "isa_flags": keep, "mem_total_bytes": mem,
+           "kernel": os.uname().release}, open(sys.argv[1], "w"))
+PY
+	echo "bench: facts $(cat "$OUT/facts.json")"
+}
+
+# a_run ENGINE MODEL REP CMD...: one section-A record.
+a_run() {
+	eng=$1 am=$2 ar=$3; shift 3
+	la=$(loadavg)
+	"$@" >"$OUT/a.out" 2>"$OUT/a.err"
+	record A "$eng" "$am" "{\"rep\": $ar, \"load\": $la}" "$OUT/a.out" $?
+}
+
+# In RAM: particle with --io mmap (the file fits, as llama.cpp's default mmap), particle with
+# the engine's default streaming store ("particle-direct"), $BASELINE, llama.cpp; then both
+# at one thread ("-1t": no barrier spinning, the fair figure on a loaded host).
+section_a() {
+	for arch in qwen3moe gemma4 bailingmoe2; do
+		m="$SMALL_DIR/small-$arch-q4_k_m.gguf"
+		[ -f "$m" ] || $P mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" || return 1
+		r=1
+		while [ "$r" -le "$REPS" ]; do
+			pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock"
+			a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
+			a_run particle-direct "$m" $r $P $pb --threads "$THREADS"
+			[ -n "$BASELINE" ] &&
+				a_run particle-baseline "$m" $r $BASELINE $pb --threads "$THREADS" --io mmap
+			a_run llama.cpp "$m" $r $ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128
+			a_run particle-1t "$m" $r $P $pb --threads 1 --io mmap
+			a_run llama.cpp-1t "$m" $r $ORACLE bench "$m" --threads 1 --prompt 512 --gen 128
+			echo "bench: A $arch rep $r done (load $la)"
+			r=$((r + 1))
+		done
+	done
+}
+
+# cap_pair MODEL CAP-BYTES REP: one cold particle run and one cold llama.cpp run at the cap.
+cap_pair() {
+	cm=$1 clim=$2 cr=$3
+	budget=$((clim - clim / 20)) # just under the cap: 95 %
+	drop_caches
+	la=$(loadavg)
+	in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
+		--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock
+	rc=$?
+	record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, $CGX}" "$OUT/b.out" $rc
+	drop_caches
+	la=$(loadavg)
+	in_cgroup pt_bench_llama "$clim" "$OUT/b.out" $ORACLE bench "$cm" --threads "$THREADS" \
+		--prompt "$CAP_PROMPT" --gen "$CAP_GEN"
+	rc=$?
+	record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, $CGX}" "$OUT/b.out" $rc
+	echo "bench: B $cm rep $cr done (llama.cpp rc $rc, load $la)"
+}
+
+section_b() {
+	lim=$(bytes "$CAP")
+	for arch in $FULL_ARCHS; do
+		m="$FULL_DIR/$arch-full-q4_k_m.gguf"
+		if [ ! -f "$m" ]; then
+			echo "bench: $m missing: make it with: $P mkmodel --arch $arch --preset full" \
+				"--quant q4_k_m -o $m (needs ~20 GB of disk); skipped" >&2
+			continue
+		fi
+		r=1
+		while [ "$r" -le "$REPS" ]; do
+			cap_pair "$m" "$lim" "$r"
+			r=$((r + 1))
+		done
+		# llama.cpp's smallest surviving cap (one try per size, cold)
+		for c in $LLAMA_CAPS; do
+			cl=$(bytes "$c")
+			drop_caches
+			la=$(loadavg)
+			in_cgroup pt_bench_llama "$cl" "$OUT/b.out" $ORACLE bench "$m" \
+				--threads "$THREADS" --prompt "$CAP_PROMPT" --gen "$CAP_GEN"
+			rc=$?
+			record B-llama-cap llama.cpp "$m" "{\"load\": $la, \"cap\": $cl, $CGX}" "$OUT/b.out" $rc
+			echo "bench: llama.cpp at $c: rc $rc"
+			[ "$rc" -eq 0 ] && break
+		done
+	done
+}
+
+# Routing skew: hit rate at ~40 % expert residency (13 of 32 slots) vs the published
+# Qwen3-30B-A3B figures (PRIOR-ART-PEERS section 4: ~90-95 % LRU hit at 40 % residency).
+section_c() {
+	for s in $SKEWS; do
+		m="$SMALL_DIR/small-qwen3moe-q4_k_m-skew$s.gguf"
+		[ -f "$m" ] || $P mkmodel --arch qwen3moe --preset small --quant q4_k_m \
+			--router-skew "$s" -o "$m" || return 1
+		la=$(loadavg)
+		drop_caches
+		$P bench -m "$m" --threads "$THREADS" --prompt-tokens 64 --gen 128 --expert-slots 13 \
+			--io direct --json >"$OUT/c.out" 2>"$OUT/c.err"
+		record C particle "$m" "{\"skew\": $s, \"load\": $la, \"expert_slots\": 13}" \
+			"$OUT/c.out" $?
+		echo "bench: C skew $s done"
+	done
+}
+
+[ -x "$P" ] || { echo "bench: build $P first (make)" >&2; exit 1; }
+facts
+for s in $SECTIONS; do
+	case $s in
+	A) section_a ;; B) section_b ;; C) section_c ;;
+	*) echo "bench: unknown section $s" >&2; exit 2 ;;
+	esac
+done
+python3 tools/bench/summarize.py "$RES" "$OUT/facts.json" "$OUT/summary.json"

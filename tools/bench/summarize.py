@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""summarize.py RESULTS.jsonl FACTS.json OUT.json - medians of tools/bench/run.sh records
+per (section, model, engine), particle/llama.cpp ratios, and markdown tables on stdout."""
+import json
+import os
+import statistics
+import sys
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def group(recs):
+    g = {}
+    for r in recs:
+        key = (r["section"], os.path.basename(r["model"]), r["engine"], r.get("skew"))
+        g.setdefault(key, []).append(r)
+    return g
+
+
+def field(rs, name):
+    return [r["result"][name] for r in rs if r["rc"] == 0 and r.get("result")
+            and name in r["result"]]
+
+
+def summarize(recs):
+    out = []
+    for (sec, model, eng, skew), rs in sorted(group(recs).items(), key=lambda kv: str(kv[0])):
+        s = {"section": sec, "model": model, "engine": eng, "runs": len(rs),
+             "ok_runs": sum(1 for r in rs if r["rc"] == 0),
+             "exit_codes": [r["rc"] for r in rs], "load": [r.get("load") for r in rs]}
+        if skew is not None:
+            s["skew"] = skew
+        for k in ("prefill_tps", "decode_tps", "ttft_s", "peak_rss_bytes", "hit_rate",
+                  "bytes_read_per_token", "io_floor_s_per_token", "time_over_floor",
+                  "memory_budget_bytes", "disk_bw_bytes_per_s"):
+            v = med(field(rs, k))
+            if v is not None:
+                s[k] = v
+        for k in ("cap", "cg_max_usage", "cg_oom_kills"):
+            v = [r[k] for r in rs if k in r]
+            if v:
+                s[k] = v if len(v) > 1 else v[0]
+        out.append(s)
+    by = {(s["section"], s["model"], s["engine"]): s for s in out}
+    for s in out:
+        if not s["engine"].startswith("particle"):
+            continue
+        partner = "llama.cpp-1t" if s["engine"].endswith("-1t") else "llama.cpp"
+        o = by.get((s["section"], s["model"], partner))
+        if o:
+            for k in ("prefill_tps", "decode_tps"):
+                if s.get(k) and o.get(k):
+                    s[k.replace("_tps", "_ratio_vs_llama")] = s[k] / o[k]
+    return out
+
+
+def table(rows):
+    fmt = lambda v, f: "-" if v is None else f % v
+    print("| section | model | engine | ok/runs | prefill tok/s | decode tok/s | ratio pre | ratio dec | "
+          "hit | MiB/token | floor ms/tok | time/floor | peak RSS MiB | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in rows:
+        print("| %s | %s%s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            s["section"], s["model"], " skew %s" % s["skew"] if "skew" in s else "",
+            s["engine"], s["ok_runs"], s["runs"], fmt(s.get("prefill_tps"), "%.1f"),
+            fmt(s.get("decode_tps"), "%.2f"), fmt(s.get("prefill_ratio_vs_llama"), "%.2fx"),
+            fmt(s.get("decode_ratio_vs_llama"), "%.2fx"),
+            fmt(s.get("hit_rate"), "%.3f"),
+            fmt(s.get("bytes_read_per_token") and s["bytes_read_per_token"] / 2**20, "%.1f"),
+            fmt(s.get("io_floor_s_per_token") and s["io_floor_s_per_token"] * 1e3, "%.1f"),
+            fmt(s.get("time_over_floor"), "%.2f"),
+            fmt(s.get("peak_rss_bytes") and s["peak_rss_bytes"] / 2**20, "%.0f"),
+            ",".join("%.1f" % x for x in s["load"] if x is not None)))
+
+
+def main():
+    recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+    facts = json.load(open(sys.argv[2]))
+    rows = summarize(recs)
+    json.dump({"facts": facts, "summary": rows, "runs": recs}, open(sys.argv[3], "w"), indent=1)
+    table(rows)
+
+
+if __name__ == "__main__":
+    main()
