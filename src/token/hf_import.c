@@ -567,24 +567,6 @@ static enum pt_status write_strs(pt_gguf_writer *w, const char *key, const struc
 enum pt_status pt_vocab_write_gguf(pt_gguf_writer *w, const struct pt_vocab_spec *v,
 				   struct pt_error *err)
 {
-	static const struct { const char *key; size_t off; } ids[] = {
-		{ "tokenizer.ggml.bos_token_id", offsetof(struct pt_vocab_spec, bos_id) },
-		{ "tokenizer.ggml.eos_token_id", offsetof(struct pt_vocab_spec, eos_id) },
-		{ "tokenizer.ggml.eot_token_id", offsetof(struct pt_vocab_spec, eot_id) },
-		{ "tokenizer.ggml.eom_token_id", offsetof(struct pt_vocab_spec, eom_id) },
-		{ "tokenizer.ggml.unknown_token_id", offsetof(struct pt_vocab_spec, unk_id) },
-		{ "tokenizer.ggml.seperator_token_id", offsetof(struct pt_vocab_spec, sep_id) },
-		{ "tokenizer.ggml.padding_token_id", offsetof(struct pt_vocab_spec, pad_id) },
-		{ "tokenizer.ggml.mask_token_id", offsetof(struct pt_vocab_spec, mask_id) },
-	};
-	static const struct { const char *key; size_t off; } flags[] = {
-		{ "tokenizer.ggml.add_bos_token", offsetof(struct pt_vocab_spec, add_bos) },
-		{ "tokenizer.ggml.add_eos_token", offsetof(struct pt_vocab_spec, add_eos) },
-		{ "tokenizer.ggml.add_sep_token", offsetof(struct pt_vocab_spec, add_sep) },
-		{ "tokenizer.ggml.add_space_prefix", offsetof(struct pt_vocab_spec, add_space_prefix) },
-		{ "tokenizer.ggml.remove_extra_whitespaces",
-		  offsetof(struct pt_vocab_spec, remove_extra_ws) },
-	};
 	enum pt_status st = pt_gguf_writer_set_str(w, "tokenizer.ggml.model", v->model, err);
 	if (!st && v->pre)
 		st = pt_gguf_writer_set_str(w, "tokenizer.ggml.pre", v->pre, err);
@@ -598,15 +580,17 @@ enum pt_status pt_vocab_write_gguf(pt_gguf_writer *w, const struct pt_vocab_spec
 					    v->n_tokens, err);
 	if (!st && v->n_merges)
 		st = write_strs(w, "tokenizer.ggml.merges", v->merges, v->n_merges, err);
-	for (size_t i = 0; i < sizeof ids / sizeof ids[0] && !st; i++) {
-		int64_t id = *(const int64_t *)((const char *)v + ids[i].off);
+	for (size_t i = 0; i < pt_vocab_n_id_keys && !st; i++) {
+		const struct pt_vocab_key *k = &pt_vocab_id_keys[i];
+		int64_t id = *(const int64_t *)((const char *)v + k->off);
 		if (id >= 0)
-			st = pt_gguf_writer_set_u32(w, ids[i].key, (uint32_t)id, err);
+			st = pt_gguf_writer_set_u32(w, k->key, (uint32_t)id, err);
 	}
-	for (size_t i = 0; i < sizeof flags / sizeof flags[0] && !st; i++) {
-		int f = *(const int *)((const char *)v + flags[i].off);
+	for (size_t i = 0; i < pt_vocab_n_flag_keys && !st; i++) {
+		const struct pt_vocab_key *k = &pt_vocab_flag_keys[i];
+		int f = *(const int *)((const char *)v + k->off);
 		if (f >= 0)
-			st = pt_gguf_writer_set_bool(w, flags[i].key, f != 0, err);
+			st = pt_gguf_writer_set_bool(w, k->key, f != 0, err);
 	}
 	if (!st && v->chat_template)
 		st = pt_gguf_writer_set_str(w, "tokenizer.chat_template", v->chat_template, err);

@@ -73,6 +73,17 @@ struct pt_vocab_spec {
 /* A spec with every optional field marked absent. */
 void pt_vocab_spec_init(struct pt_vocab_spec *s);
 
+/* The scalar tokenizer.ggml.* keys and the spec field each maps to: one table shared by the
+ * GGUF reader (ids are int64_t fields, flags int fields) and the importer's writer. */
+struct pt_vocab_key {
+	const char *key;
+	size_t off; /* offsetof(struct pt_vocab_spec, ...) */
+};
+extern const struct pt_vocab_key pt_vocab_id_keys[];
+extern const size_t pt_vocab_n_id_keys;
+extern const struct pt_vocab_key pt_vocab_flag_keys[];
+extern const size_t pt_vocab_n_flag_keys;
+
 typedef struct pt_tok pt_tok;
 
 /* Builds a tokenizer from spec (copied: spec may be freed after).  On failure *out is NULL.

@@ -119,34 +119,42 @@ static enum pt_status read_arrays(const pt_gguf *g, struct pt_vocab_spec *s,
 	return PT_OK;
 }
 
+const struct pt_vocab_key pt_vocab_id_keys[] = {
+	{ "tokenizer.ggml.bos_token_id", offsetof(struct pt_vocab_spec, bos_id) },
+	{ "tokenizer.ggml.eos_token_id", offsetof(struct pt_vocab_spec, eos_id) },
+	{ "tokenizer.ggml.eot_token_id", offsetof(struct pt_vocab_spec, eot_id) },
+	{ "tokenizer.ggml.eom_token_id", offsetof(struct pt_vocab_spec, eom_id) },
+	{ "tokenizer.ggml.unknown_token_id", offsetof(struct pt_vocab_spec, unk_id) },
+	{ "tokenizer.ggml.seperator_token_id", offsetof(struct pt_vocab_spec, sep_id) },
+	{ "tokenizer.ggml.padding_token_id", offsetof(struct pt_vocab_spec, pad_id) },
+	{ "tokenizer.ggml.mask_token_id", offsetof(struct pt_vocab_spec, mask_id) },
+};
+const size_t pt_vocab_n_id_keys = sizeof pt_vocab_id_keys / sizeof pt_vocab_id_keys[0];
+
+const struct pt_vocab_key pt_vocab_flag_keys[] = {
+	{ "tokenizer.ggml.add_bos_token", offsetof(struct pt_vocab_spec, add_bos) },
+	{ "tokenizer.ggml.add_eos_token", offsetof(struct pt_vocab_spec, add_eos) },
+	{ "tokenizer.ggml.add_sep_token", offsetof(struct pt_vocab_spec, add_sep) },
+	{ "tokenizer.ggml.add_space_prefix", offsetof(struct pt_vocab_spec, add_space_prefix) },
+	{ "tokenizer.ggml.remove_extra_whitespaces",
+	  offsetof(struct pt_vocab_spec, remove_extra_ws) },
+};
+const size_t pt_vocab_n_flag_keys = sizeof pt_vocab_flag_keys / sizeof pt_vocab_flag_keys[0];
+
 static enum pt_status read_scalars(const pt_gguf *g, struct pt_vocab_spec *s,
 				   struct gguf_view *v, struct pt_error *err)
 {
-	static const struct { const char *key; size_t off; } ids[] = {
-		{ "tokenizer.ggml.bos_token_id", offsetof(struct pt_vocab_spec, bos_id) },
-		{ "tokenizer.ggml.eos_token_id", offsetof(struct pt_vocab_spec, eos_id) },
-		{ "tokenizer.ggml.eot_token_id", offsetof(struct pt_vocab_spec, eot_id) },
-		{ "tokenizer.ggml.eom_token_id", offsetof(struct pt_vocab_spec, eom_id) },
-		{ "tokenizer.ggml.unknown_token_id", offsetof(struct pt_vocab_spec, unk_id) },
-		{ "tokenizer.ggml.seperator_token_id", offsetof(struct pt_vocab_spec, sep_id) },
-		{ "tokenizer.ggml.padding_token_id", offsetof(struct pt_vocab_spec, pad_id) },
-		{ "tokenizer.ggml.mask_token_id", offsetof(struct pt_vocab_spec, mask_id) },
-	};
-	static const struct { const char *key; size_t off; } flags[] = {
-		{ "tokenizer.ggml.add_bos_token", offsetof(struct pt_vocab_spec, add_bos) },
-		{ "tokenizer.ggml.add_eos_token", offsetof(struct pt_vocab_spec, add_eos) },
-		{ "tokenizer.ggml.add_sep_token", offsetof(struct pt_vocab_spec, add_sep) },
-		{ "tokenizer.ggml.add_space_prefix", offsetof(struct pt_vocab_spec, add_space_prefix) },
-		{ "tokenizer.ggml.remove_extra_whitespaces",
-		  offsetof(struct pt_vocab_spec, remove_extra_ws) },
-	};
 	enum pt_status st;
-	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
-		if ((st = get_id(g, ids[i].key, (int64_t *)((char *)s + ids[i].off), err)))
+	for (size_t i = 0; i < pt_vocab_n_id_keys; i++) {
+		const struct pt_vocab_key *k = &pt_vocab_id_keys[i];
+		if ((st = get_id(g, k->key, (int64_t *)((char *)s + k->off), err)))
 			return st;
-	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-		if ((st = get_flag(g, flags[i].key, (int *)((char *)s + flags[i].off), err)))
+	}
+	for (size_t i = 0; i < pt_vocab_n_flag_keys; i++) {
+		const struct pt_vocab_key *k = &pt_vocab_flag_keys[i];
+		if ((st = get_flag(g, k->key, (int *)((char *)s + k->off), err)))
 			return st;
+	}
 	bool found;
 	if ((st = get_cstr(g, "tokenizer.ggml.model", v->model, sizeof v->model, &found, err)))
 		return st;
