@@ -3,6 +3,7 @@
  * budget check before loading, prompt building (raw or through the chat template), the
  * SIGINT handling, the stats footer and --stats-json. */
 #include "cli/cli.h"
+#include "cli/input.h"
 #include "cli/run.h"
 
 #include <cjson/cJSON.h>
@@ -23,7 +24,6 @@
 #include "util/limits.h"
 
 #define MAX_STOPS 16
-#define MAX_INPUT (64u * 1024 * 1024) /* bytes of --messages / --template / stdin prompt */
 
 struct opts {
 	const char *model, *prompt, *messages, *tmpl, *stats_json, *io, *policy, *kv;
@@ -270,119 +270,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 /* ---- input files ------------------------------------------------------------------------ */
 
-static int read_all(const char *path, char **out, size_t *len)
-{
-	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		pt_cli_error("cannot open %s: %s", path, strerror(errno));
-		return PT_EXIT_USAGE;
-	}
-	size_t n = 0, cap = 4096;
-	char *buf = pt_malloc(cap);
-	int rc = buf ? 0 : PT_EXIT_FAIL;
-	while (rc == 0) {
-		if (n + 1 >= cap && n + 1 < MAX_INPUT) {
-			char *p = pt_realloc(buf, cap * 2);
-			if (!p) {
-				rc = PT_EXIT_FAIL;
-				break;
-			}
-			buf = p;
-			cap *= 2;
-		}
-		if (n + 1 >= cap) {
-			pt_cli_error("%s: larger than %u bytes", path, MAX_INPUT);
-			rc = PT_EXIT_USAGE;
-			break;
-		}
-		ssize_t r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			pt_cli_error("cannot read %s: %s", path, strerror(errno));
-			rc = PT_EXIT_USAGE;
-		}
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	if (fd != STDIN_FILENO)
-		close(fd);
-	if (rc) {
-		if (rc == PT_EXIT_FAIL)
-			pt_cli_error("out of memory reading %s", path);
-		pt_free(buf);
-		return rc;
-	}
-	buf[n] = 0;
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-/* --messages: an array, or an object with a "messages" array; returns the array detached. */
+/* --messages: an array, or an object with a "messages" array; returns the array. */
 static int load_messages(const char *path, cJSON **out)
 {
-	char *buf;
-	size_t len;
-	int rc = read_all(path, &buf, &len);
+	cJSON *conv, *msgs;
+	int rc = pt_cli_load_json(path, &conv);
 	if (rc)
 		return rc;
-	const char *end = NULL;
-	cJSON *j = memchr(buf, 0, len) ? NULL : cJSON_ParseWithLengthOpts(buf, len + 1, &end, true);
-	if (!j) {
-		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
-		pt_cli_error("malformed JSON in %s at offset %zu", path, off);
-		pt_free(buf);
-		return PT_EXIT_USAGE;
-	}
-	pt_free(buf);
-	cJSON *msgs = j;
-	if (cJSON_IsObject(j)) {
-		msgs = cJSON_DetachItemFromObjectCaseSensitive(j, "messages");
-		cJSON_Delete(j);
-	}
-	struct pt_error err = { 0 };
-	if (!msgs) {
-		pt_cli_error("%s: object has no \"messages\" array", path);
-		return PT_EXIT_USAGE;
-	}
-	if (pt_run_check_messages(msgs, path, &err) != PT_OK) {
+	rc = pt_cli_split_conversation(path, conv, &msgs, NULL);
+	cJSON_Delete(conv);
+	if (!rc && (rc = pt_cli_check_messages(path, msgs, true)) != 0)
 		cJSON_Delete(msgs);
-		return pt_cli_fail(&err);
-	}
-	*out = msgs;
-	return 0;
-}
-
-enum pt_status pt_run_check_messages(const cJSON *msgs, const char *where, struct pt_error *err)
-{
-	static const char *const roles[] = { "system", "developer", "user", "assistant", "tool" };
-	size_t i = 0;
-	if (!cJSON_IsArray(msgs))
-		return pt_error_set(err, PT_E_INVALID, "\"messages\" must be an array at %s", where);
-	for (const cJSON *m = msgs->child; m; m = m->next, i++) {
-		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-		if (!cJSON_IsObject(m) || !cJSON_IsString(role))
-			return pt_error_set(err, PT_E_INVALID,
-					    "message needs a string \"role\" at %s messages[%zu]",
-					    where, i);
-		size_t k = 0;
-		while (k < sizeof roles / sizeof roles[0] && strcmp(roles[k], role->valuestring))
-			k++;
-		if (k == sizeof roles / sizeof roles[0])
-			return pt_error_set(err, PT_E_INVALID, "unknown role '%.40s' at %s messages[%zu]",
-					    role->valuestring, where, i);
-		if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) &&
-		    !cJSON_IsArray(content))
-			return pt_error_set(err, PT_E_INVALID,
-					    "\"content\" must be a string, null or an array at %s "
-					    "messages[%zu]", where, i);
-	}
-	if (i == 0)
-		return pt_error_set(err, PT_E_INVALID, "no messages at %s", where);
-	return PT_OK;
+	if (!rc)
+		*out = msgs;
+	return rc;
 }
 
 /* ---- prompts ---------------------------------------------------------------------------- */
@@ -672,7 +573,7 @@ static int load_template(const struct opts *o, struct pt_run *r)
 	size_t len = 0;
 	int rc = 0;
 	if (o->tmpl) {
-		if ((rc = read_all(o->tmpl, &src, &len)) != 0)
+		if ((rc = pt_cli_read_input(o->tmpl, &src, &len)) != 0)
 			return rc;
 	} else if (pt_tok_chat_template(tok)) {
 		const char *t = pt_tok_chat_template(tok);
@@ -730,7 +631,7 @@ static int one_shot(const struct opts *o, struct pt_run *r)
 	} else {
 		char *text = (char *)o->prompt;
 		size_t len = strlen(text);
-		if (strcmp(o->prompt, "-") == 0 && (rc = read_all("-", &text, &len)) != 0)
+		if (strcmp(o->prompt, "-") == 0 && (rc = pt_cli_read_input("-", &text, &len)) != 0)
 			return rc;
 		st = pt_run_encode_raw(r, text, len, &ids, &n, &err);
 		if (text != o->prompt)

@@ -3,6 +3,7 @@
  * passes variables: messages, tools (only when non-empty), add_generation_prompt (only when
  * true), bos_token, eos_token, plus --var NAME=JSON extras (which override). */
 #include "cli/cli.h"
+#include "cli/input.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include "util/alloc.h"
 #include "util/limits.h"
 
-#define MAX_INPUT (64u * 1024 * 1024)
 #define MAX_VARS 64
 
 struct opts {
@@ -106,209 +106,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		pt_cli_error("cannot open %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return PT_EXIT_USAGE;
-	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > MAX_INPUT) {
-		pt_cli_error("%s: not a regular file of at most %u bytes", path, MAX_INPUT);
-		close(fd);
-		return PT_EXIT_USAGE;
-	}
-	char *buf = pt_malloc((size_t)st.st_size + 1);
-	size_t n = 0;
-	if (!buf) {
-		close(fd);
-		pt_cli_error("out of memory reading %s", path);
-		return PT_EXIT_FAIL;
-	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			pt_cli_error("cannot read %s: %s", path, r < 0 ? strerror(errno) : "short read");
-			pt_free(buf);
-			close(fd);
-			return PT_EXIT_FAIL;
-		}
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = 0;
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-/* Offset of the first invalid UTF-8 byte, or len. */
-static size_t utf8_check(const unsigned char *s, size_t len)
-{
-	size_t i = 0;
-	while (i < len) {
-		unsigned char b = s[i];
-		size_t need = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 :
-			      (b & 0xF8) == 0xF0 ? 3 : 9;
-		if (need == 9 || (need == 1 && b < 0xC2) || i + need >= len + (need ? 0 : 1))
-			return i;
-		uint32_t cp = need == 0 ? b : need == 1 ? (b & 0x1Fu) : need == 2 ? (b & 0x0Fu) : (b & 0x07u);
-		for (size_t k = 1; k <= need; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				return i;
-			cp = (cp << 6) | (s[i + k] & 0x3Fu);
-		}
-		if ((need == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-		    (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-			return i;
-		i += need + 1;
-	}
-	return len;
-}
-
-/* cJSON keeps numbers as doubles, but Python tells 1 from 1.0 and keeps big integers exact.
- * Number nodes get their source spelling in valuestring (the template engine reads it);
- * the k-th number token of the text is the k-th number node in document order. */
-static void keep_number_text(const char *text, size_t len, cJSON *root)
-{
-	cJSON *stack[PT_JSON_MAX_DEPTH + 2];
-	size_t depth = 0, i = 0;
-	cJSON *node = root;
-	while (node) {
-		if (cJSON_IsNumber(node)) {
-			while (i < len && !(text[i] == '-' || (text[i] >= '0' && text[i] <= '9'))) {
-				if (text[i] == '"') /* skip strings, escapes included */
-					for (i++; i < len && text[i] != '"'; i++)
-						if (text[i] == '\\')
-							i++;
-				i++;
-			}
-			size_t st = i;
-			while (i < len && strchr("+-0123456789.eE", text[i]))
-				i++;
-			if (i > st && !node->valuestring) {
-				node->valuestring = cJSON_malloc(i - st + 1);
-				if (node->valuestring) {
-					memcpy(node->valuestring, text + st, i - st);
-					node->valuestring[i - st] = 0;
-				}
-			}
-		}
-		if (node->child) {
-			if (depth == PT_JSON_MAX_DEPTH)
-				return; /* too deep to render anyway; the rest keeps cJSON's doubles */
-			stack[depth++] = node;
-			node = node->child;
-			continue;
-		}
-		while (node && !node->next && depth)
-			node = stack[--depth];
-		node = node && node != root ? node->next : NULL;
-	}
-}
-
-static int load_json(const char *path, cJSON **out)
-{
-	char *buf;
-	size_t len;
-	int rc = read_file(path, &buf, &len);
-	if (rc)
-		return rc;
-	size_t bad = utf8_check((const unsigned char *)buf, len);
-	if (bad != len) {
-		pt_cli_error("invalid UTF-8 in %s at offset %zu", path, bad);
-		pt_free(buf);
-		return PT_EXIT_USAGE;
-	}
-	const char *end = NULL;
-	cJSON *j = memchr(buf, 0, len) ? NULL : cJSON_ParseWithLengthOpts(buf, len + 1, &end, true);
-	if (!j) {
-		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
-		pt_cli_error("malformed JSON in %s at offset %zu", path, off);
-		pt_free(buf);
-		return PT_EXIT_USAGE;
-	}
-	keep_number_text(buf, len, j);
-	pt_free(buf);
-	*out = j;
-	return 0;
-}
-
-static bool valid_role(const char *r)
-{
-	static const char *const roles[] = { "system", "developer", "user", "assistant", "tool" };
-	for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
-		if (strcmp(r, roles[i]) == 0)
-			return true;
-	return false;
-}
-
-static int bad_shape(const char *path, size_t i, const char *what)
-{
-	pt_cli_error("%s: messages[%zu]: %s", path, i, what);
-	return PT_EXIT_USAGE;
-}
-
-static int check_tool_calls(const char *path, size_t i, const cJSON *tc)
-{
-	if (!cJSON_IsArray(tc))
-		return bad_shape(path, i, "tool_calls must be an array");
-	for (const cJSON *c = tc->child; c; c = c->next) {
-		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
-		if (!cJSON_IsObject(c) || !cJSON_IsObject(fn))
-			return bad_shape(path, i, "each tool call needs a \"function\" object");
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-		const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-		if (!cJSON_IsString(name))
-			return bad_shape(path, i, "tool call function.name must be a string");
-		if (args && !cJSON_IsString(args) && !cJSON_IsObject(args))
-			return bad_shape(path, i, "tool call function.arguments must be a string or object");
-	}
-	return 0;
-}
-
-/* OpenAI chat format: role, content (string, null or a list of typed parts), tool_calls. */
-static int check_messages(const char *path, const cJSON *msgs)
-{
-	size_t i = 0;
-	if (!cJSON_IsArray(msgs)) {
-		pt_cli_error("%s: \"messages\" must be an array", path);
-		return PT_EXIT_USAGE;
-	}
-	for (const cJSON *m = msgs->child; m; m = m->next, i++) {
-		if (!cJSON_IsObject(m))
-			return bad_shape(path, i, "must be an object");
-		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-		const cJSON *tc = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
-		if (!cJSON_IsString(role))
-			return bad_shape(path, i, "\"role\" must be a string");
-		if (!valid_role(role->valuestring)) {
-			pt_cli_error("%s: messages[%zu]: unknown role '%.40s'", path, i, role->valuestring);
-			return PT_EXIT_USAGE;
-		}
-		if (content && !cJSON_IsString(content) && !cJSON_IsNull(content)) {
-			if (!cJSON_IsArray(content))
-				return bad_shape(path, i, "\"content\" must be a string, null or an array");
-			for (const cJSON *p = content->child; p; p = p->next)
-				if (!cJSON_IsObject(p) ||
-				    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(p, "type")))
-					return bad_shape(path, i, "content parts must be objects with a \"type\"");
-		}
-		if (tc && !cJSON_IsNull(tc)) {
-			int rc = check_tool_calls(path, i, tc);
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
-}
-
 /* --object-arguments: a string that parses as a JSON object replaces itself by the object. */
 static void objectify_arguments(cJSON *msgs)
 {
@@ -337,7 +134,7 @@ static int add_var(cJSON *vars, const char *spec)
 	}
 	cJSON *v = cJSON_Parse(eq + 1);
 	if (v)
-		keep_number_text(eq + 1, strlen(eq + 1), v);
+		pt_cli_json_keep_number_text(eq + 1, strlen(eq + 1), v);
 	if (!v) {
 		pt_cli_error("template: --var %.*s: malformed JSON value", (int)(eq - spec), spec);
 		return PT_EXIT_USAGE;
@@ -351,21 +148,12 @@ static int add_var(cJSON *vars, const char *spec)
 
 static int build_vars(const struct opts *o, cJSON *conv, cJSON *vars)
 {
-	cJSON *msgs = conv, *tools = NULL, *tools_doc = NULL;
-	int rc;
-	if (cJSON_IsObject(conv)) {
-		msgs = cJSON_DetachItemFromObjectCaseSensitive(conv, "messages");
-		tools = cJSON_DetachItemFromObjectCaseSensitive(conv, "tools");
-		if (!msgs) {
-			cJSON_Delete(tools);
-			pt_cli_error("%s: object has no \"messages\" array", o->messages);
-			return PT_EXIT_USAGE;
-		}
-	} else {
-		msgs = cJSON_Duplicate(conv, true);
-	}
+	cJSON *msgs, *tools, *tools_doc = NULL;
+	int rc = pt_cli_split_conversation(o->messages, conv, &msgs, &tools);
+	if (rc)
+		return rc;
 	cJSON_AddItemToObject(vars, "messages", msgs);
-	if ((rc = check_messages(o->messages, msgs)) != 0) {
+	if ((rc = pt_cli_check_messages(o->messages, msgs, false)) != 0) {
 		cJSON_Delete(tools);
 		return rc;
 	}
@@ -374,7 +162,7 @@ static int build_vars(const struct opts *o, cJSON *conv, cJSON *vars)
 	if (o->tools) {
 		cJSON_Delete(tools);
 		tools = NULL;
-		if ((rc = load_json(o->tools, &tools_doc)) != 0)
+		if ((rc = pt_cli_load_json(o->tools, &tools_doc)) != 0)
 			return rc;
 		tools = tools_doc;
 	}
@@ -451,16 +239,16 @@ static int run_template(struct opts *o, const struct pt_tmpl_gguf_info *info)
 		pt_cli_error("template: out of memory");
 		return PT_EXIT_FAIL;
 	}
-	if ((rc = load_json(o->messages, &conv)) == 0 && (rc = build_vars(o, conv, vars)) == 0) {
+	if ((rc = pt_cli_load_json(o->messages, &conv)) == 0 && (rc = build_vars(o, conv, vars)) == 0) {
 		const char *text = info->chat_template, *name = o->model;
 		if (o->tmpl) {
-			rc = read_file(o->tmpl, &src, &len);
+			rc = pt_cli_read_input(o->tmpl, &src, &len);
 			text = src;
 			name = o->tmpl;
 		} else {
 			len = info->chat_template_len;
 		}
-		size_t bad = rc ? len : utf8_check((const unsigned char *)text, len);
+		size_t bad = rc ? len : pt_cli_utf8_check((const unsigned char *)text, len);
 		if (rc == 0 && bad != len) {
 			pt_cli_error("invalid UTF-8 in the template of %s at offset %zu", name, bad);
 			rc = PT_EXIT_USAGE;

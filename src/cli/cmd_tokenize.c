@@ -1,6 +1,7 @@
 /* cmd_tokenize.c - `particle tokenize` and `particle detokenize`: a model's tokenizer from
  * the command line, with a line-per-item batch mode (base64 text) for the oracle tests. */
 #include "cli/cli.h"
+#include "cli/input.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -82,41 +83,6 @@ static int open_tok(const char *path, pt_gguf **g, pt_tok **t)
 	return PT_EXIT_OK;
 }
 
-static int read_all(const char *path, char **buf, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		pt_cli_error("cannot open %s: %s", path, strerror(errno));
-		return PT_EXIT_USAGE;
-	}
-	size_t cap = 4096, n = 0;
-	char *b = pt_malloc(cap);
-	for (size_t r; b; n += r) {
-		if (n + 1 >= cap) {
-			char *nb = pt_realloc(b, cap * 2);
-			if (!nb) {
-				pt_free(b);
-				b = NULL;
-				break;
-			}
-			b = nb, cap *= 2;
-		}
-		if (!(r = fread(b + n, 1, cap - 1 - n, f)))
-			break;
-	}
-	bool bad = ferror(f);
-	fclose(f);
-	if (!b || bad) {
-		pt_free(b);
-		pt_cli_error("cannot read %s", path);
-		return PT_EXIT_FAIL;
-	}
-	b[n] = 0;
-	*buf = b;
-	*len = n;
-	return PT_EXIT_OK;
-}
-
 static int print_ids(const pt_tok *t, const struct opts *o, const char *text, size_t len)
 {
 	struct pt_error err = { 0 };
@@ -149,7 +115,7 @@ static int batch_lines(const char *path, const pt_tok *t, const struct opts *o,
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = read_all(path, &buf, &len);
+	int rc = pt_cli_read_input(path, &buf, &len);
 	for (char *line = buf, *nl; !rc && line < buf + len; line = nl + 1) {
 		nl = strchr(line, '\n');
 		if (!nl)
@@ -273,7 +239,7 @@ int pt_cmd_tokenize(int argc, char **argv)
 	} else if (o.file) {
 		char *buf;
 		size_t len;
-		if (!(rc = read_all(o.file, &buf, &len))) {
+		if (!(rc = pt_cli_read_input(o.file, &buf, &len))) {
 			rc = print_ids(t, &o, buf, len);
 			pt_free(buf);
 		}

@@ -36,9 +36,6 @@ enum pt_status pt_run_encode_raw(struct pt_run *r, const char *text, size_t len,
 /* messages (a cJSON array, checked) -> the template with the generation prompt -> ids. */
 enum pt_status pt_run_encode_chat(struct pt_run *r, const struct cJSON *messages, int32_t **ids,
 				  size_t *n, struct pt_error *err);
-/* Checks an OpenAI-style messages array: roles, content shapes.  where names the source. */
-enum pt_status pt_run_check_messages(const struct cJSON *msgs, const char *where,
-				     struct pt_error *err);
 
 /* Generates a reply to ids, streaming to stdout; prints the footer (unless quiet) and writes
  * --stats-json.  Returns the session's status. */
