@@ -3,7 +3,9 @@
  * --raw mode where each line is an independent completion on the warm cache.
  *
  * A turn cancelled with Ctrl-C is dropped as a whole: its KV rows are rewound and neither
- * its user line nor the partial reply enters the history. */
+ * its user line nor the partial reply enters the history.  When the conversation no longer
+ * leaves room for a reply in the context, its oldest turns (after any leading system
+ * messages) are dropped, and the user is told how many messages went. */
 #include "cli/cli.h"
 #include "cli/run.h"
 
@@ -32,6 +34,55 @@ static void drop_last(cJSON *msgs)
 		cJSON_DeleteItemFromArray(msgs, n - 1);
 }
 
+static bool is_role(const cJSON *m, const char *role)
+{
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+	return cJSON_IsString(r) && strcmp(r->valuestring, role) == 0;
+}
+
+/* Drops the oldest turn: the first message after the leading system/developer ones, and
+ * what follows it up to the next user message.  Never drops the last user message (the
+ * turn being answered).  Returns the number of messages dropped (0: nothing droppable). */
+static int drop_oldest_turn(cJSON *msgs)
+{
+	int n = cJSON_GetArraySize(msgs), first = 0, last_user = -1, dropped = 0;
+	for (int i = 0; i < n; i++)
+		if (is_role(cJSON_GetArrayItem(msgs, i), "user"))
+			last_user = i;
+	while (first < n && (is_role(cJSON_GetArrayItem(msgs, first), "system") ||
+			     is_role(cJSON_GetArrayItem(msgs, first), "developer")))
+		first++;
+	if (first >= last_user)
+		return 0;
+	do {
+		cJSON_DeleteItemFromArray(msgs, first);
+		dropped++;
+		last_user--;
+	} while (first < last_user && !is_role(cJSON_GetArrayItem(msgs, first), "user"));
+	return dropped;
+}
+
+/* Chat prompt that leaves a quarter of the context (at most 1024 positions) for the reply,
+ * dropping the oldest turns as needed. */
+static enum pt_status encode_fitting(struct pt_run *r, cJSON *msgs, int32_t **ids, size_t *n,
+				     struct pt_error *err)
+{
+	uint32_t n_ctx = pt_engine_n_ctx(r->engine);
+	size_t room = n_ctx / 4 < 1024 ? n_ctx / 4 : 1024;
+	int dropped = 0, d;
+	enum pt_status rc;
+	while ((rc = pt_run_encode_chat(r, msgs, ids, n, err)) == PT_OK && *n + room > n_ctx &&
+	       (d = drop_oldest_turn(msgs)) > 0) {
+		dropped += d;
+		pt_free(*ids);
+		*ids = NULL;
+	}
+	if (dropped && !r->quiet)
+		fprintf(stderr, "[context full: dropped the %d oldest message%s]\n", dropped,
+			dropped == 1 ? "" : "s");
+	return rc;
+}
+
 /* One turn: returns false on an out-of-memory condition that ends the session. */
 static bool turn(struct pt_run *r, cJSON *msgs, const char *line)
 {
@@ -47,7 +98,7 @@ static bool turn(struct pt_run *r, cJSON *msgs, const char *line)
 			pt_cli_error("out of memory for the conversation");
 			return false;
 		}
-		rc = pt_run_encode_chat(r, msgs, &ids, &n, &err);
+		rc = encode_fitting(r, msgs, &ids, &n, &err);
 	}
 	if (rc == PT_OK)
 		rc = pt_run_generate(r, ids, n, &st, &err);

@@ -11,6 +11,8 @@ one-shot `particle run --messages` of the same conversation (the cancelled turn 
 of it); turn 2's ids equal a fresh run of [user1, assistant1, user2]; exit status 0.
 Then a --raw session: the same line twice equals a one-shot --prompt run both times, the
 second reusing the prompt's rows.
+Then a chat at a 256-position context: old turns are dropped with a notice, and the turn
+after a drop equals a fresh run of the remaining conversation.
 Prints one line per check ("ok ..." / "FAIL ..."); exit 1 if any failed."""
 import json
 import os
@@ -156,4 +158,39 @@ with open(out) as f:
 check(r1["ids"] == rf["ids"] and r2["ids"] == rf["ids"] and
       r2["reused_tokens"] == len(rf["prompt_ids"]) - 1,
       "--raw lines equal --prompt runs; the repeated line reused %d rows" % r2["reused_tokens"])
+# A small context: once the conversation leaves no room for a reply (a quarter of the
+# context), the oldest turns go, with a notice naming how many messages.
+SMALL = ["-c", "256", "-n", "40"]
+t = Term([P, "run", "-m", MODEL, "--stats-json", STATS] + FLAGS + SMALL)
+t.read_until(b"> ")
+conv, notices, fits, ok_fresh = [], 0, True, None
+for i in range(8):
+    line = "Turn %d: tell me about the number %d." % (i, i * 7)
+    t.send(line + "\r")
+    out = t.read_until(b"stop: ")
+    t.read_until(b"]\r\n> ")
+    s = stats()
+    conv.append({"role": "user", "content": line})
+    k = out.find(b"[context full: dropped the ")
+    if k >= 0:
+        notices += 1
+        n_drop = int(out[k + 27:].split(b" ")[0])
+        conv = conv[n_drop:]
+        if ok_fresh is None:
+            path = os.path.join(TMP, "conv.json")
+            with open(path, "w") as f:
+                json.dump(conv, f)
+            fo = os.path.join(TMP, "fresh.json")
+            subprocess.run([P, "run", "-m", MODEL, "--messages", path, "--quiet", "--no-lock", "--stats-json",
+                            fo] + FLAGS + SMALL, check=True, stdout=subprocess.DEVNULL)
+            with open(fo) as f:
+                fr = json.load(f)
+            ok_fresh = fr["prompt_ids"] == s["prompt_ids"] and fr["ids"] == s["ids"]
+    fits = fits and len(s["prompt_ids"]) + 64 <= 256
+    conv.append({"role": "assistant", "content": s["text"]})
+t.send("/quit\r")
+_, status = os.waitpid(t.pid, 0)
+check(notices > 0 and fits and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0,
+      "a full context drops old turns (%d notices; every prompt left 64 positions)" % notices)
+check(ok_fresh is True, "the turn after a drop equals a fresh run of the kept conversation")
 sys.exit(1 if failed else 0)
