@@ -19,18 +19,21 @@ INLINE void dots_blk(const uint16_t *k, const float *q, size_t q_stride, const u
 		     uint32_t n, float *out, size_t ld)
 {
 	__m256 a[4][2];
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
 		a[i][0] = a[i][1] = _mm256_setzero_ps();
 	for (uint32_t d = 0; d < n; d++) {
 		const __m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d * BLK)));
 		const __m256 k1 =
 			_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d * BLK + 8)));
+		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const __m256 qb = _mm256_broadcast_ss(q + i * q_stride + d);
 			a[i][0] = _mm256_fmadd_ps(k0, qb, a[i][0]);
 			a[i][1] = _mm256_fmadd_ps(k1, qb, a[i][1]);
 		}
 	}
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++) {
 		_mm256_storeu_ps(out + i * ld, a[i][0]);
 		_mm256_storeu_ps(out + i * ld + 8, a[i][1]);
@@ -143,11 +146,7 @@ void pt_kern_attn_softmax_avx2(ATTN_SOFTMAX_ARGS)
 			m[i] = softmax8(dots + i * ld + j, n - j < 8 ? n - j : 8, scale, m[i],
 					ms + i * ld + j, vs + i * ld + j);
 	/* the sums: one rounded product and one rounded sum per key, queries interleaved */
-	for (uint32_t j = 0; j < n; j++)
-		for (uint32_t i = 0; i < n_q; i++) {
-			const float t = s[i] * ms[i * ld + j];
-			s[i] = t + vs[i * ld + j];
-		}
+	sums(ld, n_q, n, s, ms, vs);
 }
 
 /* ---- V accumulation: up to 4 queries x NV vectors of accumulators in registers ---------- */
@@ -162,26 +161,34 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 		      const int nv, const bool f16)
 {
 	__m256 a[4][2];
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			a[i][c] = _mm256_loadu_ps(acc + i * acc_ld + 8 * c);
 	for (uint32_t j = 0; j < n_k; j++) {
 		__m256 x[2];
+		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			x[c] = _mm256_cvtph_ps(
 				_mm_loadu_si128((const __m128i *)(v + j * v_stride + 8 * c)));
+		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const float sm = ms[i * ld + j];
 			if (sm != 1.0f)
+				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nv; c++)
 					a[i][c] = rnd16(_mm256_mul_ps(a[i][c], _mm256_set1_ps(sm)),
 							f16);
 			const __m256 w = _mm256_set1_ps(vs[i * ld + j]);
+			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nv; c++)
 				a[i][c] = rnd16(_mm256_fmadd_ps(x[c], w, a[i][c]), f16);
 		}
 	}
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			_mm256_storeu_ps(acc + i * acc_ld + 8 * c, a[i][c]);
 }

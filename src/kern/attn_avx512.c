@@ -24,19 +24,25 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld)
 {
 	__m512 a[4][2];
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
 		a[i][0] = a[i][1] = _mm512_setzero_ps();
 	for (uint32_t d = 0; d < n; d++) {
 		__m512 kk[2];
+		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
 			kk[b] = load_ph(k + b * kb_stride + d * BLK);
+		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const __m512 qb = _mm512_set1_ps(q[i * q_stride + d]);
+			_Pragma("GCC unroll 4")
 			for (int b = 0; b < nb; b++)
 				a[i][b] = _mm512_fmadd_ps(kk[b], qb, a[i][b]);
 		}
 	}
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
 			_mm512_storeu_ps(out + i * ld + b * BLK, a[i][b]);
 }
@@ -137,11 +143,7 @@ void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS)
 		for (uint32_t j = 0; j < n; j += 16)
 			m[i] = softmax16(dots + i * ld + j, n - j < 16 ? n - j : 16, scale, m[i],
 					 ms + i * ld + j, vs + i * ld + j);
-	for (uint32_t j = 0; j < n; j++)
-		for (uint32_t i = 0; i < n_q; i++) {
-			const float t = s[i] * ms[i * ld + j];
-			s[i] = t + vs[i * ld + j];
-		}
+	sums(ld, n_q, n, s, ms, vs);
 }
 
 /* ---- V accumulation ------------------------------------------------------------------------ */
@@ -156,25 +158,33 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 		      const int nv, const bool f16)
 {
 	__m512 a[4][4];
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			a[i][c] = _mm512_loadu_ps(acc + i * acc_ld + 16 * c);
 	for (uint32_t j = 0; j < n_k; j++) {
 		__m512 x[4];
+		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			x[c] = load_ph(v + j * v_stride + 16 * c);
+		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const float sm = ms[i * ld + j];
 			if (sm != 1.0f)
+				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nv; c++)
 					a[i][c] = rnd16(_mm512_mul_ps(a[i][c], _mm512_set1_ps(sm)),
 							f16);
 			const __m512 w = _mm512_set1_ps(vs[i * ld + j]);
+			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nv; c++)
 				a[i][c] = rnd16(_mm512_fmadd_ps(x[c], w, a[i][c]), f16);
 		}
 	}
+	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			_mm512_storeu_ps(acc + i * acc_ld + 16 * c, a[i][c]);
 }

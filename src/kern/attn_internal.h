@@ -31,6 +31,25 @@ static inline float attn_pow2(int n)
 	return f;
 }
 
+/* The softmax sums, s = s * ms + vs key by key (a rounded product, then a rounded sum, as
+ * the scalar loop), eight queries' chains interleaved in locals (a store to s could alias
+ * ms/vs, which would put every step through memory). */
+static inline void sums(size_t ld, uint32_t n_q, uint32_t n, float *s, const float *ms,
+			const float *vs)
+{
+	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
+		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
+		float t[8] = { 0 };
+		memcpy(t, s + i0, k * sizeof(float));
+		for (uint32_t j = 0; j < n; j++)
+			for (uint32_t i = 0; i < k; i++) {
+				const float p = t[i] * ms[(i0 + i) * ld + j];
+				t[i] = p + vs[(i0 + i) * ld + j];
+			}
+		memcpy(s + i0, t, k * sizeof(float));
+	}
+}
+
 #define ATTN_VACC_ARGS                                                                          \
 	float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v, size_t v_stride, uint32_t n_k, \
 		const float *ms, const float *vs, size_t ld, uint32_t n
