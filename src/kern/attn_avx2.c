@@ -114,23 +114,32 @@ INLINE __m256 scan8(__m256 t, float m)
 	return keep_first_max(_mm256_set1_ps(m), t);
 }
 
-/* ms/vs of 8 keys (n valid) of one query; returns m after them. */
+/* ms/vs of 8 keys (n valid) of one query; returns m after them, *up: whether m rose. */
 INLINE float softmax8(const float *dots, uint32_t n, float scale, float m, float *ms,
-		      float *vs)
+		      float *vs, bool *up_any)
 {
 	float buf[8] = { 0 }, bm[8], bv[8], last[8];
 	memcpy(buf, dots, n * sizeof(float));
 	const __m256 sc = _mm256_mul_ps(_mm256_loadu_ps(buf), _mm256_set1_ps(scale));
+	const __m256 mv = _mm256_set1_ps(m), one = _mm256_set1_ps(1.0f);
+	const int above = _mm256_movemask_ps(_mm256_cmp_ps(sc, mv, _CMP_GT_OQ));
+	if ((above & ((1 << n) - 1)) == 0) { /* no key above m: m stays, every ms is 1 */
+		_mm256_storeu_ps(bv, exp8(_mm256_sub_ps(sc, mv)));
+		for (uint32_t j = 0; j < n; j++)
+			ms[j] = 1.0f;
+		memcpy(vs, bv, n * sizeof(float));
+		return m;
+	}
+	*up_any = true;
 	const __m256 clean = _mm256_blendv_ps(sc, _mm256_set1_ps(-INFINITY),
 					      _mm256_cmp_ps(sc, sc, _CMP_UNORD_Q));
 	const __m256 incl = scan8(clean, m);
 	/* the max before each key: incl shifted up one lane, m in lane 0 */
 	__m256 prev = _mm256_permutevar8x32_ps(incl, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
-	prev = _mm256_blend_ps(prev, _mm256_set1_ps(m), 1);
+	prev = _mm256_blend_ps(prev, mv, 1);
 	const __m256 up = _mm256_cmp_ps(sc, prev, _CMP_GT_OQ);
 	const __m256 e = exp8(_mm256_blendv_ps(_mm256_sub_ps(sc, prev), _mm256_sub_ps(prev, sc),
 					       up));
-	const __m256 one = _mm256_set1_ps(1.0f);
 	_mm256_storeu_ps(bm, _mm256_blendv_ps(one, e, up));
 	_mm256_storeu_ps(bv, _mm256_blendv_ps(e, one, up));
 	_mm256_storeu_ps(last, incl);
@@ -141,12 +150,15 @@ INLINE float softmax8(const float *dots, uint32_t n, float scale, float m, float
 
 void pt_kern_attn_softmax_avx2(ATTN_SOFTMAX_ARGS)
 {
-	for (uint32_t i = 0; i < n_q; i++)
-		for (uint32_t j = 0; j < n; j += 8)
-			m[i] = softmax8(dots + i * ld + j, n - j < 8 ? n - j : 8, scale, m[i],
-					ms + i * ld + j, vs + i * ld + j);
-	/* the sums: one rounded product and one rounded sum per key, queries interleaved */
-	sums(ld, n_q, n, s, ms, vs);
+	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
+		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
+		bool up[8] = { false };
+		for (uint32_t i = i0; i < i0 + k; i++)
+			for (uint32_t j = 0; j < n; j += 8)
+				m[i] = softmax8(dots + i * ld + j, n - j < 8 ? n - j : 8, scale,
+						m[i], ms + i * ld + j, vs + i * ld + j, &up[i - i0]);
+		sums(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
+	}
 }
 
 /* ---- V accumulation: up to 4 queries x NV vectors of accumulators in registers ---------- */

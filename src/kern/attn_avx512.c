@@ -106,12 +106,21 @@ INLINE __m512 keep_first_max(__m512 earlier, __m512 later)
 	return _mm512_mask_mov_ps(earlier, _mm512_cmp_ps_mask(later, earlier, _CMP_GT_OQ), later);
 }
 
-/* ms/vs of 16 keys (n valid) of one query; returns m after them. */
+/* ms/vs of 16 keys (n valid) of one query; returns m after them, *up: whether m rose. */
 INLINE float softmax16(const float *dots, uint32_t n, float scale, float m, float *ms,
-		       float *vs)
+		       float *vs, bool *up_any)
 {
 	const __mmask16 valid = (__mmask16)((1u << n) - 1);
 	const __m512 sc = _mm512_mul_ps(_mm512_maskz_loadu_ps(valid, dots), _mm512_set1_ps(scale));
+	const __m512 mv = _mm512_set1_ps(m);
+	const __m512 one = _mm512_set1_ps(1.0f);
+	if ((_mm512_cmp_ps_mask(sc, mv, _CMP_GT_OQ) & valid) == 0) {
+		/* no key above m: m stays, every ms is 1 */
+		_mm512_mask_storeu_ps(ms, valid, one);
+		_mm512_mask_storeu_ps(vs, valid, exp16(_mm512_sub_ps(sc, mv)));
+		return m;
+	}
+	*up_any = true;
 	const __m512 ninf = _mm512_set1_ps(-INFINITY);
 	__m512 t = _mm512_mask_mov_ps(sc, _mm512_cmp_ps_mask(sc, sc, _CMP_UNORD_Q), ninf);
 	for (int s = 1; s < 16; s <<= 1) { /* inclusive running max, log steps */
@@ -122,14 +131,12 @@ INLINE float softmax16(const float *dots, uint32_t n, float scale, float m, floa
 		const __m512 sh = _mm512_mask_permutexvar_ps(ninf, lanes, idx, t);
 		t = keep_first_max(sh, t);
 	}
-	const __m512 mv = _mm512_set1_ps(m);
 	const __m512 incl = keep_first_max(mv, t);
 	const __m512i up1 =
 		_mm512_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14);
 	const __m512 prev = _mm512_mask_permutexvar_ps(mv, 0xfffe, up1, incl);
 	const __mmask16 up = _mm512_cmp_ps_mask(sc, prev, _CMP_GT_OQ);
 	const __m512 e = exp16(_mm512_mask_sub_ps(_mm512_sub_ps(sc, prev), up, prev, sc));
-	const __m512 one = _mm512_set1_ps(1.0f);
 	_mm512_mask_storeu_ps(ms, valid, _mm512_mask_mov_ps(one, up, e));
 	_mm512_mask_storeu_ps(vs, valid, _mm512_mask_mov_ps(e, up, one));
 	float last[16];
@@ -139,11 +146,15 @@ INLINE float softmax16(const float *dots, uint32_t n, float scale, float m, floa
 
 void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS)
 {
-	for (uint32_t i = 0; i < n_q; i++)
-		for (uint32_t j = 0; j < n; j += 16)
-			m[i] = softmax16(dots + i * ld + j, n - j < 16 ? n - j : 16, scale, m[i],
-					 ms + i * ld + j, vs + i * ld + j);
-	sums(ld, n_q, n, s, ms, vs);
+	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
+		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
+		bool up[8] = { false };
+		for (uint32_t i = i0; i < i0 + k; i++)
+			for (uint32_t j = 0; j < n; j += 16)
+				m[i] = softmax16(dots + i * ld + j, n - j < 16 ? n - j : 16, scale,
+						 m[i], ms + i * ld + j, vs + i * ld + j, &up[i - i0]);
+		sums(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
+	}
 }
 
 /* ---- V accumulation ------------------------------------------------------------------------ */

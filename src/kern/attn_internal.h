@@ -32,21 +32,52 @@ static inline float attn_pow2(int n)
 }
 
 /* The softmax sums, s = s * ms + vs key by key (a rounded product, then a rounded sum, as
- * the scalar loop), eight queries' chains interleaved in locals (a store to s could alias
- * ms/vs, which would put every step through memory). */
-static inline void sums(size_t ld, uint32_t n_q, uint32_t n, float *s, const float *ms,
-			const float *vs)
+ * the scalar loop), for k <= 8 queries whose chains run interleaved in registers (one
+ * query's chain is latency-bound).  up: whether any of the k queries' m rose; where none
+ * did, every ms is 1 and s * 1 == s exactly, so only the sums remain. */
+static inline __attribute__((always_inline)) void sums_k(size_t ld, const uint32_t k,
+							 uint32_t n, float *s, const float *ms,
+							 const float *vs, bool up)
 {
-	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
-		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
-		float t[8] = { 0 };
-		memcpy(t, s + i0, k * sizeof(float));
-		for (uint32_t j = 0; j < n; j++)
+	float t[8];
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < k; i++)
+		t[i] = s[i];
+	if (up) {
+		for (uint32_t j = 0; j < n; j++) {
+			_Pragma("GCC unroll 8")
 			for (uint32_t i = 0; i < k; i++) {
-				const float p = t[i] * ms[(i0 + i) * ld + j];
-				t[i] = p + vs[(i0 + i) * ld + j];
+				const float p = t[i] * ms[i * ld + j];
+				t[i] = p + vs[i * ld + j];
 			}
-		memcpy(s + i0, t, k * sizeof(float));
+		}
+	} else {
+		for (uint32_t j = 0; j < n; j++) {
+			_Pragma("GCC unroll 8")
+			for (uint32_t i = 0; i < k; i++)
+				t[i] += vs[i * ld + j];
+		}
+	}
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < k; i++)
+		s[i] = t[i];
+}
+
+static inline void sums(size_t ld, uint32_t k, uint32_t n, float *s, const float *ms,
+			const float *vs, const bool *upv)
+{
+	bool up = false;
+	for (uint32_t i = 0; i < k; i++)
+		up |= upv[i];
+	switch (k) {
+	case 1: sums_k(ld, 1, n, s, ms, vs, up); break;
+	case 2: sums_k(ld, 2, n, s, ms, vs, up); break;
+	case 3: sums_k(ld, 3, n, s, ms, vs, up); break;
+	case 4: sums_k(ld, 4, n, s, ms, vs, up); break;
+	case 5: sums_k(ld, 5, n, s, ms, vs, up); break;
+	case 6: sums_k(ld, 6, n, s, ms, vs, up); break;
+	case 7: sums_k(ld, 7, n, s, ms, vs, up); break;
+	default: sums_k(ld, 8, n, s, ms, vs, up); break;
 	}
 }
 
