@@ -100,13 +100,19 @@ static size_t slot_of(const struct pt_kv_layer *L, int64_t pos)
 }
 
 /* F16 K goes to its transposed block: element e of the slot's row at block * BLOCK * row_k
- * + e * BLOCK + lane. */
-static void store_k_f16(const struct pt_kv_layer *L, size_t slot, const float *x)
+ * + e * BLOCK + lane.  Rounded with the level's F16 conversion (the reference's values). */
+static void store_k_f16(const struct pt_kv_layer *L, size_t slot, const float *x,
+			const struct pt_kern_attn_ops *ko)
 {
 	uint16_t *d = (uint16_t *)L->k + slot / PT_KV_BLOCK * PT_KV_BLOCK * L->row_k +
 		      slot % PT_KV_BLOCK;
-	for (size_t e = 0; e < L->row_k; e++)
-		d[e * PT_KV_BLOCK] = pt_f32_to_fp16(x[e]);
+	uint16_t h[256];
+	for (size_t e0 = 0; e0 < L->row_k; e0 += 256) {
+		const uint32_t n = (uint32_t)(L->row_k - e0 < 256 ? L->row_k - e0 : 256);
+		ko->f32_to_f16(x + e0, h, n);
+		for (uint32_t e = 0; e < n; e++)
+			d[(e0 + e) * PT_KV_BLOCK] = h[e];
+	}
 }
 
 void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, const float *v)
@@ -114,10 +120,12 @@ void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, con
 	struct pt_kv_layer *L = &kv->layers[il];
 	const size_t slot = slot_of(L, pos);
 	if (kv->type == PT_KV_F16) {
-		store_k_f16(L, slot, k);
+		const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(0);
+		store_k_f16(L, slot, k, ko);
 		uint16_t *d = (uint16_t *)L->v + slot * L->row_v;
-		for (size_t i = 0; i < L->row_v; i++)
-			d[i] = pt_f32_to_fp16(v[i]);
+		for (size_t i0 = 0; i0 < L->row_v; i0 += 1u << 20) /* n is 32-bit */
+			ko->f32_to_f16(v + i0, d + i0,
+				       (uint32_t)(L->row_v - i0 < 1u << 20 ? L->row_v - i0 : 1u << 20));
 	} else {
 		memcpy((float *)L->k + slot * L->row_k, k, L->row_k * sizeof(float));
 		memcpy((float *)L->v + slot * L->row_v, v, L->row_v * sizeof(float));
