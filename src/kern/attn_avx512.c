@@ -23,12 +23,14 @@ INLINE __m512 load_ph(const uint16_t *p)
 INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
 		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld)
 {
-	__m512 a[4][2];
+	__m512 a[4][4];
 	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
-		a[i][0] = a[i][1] = _mm512_setzero_ps();
+		_Pragma("GCC unroll 4")
+		for (int b = 0; b < nb; b++)
+			a[i][b] = _mm512_setzero_ps();
 	for (uint32_t d = 0; d < n; d++) {
-		__m512 kk[2];
+		__m512 kk[4];
 		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
 			kk[b] = load_ph(k + b * kb_stride + d * BLK);
@@ -57,7 +59,18 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 
 void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS)
 {
-	for (uint32_t b = 0; b < n_blk; b += 2) {
+	uint32_t b = 0;
+	if (n_q <= 2) /* few queries: four blocks at once still give 4-8 chains */
+		for (; b + 4 <= n_blk; b += 4) {
+			const uint16_t *k = kb + b * kb_stride;
+			const float *qi = q;
+			float *o = out + b * BLK;
+			if (n_q == 1)
+				dots_blk(k, kb_stride, 4, qi, q_stride, 1, n, o, ld);
+			else
+				dots_blk(k, kb_stride, 4, qi, q_stride, 2, n, o, ld);
+		}
+	for (; b < n_blk; b += 2) {
 		const uint16_t *k = kb + b * kb_stride;
 		for (uint32_t i = 0; i < n_q; i += 4) {
 			const float *qi = q + i * q_stride;

@@ -46,15 +46,15 @@ PT_TEST(test_attn_dots_levels_bit_identical)
 			continue; /* the CPU lacks the level */
 		for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
 			const uint32_t n = dims[di];
-			for (int trial = 0; trial < 12; trial++) {
-				const float scale = trial < 8 ? 4.0f : 3000.0f; /* large: F16 inf */
+			for (int trial = 0; trial < 36; trial++) { /* every n_q x n_blk */
+				const float scale = trial % 5 ? 4.0f : 3000.0f; /* large: F16 inf */
 				for (int bb = 0; bb < 4; bb++)
 					for (uint32_t i = 0; i < n * BLK; i++)
 						kb[bb][i] = pt_f32_to_fp16(rnd(&seed, scale));
 				for (int i = 0; i < 9; i++)
 					for (uint32_t d = 0; d < n; d++)
 						q[i][d] = rnd(&seed, 2.0f);
-				const uint32_t n_q = 1 + (uint32_t)trial % 9, n_blk = 1 + trial % 4;
+				const uint32_t n_q = 1 + (uint32_t)trial % 9, n_blk = 1 + trial / 9;
 				memset(a, 0, sizeof a);
 				memset(b, 0, sizeof b);
 				ref->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, a, LD);
