@@ -38,6 +38,15 @@ static enum pt_status layer_alloc(struct pt_kv_layer *L, size_t esz, struct pt_e
 	return PT_OK;
 }
 
+uint64_t pt_kv_layer_slots(uint32_t n_ctx, uint32_t n_swa, uint32_t n_batch)
+{
+	uint64_t cap = n_ctx;
+	if (n_swa > 0 && (uint64_t)n_swa + n_batch - 1 < cap)
+		cap = (uint64_t)n_swa + n_batch - 1;
+	/* whole K blocks: a block of positions never wraps around the ring */
+	return (cap + PT_KV_BLOCK - 1) / PT_KV_BLOCK * PT_KV_BLOCK;
+}
+
 enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_layer,
 			  const struct pt_kv_layer_desc *descs, uint32_t n_ctx, uint32_t n_batch,
 			  struct pt_error *err)
@@ -60,11 +69,7 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 			return pt_error_set(err, PT_E_INVALID, "KV cache: layer %u has a zero dimension",
 					    il);
 		}
-		uint64_t cap = n_ctx;
-		if (L->d.n_swa > 0 && (uint64_t)L->d.n_swa + n_batch - 1 < cap)
-			cap = (uint64_t)L->d.n_swa + n_batch - 1;
-		/* whole K blocks: a block of positions never wraps around the ring */
-		cap = (cap + PT_KV_BLOCK - 1) / PT_KV_BLOCK * PT_KV_BLOCK;
+		const uint64_t cap = pt_kv_layer_slots(n_ctx, L->d.n_swa, n_batch);
 		if (cap > UINT32_MAX) {
 			pt_kv_fini(kv);
 			return pt_error_set(err, PT_E_LIMIT, "KV cache: context too long");

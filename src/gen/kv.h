@@ -69,6 +69,11 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 			  struct pt_error *err);
 void pt_kv_fini(struct pt_kv *kv); /* NULL-safe, idempotent */
 
+/* Slots of one layer's cache: n_ctx, or the sliding ring's n_swa + n_batch - 1 where that
+ * is smaller (n_swa 0: full attention), rounded up to whole K blocks.  The planner's KV
+ * estimate uses it too. */
+uint64_t pt_kv_layer_slots(uint32_t n_ctx, uint32_t n_swa, uint32_t n_batch);
+
 /* Parses "f16" / "f32"; returns 0 or -1. */
 int pt_kv_type_from_name(const char *name, enum pt_kv_type *out);
 
@@ -100,8 +105,10 @@ void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *firs
 
 /* Attention state of n_q query heads that share KV head kvh (query i: q + i * q_stride, F32,
  * head_dim_k; rounded to F16 internally on the one-row F16 path) over keys [p_lo, p_hi):
- * m[i], s[i] and acc[i * head_dim_v ...] as in struct pt_attn_part.  scratch: the first
- * pt_attn_scratch_floats(kv, il, n_q) floats suffice. */
+ * m[i], s[i] and acc[i * head_dim_v ...] as in struct pt_attn_part.  scratch:
+ * pt_attn_scratch_floats(kv, il, n_q) floats, of which pt_attn_group uses all but the last
+ * 2 * n_q * (2 + head_dim_v): room for a caller's block and running (m, s, acc) states
+ * when it merges blocks (pt_attn_row and the forward pass keep them there). */
 void pt_attn_group(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
 		   size_t q_stride, uint32_t n_q, int64_t p_lo, int64_t p_hi,
 		   const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch);
