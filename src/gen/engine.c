@@ -112,9 +112,8 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 	const uint64_t el = t == PT_KV_F32 ? 4 : 2;
 	uint64_t total = 0;
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
-		uint64_t cap = n_ctx;
-		if (hp->is_swa[il] && hp->n_swa && (uint64_t)hp->n_swa + n_batch - 1 < cap)
-			cap = (uint64_t)hp->n_swa + n_batch - 1;
+		const uint64_t cap =
+			pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0, n_batch);
 		const uint64_t row = (uint64_t)hp->n_head_kv[il] *
 				     (pt_hparams_head_dim_k(hp, il) + pt_hparams_head_dim_v(hp, il));
 		total += cap * row * el;

@@ -9,6 +9,8 @@
 #include "quant/types.h"
 #include "util/alloc.h"
 
+_Static_assert(PT_KV_BLOCK == PT_KERN_ATTN_BLOCK, "F16 K blocks are the kernels' blocks");
+
 int pt_kv_type_from_name(const char *name, enum pt_kv_type *out)
 {
 	if (strcmp(name, "f16") == 0 || strcmp(name, "F16") == 0) {
@@ -36,6 +38,15 @@ static enum pt_status layer_alloc(struct pt_kv_layer *L, size_t esz, struct pt_e
 	return PT_OK;
 }
 
+uint64_t pt_kv_layer_slots(uint32_t n_ctx, uint32_t n_swa, uint32_t n_batch)
+{
+	uint64_t cap = n_ctx;
+	if (n_swa > 0 && (uint64_t)n_swa + n_batch - 1 < cap)
+		cap = (uint64_t)n_swa + n_batch - 1;
+	/* whole K blocks: a block of positions never wraps around the ring */
+	return (cap + PT_KV_BLOCK - 1) / PT_KV_BLOCK * PT_KV_BLOCK;
+}
+
 enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_layer,
 			  const struct pt_kv_layer_desc *descs, uint32_t n_ctx, uint32_t n_batch,
 			  struct pt_error *err)
@@ -58,9 +69,11 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 			return pt_error_set(err, PT_E_INVALID, "KV cache: layer %u has a zero dimension",
 					    il);
 		}
-		uint64_t cap = n_ctx;
-		if (L->d.n_swa > 0 && (uint64_t)L->d.n_swa + n_batch - 1 < cap)
-			cap = (uint64_t)L->d.n_swa + n_batch - 1;
+		const uint64_t cap = pt_kv_layer_slots(n_ctx, L->d.n_swa, n_batch);
+		if (cap > UINT32_MAX) {
+			pt_kv_fini(kv);
+			return pt_error_set(err, PT_E_LIMIT, "KV cache: context too long");
+		}
 		L->cap = (uint32_t)cap;
 		L->row_k = (size_t)L->d.n_kv_head * L->d.head_dim_k;
 		L->row_v = (size_t)L->d.n_kv_head * L->d.head_dim_v;
@@ -91,14 +104,19 @@ static size_t slot_of(const struct pt_kv_layer *L, int64_t pos)
 	return (size_t)((uint64_t)pos % L->cap);
 }
 
-static void store_row(enum pt_kv_type t, void *base, size_t row, size_t slot, const float *x)
+/* F16 K goes to its transposed block: element e of the slot's row at block * BLOCK * row_k
+ * + e * BLOCK + lane.  Rounded with the level's F16 conversion (the reference's values). */
+static void store_k_f16(const struct pt_kv_layer *L, size_t slot, const float *x,
+			const struct pt_kern_attn_ops *ko)
 {
-	if (t == PT_KV_F16) {
-		uint16_t *d = (uint16_t *)base + slot * row;
-		for (size_t i = 0; i < row; i++)
-			d[i] = pt_f32_to_fp16(x[i]);
-	} else {
-		memcpy((float *)base + slot * row, x, row * sizeof(float));
+	uint16_t *d = (uint16_t *)L->k + slot / PT_KV_BLOCK * PT_KV_BLOCK * L->row_k +
+		      slot % PT_KV_BLOCK;
+	uint16_t h[256];
+	for (size_t e0 = 0; e0 < L->row_k; e0 += 256) {
+		const uint32_t n = (uint32_t)(L->row_k - e0 < 256 ? L->row_k - e0 : 256);
+		ko->f32_to_f16(x + e0, h, n);
+		for (uint32_t e = 0; e < n; e++)
+			d[(e0 + e) * PT_KV_BLOCK] = h[e];
 	}
 }
 
@@ -106,8 +124,17 @@ void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, con
 {
 	struct pt_kv_layer *L = &kv->layers[il];
 	const size_t slot = slot_of(L, pos);
-	store_row(kv->type, L->k, L->row_k, slot, k);
-	store_row(kv->type, L->v, L->row_v, slot, v);
+	if (kv->type == PT_KV_F16) {
+		const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(0);
+		store_k_f16(L, slot, k, ko);
+		uint16_t *d = (uint16_t *)L->v + slot * L->row_v;
+		for (size_t i0 = 0; i0 < L->row_v; i0 += 1u << 20) /* n is 32-bit */
+			ko->f32_to_f16(v + i0, d + i0,
+				       (uint32_t)(L->row_v - i0 < 1u << 20 ? L->row_v - i0 : 1u << 20));
+	} else {
+		memcpy((float *)L->k + slot * L->row_k, k, L->row_k * sizeof(float));
+		memcpy((float *)L->v + slot * L->row_v, v, L->row_v * sizeof(float));
+	}
 }
 
 void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *first,
@@ -122,8 +149,6 @@ void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *firs
 	*count = pos + 1 - lo;
 }
 
-/* F16 -> F32 through a table: exact (built from pt_fp16_to_f32), and the conversion is the
- * inner loop of attention over an F16 cache.  Constant data, built once per process. */
 static float score_of(float dot, const struct pt_attn_args *a)
 {
 	if (a->softcap != 0.0f) {
@@ -133,54 +158,7 @@ static float score_of(float dot, const struct pt_attn_args *a)
 	return dot * a->scale;
 }
 
-/* Key rows [p, p + n) of KV head kvh (n <= PT_KERN_ATTN_ROWS) for the batched dots. */
-static void key_rows(const struct pt_kv_layer *L, uint32_t kvh, int64_t p, uint32_t n,
-		     const uint16_t **rows)
-{
-	const uint32_t dk = L->d.head_dim_k;
-	for (uint32_t j = 0; j < n; j++)
-		rows[j] = (const uint16_t *)L->k + slot_of(L, p + j) * L->row_k + (size_t)kvh * dk;
-}
-
-/* F16 path: the V accumulator is an F16 buffer; every scale and multiply-add is computed in
- * F32 (with FMA, as ggml's F16C/FMA vector path) and rounded back to F16.  Scores are
- * computed 16 keys ahead (each dot is independent of the softmax state: exact). */
-static void block_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q, int64_t p_lo,
-		      int64_t p_hi, const struct pt_attn_args *a, struct pt_attn_part *part,
-		      uint16_t *qh, uint16_t *acc)
-{
-	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
-	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
-	ko->f32_to_f16(q, qh, dk);
-	memset(acc, 0, dv * sizeof(uint16_t));
-	float m = -INFINITY, s = 0.0f, dots[PT_KERN_ATTN_ROWS];
-	const uint16_t *rows[PT_KERN_ATTN_ROWS];
-	for (int64_t p0 = p_lo; p0 < p_hi; p0 += PT_KERN_ATTN_ROWS) {
-		const uint32_t nb = p_hi - p0 < PT_KERN_ATTN_ROWS ? (uint32_t)(p_hi - p0)
-								 : PT_KERN_ATTN_ROWS;
-		key_rows(L, kvh, p0, nb, rows);
-		ko->dots_f16q(rows, nb, qh, dk, dots);
-		for (uint32_t j = 0; j < nb; j++) {
-			const uint16_t *v = (const uint16_t *)L->v + slot_of(L, p0 + j) * L->row_v +
-					    (size_t)kvh * dv;
-			const float sc = score_of(dots[j], a);
-			float ms = 1.0f, vs = 1.0f;
-			if (sc > m) {
-				const float m_old = m;
-				m = sc;
-				ms = expf(m_old - m);
-				ko->scale_f16(acc, ms, dv);
-			} else {
-				vs = expf(sc - m);
-			}
-			ko->axpy_f16(acc, v, vs, dv);
-			s = s * ms + vs;
-		}
-	}
-	part->m = m;
-	part->s = s;
-	ko->f16_to_f32(acc, part->acc, dv);
-}
+/* ---- F32 cache: one query at a time, keys row by row -------------------------------------- */
 
 static float dot_f32(const float *k, const float *q, uint32_t n)
 {
@@ -190,77 +168,131 @@ static float dot_f32(const float *k, const float *q, uint32_t n)
 	return acc;
 }
 
-/* Scores of keys [p0, p0 + nb) (nb <= PT_KERN_ATTN_ROWS) for an F32 query. */
-static void scores_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const float *q,
-		       int64_t p0, uint32_t nb, const struct pt_kern_attn_ops *ko, float *dots)
-{
-	const uint32_t dk = L->d.head_dim_k;
-	if (f16) {
-		const uint16_t *rows[PT_KERN_ATTN_ROWS];
-		key_rows(L, kvh, p0, nb, rows);
-		ko->dots_f32q(rows, nb, q, dk, dots);
-		return;
-	}
-	for (uint32_t j = 0; j < nb; j++)
-		dots[j] = dot_f32((const float *)L->k + slot_of(L, p0 + j) * L->row_k +
-					  (size_t)kvh * dk, q, dk);
-}
-
-/* F32 query and accumulator over an F32 cache, or over an F16 cache whose K/V values are
- * widened to F32 (ggml's tiled multi-row path). */
-static void block_f32(const struct pt_kv_layer *L, bool f16, uint32_t kvh, const float *q,
-		      int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a,
-		      struct pt_attn_part *part, float *vbuf)
+static void query_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q, int64_t p_lo,
+		      int64_t p_hi, const struct pt_attn_args *a, float *m_out, float *s_out,
+		      float *acc)
 {
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
-	float *acc = part->acc;
 	memset(acc, 0, dv * sizeof(float));
-	float m = -INFINITY, s = 0.0f, dots[PT_KERN_ATTN_ROWS];
-	for (int64_t p0 = p_lo; p0 < p_hi; p0 += PT_KERN_ATTN_ROWS) {
-		const uint32_t nb = p_hi - p0 < PT_KERN_ATTN_ROWS ? (uint32_t)(p_hi - p0)
-								 : PT_KERN_ATTN_ROWS;
-		scores_f32(L, f16, kvh, q, p0, nb, ko, dots);
-		for (uint32_t j = 0; j < nb; j++) {
-			const size_t slot = slot_of(L, p0 + j);
-			const float *v;
-			if (f16) {
-				ko->f16_to_f32((const uint16_t *)L->v + slot * L->row_v +
-						       (size_t)kvh * dv, vbuf, dv);
-				v = vbuf;
-			} else {
-				v = (const float *)L->v + slot * L->row_v + (size_t)kvh * dv;
-			}
-			const float sc = score_of(dots[j], a);
-			float ms = 1.0f, vs = 1.0f;
-			if (sc > m) {
-				const float m_old = m;
-				m = sc;
-				ms = expf(m_old - m);
-				ko->scale_f32(acc, ms, dv);
-			} else {
-				vs = expf(sc - m);
-			}
-			ko->axpy_f32(acc, v, vs, dv);
-			s = s * ms + vs;
+	float m = -INFINITY, s = 0.0f;
+	for (int64_t p = p_lo; p < p_hi; p++) {
+		const size_t slot = slot_of(L, p);
+		const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
+		const float *v = (const float *)L->v + slot * L->row_v + (size_t)kvh * dv;
+		const float sc = score_of(dot_f32(k, q, dk), a);
+		float ms = 1.0f, vs = 1.0f;
+		if (sc > m) {
+			const float m_old = m;
+			m = sc;
+			ms = pt_kern_expf(m_old - m);
+			ko->scale_f32(acc, ms, dv);
+		} else {
+			vs = pt_kern_expf(sc - m);
 		}
+		ko->axpy_f32(acc, v, vs, dv);
+		s = s * ms + vs;
 	}
-	part->m = m;
-	part->s = s;
+	*m_out = m;
+	*s_out = s;
 }
 
-void pt_attn_block(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
-		   int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a,
-		   struct pt_attn_part *part, float *scratch)
+/* ---- F16 cache: a group of queries per K block --------------------------------------------- */
+
+/* Keys scored per kernel call: whole K blocks, so the V accumulators stay in registers across
+ * this many keys. */
+#define CHUNK 64
+
+struct group_scratch {
+	float *q;            /* [n_q][dk] queries as the dots read them */
+	uint16_t *qh;        /* [dk] F16 rounding of one query */
+	float *dots, *ms, *vs; /* [n_q][CHUNK] */
+};
+
+static struct group_scratch group_scratch(const struct pt_kv_layer *L, uint32_t n_q, float *s)
+{
+	struct group_scratch g;
+	g.q = s;
+	g.dots = g.q + (size_t)n_q * L->d.head_dim_k;
+	g.ms = g.dots + (size_t)n_q * CHUNK;
+	g.vs = g.ms + (size_t)n_q * CHUNK;
+	g.qh = (uint16_t *)(g.vs + (size_t)n_q * CHUNK);
+	return g;
+}
+
+/* One call's keys [pa + j_lo, pa + j_hi) of the chunk of n_blk K blocks starting at the
+ * block-aligned position pa. */
+static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, int64_t pa,
+		      uint32_t n_blk, uint32_t j_lo, uint32_t j_hi, const struct pt_attn_args *a,
+		      bool f32_acc, const struct pt_kern_attn_ops *ko, struct group_scratch *g,
+		      float *m, float *s, float *acc)
+{
+	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	const size_t slot = slot_of(L, pa);
+	const uint16_t *kb = (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * dk * PT_KV_BLOCK;
+	ko->dots(kb, PT_KV_BLOCK * L->row_k, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK);
+	float scale = a->scale;
+	if (a->softcap != 0.0f) {
+		for (uint32_t i = 0; i < n_q; i++)
+			for (uint32_t j = j_lo; j < j_hi; j++)
+				g->dots[i * CHUNK + j] = score_of(g->dots[i * CHUNK + j], a);
+		scale = 1.0f;
+	}
+	ko->softmax(g->dots + j_lo, CHUNK, n_q, j_hi - j_lo, scale, m, s, g->ms, g->vs);
+	const uint16_t *v = (const uint16_t *)L->v + (slot + j_lo) * L->row_v + (size_t)kvh * dv;
+	(f32_acc ? ko->vacc_f32 : ko->vacc_f16)(acc, dv, n_q, v, L->row_v, j_hi - j_lo, g->ms,
+						g->vs, CHUNK, dv);
+}
+
+/* F16 path: F16 query, V accumulated in F16 (each step rounded, the values kept in F32
+ * storage); f32_acc: F32 query and accumulation over the widened F16 K/V. */
+static void group_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
+		      size_t q_stride, uint32_t n_q, int64_t p_lo, int64_t p_hi,
+		      const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch)
+{
+	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
+	struct group_scratch g = group_scratch(L, n_q, scratch);
+	for (uint32_t i = 0; i < n_q; i++) {
+		float *qi = g.q + (size_t)i * dk;
+		if (a->f32_acc) {
+			memcpy(qi, q + i * q_stride, dk * sizeof(float));
+		} else {
+			ko->f32_to_f16(q + i * q_stride, g.qh, dk);
+			ko->f16_to_f32(g.qh, qi, dk);
+		}
+		m[i] = -INFINITY;
+		s[i] = 0.0f;
+	}
+	memset(acc, 0, (size_t)n_q * dv * sizeof(float));
+	int64_t pa = p_lo - p_lo % PT_KV_BLOCK;
+	while (pa < p_hi) {
+		/* whole blocks up to CHUNK keys, not past the ring's end nor past p_hi */
+		const uint64_t room = L->cap - slot_of(L, pa);
+		uint64_t len = (uint64_t)(p_hi - pa);
+		len = len < CHUNK ? len : CHUNK;
+		len = len < room ? len : room;
+		const uint32_t n_blk = (uint32_t)((len + PT_KV_BLOCK - 1) / PT_KV_BLOCK);
+		const uint32_t j_lo = pa < p_lo ? (uint32_t)(p_lo - pa) : 0;
+		const uint32_t j_hi = (uint32_t)(p_hi - pa < n_blk * PT_KV_BLOCK
+							 ? p_hi - pa : n_blk * PT_KV_BLOCK);
+		chunk_f16(L, kvh, n_q, pa, n_blk, j_lo, j_hi, a, a->f32_acc, ko, &g, m, s, acc);
+		pa += (int64_t)n_blk * PT_KV_BLOCK;
+	}
+}
+
+void pt_attn_group(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
+		   size_t q_stride, uint32_t n_q, int64_t p_lo, int64_t p_hi,
+		   const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch)
 {
 	const struct pt_kv_layer *L = &kv->layers[il];
-	if (kv->type == PT_KV_F16 && !a->f32_acc) {
-		uint16_t *qh = (uint16_t *)scratch;
-		uint16_t *acc = qh + L->d.head_dim_k;
-		block_f16(L, kvh, q, p_lo, p_hi, a, part, qh, acc);
-	} else {
-		block_f32(L, kv->type == PT_KV_F16, kvh, q, p_lo, p_hi, a, part, scratch);
+	if (kv->type == PT_KV_F16) {
+		group_f16(L, kvh, q, q_stride, n_q, p_lo, p_hi, a, m, s, acc, scratch);
+		return;
 	}
+	for (uint32_t i = 0; i < n_q; i++)
+		query_f32(L, kvh, q + i * q_stride, p_lo, p_hi, a, &m[i], &s[i],
+			  acc + (size_t)i * L->d.head_dim_v);
 }
 
 void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_t head_dim_v)
@@ -268,8 +300,8 @@ void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_
 	if (b->m == -INFINITY)
 		return;
 	const float m = a->m > b->m ? a->m : b->m;
-	const float fa = a->m == -INFINITY ? 0.0f : expf(a->m - m);
-	const float fb = expf(b->m - m);
+	const float fa = a->m == -INFINITY ? 0.0f : pt_kern_expf(a->m - m);
+	const float fb = pt_kern_expf(b->m - m);
 	for (uint32_t i = 0; i < head_dim_v; i++)
 		a->acc[i] = a->acc[i] * fa + b->acc[i] * fb;
 	a->s = a->s * fa + b->s * fb;
@@ -283,11 +315,13 @@ void pt_attn_finish(const struct pt_attn_part *p, uint32_t head_dim_v, float *ou
 		out[i] = p->acc[i] * inv;
 }
 
-size_t pt_attn_scratch_floats(const struct pt_kv *kv, uint32_t il)
+size_t pt_attn_scratch_floats(const struct pt_kv *kv, uint32_t il, uint32_t n_q)
 {
 	const struct pt_kv_layer *L = &kv->layers[il];
-	/* F16 query + F16 accumulator, then two F32 partial accumulators */
-	return L->d.head_dim_k + L->d.head_dim_v + 2 * (size_t)L->d.head_dim_v;
+	const size_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	/* pt_attn_group: queries, dots/ms/vs, one F16 query; then pt_attn_row's partial and
+	 * running states (m, s, acc) */
+	return n_q * (dk + 3 * (size_t)CHUNK) + (dk + 1) / 2 + 2 * n_q * (2 + dv);
 }
 
 void pt_attn_row(const struct pt_kv *kv, uint32_t il, uint32_t n_head, const float *q,
@@ -297,19 +331,33 @@ void pt_attn_row(const struct pt_kv *kv, uint32_t il, uint32_t n_head, const flo
 	const struct pt_kv_layer *L = &kv->layers[il];
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	const uint32_t group = n_head / L->d.n_kv_head;
-	float *acc0 = scratch + dk + dv, *acc1 = acc0 + dv;
+	float *pm = scratch + pt_attn_scratch_floats(kv, il, group) - 2 * (size_t)group * (2 + dv);
+	float *ps = pm + group, *pacc = ps + group, *tm = pacc + (size_t)group * dv;
+	float *ts = tm + group, *tacc = ts + group;
 	int64_t first, count;
 	pt_kv_range(kv, il, pos, &first, &count);
 	const int64_t blk = block_len ? (int64_t)block_len : count;
-	for (uint32_t h = 0; h < n_head; h++) {
-		struct pt_attn_part tot = { -INFINITY, 0.0f, acc0 }, part = { 0, 0, acc1 };
-		memset(acc0, 0, dv * sizeof(float));
+	for (uint32_t kvh = 0; kvh < L->d.n_kv_head; kvh++) {
+		for (uint32_t i = 0; i < group; i++) {
+			tm[i] = -INFINITY;
+			ts[i] = 0.0f;
+		}
+		memset(tacc, 0, (size_t)group * dv * sizeof(float));
+		const float *qg = q + (size_t)kvh * group * dk;
 		for (int64_t p = first; p < first + count; p += blk) {
 			const int64_t hi = p + blk < first + count ? p + blk : first + count;
-			pt_attn_block(kv, il, h / group, q + (size_t)h * dk, p, hi, a, &part,
-				      scratch);
-			pt_attn_merge(&tot, &part, dv);
+			pt_attn_group(kv, il, kvh, qg, dk, group, p, hi, a, pm, ps, pacc, scratch);
+			for (uint32_t i = 0; i < group; i++) {
+				struct pt_attn_part tot = { tm[i], ts[i], tacc + (size_t)i * dv };
+				const struct pt_attn_part part = { pm[i], ps[i], pacc + (size_t)i * dv };
+				pt_attn_merge(&tot, &part, dv);
+				tm[i] = tot.m;
+				ts[i] = tot.s;
+			}
 		}
-		pt_attn_finish(&tot, dv, out + (size_t)h * dv);
+		for (uint32_t i = 0; i < group; i++) {
+			const struct pt_attn_part tot = { tm[i], ts[i], tacc + (size_t)i * dv };
+			pt_attn_finish(&tot, dv, out + ((size_t)kvh * group + i) * dv);
+		}
 	}
 }

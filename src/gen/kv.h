@@ -4,7 +4,10 @@
  * K and a V array of `cap` slots of n_kv_head*head_dim values; a linear layer has cap = n_ctx
  * and slot = pos, a sliding-window layer is a ring with cap = min(n_ctx, n_swa + n_batch - 1)
  * and slot = pos % cap - enough that every query of a prefill chunk still finds all keys
- * of its window after the whole chunk was written.
+ * of its window after the whole chunk was written.  cap is rounded up to whole blocks of
+ * PT_KV_BLOCK slots.  V is row-major ([slot][kv head][dim]); F16 K is transposed within
+ * each block - [slot / BLOCK][kv head][dim][slot % BLOCK] - so the key dots run one vector
+ * lane per key with no transposes (src/kern/kern.h); F32 K is row-major like V.
  *
  * Attention numerics mirror ggml's CPU flash-attention one-row path (ARCHITECTURES.md A.5):
  * with an F16 cache, Q is rounded to F16, K.Q is an F16 x F16 dot with F32 accumulation,
@@ -17,6 +20,8 @@
  * everything is F32.
  * Long key ranges are split into blocks whose partial (max, sum, acc) states are merged
  * exactly (rescaled by exp of the max difference), so several threads can share one head.
+ * The query heads of one KV head (GQA) are scored together, each with its own chain of
+ * operations: grouping never changes a head's result.  exp is pt_kern_expf throughout.
  */
 #ifndef PT_GEN_KV_H
 #define PT_GEN_KV_H
@@ -26,6 +31,8 @@
 #include <stdint.h>
 
 #include "util/status.h"
+
+#define PT_KV_BLOCK 16 /* K block of the F16 cache (= PT_KERN_ATTN_BLOCK) */
 
 enum pt_kv_type {
 	PT_KV_F16 = 0,
@@ -62,6 +69,11 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 			  struct pt_error *err);
 void pt_kv_fini(struct pt_kv *kv); /* NULL-safe, idempotent */
 
+/* Slots of one layer's cache: n_ctx, or the sliding ring's n_swa + n_batch - 1 where that
+ * is smaller (n_swa 0: full attention), rounded up to whole K blocks.  The planner's KV
+ * estimate uses it too. */
+uint64_t pt_kv_layer_slots(uint32_t n_ctx, uint32_t n_swa, uint32_t n_batch);
+
 /* Parses "f16" / "f32"; returns 0 or -1. */
 int pt_kv_type_from_name(const char *name, enum pt_kv_type *out);
 
@@ -91,12 +103,15 @@ struct pt_attn_args {
 void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *first,
 		 int64_t *count);
 
-/* Scores keys [p_lo, p_hi) of KV head kvh for one query head vector q (F32, head_dim_k;
- * rounded to F16 internally for an F16 cache) into part.  scratch: head_dim_k + head_dim_v
- * floats (F16 accumulation and the rounded query live there). */
-void pt_attn_block(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
-		   int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a,
-		   struct pt_attn_part *part, float *scratch);
+/* Attention state of n_q query heads that share KV head kvh (query i: q + i * q_stride, F32,
+ * head_dim_k; rounded to F16 internally on the one-row F16 path) over keys [p_lo, p_hi):
+ * m[i], s[i] and acc[i * head_dim_v ...] as in struct pt_attn_part.  scratch:
+ * pt_attn_scratch_floats(kv, il, n_q) floats, of which pt_attn_group uses all but the last
+ * 2 * n_q * (2 + head_dim_v): room for a caller's block and running (m, s, acc) states
+ * when it merges blocks (pt_attn_row and the forward pass keep them there). */
+void pt_attn_group(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
+		   size_t q_stride, uint32_t n_q, int64_t p_lo, int64_t p_hi,
+		   const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch);
 /* Merges b into a exactly: both rescaled to the larger max. */
 void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_t head_dim_v);
 /* out = acc / s (zeros if no key was seen). */
@@ -105,10 +120,10 @@ void pt_attn_finish(const struct pt_attn_part *p, uint32_t head_dim_v, float *ou
 /* Whole attention for one query position: n_head query heads (GQA: head h uses KV head
  * h / (n_head / n_kv_head)), q [n_head][head_dim_k], out [n_head][head_dim_v].  Keys are
  * processed in blocks of block_len positions (0: one block), merged in block order.
- * scratch: pt_attn_scratch_floats(...) floats. */
+ * scratch: pt_attn_scratch_floats(kv, il, n_head / n_kv_head) floats. */
 void pt_attn_row(const struct pt_kv *kv, uint32_t il, uint32_t n_head, const float *q,
 		 int64_t pos, const struct pt_attn_args *a, uint32_t block_len, float *out,
 		 float *scratch);
-size_t pt_attn_scratch_floats(const struct pt_kv *kv, uint32_t il);
+size_t pt_attn_scratch_floats(const struct pt_kv *kv, uint32_t il, uint32_t n_q);
 
 #endif

@@ -1,54 +1,112 @@
-/* attn.c - attention inner loops (key dots, F16/F32 accumulator updates, F16 conversion):
- * the scalar reference and the level dispatch.  The AVX2 twins (attn_avx2.c) compute every
- * value the same way, so switching levels never changes a result (tests/unit/test_attn.c). */
+/* attn.c - attention inner loops (key dots over transposed K blocks, online-softmax weights,
+ * F16/F32 V accumulation, the attention exponential, F16 conversion): the scalar reference
+ * and the level dispatch.  The AVX2 and AVX-512 twins (attn_avx2.c, attn_avx512.c) compute
+ * every value the same way, so switching levels never changes a result
+ * (tests/unit/test_attn.c). */
 #include <math.h>
 
+#include "kern/attn_internal.h"
 #include "kern/kern_internal.h"
 #include "quant/types.h"
 
-void pt_kern_attn_dots_f32q_avx2(const uint16_t *const *k, uint32_t n_rows, const float *q,
-				 uint32_t n, float *out);
-void pt_kern_attn_dots_f16q_avx2(const uint16_t *const *k, uint32_t n_rows, const uint16_t *q,
-				 uint32_t n, float *out);
-void pt_kern_attn_scale_f16_avx2(uint16_t *acc, float ms, uint32_t n);
-void pt_kern_attn_axpy_f16_avx2(uint16_t *acc, const uint16_t *v, float vs, uint32_t n);
-void pt_kern_attn_scale_f32_avx2(float *acc, float ms, uint32_t n);
-void pt_kern_attn_axpy_f32_avx2(float *acc, const float *v, float vs, uint32_t n);
-void pt_kern_f16_to_f32_avx2(const uint16_t *x, float *y, uint32_t n);
-void pt_kern_f32_to_f16_avx2(const float *x, uint16_t *y, uint32_t n);
-
-static void dots_f32q(const uint16_t *const *k, uint32_t n_rows, const float *q, uint32_t n,
-		      float *out)
+/* The polynomial and reduction constants are shared with the SIMD twins (attn_internal.h). */
+float pt_kern_expf(float x)
 {
-	for (uint32_t j = 0; j < n_rows; j++) {
-		float acc = 0.0f;
-		for (uint32_t i = 0; i < n; i++)
-			acc = fmaf(kern_fp16_to_f32(k[j][i]), q[i], acc);
-		out[j] = acc;
+	if (isnan(x))
+		return x + x;
+	x = x < ATTN_EXP_LO ? ATTN_EXP_LO : x > ATTN_EXP_HI ? ATTN_EXP_HI : x;
+	const float k = rintf(x * ATTN_LOG2E);
+	float r = fmaf(k, -ATTN_LN2_HI, x);
+	r = fmaf(k, -ATTN_LN2_LO, r);
+	float p = ATTN_EXP_C7;
+	p = fmaf(p, r, ATTN_EXP_C6);
+	p = fmaf(p, r, ATTN_EXP_C5);
+	p = fmaf(p, r, ATTN_EXP_C4);
+	p = fmaf(p, r, ATTN_EXP_C3);
+	p = fmaf(p, r, 0.5f);
+	p = fmaf(p, r, 1.0f);
+	p = fmaf(p, r, 1.0f);
+	const int n = (int)k, n1 = n >> 1, n2 = n - n1; /* both in [-75, 65]: 2^n1, 2^n2 normal */
+	return p * attn_pow2(n1) * attn_pow2(n2);
+}
+
+static void dots(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		 size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld)
+{
+	for (uint32_t i = 0; i < n_q; i++)
+		for (uint32_t b = 0; b < n_blk; b++)
+			for (uint32_t j = 0; j < PT_KERN_ATTN_BLOCK; j++) {
+				const uint16_t *k = kb + b * kb_stride + j;
+				float acc = 0.0f;
+				for (uint32_t d = 0; d < n; d++)
+					acc = fmaf(kern_fp16_to_f32(k[(size_t)d * PT_KERN_ATTN_BLOCK]),
+						   q[i * q_stride + d], acc);
+				out[i * ld + b * PT_KERN_ATTN_BLOCK + j] = acc;
+			}
+}
+
+static void softmax(const float *dots, size_t ld, uint32_t n_q, uint32_t n, float scale,
+		    float *m, float *s, float *ms, float *vs)
+{
+	for (uint32_t i = 0; i < n_q; i++) {
+		float mi = m[i], si = s[i];
+		for (uint32_t j = 0; j < n; j++) {
+			const float sc = dots[i * ld + j] * scale;
+			float a = 1.0f, b = 1.0f;
+			if (sc > mi) {
+				a = pt_kern_expf(mi - sc);
+				mi = sc;
+			} else {
+				b = pt_kern_expf(sc - mi);
+			}
+			ms[i * ld + j] = a;
+			vs[i * ld + j] = b;
+			const float t = si * a;
+			si = t + b;
+		}
+		m[i] = mi;
+		s[i] = si;
 	}
 }
 
-static void dots_f16q(const uint16_t *const *k, uint32_t n_rows, const uint16_t *q, uint32_t n,
-		      float *out)
+static float round_f16(float x)
 {
-	for (uint32_t j = 0; j < n_rows; j++) {
-		float acc = 0.0f;
-		for (uint32_t i = 0; i < n; i++)
-			acc = fmaf(kern_fp16_to_f32(k[j][i]), kern_fp16_to_f32(q[i]), acc);
-		out[j] = acc;
+	return kern_fp16_to_f32(pt_f32_to_fp16(x));
+}
+
+static void vacc(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v, size_t v_stride,
+		 uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n, bool f16)
+{
+	for (uint32_t i = 0; i < n_q; i++) {
+		float *a = acc + i * acc_ld;
+		for (uint32_t j = 0; j < n_k; j++) {
+			const uint16_t *vj = v + j * v_stride;
+			const float sm = ms[i * ld + j], sv = vs[i * ld + j];
+			for (uint32_t d = 0; d < n; d++) {
+				float x = a[d];
+				if (sm != 1.0f) {
+					x = x * sm;
+					x = f16 ? round_f16(x) : x;
+				}
+				x = fmaf(kern_fp16_to_f32(vj[d]), sv, x);
+				a[d] = f16 ? round_f16(x) : x;
+			}
+		}
 	}
 }
 
-static void scale_f16(uint16_t *acc, float ms, uint32_t n)
+static void vacc_f16(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
+		     size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+		     uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++)
-		acc[i] = pt_f32_to_fp16(kern_fp16_to_f32(acc[i]) * ms);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
 }
 
-static void axpy_f16(uint16_t *acc, const uint16_t *v, float vs, uint32_t n)
+static void vacc_f32(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
+		     size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+		     uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++)
-		acc[i] = pt_f32_to_fp16(fmaf(kern_fp16_to_f32(v[i]), vs, kern_fp16_to_f32(acc[i])));
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
 }
 
 static void scale_f32(float *acc, float ms, uint32_t n)
@@ -76,19 +134,27 @@ static void f32_to_f16(const float *x, uint16_t *y, uint32_t n)
 }
 
 static const struct pt_kern_attn_ops scalar_ops = {
-	dots_f32q, dots_f16q, scale_f16, axpy_f16, scale_f32, axpy_f32, f16_to_f32, f32_to_f16,
+	dots, softmax, vacc_f16, vacc_f32, scale_f32, axpy_f32, f16_to_f32, f32_to_f16,
 };
 
 static const struct pt_kern_attn_ops avx2_ops = {
-	pt_kern_attn_dots_f32q_avx2, pt_kern_attn_dots_f16q_avx2, pt_kern_attn_scale_f16_avx2,
-	pt_kern_attn_axpy_f16_avx2,  pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
-	pt_kern_f16_to_f32_avx2,     pt_kern_f32_to_f16_avx2,
+	pt_kern_attn_dots_avx2,	    pt_kern_attn_softmax_avx2, pt_kern_attn_vacc_f16_avx2,
+	pt_kern_attn_vacc_f32_avx2, pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
+	pt_kern_f16_to_f32_avx2,    pt_kern_f32_to_f16_avx2,
+};
+
+static const struct pt_kern_attn_ops avx512_ops = {
+	pt_kern_attn_dots_avx512,     pt_kern_attn_softmax_avx512, pt_kern_attn_vacc_f16_avx512,
+	pt_kern_attn_vacc_f32_avx512, pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
+	pt_kern_f16_to_f32_avx2,      pt_kern_f32_to_f16_avx2,
 };
 
 const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level)
 {
 	if (level > pt_kern_level_max())
 		return NULL;
+	if (level >= PT_KERN_LEVEL_AVX512)
+		return &avx512_ops;
 	return level >= PT_KERN_LEVEL_AVX2 ? &avx2_ops : &scalar_ops;
 }
 

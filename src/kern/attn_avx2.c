@@ -1,115 +1,272 @@
 /* attn_avx2.c - AVX2/FMA/F16C twins of the attention inner loops in src/kern/attn.c.  Each
  * output is computed exactly as the scalar code does it (one correctly rounded FMA per step,
- * in the same order; F16 rounding to nearest even), so results are bit-identical at every
- * level: the dots run 8 key rows side by side, one row per lane, instead of vectorizing one
- * row (which would reorder its sum). */
+ * in the same order; F16 rounding to nearest even; the same exponential), so results are
+ * bit-identical at every level.  The key dots run one lane per key over the transposed K
+ * blocks (a key's FMA chain stays in index order); several queries share each K load. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
 
+#include "kern/attn_internal.h"
 #include "kern/kern_internal.h"
 
-/* One 8x8 block of F16 values (8 rows, 8 columns from col) transposed: c[i] lane j holds
- * row j, column col + i. */
-static inline void transpose8(const uint16_t *const *k, uint32_t col, __m128i c[8])
-{
-	__m128i r[8], t[8], u[8];
-	for (int j = 0; j < 8; j++)
-		r[j] = _mm_loadu_si128((const __m128i *)(k[j] + col));
-	for (int j = 0; j < 4; j++) {
-		t[2 * j] = _mm_unpacklo_epi16(r[2 * j], r[2 * j + 1]);
-		t[2 * j + 1] = _mm_unpackhi_epi16(r[2 * j], r[2 * j + 1]);
-	}
-	u[0] = _mm_unpacklo_epi32(t[0], t[2]);
-	u[1] = _mm_unpackhi_epi32(t[0], t[2]);
-	u[2] = _mm_unpacklo_epi32(t[1], t[3]);
-	u[3] = _mm_unpackhi_epi32(t[1], t[3]);
-	u[4] = _mm_unpacklo_epi32(t[4], t[6]);
-	u[5] = _mm_unpackhi_epi32(t[4], t[6]);
-	u[6] = _mm_unpacklo_epi32(t[5], t[7]);
-	u[7] = _mm_unpackhi_epi32(t[5], t[7]);
-	for (int j = 0; j < 4; j++) {
-		c[2 * j] = _mm_unpacklo_epi64(u[j], u[j + 4]);
-		c[2 * j + 1] = _mm_unpackhi_epi64(u[j], u[j + 4]);
-	}
-}
+#define BLK PT_KERN_ATTN_BLOCK
+#define INLINE static inline __attribute__((always_inline))
 
-/* out[j] = the FMA chain over i of k[j][i] * q[i] for j < n_rows (at most 16): two groups
- * of 8 rows, so two independent chains hide the FMA latency behind the transposes. */
-static void dots(const uint16_t *const *k, uint32_t n_rows, const float *q, uint32_t n,
-		 float *out)
+/* ---- key dots: 16 keys = 2 vectors, up to 4 queries = 8 independent FMA chains ---------- */
+
+INLINE void dots_blk(const uint16_t *k, const float *q, size_t q_stride, const uint32_t nq,
+		     uint32_t n, float *out, size_t ld)
 {
-	const uint16_t *rows[16];
-	for (uint32_t j = 0; j < 16; j++)
-		rows[j] = k[j < n_rows ? j : 0]; /* padding lanes repeat row 0, dropped below */
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-	const bool two = n_rows > 8;
-	uint32_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m128i c[8], e[8];
-		transpose8(rows, i, c);
-		if (two)
-			transpose8(rows + 8, i, e);
-		for (int t = 0; t < 8; t++) {
-			const __m256 qb = _mm256_set1_ps(q[i + t]);
-			acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(c[t]), qb, acc0);
-			if (two)
-				acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(e[t]), qb, acc1);
+	__m256 a[4][2];
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++)
+		a[i][0] = a[i][1] = _mm256_setzero_ps();
+	for (uint32_t d = 0; d < n; d++) {
+		const __m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d * BLK)));
+		const __m256 k1 =
+			_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d * BLK + 8)));
+		_Pragma("GCC unroll 4")
+		for (uint32_t i = 0; i < nq; i++) {
+			const __m256 qb = _mm256_broadcast_ss(q + i * q_stride + d);
+			a[i][0] = _mm256_fmadd_ps(k0, qb, a[i][0]);
+			a[i][1] = _mm256_fmadd_ps(k1, qb, a[i][1]);
 		}
 	}
-	float lane[16];
-	_mm256_storeu_ps(lane, acc0);
-	_mm256_storeu_ps(lane + 8, acc1);
-	for (; i < n; i++)
-		for (uint32_t j = 0; j < 16; j++)
-			lane[j] = fmaf(_cvtsh_ss(rows[j][i]), q[i], lane[j]);
-	for (uint32_t j = 0; j < n_rows && j < 16; j++)
-		out[j] = lane[j];
-}
-
-void pt_kern_attn_dots_f32q_avx2(const uint16_t *const *k, uint32_t n_rows, const float *q,
-				 uint32_t n, float *out)
-{
-	dots(k, n_rows, q, n, out);
-}
-
-/* F16 query: widened 64 values at a time on the stack (exact), then the same chains. */
-void pt_kern_attn_dots_f16q_avx2(const uint16_t *const *k, uint32_t n_rows, const uint16_t *q,
-				 uint32_t n, float *out)
-{
-	float qf[PT_KERN_ATTN_MAX_DIM];
-	for (uint32_t i = 0; i < n; i++)
-		qf[i] = _cvtsh_ss(q[i]);
-	dots(k, n_rows, qf, n, out);
-}
-
-void pt_kern_attn_scale_f16_avx2(uint16_t *acc, float ms, uint32_t n)
-{
-	const __m256 s = _mm256_set1_ps(ms);
-	uint32_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
-		_mm_storeu_si128((__m128i *)(acc + i),
-				 _mm256_cvtps_ph(_mm256_mul_ps(a, s), _MM_FROUND_TO_NEAREST_INT));
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++) {
+		_mm256_storeu_ps(out + i * ld, a[i][0]);
+		_mm256_storeu_ps(out + i * ld + 8, a[i][1]);
 	}
-	for (; i < n; i++)
-		acc[i] = _cvtss_sh(_cvtsh_ss(acc[i]) * ms, _MM_FROUND_TO_NEAREST_INT);
 }
 
-void pt_kern_attn_axpy_f16_avx2(uint16_t *acc, const uint16_t *v, float vs, uint32_t n)
+void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 {
-	const __m256 s = _mm256_set1_ps(vs);
-	uint32_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(acc + i)));
-		__m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i)));
-		_mm_storeu_si128((__m128i *)(acc + i),
-				 _mm256_cvtps_ph(_mm256_fmadd_ps(x, s, a), _MM_FROUND_TO_NEAREST_INT));
+	for (uint32_t b = 0; b < n_blk; b++) {
+		const uint16_t *k = kb + b * kb_stride;
+		for (uint32_t i = 0; i < n_q; i += 4) {
+			const float *qi = q + i * q_stride;
+			float *o = out + i * ld + b * BLK;
+			switch (n_q - i) {
+			case 1: dots_blk(k, qi, q_stride, 1, n, o, ld); break;
+			case 2: dots_blk(k, qi, q_stride, 2, n, o, ld); break;
+			case 3: dots_blk(k, qi, q_stride, 3, n, o, ld); break;
+			default: dots_blk(k, qi, q_stride, 4, n, o, ld); break;
+			}
+		}
 	}
-	for (; i < n; i++)
-		acc[i] = _cvtss_sh(fmaf(_cvtsh_ss(v[i]), vs, _cvtsh_ss(acc[i])),
-				   _MM_FROUND_TO_NEAREST_INT);
 }
+
+/* ---- exponential and softmax weights ------------------------------------------------------ */
+
+/* pt_kern_expf on 8 lanes, operation for operation. */
+INLINE __m256 exp8(__m256 x)
+{
+	const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+	const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(ATTN_EXP_LO)),
+					_mm256_set1_ps(ATTN_EXP_HI));
+	const __m256 k = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(ATTN_LOG2E)),
+					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-ATTN_LN2_HI), xc);
+	r = _mm256_fmadd_ps(k, _mm256_set1_ps(-ATTN_LN2_LO), r);
+	__m256 p = _mm256_set1_ps(ATTN_EXP_C7);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C6));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C5));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C4));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C3));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	const __m256i n = _mm256_cvtps_epi32(k);
+	const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+	const __m256i bias = _mm256_set1_epi32(127);
+	const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+	const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+	const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, p1), p2);
+	return _mm256_blendv_ps(y, _mm256_add_ps(x, x), nan);
+}
+
+/* Where later is not above earlier, take earlier: the running max as the scalar loop keeps
+ * it (the first of equal maxima; NaN lanes were replaced by -inf, which never wins). */
+INLINE __m256 keep_first_max(__m256 earlier, __m256 later)
+{
+	return _mm256_blendv_ps(earlier, later, _mm256_cmp_ps(later, earlier, _CMP_GT_OQ));
+}
+
+/* Inclusive running max of 8 lanes, seeded with m. */
+INLINE __m256 scan8(__m256 t, float m)
+{
+	const __m256 ninf = _mm256_set1_ps(-INFINITY);
+	static const int32_t idx[3][8] = { { 0, 0, 1, 2, 3, 4, 5, 6 },
+					   { 0, 0, 0, 1, 2, 3, 4, 5 },
+					   { 0, 0, 0, 0, 0, 1, 2, 3 } };
+	static const int32_t keep[3][8] = { { -1, 0, 0, 0, 0, 0, 0, 0 },
+					    { -1, -1, 0, 0, 0, 0, 0, 0 },
+					    { -1, -1, -1, -1, 0, 0, 0, 0 } };
+	for (int s = 0; s < 3; s++) {
+		__m256 sh = _mm256_permutevar8x32_ps(
+			t, _mm256_loadu_si256((const __m256i *)idx[s]));
+		sh = _mm256_blendv_ps(sh, ninf,
+				      _mm256_castsi256_ps(
+					      _mm256_loadu_si256((const __m256i *)keep[s])));
+		t = keep_first_max(sh, t);
+	}
+	return keep_first_max(_mm256_set1_ps(m), t);
+}
+
+/* ms/vs of 8 keys (n valid) of one query; returns m after them, *up: whether m rose. */
+INLINE float softmax8(const float *dots, uint32_t n, float scale, float m, float *ms,
+		      float *vs, bool *up_any)
+{
+	float buf[8] = { 0 }, bm[8], bv[8], last[8];
+	memcpy(buf, dots, n * sizeof(float));
+	const __m256 sc = _mm256_mul_ps(_mm256_loadu_ps(buf), _mm256_set1_ps(scale));
+	const __m256 mv = _mm256_set1_ps(m), one = _mm256_set1_ps(1.0f);
+	const int above = _mm256_movemask_ps(_mm256_cmp_ps(sc, mv, _CMP_GT_OQ));
+	if ((above & ((1 << n) - 1)) == 0) { /* no key above m: m stays, every ms is 1 */
+		_mm256_storeu_ps(bv, exp8(_mm256_sub_ps(sc, mv)));
+		for (uint32_t j = 0; j < n; j++)
+			ms[j] = 1.0f;
+		memcpy(vs, bv, n * sizeof(float));
+		return m;
+	}
+	*up_any = true;
+	const __m256 clean = _mm256_blendv_ps(sc, _mm256_set1_ps(-INFINITY),
+					      _mm256_cmp_ps(sc, sc, _CMP_UNORD_Q));
+	const __m256 incl = scan8(clean, m);
+	/* the max before each key: incl shifted up one lane, m in lane 0 */
+	__m256 prev = _mm256_permutevar8x32_ps(incl, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
+	prev = _mm256_blend_ps(prev, mv, 1);
+	const __m256 up = _mm256_cmp_ps(sc, prev, _CMP_GT_OQ);
+	const __m256 e = exp8(_mm256_blendv_ps(_mm256_sub_ps(sc, prev), _mm256_sub_ps(prev, sc),
+					       up));
+	_mm256_storeu_ps(bm, _mm256_blendv_ps(one, e, up));
+	_mm256_storeu_ps(bv, _mm256_blendv_ps(e, one, up));
+	_mm256_storeu_ps(last, incl);
+	memcpy(ms, bm, n * sizeof(float));
+	memcpy(vs, bv, n * sizeof(float));
+	return last[n - 1];
+}
+
+void pt_kern_attn_softmax_avx2(ATTN_SOFTMAX_ARGS)
+{
+	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
+		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
+		bool up[8] = { false };
+		for (uint32_t i = i0; i < i0 + k; i++)
+			for (uint32_t j = 0; j < n; j += 8)
+				m[i] = softmax8(dots + i * ld + j, n - j < 8 ? n - j : 8, scale,
+						m[i], ms + i * ld + j, vs + i * ld + j, &up[i - i0]);
+		sums(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
+	}
+}
+
+/* ---- V accumulation: up to 4 queries x NV vectors of accumulators in registers ---------- */
+
+INLINE __m256 rnd16(__m256 x, const bool f16)
+{
+	return f16 ? _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)) : x;
+}
+
+INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
+		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+		      const int nv, const bool f16)
+{
+	__m256 a[4][2];
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nv; c++)
+			a[i][c] = _mm256_loadu_ps(acc + i * acc_ld + 8 * c);
+	for (uint32_t j = 0; j < n_k; j++) {
+		__m256 x[2];
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nv; c++)
+			x[c] = _mm256_cvtph_ps(
+				_mm_loadu_si128((const __m128i *)(v + j * v_stride + 8 * c)));
+		_Pragma("GCC unroll 4")
+		for (uint32_t i = 0; i < nq; i++) {
+			const float sm = ms[i * ld + j];
+			if (sm != 1.0f)
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nv; c++)
+					a[i][c] = rnd16(_mm256_mul_ps(a[i][c], _mm256_set1_ps(sm)),
+							f16);
+			const __m256 w = _mm256_set1_ps(vs[i * ld + j]);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nv; c++)
+				a[i][c] = rnd16(_mm256_fmadd_ps(x[c], w, a[i][c]), f16);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nv; c++)
+			_mm256_storeu_ps(acc + i * acc_ld + 8 * c, a[i][c]);
+}
+
+INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
+		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+		      uint32_t d0, uint32_t n, const bool f16)
+{
+	for (uint32_t i = 0; i < n_q; i++)
+		for (uint32_t j = 0; j < n_k; j++) {
+			const float sm = ms[i * ld + j], sv = vs[i * ld + j];
+			for (uint32_t d = d0; d < n; d++) {
+				float x = acc[i * acc_ld + d];
+				if (sm != 1.0f) {
+					x = x * sm;
+					if (f16)
+						x = _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
+				}
+				x = fmaf(_cvtsh_ss(v[j * v_stride + d]), sv, x);
+				if (f16)
+					x = _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
+				acc[i * acc_ld + d] = x;
+			}
+		}
+}
+
+#define VACC_Q(nv, f16)                                                                       \
+	switch (n_q - i) {                                                                    \
+	case 1: vacc_cols(a, acc_ld, 1, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
+	case 2: vacc_cols(a, acc_ld, 2, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
+	case 3: vacc_cols(a, acc_ld, 3, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
+	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;     \
+	}
+
+INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
+{
+	uint32_t d = 0;
+	for (; d + 16 <= n; d += 16)
+		for (uint32_t i = 0; i < n_q; i += 4) {
+			float *a = acc + i * acc_ld + d;
+			const uint16_t *vd = v + d;
+			const float *mi = ms + i * ld, *vi = vs + i * ld;
+			VACC_Q(2, f16)
+		}
+	for (; d + 8 <= n; d += 8)
+		for (uint32_t i = 0; i < n_q; i += 4) {
+			float *a = acc + i * acc_ld + d;
+			const uint16_t *vd = v + d;
+			const float *mi = ms + i * ld, *vi = vs + i * ld;
+			VACC_Q(1, f16)
+		}
+	if (d < n)
+		vacc_tail(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, d, n, f16);
+}
+
+void pt_kern_attn_vacc_f16_avx2(ATTN_VACC_ARGS)
+{
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
+}
+
+void pt_kern_attn_vacc_f32_avx2(ATTN_VACC_ARGS)
+{
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
+}
+
+/* ---- element-wise helpers ------------------------------------------------------------------ */
 
 void pt_kern_attn_axpy_f32_avx2(float *acc, const float *v, float vs, uint32_t n)
 {

@@ -128,22 +128,36 @@ enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uin
 /* ---- attention inner loops ------------------------------------------------------------- */
 
 /* Each output is computed as the scalar code computes it (one correctly rounded FMA per step,
- * in index order; F16 results rounded to nearest even), so every level gives bit-identical
- * results and the level never changes attention.  The dots take up to 16 F16 key rows at once
- * (one chain per row); head dimensions above PT_KERN_ATTN_MAX_DIM take the scalar ops. */
+ * in index order; F16 results rounded to nearest even; exponentials by pt_kern_expf), so
+ * every level gives bit-identical results and the level never changes attention.
+ * Keys come in transposed F16 blocks of PT_KERN_ATTN_BLOCK positions (the KV cache's K
+ * layout, src/gen/kv.h): element d of the block's key j at [d * PT_KERN_ATTN_BLOCK + j], so
+ * a vector lane per key runs that key's FMA chain with no transposes.  Head dimensions above
+ * PT_KERN_ATTN_MAX_DIM take the scalar ops. */
 #define PT_KERN_ATTN_MAX_DIM 1024
-#define PT_KERN_ATTN_ROWS 16
+#define PT_KERN_ATTN_BLOCK 16
 struct pt_kern_attn_ops {
-	/* out[j] = fma chain over i < n of f32(k[j][i]) * q[i], j < n_rows <= PT_KERN_ATTN_ROWS */
-	void (*dots_f32q)(const uint16_t *const *k, uint32_t n_rows, const float *q, uint32_t n,
-			  float *out);
-	/* the same with an F16 query */
-	void (*dots_f16q)(const uint16_t *const *k, uint32_t n_rows, const uint16_t *q,
-			  uint32_t n, float *out);
-	void (*scale_f16)(uint16_t *acc, float ms, uint32_t n);                   /* acc *= ms */
-	void (*axpy_f16)(uint16_t *acc, const uint16_t *v, float vs, uint32_t n); /* fma */
-	void (*scale_f32)(float *acc, float ms, uint32_t n);
-	void (*axpy_f32)(float *acc, const float *v, float vs, uint32_t n);
+	/* out[i * ld + b * BLOCK + j] = FMA chain over d < n, in order, of f32(key j of block b)
+	 * * q[i * q_stride + d], for blocks b < n_blk at kb + b * kb_stride, queries i < n_q */
+	void (*dots)(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		     size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld);
+	/* Online-softmax weights of keys j < n for queries i < n_q (rows of ld): sc = dot * scale;
+	 * sc > m: ms = expf(m - sc), vs = 1, m = sc; else ms = 1, vs = expf(sc - m); then
+	 * s = s * ms + vs (a rounded product, then a rounded sum).  m, s: [n_q], updated. */
+	void (*softmax)(const float *dots, size_t ld, uint32_t n_q, uint32_t n, float scale,
+			float *m, float *s, float *ms, float *vs);
+	/* V accumulation of keys j < n_k (v + j * v_stride, F16) into acc row i (acc + i * acc_ld,
+	 * n values) for queries i < n_q, keys in order: where ms[i * ld + j] != 1, acc = acc * ms
+	 * rounded; then acc = fma(f32(v), vs[i * ld + j], acc) rounded.  vacc_f16 rounds to F16
+	 * after each step (an F16 accumulator kept in F32 storage), vacc_f32 does not. */
+	void (*vacc_f16)(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
+			 size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+			 uint32_t n);
+	void (*vacc_f32)(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
+			 size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+			 uint32_t n);
+	void (*scale_f32)(float *acc, float ms, uint32_t n);                 /* acc *= ms */
+	void (*axpy_f32)(float *acc, const float *v, float vs, uint32_t n);  /* fma */
 	void (*f16_to_f32)(const uint16_t *x, float *y, uint32_t n);
 	void (*f32_to_f16)(const float *x, uint16_t *y, uint32_t n); /* NaN: canonical quiet */
 };
@@ -151,5 +165,11 @@ struct pt_kern_attn_ops {
 const struct pt_kern_attn_ops *pt_kern_attn_ops(uint32_t dim);
 /* Ops at an explicit level (tests); NULL where the CPU lacks the level. */
 const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level);
+
+/* e^x in F32, the exponential of attention (the scalar definition the SIMD twins reproduce
+ * bit for bit): x = k ln2 + r with k = rint(x log2 e), Cody-Waite r, a degree-7 Taylor
+ * polynomial by FMA Horner, then 2^k applied in two exact-or-once-rounded halves (so
+ * subnormal results round once).  Within 1 ulp of a correctly rounded expf; NaN in, NaN out. */
+float pt_kern_expf(float x);
 
 #endif

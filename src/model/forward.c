@@ -43,7 +43,10 @@ struct attn_task {
 	uint32_t il, n_head, hd_k, hd_v;
 	int64_t pos0;
 	struct pt_attn_args a;
-	uint32_t n_blocks; /* split-K tasks per head (single-row chunks) */
+	uint32_t n_blocks; /* split-K tasks per head group (single-row chunks) */
+	uint32_t n_rows;   /* rows of the chunk */
+	uint32_t group;    /* query heads per KV head */
+	uint32_t n_sub;    /* head groups per KV head: tasks take group / n_sub heads each */
 };
 
 /* Keys per split-K block.  Block boundaries depend only on the query position, and blocks
@@ -51,54 +54,92 @@ struct attn_task {
  * separate tasks. */
 #define ATTN_BLOCK_DEFAULT 1024
 
+/* Per-worker scratch of a task: pt_attn_group's part, then the block's (m, s, acc) and the
+ * running total's, n_q heads each. */
+struct attn_mem {
+	float *s, *pm, *ps, *pacc, *tm, *ts, *tacc;
+};
+
+static struct attn_mem attn_mem(pt_fwd *f, const struct attn_task *t, uint32_t worker)
+{
+	struct attn_mem w;
+	const uint32_t n_q = t->group / t->n_sub;
+	w.s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
+	w.pm = w.s + pt_attn_scratch_floats(&f->kv, t->il, n_q) - 2 * (size_t)n_q * (2 + t->hd_v);
+	w.ps = w.pm + n_q;
+	w.pacc = w.ps + n_q;
+	w.tm = w.pacc + (size_t)n_q * t->hd_v;
+	w.ts = w.tm + n_q;
+	w.tacc = w.ts + n_q;
+	return w;
+}
+
+/* One task per (row, KV head, head group), rows from the last (the most keys) down so the
+ * pool's tail is short: every attention block of the group's heads, merged in order. */
 static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 {
 	const struct attn_task *t = ctx;
 	pt_fwd *f = t->f;
-	const uint32_t row = task / t->n_head, h = task % t->n_head;
-	const struct pt_kv_layer *L = &f->kv.layers[t->il];
-	const uint32_t group = t->n_head / L->d.n_kv_head;
-	float *s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
-	float *acc0 = s + t->hd_k + t->hd_v, *acc1 = acc0 + t->hd_v;
-	const float *q = f->q + (size_t)row * f->w_qk + (size_t)h * t->hd_k;
-	float *out = f->att + (size_t)row * f->w_qk + (size_t)h * t->hd_v;
+	const uint32_t per_row = t->n_head / t->group * t->n_sub, n_q = t->group / t->n_sub;
+	const uint32_t row = t->n_rows - 1 - task / per_row, g = task % per_row;
+	const uint32_t kvh = g / t->n_sub, h0 = g * n_q;
+	const struct attn_mem w = attn_mem(f, t, worker);
+	const float *q = f->q + (size_t)row * f->w_qk + (size_t)h0 * t->hd_k;
 	int64_t first, count;
 	pt_kv_range(&f->kv, t->il, t->pos0 + row, &first, &count);
-	struct pt_attn_part tot = { -INFINITY, 0.0f, acc0 }, part = { 0, 0, acc1 };
-	memset(acc0, 0, t->hd_v * sizeof(float));
+	for (uint32_t i = 0; i < n_q; i++) {
+		w.tm[i] = -INFINITY;
+		w.ts[i] = 0.0f;
+	}
+	memset(w.tacc, 0, (size_t)n_q * t->hd_v * sizeof(float));
 	const int64_t blk = f->attn_block;
 	for (int64_t p = first; p < first + count; p += blk) {
 		const int64_t hi = p + blk < first + count ? p + blk : first + count;
-		pt_attn_block(&f->kv, t->il, h / group, q, p, hi, &t->a, &part, s);
-		pt_attn_merge(&tot, &part, t->hd_v);
+		pt_attn_group(&f->kv, t->il, kvh, q, t->hd_k, n_q, p, hi, &t->a, w.pm, w.ps, w.pacc,
+			      w.s);
+		for (uint32_t i = 0; i < n_q; i++) {
+			struct pt_attn_part tot = { w.tm[i], w.ts[i], w.tacc + (size_t)i * t->hd_v };
+			const struct pt_attn_part part = { w.pm[i], w.ps[i],
+							   w.pacc + (size_t)i * t->hd_v };
+			pt_attn_merge(&tot, &part, t->hd_v);
+			w.tm[i] = tot.m;
+			w.ts[i] = tot.s;
+		}
 	}
-	pt_attn_finish(&tot, t->hd_v, out);
+	for (uint32_t i = 0; i < n_q; i++) {
+		const struct pt_attn_part tot = { w.tm[i], w.ts[i], w.tacc + (size_t)i * t->hd_v };
+		pt_attn_finish(&tot, t->hd_v,
+			       f->att + (size_t)row * f->w_qk + (size_t)(h0 + i) * t->hd_v);
+	}
 }
 
-/* Split-K for a single-row chunk (decode): task = (head, key block); the partial state
- * (max, sum, acc) goes to f->parts and attn_merge_row combines the blocks in order. */
+/* Split-K for a single-row chunk (decode): task = (head group, key block); each head's
+ * partial state (max, sum, acc) goes to f->parts and attn_merge_row combines the blocks in
+ * order. */
 static void attn_block_fn(void *ctx, uint32_t task, uint32_t worker)
 {
 	const struct attn_task *t = ctx;
 	pt_fwd *f = t->f;
-	const uint32_t h = task / t->n_blocks, b = task % t->n_blocks;
-	const struct pt_kv_layer *L = &f->kv.layers[t->il];
-	float *s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
-	float *slot = f->parts + (size_t)task * (2 + t->hd_v);
+	const uint32_t n_q = t->group / t->n_sub;
+	const uint32_t g = task / t->n_blocks, b = task % t->n_blocks, h0 = g * n_q;
+	const struct attn_mem w = attn_mem(f, t, worker);
 	int64_t first, count;
 	pt_kv_range(&f->kv, t->il, t->pos0, &first, &count);
 	const int64_t lo = first + (int64_t)b * f->attn_block;
 	const int64_t hi = lo + f->attn_block < first + count ? lo + f->attn_block : first + count;
-	struct pt_attn_part part = { 0, 0, slot + 2 };
-	pt_attn_block(&f->kv, t->il, h / (t->n_head / L->d.n_kv_head),
-		      f->q + (size_t)h * t->hd_k, lo, hi, &t->a, &part, s);
-	slot[0] = part.m;
-	slot[1] = part.s;
+	pt_attn_group(&f->kv, t->il, g / t->n_sub, f->q + (size_t)h0 * t->hd_k, t->hd_k, n_q, lo,
+		      hi, &t->a, w.pm, w.ps, w.pacc, w.s);
+	for (uint32_t i = 0; i < n_q; i++) {
+		float *slot = f->parts + ((size_t)(h0 + i) * t->n_blocks + b) * (2 + t->hd_v);
+		slot[0] = w.pm[i];
+		slot[1] = w.ps[i];
+		memcpy(slot + 2, w.pacc + (size_t)i * t->hd_v, t->hd_v * sizeof(float));
+	}
 }
 
 static void attn_merge_row(pt_fwd *f, const struct attn_task *t)
 {
-	float *acc = f->attn_scratch + t->hd_k + t->hd_v;
+	float *acc = f->attn_scratch;
 	for (uint32_t h = 0; h < t->n_head; h++) {
 		struct pt_attn_part tot = { -INFINITY, 0.0f, acc };
 		memset(acc, 0, t->hd_v * sizeof(float));
@@ -109,6 +150,19 @@ static void attn_merge_row(pt_fwd *f, const struct attn_task *t)
 		}
 		pt_attn_finish(&tot, t->hd_v, f->att + (size_t)h * t->hd_v);
 	}
+}
+
+/* Head groups per KV head: a single-row chunk splits a KV head's query heads until there are
+ * two tasks per thread (grouping never changes a head's result, only how K/V loads are
+ * shared). */
+static uint32_t attn_subgroups(const pt_fwd *f, uint32_t n_rows, uint32_t n_kv, uint32_t group)
+{
+	uint32_t n_sub = 1;
+	if (n_rows > 1 || f->n_threads < 2)
+		return 1;
+	while (n_kv * n_sub < 2 * f->n_threads && group % (2 * n_sub) == 0)
+		n_sub *= 2;
+	return n_sub;
 }
 
 static enum pt_status mm(pt_fwd *f, const struct pt_kern_mat *w, const float *x, uint32_t n,
@@ -193,7 +247,9 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_kv_store(&f->kv, il, f->pos + r, k, v);
 	}
-	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f, false }, 1 };
+	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f, false }, 1, n,
+			       n_head / n_kv, 1 };
+	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
 	t.a.scale = gemma ? 1.0f : 1.0f / sqrtf((float)hd_k);
 	t.a.softcap = 0.0f;
 	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS;
@@ -201,10 +257,10 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	pt_kv_range(&f->kv, il, f->pos, &first, &count);
 	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
 	if (n == 1 && t.n_blocks > 1) {
-		pt_pool_run(f->pool, attn_block_fn, &t, n_head * t.n_blocks);
+		pt_pool_run(f->pool, attn_block_fn, &t, n_kv * t.n_sub * t.n_blocks);
 		attn_merge_row(f, &t);
 	} else {
-		pt_pool_run(f->pool, attn_fn, &t, n * n_head);
+		pt_pool_run(f->pool, attn_fn, &t, n * n_kv * t.n_sub);
 	}
 	/* attn output rows have stride w_qk; the projection wants packed rows */
 	const uint32_t w_att = n_head * hd_v;
@@ -642,7 +698,7 @@ static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n
 		f->n_k = (uint32_t)umax(f->n_k, (size_t)nkv * hk);
 		*w_qkv = (uint32_t)umax(*w_qkv, (size_t)hp->n_head * hk + (size_t)nkv * (hk + hv));
 		*max_rot = (uint32_t)umax(*max_rot, hp->is_swa[il] ? hp->n_rot_swa : hp->n_rot);
-		*attn_n = umax(*attn_n, (size_t)hk + 3 * (size_t)hv);
+		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->kv, il, hp->n_head / nkv));
 		const struct pt_layer_weights *L = &m->layers[il];
 		f->w_ff = (uint32_t)umax(f->w_ff, L->ffn_gate.rows);
 		f->w_ff = (uint32_t)umax(f->w_ff, L->sh_gate.rows);

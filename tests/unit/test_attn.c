@@ -1,5 +1,6 @@
 /* test_attn.c - the attention inner loops give bit-identical results at every CPU level
- * (the AVX2 twins must reproduce the scalar FMA chains and F16 rounding exactly). */
+ * (the AVX2/AVX-512 twins must reproduce the scalar FMA chains, softmax weights, exponential
+ * and F16 rounding exactly), and the attention exponential is accurate. */
 #include <math.h>
 #include <string.h>
 
@@ -7,8 +8,8 @@
 #include "quant/types.h"
 #include "test.h"
 
-#define ROWS PT_KERN_ATTN_ROWS
-#define DIM 203 /* not a multiple of 8: the tails run too */
+#define BLK PT_KERN_ATTN_BLOCK
+#define LD 64
 
 static uint32_t rng_next(uint32_t *s)
 {
@@ -21,65 +22,204 @@ static float rnd(uint32_t *s, float scale)
 	return ((float)rng_next(s) / 16777216.0f * 2.0f - 1.0f) * scale;
 }
 
-static void fill(uint32_t *s, uint16_t *h, float *f, uint32_t n, float scale)
+static int same_bits(const float *a, const float *b, size_t n)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		const float x = rnd(s, scale);
-		h[i] = pt_f32_to_fp16(x);
-		f[i] = x;
-	}
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&a[i], &b[i], 4) != 0 && !(isnan(a[i]) && isnan(b[i])))
+			return 0;
+	return 1;
 }
 
-PT_TEST(test_attn_levels_bit_identical)
+/* head dims of the three archs (64 qwen3moe/bailingmoe2, 128/256/512 gemma4) plus odd ones */
+static const uint32_t dims[] = { 1, 3, 8, 17, 64, 128, 203, 256, 512 };
+
+PT_TEST(test_attn_dots_levels_bit_identical)
 {
 	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
 	REQUIRE(ref != NULL);
-	static uint16_t k[ROWS][DIM], qh[DIM], acc_a[DIM], acc_b[DIM], v[DIM], h_a[DIM], h_b[DIM];
-	static float qf[DIM], kf[DIM], f_a[DIM], f_b[DIM], vf[DIM];
+	static uint16_t kb[4][512 * BLK];
+	static float q[9][512], a[9 * LD], b[9 * LD];
 	uint32_t seed = 7;
 	for (int lv = PT_KERN_LEVEL_AVX2; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
 		if (!ops)
 			continue; /* the CPU lacks the level */
-		for (int trial = 0; trial < 20; trial++) {
-			const float scale = trial < 10 ? 4.0f : 3000.0f; /* large: F16 overflow */
-			for (int r = 0; r < ROWS; r++)
-				fill(&seed, k[r], kf, DIM, scale);
-			fill(&seed, qh, qf, DIM, 2.0f);
-			const uint16_t *rows[ROWS];
-			for (int r = 0; r < ROWS; r++)
-				rows[r] = k[r];
-			const uint32_t n_rows = 1 + (uint32_t)trial % ROWS, n = DIM - (uint32_t)trial;
-			float d_a[ROWS] = { 0 }, d_b[ROWS] = { 0 };
-			ref->dots_f32q(rows, n_rows, qf, n, d_a);
-			ops->dots_f32q(rows, n_rows, qf, n, d_b);
-			CHECK(memcmp(d_a, d_b, sizeof d_a) == 0);
-			ref->dots_f16q(rows, n_rows, qh, n, d_a);
-			ops->dots_f16q(rows, n_rows, qh, n, d_b);
-			CHECK(memcmp(d_a, d_b, sizeof d_a) == 0);
-			fill(&seed, acc_a, f_a, DIM, scale);
-			fill(&seed, v, vf, DIM, scale);
-			memcpy(acc_b, acc_a, sizeof acc_a);
-			memcpy(f_b, f_a, sizeof f_a);
-			const float s = rnd(&seed, 1.5f);
-			ref->axpy_f16(acc_a, v, s, n);
-			ops->axpy_f16(acc_b, v, s, n);
-			ref->scale_f16(acc_a, s * 0.7f, n);
-			ops->scale_f16(acc_b, s * 0.7f, n);
-			CHECK(memcmp(acc_a, acc_b, sizeof acc_a) == 0);
-			ref->axpy_f32(f_a, vf, s, n);
-			ops->axpy_f32(f_b, vf, s, n);
-			ref->scale_f32(f_a, s * 0.7f, n);
-			ops->scale_f32(f_b, s * 0.7f, n);
-			CHECK(memcmp(f_a, f_b, sizeof f_a) == 0);
-			ref->f32_to_f16(f_a, h_a, n);
-			ops->f32_to_f16(f_a, h_b, n);
-			CHECK(memcmp(h_a, h_b, n * sizeof(uint16_t)) == 0);
-			ref->f16_to_f32(h_a, f_a, n);
-			ops->f16_to_f32(h_a, f_b, n);
-			CHECK(memcmp(f_a, f_b, n * sizeof(float)) == 0);
+		for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+			const uint32_t n = dims[di];
+			for (int trial = 0; trial < 36; trial++) { /* every n_q x n_blk */
+				const float scale = trial % 5 ? 4.0f : 3000.0f; /* large: F16 inf */
+				for (int bb = 0; bb < 4; bb++)
+					for (uint32_t i = 0; i < n * BLK; i++)
+						kb[bb][i] = pt_f32_to_fp16(rnd(&seed, scale));
+				for (int i = 0; i < 9; i++)
+					for (uint32_t d = 0; d < n; d++)
+						q[i][d] = rnd(&seed, 2.0f);
+				const uint32_t n_q = 1 + (uint32_t)trial % 9, n_blk = 1 + trial / 9;
+				memset(a, 0, sizeof a);
+				memset(b, 0, sizeof b);
+				ref->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, a, LD);
+				ops->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, b, LD);
+				CHECK(same_bits(a, b, 9 * LD));
+			}
 		}
 	}
+}
+
+/* Scores with ties, -inf, NaN and large jumps so the running max changes often. */
+static void score_fill(uint32_t *seed, float *d, uint32_t n)
+{
+	for (uint32_t j = 0; j < n; j++) {
+		const uint32_t r = rng_next(seed) % 16;
+		d[j] = r == 0 ? -INFINITY : r == 1 ? NAN : r == 2 ? 0.0f : r == 3 ? -0.0f
+			: r < 6 ? rnd(seed, 80.0f) : rnd(seed, 4.0f);
+		if (r == 6 && j > 0)
+			d[j] = d[j - 1]; /* a tie */
+	}
+}
+
+PT_TEST(test_attn_softmax_levels_bit_identical)
+{
+	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
+	static float dots[5 * LD], ms_a[5 * LD], vs_a[5 * LD], ms_b[5 * LD], vs_b[5 * LD];
+	uint32_t seed = 11;
+	for (int lv = PT_KERN_LEVEL_AVX2; lv < PT_KERN_LEVEL_COUNT; lv++) {
+		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
+		if (!ops)
+			continue;
+		for (uint32_t n = 1; n <= LD; n++) {
+			const uint32_t n_q = 1 + n % 5;
+			float ma[5], sa[5], mb[5], sb[5];
+			for (uint32_t i = 0; i < n_q; i++) {
+				ma[i] = mb[i] = i == 0 ? -INFINITY : rnd(&seed, 3.0f);
+				sa[i] = sb[i] = i == 0 ? 0.0f : 1.5f;
+			}
+			for (int call = 0; call < 3; call++) { /* state carried between calls */
+				for (uint32_t i = 0; i < n_q; i++)
+					score_fill(&seed, dots + i * LD, n);
+				const float scale = call == 2 ? 1.0f : 0.125f;
+				ref->softmax(dots, LD, n_q, n, scale, ma, sa, ms_a, vs_a);
+				ops->softmax(dots, LD, n_q, n, scale, mb, sb, ms_b, vs_b);
+				for (uint32_t i = 0; i < n_q; i++) {
+					CHECK(same_bits(ms_a + i * LD, ms_b + i * LD, n));
+					CHECK(same_bits(vs_a + i * LD, vs_b + i * LD, n));
+				}
+				CHECK(same_bits(ma, mb, n_q));
+				CHECK(same_bits(sa, sb, n_q));
+			}
+		}
+	}
+}
+
+PT_TEST(test_attn_vacc_levels_bit_identical)
+{
+	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
+	static uint16_t v[LD][512];
+	static float acc_a[9 * 512], acc_b[9 * 512], ms[9 * LD], vs[9 * LD];
+	uint32_t seed = 5;
+	for (int lv = PT_KERN_LEVEL_AVX2; lv < PT_KERN_LEVEL_COUNT; lv++) {
+		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
+		if (!ops)
+			continue;
+		for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+			const uint32_t n = dims[di];
+			for (int trial = 0; trial < 8; trial++) {
+				const float scale = trial < 6 ? 2.0f : 30000.0f; /* F16 overflow */
+				const uint32_t n_q = 1 + (uint32_t)(trial * 3 + di) % 9;
+				const uint32_t n_k = 1 + (uint32_t)(trial * 17 + di * 5) % LD;
+				for (uint32_t j = 0; j < n_k; j++)
+					for (uint32_t d = 0; d < n; d++)
+						v[j][d] = pt_f32_to_fp16(rnd(&seed, scale));
+				for (uint32_t i = 0; i < n_q * LD; i++) {
+					const uint32_t r = rng_next(&seed) % 4;
+					ms[i] = r == 0 ? fabsf(rnd(&seed, 1.0f)) : 1.0f;
+					vs[i] = r == 0 ? 1.0f : fabsf(rnd(&seed, 1.0f));
+				}
+				for (uint32_t i = 0; i < n_q * 512; i++)
+					acc_a[i] = pt_fp16_to_f32(pt_f32_to_fp16(rnd(&seed, 4.0f)));
+				memcpy(acc_b, acc_a, sizeof acc_a);
+				ref->vacc_f16(acc_a, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
+				ops->vacc_f16(acc_b, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
+				CHECK(same_bits(acc_a, acc_b, n_q * 512));
+				ref->vacc_f32(acc_a, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
+				ops->vacc_f32(acc_b, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
+				CHECK(same_bits(acc_a, acc_b, n_q * 512));
+			}
+		}
+	}
+}
+
+/* ulps between a float and a double reference (subnormal results: units of 2^-149) */
+static double ulp_err(float got, double want)
+{
+	if (want < 0x1p-126)
+		return fabs((double)got - want) / 0x1p-149;
+	int e;
+	frexp(want, &e);
+	return fabs((double)got - want) / ldexp(1.0, e - 24);
+}
+
+PT_TEST(test_attn_expf_accurate_and_levels_bit_identical)
+{
+	/* every float of [-104.5, -80] (subnormal and underflowing results), a dense stride
+	 * over [-80, 0] and the positive side up to overflow */
+	double worst = 0;
+	uint32_t n_bad_libm = 0, n = 0;
+	static float xs[1u << 16], want[1u << 16];
+	uint32_t nx = 0;
+	const struct pt_kern_attn_ops *ops[PT_KERN_LEVEL_COUNT];
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++)
+		ops[lv] = pt_kern_attn_ops_at((enum pt_kern_level)lv);
+	float lo = -104.5f;
+	uint32_t bits;
+	memcpy(&bits, &lo, 4);
+	for (;; bits -= bits > 0xc2a00000u ? 1 : 61) { /* negative floats: descending bits */
+		float x;
+		memcpy(&x, &bits, 4);
+		if (bits < 0x80000000u)
+			break;
+		const float y = pt_kern_expf(x);
+		const double e = exp((double)x);
+		const double u = ulp_err(y, e);
+		worst = u > worst ? u : worst;
+		const float l = expf(x);
+		uint32_t yb, lb;
+		memcpy(&yb, &y, 4);
+		memcpy(&lb, &l, 4);
+		n_bad_libm += (yb > lb ? yb - lb : lb - yb) > 1;
+		n++;
+		xs[nx] = x;
+		want[nx++] = y;
+		if (nx == (1u << 16) || bits == 0x80000000u) {
+			/* the SIMD exps through softmax: m = 0, scale 1, x <= 0: vs = exp(x - 0) */
+			static float ms_b[1u << 16], vs_b[1u << 16];
+			for (int lv = 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
+				if (!ops[lv])
+					continue;
+				float m = 0.0f, s = 0.0f;
+				ops[lv]->softmax(xs, 0, 1, nx, 1.0f, &m, &s, ms_b, vs_b);
+				CHECK(same_bits(want, vs_b, nx));
+			}
+			nx = 0;
+		}
+		if (bits == 0x80000000u)
+			break;
+	}
+	for (float x = 0.0f; x < 88.72f; x += 0.000977f) {
+		const double u = ulp_err(pt_kern_expf(x), exp((double)x));
+		worst = u > worst ? u : worst;
+	}
+	fprintf(stderr, "expf: %u points, worst %.3f ulp vs exact, %u > 1 ulp from libm\n", n,
+		worst, n_bad_libm);
+	CHECK(n > 10000000);
+	CHECK(worst < 1.0);
+	CHECK_EQ_INT(n_bad_libm, 0);
+	CHECK(pt_kern_expf(-INFINITY) == 0.0f);
+	CHECK(pt_kern_expf(-200.0f) == 0.0f);
+	CHECK(pt_kern_expf(0.0f) == 1.0f);
+	CHECK(pt_kern_expf(-0.0f) == 1.0f);
+	CHECK(isinf(pt_kern_expf(89.0f)) && isinf(pt_kern_expf(INFINITY)));
+	CHECK(isnan(pt_kern_expf(NAN)));
+	CHECK(pt_kern_expf(-103.9f) > 0.0f); /* the smallest subnormals are reached */
 }
 
 PT_TEST(test_attn_f16_conversions_match_reference_on_all_codes)

@@ -2,6 +2,7 @@
 #include "gen/kv.h"
 #include "test.h"
 
+#include "kern/kern.h"
 #include "quant/types.h"
 #include "util/alloc.h"
 
@@ -67,8 +68,9 @@ static void run_case_acc(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, doub
 	struct pt_error err = { 0 };
 	REQUIRE(pt_kv_init(&kv, t, 1, &d, NPOS, n_batch, &err) == PT_OK);
 	if (swa)
-		CHECK_EQ_INT(kv.layers[0].cap, swa + n_batch - 1);
-	float *scratch = pt_mallocn(pt_attn_scratch_floats(&kv, 0), sizeof(float));
+		CHECK_EQ_INT(kv.layers[0].cap, (swa + n_batch - 1 + PT_KV_BLOCK - 1) / PT_KV_BLOCK *
+							PT_KV_BLOCK);
+	float *scratch = pt_mallocn(pt_attn_scratch_floats(&kv, 0, NH / NKV), sizeof(float));
 	float q[NH * DK], out[NH * DV], out_split[NH * DV];
 	double ref[NH * DV];
 	struct pt_attn_args a = { 1.0f / sqrtf((float)DK), 0.0f, f32_acc };
@@ -161,4 +163,98 @@ PT_TEST(test_kv_init_rejects_zero_dims)
 	enum pt_kv_type t;
 	CHECK(pt_kv_type_from_name("f32", &t) == 0 && t == PT_KV_F32);
 	CHECK(pt_kv_type_from_name("q8_0", &t) == -1);
+}
+
+/* The one-row F16 path or the tiled path, key by key as ggml defines it: the sequential
+ * reference pt_attn_group (transposed K blocks, groups, chunks) must reproduce bit for bit. */
+static void seq_ref(const float *q, int64_t lo, int64_t hi, bool f32_acc, float scale,
+		    const float (*kk)[DK], const float (*vv)[DV], float *m_out, float *s_out,
+		    float *acc)
+{
+	float qq[DK], m = -INFINITY, s = 0.0f;
+	for (int d = 0; d < DK; d++)
+		qq[d] = f32_acc ? q[d] : pt_fp16_to_f32(pt_f32_to_fp16(q[d]));
+	for (int d = 0; d < DV; d++)
+		acc[d] = 0.0f;
+	for (int64_t p = lo; p < hi; p++) {
+		float dot = 0.0f;
+		for (int d = 0; d < DK; d++)
+			dot = fmaf(pt_fp16_to_f32(pt_f32_to_fp16(kk[p][d])), qq[d], dot);
+		const float sc = dot * scale;
+		float ms = 1.0f, vs = 1.0f;
+		if (sc > m) {
+			ms = pt_kern_expf(m - sc);
+			m = sc;
+		} else {
+			vs = pt_kern_expf(sc - m);
+		}
+		for (int d = 0; d < DV; d++) {
+			float x = acc[d];
+			if (ms != 1.0f)
+				x = x * ms;
+			if (!f32_acc)
+				x = pt_fp16_to_f32(pt_f32_to_fp16(x));
+			x = fmaf(pt_fp16_to_f32(pt_f32_to_fp16(vv[p][d])), vs, x);
+			acc[d] = f32_acc ? x : pt_fp16_to_f32(pt_f32_to_fp16(x));
+		}
+		const float t = s * ms;
+		s = t + vs;
+	}
+	*m_out = m;
+	*s_out = s;
+}
+
+enum { RPOS = 200, RCAP = 70 };
+
+PT_TEST(test_kv_group_attention_bit_identical_to_sequential_reference)
+{
+	/* one KV head, 4 query heads; a ring of 80 slots (5 blocks) so ranges wrap; every range
+	 * length 1..70 from several starts across block edges; positions rewritten after a
+	 * truncation must be the ones attended */
+	static float kk[RPOS][DK], vv[RPOS][DV];
+	struct pt_kv kv;
+	struct pt_kv_layer_desc d = { 1, DK, DV, 64 };
+	struct pt_error err = { 0 };
+	REQUIRE(pt_kv_init(&kv, PT_KV_F16, 1, &d, RPOS, RCAP - 63, &err) == PT_OK);
+	CHECK_EQ_INT(kv.layers[0].cap, 80);
+	float *scratch = pt_mallocn(pt_attn_scratch_floats(&kv, 0, 4), sizeof(float));
+	float q[4 * DK], m[4], s[4], acc[4 * DV], rm, rs_, racc[DV];
+	uint32_t bad = 0, runs = 0;
+	for (int64_t p = 0; p < RPOS; p++) {
+		for (int i = 0; i < DK; i++)
+			kk[p][i] = 2.0f * frnd();
+		for (int i = 0; i < DV; i++)
+			vv[p][i] = frnd();
+		pt_kv_store(&kv, 0, p, kk[p], vv[p]);
+		if (p == 150) { /* truncate to 120 and write 120..150 again with new values */
+			for (int64_t r = 120; r <= 150; r++) {
+				for (int i = 0; i < DK; i++)
+					kk[r][i] = 2.0f * frnd();
+				pt_kv_store(&kv, 0, r, kk[r], vv[r]);
+			}
+		}
+		if (p % 7 != 3 && p < 150)
+			continue;
+		for (int i = 0; i < 4 * DK; i++)
+			q[i] = 2.0f * frnd();
+		for (int64_t len = 1; len <= RCAP && len <= p + 1; len += (len < 20 ? 1 : 7)) {
+			for (int f32_acc = 0; f32_acc < 2; f32_acc++) {
+				struct pt_attn_args a = { 0.125f, 0.0f, f32_acc != 0 };
+				pt_attn_group(&kv, 0, 0, q, DK, 4, p + 1 - len, p + 1, &a, m, s, acc,
+					      scratch);
+				for (int h = 0; h < 4; h++) {
+					seq_ref(q + h * DK, p + 1 - len, p + 1, f32_acc, 0.125f,
+						(const float (*)[DK])kk, (const float (*)[DV])vv, &rm,
+						&rs_, racc);
+					bad += memcmp(&rm, &m[h], 4) != 0 || memcmp(&rs_, &s[h], 4) != 0 ||
+					       memcmp(racc, acc + h * DV, sizeof racc) != 0;
+					runs++;
+				}
+			}
+		}
+	}
+	CHECK(runs > 1000);
+	CHECK_EQ_INT(bad, 0);
+	pt_free(scratch);
+	pt_kv_fini(&kv);
 }

@@ -1,0 +1,254 @@
+/* attn_avx512.c - AVX-512 twins of the attention inner loops in src/kern/attn.c, bit-identical
+ * to the scalar code as the AVX2 ones are: a transposed K block of 16 keys is one vector, so
+ * a key dot is one lane's FMA chain in index order; two blocks x four queries keep eight
+ * chains in flight.  V accumulators for four queries x 64 values stay in registers across
+ * all keys of a call. */
+#include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
+
+#include "kern/attn_internal.h"
+#include "kern/kern_internal.h"
+
+#define BLK PT_KERN_ATTN_BLOCK
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __m512 load_ph(const uint16_t *p)
+{
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* ---- key dots ------------------------------------------------------------------------------ */
+
+INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
+		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld)
+{
+	__m512 a[4][4];
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int b = 0; b < nb; b++)
+			a[i][b] = _mm512_setzero_ps();
+	for (uint32_t d = 0; d < n; d++) {
+		__m512 kk[4];
+		_Pragma("GCC unroll 4")
+		for (int b = 0; b < nb; b++)
+			kk[b] = load_ph(k + b * kb_stride + d * BLK);
+		_Pragma("GCC unroll 4")
+		for (uint32_t i = 0; i < nq; i++) {
+			const __m512 qb = _mm512_set1_ps(q[i * q_stride + d]);
+			_Pragma("GCC unroll 4")
+			for (int b = 0; b < nb; b++)
+				a[i][b] = _mm512_fmadd_ps(kk[b], qb, a[i][b]);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int b = 0; b < nb; b++)
+			_mm512_storeu_ps(out + i * ld + b * BLK, a[i][b]);
+}
+
+#define DOTS_Q(nb)                                                                            \
+	switch (n_q - i) {                                                                    \
+	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld); break;               \
+	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld); break;               \
+	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld); break;               \
+	default: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld); break;              \
+	}
+
+void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS)
+{
+	uint32_t b = 0;
+	if (n_q <= 2) /* few queries: four blocks at once still give 4-8 chains */
+		for (; b + 4 <= n_blk; b += 4) {
+			const uint16_t *k = kb + b * kb_stride;
+			const float *qi = q;
+			float *o = out + b * BLK;
+			if (n_q == 1)
+				dots_blk(k, kb_stride, 4, qi, q_stride, 1, n, o, ld);
+			else
+				dots_blk(k, kb_stride, 4, qi, q_stride, 2, n, o, ld);
+		}
+	for (; b < n_blk; b += 2) {
+		const uint16_t *k = kb + b * kb_stride;
+		for (uint32_t i = 0; i < n_q; i += 4) {
+			const float *qi = q + i * q_stride;
+			float *o = out + i * ld + b * BLK;
+			if (b + 2 <= n_blk) {
+				DOTS_Q(2)
+			} else {
+				DOTS_Q(1)
+			}
+		}
+	}
+}
+
+/* ---- exponential and softmax weights ------------------------------------------------------ */
+
+/* pt_kern_expf on 16 lanes, operation for operation. */
+INLINE __m512 exp16(__m512 x)
+{
+	const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+	const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(ATTN_EXP_LO)),
+					_mm512_set1_ps(ATTN_EXP_HI));
+	const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(ATTN_LOG2E)),
+					      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-ATTN_LN2_HI), xc);
+	r = _mm512_fmadd_ps(k, _mm512_set1_ps(-ATTN_LN2_LO), r);
+	__m512 p = _mm512_set1_ps(ATTN_EXP_C7);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN_EXP_C6));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN_EXP_C5));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN_EXP_C4));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN_EXP_C3));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	const __m512i n = _mm512_cvtps_epi32(k);
+	const __m512i n1 = _mm512_srai_epi32(n, 1), n2 = _mm512_sub_epi32(n, n1);
+	const __m512i bias = _mm512_set1_epi32(127);
+	const __m512 p1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+	const __m512 p2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+	const __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, p1), p2);
+	return _mm512_mask_add_ps(y, nan, x, x);
+}
+
+/* Where later is not above earlier, take earlier (the scalar loop's running max). */
+INLINE __m512 keep_first_max(__m512 earlier, __m512 later)
+{
+	return _mm512_mask_mov_ps(earlier, _mm512_cmp_ps_mask(later, earlier, _CMP_GT_OQ), later);
+}
+
+/* ms/vs of 16 keys (n valid) of one query; returns m after them, *up: whether m rose. */
+INLINE float softmax16(const float *dots, uint32_t n, float scale, float m, float *ms,
+		       float *vs, bool *up_any)
+{
+	const __mmask16 valid = (__mmask16)((1u << n) - 1);
+	const __m512 sc = _mm512_mul_ps(_mm512_maskz_loadu_ps(valid, dots), _mm512_set1_ps(scale));
+	const __m512 mv = _mm512_set1_ps(m);
+	const __m512 one = _mm512_set1_ps(1.0f);
+	if ((_mm512_cmp_ps_mask(sc, mv, _CMP_GT_OQ) & valid) == 0) {
+		/* no key above m: m stays, every ms is 1 */
+		_mm512_mask_storeu_ps(ms, valid, one);
+		_mm512_mask_storeu_ps(vs, valid, exp16(_mm512_sub_ps(sc, mv)));
+		return m;
+	}
+	*up_any = true;
+	const __m512 ninf = _mm512_set1_ps(-INFINITY);
+	__m512 t = _mm512_mask_mov_ps(sc, _mm512_cmp_ps_mask(sc, sc, _CMP_UNORD_Q), ninf);
+	for (int s = 1; s < 16; s <<= 1) { /* inclusive running max, log steps */
+		const __m512i idx = _mm512_sub_epi32(
+			_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+			_mm512_set1_epi32(s));
+		const __mmask16 lanes = (__mmask16)(0xffffu << s);
+		const __m512 sh = _mm512_mask_permutexvar_ps(ninf, lanes, idx, t);
+		t = keep_first_max(sh, t);
+	}
+	const __m512 incl = keep_first_max(mv, t);
+	const __m512i up1 =
+		_mm512_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14);
+	const __m512 prev = _mm512_mask_permutexvar_ps(mv, 0xfffe, up1, incl);
+	const __mmask16 up = _mm512_cmp_ps_mask(sc, prev, _CMP_GT_OQ);
+	const __m512 e = exp16(_mm512_mask_sub_ps(_mm512_sub_ps(sc, prev), up, prev, sc));
+	_mm512_mask_storeu_ps(ms, valid, _mm512_mask_mov_ps(one, up, e));
+	_mm512_mask_storeu_ps(vs, valid, _mm512_mask_mov_ps(e, up, one));
+	float last[16];
+	_mm512_storeu_ps(last, incl);
+	return last[n - 1];
+}
+
+void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS)
+{
+	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
+		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
+		bool up[8] = { false };
+		for (uint32_t i = i0; i < i0 + k; i++)
+			for (uint32_t j = 0; j < n; j += 16)
+				m[i] = softmax16(dots + i * ld + j, n - j < 16 ? n - j : 16, scale,
+						 m[i], ms + i * ld + j, vs + i * ld + j, &up[i - i0]);
+		sums(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
+	}
+}
+
+/* ---- V accumulation ------------------------------------------------------------------------ */
+
+INLINE __m512 rnd16(__m512 x, const bool f16)
+{
+	return f16 ? _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)) : x;
+}
+
+INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
+		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+		      const int nv, const bool f16)
+{
+	__m512 a[4][4];
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nv; c++)
+			a[i][c] = _mm512_loadu_ps(acc + i * acc_ld + 16 * c);
+	for (uint32_t j = 0; j < n_k; j++) {
+		__m512 x[4];
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nv; c++)
+			x[c] = load_ph(v + j * v_stride + 16 * c);
+		_Pragma("GCC unroll 4")
+		for (uint32_t i = 0; i < nq; i++) {
+			const float sm = ms[i * ld + j];
+			if (sm != 1.0f)
+				_Pragma("GCC unroll 4")
+				for (int c = 0; c < nv; c++)
+					a[i][c] = rnd16(_mm512_mul_ps(a[i][c], _mm512_set1_ps(sm)),
+							f16);
+			const __m512 w = _mm512_set1_ps(vs[i * ld + j]);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < nv; c++)
+				a[i][c] = rnd16(_mm512_fmadd_ps(x[c], w, a[i][c]), f16);
+		}
+	}
+	_Pragma("GCC unroll 4")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < nv; c++)
+			_mm512_storeu_ps(acc + i * acc_ld + 16 * c, a[i][c]);
+}
+
+#define VACC_Q(nv, f16)                                                                       \
+	switch (n_q - i) {                                                                    \
+	case 1: vacc_cols(a, acc_ld, 1, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
+	case 2: vacc_cols(a, acc_ld, 2, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
+	case 3: vacc_cols(a, acc_ld, 3, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
+	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;     \
+	}
+
+INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
+{
+	uint32_t d = 0;
+	for (; d + 64 <= n; d += 64)
+		for (uint32_t i = 0; i < n_q; i += 4) {
+			float *a = acc + i * acc_ld + d;
+			const uint16_t *vd = v + d;
+			const float *mi = ms + i * ld, *vi = vs + i * ld;
+			VACC_Q(4, f16)
+		}
+	for (; d + 16 <= n; d += 16)
+		for (uint32_t i = 0; i < n_q; i += 4) {
+			float *a = acc + i * acc_ld + d;
+			const uint16_t *vd = v + d;
+			const float *mi = ms + i * ld, *vi = vs + i * ld;
+			VACC_Q(1, f16)
+		}
+	if (d < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
+		(f16 ? pt_kern_attn_vacc_f16_avx2 : pt_kern_attn_vacc_f32_avx2)(
+			acc + d, acc_ld, n_q, v + d, v_stride, n_k, ms, vs, ld, n - d);
+}
+
+void pt_kern_attn_vacc_f16_avx512(ATTN_VACC_ARGS)
+{
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
+}
+
+void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS)
+{
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
+}

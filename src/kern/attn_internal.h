@@ -1,0 +1,108 @@
+/* attn_internal.h - shared by the attention kernel files only: the constants of the attention
+ * exponential (pt_kern_expf and its SIMD twins must use the very same ones) and each level's
+ * kernel entry points. */
+#ifndef PT_KERN_ATTN_INTERNAL_H
+#define PT_KERN_ATTN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Inputs are clamped to [LO, HI]: below LO the result rounds to 0, above HI it overflows to
+ * infinity, and inside it rint(x log2 e) stays in [-150, 129]. */
+#define ATTN_EXP_LO (-104.0f)
+#define ATTN_EXP_HI 89.0f
+#define ATTN_LOG2E 1.44269504088896341f
+#define ATTN_LN2_HI 0.693145751953125f         /* 15 significant bits: k * hi is exact */
+#define ATTN_LN2_LO 1.42860682030941723212e-6f /* ln 2 - hi */
+#define ATTN_EXP_C3 (1.0f / 6.0f)
+#define ATTN_EXP_C4 (1.0f / 24.0f)
+#define ATTN_EXP_C5 (1.0f / 120.0f)
+#define ATTN_EXP_C6 (1.0f / 720.0f)
+#define ATTN_EXP_C7 (1.0f / 5040.0f)
+
+/* 2^n for n in [-126, 127] */
+static inline float attn_pow2(int n)
+{
+	const uint32_t bits = (uint32_t)(n + 127) << 23;
+	float f;
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
+
+/* The softmax sums, s = s * ms + vs key by key (a rounded product, then a rounded sum, as
+ * the scalar loop), for k <= 8 queries whose chains run interleaved in registers (one
+ * query's chain is latency-bound).  up: whether any of the k queries' m rose; where none
+ * did, every ms is 1 and s * 1 == s exactly, so only the sums remain. */
+static inline __attribute__((always_inline)) void sums_k(size_t ld, const uint32_t k,
+							 uint32_t n, float *s, const float *ms,
+							 const float *vs, bool up)
+{
+	float t[8];
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < k; i++)
+		t[i] = s[i];
+	if (up) {
+		for (uint32_t j = 0; j < n; j++) {
+			_Pragma("GCC unroll 8")
+			for (uint32_t i = 0; i < k; i++) {
+				const float p = t[i] * ms[i * ld + j];
+				t[i] = p + vs[i * ld + j];
+			}
+		}
+	} else {
+		for (uint32_t j = 0; j < n; j++) {
+			_Pragma("GCC unroll 8")
+			for (uint32_t i = 0; i < k; i++)
+				t[i] += vs[i * ld + j];
+		}
+	}
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < k; i++)
+		s[i] = t[i];
+}
+
+static inline void sums(size_t ld, uint32_t k, uint32_t n, float *s, const float *ms,
+			const float *vs, const bool *upv)
+{
+	bool up = false;
+	for (uint32_t i = 0; i < k; i++)
+		up |= upv[i];
+	switch (k) {
+	case 1: sums_k(ld, 1, n, s, ms, vs, up); break;
+	case 2: sums_k(ld, 2, n, s, ms, vs, up); break;
+	case 3: sums_k(ld, 3, n, s, ms, vs, up); break;
+	case 4: sums_k(ld, 4, n, s, ms, vs, up); break;
+	case 5: sums_k(ld, 5, n, s, ms, vs, up); break;
+	case 6: sums_k(ld, 6, n, s, ms, vs, up); break;
+	case 7: sums_k(ld, 7, n, s, ms, vs, up); break;
+	default: sums_k(ld, 8, n, s, ms, vs, up); break;
+	}
+}
+
+#define ATTN_VACC_ARGS                                                                          \
+	float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v, size_t v_stride, uint32_t n_k, \
+		const float *ms, const float *vs, size_t ld, uint32_t n
+#define ATTN_DOTS_ARGS                                                                         \
+	const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q, size_t q_stride,   \
+		uint32_t n_q, uint32_t n, float *out, size_t ld
+#define ATTN_SOFTMAX_ARGS                                                                      \
+	const float *dots, size_t ld, uint32_t n_q, uint32_t n, float scale, float *m, float *s, \
+		float *ms, float *vs
+
+void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS);
+void pt_kern_attn_softmax_avx2(ATTN_SOFTMAX_ARGS);
+void pt_kern_attn_vacc_f16_avx2(ATTN_VACC_ARGS);
+void pt_kern_attn_vacc_f32_avx2(ATTN_VACC_ARGS);
+void pt_kern_attn_scale_f32_avx2(float *acc, float ms, uint32_t n);
+void pt_kern_attn_axpy_f32_avx2(float *acc, const float *v, float vs, uint32_t n);
+void pt_kern_f16_to_f32_avx2(const uint16_t *x, float *y, uint32_t n);
+void pt_kern_f32_to_f16_avx2(const float *x, uint16_t *y, uint32_t n);
+
+void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS);
+void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS);
+void pt_kern_attn_vacc_f16_avx512(ATTN_VACC_ARGS);
+void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS);
+
+#endif
