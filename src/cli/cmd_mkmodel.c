@@ -127,5 +127,5 @@ int pt_cmd_mkmodel(int argc, char **argv)
 	}
 	if (pt_mkmodel_write(&o, &err) != PT_OK)
 		return pt_cli_fail(&err);
-	return report ? pt_cli_routing_report(o.out_path, 256, false, stdout) : PT_EXIT_OK;
+	return report ? pt_cli_routing_report(o.out_path, 256, 0, false, stdout) : PT_EXIT_OK;
 }
