@@ -5,7 +5,7 @@
  * zero-mean per row, with standard deviation gain/sqrt(fan_in) so activations keep their
  * scale through all layers; the gains (below) keep the models well-conditioned and their
  * next-token distributions peaked but not one-hot.  Router rows are centred across both axes so no expert wins for every
- * token; --router-skew adds a selection bias (exp_probs_b) or scales router rows. */
+ * token.  --router-skew S > 0 adds temporal routing locality (see struct locality). */
 #include "model/mkmodel.h"
 
 #include <math.h>
@@ -126,6 +126,43 @@ static double popularity(uint64_t ts, uint64_t e, uint64_t n)
 	return n > 1 ? 0.5 - (double)rank / (double)(n - 1) : 0.0; /* in [-0.5, 0.5] */
 }
 
+/* Routing locality (--router-skew S > 0; docs/MODELS.md "Routing locality").  A trained
+ * router's choices repeat across consecutive tokens because it reads slowly varying context;
+ * a synthetic model's hidden state is dominated by the current token's embedding, so its
+ * routing is memoryless.  S reserves the first n_embd/8 residual dimensions for context:
+ * the token embedding is scaled by 1/(1+S) there, attention output rows writing there by
+ * 1 + 2.4 S / sqrt(layer+1) (attention outputs are averages over the context; the
+ * 1/sqrt(layer+1) keeps later layers from compounding into frozen routing), and router
+ * weights reading there by 1 + 0.375 S.  The router then sees a drifting context plus the
+ * token; S sets their ratio.  S = 0 leaves every value as without the option. */
+#define BIAS_PER_SKEW 0.02 /* exp_probs_b spans 0.02 S (selection is on sigmoid scores) */
+
+struct locality {
+	uint64_t reserved;      /* dimensions [0, reserved) */
+	double embd, router;
+};
+
+static struct locality locality(const struct pt_hparams *hp, double skew)
+{
+	if (skew <= 0)
+		return (struct locality){ 0, 1.0, 1.0 };
+	return (struct locality){ hp->n_embd / 8, 1.0 / (1.0 + skew), 1.0 + 0.375 * skew };
+}
+
+static double attn_out_gain(double skew, const char *name)
+{
+	unsigned layer = 0;
+	if (sscanf(name, "blk.%u.", &layer) != 1)
+		layer = 0;
+	return 1.0 + 2.4 * skew / sqrt((double)layer + 1.0);
+}
+
+bool pt_mkmodel_skew_dependent(const struct pt_tensor_desc *d)
+{
+	return d->init == PT_INIT_ROUTER || d->init == PT_INIT_EMBED ||
+	       d->cat == PT_CAT_ATTN_OUTPUT;
+}
+
 static void router_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
 			uint64_t ts, double skew, float *out)
 {
@@ -143,14 +180,10 @@ static void router_rows(const struct pt_hparams *hp, const struct pt_tensor_desc
 		for (uint64_t e = 0; e < n_exp; e++)
 			out[e * n_in + i] = (float)(out[e * n_in + i] - m);
 	}
-	if (skew <= 0 || hp->has_exp_probs_b)
-		return;
-	/* No bias tensor: popular experts get larger router rows (more often the top logit). */
-	for (uint64_t e = 0; e < n_exp; e++) {
-		float f = (float)(1.0 + skew * (popularity(ts, e, n_exp) + 0.5));
-		for (uint64_t i = 0; i < n_in; i++)
-			out[e * n_in + i] *= f;
-	}
+	const struct locality loc = locality(hp, skew);
+	for (uint64_t e = 0; e < n_exp && loc.reserved; e++)
+		for (uint64_t i = 0; i < loc.reserved && i < n_in; i++)
+			out[e * n_in + i] = (float)(out[e * n_in + i] * loc.router);
 }
 
 static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
@@ -183,9 +216,9 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = 1.0f + 0.05f * unit(&s);
 		break;
-	case PT_INIT_ROUTER_BIAS:
+	case PT_INIT_ROUTER_BIAS: /* a mild static popularity (real exp_probs_b are not 0) */
 		for (uint64_t i = 0; i < n; i++)
-			out[i] = (float)(skew * popularity(ts, i, n));
+			out[i] = (float)(BIAS_PER_SKEW * skew * popularity(ts, i, n));
 		break;
 	case PT_INIT_ROPE_FREQS: {
 		uint64_t rotated = (uint64_t)(hp->rope_partial_full * (float)hp->n_rot / 2.0f);
@@ -195,6 +228,24 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 	}
 	default:
 		memset(out, 0, n * sizeof *out);
+	}
+}
+
+/* Embedding rows: reserved columns scaled down; attention output: reserved rows up. */
+static void apply_locality(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
+			   double skew, uint64_t row0, uint64_t nrows, float *out)
+{
+	const struct locality loc = locality(hp, skew);
+	const uint64_t n0 = d->ne[0];
+	if (d->init == PT_INIT_EMBED) {
+		for (uint64_t r = 0; r < nrows; r++)
+			for (uint64_t i = 0; i < loc.reserved && i < n0; i++)
+				out[r * n0 + i] = (float)(out[r * n0 + i] * loc.embd);
+	} else if (d->cat == PT_CAT_ATTN_OUTPUT) {
+		const double g = attn_out_gain(skew, d->name);
+		for (uint64_t r = 0; r < nrows && row0 + r < loc.reserved; r++)
+			for (uint64_t i = 0; i < n0; i++)
+				out[r * n0 + i] = (float)(out[r * n0 + i] * g);
 	}
 }
 
@@ -229,6 +280,8 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 		}
 		uniform_row(ts, row0 + r, sd * f, true, out + r * n0, n0);
 	}
+	if (skew > 0)
+		apply_locality(hp, d, skew, row0, nrows, out);
 }
 
 /* ---- streaming writer ------------------------------------------------------------------ */

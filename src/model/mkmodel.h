@@ -38,4 +38,7 @@ uint64_t pt_mkmodel_splitmix64(uint64_t *state);
 void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
 			 uint64_t seed, double skew, uint64_t row0, uint64_t nrows, float *out);
 
+/* Whether a tensor's values depend on --router-skew (the tensors `--reroute` rewrites). */
+bool pt_mkmodel_skew_dependent(const struct pt_tensor_desc *d);
+
 #endif
