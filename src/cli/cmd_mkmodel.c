@@ -31,7 +31,7 @@ static void help(FILE *f)
 		"                     as trained routers do (n_embd/8 residual dimensions carry\n"
 		"                     attention context that the router reads; docs/MODELS.md);\n"
 		"                     'real' = the per-arch level matching published routing of\n"
-		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.0f\n"
+		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f\n"
 		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
 		"                     only the tensors and the key the level changes; the result is\n"
 		"                     byte-identical to a fresh file at that level.  Refuses other\n"

@@ -169,7 +169,7 @@ double pt_mkmodel_real_skew(enum pt_arch arch)
 	case PT_ARCH_QWEN3MOE:
 		return 10.0;
 	case PT_ARCH_GEMMA4:
-		return 2.0;
+		return 1.5;
 	default:
 		return 8.0;
 	}
