@@ -133,7 +133,7 @@ static void lru_hits(const struct route_acc *a, uint32_t il, uint32_t cap, uint3
 		}
 	}
 	*hit = n ? (double)h / (double)n : 0;
-	*hit_warm = nw ? (double)hw / (double)nw : 0;
+	*hit_warm = nw ? (double)hw / (double)nw : NAN; /* NaN: no token after warm-up */
 }
 
 static uint32_t lru_cap(const struct route_acc *a, int i)
@@ -205,10 +205,15 @@ static void print_means(const struct route_acc *a, const struct sums *s, bool js
 		fprintf(fp, "], \"mean_distinct\": %.2f, \"mean_entropy_norm\": %.4f, "
 			"\"mean_overlap\": %.4f, \"mean_within8\": %.4f, \"lru\": [",
 			s->distinct / n, s->entropy_norm / n, s->overlap / n, s->within8 / n);
-		for (int i = 0; i < N_LRU; i++)
+		for (int i = 0; i < N_LRU; i++) {
 			fprintf(fp, "%s{\"residency\": %.2f, \"slots\": %u, \"hit\": %.4f, "
-				"\"hit_warm\": %.4f}", i ? ", " : "", lru_share[i], lru_cap(a, i),
-				s->lru[i] / n, s->lru_warm[i] / n);
+				"\"hit_warm\": ", i ? ", " : "", lru_share[i], lru_cap(a, i),
+				s->lru[i] / n);
+			if (isnan(s->lru_warm[i]))
+				fprintf(fp, "null}");
+			else
+				fprintf(fp, "%.4f}", s->lru_warm[i] / n);
+		}
 		fprintf(fp, "]");
 		return;
 	}
@@ -218,9 +223,9 @@ static void print_means(const struct route_acc *a, const struct sums *s, bool js
 	for (int i = 0; i < N_LRU; i++)
 		fprintf(fp, "  %5.3f", s->lru[i] / n);
 	fprintf(fp, "\n LRU hit after the first %d tokens:", WARM_TOKENS);
-	for (int i = 0; i < N_LRU; i++)
+	for (int i = 0; i < N_LRU && !isnan(s->lru_warm[0]); i++)
 		fprintf(fp, " %.0f%% %.3f", 100 * lru_share[i], s->lru_warm[i] / n);
-	fputc('\n', fp);
+	fprintf(fp, "%s\n", isnan(s->lru_warm[0]) ? " - (no such token)" : "");
 }
 
 /* One table (or JSON object) for tokens [t0, t1) of every layer. */
