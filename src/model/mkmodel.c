@@ -22,6 +22,7 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "util/alloc.h"
+#include "util/lock.h"
 
 /* Conditioning (docs/MODELS.md): the gains below keep the synthetic models from being
  * chaotic, i.e. from turning a last-bit difference (an activation's Q8 rounding step, a
@@ -752,10 +753,14 @@ enum pt_status pt_mkmodel_reroute(const struct pt_mkmodel_opts *o, struct pt_err
 	uint64_t skew_off = 0;
 	char preset[16];
 	pt_gguf *g = NULL;
+	struct pt_model_lock lk = { .fd = -1 };
 	if (o->threads == 0 || o->threads > PT_MKMODEL_MAX_THREADS)
 		return pt_error_set(err, PT_E_INVALID, "threads must be 1..%d",
 				    PT_MKMODEL_MAX_THREADS);
-	enum pt_status st = pt_gguf_open(o->out_path, &g, err);
+	/* not under a running particle (it would read weights as they change) */
+	enum pt_status st = pt_model_lock_acquire(&lk, o->out_path, NULL, err);
+	if (st == PT_OK)
+		st = pt_gguf_open(o->out_path, &g, err);
 	if (st == PT_OK)
 		st = identify(g, &fo, preset, &hpf, &skew_off, err);
 	if (st == PT_OK && o->skew_real)
@@ -786,5 +791,6 @@ enum pt_status pt_mkmodel_reroute(const struct pt_mkmodel_opts *o, struct pt_err
 	pt_free(types);
 	pt_tensor_list_free(&l);
 	pt_gguf_close(g);
+	pt_model_lock_release(&lk);
 	return st;
 }

@@ -36,7 +36,8 @@ enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error
  * --router-skew changes in o->out_path, for o->router_skew (o->threads, o->progress; the
  * other fields come from the file).  Refuses a file whose general.name / particle.mkmodel.*
  * keys do not say mkmodel wrote it, or whose tensors (names, order, shapes, types) differ
- * from what mkmodel writes for its arch, preset, layers and mixture.  The result is
+ * from what mkmodel writes for its arch, preset, layers and mixture, and takes the model
+ * lock (util/lock.h: refused while a particle process runs the file).  The result is
  * byte-identical to a fresh pt_mkmodel_write at that skew.  Crash safety: router_skew is
  * set to NaN (synced) before any tensor is touched and the new value written (synced)
  * after all are; a file left with NaN is recognised and a new reroute completes it. */

@@ -13,6 +13,7 @@
 #include "model/vocab.h"
 #include "quant/types.h"
 #include "util/alloc.h"
+#include "util/lock.h"
 
 PT_TEST(test_mkmodel_splitmix64_reference)
 {
@@ -399,6 +400,11 @@ PT_TEST(test_mkmodel_reroute_refuses_and_recovers)
 	pt_error_clear(&err);
 	/* an interrupted reroute (router_skew NaN, tensors half rewritten) is completed */
 	write_tiny(f, PT_ARCH_BAILINGMOE2, NULL, PT_MIX_Q8_0, 2);
+	struct pt_model_lock lk = { .fd = -1 };
+	REQUIRE(pt_model_lock_acquire(&lk, f, NULL, &err) == PT_OK); /* a running particle */
+	CHECK(reroute(f, 1, &err) == PT_E_BUSY);
+	pt_error_clear(&err);
+	pt_model_lock_release(&lk);
 	write_tiny(g, PT_ARCH_BAILINGMOE2, NULL, PT_MIX_Q8_0, 2);
 	pt_gguf *gg = NULL;
 	REQUIRE(pt_gguf_open(f, &gg, &err) == PT_OK);
