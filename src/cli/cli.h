@@ -43,6 +43,7 @@ bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out);
 
 /* The routing report of `particle routing` (also `mkmodel --routing-report`): returns an
  * exit code. */
-int pt_cli_routing_report(const char *model, uint32_t n_tokens, bool json, FILE *fp);
+int pt_cli_routing_report(const char *model, uint32_t n_tokens, uint32_t n_gen, bool json,
+			  FILE *fp);
 
 #endif

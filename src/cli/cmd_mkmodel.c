@@ -10,7 +10,9 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: particle mkmodel --arch ARCH [options] -o OUT.gguf\n\n"
+		"usage: particle mkmodel --arch ARCH [options] -o OUT.gguf\n"
+		"       particle mkmodel --reroute FILE --router-skew S [--threads N] [--progress]\n"
+		"                        [--routing-report]\n\n"
 		"Writes a synthetic checkpoint with the architecture's real tensor set and shapes,\n"
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
@@ -24,9 +26,17 @@ static void help(FILE *f)
 		"  --quant MIX        f32 | f16 | bf16 | q8_0 | q6_k | q4_k_m | q5_k_m | q4_0 |\n"
 		"                     iq4_xs | mxfp4 (default q4_k_m); llama.cpp's mixture rules\n"
 		"  --seed N           weight seed (default 1)\n"
-		"  --router-skew S    0..16 (default 0): > 0 makes some experts more popular\n"
-		"                     (router bias exp_probs_b where the arch has one, router row\n"
-		"                     scaling otherwise)\n"
+		"  --router-skew S    routing locality, 0..16 or 'real' (default 0 = memoryless,\n"
+		"                     uniform routing): > 0 makes consecutive tokens reuse experts\n"
+		"                     as trained routers do (n_embd/8 residual dimensions carry\n"
+		"                     attention context that the router reads; docs/MODELS.md);\n"
+		"                     'real' = the per-arch level matching published routing of\n"
+		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f\n"
+		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
+		"                     only the tensors and the key the level changes; the result is\n"
+		"                     byte-identical to a fresh file at that level.  Refuses other\n"
+		"                     files or layouts.  If interrupted, the file's router_skew is\n"
+		"                     NaN: run --reroute again to complete it\n"
 		"  --vocab DIR        vocabulary from a Hugging Face tokenizer dir (tokenizer.json,\n"
 		"                     tokenizer_config.json) instead of the compact synthetic one\n"
 		"  --threads N        quantization threads, 1..%d (default 2)\n"
@@ -35,7 +45,8 @@ static void help(FILE *f)
 		"                     fixed text (as `particle routing`)\n"
 		"  -o, --output FILE  output path (required)\n"
 		"  -h, --help         this help\n",
-		PT_MKMODEL_MAX_THREADS);
+		pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE), pt_mkmodel_real_skew(PT_ARCH_BAILINGMOE2),
+		pt_mkmodel_real_skew(PT_ARCH_GEMMA4), PT_MKMODEL_MAX_THREADS);
 }
 
 static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
@@ -49,9 +60,14 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 	return 0;
 }
 
+struct flags {
+	bool have_arch, report;
+	const char *reroute;
+	const char *creation_flag; /* a flag --reroute does not take */
+};
+
 /* Returns -1 on a bad flag (error printed), 1 for --help, 0 otherwise. */
-static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_arch,
-		 bool *report)
+static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, struct flags *fl)
 {
 	uint64_t u;
 	for (int i = 1; i < argc; i++) {
@@ -59,7 +75,7 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_ar
 		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 			return 1;
 		if (!strcmp(a, "--progress") || !strcmp(a, "--routing-report")) {
-			*(a[2] == 'p' ? &o->progress : report) = true;
+			*(a[2] == 'p' ? &o->progress : &fl->report) = true;
 			continue;
 		}
 		if (!v) {
@@ -67,10 +83,14 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_ar
 			return -1;
 		}
 		i++;
+		if (strcmp(a, "--router-skew") && strcmp(a, "--threads") && strcmp(a, "--reroute"))
+			fl->creation_flag = a;
 		if (!strcmp(a, "--arch")) {
 			if (parse_arch(v, o) != 0)
 				return -1;
-			*have_arch = true;
+			fl->have_arch = true;
+		} else if (!strcmp(a, "--reroute")) {
+			fl->reroute = v;
 		} else if (!strcmp(a, "--preset")) {
 			o->preset = v;
 		} else if (!strcmp(a, "--layers")) {
@@ -86,7 +106,8 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_ar
 			if (!pt_cli_parse_u64(a, v, 0, UINT64_MAX, &o->seed))
 				return -1;
 		} else if (!strcmp(a, "--router-skew")) {
-			if (!pt_cli_parse_f64(a, v, 0, 16, &o->router_skew))
+			o->skew_real = !strcmp(v, "real");
+			if (!o->skew_real && !pt_cli_parse_f64(a, v, 0, 16, &o->router_skew))
 				return -1;
 		} else if (!strcmp(a, "--vocab")) {
 			o->vocab_dir = v;
@@ -104,20 +125,43 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, bool *have_ar
 	return 0;
 }
 
+/* --reroute FILE: only --router-skew, --threads, --progress, --routing-report. */
+static int reroute(struct pt_mkmodel_opts *o, const struct flags *fl, bool have_skew)
+{
+	struct pt_error err = { 0 };
+	if (fl->creation_flag || !have_skew) {
+		pt_cli_error("--reroute takes --router-skew (required), --threads, --progress and "
+			     "--routing-report only%s%s", fl->creation_flag ? ", not " : "",
+			     fl->creation_flag ? fl->creation_flag : "");
+		return PT_EXIT_USAGE;
+	}
+	o->out_path = fl->reroute;
+	if (pt_mkmodel_reroute(o, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	return fl->report ? pt_cli_routing_report(o->out_path, 256, 0, false, stdout)
+			  : PT_EXIT_OK;
+}
+
 int pt_cmd_mkmodel(int argc, char **argv)
 {
 	struct pt_mkmodel_opts o = { .preset = "tiny", .mix = PT_MIX_Q4_K_M, .seed = 1,
-				     .threads = 2, .progress = isatty(2) != 0 };
-	bool have_arch = false, report = false;
+				     .threads = 2, .progress = isatty(2) != 0,
+				     .router_skew = -1 };
+	struct flags fl = { 0 };
 	struct pt_error err = { 0 };
-	int r = parse(argc, argv, &o, &have_arch, &report);
+	int r = parse(argc, argv, &o, &fl);
 	if (r < 0)
 		return PT_EXIT_USAGE;
 	if (r > 0) {
 		help(stdout);
 		return PT_EXIT_OK;
 	}
-	if (!have_arch || !o.out_path) {
+	const bool have_skew = o.router_skew >= 0 || o.skew_real;
+	if (o.router_skew < 0)
+		o.router_skew = 0;
+	if (fl.reroute)
+		return reroute(&o, &fl, have_skew);
+	if (!fl.have_arch || !o.out_path) {
 		pt_cli_error("mkmodel needs --arch and -o (see 'particle mkmodel --help')");
 		return PT_EXIT_USAGE;
 	}
@@ -127,5 +171,5 @@ int pt_cmd_mkmodel(int argc, char **argv)
 	}
 	if (pt_mkmodel_write(&o, &err) != PT_OK)
 		return pt_cli_fail(&err);
-	return report ? pt_cli_routing_report(o.out_path, 256, false, stdout) : PT_EXIT_OK;
+	return fl.report ? pt_cli_routing_report(o.out_path, 256, 0, false, stdout) : PT_EXIT_OK;
 }

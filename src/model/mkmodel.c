@@ -5,13 +5,15 @@
  * zero-mean per row, with standard deviation gain/sqrt(fan_in) so activations keep their
  * scale through all layers; the gains (below) keep the models well-conditioned and their
  * next-token distributions peaked but not one-hot.  Router rows are centred across both axes so no expert wins for every
- * token; --router-skew adds a selection bias (exp_probs_b) or scales router rows. */
+ * token.  --router-skew S > 0 adds temporal routing locality (see struct locality). */
 #include "model/mkmodel.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "gguf/gguf.h"
@@ -20,6 +22,7 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "util/alloc.h"
+#include "util/lock.h"
 
 /* Conditioning (docs/MODELS.md): the gains below keep the synthetic models from being
  * chaotic, i.e. from turning a last-bit difference (an activation's Q8 rounding step, a
@@ -126,6 +129,60 @@ static double popularity(uint64_t ts, uint64_t e, uint64_t n)
 	return n > 1 ? 0.5 - (double)rank / (double)(n - 1) : 0.0; /* in [-0.5, 0.5] */
 }
 
+/* Routing locality (--router-skew S > 0; docs/MODELS.md "Routing locality").  A trained
+ * router's choices repeat across consecutive tokens because it reads slowly varying context;
+ * a synthetic model's hidden state is dominated by the current token's embedding, so its
+ * routing is memoryless.  S reserves the first n_embd/8 residual dimensions for context:
+ * the token embedding is scaled by 1/(1+S) there, attention output rows writing there by
+ * 1 + 2.4 S / sqrt(layer+1) (attention outputs are averages over the context; the
+ * 1/sqrt(layer+1) keeps later layers from compounding into frozen routing), and router
+ * weights reading there by 1 + 0.375 S (gemma4, which RMS-normalises the attention output
+ * before adding it, also scales its post-attention norm there by the attention gain).  The router then sees a drifting context plus the
+ * token; S sets their ratio.  S = 0 leaves every value as without the option. */
+#define BIAS_PER_SKEW 0.02 /* exp_probs_b spans 0.02 S (selection is on sigmoid scores) */
+
+struct locality {
+	uint64_t reserved;      /* dimensions [0, reserved) */
+	double embd, router;
+};
+
+static struct locality locality(const struct pt_hparams *hp, double skew)
+{
+	if (skew <= 0)
+		return (struct locality){ 0, 1.0, 1.0 };
+	return (struct locality){ hp->n_embd / 8, 1.0 / (1.0 + skew), 1.0 + 0.375 * skew };
+}
+
+static double attn_out_gain(double skew, const char *name)
+{
+	unsigned layer = 0;
+	if (sscanf(name, "blk.%u.", &layer) != 1)
+		layer = 0;
+	return 1.0 + 2.4 * skew / sqrt((double)layer + 1.0);
+}
+
+/* Calibrated on `small` files with `particle routing --gen 128` against Qwen3-30B-A3B's
+ * published next-token repeat 0.45, within-8 repeat 0.80 and LRU hit 0.90-0.95 at 40 %
+ * residency (docs/MODELS.md has the measured table). */
+double pt_mkmodel_real_skew(enum pt_arch arch)
+{
+	switch (arch) {
+	case PT_ARCH_QWEN3MOE:
+		return 10.0;
+	case PT_ARCH_GEMMA4:
+		return 1.5;
+	default:
+		return 8.0;
+	}
+}
+
+bool pt_mkmodel_skew_dependent(const struct pt_tensor_desc *d)
+{
+	return d->init == PT_INIT_ROUTER || d->init == PT_INIT_ROUTER_BIAS ||
+	       d->init == PT_INIT_EMBED || d->cat == PT_CAT_ATTN_OUTPUT ||
+	       (d->init == PT_INIT_POST_NORM && strstr(d->name, "post_attention_norm"));
+}
+
 static void router_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
 			uint64_t ts, double skew, float *out)
 {
@@ -143,14 +200,10 @@ static void router_rows(const struct pt_hparams *hp, const struct pt_tensor_desc
 		for (uint64_t e = 0; e < n_exp; e++)
 			out[e * n_in + i] = (float)(out[e * n_in + i] - m);
 	}
-	if (skew <= 0 || hp->has_exp_probs_b)
-		return;
-	/* No bias tensor: popular experts get larger router rows (more often the top logit). */
-	for (uint64_t e = 0; e < n_exp; e++) {
-		float f = (float)(1.0 + skew * (popularity(ts, e, n_exp) + 0.5));
-		for (uint64_t i = 0; i < n_in; i++)
-			out[e * n_in + i] *= f;
-	}
+	const struct locality loc = locality(hp, skew);
+	for (uint64_t e = 0; e < n_exp && loc.reserved; e++)
+		for (uint64_t i = 0; i < loc.reserved && i < n_in; i++)
+			out[e * n_in + i] = (float)(out[e * n_in + i] * loc.router);
 }
 
 static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
@@ -183,9 +236,9 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = 1.0f + 0.05f * unit(&s);
 		break;
-	case PT_INIT_ROUTER_BIAS:
+	case PT_INIT_ROUTER_BIAS: /* a mild static popularity (real exp_probs_b are not 0) */
 		for (uint64_t i = 0; i < n; i++)
-			out[i] = (float)(skew * popularity(ts, i, n));
+			out[i] = (float)(BIAS_PER_SKEW * skew * popularity(ts, i, n));
 		break;
 	case PT_INIT_ROPE_FREQS: {
 		uint64_t rotated = (uint64_t)(hp->rope_partial_full * (float)hp->n_rot / 2.0f);
@@ -195,6 +248,29 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 	}
 	default:
 		memset(out, 0, n * sizeof *out);
+	}
+}
+
+/* Embedding rows: reserved columns scaled down; attention output: reserved rows up. */
+static void apply_locality(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
+			   double skew, uint64_t row0, uint64_t nrows, float *out)
+{
+	const struct locality loc = locality(hp, skew);
+	const uint64_t n0 = d->ne[0];
+	if (d->init == PT_INIT_EMBED) {
+		for (uint64_t r = 0; r < nrows; r++)
+			for (uint64_t i = 0; i < loc.reserved && i < n0; i++)
+				out[r * n0 + i] = (float)(out[r * n0 + i] * loc.embd);
+	} else if (d->init == PT_INIT_POST_NORM && strstr(d->name, "post_attention_norm")) {
+		/* gemma4 renormalises the attention output: scale after the norm as well */
+		const double g = attn_out_gain(skew, d->name);
+		for (uint64_t i = 0; i < loc.reserved && i < n0; i++)
+			out[i] = (float)(out[i] * g);
+	} else if (d->cat == PT_CAT_ATTN_OUTPUT) {
+		const double g = attn_out_gain(skew, d->name);
+		for (uint64_t r = 0; r < nrows && row0 + r < loc.reserved; r++)
+			for (uint64_t i = 0; i < n0; i++)
+				out[r * n0 + i] = (float)(out[r * n0 + i] * g);
 	}
 }
 
@@ -208,6 +284,8 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 	}
 	if (d->init != PT_INIT_WEIGHT && d->init != PT_INIT_EMBED) {
 		small_rows(hp, d, ts, skew, n0 * nrows, out);
+		if (skew > 0)
+			apply_locality(hp, d, skew, row0, nrows, out);
 		return;
 	}
 	const struct head_gains hg = head_gains(hp);
@@ -229,6 +307,8 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 		}
 		uniform_row(ts, row0 + r, sd * f, true, out + r * n0, n0);
 	}
+	if (skew > 0)
+		apply_locality(hp, d, skew, row0, nrows, out);
 }
 
 /* ---- streaming writer ------------------------------------------------------------------ */
@@ -330,10 +410,10 @@ static enum pt_status submit(struct writer *wr, size_t len, struct pt_error *err
 	return PT_OK;
 }
 
-/* Generates, quantizes (threads in parallel over rows) and writes rows [r0, r0+n). */
-static enum pt_status write_chunk(struct writer *wr, const struct pt_tensor_desc *d,
-				  uint32_t type, uint64_t row_bytes, uint64_t r0, uint64_t n,
-				  struct pt_error *err)
+/* Generates and quantizes rows [r0, r0+n) into dst, threads in parallel over rows. */
+static enum pt_status fill_chunk(struct writer *wr, const struct pt_tensor_desc *d,
+				 uint32_t type, uint64_t row_bytes, uint64_t r0, uint64_t n,
+				 uint8_t *dst, struct pt_error *err)
 {
 	struct job jobs[PT_MKMODEL_MAX_THREADS];
 	pthread_t tid[PT_MKMODEL_MAX_THREADS];
@@ -346,8 +426,7 @@ static enum pt_status write_chunk(struct writer *wr, const struct pt_tensor_desc
 		uint64_t a = r0 + t * per, b = a + per < r0 + n ? a + per : r0 + n;
 		jobs[t] = (struct job){ .hp = wr->hp, .d = d, .o = wr->o, .type = type,
 					.row_bytes = row_bytes, .row0 = a, .nrows = b - a,
-					.scratch = wr->scratch[t],
-					.dst = wr->out + (a - r0) * row_bytes };
+					.scratch = wr->scratch[t], .dst = dst + (a - r0) * row_bytes };
 		if (t + 1 == nt || pthread_create(&tid[t], NULL, run_job, &jobs[t]) != 0)
 			run_job(&jobs[t]); /* the last share (or a failed spawn) runs here */
 		else
@@ -361,7 +440,25 @@ static enum pt_status write_chunk(struct writer *wr, const struct pt_tensor_desc
 			return pt_error_set(err, jobs[t].st, "%s: %s", d->name, jobs[t].err.msg);
 	wr->done += n * row_bytes;
 	progress(wr);
-	return submit(wr, n * row_bytes, err);
+	return PT_OK;
+}
+
+/* Generates, quantizes and writes rows [r0, r0+n). */
+static enum pt_status write_chunk(struct writer *wr, const struct pt_tensor_desc *d,
+				  uint32_t type, uint64_t row_bytes, uint64_t r0, uint64_t n,
+				  struct pt_error *err)
+{
+	enum pt_status st = fill_chunk(wr, d, type, row_bytes, r0, n, wr->out, err);
+	return st != PT_OK ? st : submit(wr, n * row_bytes, err);
+}
+
+/* Rows per chunk of d (routers and vectors whole: routers are centred over the matrix). */
+static uint64_t chunk_rows(const struct writer *wr, const struct pt_tensor_desc *d)
+{
+	uint64_t step = wr->chunk_rows_cap / d->ne[0] * wr->o->threads;
+	if (d->init == PT_INIT_ROUTER || d->n_dims == 1)
+		step = d->ne[1] * d->ne[2] * d->ne[3];
+	return step ? step : 1;
 }
 
 static enum pt_status write_tensor(struct writer *wr, const struct pt_tensor_desc *d,
@@ -372,11 +469,7 @@ static enum pt_status write_tensor(struct writer *wr, const struct pt_tensor_des
 	if (pt_type_row_bytes(type, d->ne[0], &row_bytes) != 0)
 		return pt_error_set(err, PT_E_INVALID, "%s: row of %llu does not fit %s", d->name,
 				    (unsigned long long)d->ne[0], pt_type_name(type));
-	uint64_t step = wr->chunk_rows_cap / d->ne[0] * wr->o->threads;
-	if (d->init == PT_INIT_ROUTER || d->n_dims == 1)
-		step = rows; /* small; routers are centred over the whole matrix */
-	if (step == 0)
-		step = 1;
+	const uint64_t step = chunk_rows(wr, d);
 	for (uint64_t r = 0; r < rows && st == PT_OK; r += step)
 		st = write_chunk(wr, d, type, row_bytes, r, rows - r < step ? rows - r : step, err);
 	return st;
@@ -473,6 +566,28 @@ static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams
 	return pt_hparams_validate(hp, err);
 }
 
+/* Per-thread generation scratch and nbuf output buffers of a chunk each. */
+static enum pt_status buffers_alloc(struct writer *wr, int nbuf, struct pt_error *err)
+{
+	for (unsigned t = 0; t < wr->o->threads; t++)
+		if (!(wr->scratch[t] = pt_mallocn(PT_MKMODEL_CHUNK_ELEMS, sizeof(float))))
+			return pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
+	for (int b = 0; b < nbuf; b++)
+		if (!(wr->outbuf[b] = pt_mallocn((size_t)PT_MKMODEL_CHUNK_ELEMS * wr->o->threads,
+						 sizeof(float))))
+			return pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
+	wr->out = wr->outbuf[0];
+	return PT_OK;
+}
+
+static void buffers_free(struct writer *wr)
+{
+	for (unsigned t = 0; t < PT_MKMODEL_MAX_THREADS; t++)
+		pt_free(wr->scratch[t]);
+	pt_free(wr->outbuf[0]);
+	pt_free(wr->outbuf[1]);
+}
+
 enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error *err)
 {
 	struct pt_hparams hp;
@@ -484,31 +599,198 @@ enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error
 	if (o->threads == 0 || o->threads > PT_MKMODEL_MAX_THREADS)
 		return pt_error_set(err, PT_E_INVALID, "threads must be 1..%d",
 				    PT_MKMODEL_MAX_THREADS);
+	struct pt_mkmodel_opts ro = *o;
+	if (o->skew_real) {
+		ro.router_skew = pt_mkmodel_real_skew(o->arch);
+		o = &ro;
+		wr.o = o;
+	}
 	enum pt_status st = prepare(o, &hp, &v, err);
 	if (st == PT_OK)
 		st = pt_arch_tensors(&hp, &l, err);
 	if (st == PT_OK && !(types = pt_mallocn(l.n, sizeof *types)))
 		st = pt_error_set(err, PT_E_NOMEM, "out of memory");
-	for (unsigned t = 0; st == PT_OK && t < o->threads; t++)
-		if (!(wr.scratch[t] = pt_mallocn(PT_MKMODEL_CHUNK_ELEMS, sizeof(float))))
-			st = pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
-	for (int b = 0; st == PT_OK && b < 2; b++)
-		if (!(wr.outbuf[b] = pt_mallocn((size_t)PT_MKMODEL_CHUNK_ELEMS * o->threads,
-						sizeof(float))))
-			st = pt_error_set(err, PT_E_NOMEM, "out of memory for chunk buffers");
-	wr.out = wr.outbuf[0];
+	if (st == PT_OK)
+		st = buffers_alloc(&wr, 2, err);
 	if (st == PT_OK) {
 		pt_mix_assign(o->mix, &hp, &l, types);
 		st = write_file(o, &hp, &v, &l, types, &wr, err);
 	}
 	pt_gguf_writer_destroy(wr.w); /* removes the file unless finished */
-	for (unsigned t = 0; t < PT_MKMODEL_MAX_THREADS; t++)
-		pt_free(wr.scratch[t]);
-	pt_free(wr.outbuf[0]);
-	pt_free(wr.outbuf[1]);
+	buffers_free(&wr);
 	pt_free(types);
 	pt_tensor_list_free(&l);
 	pt_vocab_free(&v.compact);
 	pt_vocab_spec_destroy(v.imported);
+	return st;
+}
+
+/* ---- in-place rerouting ------------------------------------------------------------------ */
+
+/* What a file says about how it was generated: general.name "particle synthetic ARCH PRESET
+ * MIX" and the particle.mkmodel.* keys.  *skew_off: file offset of the router_skew f32. */
+static enum pt_status identify(const pt_gguf *g, struct pt_mkmodel_opts *o, char *preset,
+			       struct pt_hparams *hp, uint64_t *skew_off, struct pt_error *err)
+{
+	struct pt_str name = { 0 }, pre = { 0 };
+	char arch[32] = "", mix[16] = "", pre_name[16] = "", buf[128];
+	const struct pt_gguf_kv *kv = pt_gguf_find_kv(g, "particle.mkmodel.router_skew");
+	bool f1 = false, f2 = false, f3 = false;
+	if (pt_gguf_get_str(g, "general.name", &name, &f1, err) != PT_OK || !f1 ||
+	    name.len >= sizeof buf ||
+	    pt_gguf_get_str(g, "particle.mkmodel.preset", &pre, &f2, err) != PT_OK || !f2 ||
+	    !kv || kv->type != PT_GGUF_F32 ||
+	    pt_gguf_get_u64(g, "particle.mkmodel.seed", 0, &o->seed, &f3, err) != PT_OK || !f3)
+		return pt_error_set(err, PT_E_INVALID, "not a file written by particle mkmodel");
+	memcpy(buf, name.ptr, name.len);
+	buf[name.len] = 0;
+	if (sscanf(buf, "particle synthetic %31s %15s %15s", arch, pre_name, mix) != 3 ||
+	    !pt_str_eq(pre, pre_name) || pt_mix_from_name(mix, &o->mix) != 0 ||
+	    pt_arch_from_name(arch, &o->arch) != 0)
+		return pt_error_set(err, PT_E_INVALID, "not a file written by particle mkmodel "
+				    "(general.name '%s')", buf);
+	snprintf(preset, 16, "%s", pre_name);
+	o->preset = preset;
+	*skew_off = kv->value_offset;
+	return pt_arch_read_hparams(g, hp, err);
+}
+
+/* The file's tensors must be exactly those mkmodel writes for its arch, preset, layers and
+ * mixture: same names, order, shapes and types (so every rewritten byte lands where a
+ * fresh file has it). */
+static enum pt_status check_layout(const pt_gguf *g, const struct pt_tensor_list *l,
+				   const uint32_t *types, struct pt_error *err)
+{
+	if (pt_gguf_tensor_count(g) != l->n || pt_gguf_alignment(g) != 32)
+		return pt_error_set(err, PT_E_INVALID, "layout differs from mkmodel's: %llu "
+				    "tensors, expected %u", (unsigned long long)pt_gguf_tensor_count(g),
+				    l->n);
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pt_gguf_tensor *t = pt_gguf_tensor_at(g, i);
+		const struct pt_tensor_desc *d = &l->t[i];
+		bool same = pt_str_eq(t->name, d->name) && t->type == types[i] &&
+			    t->n_dims == d->n_dims;
+		for (int k = 0; k < 4 && same; k++)
+			same = t->ne[k] == (d->ne[k] ? d->ne[k] : 1);
+		if (!same)
+			return pt_error_set(err, PT_E_INVALID, "layout differs from mkmodel's at "
+					    "tensor %u (%s)", i, d->name);
+	}
+	return PT_OK;
+}
+
+static enum pt_status put(int fd, const void *p, size_t n, uint64_t off, bool sync,
+			  struct pt_error *err)
+{
+	for (size_t done = 0; done < n;) {
+		ssize_t w = pwrite(fd, (const uint8_t *)p + done, n - done, (off_t)(off + done));
+		if (w <= 0)
+			return pt_error_sys(err, PT_E_IO, errno, "reroute: write");
+		done += (size_t)w;
+	}
+	if (sync && fdatasync(fd) != 0)
+		return pt_error_sys(err, PT_E_IO, errno, "reroute: fdatasync");
+	return PT_OK;
+}
+
+/* Regenerates every skew-dependent tensor at its offset. */
+static enum pt_status rewrite_tensors(struct writer *wr, const pt_gguf *g, int fd,
+				      const struct pt_tensor_list *l, const uint32_t *types,
+				      struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	for (uint32_t i = 0; i < l->n; i++)
+		if (pt_mkmodel_skew_dependent(&l->t[i]))
+			wr->total += pt_gguf_tensor_at(g, i)->nbytes;
+	for (uint32_t i = 0; st == PT_OK && i < l->n; i++) {
+		const struct pt_tensor_desc *d = &l->t[i];
+		const uint64_t off = pt_gguf_tensor_at(g, i)->file_offset;
+		uint64_t rb, rows = d->ne[1] * d->ne[2] * d->ne[3];
+		if (!pt_mkmodel_skew_dependent(d))
+			continue;
+		if (pt_type_row_bytes(types[i], d->ne[0], &rb) != 0)
+			return pt_error_set(err, PT_E_INVALID, "%s: bad row", d->name);
+		const uint64_t step = chunk_rows(wr, d);
+		for (uint64_t r = 0; st == PT_OK && r < rows; r += step) {
+			const uint64_t n = rows - r < step ? rows - r : step;
+			st = fill_chunk(wr, d, types[i], rb, r, n, wr->out, err);
+			if (st == PT_OK)
+				st = put(fd, wr->out, n * rb, off + r * rb, false, err);
+		}
+	}
+	return st;
+}
+
+/* Marks the file (skew = NaN), rewrites, then writes the new skew, syncing between. */
+static enum pt_status reroute_file(struct writer *wr, const pt_gguf *g, const char *path,
+				   uint64_t skew_off, const struct pt_tensor_list *l,
+				   const uint32_t *types, struct pt_error *err)
+{
+	const float nan_mark = NAN, skew = (float)wr->o->router_skew;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return pt_error_sys(err, PT_E_IO, errno, "reroute: cannot open %s for writing", path);
+	enum pt_status st = put(fd, &nan_mark, sizeof nan_mark, skew_off, true, err);
+	if (st == PT_OK)
+		st = rewrite_tensors(wr, g, fd, l, types, err);
+	if (st == PT_OK && fdatasync(fd) != 0)
+		st = pt_error_sys(err, PT_E_IO, errno, "reroute: fdatasync");
+	if (st == PT_OK)
+		st = put(fd, &skew, sizeof skew, skew_off, true, err);
+	if (close(fd) != 0 && st == PT_OK)
+		st = pt_error_sys(err, PT_E_IO, errno, "reroute: close");
+	return st;
+}
+
+enum pt_status pt_mkmodel_reroute(const struct pt_mkmodel_opts *o, struct pt_error *err)
+{
+	struct pt_mkmodel_opts fo = *o;
+	struct pt_hparams hp, hpf;
+	struct pt_tensor_list l = { 0 };
+	struct writer wr = { .o = &fo, .hp = &hp, .chunk_rows_cap = PT_MKMODEL_CHUNK_ELEMS,
+			     .last_pct = -1 };
+	uint32_t *types = NULL;
+	uint64_t skew_off = 0;
+	char preset[16];
+	pt_gguf *g = NULL;
+	struct pt_model_lock lk = { .fd = -1 };
+	if (o->threads == 0 || o->threads > PT_MKMODEL_MAX_THREADS)
+		return pt_error_set(err, PT_E_INVALID, "threads must be 1..%d",
+				    PT_MKMODEL_MAX_THREADS);
+	/* not under a running particle (it would read weights as they change) */
+	enum pt_status st = pt_model_lock_acquire(&lk, o->out_path, NULL, err);
+	if (st == PT_OK)
+		st = pt_gguf_open(o->out_path, &g, err);
+	if (st == PT_OK)
+		st = identify(g, &fo, preset, &hpf, &skew_off, err);
+	if (st == PT_OK && o->skew_real)
+		fo.router_skew = pt_mkmodel_real_skew(fo.arch);
+	const struct pt_gguf_tensor *emb = g ? pt_gguf_find_tensor(g, "token_embd.weight") : NULL;
+	if (st == PT_OK && !emb)
+		st = pt_error_set(err, PT_E_INVALID, "not a file written by particle mkmodel");
+	if (st == PT_OK)
+		st = pt_arch_preset(fo.arch, fo.preset, hpf.n_layer, &hp, err);
+	if (st == PT_OK) {
+		memcpy(hp.arch_name, hpf.arch_name, sizeof hp.arch_name);
+		hp.n_vocab = (uint32_t)emb->ne[1];
+		st = pt_hparams_validate(&hp, err);
+	}
+	if (st == PT_OK)
+		st = pt_arch_tensors(&hp, &l, err);
+	if (st == PT_OK && !(types = pt_mallocn(l.n, sizeof *types)))
+		st = pt_error_set(err, PT_E_NOMEM, "out of memory");
+	if (st == PT_OK) {
+		pt_mix_assign(fo.mix, &hp, &l, types);
+		st = check_layout(g, &l, types, err);
+	}
+	if (st == PT_OK)
+		st = buffers_alloc(&wr, 1, err);
+	if (st == PT_OK)
+		st = reroute_file(&wr, g, o->out_path, skew_off, &l, types, err);
+	buffers_free(&wr);
+	pt_free(types);
+	pt_tensor_list_free(&l);
+	pt_gguf_close(g);
+	pt_model_lock_release(&lk);
 	return st;
 }

@@ -21,7 +21,8 @@ struct pt_mkmodel_opts {
 	uint32_t n_layer;       /* 0 = preset */
 	enum pt_mix mix;
 	uint64_t seed;
-	double router_skew;     /* 0 = uniform expert popularity */
+	double router_skew;     /* routing locality level; 0 = memoryless, uniform */
+	bool skew_real;         /* router_skew = pt_mkmodel_real_skew(arch) */
 	const char *vocab_dir;  /* NULL = compact vocabulary */
 	const char *out_path;
 	unsigned threads;       /* quantization threads, 1..PT_MKMODEL_MAX_THREADS */
@@ -31,11 +32,29 @@ struct pt_mkmodel_opts {
 /* Writes opts->out_path.  On failure the partial file is removed. */
 enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error *err);
 
+/* Rewrites, in place, the tensors and the particle.mkmodel.router_skew value that
+ * --router-skew changes in o->out_path, for o->router_skew (o->threads, o->progress; the
+ * other fields come from the file).  Refuses a file whose general.name / particle.mkmodel.*
+ * keys do not say mkmodel wrote it, or whose tensors (names, order, shapes, types) differ
+ * from what mkmodel writes for its arch, preset, layers and mixture, and takes the model
+ * lock (util/lock.h: refused while a particle process runs the file).  The result is
+ * byte-identical to a fresh pt_mkmodel_write at that skew.  Crash safety: router_skew is
+ * set to NaN (synced) before any tensor is touched and the new value written (synced)
+ * after all are; a file left with NaN is recognised and a new reroute completes it. */
+enum pt_status pt_mkmodel_reroute(const struct pt_mkmodel_opts *o, struct pt_error *err);
+
 /* Deterministic generator used for the weights (splitmix64), exposed for tests. */
 uint64_t pt_mkmodel_splitmix64(uint64_t *state);
 /* The float32 values of rows [row0, row0+nrows) of a tensor (init kind of d) for seed;
  * independent of chunking and thread count.  skew is --router-skew. */
 void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_desc *d,
 			 uint64_t seed, double skew, uint64_t row0, uint64_t nrows, float *out);
+
+/* The --router-skew level whose routing matches published measurements of real models
+ * (docs/MODELS.md "Routing locality"), per arch. */
+double pt_mkmodel_real_skew(enum pt_arch arch);
+
+/* Whether a tensor's values depend on --router-skew (the tensors `--reroute` rewrites). */
+bool pt_mkmodel_skew_dependent(const struct pt_tensor_desc *d);
 
 #endif

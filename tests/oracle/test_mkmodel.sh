@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_mkmodel.sh - synthetic checkpoints load in llama.cpp (node-llama-cpp 3.21.1) and give
 # finite, non-degenerate next-token distributions for every arch x tiny x quant mixture
-# (and small x q4_k_m); mkmodel output is a pure function of the seed.
+# (and small x q4_k_m), also at --router-skew real and 16 (small: rerouted in place);
+# mkmodel output is a pure function of the seed.
 # Set MKMODEL_SMALL=0 to skip the small presets (about a minute on 2 cores).
 . tests/cli/lib.sh
 ORACLE="node tools/oracle/oracle.mjs"
@@ -73,6 +74,22 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 	done
 done
 
+# Routing locality (--router-skew): the calibrated level and the maximum still load and
+# give non-degenerate distributions.
+for arch in qwen3moe bailingmoe2 gemma4; do
+	for s in real 16; do
+		m="$TMP/$arch-tiny-skew.gguf"
+		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny --router-skew $s -o "$m" 2>"$TMP/err"; then
+			ok
+			tokenize_model "$m" "$arch" "$(bos_of "$arch")"
+			eval_model "$m" "$arch tiny q4_k_m --router-skew $s"
+		else
+			bad "mkmodel $arch tiny --router-skew $s: $(head -c 300 "$TMP/err")"
+		fi
+		rm -f "$m"
+	done
+done
+
 if [ "${MKMODEL_SMALL:-1}" != 0 ]; then
 	for arch in qwen3moe bailingmoe2 gemma4; do
 		m="$TMP/$arch-small.gguf"
@@ -80,6 +97,12 @@ if [ "${MKMODEL_SMALL:-1}" != 0 ]; then
 			ok
 			tokenize_model "$m" "$arch small" "$(bos_of "$arch")"
 			eval_model "$m" "$arch small q4_k_m"
+			# the calibrated routing-locality level, rewritten in place
+			if "$PARTICLE" mkmodel --reroute "$m" --router-skew real 2>"$TMP/err"; then
+				ok; eval_model "$m" "$arch small q4_k_m --router-skew real"
+			else
+				bad "reroute $arch small: $(head -c 300 "$TMP/err")"
+			fi
 		else
 			bad "mkmodel $arch small: $(head -c 300 "$TMP/err")"
 		fi

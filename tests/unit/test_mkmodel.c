@@ -3,7 +3,9 @@
  * reader and the arch descriptions. */
 #include "test.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
@@ -11,6 +13,7 @@
 #include "model/vocab.h"
 #include "quant/types.h"
 #include "util/alloc.h"
+#include "util/lock.h"
 
 PT_TEST(test_mkmodel_splitmix64_reference)
 {
@@ -90,8 +93,75 @@ PT_TEST(test_mkmodel_router_centred_and_skewed)
 		mn = bias[e] < mn ? bias[e] : mn;
 	}
 	CHECK_NEAR(s, 0, 1e-4);                 /* zero-mean like the Sarvam converter's */
-	CHECK_NEAR(mx - mn, 2.0, 1e-5);         /* skew S spans S */
+	CHECK_NEAR(mx - mn, 0.02 * 2.0, 1e-6);  /* skew S spans 0.02 S */
 	pt_free(w);
+	pt_tensor_list_free(&l);
+}
+
+/* Rows of tensor name at skew s (whole tensor; tiny). */
+static float *rows_at(const struct pt_hparams *hp, const struct pt_tensor_list *l,
+		      const char *name, double s, uint64_t *n0, uint64_t *nr)
+{
+	const struct pt_tensor_desc *d = pt_tensor_list_find(l, name);
+	if (!d)
+		return NULL;
+	*n0 = d->ne[0];
+	*nr = d->ne[1] * d->ne[2];
+	float *v = pt_mallocn(*n0 * *nr, sizeof(float));
+	if (v)
+		pt_mkmodel_gen_rows(hp, d, 9, s, 0, *nr, v);
+	return v;
+}
+
+/* Ratio of the mean |value| of a new matrix to an old one over rows/columns [lo, hi). */
+static double ratio(const float *a, const float *b, uint64_t n0, uint64_t nr, bool cols,
+		    uint64_t lo, uint64_t hi)
+{
+	double sa = 0, sb = 0;
+	for (uint64_t r = 0; r < nr; r++)
+		for (uint64_t i = 0; i < n0; i++) {
+			uint64_t k = cols ? i : r;
+			if (k >= lo && k < hi) {
+				sa += fabs(a[r * n0 + i]);
+				sb += fabs(b[r * n0 + i]);
+			}
+		}
+	return sa / sb;
+}
+
+PT_TEST(test_mkmodel_locality_reserved_dims)
+{
+	struct pt_hparams hp = tiny(PT_ARCH_QWEN3MOE);
+	struct pt_tensor_list l;
+	struct pt_error err = { 0 };
+	REQUIRE(pt_arch_tensors(&hp, &l, &err) == PT_OK);
+	const uint64_t R = hp.n_embd / 8;
+	const double S = 4;
+	uint64_t n0, nr;
+	const char *names[] = { "token_embd.weight", "blk.1.attn_output.weight",
+				"blk.1.ffn_gate_inp.weight" };
+	/* embedding columns / attention-output rows / router columns in [0, R) scaled by
+	 * 1/(1+S), 1 + 2.4 S / sqrt(2), 1 + 0.375 S; everything else unchanged */
+	const double want[] = { 1 / (1 + S), 1 + 2.4 * S / sqrt(2.0), 1 + 0.375 * S };
+	for (int t = 0; t < 3; t++) {
+		float *a = rows_at(&hp, &l, names[t], S, &n0, &nr);
+		float *b = rows_at(&hp, &l, names[t], 0, &n0, &nr);
+		REQUIRE(a && b);
+		const bool cols = t != 1;
+		const uint64_t end = cols ? n0 : nr;
+		CHECK_NEAR(ratio(a, b, n0, nr, cols, 0, R), want[t], 1e-4 * want[t]);
+		CHECK_NEAR(ratio(a, b, n0, nr, cols, R, end), 1.0, 1e-6);
+		pt_free(a);
+		pt_free(b);
+	}
+	/* which tensors --reroute rewrites */
+	for (uint32_t i = 0; i < l.n; i++) {
+		const char *n = l.t[i].name;
+		bool want_dep = strstr(n, "token_embd") || strstr(n, "attn_output") ||
+				strstr(n, "ffn_gate_inp");
+		CHECK(pt_mkmodel_skew_dependent(&l.t[i]) == want_dep);
+	}
+	CHECK(pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE) > 0);
 	pt_tensor_list_free(&l);
 }
 
@@ -245,4 +315,113 @@ PT_TEST(test_mkmodel_deterministic_bytes)
 	CHECK_EQ_INT(diff, 0);
 	fclose(fa);
 	fclose(fb);
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool same = fa && fb;
+	int ca = 0, cb = 0;
+	while (same && ca != EOF) {
+		ca = fgetc(fa);
+		cb = fgetc(fb);
+		same = ca == cb;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+static enum pt_status reroute(const char *path, double skew, struct pt_error *err)
+{
+	struct pt_mkmodel_opts o = { .out_path = path, .router_skew = skew, .threads = 2 };
+	return pt_mkmodel_reroute(&o, err);
+}
+
+PT_TEST(test_mkmodel_reroute_matches_fresh)
+{
+	for (int a = 0; a < PT_ARCH_COUNT; a++) {
+		char f0[512], f[512], fs[512];
+		snprintf(f0, sizeof f0, "%s", pt_test_tmpfile("rr0.gguf"));
+		snprintf(f, sizeof f, "%s", pt_test_tmpfile("rr.gguf"));
+		snprintf(fs, sizeof fs, "%s", pt_test_tmpfile("rrs.gguf"));
+		write_tiny(f0, (enum pt_arch)a, NULL, PT_MIX_Q4_K_M, 5);
+		write_tiny(f, (enum pt_arch)a, NULL, PT_MIX_Q4_K_M, 5);
+		struct pt_mkmodel_opts o = { .arch = (enum pt_arch)a, .preset = "tiny",
+					     .n_layer = 2, .mix = PT_MIX_Q4_K_M, .seed = 5,
+					     .router_skew = 3.5, .out_path = fs, .threads = 1 };
+		struct pt_error err = { 0 };
+		REQUIRE(pt_mkmodel_write(&o, &err) == PT_OK);
+		CHECK(!same_file(f, fs));
+		CHECK(reroute(f, 3.5, &err) == PT_OK);
+		CHECK(same_file(f, fs));
+		CHECK(reroute(f, 0, &err) == PT_OK);
+		CHECK(same_file(f, f0));
+	}
+}
+
+PT_TEST(test_mkmodel_reroute_refuses_and_recovers)
+{
+	char f[512], g[512];
+	struct pt_error err = { 0 };
+	snprintf(f, sizeof f, "%s", pt_test_tmpfile("rf.gguf"));
+	snprintf(g, sizeof g, "%s", pt_test_tmpfile("rg.gguf"));
+	/* not written by mkmodel: a GGUF without the particle.mkmodel keys */
+	pt_gguf_writer *w = NULL;
+	REQUIRE(pt_gguf_writer_create(g, 32, &w, &err) == PT_OK);
+	REQUIRE(pt_gguf_writer_set_str(w, "general.name", "particle synthetic qwen3moe tiny "
+				       "q4_k_m", &err) == PT_OK);
+	REQUIRE(pt_gguf_writer_begin_data(w, &err) == PT_OK);
+	REQUIRE(pt_gguf_writer_finish(w, &err) == PT_OK);
+	pt_gguf_writer_destroy(w);
+	CHECK(reroute(g, 1, &err) == PT_E_INVALID);
+	CHECK(strstr(err.msg, "not a file written by particle mkmodel") != NULL);
+	pt_error_clear(&err);
+	CHECK(reroute("/nonexistent-dir/x.gguf", 1, &err) == PT_E_IO);
+	pt_error_clear(&err);
+	/* a layout that differs: the name says q5_k_m, the tensors are q4_k_m */
+	write_tiny(f, PT_ARCH_QWEN3MOE, NULL, PT_MIX_Q4_K_M, 2);
+	FILE *fp = fopen(f, "r+b");
+	REQUIRE(fp);
+	char head[4096];
+	size_t got = fread(head, 1, sizeof head, fp);
+	const char *hit = NULL;
+	for (size_t i = 0; i + 11 <= got && !hit; i++)
+		if (memcmp(head + i, "tiny q4_k_m", 11) == 0)
+			hit = head + i + 5;
+	REQUIRE(hit != NULL);
+	fseek(fp, (long)(hit - head), SEEK_SET);
+	fwrite("q5", 1, 2, fp);
+	fclose(fp);
+	CHECK(reroute(f, 1, &err) == PT_E_INVALID);
+	CHECK(strstr(err.msg, "layout differs") != NULL);
+	pt_error_clear(&err);
+	/* an interrupted reroute (router_skew NaN, tensors half rewritten) is completed */
+	write_tiny(f, PT_ARCH_BAILINGMOE2, NULL, PT_MIX_Q8_0, 2);
+	struct pt_model_lock lk = { .fd = -1 };
+	REQUIRE(pt_model_lock_acquire(&lk, f, NULL, &err) == PT_OK); /* a running particle */
+	CHECK(reroute(f, 1, &err) == PT_E_BUSY);
+	pt_error_clear(&err);
+	pt_model_lock_release(&lk);
+	write_tiny(g, PT_ARCH_BAILINGMOE2, NULL, PT_MIX_Q8_0, 2);
+	pt_gguf *gg = NULL;
+	REQUIRE(pt_gguf_open(f, &gg, &err) == PT_OK);
+	const uint64_t off = pt_gguf_find_kv(gg, "particle.mkmodel.router_skew")->value_offset;
+	const struct pt_gguf_tensor *t = pt_gguf_find_tensor(gg, "blk.1.ffn_gate_inp.weight");
+	REQUIRE(t != NULL);
+	const uint64_t toff = t->file_offset;
+	pt_gguf_close(gg);
+	fp = fopen(f, "r+b");
+	REQUIRE(fp);
+	const float nan_mark = NAN, junk[4] = { 1, 2, 3, 4 };
+	fseek(fp, (long)off, SEEK_SET);
+	fwrite(&nan_mark, sizeof nan_mark, 1, fp);
+	fseek(fp, (long)toff, SEEK_SET);
+	fwrite(junk, sizeof junk, 1, fp);
+	fclose(fp);
+	CHECK(!same_file(f, g));
+	CHECK(reroute(f, 0, &err) == PT_OK);
+	CHECK(same_file(f, g));
 }

@@ -5,14 +5,20 @@
 #   B. memory-capped: `full` Q4_K_M models, each process in its own cgroup-v1 memory cgroup
 #      (page cache counts) at $CAP, page cache dropped before every run; llama.cpp with its
 #      default mmap vs particle with --memory just under the cap; then llama.cpp's smallest
-#      surviving cap from $LLAMA_CAPS;
-#   C. routing: `small` qwen3moe at several --router-skew levels, expert cache at ~40 %.
+#      surviving cap from $LLAMA_CAPS.  Each model runs at every level of $FULL_SKEWS
+#      (uniform routing and the calibrated `real` locality), switched in place with
+#      `particle mkmodel --reroute` and restored to uniform (skew 0) afterwards, also on
+#      exit or interrupt; its routing report (`particle routing --json`) is recorded per level;
+#   C. routing: `small` qwen3moe at several --router-skew levels (one file, rerouted in
+#      place), routing report (text + generated) and a run with the expert cache at ~40 %.
 # Needs root (cgroups, drop_caches).  Every record goes to $OUT/results.jsonl with the load
 # average at its start; exit 2 without root.
 # Environment: REPS (3), THREADS (2), CAP (6G), FULL_DIR (/work/models-full), SMALL_DIR
 # (models), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
-# CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 4 8 16"), OUT (build/bench), BASELINE
-# (another particle binary, e.g. an older build, run beside particle in section A).
+# CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
+# ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
+# OUT (build/bench), BASELINE (another particle binary, e.g. an older build, run beside
+# particle in section A).  Full models: $FULL_DIR/full-ARCH-q4_k_m.gguf (or ARCH-full-...).
 set -u
 if [ "$(id -u)" -ne 0 ]; then
 	echo "bench: needs root (memory cgroups and /proc/sys/vm/drop_caches); run as root" >&2
@@ -26,7 +32,8 @@ fi
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
 : "${SMALL_DIR:=models}" "${SECTIONS:=A B C}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
-: "${SKEWS:=0 2 4 8 16}" "${OUT:=build/bench}" "${BASELINE:=}"
+: "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
+: "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}"
 P=build/particle
 ORACLE="node tools/oracle/oracle.mjs"
 mkdir -p "$OUT" "$SMALL_DIR"
@@ -119,67 +126,113 @@ section_a() {
 
 # cap_pair MODEL CAP-BYTES REP: one cold particle run and one cold llama.cpp run at the cap.
 cap_pair() {
-	cm=$1 clim=$2 cr=$3
+	cm=$1 clim=$2 cr=$3 csk=$4
 	budget=$((clim - clim / 20)) # just under the cap: 95 %
 	drop_caches
 	la=$(loadavg)
 	in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
 		--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock
 	rc=$?
-	record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, $CGX}" "$OUT/b.out" $rc
+	record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
+		"$OUT/b.out" $rc
 	drop_caches
 	la=$(loadavg)
 	in_cgroup pt_bench_llama "$clim" "$OUT/b.out" $ORACLE bench "$cm" --threads "$THREADS" \
 		--prompt "$CAP_PROMPT" --gen "$CAP_GEN"
 	rc=$?
-	record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, $CGX}" "$OUT/b.out" $rc
-	echo "bench: B $cm rep $cr done (llama.cpp rc $rc, load $la)"
+	record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
+		"$OUT/b.out" $rc
+	echo "bench: B $cm skew $csk rep $cr done (llama.cpp rc $rc, load $la)"
+}
+
+# reroute MODEL LEVEL: switches MODEL's routing in place (only the tensors the level changes).
+reroute() {
+	$P mkmodel --reroute "$1" --router-skew "$2" --threads "$THREADS" ||
+		{ echo "bench: reroute $1 to $2 failed" >&2; return 1; }
+}
+
+# A file this script rerouted, restored to uniform routing when done, on exit or interrupt.
+REROUTED=
+restore() {
+	if [ -n "$REROUTED" ]; then
+		echo "bench: restoring $REROUTED to uniform routing" >&2
+		reroute "$REROUTED" 0
+		REROUTED=
+	fi
+}
+trap 'restore' EXIT
+trap 'restore; exit 130' INT TERM
+
+# routing_report SECTION MODEL SKEW: `particle routing` (text and generated tokens) recorded.
+routing_report() {
+	la=$(loadavg)
+	$P routing -m "$2" --tokens "$ROUTING_TOKENS" --gen "$ROUTING_GEN" --json \
+		>"$OUT/r.out" 2>"$OUT/r.err"
+	record "$1" routing "$2" "{\"skew\": \"$3\", \"load\": $la}" "$OUT/r.out" $?
+	echo "bench: $1 routing report $2 skew $3 done"
 }
 
 section_b() {
 	lim=$(bytes "$CAP")
 	for arch in $FULL_ARCHS; do
-		m="$FULL_DIR/$arch-full-q4_k_m.gguf"
+		m="$FULL_DIR/full-$arch-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/$arch-full-q4_k_m.gguf"
 		if [ ! -f "$m" ]; then
-			echo "bench: $m missing: make it with: $P mkmodel --arch $arch --preset full" \
-				"--quant q4_k_m -o $m (needs ~20 GB of disk); skipped" >&2
+			echo "bench: $FULL_DIR/full-$arch-q4_k_m.gguf missing: make it with: $P mkmodel" \
+				"--arch $arch --preset full --quant q4_k_m -o $m (needs ~20 GB of disk); skipped" >&2
 			continue
 		fi
-		r=1
-		while [ "$r" -le "$REPS" ]; do
-			cap_pair "$m" "$lim" "$r"
-			r=$((r + 1))
-		done
-		# llama.cpp's smallest surviving cap (one try per size, cold)
-		for c in $LLAMA_CAPS; do
-			cl=$(bytes "$c")
-			drop_caches
-			la=$(loadavg)
-			in_cgroup pt_bench_llama "$cl" "$OUT/b.out" $ORACLE bench "$m" \
-				--threads "$THREADS" --prompt "$CAP_PROMPT" --gen "$CAP_GEN"
-			rc=$?
-			record B-llama-cap llama.cpp "$m" "{\"load\": $la, \"cap\": $cl, $CGX}" "$OUT/b.out" $rc
-			echo "bench: llama.cpp at $c: rc $rc"
-			[ "$rc" -eq 0 ] && break
+		for sk in $FULL_SKEWS; do
+			if [ "$sk" != 0 ]; then
+				REROUTED=$m
+				reroute "$m" "$sk" || { restore; continue; }
+			fi
+			routing_report B "$m" "$sk"
+			r=1
+			while [ "$r" -le "$REPS" ]; do
+				cap_pair "$m" "$lim" "$r" "$sk"
+				r=$((r + 1))
+			done
+			# llama.cpp's smallest surviving cap (one try per size, cold)
+			for c in $LLAMA_CAPS; do
+				cl=$(bytes "$c")
+				drop_caches
+				la=$(loadavg)
+				in_cgroup pt_bench_llama "$cl" "$OUT/b.out" $ORACLE bench "$m" \
+					--threads "$THREADS" --prompt "$CAP_PROMPT" --gen "$CAP_GEN"
+				rc=$?
+				record B-llama-cap llama.cpp "$m" \
+					"{\"load\": $la, \"cap\": $cl, \"skew\": \"$sk\", $CGX}" "$OUT/b.out" $rc
+				echo "bench: llama.cpp at $c (skew $sk): rc $rc"
+				[ "$rc" -eq 0 ] && break
+			done
+			restore
 		done
 	done
 }
 
-# Routing skew: hit rate at ~40 % expert residency (13 of 32 slots) vs the published
-# Qwen3-30B-A3B figures (PRIOR-ART-PEERS section 4: ~90-95 % LRU hit at 40 % residency).
+# Routing locality on `small` qwen3moe (32 experts, top-4): one file rerouted in place per
+# level of $SKEWS (restored to 0 after); per level the routing report (next-token repeat,
+# repeat within 8, LRU hits at 10/25/40 % residency; text and generated tokens) and a bench
+# run with the expert cache at ~40 % residency (13 of 32 slots), against the published
+# Qwen3-30B-A3B figures (PRIOR-ART-PEERS section 4: 45 % next-token repeat, 80 % within 8,
+# LRU hit 90-95 % at 40 % residency).
 section_c() {
+	m="$SMALL_DIR/small-qwen3moe-q4_k_m-sweep.gguf"
+	[ -f "$m" ] || $P mkmodel --arch qwen3moe --preset small --quant q4_k_m -o "$m" || return 1
 	for s in $SKEWS; do
-		m="$SMALL_DIR/small-qwen3moe-q4_k_m-skew$s.gguf"
-		[ -f "$m" ] || $P mkmodel --arch qwen3moe --preset small --quant q4_k_m \
-			--router-skew "$s" -o "$m" || return 1
+		REROUTED=$m
+		reroute "$m" "$s" || return 1
+		routing_report C "$m" "$s"
 		la=$(loadavg)
 		drop_caches
 		$P bench -m "$m" --threads "$THREADS" --prompt-tokens 64 --gen 128 --expert-slots 13 \
 			--io direct --json >"$OUT/c.out" 2>"$OUT/c.err"
-		record C particle "$m" "{\"skew\": $s, \"load\": $la, \"expert_slots\": 13}" \
+		record C particle "$m" "{\"skew\": \"$s\", \"load\": $la, \"expert_slots\": 13}" \
 			"$OUT/c.out" $?
 		echo "bench: C skew $s done"
 	done
+	restore
 }
 
 [ -x "$P" ] || { echo "bench: build $P first (make)" >&2; exit 1; }

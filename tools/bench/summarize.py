@@ -44,12 +44,12 @@ def summarize(recs):
             if v:
                 s[k] = v if len(v) > 1 else v[0]
         out.append(s)
-    by = {(s["section"], s["model"], s["engine"]): s for s in out}
+    by = {(s["section"], s["model"], s["engine"], s.get("skew")): s for s in out}
     for s in out:
         if not s["engine"].startswith("particle"):
             continue
         partner = "llama.cpp-1t" if s["engine"].endswith("-1t") else "llama.cpp"
-        o = by.get((s["section"], s["model"], partner))
+        o = by.get((s["section"], s["model"], partner, s.get("skew")))
         if o:
             for k in ("prefill_tps", "decode_tps"):
                 if s.get(k) and o.get(k):
@@ -76,12 +76,33 @@ def table(rows):
             ",".join("%.1f" % x for x in s["load"] if x is not None)))
 
 
+def routing_table(recs):
+    """One row per `particle routing --json` record: locality of the text and of the
+    generated tokens (means over layers)."""
+    rs = [r for r in recs if r["engine"] == "routing" and r.get("result")]
+    if not rs:
+        return
+    print()
+    print("| section | model | skew | distinct | overlap | within8 | LRU 10/25/40 % | "
+          "gen overlap | gen within8 | gen LRU 10/25/40 % |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    lru = lambda o: "/".join("%.2f" % x["hit"] for x in o.get("lru", []))
+    for r in rs:
+        o, g = r["result"], r["result"].get("generated", {})
+        print("| %s | %s | %s | %.1f/%d | %.3f | %.3f | %s | %s | %s | %s |" % (
+            r["section"], os.path.basename(r["model"]), r.get("skew"), o["mean_distinct"],
+            o["n_expert"], o["mean_overlap"], o["mean_within8"], lru(o),
+            "%.3f" % g["mean_overlap"] if g else "-", "%.3f" % g["mean_within8"] if g else "-",
+            lru(g) if g else "-"))
+
+
 def main():
     recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
     facts = json.load(open(sys.argv[2]))
     rows = summarize(recs)
     json.dump({"facts": facts, "summary": rows, "runs": recs}, open(sys.argv[3], "w"), indent=1)
-    table(rows)
+    table([s for s in rows if s["engine"] != "routing"])
+    routing_table(recs)
 
 
 if __name__ == "__main__":
