@@ -17,6 +17,8 @@
 # (models), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
+# ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
+# depend on particle's code, so it can be measured once and left out of later runs),
 # OUT (build/bench), BASELINE (another particle binary, e.g. an older build, run beside
 # particle in section A).  Full models: $FULL_DIR/full-ARCH-q4_k_m.gguf (or ARCH-full-...).
 set -u
@@ -33,7 +35,7 @@ fi
 : "${SMALL_DIR:=models}" "${SECTIONS:=A B C}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
-: "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}"
+: "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
 P=build/particle
 ORACLE="node tools/oracle/oracle.mjs"
 mkdir -p "$OUT" "$SMALL_DIR"
@@ -126,23 +128,27 @@ section_a() {
 
 # cap_pair MODEL CAP-BYTES REP: one cold particle run and one cold llama.cpp run at the cap.
 cap_pair() {
-	cm=$1 clim=$2 cr=$3 csk=$4
+	cm=$1 clim=$2 cr=$3 csk=$4 crc=-
 	budget=$((clim - clim / 20)) # just under the cap: 95 %
-	drop_caches
-	la=$(loadavg)
-	in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
-		--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock
-	rc=$?
-	record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
-		"$OUT/b.out" $rc
-	drop_caches
-	la=$(loadavg)
-	in_cgroup pt_bench_llama "$clim" "$OUT/b.out" $ORACLE bench "$cm" --threads "$THREADS" \
-		--prompt "$CAP_PROMPT" --gen "$CAP_GEN"
-	rc=$?
-	record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
-		"$OUT/b.out" $rc
-	echo "bench: B $cm skew $csk rep $cr done (llama.cpp rc $rc, load $la)"
+	case " $ENGINES_B " in *" particle "*)
+		drop_caches
+		la=$(loadavg)
+		in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
+			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock
+		rc=$?
+		record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
+			"$OUT/b.out" $rc ;;
+	esac
+	case " $ENGINES_B " in *" llama.cpp "*)
+		drop_caches
+		la=$(loadavg)
+		in_cgroup pt_bench_llama "$clim" "$OUT/b.out" $ORACLE bench "$cm" --threads "$THREADS" \
+			--prompt "$CAP_PROMPT" --gen "$CAP_GEN"
+		crc=$?
+		record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
+			"$OUT/b.out" $crc ;;
+	esac
+	echo "bench: B $cm skew $csk rep $cr done (llama.cpp rc $crc, load $(loadavg))"
 }
 
 # reroute MODEL LEVEL: switches MODEL's routing in place (only the tensors the level changes).
