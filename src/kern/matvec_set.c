@@ -16,7 +16,10 @@
 
 #define SET_TASKS_PER_THREAD 4
 #define SET_MIN_ROWS 16   /* rows per task, at least (a row is a few hundred bytes) */
+#define SET_TASK_BYTES (256u << 10)
+#ifndef SET_PREFETCH_ROWS
 #define SET_PREFETCH_ROWS 4
+#endif
 #define GLU_CHUNK 64      /* gate/up values kept on the stack before the activation */
 
 struct seg {
@@ -48,7 +51,7 @@ static void rows_plain(const struct seg *s, uint64_t r0, uint64_t r1)
 	const struct pt_kern_mat *w = s->w;
 	const uint8_t *data = w->data;
 	for (uint64_t r = r0; r < r1; r++) {
-		if (r + SET_PREFETCH_ROWS < r1)
+		if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1)
 			prefetch_bytes(data + (r + SET_PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
 		s->y[r] = s->ops->dot(w->cols, data + r * w->row_bytes, s->xq);
 	}
@@ -66,7 +69,7 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 	for (uint64_t c0 = r0; c0 < r1; c0 += GLU_CHUNK) {
 		const uint64_t c1 = c0 + GLU_CHUNK < r1 ? c0 + GLU_CHUNK : r1;
 		for (uint64_t r = c0; r < c1; r++) {
-			if (r + SET_PREFETCH_ROWS < r1) {
+			if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1) {
 				prefetch_bytes(gd + (r + SET_PREFETCH_ROWS) * g->row_bytes, g->row_bytes);
 				prefetch_bytes(ud + (r + SET_PREFETCH_ROWS) * urb, urb);
 			}
@@ -114,10 +117,16 @@ static enum pt_status checked_ops(const struct pt_kern_mat *w, const struct pt_k
 	return PT_OK;
 }
 
-static void run_set(struct set_job *jb, uint64_t total, pt_pool *pool)
+/* Rows per task: a share of the rows (SET_TASKS_PER_THREAD tasks per thread), at most about
+ * SET_TASK_BYTES of weights (a descheduled worker holding a task delays the whole set by
+ * that task at most: it bounds the tail on a busy host; claims cost ~0.1 us each), and at
+ * least SET_MIN_ROWS.  row_bytes: the largest weight bytes one output row reads. */
+static void run_set(struct set_job *jb, uint64_t total, size_t row_bytes, pt_pool *pool)
 {
 	const uint64_t parts = (uint64_t)pt_pool_threads(pool) * SET_TASKS_PER_THREAD;
 	uint64_t per = (total + parts - 1) / parts;
+	if (row_bytes && per > SET_TASK_BYTES / row_bytes)
+		per = SET_TASK_BYTES / row_bytes;
 	if (per < SET_MIN_ROWS)
 		per = SET_MIN_ROWS;
 	jb->per = per;
@@ -130,6 +139,7 @@ enum pt_status pt_kern_matvec_set(const struct pt_kern_mv *set, uint32_t n, pt_p
 {
 	struct seg segs[PT_KERN_SET_MAX];
 	uint64_t total = 0;
+	size_t rb = 0;
 	if (n > PT_KERN_SET_MAX)
 		return pt_error_set(err, PT_E_INVALID, "%u products in one set (at most %u)", n,
 				    PT_KERN_SET_MAX);
@@ -141,9 +151,10 @@ enum pt_status pt_kern_matvec_set(const struct pt_kern_mv *set, uint32_t n, pt_p
 		segs[i] = (struct seg){ &set[i].w, NULL, ops, NULL, set[i].xq, NULL, set[i].y,
 					set[i].w.rows, 0 };
 		total += set[i].w.rows;
+		rb = set[i].w.row_bytes > rb ? set[i].w.row_bytes : rb;
 	}
 	struct set_job jb = { segs, n, 0, NULL };
-	run_set(&jb, total, pool);
+	run_set(&jb, total, rb, pool);
 	return PT_OK;
 }
 
@@ -152,6 +163,7 @@ enum pt_status pt_kern_glu_set(const struct pt_kern_glu *set, uint32_t n, pt_ker
 {
 	struct seg segs[PT_KERN_SET_MAX];
 	uint64_t total = 0;
+	size_t rb = 0;
 	if (n > PT_KERN_SET_MAX)
 		return pt_error_set(err, PT_E_INVALID, "%u products in one set (at most %u)", n,
 				    PT_KERN_SET_MAX);
@@ -173,8 +185,10 @@ enum pt_status pt_kern_glu_set(const struct pt_kern_glu *set, uint32_t n, pt_ker
 					fused ? g->xq : g->xq_up, g->y, nf,
 					(size_t)nf * g->gate.row_bytes };
 		total += nf;
+		const size_t both = g->gate.row_bytes + (fused ? g->gate.row_bytes : g->up.row_bytes);
+		rb = both > rb ? both : rb;
 	}
 	struct set_job jb = { segs, n, 0, act };
-	run_set(&jb, total, pool);
+	run_set(&jb, total, rb, pool);
 	return PT_OK;
 }
