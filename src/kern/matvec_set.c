@@ -129,6 +129,7 @@ static void run_set(struct set_job *jb, uint64_t total, size_t row_bytes, pt_poo
 		per = SET_TASK_BYTES / row_bytes;
 	if (per < SET_MIN_ROWS)
 		per = SET_MIN_ROWS;
+	per = (per + 15) / 16 * 16; /* task boundaries on 64-byte lines of y (no false sharing) */
 	jb->per = per;
 	if (total)
 		pt_pool_run(pool, set_task, jb, (uint32_t)((total + per - 1) / per));
