@@ -17,9 +17,9 @@
 #define SET_TASKS_PER_THREAD 4
 #define SET_MIN_ROWS 16   /* rows per task, at least (a row is a few hundred bytes) */
 #define SET_TASK_BYTES (256u << 10)
-#ifndef SET_PREFETCH_ROWS
+/* software prefetch of the weight rows this far ahead (a hint; 0 to 16 rows measured the
+ * same on the development host, docs/PERFORMANCE.md) */
 #define SET_PREFETCH_ROWS 4
-#endif
 #define GLU_CHUNK 64      /* gate/up values kept on the stack before the activation */
 
 struct seg {
@@ -70,8 +70,9 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 		const uint64_t c1 = c0 + GLU_CHUNK < r1 ? c0 + GLU_CHUNK : r1;
 		for (uint64_t r = c0; r < c1; r++) {
 			if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1) {
-				prefetch_bytes(gd + (r + SET_PREFETCH_ROWS) * g->row_bytes, g->row_bytes);
-				prefetch_bytes(ud + (r + SET_PREFETCH_ROWS) * urb, urb);
+				const uint64_t ra = r + SET_PREFETCH_ROWS;
+				prefetch_bytes(gd + ra * g->row_bytes, g->row_bytes);
+				prefetch_bytes(ud + ra * urb, urb);
 			}
 			gv[r - c0] = s->ops->dot(g->cols, gd + r * g->row_bytes, s->xq);
 			uv[r - c0] = s->uops->dot(ucols, ud + r * urb, s->xq_up);
@@ -186,8 +187,8 @@ enum pt_status pt_kern_glu_set(const struct pt_kern_glu *set, uint32_t n, pt_ker
 					fused ? g->xq : g->xq_up, g->y, nf,
 					(size_t)nf * g->gate.row_bytes };
 		total += nf;
-		const size_t both = g->gate.row_bytes + (fused ? g->gate.row_bytes : g->up.row_bytes);
-		rb = both > rb ? both : rb;
+		const size_t ub = fused ? g->gate.row_bytes : g->up.row_bytes;
+		rb = g->gate.row_bytes + ub > rb ? g->gate.row_bytes + ub : rb;
 	}
 	struct set_job jb = { segs, n, 0, act };
 	run_set(&jb, total, rb, pool);
