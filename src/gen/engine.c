@@ -70,6 +70,11 @@ static enum pt_status sp_waves(void *ctx, uint32_t layer, uint32_t *experts, uin
 	return pt_expert_store_waves(ctx, layer, experts, n, wave_end, n_waves, err);
 }
 
+static enum pt_status sp_ready(void *ctx, uint32_t *expert, bool *got, struct pt_error *err)
+{
+	return pt_expert_store_ready(ctx, expert, got, err);
+}
+
 static enum pt_status sp_prefetch(void *ctx, uint32_t layer, const uint32_t *experts,
 				  uint32_t n, struct pt_error *err)
 {
@@ -243,7 +248,7 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 	e->prov = (struct pt_expert_provider){ .ctx = e->store, .get = sp_get,
 					       .release = sp_release, .waves = sp_waves,
 					       .prefetch = sp_prefetch, .next = sp_next,
-					       .end_layer = sp_end_layer };
+					       .ready = sp_ready, .end_layer = sp_end_layer };
 	return PT_OK;
 }
 

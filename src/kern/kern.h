@@ -125,6 +125,42 @@ enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint6
 enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uint64_t n_tok,
 				float *y, pt_pool *pool, struct pt_error *err);
 
+/* ---- sets of single-token products (decode) -------------------------------------------- */
+
+/* A set runs in one pool dispatch: the output rows of all its products are concatenated and
+ * cut into tasks of contiguous rows, so k small products cost one wake-up of the workers
+ * instead of k.  Every output element is the same dot call as pt_kern_matvec_q makes, so
+ * results are bit-identical to running the products one by one, at any thread count. */
+#define PT_KERN_SET_MAX 32
+
+struct pt_kern_mv {
+	struct pt_kern_mat w;
+	const void *xq; /* the activation in w's partner format (pt_kern_quantize_row) */
+	float *y;       /* [w.rows] */
+};
+/* y = W xq for every product of the set.  Errors as pt_kern_matvec_q (checked before any
+ * work), PT_E_INVALID above PT_KERN_SET_MAX products. */
+enum pt_status pt_kern_matvec_set(const struct pt_kern_mv *set, uint32_t n, pt_pool *pool,
+				  struct pt_error *err);
+
+/* Element-wise gated activation out[i] = f(gate[i]) * up[i] (pt_op_swiglu, pt_op_geglu).  It
+ * is called on sub-ranges, so it must be a pure function of each element. */
+typedef void (*pt_kern_glu_fn)(float *out, const float *gate, const float *up, int n);
+
+struct pt_kern_glu {
+	struct pt_kern_mat gate; /* [nf][cols]; with up.data NULL, a fused gate_up of 2 nf rows:
+				  * the gate rows, then the up rows */
+	struct pt_kern_mat up;   /* [nf][cols] */
+	const void *xq;          /* the activation in gate's partner format */
+	const void *xq_up;       /* the same activation in up's partner format (unused if fused) */
+	float *y;                /* [nf] = act(gate xq, up xq_up) */
+};
+/* Gated feed-forward inputs for every entry of the set: each task computes the gate and up
+ * dots of its rows and applies act, bit-identical to two pt_kern_matvec_q calls and act over
+ * the whole row.  Errors as pt_kern_matvec_set, PT_E_INVALID if gate and up disagree. */
+enum pt_status pt_kern_glu_set(const struct pt_kern_glu *set, uint32_t n, pt_kern_glu_fn act,
+			       pt_pool *pool, struct pt_error *err);
+
 /* ---- attention inner loops ------------------------------------------------------------- */
 
 /* Each output is computed as the scalar code computes it (one correctly rounded FMA per step,

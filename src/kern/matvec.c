@@ -11,6 +11,7 @@
 
 #define MIN_ROWS_PER_TASK 16
 #define TASKS_PER_THREAD 4
+#define MATVEC_TASK_BYTES (256u << 10)
 #define MATMUL_TILE_ROWS 16 /* weight rows kept hot in L1/L2 while all tokens pass over them */
 
 struct job {
@@ -102,6 +103,11 @@ static void run_rows(struct job *jb, pt_pool *pool)
 {
 	uint64_t threads = pt_pool_threads(pool);
 	uint64_t per = (jb->w->rows + threads * TASKS_PER_THREAD - 1) / (threads * TASKS_PER_THREAD);
+	/* single token: tasks of at most ~MATVEC_TASK_BYTES of weights, so a descheduled worker
+	 * holding one (busy host) delays the product by little (the output head is ~250 MB on
+	 * real shapes: 1/8 of it is ~2 ms) */
+	if (jb->n_tok == 1 && per > MATVEC_TASK_BYTES / jb->w->row_bytes)
+		per = MATVEC_TASK_BYTES / jb->w->row_bytes;
 	if (per < MIN_ROWS_PER_TASK)
 		per = MIN_ROWS_PER_TASK;
 	uint64_t n_tasks = (jb->w->rows + per - 1) / per;

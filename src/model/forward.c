@@ -14,6 +14,28 @@
 #include "model/ops.h"
 #include "util/alloc.h"
 
+/* Partner formats one decode input may need at once (Q8_K, Q8_0, ...: the types of Q, K and V
+ * can differ in mixed quantizations). */
+#define XQ_FORMATS 3
+#define XQ_SLOTS (2 * XQ_FORMATS) /* two inputs at once: routed experts + Gemma's dense MLP */
+
+/* One row x quantized lazily into each partner format asked for, in buffers buf[XQ_FORMATS]. */
+struct xq_cache {
+	void *const *buf;
+	const float *x;
+	uint32_t n;
+	enum pt_type type[XQ_FORMATS];
+};
+
+/* An always-on FFN folded into a decode expert group: out = down(act(g in) * (u in)), then
+ * RMSNorm by post_norm if set. */
+struct ffn_ref {
+	const struct pt_kern_mat *g, *u, *d;
+	const float *in;
+	float *out;
+	const float *post_norm;
+};
+
 struct pt_fwd {
 	const struct pt_model *m;
 	const struct pt_expert_provider *prov;
@@ -35,6 +57,14 @@ struct pt_fwd {
 	float *rope_cs;      /* [n_batch][max n_rot] */
 	void *act;           /* activation quantization scratch */
 	size_t act_bytes;
+	/* decode (single-row) products: one row in each partner format an input needs, and
+	 * the batched expert group's intermediates [group_max][w_ff] / [group_max][n_embd] and
+	 * quantized down inputs [group_max][xq_row] */
+	void *xqb[XQ_SLOTS];
+	size_t xq_row;
+	float *dg, *dy;
+	uint8_t *xqd;
+	uint32_t group_max;
 	uint32_t w_qk, w_v, w_ff, n_k; /* widths */
 };
 
@@ -171,6 +201,39 @@ static enum pt_status mm(pt_fwd *f, const struct pt_kern_mat *w, const float *x,
 	return pt_kern_matmul(w, x, n, y, f->act, f->pool, err);
 }
 
+/* x in w's partner format, quantized at most once per format (the bytes are those
+ * pt_kern_matmul would produce, so decode products stay bit-identical to it).  NULL for a
+ * type without kernels (the product then reports it) or when the slots are exhausted. */
+static const void *xq_of(struct xq_cache *c, const struct pt_kern_mat *w)
+{
+	const struct pt_kern_ops *ops = pt_kern_ops(w->type);
+	if (!ops)
+		return NULL;
+	if (ops->act_type == PT_TYPE_F32)
+		return c->x;
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->type[i] == ops->act_type)
+			return c->buf[i];
+	if (c->n == XQ_FORMATS)
+		return NULL;
+	pt_kern_quantize_row(ops->act_type, c->x, c->buf[c->n], w->cols);
+	c->type[c->n] = ops->act_type;
+	return c->buf[c->n++];
+}
+
+static pt_kern_glu_fn glu_fn(const pt_fwd *f)
+{
+	return f->m->hp.arch == PT_ARCH_GEMMA4 ? pt_op_geglu : pt_op_swiglu;
+}
+
+static enum pt_status no_xq(const struct pt_kern_mat *w, struct pt_error *err)
+{
+	return pt_kern_ops(w->type) ? pt_error_set(err, PT_E_INVALID, "forward: too many "
+						   "activation formats for one input")
+				    : pt_error_set(err, PT_E_UNSUPPORTED, "no compute kernel for "
+						   "tensor type %s", pt_type_name(w->type));
+}
+
 static void norm_rows(float *y, const float *x, const float *w, uint32_t n, uint32_t width,
 		      float eps)
 {
@@ -184,12 +247,34 @@ static void add_rows(float *x, const float *y, size_t count)
 		x[i] += y[i];
 }
 
+/* Decode: Q, K and V of one row in one dispatch, straight into f->q / f->k / f->v. */
+static enum pt_status qkv_one(pt_fwd *f, const struct pt_layer_weights *L, uint32_t nv,
+			      struct pt_error *err)
+{
+	struct xq_cache c = { .buf = f->xqb, .x = f->h };
+	struct pt_kern_mv set[3] = { { L->wq, xq_of(&c, &L->wq), f->q },
+				     { L->wk, xq_of(&c, &L->wk), f->k } };
+	uint32_t ns = 2;
+	if (L->wv.data)
+		set[ns++] = (struct pt_kern_mv){ L->wv, xq_of(&c, &L->wv), f->v };
+	for (uint32_t i = 0; i < ns; i++)
+		if (!set[i].xq)
+			return no_xq(&set[i].w, err);
+	enum pt_status st = pt_kern_matvec_set(set, ns, f->pool, err);
+	/* Gemma 4 full layers without attn_v: V is the raw K projection (before k_norm). */
+	if (st == PT_OK && !L->wv.data)
+		memcpy(f->v, f->k, nv * sizeof(float));
+	return st;
+}
+
 /* Q, K, V for n rows from the normed input f->h into f->q / f->k / f->v (row strides
  * w_qk, n_k, w_qk). */
 static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
 			       uint32_t nq, uint32_t nk, uint32_t nv, struct pt_error *err)
 {
 	enum pt_status st;
+	if (n == 1 && !L->wqkv.data)
+		return qkv_one(f, L, nv, err);
 	if (L->wqkv.data) {
 		const uint32_t w = nq + nk + nv;
 		st = mm(f, &L->wqkv, f->h, n, f->qkv, err);
@@ -282,6 +367,14 @@ static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct p
 			  struct pt_error *err)
 {
 	const uint32_t nf = (uint32_t)g->rows;
+	if (n == 1) { /* decode: gate, up and the activation in one dispatch */
+		struct xq_cache c = { .buf = f->xqb, .x = in };
+		struct pt_kern_glu gs = { *g, *u, xq_of(&c, g), xq_of(&c, u), f->gate };
+		if (!gs.xq || !gs.xq_up)
+			return no_xq(gs.xq ? u : g, err);
+		enum pt_status st = pt_kern_glu_set(&gs, 1, glu_fn(f), f->pool, err);
+		return st == PT_OK ? mm(f, d, f->gate, 1, out, err) : st;
+	}
 	enum pt_status st = mm(f, g, in, n, f->gate, err);
 	if (st == PT_OK)
 		st = mm(f, u, in, n, f->up, err);
@@ -392,22 +485,161 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 	return PT_OK;
 }
 
+/* Decode (one row): the gate/up/activation of every expert of a group (and of sh, an
+ * always-on FFN folded in) in one dispatch, every down product in a second.  Each product
+ * is the same dot calls on the same quantized bytes as expert_ffn makes, so the outputs are
+ * bit-identical to one expert at a time.  Down outputs go to f->dy[j] (sh: sh->out). */
+static enum pt_status group_ffn(pt_fwd *f, const struct pt_layer_weights *L,
+				const struct pt_expert_ptrs *p, uint32_t ne, const float *in,
+				const struct ffn_ref *sh, struct pt_error *err)
+{
+	struct pt_kern_glu gs[PT_KERN_SET_MAX];
+	struct pt_kern_mv ds[PT_KERN_SET_MAX];
+	struct xq_cache c = { .buf = f->xqb, .x = in }, cs = { .buf = f->xqb + XQ_FORMATS };
+	const uint32_t D = f->m->hp.n_embd, ns = ne + (sh ? 1 : 0);
+	for (uint32_t j = 0; j < ne; j++) {
+		const bool fused = !p[j].up;
+		gs[j].gate = expert_mat(fused ? &L->gate_up_exps : &L->gate_exps, p[j].gate);
+		gs[j].up = fused ? (struct pt_kern_mat){ 0 } : expert_mat(&L->up_exps, p[j].up);
+		gs[j].xq = xq_of(&c, &gs[j].gate);
+		gs[j].xq_up = fused ? gs[j].xq : xq_of(&c, &gs[j].up);
+		gs[j].y = f->dg + (size_t)j * f->w_ff;
+		ds[j] = (struct pt_kern_mv){ expert_mat(&L->down_exps, p[j].down), NULL,
+					     f->dy + (size_t)j * D };
+	}
+	if (sh) {
+		cs.x = sh->in;
+		gs[ne] = (struct pt_kern_glu){ *sh->g, *sh->u, xq_of(&cs, sh->g), xq_of(&cs, sh->u),
+					       f->dg + (size_t)ne * f->w_ff };
+		ds[ne] = (struct pt_kern_mv){ *sh->d, NULL, sh->out };
+	}
+	for (uint32_t j = 0; j < ns; j++)
+		if (!gs[j].xq || !gs[j].xq_up)
+			return no_xq(gs[j].xq ? &gs[j].up : &gs[j].gate, err);
+	enum pt_status st = pt_kern_glu_set(gs, ns, glu_fn(f), f->pool, err);
+	for (uint32_t j = 0; st == PT_OK && j < ns; j++) {
+		const struct pt_kern_ops *ops = pt_kern_ops(ds[j].w.type);
+		if (!ops)
+			return no_xq(&ds[j].w, err);
+		ds[j].xq = gs[j].y;
+		if (ops->act_type != PT_TYPE_F32) {
+			ds[j].xq = f->xqd + (size_t)j * f->xq_row;
+			pt_kern_quantize_row(ops->act_type, gs[j].y, f->xqd + (size_t)j * f->xq_row,
+					     ds[j].w.cols);
+		}
+	}
+	if (st == PT_OK)
+		st = pt_kern_matvec_set(ds, ns, f->pool, err);
+	if (st == PT_OK && sh && sh->post_norm)
+		norm_rows(sh->out, sh->out, sh->post_norm, 1, D, f->m->hp.rms_eps);
+	return st;
+}
+
+/* Decode: a group of experts ready together (ex[ne], ne <= f->group_max - 1): fetch all,
+ * group_ffn, release all, then each expert's weighted output into its rank slot of f->yk
+ * exactly as one_expert writes it. */
+static enum pt_status expert_group(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				   const uint32_t *ex, uint32_t ne, const float *in,
+				   const struct ffn_ref *sh, struct pt_error *err)
+{
+	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
+	struct pt_expert_ptrs p[PT_KERN_SET_MAX];
+	enum pt_status st = PT_OK;
+	uint32_t got = 0;
+	while (got < ne && (st = f->prov->get(f->prov->ctx, il, ex[got], &p[got], err)) == PT_OK)
+		got++;
+	if (st == PT_OK)
+		st = group_ffn(f, L, p, ne, in, sh, err);
+	for (uint32_t j = 0; f->prov->release && j < got; j++)
+		f->prov->release(f->prov->ctx, il, ex[j]);
+	for (uint32_t j = 0; st == PT_OK && j < ne; j++) {
+		const float s = L->down_exps_scale ? L->down_exps_scale[ex[j]] : 1.0f;
+		const float *y = f->dy + (size_t)j * D;
+		for (uint32_t r = 0; r < k; r++) {
+			if (f->ids[r] != (int)ex[j])
+				continue;
+			const float w = f->rw[r];
+			float *dst = f->yk + (size_t)r * D;
+			for (uint32_t i = 0; i < D; i++)
+				dst[i] = L->down_exps_scale ? (y[i] * s) * w : y[i] * w;
+		}
+	}
+	return st;
+}
+
 /* Work overlapped with the expert reads of the first wave (shared expert, dense MLP). */
 typedef enum pt_status (*overlap_fn)(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
 				     struct pt_error *err);
 
+static enum pt_status shared_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+				    struct pt_error *err);
+static enum pt_status gemma4_dense(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+				   struct pt_error *err);
+
+/* The overlapped work as an FFN to fold into the first decode group (false: run it apart). */
+static bool fold_overlap(pt_fwd *f, const struct pt_layer_weights *L, overlap_fn overlap,
+			 struct ffn_ref *sh)
+{
+	if (overlap == shared_expert)
+		*sh = (struct ffn_ref){ &L->sh_gate, &L->sh_up, &L->sh_down, f->h, f->t2, NULL };
+	else if (overlap == gemma4_dense)
+		*sh = (struct ffn_ref){ &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, f->t1,
+					L->post_ffw_norm_1 };
+	return overlap == shared_expert || overlap == gemma4_dense;
+}
+
+/* Decode wave: the experts in groups, each group what is ready behind one blocking next
+ * (with the mapping or all hits: the whole wave in one group). */
+static enum pt_status wave_grouped(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				   const uint32_t *ex, uint32_t cnt, const float *in,
+				   const struct ffn_ref *sh, struct pt_error *err)
+{
+	const struct pt_expert_provider *pv = f->prov;
+	uint32_t grp[PT_KERN_SET_MAX], done = 0;
+	enum pt_status st = PT_OK;
+	if (!(pv->prefetch && pv->next))
+		return expert_group(f, L, il, ex, cnt, in, sh, err);
+	while (st == PT_OK && done < cnt) {
+		uint32_t ng = 0;
+		bool got = true;
+		st = pv->next(pv->ctx, &grp[0], &got, err);
+		if (st == PT_OK && !got)
+			st = pt_error_set(err, PT_E_IO, "layer %u: %u of %u experts never became ready",
+					  il, cnt - done, cnt);
+		for (ng = 1; st == PT_OK && pv->ready && done + ng < cnt; ng++) {
+			st = pv->ready(pv->ctx, &grp[ng], &got, err);
+			if (!got)
+				break;
+		}
+		if (st == PT_OK)
+			st = expert_group(f, L, il, grp, ng, in, sh, err);
+		sh = NULL;
+		done += ng;
+	}
+	return st;
+}
+
 /* One wave: prefetch (reads of the misses in flight), the overlapped work, then each expert
- * as its bytes are ready (hits first, misses in completion order). */
+ * as its bytes are ready (hits first, misses in completion order).  Decode takes the grouped
+ * path, with the overlapped FFN folded into the first group. */
 static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
 			   const uint32_t *ex, uint32_t cnt, const float *in, uint32_t n,
 			   overlap_fn overlap, struct pt_error *err)
 {
 	const struct pt_expert_provider *pv = f->prov;
 	const bool stream = pv->prefetch && pv->next;
+	const bool grouped = n == 1 && cnt < f->group_max;
+	struct ffn_ref shr;
+	bool folded = false;
 	enum pt_status st = stream ? pv->prefetch(pv->ctx, il, ex, cnt, err) : PT_OK;
-	if (st == PT_OK && overlap)
-		st = overlap(f, L, n, err);
-	for (uint32_t i = 0; st == PT_OK && i < cnt; i++) {
+	if (st == PT_OK && overlap) {
+		folded = grouped && cnt > 0 && fold_overlap(f, L, overlap, &shr);
+		if (!folded)
+			st = overlap(f, L, n, err);
+	}
+	if (st == PT_OK && grouped)
+		st = wave_grouped(f, L, il, ex, cnt, in, folded ? &shr : NULL, err);
+	for (uint32_t i = 0; st == PT_OK && !grouped && i < cnt; i++) {
 		uint32_t e = ex[i];
 		bool got = true;
 		if (stream)
@@ -707,6 +939,25 @@ static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n
 	}
 }
 
+/* Decode buffers: a group holds the top-k experts plus one folded FFN. */
+static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
+{
+	const size_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
+	f->group_max = (uint32_t)(k + 1 < PT_KERN_SET_MAX ? k + 1 : PT_KERN_SET_MAX);
+	f->xq_row = act_need(f->m, 1);
+	/* 64-byte multiples keep each quantized row on its own cache lines */
+	f->xq_row = (f->xq_row + 63) / 64 * 64;
+	for (size_t i = 0; i < XQ_SLOTS; i++)
+		if (!(f->xqb[i] = pt_malloc(f->xq_row ? f->xq_row : 1)))
+			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	f->dg = pt_mallocn((size_t)f->group_max * (f->w_ff ? f->w_ff : 1), sizeof(float));
+	f->dy = pt_mallocn((size_t)f->group_max * D, sizeof(float));
+	f->xqd = pt_mallocn(f->group_max, f->xq_row ? f->xq_row : 1);
+	if (!f->dg || !f->dy || !f->xqd)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	return PT_OK;
+}
+
 static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
@@ -735,7 +986,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
 	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
-	return PT_OK;
+	return alloc_decode(f, err);
 }
 
 static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error *err)
@@ -803,6 +1054,11 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->wave_end);
 	pt_free(f->parts);
 	pt_free(f->act);
+	for (size_t i = 0; i < XQ_SLOTS; i++)
+		pt_free(f->xqb[i]);
+	pt_free(f->dg);
+	pt_free(f->dy);
+	pt_free(f->xqd);
 	pt_kv_fini(&f->kv);
 	pt_free(f);
 }

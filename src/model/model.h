@@ -43,6 +43,9 @@ struct pt_expert_provider {
 	enum pt_status (*prefetch)(void *ctx, uint32_t layer, const uint32_t *experts,
 				   uint32_t n, struct pt_error *err);
 	enum pt_status (*next)(void *ctx, uint32_t *expert, bool *got, struct pt_error *err);
+	/* Optional: like next but never blocks (*got false: none ready now).  Decode groups
+	 * the experts already ready behind each next into one batched product. */
+	enum pt_status (*ready)(void *ctx, uint32_t *expert, bool *got, struct pt_error *err);
 	void (*end_layer)(void *ctx, uint32_t layer);
 };
 
