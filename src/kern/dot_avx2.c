@@ -551,3 +551,7 @@ const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
 	/* no Q4_K: with 16 ymm registers its dot4 spills and measured slower than 4 x dot */
 	[PT_TYPE_Q6_K] = dot4_q6_k,
 };
+
+const struct pt_kern_tile pt_kern_tile_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_F32] = { NULL, 0, 0 },
+};

@@ -49,12 +49,27 @@ typedef float (*pt_kern_dot_fn)(size_t n, const void *w, const void *a);
 typedef void (*pt_kern_dot4_fn)(size_t n, const void *w, const void *a, size_t a_stride,
 				float out[4]);
 
+/* Register tile: n_rows <= rows weight rows (w, w + w_stride, ...) times n_tok <= toks
+ * activation rows (a, a + a_stride, ...; strides in bytes) into y[t * y_stride + r] (floats).
+ * Every output is bit-identical to dot(n, w + r * w_stride, a + t * a_stride): each weight
+ * block is decoded once for all n_tok tokens, each activation load serves all n_rows rows. */
+typedef void (*pt_kern_tile_fn)(size_t n, const void *w, size_t w_stride, uint32_t n_rows,
+				const void *a, size_t a_stride, uint32_t n_tok, float *y,
+				size_t y_stride);
+
+struct pt_kern_tile {
+	pt_kern_tile_fn fn; /* NULL if the level has no tile kernel for the type */
+	uint32_t rows;      /* most weight rows per call */
+	uint32_t toks;      /* most activation rows per call */
+};
+
 struct pt_kern_ops {
 	enum pt_type type;          /* weight type */
 	enum pt_type act_type;      /* partner (activation) format */
 	pt_kern_dot_fn dot;         /* never NULL for a supported type */
 	pt_kern_dot4_fn dot4;       /* NULL if this level has no multi-activation kernel */
 	enum pt_kern_level level;   /* level the dot actually runs at (scalar if no SIMD twin) */
+	struct pt_kern_tile tile;   /* prefill tile, .fn NULL if none (matmul then uses dot4) */
 };
 
 /* ---- CPU level ------------------------------------------------------------------------- */
