@@ -286,7 +286,8 @@ static void bench_dot_l1(void)
  * 1 x 4 for dot4, 1 x 1 for dot), ns per 256 weight elements per output (row, token). */
 static void bench_tile_l1(void)
 {
-	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0 };
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
 	enum { N = 2048, R = 4, T = 8 };
 	static float x[N];
 	static uint8_t w[R][N * 2], a[T][N * 2];
@@ -359,6 +360,7 @@ int main(int argc, char **argv)
 	bench_matmul(PT_TYPE_Q4_K, 768, 2048, 64, secs);
 	bench_matmul(PT_TYPE_Q4_K, 768, 2048, 32, secs);
 	bench_matmul(PT_TYPE_Q6_K, 2048, 768, 32, secs);
+	bench_matmul(PT_TYPE_Q5_0, 1024, 288, 64, secs); /* gemma4 small expert down */
 	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 512, secs);
 	return 0;
 }
