@@ -199,7 +199,6 @@ static inline __attribute__((always_inline)) void blocks32_n(int kind, size_t bb
 		blocks32_n(kind, bb, n, w, a, s, 4, table, o);                               \
 	}
 
-BLOCKS32(q8_0, 0, Q8_0_B, NULL)
 BLOCKS32(q4_0, 1, Q4_0_B, NULL)
 BLOCKS32(iq4_nl, 2, IQ4NL_B, pt_kvalues_iq4nl)
 BLOCKS32(mxfp4, 3, MXFP4_B, pt_kvalues_mxfp4)
@@ -318,7 +317,7 @@ static float dot_iq4_xs(size_t n, const void *vw, const void *va)
 
 const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_F32] = dot_f32,       [PT_TYPE_F16] = dot_f16,     [PT_TYPE_BF16] = dot_bf16,
-	[PT_TYPE_Q8_0] = dot_q8_0,     [PT_TYPE_Q4_0] = dot_q4_0,   [PT_TYPE_Q5_0] = pt_kern_dot_q5_0_avx512,
+	[PT_TYPE_Q8_0] = pt_kern_dot_q8_0_avx512,     [PT_TYPE_Q4_0] = dot_q4_0,   [PT_TYPE_Q5_0] = pt_kern_dot_q5_0_avx512,
 	[PT_TYPE_IQ4_NL] = dot_iq4_nl,
 	[PT_TYPE_MXFP4] = dot_mxfp4,   [PT_TYPE_Q4_K] = pt_kern_dot_q4_k_avx512,   [PT_TYPE_Q5_K] = dot_q5_k,
 	[PT_TYPE_Q6_K] = pt_kern_dot_q6_k_avx512,     [PT_TYPE_IQ4_XS] = dot_iq4_xs,
@@ -326,7 +325,7 @@ const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT] = {
 
 const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_F32] = dot4_f32,      [PT_TYPE_F16] = dot4_f16,    [PT_TYPE_BF16] = dot4_bf16,
-	[PT_TYPE_Q8_0] = dot4_q8_0,    [PT_TYPE_Q4_0] = dot4_q4_0,  [PT_TYPE_Q5_0] = pt_kern_dot4_q5_0_avx512,
+	[PT_TYPE_Q8_0] = pt_kern_dot4_q8_0_avx512,    [PT_TYPE_Q4_0] = dot4_q4_0,  [PT_TYPE_Q5_0] = pt_kern_dot4_q5_0_avx512,
 	[PT_TYPE_IQ4_NL] = dot4_iq4_nl,
 	[PT_TYPE_MXFP4] = dot4_mxfp4,  [PT_TYPE_Q4_K] = pt_kern_dot4_q4_k_avx512,  [PT_TYPE_Q5_K] = dot4_q5_k,
 	[PT_TYPE_Q6_K] = pt_kern_dot4_q6_k_avx512,

@@ -234,14 +234,16 @@ void pt_kern_dot4_q6_k_avx512(size_t n, const void *w, const void *a, size_t s, 
 	q6k_tile_n(n, w, 0, 1, a, s, 4, o, 1);
 }
 
-/* ---- Q5_0 against Q8_0 -------------------------------------------------------------------- */
+/* ---- Q5_0 and Q8_0 against Q8_0 ---------------------------------------------------------- */
 
-/* Two 32-blocks per register.  The weight codes are taken unsigned (nibble | high bit << 4,
- * 0..31) so vpdpbusd multiplies them by the int8 activations directly; the -16 offset is
- * -16 x the activation's 4-element sums, computed once per token and block pair (vpdpbusd
- * with a constant 16) and used as the accumulator start of every row. */
+/* Two 32-blocks per register.  The weight codes are taken unsigned (Q5_0: nibble | high bit
+ * << 4 = value + 16; Q8_0: int8 value + 128, a sign-bit flip) so vpdpbusd multiplies them by
+ * the int8 activations directly; the offset (16 or 128) x the activation's 4-element sums is
+ * computed once per token and block pair (vpdpbusd with a constant) and is the accumulator
+ * start of every row: exact int32, equal lane by lane to the signed products. */
 static inline __m512i q5_0_codes(const uint8_t *x0, const uint8_t *x1)
 {
+	/* (Q8_0 codes: see q32_pair) */
 	const __m256i m4 = _mm256_set1_epi8(0xF);
 	__m256i raw = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(x0 + 6))),
 					      _mm_loadu_si128((const __m128i *)(x1 + 6)), 1);
@@ -259,15 +261,21 @@ static inline __m512 set2_f16(const uint8_t *a, const uint8_t *b)
 
 /* One pair of blocks (x0/x1 of each row, y0/y1 of each token; the odd last block of a row
  * is paired with itself and its copy weighted 0). */
-static inline __attribute__((always_inline)) void q5_0_pair(const uint8_t *w, size_t ws, const int R,
-							    const uint8_t *a, size_t as, const int T,
-							    size_t ib, int odd, __m512 acc[TILE_R][TILE_T])
+static inline __attribute__((always_inline)) void q32_pair(const int q8w, const uint8_t *w, size_t ws, const int R,
+							   const uint8_t *a, size_t as, const int T,
+							   size_t ib, int odd, __m512 acc[TILE_R][TILE_T])
 {
+	const size_t bb = q8w ? Q8_0_B : Q5_0_B;
 	__m512i q[TILE_R];
 	__m512 dw[TILE_R];
 	UNROLL for (int r = 0; r < R; r++) {
-		const uint8_t *x0 = w + r * ws + ib * Q5_0_B, *x1 = odd ? x0 : x0 + Q5_0_B;
-		q[r] = q5_0_codes(x0, x1);
+		const uint8_t *x0 = w + r * ws + ib * bb, *x1 = odd ? x0 : x0 + bb;
+		if (q8w)
+			q[r] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0 + 2))),
+								   _mm256_loadu_si256((const __m256i *)(x1 + 2)), 1),
+						_mm512_set1_epi8((char)0x80));
+		else
+			q[r] = q5_0_codes(x0, x1);
 		dw[r] = odd ? _mm512_insertf32x8(bcast_f16(x0), _mm256_setzero_ps(), 1) : set2_f16(x0, x1);
 	}
 	UNROLL for (int t = 0; t < T; t++) {
@@ -275,7 +283,8 @@ static inline __attribute__((always_inline)) void q5_0_pair(const uint8_t *w, si
 		const __m512i y8 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y0 + 2))),
 						      _mm256_loadu_si256((const __m256i *)(y1 + 2)), 1);
 		const __m512i off = _mm512_sub_epi32(_mm512_setzero_si512(),
-						     _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), y8));
+						     _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+									 _mm512_set1_epi8((char)(q8w ? 128 : 16)), y8));
 		const __m512 d8 = set2_f16(y0, y1);
 		UNROLL for (int r = 0; r < R; r++) {
 			const __m512i p = _mm512_dpbusd_epi32(off, q[r], y8);
@@ -284,9 +293,9 @@ static inline __attribute__((always_inline)) void q5_0_pair(const uint8_t *w, si
 	}
 }
 
-static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
-							      const uint8_t *a, size_t as, const int T,
-							      float *y, size_t ys)
+static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size_t n, const uint8_t *w, size_t ws,
+							     const int R, const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys)
 {
 	__m512 acc[TILE_R][TILE_T];
 	UNROLL for (int r = 0; r < R; r++)
@@ -295,12 +304,26 @@ static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const ui
 	const size_t nb = n / QK;
 	size_t ib = 0;
 	for (; ib + 2 <= nb; ib += 2)
-		q5_0_pair(w, ws, R, a, as, T, ib, 0, acc);
+		q32_pair(q8w, w, ws, R, a, as, T, ib, 0, acc);
 	if (ib < nb)
-		q5_0_pair(w, ws, R, a, as, T, ib, 1, acc);
+		q32_pair(q8w, w, ws, R, a, as, T, ib, 1, acc);
 	UNROLL for (int r = 0; r < R; r++)
 		UNROLL for (int t = 0; t < T; t++)
 			y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							      const uint8_t *a, size_t as, const int T,
+							      float *y, size_t ys)
+{
+	q32_tile_n(0, n, w, ws, R, a, as, T, y, ys);
+}
+
+static inline __attribute__((always_inline)) void q8_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							      const uint8_t *a, size_t as, const int T,
+							      float *y, size_t ys)
+{
+	q32_tile_n(1, n, w, ws, R, a, as, T, y, ys);
 }
 
 float pt_kern_dot_q5_0_avx512(size_t n, const void *w, const void *a)
@@ -313,6 +336,18 @@ float pt_kern_dot_q5_0_avx512(size_t n, const void *w, const void *a)
 void pt_kern_dot4_q5_0_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
 {
 	q5_0_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+}
+
+float pt_kern_dot_q8_0_avx512(size_t n, const void *w, const void *a)
+{
+	float r;
+	q8_0_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	return r;
+}
+
+void pt_kern_dot4_q8_0_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q8_0_tile_n(n, w, 0, 1, a, s, 4, o, 1);
 }
 
 /* ---- tiles -------------------------------------------------------------------------------- */
@@ -338,9 +373,11 @@ void pt_kern_dot4_q5_0_avx512(size_t n, const void *w, const void *a, size_t s, 
 TILE_FN(tile_q4_k, q4k_tile_n)
 TILE_FN(tile_q6_k, q6k_tile_n)
 TILE_FN(tile_q5_0, q5_0_tile_n)
+TILE_FN(tile_q8_0, q8_0_tile_n)
 
 const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = { tile_q4_k, TILE_R, TILE_T },
 	[PT_TYPE_Q6_K] = { tile_q6_k, TILE_R, TILE_T },
 	[PT_TYPE_Q5_0] = { tile_q5_0, TILE_R, TILE_T },
+	[PT_TYPE_Q8_0] = { tile_q8_0, TILE_R, TILE_T },
 };
