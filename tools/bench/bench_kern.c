@@ -23,6 +23,15 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread: the one-thread prefill table is timed by it, so other
+ * processes on a busy host do not count (wall time swung by 2-3x there). */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static uint64_t rng = 88172645463325252ull;
 
 static uint8_t rnd8(void)
@@ -102,7 +111,7 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 }
 
 /* Prefill: n_tok activation rows against one matrix, pt_kern_matmul_q (4 tokens per weight
- * decode where a dot4 kernel exists) versus n_tok separate matvecs; GMAC/s, one thread. */
+ * decode where a dot4 kernel exists) versus n_tok separate matvecs; GMAC/s per CPU second, one thread. */
 static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok, double secs)
 {
 	uint64_t rb;
@@ -124,7 +133,7 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 		for (int batched = 0; batched < 2; batched++) {
 			double best = 0;
 			for (int win = 0; win < 3; win++) {
-				double t0 = now(), t1;
+				double t0 = cpu_now(), t1;
 				uint64_t macs = 0;
 				do {
 					if (batched)
@@ -133,7 +142,7 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 						for (uint64_t k = 0; k < n_tok; k++)
 							pt_kern_matvec_q(&m, xq + k * ab, y + k * rows, NULL, NULL);
 					macs += rows * cols * n_tok;
-					t1 = now();
+					t1 = cpu_now();
 				} while (t1 - t0 < secs / 3);
 				double r = (double)macs / (t1 - t0) / 1e9;
 				best = r > best ? r : best;
