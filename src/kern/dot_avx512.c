@@ -8,7 +8,8 @@
  * signed int8 products use |x| times y with x's sign moved onto y (AVX-512 has no vpsignb);
  * exact for activations in [-127, 127], which the quantizers guarantee.
  * dot4 variants share each weight decode between four activation rows, bit-identical to dot.
- * Types without an entry here (Q4_1 Q5_0 Q5_1 Q2_K Q3_K) run the AVX2 kernels.
+ * Q4_K, Q6_K, Q5_0 and Q8_0 live in tile_avx512.c (dot, dot4 and the prefill tile from one
+ * body).  Types without an entry here (Q4_1 Q5_1 Q2_K Q3_K) run the AVX2 kernels.
  */
 #include "kern/kern_internal.h"
 
@@ -228,7 +229,7 @@ static inline __m256 k4_min_terms(const uint8_t *y, __m256i mins2)
 
 #define SC(sc, j) ((int16_t)(((sc) >> (8 * (j))) & 0xFF))
 
-/* Q4_K (five = 0) and Q5_K: chunks 2p and 2p+1 per iteration.  Low nibbles of the 64 qs
+/* Q5_K (five = 1; five = 0 was the former Q4_K path): chunks 2p and 2p+1 per iteration.  Low nibbles of the 64 qs
  * bytes are sub-blocks 4p and 4p+2, high nibbles 4p+1 and 4p+3. */
 static inline __attribute__((always_inline)) void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			   int five, float *out)
