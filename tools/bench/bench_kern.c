@@ -370,6 +370,8 @@ int main(int argc, char **argv)
 	bench_matmul(PT_TYPE_Q4_K, 768, 2048, 32, secs);
 	bench_matmul(PT_TYPE_Q6_K, 2048, 768, 32, secs);
 	bench_matmul(PT_TYPE_Q5_0, 1024, 288, 64, secs); /* gemma4 small expert down */
+	bench_matmul(PT_TYPE_Q4_K, 512, 1024, 64, secs);  /* qwen3moe small expert gate / up */
+	bench_matmul(PT_TYPE_Q6_K, 1024, 512, 64, secs);  /* ... and down */
 	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 512, secs);
 	return 0;
 }
