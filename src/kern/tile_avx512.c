@@ -41,6 +41,16 @@ static inline __m512 bcast_f16(const uint8_t *p)
 	return _mm512_set1_ps(_cvtsh_ss(kern_u16(p)));
 }
 
+/* A weight scale splat the compiler must treat as an opaque vector: otherwise gcc folds
+ * mul(splat dx, splat d8) into a scalar multiply plus a register broadcast per (row, token),
+ * one more shuffle than a vmulps with an embedded broadcast of d8 from memory.  Same value
+ * and rounding either way. */
+static inline __m512 opaque(__m512 v)
+{
+	__asm__("" : "+v"(v));
+	return v;
+}
+
 /* ---- Q4_K --------------------------------------------------------------------------------- */
 
 /* Packed 6-bit scales and mins of one super-block (get_scale_min_k4): the eight scales as
@@ -91,7 +101,7 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			mins = _mm512_inserti64x4(mins, mins2[1], 1);
 			dmx = _mm512_insertf32x8(bcast_f16(x[0] + 2), _mm256_set1_ps(_cvtsh_ss(kern_u16(x[1] + 2))), 1);
 		} else {
-			dmx = bcast_f16(x[0] + 2);
+			dmx = opaque(bcast_f16(x[0] + 2));
 		}
 		UNROLL for (int t = 0; t < T; t++) {
 			const uint8_t *q8 = a + t * as + i * Q8K_B;
@@ -118,7 +128,7 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			}
 		}
 		UNROLL for (int r = 0; r < R; r++) {
-			const __m512 dx = bcast_f16(x[r]);
+			const __m512 dx = opaque(bcast_f16(x[r]));
 			UNROLL for (int t = 0; t < T; t++) {
 				const __m512 d = _mm512_mul_ps(dx, bcast_f32(a + t * as + i * Q8K_B));
 				acc[r][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
@@ -210,7 +220,7 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 			}
 		}
 		UNROLL for (int r = 0; r < R; r++) {
-			const __m512 dx = bcast_f16(x[r] + 208);
+			const __m512 dx = opaque(bcast_f16(x[r] + 208));
 			UNROLL for (int t = 0; t < T; t++) {
 				const __m512 d = _mm512_mul_ps(dx, bcast_f32(a + t * as + i * Q8K_B));
 				acc[r][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
