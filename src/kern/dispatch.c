@@ -106,12 +106,15 @@ static void build_tables(void)
 				continue;
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
 								 level_fns(use)[t], NULL,
-								 (enum pt_kern_level)use };
+								 (enum pt_kern_level)use, { NULL, 0, 0 } };
 			/* dot4 only from the same level as dot: it must be bit-identical to it */
-			if (use == PT_KERN_LEVEL_AVX2)
+			if (use == PT_KERN_LEVEL_AVX2) {
 				ops_table[lv][t].dot4 = pt_kern_dot4_avx2[t];
-			else if (use == PT_KERN_LEVEL_AVX512)
+				ops_table[lv][t].tile = pt_kern_tile_avx2[t];
+			} else if (use == PT_KERN_LEVEL_AVX512) {
 				ops_table[lv][t].dot4 = pt_kern_dot4_avx512[t];
+				ops_table[lv][t].tile = pt_kern_tile_avx512[t];
+			}
 		}
 	}
 }

@@ -364,30 +364,35 @@ static inline __m256 k4_min_terms(const uint8_t *y, __m256i mins2)
 
 #define SC(sc, j) ((int16_t)(((sc) >> (8 * (j))) & 0xFF))
 
-static inline __attribute__((always_inline)) void q4_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
-			  float *out)
+/* na activation rows (1..Q4K_TOKS, constant after inlining) share each weight decode; the
+ * loops are unrolled so the accumulators live in registers (without the unroll pragmas gcc
+ * kept them on the stack, which is what made an earlier 4-token version slower than dot). */
+#define Q4K_TOKS 3
+#define UNROLL _Pragma("GCC unroll 4")
+static inline __attribute__((always_inline)) void q4_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, const int na,
+			  float *out, size_t os)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	__m256 acc[4], accm[4];
-	for (int a = 0; a < na; a++)
+	__m256 acc[Q4K_TOKS], accm[Q4K_TOKS];
+	UNROLL for (int a = 0; a < na; a++)
 		acc[a] = accm[a] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++, x += Q4K_B) {
 		__m256i mins2;
 		const uint64_t sc = k4_scales(x + 4, &mins2);
 		const uint8_t *qs = x + 16;
 		const float dx = h2f(x), dmx = h2f(x + 2);
-		__m256i sumi[4];
-		for (int a = 0; a < na; a++) {
+		__m256i sumi[Q4K_TOKS];
+		UNROLL for (int a = 0; a < na; a++) {
 			const uint8_t *y = y0 + a * ys + i * Q8K_B;
 			accm[a] = _mm256_fmadd_ps(_mm256_set1_ps(dmx * kern_f32(y)), k4_min_terms(y, mins2), accm[a]);
 			sumi[a] = _mm256_setzero_si256();
 		}
-		for (int c = 0; c < 4; c++) {
+		UNROLL for (int c = 0; c < 4; c++) {
 			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(q, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 			__m256i slo = _mm256_set1_epi16(SC(sc, 2 * c)), shi = _mm256_set1_epi16(SC(sc, 2 * c + 1));
-			for (int a = 0; a < na; a++) {
+			UNROLL for (int a = 0; a < na; a++) {
 				const int8_t *q8 = (const int8_t *)(y0 + a * ys + i * Q8K_B + Q8K_QS);
 				__m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c)));
 				__m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)));
@@ -395,19 +400,31 @@ static inline __attribute__((always_inline)) void q4_k_n(size_t n, const uint8_t
 				sumi[a] = _mm256_add_epi32(sumi[a], _mm256_madd_epi16(phi, shi));
 			}
 		}
-		for (int a = 0; a < na; a++) {
+		UNROLL for (int a = 0; a < na; a++) {
 			const float d8 = kern_f32(y0 + a * ys + i * Q8K_B);
 			acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d8), _mm256_cvtepi32_ps(sumi[a]), acc[a]);
 		}
 	}
-	for (int a = 0; a < na; a++)
-		out[a] = hsum_ps(acc[a]) - hsum_ps(accm[a]);
+	UNROLL for (int a = 0; a < na; a++)
+		out[a * os] = hsum_ps(acc[a]) - hsum_ps(accm[a]);
+}
+
+/* Q4_K tile: one weight row (rows = 1) x up to Q4K_TOKS tokens. */
+static void tile_q4_k(size_t n, const void *w, size_t ws, uint32_t nr, const void *a, size_t as,
+		      uint32_t nt, float *y, size_t ys)
+{
+	(void)ws, (void)nr;
+	switch (nt) {
+	case 1: q4_k_n(n, w, a, as, 1, y, ys); break;
+	case 2: q4_k_n(n, w, a, as, 2, y, ys); break;
+	default: q4_k_n(n, w, a, as, 3, y, ys); break;
+	}
 }
 
 static float dot_q4_k(size_t n, const void *w, const void *a)
 {
 	float r;
-	q4_k_n(n, w, a, 0, 1, &r);
+	q4_k_n(n, w, a, 0, 1, &r, 1);
 	return r;
 }
 
@@ -550,4 +567,8 @@ const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_MXFP4] = dot4_mxfp4,
 	/* no Q4_K: with 16 ymm registers its dot4 spills and measured slower than 4 x dot */
 	[PT_TYPE_Q6_K] = dot4_q6_k,
+};
+
+const struct pt_kern_tile pt_kern_tile_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = { tile_q4_k, 1, Q4K_TOKS },
 };

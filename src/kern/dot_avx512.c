@@ -8,7 +8,8 @@
  * signed int8 products use |x| times y with x's sign moved onto y (AVX-512 has no vpsignb);
  * exact for activations in [-127, 127], which the quantizers guarantee.
  * dot4 variants share each weight decode between four activation rows, bit-identical to dot.
- * Types without an entry here (Q4_1 Q5_0 Q5_1 Q2_K Q3_K) run the AVX2 kernels.
+ * Q4_K, Q6_K, Q5_0 and Q8_0 live in tile_avx512.c (dot, dot4 and the prefill tile from one
+ * body).  Types without an entry here (Q4_1 Q5_1 Q2_K Q3_K) run the AVX2 kernels.
  */
 #include "kern/kern_internal.h"
 
@@ -199,7 +200,6 @@ static inline __attribute__((always_inline)) void blocks32_n(int kind, size_t bb
 		blocks32_n(kind, bb, n, w, a, s, 4, table, o);                               \
 	}
 
-BLOCKS32(q8_0, 0, Q8_0_B, NULL)
 BLOCKS32(q4_0, 1, Q4_0_B, NULL)
 BLOCKS32(iq4_nl, 2, IQ4NL_B, pt_kvalues_iq4nl)
 BLOCKS32(mxfp4, 3, MXFP4_B, pt_kvalues_mxfp4)
@@ -229,7 +229,7 @@ static inline __m256 k4_min_terms(const uint8_t *y, __m256i mins2)
 
 #define SC(sc, j) ((int16_t)(((sc) >> (8 * (j))) & 0xFF))
 
-/* Q4_K (five = 0) and Q5_K: chunks 2p and 2p+1 per iteration.  Low nibbles of the 64 qs
+/* Q5_K (five = 1; five = 0 was the former Q4_K path): chunks 2p and 2p+1 per iteration.  Low nibbles of the 64 qs
  * bytes are sub-blocks 4p and 4p+2, high nibbles 4p+1 and 4p+3. */
 static inline __attribute__((always_inline)) void q45_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			   int five, float *out)
@@ -283,18 +283,6 @@ static inline __attribute__((always_inline)) void q45_k_n(size_t n, const uint8_
 		out[a] = _mm512_reduce_add_ps(acc[a]) - hsum256(accm[a]);
 }
 
-static float dot_q4_k(size_t n, const void *w, const void *a)
-{
-	float r;
-	q45_k_n(n, w, a, 0, 1, 0, &r);
-	return r;
-}
-
-static void dot4_q4_k(size_t n, const void *w, const void *a, size_t s, float o[4])
-{
-	q45_k_n(n, w, a, s, 4, 0, o);
-}
-
 static float dot_q5_k(size_t n, const void *w, const void *a)
 {
 	float r;
@@ -305,74 +293,6 @@ static float dot_q5_k(size_t n, const void *w, const void *a)
 static void dot4_q5_k(size_t n, const void *w, const void *a, size_t s, float o[4])
 {
 	q45_k_n(n, w, a, s, 4, 1, o);
-}
-
-/* Q6_K: per half h, the 64 ql bytes give quarters 0|1 (low nibbles) and 2|3 (high nibbles);
- * qh is duplicated with the upper copy shifted by 2 so one shift serves both quarters.  The
- * four 16-element sub-blocks of a register get their scales by a word permute. */
-static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
-			  float *out)
-{
-	const __m512i m4 = _mm512_set1_epi8(0xF), m2 = _mm512_set1_epi8(3);
-	const __m512i lane_sub = _mm512_srli_epi16(
-		_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
-				 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3);
-	__m512 acc[4];
-	for (int a = 0; a < na; a++)
-		acc[a] = _mm512_setzero_ps();
-	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B) {
-		const int8_t *sc = (const int8_t *)(x + 192);
-		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-		const __m512i scw = _mm512_castsi256_si512(sc16);
-		__m512i sumi[4];
-		for (int a = 0; a < na; a++) {
-			const uint8_t *y = y0 + a * ys + i * Q8K_B;
-			__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
-			__m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
-			sumi[a] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_sub_epi32(
-							     _mm256_setzero_si256(), bias)),
-						     _mm256_setzero_si256(), 1);
-		}
-		for (int h = 0; h < 2; h++) {
-			__m512i l = _mm512_loadu_si512((const void *)(x + 64 * h));
-			__m512i qh = load2x256(x + 128 + 32 * h, x + 128 + 32 * h);
-			qh = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
-			__m512i qa = _mm512_or_si512(_mm512_and_si512(l, m4),
-						     _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
-			__m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-						     _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
-			__m512i sa = _mm512_permutexvar_epi16(
-				_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h))), scw);
-			__m512i sb = _mm512_permutexvar_epi16(
-				_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h + 4))), scw);
-			for (int a = 0; a < na; a++) {
-				const uint8_t *q8 = y0 + a * ys + i * Q8K_B + Q8K_QS + 128 * h;
-				__m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512((const void *)q8));
-				__m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512((const void *)(q8 + 64)));
-				sumi[a] = _mm512_add_epi32(sumi[a], _mm512_madd_epi16(pa, sa));
-				sumi[a] = _mm512_add_epi32(sumi[a], _mm512_madd_epi16(pb, sb));
-			}
-		}
-		const float dx = h2f(x + 208);
-		for (int a = 0; a < na; a++) {
-			const float d8 = kern_f32(y0 + a * ys + i * Q8K_B);
-			acc[a] = _mm512_fmadd_ps(_mm512_set1_ps(dx * d8), _mm512_cvtepi32_ps(sumi[a]), acc[a]);
-		}
-	}
-	for (int a = 0; a < na; a++)
-		out[a] = _mm512_reduce_add_ps(acc[a]);
-}
-
-static float dot_q6_k(size_t n, const void *w, const void *a)
-{
-	float r;
-	q6_k_n(n, w, a, 0, 1, &r);
-	return r;
-}
-
-static void dot4_q6_k(size_t n, const void *w, const void *a, size_t s, float o[4])
-{
-	q6_k_n(n, w, a, s, 4, o);
 }
 
 static float dot_iq4_xs(size_t n, const void *vw, const void *va)
@@ -398,14 +318,16 @@ static float dot_iq4_xs(size_t n, const void *vw, const void *va)
 
 const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_F32] = dot_f32,       [PT_TYPE_F16] = dot_f16,     [PT_TYPE_BF16] = dot_bf16,
-	[PT_TYPE_Q8_0] = dot_q8_0,     [PT_TYPE_Q4_0] = dot_q4_0,   [PT_TYPE_IQ4_NL] = dot_iq4_nl,
-	[PT_TYPE_MXFP4] = dot_mxfp4,   [PT_TYPE_Q4_K] = dot_q4_k,   [PT_TYPE_Q5_K] = dot_q5_k,
-	[PT_TYPE_Q6_K] = dot_q6_k,     [PT_TYPE_IQ4_XS] = dot_iq4_xs,
+	[PT_TYPE_Q8_0] = pt_kern_dot_q8_0_avx512,     [PT_TYPE_Q4_0] = dot_q4_0,   [PT_TYPE_Q5_0] = pt_kern_dot_q5_0_avx512,
+	[PT_TYPE_IQ4_NL] = dot_iq4_nl,
+	[PT_TYPE_MXFP4] = dot_mxfp4,   [PT_TYPE_Q4_K] = pt_kern_dot_q4_k_avx512,   [PT_TYPE_Q5_K] = dot_q5_k,
+	[PT_TYPE_Q6_K] = pt_kern_dot_q6_k_avx512,     [PT_TYPE_IQ4_XS] = dot_iq4_xs,
 };
 
 const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_F32] = dot4_f32,      [PT_TYPE_F16] = dot4_f16,    [PT_TYPE_BF16] = dot4_bf16,
-	[PT_TYPE_Q8_0] = dot4_q8_0,    [PT_TYPE_Q4_0] = dot4_q4_0,  [PT_TYPE_IQ4_NL] = dot4_iq4_nl,
-	[PT_TYPE_MXFP4] = dot4_mxfp4,  [PT_TYPE_Q4_K] = dot4_q4_k,  [PT_TYPE_Q5_K] = dot4_q5_k,
-	[PT_TYPE_Q6_K] = dot4_q6_k,
+	[PT_TYPE_Q8_0] = pt_kern_dot4_q8_0_avx512,    [PT_TYPE_Q4_0] = dot4_q4_0,  [PT_TYPE_Q5_0] = pt_kern_dot4_q5_0_avx512,
+	[PT_TYPE_IQ4_NL] = dot4_iq4_nl,
+	[PT_TYPE_MXFP4] = dot4_mxfp4,  [PT_TYPE_Q4_K] = pt_kern_dot4_q4_k_avx512,  [PT_TYPE_Q5_K] = dot4_q5_k,
+	[PT_TYPE_Q6_K] = pt_kern_dot4_q6_k_avx512,
 };

@@ -9,17 +9,23 @@
  * level, so quantized activation bytes never depend on the CPU level.
  *
  * Determinism: every output element is computed by exactly one thread, by the level's dot
- * function or its dot4 twin (bit-identical to it), whatever the thread count or batch size:
+ * function or its dot4 / tile twins (bit-identical to it: one body instantiated per shape, so
+ * each output sees the dot's operation sequence), whatever the thread count or batch size:
  * results are bit-identical across thread counts, and pt_kern_matmul row t equals
  * pt_kern_matvec of X[t] at the same level.  Results differ between levels in the last bits.
  *
  * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
  * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference and AVX2 for all of them).  AVX-512 has
- * its own kernels for F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K IQ4_XS; the other
- * five run their AVX2 kernel at the AVX-512 level.  dot4 (four activation rows per weight
- * decode, used by pt_kern_matmul): AVX2 F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q6_K; AVX-512
- * F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K.  Types with no kernel at all (IQ2/IQ3/
- * IQ1, TQ, NVFP4, Q1_0/Q2_0): pt_kern_ops returns NULL, products fail with PT_E_UNSUPPORTED.
+ * its own kernels for F32 F16 BF16 Q8_0 Q4_0 Q5_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K IQ4_XS; the
+ * other four run their AVX2 kernel at the AVX-512 level.  dot4 (four activation rows per weight
+ * decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q6_K; AVX-512 F32 F16 BF16 Q8_0 Q4_0 Q5_0
+ * IQ4_NL MXFP4 Q4_K Q5_K Q6_K.  Register tiles (several weight rows x several tokens per
+ * call, used by pt_kern_matmul for two or more tokens before dot4): AVX-512 Q4_K Q6_K Q5_0
+ * Q8_0 at 2 rows x 4 tokens (maddubs + vpdpwssd, or vpdpbusd on unsigned codes with the
+ * offset taken from the activation sums: the same exact integers as the dot; tile_avx512.c),
+ * AVX2 Q4_K at 1 row x 3 tokens.  The AVX-512 level requires VNNI (dispatch.c): a CPU with
+ * AVX-512 F/BW but no VNNI runs the AVX2 level.  Types with no kernel at all (IQ2/IQ3/IQ1, TQ,
+ * NVFP4, Q1_0/Q2_0): pt_kern_ops returns NULL, products fail with PT_E_UNSUPPORTED.
  *
  * Kernels never allocate: callers pass scratch sized by pt_kern_act_bytes.
  */
@@ -49,12 +55,27 @@ typedef float (*pt_kern_dot_fn)(size_t n, const void *w, const void *a);
 typedef void (*pt_kern_dot4_fn)(size_t n, const void *w, const void *a, size_t a_stride,
 				float out[4]);
 
+/* Register tile: n_rows <= rows weight rows (w, w + w_stride, ...) times n_tok <= toks
+ * activation rows (a, a + a_stride, ...; strides in bytes) into y[t * y_stride + r] (floats).
+ * Every output is bit-identical to dot(n, w + r * w_stride, a + t * a_stride): each weight
+ * block is decoded once for all n_tok tokens, each activation load serves all n_rows rows. */
+typedef void (*pt_kern_tile_fn)(size_t n, const void *w, size_t w_stride, uint32_t n_rows,
+				const void *a, size_t a_stride, uint32_t n_tok, float *y,
+				size_t y_stride);
+
+struct pt_kern_tile {
+	pt_kern_tile_fn fn; /* NULL if the level has no tile kernel for the type */
+	uint32_t rows;      /* most weight rows per call */
+	uint32_t toks;      /* most activation rows per call */
+};
+
 struct pt_kern_ops {
 	enum pt_type type;          /* weight type */
 	enum pt_type act_type;      /* partner (activation) format */
 	pt_kern_dot_fn dot;         /* never NULL for a supported type */
 	pt_kern_dot4_fn dot4;       /* NULL if this level has no multi-activation kernel */
 	enum pt_kern_level level;   /* level the dot actually runs at (scalar if no SIMD twin) */
+	struct pt_kern_tile tile;   /* prefill tile, .fn NULL if none (matmul then uses dot4) */
 };
 
 /* ---- CPU level ------------------------------------------------------------------------- */
@@ -117,8 +138,10 @@ enum pt_status pt_kern_matvec_q(const struct pt_kern_mat *w, const void *xq, flo
 				pt_pool *pool, struct pt_error *err);
 /* Y[n_tok][rows] = X[n_tok][cols] W^T.  scratch holds pt_kern_act_bytes(w, n_tok) bytes.
  * Activation rows are converted in parallel from 8 tokens on; then each task takes a band of
- * weight rows, tiles of 16 rows are reused across all tokens, four tokens per weight decode
- * where the level has a dot4 kernel.  Errors as pt_kern_matvec. */
+ * weight rows (whole tiles).  With a register tile (two or more tokens): blocks of weight
+ * rows of about 32 KiB are reused across all tokens, tile.toks tokens at a time, each group's
+ * activation panel passing over the block's row tiles; otherwise blocks of 16 rows, four
+ * tokens per weight decode where the level has dot4.  Errors as pt_kern_matvec. */
 enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint64_t n_tok,
 			      float *y, void *scratch, pt_pool *pool, struct pt_error *err);
 /* Same with pre-quantized activations, rows of act_row_bytes (pt_kern_act_bytes(w, 1)). */

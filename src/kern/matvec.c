@@ -66,6 +66,37 @@ static inline void prefetch_row(const uint8_t *p, size_t bytes)
 		__builtin_prefetch(p + off, 0, 0);
 }
 
+/* Weight rows of one block of the tiled matmul: the block stays in L1/L2 while every token
+ * group passes over it, and each token group's activation panel stays in L1 while the block's
+ * row tiles pass over it. */
+#define MATMUL_BLOCK_BYTES (32u << 10)
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Rows [r0, r1) of a multi-token product through the level's register tile. */
+static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
+{
+	const struct pt_kern_mat *w = jb->w;
+	const struct pt_kern_tile *tl = &jb->ops->tile;
+	const uint8_t *data = w->data;
+	const size_t ab = jb->act_row_bytes, rb = w->row_bytes;
+	uint64_t block = MATMUL_BLOCK_BYTES / rb / tl->rows * tl->rows;
+	if (block < tl->rows)
+		block = tl->rows;
+	for (uint64_t b0 = r0; b0 < r1; b0 += block) {
+		const uint64_t b1 = min_u64(b0 + block, r1);
+		for (uint64_t tok = 0; tok < jb->n_tok; tok += tl->toks) {
+			const uint32_t nt = (uint32_t)min_u64(tl->toks, jb->n_tok - tok);
+			for (uint64_t r = b0; r < b1; r += tl->rows)
+				tl->fn(w->cols, data + r * rb, rb, (uint32_t)min_u64(tl->rows, b1 - r),
+				       jb->xq + tok * ab, ab, nt, jb->y + tok * w->rows + r, w->rows);
+		}
+	}
+}
+
 static void run_task(void *ctx, uint32_t task, uint32_t worker)
 {
 	const struct job *jb = ctx;
@@ -75,6 +106,10 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 	uint64_t r0 = (uint64_t)task * jb->rows_per_task;
 	uint64_t r1 = r0 + jb->rows_per_task < w->rows ? r0 + jb->rows_per_task : w->rows;
 	(void)worker;
+	if (jb->ops->tile.fn && jb->n_tok > 1) {
+		run_tiles(jb, r0, r1);
+		return;
+	}
 	for (uint64_t t0 = r0; t0 < r1; t0 += MATMUL_TILE_ROWS) {
 		uint64_t t1 = t0 + MATMUL_TILE_ROWS < r1 ? t0 + MATMUL_TILE_ROWS : r1;
 		uint64_t tok = 0;
@@ -110,6 +145,7 @@ static void run_rows(struct job *jb, pt_pool *pool)
 		per = MATVEC_TASK_BYTES / jb->w->row_bytes;
 	if (per < MIN_ROWS_PER_TASK)
 		per = MIN_ROWS_PER_TASK;
+	per = (per + 1) & ~(uint64_t)1; /* whole tiles of two rows per task */
 	uint64_t n_tasks = (jb->w->rows + per - 1) / per;
 	if (n_tasks > UINT32_MAX) { /* cannot happen below 2^36 rows; keep the cast honest */
 		per = (jb->w->rows + UINT32_MAX - 1) / UINT32_MAX;

@@ -637,6 +637,110 @@ PT_TEST(test_kern_dot4_matches_dot)
 		CHECK(seen >= 3);
 }
 
+/* The register tile equals dot bit for bit for every shape it takes (1..rows weight rows x
+ * 1..toks tokens, with row and token strides), at every level that has one. */
+PT_TEST(test_kern_tile_matches_dot)
+{
+	rng_state = 5151;
+	enum { N = 768, MAXR = 8, MAXT = 8, WB = N / 256 * 292 + 16 };
+	static const size_t lens[] = { N, 288 }; /* 288: an odd count of 32-blocks */
+	static uint8_t w[MAXR][WB], a[MAXT][WB];
+	static float x[N];
+	int seen = 0;
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		for (size_t ti = 0; ti < N_TYPES; ti++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, all_types[ti]);
+			if (!o->tile.fn)
+				continue;
+			seen++;
+			REQUIRE(o->tile.rows >= 1 && o->tile.rows <= MAXR);
+			REQUIRE(o->tile.toks >= 1 && o->tile.toks <= MAXT);
+			for (int r = 0; r < MAXR; r++)
+				random_row(o->type, w[r], N);
+			for (int t = 0; t < MAXT; t++) {
+				for (int i = 0; i < N; i++)
+					x[i] = rndf();
+				pt_kern_quantize_row(o->act_type, x, a[t], N);
+			}
+			for (size_t li = 0; li < 2; li++)
+			for (uint32_t nr = 1; nr <= o->tile.rows; nr++)
+				for (uint32_t nt = 1; nt <= o->tile.toks; nt++) {
+					const size_t n = lens[li];
+					float y[MAXT * MAXR];
+					if (n % pt_type_traits(o->type)->block_elems != 0)
+						continue;
+					memset(y, 0xff, sizeof y);
+					o->tile.fn(n, w[0], WB, nr, a[0], WB, nt, y, MAXR);
+					for (uint32_t t = 0; t < MAXT; t++)
+						for (uint32_t r = 0; r < MAXR; r++) {
+							uint32_t bits;
+							memcpy(&bits, &y[t * MAXR + r], 4);
+							if (t >= nt || r >= nr) { /* outside the tile: untouched */
+								CHECK(bits == 0xffffffffu);
+								continue;
+							}
+							float d = o->dot(n, w[r], a[t]);
+							if (memcmp(&d, &y[t * MAXR + r], 4) != 0)
+								pt_test_fail(__FILE__, __LINE__,
+									     "%s %s n %zu tile %ux%u [%u][%u] differs",
+									     pt_type_name(o->type),
+									     pt_kern_level_name(lv), n, nr, nt, r, t);
+						}
+				}
+		}
+	}
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
+		CHECK(seen >= 3);
+}
+
+/* Tiled matmul at every tile edge: odd and even row counts, 1..17 tokens (partial token
+ * groups, partial row tiles at task ends), 1/2/3 threads: every row t equals matvec(X[t]). */
+PT_TEST(test_kern_matmul_tile_edges)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q5_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
+	static const uint64_t rows_list[] = { 1, 2, 3, 37, 50 };
+	enum { MAXTOK = 17 };
+	pt_pool *pools[3] = { NULL, NULL, NULL };
+	for (int p = 0; p < 3; p++)
+		REQUIRE(pt_pool_create((uint32_t)p + 1, &pools[p], NULL) == PT_OK);
+	rng_state = 6262;
+	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+		for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
+			const uint64_t rows = rows_list[ri];
+			/* 32-blocks: an odd block count (9) as in gemma4's 288-wide expert down */
+			const uint64_t COLS = pt_type_traits(types[ti])->block_elems == 32 ? 288 : 512;
+			struct mat_fixture f;
+			REQUIRE(make_fixture(&f, types[ti], rows, COLS, MAXTOK, 5) == 0);
+			float *ym = pt_mallocn(rows * MAXTOK, sizeof(float));
+			float *yv = pt_mallocn(rows, sizeof(float));
+			REQUIRE(ym && yv);
+			for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+				REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, NULL) == PT_OK);
+				for (uint64_t nt = 1; nt <= MAXTOK; nt++) {
+					pt_pool *pool = pools[nt % 3];
+					REQUIRE(pt_kern_matmul(&f.w, f.x, nt, ym, f.scratch, pool, NULL) == PT_OK);
+					for (uint64_t t = 0; t < nt; t++) {
+						REQUIRE(pt_kern_matvec(&f.w, f.x + t * COLS, yv, f.scratch,
+								       pools[(nt + t) % 3], NULL) == PT_OK);
+						if (memcmp(yv, ym + t * rows, rows * sizeof(float)) != 0)
+							pt_test_fail(__FILE__, __LINE__,
+								     "%s %s rows %llu tokens %llu: row %llu differs",
+								     pt_type_name(types[ti]), pt_kern_level_name(lv),
+								     (unsigned long long)rows, (unsigned long long)nt,
+								     (unsigned long long)t);
+					}
+				}
+			}
+			pt_kern_set_level(pt_kern_level_max(), NULL);
+			pt_free(ym);
+			pt_free(yv);
+			free_fixture(&f);
+		}
+	for (int p = 0; p < 3; p++)
+		pt_pool_destroy(pools[p]);
+}
+
 /* Against the quant module as the plain reference: weights made by its quantizers from
  * float rows, kernel(w, quant(x)) == sum dequant(w) * dequant(quant(x)) up to float rounding
  * (1e-5 of sum |w a|).  For the Q8_1 partners the kernels use the stored fp16 block sum s for

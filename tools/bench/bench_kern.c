@@ -1,7 +1,7 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case]     (default 0.5)
+ *   build/bench_kern [seconds_per_case [prefill]]   (default 0.5; "prefill": table 5 only)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -20,6 +20,15 @@ static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU time of the calling thread: the one-thread prefill table is timed by it, so other
+ * processes on a busy host do not count (wall time swung by 2-3x there). */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -102,7 +111,7 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 }
 
 /* Prefill: n_tok activation rows against one matrix, pt_kern_matmul_q (4 tokens per weight
- * decode where a dot4 kernel exists) versus n_tok separate matvecs; GMAC/s, one thread. */
+ * decode where a dot4 kernel exists) versus n_tok separate matvecs; GMAC/s per CPU second, one thread. */
 static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok, double secs)
 {
 	uint64_t rb;
@@ -124,7 +133,7 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 		for (int batched = 0; batched < 2; batched++) {
 			double best = 0;
 			for (int win = 0; win < 3; win++) {
-				double t0 = now(), t1;
+				double t0 = cpu_now(), t1;
 				uint64_t macs = 0;
 				do {
 					if (batched)
@@ -133,7 +142,7 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 						for (uint64_t k = 0; k < n_tok; k++)
 							pt_kern_matvec_q(&m, xq + k * ab, y + k * rows, NULL, NULL);
 					macs += rows * cols * n_tok;
-					t1 = now();
+					t1 = cpu_now();
 				} while (t1 - t0 < secs / 3);
 				double r = (double)macs / (t1 - t0) / 1e9;
 				best = r > best ? r : best;
@@ -282,19 +291,87 @@ static void bench_dot_l1(void)
 	}
 }
 
+/* Register tile vs dot, L1-resident: a 2048-element row block (tile rows x tile tokens, or
+ * 1 x 4 for dot4, 1 x 1 for dot), ns per 256 weight elements per output (row, token). */
+static void bench_tile_l1(void)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
+	enum { N = 2048, R = 4, T = 8 };
+	static float x[N];
+	static uint8_t w[R][N * 2], a[T][N * 2];
+	float y[T * R];
+	printf("tile vs dot4 vs dot, L1-resident %d-element rows, ns per 256 elements per output:\n", N);
+	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+		for (int lv = 1; lv <= (int)pt_kern_level_max(); lv++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[k]);
+			for (int r = 0; r < R; r++) {
+				for (int i = 0; i < N; i++)
+					x[i] = (float)(rnd8() + rnd8() - 255) / 128.0f;
+				pt_quant_quantize_row(types[k], x, w[r], N, NULL);
+			}
+			for (int t = 0; t < T; t++) {
+				for (int i = 0; i < N; i++)
+					x[i] = (float)(rnd8() + rnd8() - 255) / 128.0f;
+				pt_kern_quantize_row(o->act_type, x, a[t], N);
+			}
+			double best[3] = { 1e9, 1e9, 1e9 };
+			volatile float sink = 0;
+			for (int rep = 0; rep < 5; rep++) {
+				for (int kind = 0; kind < 3; kind++) {
+					if ((kind == 1 && !o->dot4) || (kind == 2 && !o->tile.fn))
+						continue;
+					uint32_t nr = kind == 2 ? o->tile.rows : 1;
+					uint32_t nt = kind == 2 ? o->tile.toks : kind == 1 ? 4 : 1;
+					double t0 = now();
+					for (int i = 0; i < 1000; i++) {
+						if (kind == 0)
+							y[0] = o->dot(N, w[0], a[0]);
+						else if (kind == 1)
+							o->dot4(N, w[0], a[0], sizeof a[0], y);
+						else
+							o->tile.fn(N, w[0], sizeof w[0], nr, a[0], sizeof a[0], nt, y, R);
+						sink += y[0];
+					}
+					double dt = (now() - t0) / 1000 / (nr * nt);
+					best[kind] = dt < best[kind] ? dt : best[kind];
+				}
+			}
+			(void)sink;
+			printf("  %-6s %-6s dot %7.2f   dot4 %7.2f   tile %ux%u %7.2f\n",
+			       pt_type_name(types[k]), pt_kern_level_name(lv), best[0] * 1e9 / (N / 256),
+			       o->dot4 ? best[1] * 1e9 / (N / 256) : 0.0, o->tile.rows, o->tile.toks,
+			       o->tile.fn ? best[2] * 1e9 / (N / 256) : 0.0);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
+	int prefill_only = argc > 2 && strcmp(argv[2], "prefill") == 0;
 	printf("cpu: %s\n", pt_kern_cpu_name());
-	bench_dot_l1();
-	bench_pool(2);
-	bench_pool(3);
-	bench_case(PT_TYPE_Q4_K, 4096, 4096, 1, secs);
-	bench_case(PT_TYPE_Q6_K, 4096, 4096, 1, secs);
-	bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
-	bench_case(PT_TYPE_Q6_K, 768, 2048, 128, secs);
+	bench_tile_l1();
+	if (!prefill_only) {
+		bench_dot_l1();
+		bench_pool(2);
+		bench_pool(3);
+		bench_case(PT_TYPE_Q4_K, 4096, 4096, 1, secs);
+		bench_case(PT_TYPE_Q6_K, 4096, 4096, 1, secs);
+		bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
+		bench_case(PT_TYPE_Q6_K, 768, 2048, 128, secs);
+	}
 	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 32, secs);
 	bench_matmul(PT_TYPE_Q6_K, 2048, 2048, 32, secs);
 	bench_matmul(PT_TYPE_Q8_0, 2048, 2048, 32, secs);
+	/* one routed expert's share of a 512-token prompt: ~64 tokens (32 experts top-4) through
+	 * gate/up (768 x 2048) and down (2048 x 768), ~32 at 128 experts top-8 */
+	bench_matmul(PT_TYPE_Q4_K, 768, 2048, 64, secs);
+	bench_matmul(PT_TYPE_Q4_K, 768, 2048, 32, secs);
+	bench_matmul(PT_TYPE_Q6_K, 2048, 768, 32, secs);
+	bench_matmul(PT_TYPE_Q5_0, 1024, 288, 64, secs); /* gemma4 small expert down */
+	bench_matmul(PT_TYPE_Q4_K, 512, 1024, 64, secs);  /* qwen3moe small expert gate / up */
+	bench_matmul(PT_TYPE_Q6_K, 1024, 512, 64, secs);  /* ... and down */
+	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 512, secs);
 	return 0;
 }

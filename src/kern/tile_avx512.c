@@ -1,0 +1,393 @@
+/* tile_avx512.c - AVX-512 Q4_K and Q6_K products against Q8_K: the dot, and the register tile
+ * that prefill uses (TILE_R weight rows x up to TILE_T activation rows per call).
+ *
+ * One body per type, instantiated for every (rows, tokens) shape the tile can take: each
+ * output (row, token) sees exactly the operation sequence of the 1 x 1 instance, which is the
+ * dot, so tiles, dot4 and dot agree bit for bit.  Within a tile each weight block is decoded
+ * once for all its tokens and each activation load serves all its rows.
+ *
+ * Integer part: maddubs (unsigned weight codes x signed int8 activations -> exact int16 pair
+ * sums, no saturation for codes <= 63) then vpdpwssd with the sub-block scales (exact int32),
+ * i.e. the former maddubs + madd + add in two instructions.  The activation is read with plain
+ * 64-byte loads; for Q4_K the weight register holds chunk 2g (low nibbles) in its lower half
+ * and chunk 2g + 1 (high nibbles of the same 32 bytes) in its upper half, which is what puts
+ * the 64 matching activation bytes next to each other.  Every int32 lane stays below 2^24, so
+ * the conversion to float is exact; only the float combination (per super-block FMA per lane,
+ * then one horizontal sum) is level-specific.
+ */
+#include "kern/kern_internal.h"
+
+#include <immintrin.h>
+
+#define TILE_R 2
+#define TILE_T 4
+#define UNROLL _Pragma("GCC unroll 8")
+
+static inline float hsum256(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+static inline __m512 bcast_f32(const uint8_t *p)
+{
+	return _mm512_set1_ps(kern_f32(p));
+}
+
+static inline __m512 bcast_f16(const uint8_t *p)
+{
+	return _mm512_set1_ps(_cvtsh_ss(kern_u16(p)));
+}
+
+/* A weight scale splat the compiler must treat as an opaque vector: otherwise gcc folds
+ * mul(splat dx, splat d8) into a scalar multiply plus a register broadcast per (row, token),
+ * one more shuffle than a vmulps with an embedded broadcast of d8 from memory.  Same value
+ * and rounding either way. */
+static inline __m512 opaque(__m512 v)
+{
+	__asm__("" : "+v"(v));
+	return v;
+}
+
+/* ---- Q4_K --------------------------------------------------------------------------------- */
+
+/* Packed 6-bit scales and mins of one super-block (get_scale_min_k4): the eight scales as
+ * int16 words 0..7 of a 128-bit lane broadcast to all four lanes, the mins as int16 words
+ * m0 m0 m1 m1 ... m7 m7 (lined up with the 16 Q8_K bsums). */
+static inline __m512i q4k_scales(const uint8_t *s, __m256i *mins2)
+{
+	uint32_t u0 = kern_u32(s), u1 = kern_u32(s + 4), u2 = kern_u32(s + 8);
+	uint32_t sc03 = u0 & 0x3f3f3f3f;
+	uint32_t sc47 = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+	uint32_t m03 = u1 & 0x3f3f3f3f;
+	uint32_t m47 = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+	__m128i m = _mm_cvtsi64_si128((int64_t)((uint64_t)m47 << 32 | m03));
+	*mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+	__m128i sc = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((int64_t)((uint64_t)sc47 << 32 | sc03)));
+	return _mm512_broadcast_i32x4(sc);
+}
+
+/* pshufb controls: words sc[2g] in the lower 256 bits, sc[2g + 1] in the upper 256 bits. */
+#define SCW(j) (char)(2 * (j)), (char)(2 * (j) + 1)
+#define SCL(j) SCW(j), SCW(j), SCW(j), SCW(j), SCW(j), SCW(j), SCW(j), SCW(j)
+#define SCG(g) { SCL(2 * (g)), SCL(2 * (g)), SCL(2 * (g) + 1), SCL(2 * (g) + 1) }
+static const char q4k_sc_ctrl[4][64] __attribute__((aligned(64))) = { SCG(0), SCG(1), SCG(2), SCG(3) };
+
+static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							     const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys)
+{
+	const __m512i m4 = _mm512_set1_epi8(0xF);
+	__m512 acc[TILE_R][TILE_T], accm[TILE_T];
+	UNROLL for (int t = 0; t < T; t++) {
+		accm[t] = _mm512_setzero_ps();
+		UNROLL for (int r = 0; r < R; r++)
+			acc[r][t] = _mm512_setzero_ps();
+	}
+	for (size_t i = 0; i < n / QKK; i++) {
+		const uint8_t *x[TILE_R];
+		__m512i scw[TILE_R];
+		__m256i mins2[TILE_R];
+		__m512 dmx;
+		UNROLL for (int r = 0; r < R; r++) {
+			x[r] = w + r * ws + i * Q4K_B;
+			scw[r] = q4k_scales(x[r] + 4, &mins2[r]);
+		}
+		/* min terms: rows 0 and 1 in the lower and upper 8 lanes of one register */
+		__m512i mins = _mm512_castsi256_si512(mins2[0]);
+		if (R == 2) {
+			mins = _mm512_inserti64x4(mins, mins2[1], 1);
+			dmx = _mm512_insertf32x8(bcast_f16(x[0] + 2), _mm256_set1_ps(_cvtsh_ss(kern_u16(x[1] + 2))), 1);
+		} else {
+			dmx = opaque(bcast_f16(x[0] + 2));
+		}
+		UNROLL for (int t = 0; t < T; t++) {
+			const uint8_t *q8 = a + t * as + i * Q8K_B;
+			__m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q8 + Q8K_BSUMS)));
+			__m512 mt = _mm512_cvtepi32_ps(_mm512_madd_epi16(bs, mins));
+			accm[t] = _mm512_fmadd_ps(_mm512_mul_ps(dmx, bcast_f32(q8)), mt, accm[t]);
+		}
+		__m512i sumi[TILE_R][TILE_T];
+		UNROLL for (int g = 0; g < 4; g++) {
+			__m512i q[TILE_R], s[TILE_R];
+			const __m512i ctrl = _mm512_load_si512((const void *)q4k_sc_ctrl[g]);
+			UNROLL for (int r = 0; r < R; r++) {
+				__m512i b = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r] + 16 + 32 * g)));
+				q[r] = _mm512_and_si512(_mm512_mask_srli_epi16(b, 0xFFFF0000u, b, 4), m4);
+				s[r] = _mm512_shuffle_epi8(scw[r], ctrl);
+			}
+			UNROLL for (int t = 0; t < T; t++) {
+				const __m512i y8 = _mm512_loadu_si512((const void *)(a + t * as + i * Q8K_B + Q8K_QS + 64 * g));
+				UNROLL for (int r = 0; r < R; r++) {
+					__m512i p = _mm512_maddubs_epi16(q[r], y8);
+					sumi[r][t] = g == 0 ? _mm512_madd_epi16(p, s[r])
+							    : _mm512_dpwssd_epi32(sumi[r][t], p, s[r]);
+				}
+			}
+		}
+		UNROLL for (int r = 0; r < R; r++) {
+			const __m512 dx = opaque(bcast_f16(x[r]));
+			UNROLL for (int t = 0; t < T; t++) {
+				const __m512 d = _mm512_mul_ps(dx, bcast_f32(a + t * as + i * Q8K_B));
+				acc[r][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
+			}
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++) {
+		const float m0 = hsum256(_mm512_castps512_ps256(accm[t]));
+		y[t * ys] = _mm512_reduce_add_ps(acc[0][t]) - m0;
+		if (R == 2)
+			y[t * ys + 1] = _mm512_reduce_add_ps(acc[1][t]) -
+					hsum256(_mm512_extractf32x8_ps(accm[t], 1));
+	}
+}
+
+float pt_kern_dot_q4_k_avx512(size_t n, const void *w, const void *a)
+{
+	float r;
+	q4k_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	return r;
+}
+
+void pt_kern_dot4_q4_k_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q4k_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+}
+
+/* ---- Q6_K --------------------------------------------------------------------------------- */
+
+/* Per half h, the 64 ql bytes give quarters 0|1 (low nibbles) and 2|3 (high nibbles); qh is
+ * duplicated with the upper copy shifted by 2 so one shift serves both quarters.  The four
+ * 16-element sub-blocks of a register get their scales by a word permute.  The -32 offset of
+ * the 6-bit codes is one bias per (row, token): 32 * sum of scale x bsum, subtracted from the
+ * integer sum up front. */
+static inline __attribute__((always_inline)) void q6k_decode(const uint8_t *x, int h, __m512i scw,
+							     __m512i *qa, __m512i *qb, __m512i *sa,
+							     __m512i *sb)
+{
+	const __m512i m4 = _mm512_set1_epi8(0xF), m2 = _mm512_set1_epi8(3);
+	const __m512i lane_sub = _mm512_srli_epi16(
+		_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
+				 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3);
+	const __m512i l = _mm512_loadu_si512((const void *)(x + 64 * h));
+	__m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 128 + 32 * h)));
+	qh = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
+	*qa = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
+	*qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+			      _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
+	*sa = _mm512_permutexvar_epi16(_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h))), scw);
+	*sb = _mm512_permutexvar_epi16(_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h + 4))), scw);
+}
+
+static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							     const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys)
+{
+	__m512 acc[TILE_R][TILE_T];
+	UNROLL for (int r = 0; r < R; r++)
+		UNROLL for (int t = 0; t < T; t++)
+			acc[r][t] = _mm512_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++) {
+		const uint8_t *x[TILE_R];
+		__m256i sc16[TILE_R];
+		__m512i sumi[TILE_R][TILE_T];
+		UNROLL for (int r = 0; r < R; r++) {
+			x[r] = w + r * ws + i * Q6K_B;
+			sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x[r] + 192)));
+		}
+		UNROLL for (int t = 0; t < T; t++) {
+			__m256i bs = _mm256_loadu_si256((const __m256i *)(a + t * as + i * Q8K_B + Q8K_BSUMS));
+			UNROLL for (int r = 0; r < R; r++) {
+				__m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[r]), 5);
+				sumi[r][t] = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
+				sumi[r][t] = _mm512_inserti64x4(sumi[r][t], _mm256_setzero_si256(), 1);
+			}
+		}
+		UNROLL for (int h = 0; h < 2; h++) {
+			__m512i qa[TILE_R], qb[TILE_R], sa[TILE_R], sb[TILE_R];
+			UNROLL for (int r = 0; r < R; r++)
+				q6k_decode(x[r], h, _mm512_castsi256_si512(sc16[r]), &qa[r], &qb[r], &sa[r], &sb[r]);
+			UNROLL for (int t = 0; t < T; t++) {
+				const uint8_t *q8 = a + t * as + i * Q8K_B + Q8K_QS + 128 * h;
+				const __m512i ya = _mm512_loadu_si512((const void *)q8);
+				const __m512i yb = _mm512_loadu_si512((const void *)(q8 + 64));
+				UNROLL for (int r = 0; r < R; r++) {
+					sumi[r][t] = _mm512_dpwssd_epi32(sumi[r][t], _mm512_maddubs_epi16(qa[r], ya), sa[r]);
+					sumi[r][t] = _mm512_dpwssd_epi32(sumi[r][t], _mm512_maddubs_epi16(qb[r], yb), sb[r]);
+				}
+			}
+		}
+		UNROLL for (int r = 0; r < R; r++) {
+			const __m512 dx = opaque(bcast_f16(x[r] + 208));
+			UNROLL for (int t = 0; t < T; t++) {
+				const __m512 d = _mm512_mul_ps(dx, bcast_f32(a + t * as + i * Q8K_B));
+				acc[r][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
+			}
+		}
+	}
+	UNROLL for (int r = 0; r < R; r++)
+		UNROLL for (int t = 0; t < T; t++)
+			y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+float pt_kern_dot_q6_k_avx512(size_t n, const void *w, const void *a)
+{
+	float r;
+	q6k_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	return r;
+}
+
+void pt_kern_dot4_q6_k_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q6k_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+}
+
+/* ---- Q5_0 and Q8_0 against Q8_0 ---------------------------------------------------------- */
+
+/* Two 32-blocks per register.  The weight codes are taken unsigned (Q5_0: nibble | high bit
+ * << 4 = value + 16; Q8_0: int8 value + 128, a sign-bit flip) so vpdpbusd multiplies them by
+ * the int8 activations directly; the offset (16 or 128) x the activation's 4-element sums is
+ * computed once per token and block pair (vpdpbusd with a constant) and is the accumulator
+ * start of every row: exact int32, equal lane by lane to the signed products. */
+static inline __m512i q5_0_codes(const uint8_t *x0, const uint8_t *x1)
+{
+	/* (Q8_0 codes: see q32_pair) */
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	__m256i raw = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(x0 + 6))),
+					      _mm_loadu_si128((const __m128i *)(x1 + 6)), 1);
+	__m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+	__m512i lh = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); /* lo_0 lo_1 hi_0 hi_1 */
+	__m512i nib = _mm512_shuffle_i64x2(lh, lh, _MM_SHUFFLE(3, 1, 2, 0)); /* element order */
+	const __mmask64 hbit = (__mmask64)kern_u32(x0 + 2) | (__mmask64)kern_u32(x1 + 2) << 32;
+	return _mm512_mask_add_epi8(nib, hbit, nib, _mm512_set1_epi8(16));
+}
+
+static inline __m512 set2_f16(const uint8_t *a, const uint8_t *b)
+{
+	return _mm512_insertf32x8(bcast_f16(a), _mm256_set1_ps(_cvtsh_ss(kern_u16(b))), 1);
+}
+
+/* One pair of blocks (x0/x1 of each row, y0/y1 of each token; the odd last block of a row
+ * is paired with itself and its copy weighted 0). */
+static inline __attribute__((always_inline)) void q32_pair(const int q8w, const uint8_t *w, size_t ws, const int R,
+							   const uint8_t *a, size_t as, const int T,
+							   size_t ib, int odd, __m512 acc[TILE_R][TILE_T])
+{
+	const size_t bb = q8w ? Q8_0_B : Q5_0_B;
+	__m512i q[TILE_R];
+	__m512 dw[TILE_R];
+	UNROLL for (int r = 0; r < R; r++) {
+		const uint8_t *x0 = w + r * ws + ib * bb, *x1 = odd ? x0 : x0 + bb;
+		if (q8w)
+			q[r] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0 + 2))),
+								   _mm256_loadu_si256((const __m256i *)(x1 + 2)), 1),
+						_mm512_set1_epi8((char)0x80));
+		else
+			q[r] = q5_0_codes(x0, x1);
+		dw[r] = odd ? _mm512_insertf32x8(bcast_f16(x0), _mm256_setzero_ps(), 1) : set2_f16(x0, x1);
+	}
+	UNROLL for (int t = 0; t < T; t++) {
+		const uint8_t *y0 = a + t * as + ib * Q8_0_B, *y1 = odd ? y0 : y0 + Q8_0_B;
+		const __m512i y8 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y0 + 2))),
+						      _mm256_loadu_si256((const __m256i *)(y1 + 2)), 1);
+		const __m512i off = _mm512_sub_epi32(_mm512_setzero_si512(),
+						     _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+									 _mm512_set1_epi8((char)(q8w ? 128 : 16)), y8));
+		const __m512 d8 = set2_f16(y0, y1);
+		UNROLL for (int r = 0; r < R; r++) {
+			const __m512i p = _mm512_dpbusd_epi32(off, q[r], y8);
+			acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw[r], d8), _mm512_cvtepi32_ps(p), acc[r][t]);
+		}
+	}
+}
+
+static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size_t n, const uint8_t *w, size_t ws,
+							     const int R, const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys)
+{
+	__m512 acc[TILE_R][TILE_T];
+	UNROLL for (int r = 0; r < R; r++)
+		UNROLL for (int t = 0; t < T; t++)
+			acc[r][t] = _mm512_setzero_ps();
+	const size_t nb = n / QK;
+	size_t ib = 0;
+	for (; ib + 2 <= nb; ib += 2)
+		q32_pair(q8w, w, ws, R, a, as, T, ib, 0, acc);
+	if (ib < nb)
+		q32_pair(q8w, w, ws, R, a, as, T, ib, 1, acc);
+	UNROLL for (int r = 0; r < R; r++)
+		UNROLL for (int t = 0; t < T; t++)
+			y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							      const uint8_t *a, size_t as, const int T,
+							      float *y, size_t ys)
+{
+	q32_tile_n(0, n, w, ws, R, a, as, T, y, ys);
+}
+
+static inline __attribute__((always_inline)) void q8_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							      const uint8_t *a, size_t as, const int T,
+							      float *y, size_t ys)
+{
+	q32_tile_n(1, n, w, ws, R, a, as, T, y, ys);
+}
+
+float pt_kern_dot_q5_0_avx512(size_t n, const void *w, const void *a)
+{
+	float r;
+	q5_0_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	return r;
+}
+
+void pt_kern_dot4_q5_0_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q5_0_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+}
+
+float pt_kern_dot_q8_0_avx512(size_t n, const void *w, const void *a)
+{
+	float r;
+	q8_0_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	return r;
+}
+
+void pt_kern_dot4_q8_0_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
+{
+	q8_0_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+}
+
+/* ---- tiles -------------------------------------------------------------------------------- */
+
+/* Every (rows, tokens) shape gets its own fully unrolled instance. */
+#define TILE_FN(name, body)                                                                   \
+	static void name(size_t n, const void *w, size_t ws, uint32_t nr, const void *a,     \
+			 size_t as, uint32_t nt, float *y, size_t ys)                        \
+	{                                                                                     \
+		const uint8_t *W = w, *A = a;                                                 \
+		switch ((nr == 2 ? 4 : 0) + nt - 1) {                                         \
+		case 0: body(n, W, ws, 1, A, as, 1, y, ys); break;                            \
+		case 1: body(n, W, ws, 1, A, as, 2, y, ys); break;                            \
+		case 2: body(n, W, ws, 1, A, as, 3, y, ys); break;                            \
+		case 3: body(n, W, ws, 1, A, as, 4, y, ys); break;                            \
+		case 4: body(n, W, ws, 2, A, as, 1, y, ys); break;                            \
+		case 5: body(n, W, ws, 2, A, as, 2, y, ys); break;                            \
+		case 6: body(n, W, ws, 2, A, as, 3, y, ys); break;                            \
+		default: body(n, W, ws, 2, A, as, 4, y, ys); break;                           \
+		}                                                                             \
+	}
+
+TILE_FN(tile_q4_k, q4k_tile_n)
+TILE_FN(tile_q6_k, q6k_tile_n)
+TILE_FN(tile_q5_0, q5_0_tile_n)
+TILE_FN(tile_q8_0, q8_0_tile_n)
+
+const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = { tile_q4_k, TILE_R, TILE_T },
+	[PT_TYPE_Q6_K] = { tile_q6_k, TILE_R, TILE_T },
+	[PT_TYPE_Q5_0] = { tile_q5_0, TILE_R, TILE_T },
+	[PT_TYPE_Q8_0] = { tile_q8_0, TILE_R, TILE_T },
+};
