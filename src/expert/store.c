@@ -608,6 +608,16 @@ enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_
 	return st;
 }
 
+double pt_expert_store_io_busy_s(pt_expert_store *s)
+{
+	if (!s->io)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	const uint64_t ns = pt_io_busy_ns(s->io);
+	pthread_mutex_unlock(&s->mu);
+	return (double)ns * 1e-9;
+}
+
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out)
 {
 	if (!s->cache) {

@@ -96,6 +96,9 @@ enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_
 void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,
 				  uint64_t *written);
 
+/* Wall seconds with expert reads in flight (pt_io_busy_ns); 0 in mmap mode. */
+double pt_expert_store_io_busy_s(pt_expert_store *s);
+
 /* Cache counters by MoE index (UINT32_MAX: total); zeros in mmap mode. */
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out);
 

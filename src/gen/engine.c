@@ -523,6 +523,7 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.prefill_tokens = e->prefill_tokens, .prefill_s = (double)e->prefill_ns * 1e-9,
 		.decode_tokens = e->decode_tokens, .decode_s = (double)e->decode_ns * 1e-9,
 		.expert_slots_used = cs.slots_used,
+		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
 	};
 }
 
