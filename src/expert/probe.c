@@ -106,11 +106,21 @@ static void summarize(struct pt_disk_probe_result *r)
 					 : 0.5 * (s[r->n_trials / 2 - 1] + s[r->n_trials / 2]);
 }
 
+void pt_disk_probe_merge(struct pt_disk_probe_result *a, const struct pt_disk_probe_result *b)
+{
+	for (uint32_t i = 0; i < b->n_trials && a->n_trials < PT_PROBE_MAX_TRIALS; i++)
+		a->trial_bps[a->n_trials++] = b->trial_bps[i];
+	a->bytes += b->bytes;
+	a->secs += b->secs;
+	if (a->n_trials)
+		summarize(a);
+}
+
 static enum pt_status trials(const struct pt_disk_probe_config *c, struct trial *t,
 			     struct pt_disk_probe_result *r, struct pt_error *err)
 {
-	const uint32_t nt = c->trials ? c->trials : 3;
-	uint64_t per = c->trial_bytes ? c->trial_bytes : 256ull << 20;
+	const uint32_t nt = c->trials ? c->trials : 4;
+	uint64_t per = c->trial_bytes ? c->trial_bytes : 128ull << 20;
 	if (nt > PT_PROBE_MAX_TRIALS)
 		return pt_error_set(err, PT_E_INVALID, "disk probe: at most %u trials",
 				    PT_PROBE_MAX_TRIALS);

@@ -59,12 +59,13 @@ tok() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["fi
 if [ "$(tok "$TMP/a.json")" = "$(tok "$TMP/out")" ]; then ok; else bad "greedy tokens differ across threads/slots"; fi
 expect_exit 0 "bench measures the disk" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json
 expect_grep "$TMP/out" '"disk_bw_source": "\(O_DIRECT\|buffered\)"' "disk probe source"
-# the probe: 3 trials by default, the floor uses the best, the median lies within them
+# the probe: 4 trials before and 4 after the run, the floor uses the best, the median lies
+# within them
 if python3 - "$TMP/out" <<'PY'
 import json, sys
 o = json.load(open(sys.argv[1]))
 t = o["disk_probe_trials_bytes_per_s"]
-assert len(t) == 3 and min(t) > 0, o
+assert len(t) == 8 and min(t) > 0, o
 assert o["disk_bw_bytes_per_s"] == max(t), o
 assert min(t) <= o["disk_bw_median_bytes_per_s"] <= max(t), o
 assert "random reads" in o["disk_probe"], o
@@ -72,5 +73,5 @@ PY
 then ok; else bad "probe json"; fi
 expect_exit 0 "bench probe flags" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json \
 	--probe-mib 1 --probe-depth 2
-expect_grep "$TMP/out" '"disk_probe": "[^"]*2 x [0-9]* KiB random reads, 3 x [0-9.]* MiB' "probe flags used"
+expect_grep "$TMP/out" '"disk_probe": "[^"]*2 x [0-9]* KiB random reads, 4 x [0-9.]* MiB' "probe flags used"
 finish

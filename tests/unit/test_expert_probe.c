@@ -67,6 +67,25 @@ PT_TEST(test_expert_probe_small_file)
 	CHECK(r.bytes == 2ull * 3 * 4096);
 }
 
+/* merge: trials appended up to the maximum, best and median over all of them */
+PT_TEST(test_expert_probe_merge)
+{
+	struct pt_disk_probe_result a = { .n_trials = 3, .trial_bps = { 5, 1, 3 }, .bytes = 30,
+					  .secs = 1 };
+	struct pt_disk_probe_result b = { .n_trials = 2, .trial_bps = { 9, 2 }, .bytes = 20,
+					  .secs = 2 };
+	pt_disk_probe_merge(&a, &b);
+	CHECK_EQ_INT(a.n_trials, 5);
+	CHECK(a.best_bps == 9 && a.median_bps == 3);
+	CHECK(a.bytes == 50 && a.secs == 3);
+	b.n_trials = PT_PROBE_MAX_TRIALS;
+	for (uint32_t i = 0; i < b.n_trials; i++)
+		b.trial_bps[i] = 4;
+	pt_disk_probe_merge(&a, &b);
+	CHECK_EQ_INT(a.n_trials, PT_PROBE_MAX_TRIALS);
+	CHECK(a.best_bps == 9 && a.median_bps == 4);
+}
+
 PT_TEST(test_expert_probe_errors)
 {
 	struct pt_disk_probe_result r;
