@@ -86,6 +86,11 @@ static void sp_end_layer(void *ctx, uint32_t layer)
 	pt_expert_store_end_layer(ctx, layer);
 }
 
+static void sp_ahead(void *ctx, uint32_t layer, const uint32_t *experts, uint32_t n)
+{
+	pt_expert_store_ahead(ctx, layer, experts, n);
+}
+
 /* Routing observer: the --trace-experts file (first write error kept, reported by eval). */
 static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
 		     const int *ids)
@@ -236,6 +241,9 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 		.force_pread = getenv("PARTICLE_IO") && !strcmp(getenv("PARTICLE_IO"), "pread"),
 		.pack_cache_size = e->o.pack_cache_size ? e->o.pack_cache_size : 4ull << 30,
 		.identity = ident,
+		/* PARTICLE_READ_AHEAD=0: no decode read-ahead (A/B comparisons) */
+		.no_read_ahead = getenv("PARTICLE_READ_AHEAD") &&
+				 !strcmp(getenv("PARTICLE_READ_AHEAD"), "0"),
 	};
 	enum pt_status st = pt_expert_store_open(&c, &e->store, err);
 	if (st != PT_OK)
@@ -244,7 +252,7 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 	e->prov = (struct pt_expert_provider){ .ctx = e->store, .get = sp_get,
 					       .release = sp_release, .waves = sp_waves,
 					       .prefetch = sp_prefetch, .next = sp_next,
-					       .end_layer = sp_end_layer };
+					       .end_layer = sp_end_layer, .ahead = sp_ahead };
 	return PT_OK;
 }
 
@@ -549,6 +557,8 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.decode_tokens = e->decode_tokens, .decode_s = (double)e->decode_ns * 1e-9,
 		.expert_slots_used = cs.slots_used,
 		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
+		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,
+		.ahead_wasted = cs.ahead_wasted,
 	};
 }
 

@@ -50,6 +50,7 @@ spt = o["s_per_token"]
 assert abs(o["decode_read_wait_s_per_token"] + o["decode_compute_s_per_token"] - spt) < 1e-5, o
 assert 0 <= o["decode_io_busy_s_per_token"] <= spt + 1e-6, o
 assert o["disk_probe_trials_bytes_per_s"] == [] and o["disk_probe"] == "", o
+assert o["read_ahead_used"] + o["read_ahead_wasted"] <= o["read_ahead"], o
 PY
 then ok; else bad "json shape"; fi
 # Greedy decode is deterministic and independent of the thread count and memory budget.

@@ -60,6 +60,15 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
 			bad "$arch b$b pread pool: logits differ from the mmap run"; fi
 	done
+	# decode read-ahead on (default) and off: the same logits as the mapping (batch 1 = the
+	# decode path, where the guess of the next layer's experts is made)
+	for ra in 1 0; do
+		expect_exit 0 "$arch: read-ahead $ra" -- env PARTICLE_READ_AHEAD=$ra "$PARTICLE" eval \
+			-m "$M" --tokens "$T" --top 0 --batch 1 --io direct --expert-slots $((k + 2)) \
+			--logits-out "$TMP/l.bin"
+		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
+			bad "$arch: read-ahead $ra logits differ from the mmap run"; fi
+	done
 	[ "$k" -gt 0 ] && [ "$ne" -gt "$k" ] && ok || bad "$arch: top-k $k / $ne experts parsed"
 	# an expert pack beside the model (one read per expert) and the lazy pack cache
 	expect_exit 0 "$arch: pack" -- "$PARTICLE" pack "$M"
