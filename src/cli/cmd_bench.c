@@ -35,6 +35,7 @@ struct bench_result {
 	double dec_wait_s, dec_busy_s;              /* decode phase: blocked on reads, reads
 						       in flight */
 	struct pt_disk_probe_result probe;
+	char io_engine[200]; /* st.io_engine copied: the engine is closed before the report */
 	uint32_t first_token, last_token;
 };
 
@@ -232,6 +233,8 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	r->decode_s = now_s() - t1;
 	r->last_token = tok;
 	pt_engine_stats(e, &r->st);
+	snprintf(r->io_engine, sizeof r->io_engine, "%s", r->st.io_engine ? r->st.io_engine : "");
+	r->st.io_engine = r->io_engine;
 	r->hits = r->st.hits;
 	r->misses = r->st.misses;
 	r->bytes_read = r->st.bytes_read;
