@@ -12,18 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "expert/probe.h"
 #include "gen/engine.h"
 #include "kern/pool.h"
 #include "util/alloc.h"
 
-/* The disk probe: enough to get past the device's burst cache, small enough to be quick. */
-#define DISK_PROBE_BYTES (512ull << 20)
-#define DISK_PROBE_CHUNK (4u << 20)
-#define DISK_PROBE_LANES 4
-
 struct bench_args {
 	const char *model;
 	uint64_t prompt, gen, threads, batch;
+	uint64_t probe_mib, probe_depth; /* disk probe: MiB per trial, reads in flight */
 	double disk_bw_mbs; /* 0: measure */
 	bool json;
 	struct pt_engine_opts eo;
@@ -35,6 +32,10 @@ struct bench_result {
 	uint64_t hits, misses, bytes_read;          /* whole run */
 	uint64_t dec_hits, dec_misses, dec_bytes;   /* decode phase only */
 	struct pt_engine_stats st;
+	double dec_wait_s, dec_busy_s;              /* decode phase: blocked on reads, reads
+						       in flight */
+	struct pt_disk_probe_result probe;
+	char io_engine[200]; /* st.io_engine copied: the engine is closed before the report */
 	uint32_t first_token, last_token;
 };
 
@@ -54,11 +55,16 @@ static void help(void)
 	       "  --memory SIZE          memory budget for the whole process (e.g. 6G; default:\n"
 	       "                         cgroup limit / MemAvailable less headroom)\n"
 	       "  --expert-slots N       expert cache slots per MoE layer (default: planned)\n"
-	       "  --io MODE              direct | buffered | mmap (default: the engine's)\n"
+	       "  --io MODE              direct | buffered | mmap (default: mmap when every\n"
+	       "                         expert fits the budget and --expert-slots is not\n"
+	       "                         given, else direct)\n"
 	       "  --cache-policy P       lfu | lru (default lfu)\n"
-	       "  --disk-bw MB/S         disk bandwidth for the I/O floor (default: measured by\n"
-	       "                         4 concurrent O_DIRECT sequential reads,\n"
-	       "                         512 MiB in all, of the model file)\n"
+	       "  --disk-bw MB/S         disk bandwidth for the I/O floor (default: measured:\n"
+	       "                         the best of 4 trials before and 4 after the run,\n"
+	       "                         each of 2 MiB O_DIRECT reads at random offsets of\n"
+	       "                         the model file, through the expert read engine)\n"
+	       "  --probe-mib N          disk probe: MiB read per trial (default 128)\n"
+	       "  --probe-depth N        disk probe: reads in flight (default 16)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --json                 one JSON object on stdout instead of text\n"
 	       "  -h, --help             this help\n");
@@ -80,6 +86,10 @@ static int parse_value(struct bench_args *a, const char *f, const char *v)
 		return pt_cli_parse_u64(f, v, 1, 4096, &a->batch) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--memory"))
 		return pt_cli_parse_size(f, v, &a->eo.memory_budget) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--probe-mib"))
+		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->probe_mib) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--probe-depth"))
+		return pt_cli_parse_u64(f, v, 1, 256, &a->probe_depth) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--disk-bw"))
 		return pt_cli_parse_f64(f, v, 1e-3, 1e9, &a->disk_bw_mbs) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--expert-slots")) {
@@ -148,72 +158,28 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-struct probe_lane {
-	int fd;
-	uint64_t off, len, got;
-	unsigned char *buf;
-};
-
-static void *probe_lane_fn(void *arg)
+/* --disk-bw, or the probe (src/expert/probe.h), once before the run and once after it
+ * (again: the disk's bandwidth on a shared host swings within seconds); the best trial of
+ * both is the floor's bandwidth, the median and the trials are reported beside it. */
+static enum pt_status measure_disk(const struct bench_args *a, struct bench_result *r,
+				   bool again, struct pt_error *err)
 {
-	struct probe_lane *l = arg;
-	while (l->got < l->len) {
-		ssize_t r = pread(l->fd, l->buf, DISK_PROBE_CHUNK, (off_t)(l->off + l->got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break; /* end of file, or a short tail O_DIRECT will not read */
-		l->got += (uint64_t)r;
+	struct pt_disk_probe_result more;
+	if (a->disk_bw_mbs > 0) {
+		r->disk_bw = a->disk_bw_mbs * 1e6;
+		r->disk_how = "--disk-bw";
+		return PT_OK;
 	}
-	return NULL;
-}
-
-/* Reads up to DISK_PROBE_BYTES of the file in DISK_PROBE_LANES concurrent sequential streams
- * (the expert store keeps several reads in flight too, so one stream would understate what
- * the disk gives it): O_DIRECT so the page cache neither helps nor is disturbed; buffered
- * where the filesystem refuses O_DIRECT (tmpfs). */
-static enum pt_status probe_disk(const char *path, double *bw, double *secs, const char **how,
-				 struct pt_error *err)
-{
-	int fd = open(path, O_RDONLY | O_DIRECT);
-	*how = "O_DIRECT";
-	if (fd < 0 && errno == EINVAL) {
-		fd = open(path, O_RDONLY);
-		*how = "buffered";
-	}
-	if (fd < 0)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot open %s", path);
-	struct probe_lane lanes[DISK_PROBE_LANES];
-	unsigned char *raw = pt_mallocn(DISK_PROBE_LANES, DISK_PROBE_CHUNK + 4096);
-	if (!raw) {
-		close(fd);
-		return pt_error_set(err, PT_E_NOMEM, "cannot allocate the disk probe buffers");
-	}
-	const uint64_t per = DISK_PROBE_BYTES / DISK_PROBE_LANES;
-	pthread_t th[DISK_PROBE_LANES];
-	bool started[DISK_PROBE_LANES] = { 0 };
-	const double t0 = now_s();
-	for (int i = 0; i < DISK_PROBE_LANES; i++) {
-		unsigned char *b = raw + (size_t)i * (DISK_PROBE_CHUNK + 4096);
-		lanes[i] = (struct probe_lane){ fd, (uint64_t)i * per, per, 0,
-						b + (4096 - (uintptr_t)b % 4096) % 4096 };
-		started[i] = pthread_create(&th[i], NULL, probe_lane_fn, &lanes[i]) == 0;
-		if (!started[i])
-			probe_lane_fn(&lanes[i]);
-	}
-	uint64_t got = 0;
-	for (int i = 0; i < DISK_PROBE_LANES; i++) {
-		if (started[i])
-			pthread_join(th[i], NULL);
-		got += lanes[i].got;
-	}
-	const double dt = now_s() - t0;
-	close(fd);
-	pt_free(raw);
-	if (got == 0)
-		return pt_error_set(err, PT_E_IO, "disk probe read nothing from %s", path);
-	*secs = dt;
-	*bw = dt > 0 ? (double)got / dt : 0;
+	struct pt_disk_probe_config pc = { .path = a->model, .trial_bytes = a->probe_mib << 20,
+					   .depth = (uint32_t)a->probe_depth };
+	enum pt_status st = pt_disk_probe(&pc, again ? &more : &r->probe, err);
+	if (st != PT_OK)
+		return st;
+	if (again)
+		pt_disk_probe_merge(&r->probe, &more);
+	r->disk_bw = r->probe.best_bps;
+	r->disk_probe_s = r->probe.secs;
+	r->disk_how = r->probe.direct ? "O_DIRECT" : "buffered";
 	return PT_OK;
 }
 
@@ -267,12 +233,16 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	r->decode_s = now_s() - t1;
 	r->last_token = tok;
 	pt_engine_stats(e, &r->st);
+	snprintf(r->io_engine, sizeof r->io_engine, "%s", r->st.io_engine ? r->st.io_engine : "");
+	r->st.io_engine = r->io_engine;
 	r->hits = r->st.hits;
 	r->misses = r->st.misses;
 	r->bytes_read = r->st.bytes_read;
 	r->dec_hits = r->st.hits - mid.hits;
 	r->dec_misses = r->st.misses - mid.misses;
 	r->dec_bytes = r->st.bytes_read - mid.bytes_read;
+	r->dec_wait_s = r->st.wait_s - mid.wait_s;
+	r->dec_busy_s = r->st.io_busy_s - mid.io_busy_s;
 	pt_free(ids);
 	pt_free(logits);
 	return st;
@@ -281,6 +251,25 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 static double ratio(double a, double b)
 {
 	return b > 0 ? a / b : 0.0;
+}
+
+/* The decode phase's time split and the probe's details, as JSON members after the
+ * standard ones. */
+static void json_io(const struct bench_args *a, const struct bench_result *r)
+{
+	const double gen = (double)a->gen;
+	printf(", \"read_ahead\": %llu, \"read_ahead_used\": %llu, \"read_ahead_wasted\": %llu",
+	       (unsigned long long)r->st.ahead_reads, (unsigned long long)r->st.ahead_used,
+	       (unsigned long long)r->st.ahead_wasted);
+	printf(", \"decode_read_wait_s_per_token\": %.6f, \"decode_compute_s_per_token\": %.6f, "
+	       "\"decode_io_busy_s_per_token\": %.6f, \"decode_read_bw_bytes_per_s\": %.0f, "
+	       "\"disk_bw_median_bytes_per_s\": %.0f, \"disk_probe\": \"%s\", "
+	       "\"disk_probe_trials_bytes_per_s\": [", r->dec_wait_s / gen,
+	       (r->decode_s - r->dec_wait_s) / gen, r->dec_busy_s / gen,
+	       ratio((double)r->dec_bytes, r->dec_busy_s), r->probe.median_bps, r->probe.how);
+	for (uint32_t i = 0; i < r->probe.n_trials; i++)
+		printf("%s%.0f", i ? ", " : "", r->probe.trial_bps[i]);
+	printf("]}\n");
 }
 
 static void report(const struct bench_args *a, const struct bench_result *r)
@@ -300,7 +289,7 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       "\"bytes_read_total\": %llu, \"read_wait_s\": %.6f, "
 		       "\"disk_bw_bytes_per_s\": %.0f, \"disk_bw_source\": \"%s\", "
 		       "\"io_floor_s_per_token\": %.6f, \"time_over_floor\": %.4f, "
-		       "\"first_token\": %u, \"last_token\": %u}\n", a->model,
+		       "\"first_token\": %u, \"last_token\": %u", a->model,
 		       (unsigned long long)a->threads, (unsigned long long)a->prompt,
 		       (unsigned long long)a->gen, pf, dc, r->ttft_s, tpt,
 		       (unsigned long long)r->st.peak_rss_bytes,
@@ -310,6 +299,7 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       ratio((double)r->hits, (double)(r->hits + r->misses)), bpt,
 		       (unsigned long long)r->bytes_read, r->st.wait_s, r->disk_bw, r->disk_how,
 		       floor_s, ratio(tpt, floor_s), r->first_token, r->last_token);
+		json_io(a, r);
 		return;
 	}
 	const double mib = 1.0 / (1 << 20);
@@ -322,8 +312,19 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	       (unsigned long long)a->gen, r->decode_s, dc, tpt * 1e3);
 	printf("experts    decode hit rate %.2f%%, %.2f MiB read/token, waited %.3f s\n",
 	       hit * 100, bpt * mib, r->st.wait_s);
+	printf("io         decode per token: %.2f ms blocked on reads, %.2f ms computing, reads "
+	       "in flight %.2f ms at %.1f MB/s\n", r->dec_wait_s / gen * 1e3,
+	       (r->decode_s - r->dec_wait_s) / gen * 1e3, r->dec_busy_s / gen * 1e3,
+	       ratio((double)r->dec_bytes, r->dec_busy_s) / 1e6);
+	if (r->st.ahead_reads)
+		printf("ahead      %llu expert reads on a guess of the next layer, %llu used, "
+		       "%llu evicted unused\n", (unsigned long long)r->st.ahead_reads,
+		       (unsigned long long)r->st.ahead_used, (unsigned long long)r->st.ahead_wasted);
 	printf("disk       %.1f MB/s (%s); I/O floor %.2f ms/token; time/floor %.2fx\n",
 	       r->disk_bw / 1e6, r->disk_how, floor_s * 1e3, ratio(tpt, floor_s));
+	if (r->probe.n_trials)
+		printf("probe      best %.1f MB/s, median %.1f MB/s (%s)\n", r->probe.best_bps / 1e6,
+		       r->probe.median_bps / 1e6, r->probe.how);
 	printf("memory     peak RSS %.1f MiB\n", (double)r->st.peak_rss_bytes * mib);
 }
 
@@ -335,13 +336,7 @@ int pt_cmd_bench(int argc, char **argv)
 		return rc < 0 ? PT_EXIT_OK : rc;
 	struct pt_error err = { 0 };
 	struct bench_result r = { 0 };
-	enum pt_status st = PT_OK;
-	if (a.disk_bw_mbs > 0) {
-		r.disk_bw = a.disk_bw_mbs * 1e6;
-		r.disk_how = "--disk-bw";
-	} else {
-		st = probe_disk(a.model, &r.disk_bw, &r.disk_probe_s, &r.disk_how, &err);
-	}
+	enum pt_status st = measure_disk(&a, &r, false, &err);
 	a.eo.model_path = a.model;
 	a.eo.threads = (uint32_t)a.threads;
 	a.eo.n_ctx = (uint32_t)(a.prompt + a.gen);
@@ -351,8 +346,10 @@ int pt_cmd_bench(int argc, char **argv)
 		st = pt_engine_open(&a.eo, &e, &err);
 	if (st == PT_OK)
 		st = run(e, &a, &r, &err);
+	pt_engine_close(e);
+	if (st == PT_OK)
+		st = measure_disk(&a, &r, true, &err);
 	if (st == PT_OK)
 		report(&a, &r);
-	pt_engine_close(e);
 	return st == PT_OK ? PT_EXIT_OK : pt_cli_fail(&err);
 }

@@ -14,6 +14,7 @@ enum slot_state { SLOT_EMPTY = 0, SLOT_LOADING = 1, SLOT_READY = 2 };
 struct layer_state {
 	int32_t *slot_expert;   /* [slots] expert held or being loaded, -1 = none */
 	uint8_t *slot_state;    /* [slots] enum slot_state */
+	uint8_t *slot_ahead;    /* [slots] read ahead (speculatively), not yet acquired */
 	uint32_t *slot_pins;    /* [slots] */
 	uint64_t *slot_last;    /* [slots] clock of last use (LRU) */
 	int32_t *expert_slot;   /* [n_expert] slot, -1 = not present */
@@ -52,7 +53,7 @@ const char *pt_cache_policy_name(enum pt_cache_policy p)
 /* Bytes of one layer's metadata arrays (all 8-byte multiples kept aligned). */
 static uint64_t layer_meta_bytes(uint64_t s, uint64_t e)
 {
-	uint64_t a = s * (4 + 1 + 4 + 8) + e * (4 + 8);
+	uint64_t a = s * (4 + 1 + 1 + 4 + 8) + e * (4 + 8);
 	return (a + 7) & ~7ull;
 }
 
@@ -69,6 +70,7 @@ static void carve_layer(struct layer_state *l, uint8_t *p, uint32_t s, uint32_t 
 	l->expert_slot = (int32_t *)p;
 	p += (uint64_t)e * 4;
 	l->slot_state = p;
+	l->slot_ahead = p + s;
 	for (uint32_t i = 0; i < s; i++)
 		l->slot_expert[i] = -1;
 	for (uint32_t i = 0; i < e; i++)
@@ -221,14 +223,15 @@ static enum pt_status collect(const pt_expert_cache *c, const struct layer_state
 		if (j < m)
 			continue;
 		int32_t s = l->expert_slot[e];
-		if (s >= 0 && l->slot_state[s] == SLOT_LOADING) {
+		if (s >= 0 && l->slot_state[s] == SLOT_LOADING && !l->slot_ahead[s]) {
 			return pt_error_set(err, PT_E_BUSY, "expert %u is still loading", e);
 		}
 		refs[m].expert = e;
 		refs[m].hit = s >= 0;
 		refs[m].slot = s >= 0 ? (uint32_t)s : 0;
 		misses += s < 0;
-		pinned_hits += s >= 0 && l->slot_pins[s] == 0;
+		/* a read-ahead still loading is not a victim candidate anyway */
+		pinned_hits += s >= 0 && l->slot_pins[s] == 0 && l->slot_state[s] != SLOT_LOADING;
 		m++;
 	}
 	*n_refs = m;
@@ -239,6 +242,19 @@ static enum pt_status collect(const pt_expert_cache *c, const struct layer_state
 				    (long long)unpinned(c, l) - pinned_hits);
 	}
 	return PT_OK;
+}
+
+/* Empties victim slot s for a new expert (counts the eviction or the newly used slot). */
+static void take_slot(struct layer_state *l, int32_t s)
+{
+	if (l->slot_state[s] == SLOT_READY) {
+		l->expert_slot[l->slot_expert[s]] = -1;
+		l->st.evictions++;
+		l->st.ahead_wasted += l->slot_ahead[s];
+	} else {
+		l->st.slots_used++;
+	}
+	l->slot_ahead[s] = 0;
 }
 
 enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
@@ -260,18 +276,18 @@ enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
 		if (refs[i].hit) {
 			l->slot_pins[refs[i].slot]++;
 			l->slot_last[refs[i].slot] = l->clock;
+			if (l->slot_ahead[refs[i].slot]) { /* read for this request, ahead of it */
+				l->slot_ahead[refs[i].slot] = 0;
+				l->st.misses++;
+				l->st.ahead_used++;
+			}
 		}
 	}
 	for (uint32_t i = 0; i < *n_refs; i++) {
 		if (refs[i].hit)
 			continue;
 		int32_t s = pick_victim(c, l); /* >= 0: collect counted the room */
-		if (l->slot_state[s] == SLOT_READY) {
-			l->expert_slot[l->slot_expert[s]] = -1;
-			l->st.evictions++;
-		} else {
-			l->st.slots_used++;
-		}
+		take_slot(l, s);
 		l->slot_expert[s] = (int32_t)refs[i].expert;
 		l->slot_state[s] = SLOT_LOADING;
 		l->slot_pins[s]++;
@@ -286,6 +302,49 @@ enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
 	return PT_OK;
 }
 
+uint32_t pt_expert_cache_acquire_ahead(pt_expert_cache *c, uint32_t layer,
+				       const uint32_t *experts, uint32_t n, uint32_t max,
+				       struct pt_cache_ref *refs)
+{
+	struct layer_state *l = &c->layers[layer];
+	uint32_t m = 0;
+	pthread_mutex_lock(&c->mu);
+	/* the guessed experts already present are the layer's likely hits: never victims here
+	 * (a real acquire pins its hits before choosing victims too) */
+	for (uint32_t i = 0; i < n; i++)
+		if (experts[i] < c->cfg.n_expert && l->expert_slot[experts[i]] >= 0)
+			l->slot_pins[l->expert_slot[experts[i]]]++;
+	for (uint32_t i = 0; i < n && m < max; i++) {
+		const uint32_t e = experts[i];
+		if (e >= c->cfg.n_expert || l->expert_slot[e] >= 0)
+			continue; /* present, loading, or a bad id (the real acquire reports it) */
+		int32_t s = pick_victim(c, l);
+		if (s < 0)
+			break;
+		take_slot(l, s);
+		l->slot_expert[s] = (int32_t)e;
+		l->slot_state[s] = SLOT_LOADING;
+		l->slot_ahead[s] = 1;
+		l->slot_last[s] = l->clock;
+		l->expert_slot[e] = s;
+		l->st.ahead_reads++;
+		refs[m++] = (struct pt_cache_ref){ .expert = e, .slot = (uint32_t)s, .hit = false };
+	}
+	for (uint32_t i = 0; i < n; i++) { /* drop the guard pins (not the new reads': none) */
+		const uint32_t e = experts[i];
+		if (e >= c->cfg.n_expert || l->expert_slot[e] < 0)
+			continue;
+		const int32_t s = l->expert_slot[e];
+		bool taken_now = false;
+		for (uint32_t j = 0; j < m; j++)
+			taken_now |= refs[j].expert == e;
+		if (!taken_now && l->slot_pins[s])
+			l->slot_pins[s]--;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return m;
+}
+
 void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, bool ok)
 {
 	struct layer_state *l = &c->layers[layer];
@@ -298,6 +357,7 @@ void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, 
 			l->slot_expert[slot] = -1;
 			l->slot_state[slot] = SLOT_EMPTY;
 			l->slot_pins[slot] = 0; /* holders unpin by expert and find nothing */
+			l->slot_ahead[slot] = 0;
 			l->st.slots_used--;
 		}
 	}
@@ -422,6 +482,9 @@ void pt_expert_cache_stats(pt_expert_cache *c, uint32_t layer, struct pt_cache_s
 		out->read_ns += s->read_ns;
 		out->wait_ns += s->wait_ns;
 		out->slots_used += s->slots_used;
+		out->ahead_reads += s->ahead_reads;
+		out->ahead_used += s->ahead_used;
+		out->ahead_wasted += s->ahead_wasted;
 	}
 	pthread_mutex_unlock(&c->mu);
 }

@@ -45,6 +45,9 @@ struct pt_cache_stats {
 	uint64_t read_ns; /* sum of per-read latencies (submit -> completion) */
 	uint64_t wait_ns; /* time the caller blocked waiting for reads */
 	uint32_t slots_used;
+	uint64_t ahead_reads;  /* reads started by acquire_ahead */
+	uint64_t ahead_used;   /* ... later acquired (counted as misses: read for them) */
+	uint64_t ahead_wasted; /* ... evicted before any acquire */
 };
 
 /* One requested expert after acquire. */
@@ -74,6 +77,15 @@ enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
 				       const uint32_t *experts, uint32_t n,
 				       struct pt_cache_ref *refs, uint32_t *n_refs,
 				       struct pt_error *err);
+/* Read-ahead (speculation on the next layer's routing): for each expert of experts[0..n)
+ * not present on layer, at most max of them, takes a victim slot (never pinned or loading)
+ * and marks it LOADING without pinning it or counting a request; the caller reads it and
+ * publishes as for a miss.  A later acquire of such an expert pins it even while it is
+ * still loading (hit = true, no read; wait for publish) and counts it a miss, since its
+ * bytes were read for that request.  Writes the experts taken to refs; returns how many. */
+uint32_t pt_expert_cache_acquire_ahead(pt_expert_cache *c, uint32_t layer,
+				       const uint32_t *experts, uint32_t n, uint32_t max,
+				       struct pt_cache_ref *refs);
 /* The read into a LOADING slot finished: ok publishes the expert, !ok empties the slot. */
 void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, bool ok);
 /* Unpins what acquire pinned. */

@@ -262,6 +262,11 @@ uint32_t pt_io_pending(const pt_io *io)
 	return io->pending;
 }
 
+uint64_t pt_io_busy_ns(const pt_io *io)
+{
+	return io->busy_ns + (io->pending ? pt_io_now_ns() - io->busy_since : 0);
+}
+
 static enum pt_status check_job(const pt_io *io, const struct pt_io_job *j, struct pt_error *err)
 {
 	if (j->file >= io->n_files)
@@ -322,6 +327,8 @@ enum pt_status pt_io_submit(pt_io *io, const struct pt_io_job *jobs, uint32_t n,
 	for (uint32_t j = 0; j < n; j++)
 		if ((st = check_job(io, &jobs[j], err)) != PT_OK)
 			return st;
+	if (io->pending == 0 && n)
+		io->busy_since = pt_io_now_ns();
 	for (uint32_t j = 0; j < n; j++) {
 		struct io_slot *s;
 		si = free_slot(io, si);
@@ -373,7 +380,8 @@ enum pt_status pt_io_wait(pt_io *io, bool block, bool *got, uint64_t *tag, uint6
 					*err = s->err;
 			}
 			s->busy = false;
-			io->pending--;
+			if (--io->pending == 0)
+				io->busy_ns += pt_io_now_ns() - io->busy_since;
 			return st;
 		}
 		if (io->pending == 0 || (!block && reaped))

@@ -53,6 +53,7 @@ struct pt_io {
 	struct io_slot *slots;
 	uint32_t n_slots;
 	uint32_t pending; /* jobs submitted, not yet reaped by wait */
+	uint64_t busy_since, busy_ns; /* wall time with a job pending (submit to reap) */
 	/* finished jobs, FIFO ring of slot indices; guarded by mu */
 	uint32_t *done_q;
 	uint32_t done_head, done_n;

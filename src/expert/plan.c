@@ -30,16 +30,31 @@ static int pool_for(const struct pt_plan_input *in, uint64_t s, uint64_t *out)
 	       pt_mul_overflow(per, in->n_moe_layers, out);
 }
 
+const char *pt_plan_size(uint64_t bytes, char buf[PT_PLAN_SIZE_LEN])
+{
+	if (bytes >= (1ull << 30))
+		snprintf(buf, PT_PLAN_SIZE_LEN, "%.2f GiB", bytes / GIB);
+	else if (bytes >= (1ull << 20))
+		snprintf(buf, PT_PLAN_SIZE_LEN, "%.1f MiB", bytes / MIB);
+	else if (bytes >= 1024)
+		snprintf(buf, PT_PLAN_SIZE_LEN, "%.1f KiB", bytes / 1024.0);
+	else
+		snprintf(buf, PT_PLAN_SIZE_LEN, "%" PRIu64 " B", bytes);
+	return buf;
+}
+
 static enum pt_status too_small(const struct pt_plan_input *in, uint32_t s, uint64_t need,
 				struct pt_error *err)
 {
+	char b[6][PT_PLAN_SIZE_LEN];
 	return pt_error_set(err, PT_E_LIMIT,
-			    "memory budget %.2f GiB too small: resident %.2f GiB + KV %.2f GiB + "
-			    "scratch %.2f GiB + %u slots/layer x %u layers x %.1f MiB needs %.2f "
-			    "GiB (smallest budget that works: %" PRIu64 " bytes = %.2f GiB)",
-			    in->budget / GIB, in->resident_bytes / GIB, in->kv_bytes / GIB,
-			    in->scratch_bytes / GIB, s, in->n_moe_layers, in->slot_bytes / MIB,
-			    need / GIB, need, need / GIB);
+			    "memory budget %s too small: resident %s + KV %s + scratch %s + %u "
+			    "slots/layer x %u layers x %s needs %s (smallest budget that works: "
+			    "%" PRIu64 " bytes = %.2f GiB)",
+			    pt_plan_size(in->budget, b[0]), pt_plan_size(in->resident_bytes, b[1]),
+			    pt_plan_size(in->kv_bytes, b[2]), pt_plan_size(in->scratch_bytes, b[3]),
+			    s, in->n_moe_layers, pt_plan_size(in->slot_bytes, b[4]),
+			    pt_plan_size(need, b[5]), need, need / GIB);
 }
 
 static enum pt_status check_input(const struct pt_plan_input *in, struct pt_error *err)
@@ -93,12 +108,14 @@ enum pt_status pt_plan_compute(const struct pt_plan_input *in, struct pt_plan *o
 
 int pt_plan_format(const struct pt_plan_input *in, const struct pt_plan *p, char *buf, size_t n)
 {
+	char b[6][PT_PLAN_SIZE_LEN];
 	return snprintf(buf, n,
-			"resident %.2f GiB, KV %.2f GiB, %u slots/layer \u00d7 %u layers \u00d7 "
-			"%.1f MiB = %.2f GiB, total %.2f GiB \u2264 budget %.2f GiB%s",
-			in->resident_bytes / GIB, in->kv_bytes / GIB, p->slots_per_layer,
-			in->n_moe_layers, in->slot_bytes / MIB, p->pool_bytes / GIB,
-			p->total_bytes / GIB, in->budget / GIB,
+			"resident %s, KV %s, %u slots/layer \u00d7 %u layers \u00d7 %s = %s, "
+			"total %s \u2264 budget %s%s",
+			pt_plan_size(in->resident_bytes, b[0]), pt_plan_size(in->kv_bytes, b[1]),
+			p->slots_per_layer, in->n_moe_layers, pt_plan_size(in->slot_bytes, b[2]),
+			pt_plan_size(p->pool_bytes, b[3]), pt_plan_size(p->total_bytes, b[4]),
+			pt_plan_size(in->budget, b[5]),
 			p->all_experts ? " (every expert cached)" : "");
 }
 

@@ -45,6 +45,11 @@ enum pt_status pt_plan_compute(const struct pt_plan_input *in, struct pt_plan *o
 int pt_plan_format(const struct pt_plan_input *in, const struct pt_plan *p, char *buf,
 		   size_t n);
 
+/* bytes as "2.00 GiB", "300.0 MiB", "12.0 KiB" or "512 B" (the largest unit that gives at
+ * least 1) into buf; returns buf.  Planner lines use it so small models read sensibly. */
+#define PT_PLAN_SIZE_LEN 24
+const char *pt_plan_size(uint64_t bytes, char buf[PT_PLAN_SIZE_LEN]);
+
 /* Default budget: min(cgroup limit - cgroup usage, MemAvailable) less headroom (1/8, at least
  * 256 MiB).  root prefixes /proc and /sys (NULL or "" = the real system; tests pass a fake
  * tree).  *source receives a short description ("cgroup v2 limit", "MemAvailable"). */

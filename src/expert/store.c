@@ -30,6 +30,7 @@ struct pt_expert_store {
 	struct pt_cache_ref *refs;
 	struct pt_io_job *jobs;
 	bool failed;
+	bool ahead_on; /* read-ahead hints are acted on */
 	struct pt_error sticky;
 	char desc[1200];
 	/* lazy pack cache */
@@ -164,6 +165,7 @@ enum pt_status pt_expert_store_open(const struct pt_expert_store_config *cfg,
 	s->cfg = *cfg;
 	s->lay = cfg->layout;
 	s->pack = cfg->mode == PT_IO_MMAP ? NULL : cfg->pack;
+	s->ahead_on = !cfg->no_read_ahead;
 	pthread_mutex_init(&s->mu, NULL);
 	s->batch = pt_calloc(n, sizeof *s->batch);
 	s->refs = pt_calloc(n, sizeof *s->refs);
@@ -568,15 +570,45 @@ void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Whether a read of the current batch is still in flight. */
+static bool batch_loading(pt_expert_store *s)
+{
+	uint32_t slot;
+	for (uint32_t i = 0; i < s->batch_n; i++)
+		if (pt_expert_cache_find(s->cache, s->batch_moe, s->batch[i].expert, &slot) == 1)
+			return true;
+	return false;
+}
+
+void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
+			   uint32_t n)
+{
+	int32_t m = moe_of(s, layer);
+	struct pt_error e = { 0 };
+	if (m < 0 || !s->cache || !s->ahead_on)
+		return;
+	pthread_mutex_lock(&s->mu);
+	/* leave the next acquire of n experts its room: read-ahead slots stay LOADING (not
+	 * victims) until their reads land */
+	const uint32_t slots = s->cfg.slots_per_layer, room = slots > n ? slots - n : 0;
+	const uint32_t nr = s->failed ? 0 : pt_expert_cache_acquire_ahead(s->cache, (uint32_t)m,
+									  experts, n, room,
+									  s->refs);
+	if (nr && submit(s, (uint32_t)m, s->refs, nr, &e) != PT_OK)
+		pt_error_clear(&e); /* submit made the failure sticky: the next get reports it */
+	pthread_mutex_unlock(&s->mu);
+}
+
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer)
 {
 	int32_t m = moe_of(s, layer);
 	pthread_mutex_lock(&s->mu);
 	if (m >= 0 && (uint32_t)m == s->batch_moe) {
 		if (s->cache) {
-			/* reads still in flight must land before their slots can be reused */
+			/* this layer's reads still in flight must land before their slots can be
+			 * reused (read-ahead of the next layer may stay in flight) */
 			struct pt_error e = { 0 };
-			while (pt_io_pending(s->io) && reap(s, true, &e) == PT_OK)
+			while (batch_loading(s) && reap(s, true, &e) == PT_OK)
 				;
 			end_batch(s);
 			if (s->n_pend)
@@ -606,6 +638,16 @@ enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_
 	st = pt_expert_cache_waves(s->cache, (uint32_t)m, experts, n, wave_end, n_waves, err);
 	pthread_mutex_unlock(&s->mu);
 	return st;
+}
+
+double pt_expert_store_io_busy_s(pt_expert_store *s)
+{
+	if (!s->io)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	const uint64_t ns = pt_io_busy_ns(s->io);
+	pthread_mutex_unlock(&s->mu);
+	return (double)ns * 1e-9;
 }
 
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out)

@@ -40,6 +40,7 @@ struct pt_expert_store_config {
 	uint64_t pack_cache_size;
 	const char *identity;       /* model identity for the pack cache (size, mtime, ...) */
 	bool pack_cache_test_crash; /* tests: crash before each commit record */
+	bool no_read_ahead;       /* ignore pt_expert_store_ahead hints */
 	pt_io_fault_fn fault;     /* tests; read tags: moe << 32 | expert, plus
 				     PT_STORE_TAG_PCACHE for reads from the pack cache */
 	void *fault_ctx;
@@ -83,6 +84,13 @@ enum pt_status pt_expert_store_get_mats(pt_expert_store *s, uint32_t layer, uint
 void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert);
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
 
+/* Read-ahead hint (decode): starts reads of layer's experts that are absent, into victim
+ * slots, leaving room for the layer's own acquire of n experts; counted in the cache's
+ * ahead_* counters, and as misses when later used.  Ignored in mmap mode, after a failure
+ * or with no_read_ahead.  A read failure is sticky like any other. */
+void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
+			   uint32_t n);
+
 /* Prefill: reorders the union of experts a chunk needs on layer (distinct ids) into waves
  * that fit the free slots, resident experts first (pt_expert_cache_waves); prefetch, get,
  * release and end_layer each wave experts[wave_end[w-1] .. wave_end[w]) in turn.  mmap mode:
@@ -95,6 +103,9 @@ enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_
  * the source instead), entries written. */
 void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,
 				  uint64_t *written);
+
+/* Wall seconds with expert reads in flight (pt_io_busy_ns); 0 in mmap mode. */
+double pt_expert_store_io_busy_s(pt_expert_store *s);
 
 /* Cache counters by MoE index (UINT32_MAX: total); zeros in mmap mode. */
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out);

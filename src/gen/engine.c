@@ -91,6 +91,11 @@ static void sp_end_layer(void *ctx, uint32_t layer)
 	pt_expert_store_end_layer(ctx, layer);
 }
 
+static void sp_ahead(void *ctx, uint32_t layer, const uint32_t *experts, uint32_t n)
+{
+	pt_expert_store_ahead(ctx, layer, experts, n);
+}
+
 /* Routing observer: the --trace-experts file (first write error kept, reported by eval). */
 static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
 		     const int *ids)
@@ -240,6 +245,9 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 		.force_pread = getenv("PARTICLE_IO") && !strcmp(getenv("PARTICLE_IO"), "pread"),
 		.pack_cache_size = e->o.pack_cache_size ? e->o.pack_cache_size : 4ull << 30,
 		.identity = ident,
+		/* PARTICLE_READ_AHEAD=0: no decode read-ahead (A/B comparisons) */
+		.no_read_ahead = getenv("PARTICLE_READ_AHEAD") &&
+				 !strcmp(getenv("PARTICLE_READ_AHEAD"), "0"),
 	};
 	enum pt_status st = pt_expert_store_open(&c, &e->store, err);
 	if (st != PT_OK)
@@ -248,7 +256,8 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 	e->prov = (struct pt_expert_provider){ .ctx = e->store, .get = sp_get,
 					       .release = sp_release, .waves = sp_waves,
 					       .prefetch = sp_prefetch, .next = sp_next,
-					       .ready = sp_ready, .end_layer = sp_end_layer };
+					       .ready = sp_ready, .end_layer = sp_end_layer,
+					       .ahead = sp_ahead };
 	return PT_OK;
 }
 
@@ -261,6 +270,53 @@ static enum pt_status parse_modes(pt_engine *e, enum pt_io_mode *mode, struct pt
 		st = pt_io_mode_parse(e->o.io_mode, mode, err);
 	if (st == PT_OK && e->o.cache_policy)
 		st = pt_cache_policy_parse(e->o.cache_policy, &e->policy, err);
+	return st;
+}
+
+/* Whether the default store would cache every expert under the budget: then the mapping is
+ * used instead (auto mode), since reading every expert once with O_DIRECT into fresh slots
+ * costs the first prefill 5-30 % against the page cache the mapping shares (measured,
+ * docs/PERFORMANCE.md), and nothing is ever evicted that a cache would have to manage. */
+static bool every_expert_fits(pt_engine *e, uint64_t slot)
+{
+	struct pt_error ignore = { 0 };
+	return make_plan(e, slot, &ignore) == PT_OK && e->plan.all_experts;
+}
+
+/* Experts paged in by the kernel: planned as if every expert were resident; the budget
+ * cannot be enforced, so a model larger than it still runs (the llama.cpp-like baseline),
+ * with a note.  auto_mmap: chosen because every expert fits (said in the plan line). */
+static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
+				  struct pt_error *err)
+{
+	struct pt_error pe = { 0 };
+	char b[4][PT_PLAN_SIZE_LEN];
+	e->o.expert_slots = e->lay.n_moe ? e->lay.n_expert : 0;
+	enum pt_status st = make_plan(e, slot, &pe);
+	if (st == PT_E_LIMIT) {
+		say(e, "particle: --io mmap: %s (not enforced%s)\n", pe.msg,
+		    ": the kernel pages experts in and out");
+		const uint64_t budget = e->pin.budget;
+		e->o.memory_budget = UINT64_MAX / 4;
+		st = make_plan(e, slot, err);
+		e->pin.budget = budget;
+		snprintf(e->plan_line, sizeof e->plan_line,
+			 "resident %s + routed experts %s mapped (--io mmap: paged by the kernel), "
+			 "KV %s; budget %s not enforced", pt_plan_size(e->pin.resident_bytes, b[0]),
+			 pt_plan_size(expert_bytes_total(&e->lay), b[1]),
+			 pt_plan_size(e->pin.kv_bytes, b[2]), pt_plan_size(budget, b[3]));
+	} else if (st != PT_OK) {
+		*err = pe;
+	} else if (auto_mmap) {
+		size_t n = strlen(e->plan_line);
+		snprintf(e->plan_line + n, sizeof e->plan_line - n,
+			 "; every expert fits: mapped (--io direct to stream instead)");
+	}
+	e->prov = e->m->mmap_provider;
+	snprintf(e->io_engine, sizeof e->io_engine, "%s",
+		 !e->lay.n_moe ? "no routed experts"
+		 : auto_mmap   ? "mmap (every expert fits the budget; pages on demand)"
+			       : "mmap (pages on demand, no expert cache)");
 	return st;
 }
 
@@ -278,34 +334,12 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 		return st;
 	const uint64_t slot = e->lay.n_moe ? pt_expert_store_slot_bytes(&e->lay,
 						e->have_pack ? &e->pack : NULL) : 0;
-	if (mode == PT_IO_MMAP || !e->lay.n_moe) {
-		/* experts are paged in by the kernel: plan as if every expert were resident; the
-		 * budget cannot be enforced, so a model larger than it still runs (the
-		 * llama.cpp-like baseline), with a note */
-		struct pt_error pe = { 0 };
-		e->o.expert_slots = e->lay.n_moe ? e->lay.n_expert : 0;
-		st = make_plan(e, slot, &pe);
-		if (st == PT_E_LIMIT) {
-			say(e, "particle: --io mmap: %s (not enforced%s)\n", pe.msg,
-			    ": the kernel pages experts in and out");
-			const uint64_t budget = e->pin.budget;
-			e->o.memory_budget = UINT64_MAX / 4;
-			st = make_plan(e, slot, err);
-			e->pin.budget = budget;
-			snprintf(e->plan_line, sizeof e->plan_line,
-				 "resident %.2f GiB + routed experts %.2f GiB mapped (--io mmap: "
-				 "paged by the kernel), KV %.2f GiB; budget %.2f GiB not enforced",
-				 (double)e->pin.resident_bytes / (1 << 30),
-				 (double)expert_bytes_total(&e->lay) / (1 << 30),
-				 (double)e->pin.kv_bytes / (1 << 30), (double)budget / (1 << 30));
-		} else if (st != PT_OK) {
-			*err = pe;
-		}
-		e->prov = e->m->mmap_provider;
-		snprintf(e->io_engine, sizeof e->io_engine, "%s",
-			 e->lay.n_moe ? "mmap (pages on demand, no expert cache)" : "no routed experts");
-		return st;
-	}
+	const bool auto_mmap = !e->o.io_mode && !e->o.expert_slots && e->lay.n_moe &&
+			       every_expert_fits(e, slot);
+	if (auto_mmap)
+		mode = PT_IO_MMAP;
+	if (mode == PT_IO_MMAP || !e->lay.n_moe)
+		return open_mapped(e, slot, auto_mmap, err);
 	st = make_plan(e, slot, err);
 	return st == PT_OK ? open_store(e, mode, err) : st;
 }
@@ -527,6 +561,9 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.prefill_tokens = e->prefill_tokens, .prefill_s = (double)e->prefill_ns * 1e-9,
 		.decode_tokens = e->decode_tokens, .decode_s = (double)e->decode_ns * 1e-9,
 		.expert_slots_used = cs.slots_used,
+		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
+		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,
+		.ahead_wasted = cs.ahead_wasted,
 	};
 }
 

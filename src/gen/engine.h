@@ -62,6 +62,10 @@ struct pt_engine_stats {
 	uint64_t decode_tokens;     /* tokens of eval calls with n == 1 */
 	double decode_s;
 	uint32_t expert_slots_used; /* slots holding an expert, all layers */
+	double io_busy_s;           /* wall time with expert reads in flight */
+	uint64_t ahead_reads;       /* decode read-ahead: reads started on a guess */
+	uint64_t ahead_used;        /* ... whose expert was then routed to (counted as misses) */
+	uint64_t ahead_wasted;      /* ... evicted unused */
 };
 
 typedef struct pt_engine pt_engine;

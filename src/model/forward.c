@@ -46,7 +46,8 @@ struct pt_fwd {
 	/* row blocks, [n_batch][width] */
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
 	float *h2, *rl, *rw, *yk, *xg, *sel;
-	int *ids, *rows;
+	float *spec_x, *spec_l, *spec_w; /* read-ahead prediction: [n_embd], [n_expert], [k] */
+	int *ids, *rows, *spec_ids;
 	uint32_t *uni, *wave_end; /* a chunk's distinct experts on a layer, its waves */
 	void (*on_route)(void *, uint32_t, int64_t, uint32_t, uint32_t, const int *);
 	void *route_ctx;
@@ -388,11 +389,11 @@ static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct p
 }
 
 
-/* Router weights for n rows of f->rl into f->ids / f->rw. */
-static void route(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n)
+/* Routes one row of router logits into ids / w (k each). */
+static void route_row(pt_fwd *f, const struct pt_layer_weights *L, float *logits, int *ids,
+		      float *w)
 {
 	const struct pt_hparams *hp = &f->m->hp;
-	const uint32_t E = hp->n_expert, k = hp->n_expert_used;
 	enum pt_op_gating gating = (enum pt_op_gating)hp->gating;
 	bool norm = hp->expert_weights_norm;
 	float scale = hp->expert_weights_scale;
@@ -402,9 +403,58 @@ static void route(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n)
 		norm = true;
 		scale = 0.0f;
 	}
+	pt_op_moe_route(logits, (int)hp->n_expert, gating, L->exp_probs_b, (int)hp->n_expert_used,
+			norm, scale, f->sel, ids, w);
+}
+
+/* Router weights for n rows of f->rl into f->ids / f->rw. */
+static void route(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n)
+{
+	const uint32_t E = f->m->hp.n_expert, k = f->m->hp.n_expert_used;
 	for (uint32_t r = 0; r < n; r++)
-		pt_op_moe_route(f->rl + (size_t)r * E, (int)E, gating, L->exp_probs_b, (int)k, norm,
-				scale, f->sel, f->ids + (size_t)r * k, f->rw + (size_t)r * k);
+		route_row(f, L, f->rl + (size_t)r * E, f->ids + (size_t)r * k, f->rw + (size_t)r * k);
+}
+
+/* Gemma 4's router input: the weightless RMSNorm of x times 1/sqrt(n_embd) times
+ * ffn_gate_inp.scale, into out (n rows). */
+static void gemma4_router_in(pt_fwd *f, const struct pt_layer_weights *L, const float *x,
+			     float *out, uint32_t n)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const uint32_t D = hp->n_embd;
+	const float c = 1.0f / sqrtf((float)D);
+	norm_rows(out, x, NULL, n, D, hp->rms_eps);
+	for (uint32_t r = 0; r < n; r++) {
+		float *v = out + (size_t)r * D;
+		for (uint32_t i = 0; i < D; i++)
+			v[i] = (v[i] * c) * L->router_scale[i];
+	}
+}
+
+/* Decode read-ahead: predicts the next layer's experts by applying its router (and its own
+ * router-input norm) to this layer's residual f->x, and lets the provider start reading
+ * them now, so this layer's tail and the next layer's attention overlap reads (FATE-style;
+ * docs/PERFORMANCE.md has the hit rate of the guess and the waste).  Only which reads start
+ * early depends on it, never a result. */
+static void read_ahead(pt_fwd *f, uint32_t il)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const uint32_t k = hp->n_expert_used;
+	uint32_t ids[64];
+	struct pt_error ignore = { 0 };
+	if (!f->prov->ahead || il + 1 >= hp->n_layer || !f->m->layers[il + 1].is_moe || k > 64)
+		return;
+	const struct pt_layer_weights *N = &f->m->layers[il + 1];
+	if (hp->arch == PT_ARCH_GEMMA4)
+		gemma4_router_in(f, N, f->x, f->spec_x, 1);
+	else
+		norm_rows(f->spec_x, f->x, N->ffn_norm, 1, hp->n_embd, hp->rms_eps);
+	if (mm(f, &N->router, f->spec_x, 1, f->spec_l, &ignore) != PT_OK)
+		return; /* a guess: nothing to report */
+	route_row(f, N, f->spec_l, f->spec_ids, f->spec_w);
+	for (uint32_t j = 0; j < k; j++)
+		ids[j] = (uint32_t)f->spec_ids[j];
+	f->prov->ahead(f->prov->ctx, il + 1, ids, k);
 }
 
 static struct pt_kern_mat expert_mat(const struct pt_expert_mat *x, const void *data)
@@ -632,6 +682,8 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	struct ffn_ref shr;
 	bool folded = false;
 	enum pt_status st = stream ? pv->prefetch(pv->ctx, il, ex, cnt, err) : PT_OK;
+	if (st == PT_OK && stream && n == 1)
+		read_ahead(f, il);
 	if (st == PT_OK && overlap) {
 		folded = grouped && cnt > 0 && fold_overlap(f, L, overlap, &shr);
 		if (!folded)
@@ -734,13 +786,7 @@ static enum pt_status moe_gemma4(pt_fwd *f, const struct pt_layer_weights *L, ui
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t D = hp->n_embd;
-	const float c = 1.0f / sqrtf((float)D);
-	norm_rows(f->h2, f->x, NULL, n, D, hp->rms_eps);
-	for (uint32_t r = 0; r < n; r++) {
-		float *v = f->h2 + (size_t)r * D;
-		for (uint32_t i = 0; i < D; i++)
-			v[i] = (v[i] * c) * L->router_scale[i];
-	}
+	gemma4_router_in(f, L, f->x, f->h2, n);
 	enum pt_status st = mm(f, &L->router, f->h2, n, f->rl, err);
 	if (st != PT_OK)
 		return st;
@@ -966,11 +1012,13 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	widths(f, &w_qkv, &max_rot, &f->attn_scratch_n);
 	float **bufs[] = { &f->x, &f->h, &f->h2, &f->t1, &f->t2, &f->t3, &f->xg, &f->q, &f->v,
 			   &f->att, &f->k, &f->qkv, &f->gate, &f->up, &f->rl, &f->rw, &f->yk,
-			   &f->sel, &f->rope_cs, &f->attn_scratch };
+			   &f->sel, &f->rope_cs, &f->attn_scratch, &f->spec_x, &f->spec_l,
+			   &f->spec_w };
 	const size_t n[] = { B * D, B * D, B * D, B * D, B * D, B * D, B * D, B * f->w_qk,
 			     B * f->w_qk, B * f->w_qk, B * f->n_k, B * w_qkv, B * f->w_ff,
 			     B * f->w_ff, B * hp->n_expert, B * k, B * k * D, hp->n_expert,
-			     max_rot, (size_t)f->n_threads * f->attn_scratch_n };
+			     max_rot, (size_t)f->n_threads * f->attn_scratch_n, D, hp->n_expert,
+			     k };
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
 		*bufs[i] = pt_mallocn(n[i] ? n[i] : 1, sizeof(float));
 		if (!*bufs[i])
@@ -980,11 +1028,13 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
+	f->spec_ids = pt_mallocn(k ? k : 1, sizeof(int));
 	f->uni = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->wave_end = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->act_bytes = act_need(f->m, f->n_batch);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
-	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end)
+	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end ||
+	    !f->spec_ids)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return alloc_decode(f, err);
 }
@@ -1045,11 +1095,12 @@ void pt_fwd_destroy(pt_fwd *f)
 		return;
 	float *bufs[] = { f->x, f->h, f->h2, f->t1, f->t2, f->t3, f->xg, f->q, f->v, f->att,
 			  f->k, f->qkv, f->gate, f->up, f->rl, f->rw, f->yk, f->sel, f->rope_cs,
-			  f->attn_scratch };
+			  f->attn_scratch, f->spec_x, f->spec_l, f->spec_w };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		pt_free(bufs[i]);
 	pt_free(f->ids);
 	pt_free(f->rows);
+	pt_free(f->spec_ids);
 	pt_free(f->uni);
 	pt_free(f->wave_end);
 	pt_free(f->parts);

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 expect_exit 0 "bench --help" -- "$PARTICLE" bench --help
 for flag in --model --prompt-tokens --gen --threads --batch --memory --expert-slots --io \
-	--cache-policy --disk-bw --no-lock --json; do
+	--cache-policy --disk-bw --probe-mib --probe-depth --no-lock --json; do
 	expect_grep "$TMP/out" -- "$flag" "help documents $flag"
 done
 expect_exit 2 "no model" -- "$PARTICLE" bench --gen 2
@@ -18,6 +18,8 @@ expect_exit 2 "bad threads" -- "$PARTICLE" bench -m x.gguf --threads x
 expect_exit 2 "bad io" -- "$PARTICLE" bench -m x.gguf --io fast
 expect_grep "$TMP/err" "io" "bad io named"
 expect_exit 2 "bad disk-bw" -- "$PARTICLE" bench -m x.gguf --disk-bw -3
+expect_exit 2 "bad probe-depth" -- "$PARTICLE" bench -m x.gguf --probe-depth 0
+expect_exit 2 "bad probe-mib" -- "$PARTICLE" bench -m x.gguf --probe-mib x
 expect_exit 2 "bad memory" -- "$PARTICLE" bench -m x.gguf --memory lots
 expect_exit 1 "missing model file" -- "$PARTICLE" bench -m "$TMP/none.gguf" --disk-bw 100
 expect_one_error_line "missing model file"
@@ -25,7 +27,7 @@ expect_one_error_line "missing model file"
 M="$TMP/m.gguf"
 expect_exit 0 "mkmodel" -- "$PARTICLE" mkmodel --arch qwen3moe --preset tiny --quant q8_0 -o "$M"
 expect_exit 0 "bench text" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 --gen 4 --threads 1
-for w in prefill decode experts disk memory; do expect_grep "$TMP/out" "^$w " "text line $w"; done
+for w in prefill decode experts io disk probe memory; do expect_grep "$TMP/out" "^$w " "text line $w"; done
 expect_exit 0 "bench json" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 --gen 4 --threads 2 \
 	--disk-bw 100 --json
 cp "$TMP/out" "$TMP/a.json"
@@ -43,6 +45,12 @@ assert o["prefill_tps"] > 0 and o["decode_tps"] > 0 and o["ttft_s"] > 0, o
 assert 0 <= o["hit_rate"] <= 1 and o["peak_rss_bytes"] > 1 << 20, o
 assert o["disk_bw_bytes_per_s"] == 100e6 and o["disk_bw_source"] == "--disk-bw", o
 assert abs(o["io_floor_s_per_token"] - o["bytes_read_per_token"] / 100e6) < 1e-6, o
+# decode time = blocked on reads + computing; reads in flight never exceed the decode time
+spt = o["s_per_token"]
+assert abs(o["decode_read_wait_s_per_token"] + o["decode_compute_s_per_token"] - spt) < 1e-5, o
+assert 0 <= o["decode_io_busy_s_per_token"] <= spt + 1e-6, o
+assert o["disk_probe_trials_bytes_per_s"] == [] and o["disk_probe"] == "", o
+assert o["read_ahead_used"] + o["read_ahead_wasted"] <= o["read_ahead"], o
 PY
 then ok; else bad "json shape"; fi
 # Greedy decode is deterministic and independent of the thread count and memory budget.
@@ -52,4 +60,19 @@ tok() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["fi
 if [ "$(tok "$TMP/a.json")" = "$(tok "$TMP/out")" ]; then ok; else bad "greedy tokens differ across threads/slots"; fi
 expect_exit 0 "bench measures the disk" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json
 expect_grep "$TMP/out" '"disk_bw_source": "\(O_DIRECT\|buffered\)"' "disk probe source"
+# the probe: 4 trials before and 4 after the run, the floor uses the best, the median lies
+# within them
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+t = o["disk_probe_trials_bytes_per_s"]
+assert len(t) == 8 and min(t) > 0, o
+assert o["disk_bw_bytes_per_s"] == max(t), o
+assert min(t) <= o["disk_bw_median_bytes_per_s"] <= max(t), o
+assert "random reads" in o["disk_probe"], o
+PY
+then ok; else bad "probe json"; fi
+expect_exit 0 "bench probe flags" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json \
+	--probe-mib 1 --probe-depth 2
+expect_grep "$TMP/out" '"disk_probe": "[^"]*2 x [0-9]* KiB random reads, 4 x [0-9.]* MiB' "probe flags used"
 finish

@@ -27,7 +27,7 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 	expect_exit 2 "$arch: budget too small refused" -- "$PARTICLE" eval -m "$M" --tokens "$T" \
 		--top 0 --batch 16 --memory 1M
 	expect_one_error_line "$arch: refusal"
-	expect_grep "$TMP/err" "too small: resident .* GiB + KV .* slots/layer x .*smallest budget that works: [0-9]* bytes" "$arch: refusal numbers"
+	expect_grep "$TMP/err" "too small: resident [0-9.]* [KMG]*i*B + KV [0-9.]* [KMG]*i*B .* slots/layer x .*smallest budget that works: [0-9]* bytes" "$arch: refusal numbers"
 	min=$(sed -n 's/.*smallest budget that works: \([0-9]*\) bytes.*/\1/p' "$TMP/err")
 	expect_exit 0 "$arch: --io mmap runs past the budget (not enforceable)" -- "$PARTICLE" eval \
 		-m "$M" --tokens "$T" --top 0 --batch 16 --memory 1M --io mmap --verbose
@@ -59,6 +59,15 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 		expect_grep "$TMP/err" "experts: .*pread" "$arch: pread pool in use"
 		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
 			bad "$arch b$b pread pool: logits differ from the mmap run"; fi
+	done
+	# decode read-ahead on (default) and off: the same logits as the mapping (batch 1 = the
+	# decode path, where the guess of the next layer's experts is made)
+	for ra in 1 0; do
+		expect_exit 0 "$arch: read-ahead $ra" -- env PARTICLE_READ_AHEAD=$ra "$PARTICLE" eval \
+			-m "$M" --tokens "$T" --top 0 --batch 1 --io direct --expert-slots $((k + 2)) \
+			--logits-out "$TMP/l.bin"
+		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
+			bad "$arch: read-ahead $ra logits differ from the mmap run"; fi
 	done
 	[ "$k" -gt 0 ] && [ "$ne" -gt "$k" ] && ok || bad "$arch: top-k $k / $ne experts parsed"
 	# an expert pack beside the model (one read per expert) and the lazy pack cache

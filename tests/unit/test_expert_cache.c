@@ -242,3 +242,66 @@ PT_TEST(test_expert_cache_bad_geometry)
 	CHECK(pt_expert_cache_create(&cfg, &c, NULL) != PT_OK);
 	CHECK(c == NULL);
 }
+
+/* Read-ahead: only absent experts, at most max, LOADING without a pin or a request; guessed
+ * experts already present are never its victims; a later acquire pins a still-loading
+ * read-ahead (no new read) and counts it a miss and ahead_used; one evicted unused counts
+ * ahead_wasted. */
+PT_TEST(test_expert_cache_read_ahead)
+{
+	pt_expert_cache *c = mk(1, 16, 4, PT_CACHE_LFU);
+	struct pt_cache_ref refs[8];
+	struct pt_cache_stats st;
+	uint32_t n = 0, slot;
+	REQUIRE(c != NULL);
+	const uint32_t hot[] = { 1, 2, 3 }, cold[] = { 4 };
+	for (int i = 0; i < 3; i++)
+		CHECK(token(c, 0, hot, 3) >= 0);
+	CHECK_EQ_INT(token(c, 0, cold, 1), 0); /* 4 slots full; expert 4 used once: LFU victim */
+	pt_expert_cache_stats(c, 0, &st);
+	const uint64_t req0 = st.requests, miss0 = st.misses;
+	/* guess {4, 9, 10}: 4 is present (guarded), only one slot may be taken (max 1) */
+	const uint32_t guess[] = { 4, 9, 10 };
+	CHECK_EQ_INT(pt_expert_cache_acquire_ahead(c, 0, guess, 3, 1, refs), 1);
+	CHECK_EQ_INT(refs[0].expert, 9);
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 4, &slot), 2); /* not the victim */
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 9, &slot), 1); /* loading */
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 10, &slot), 0);
+	pt_expert_cache_stats(c, 0, &st);
+	CHECK(st.requests == req0 && st.misses == miss0 && st.ahead_reads == 1);
+	/* a guess of present or loading experts takes nothing */
+	CHECK_EQ_INT(pt_expert_cache_acquire_ahead(c, 0, guess, 2, 3, refs + 1), 0);
+	/* the real request: 9 is still loading -> pinned as "hit" (no read), counted a miss */
+	const uint32_t real[] = { 9, 4 };
+	struct pt_cache_ref got[2];
+	REQUIRE(pt_expert_cache_acquire(c, 0, real, 2, got, &n, NULL) == PT_OK);
+	CHECK(n == 2 && got[0].hit && got[0].slot == refs[0].slot && got[1].hit);
+	pt_expert_cache_stats(c, 0, &st);
+	CHECK(st.requests == req0 + 2 && st.misses == miss0 + 1 && st.ahead_used == 1);
+	pt_expert_cache_publish(c, 0, refs[0].slot, true);
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 9, &slot), 2);
+	pt_expert_cache_release(c, 0, got, n);
+	/* a read-ahead evicted before any acquire is waste */
+	const uint32_t g2[] = { 11 };
+	REQUIRE(pt_expert_cache_acquire_ahead(c, 0, g2, 1, 4, refs) == 1);
+	pt_expert_cache_publish(c, 0, refs[0].slot, true);
+	const uint32_t others[] = { 12, 13, 14, 15 };
+	CHECK(token(c, 0, others, 4) >= 0); /* evicts every slot, 11 included */
+	pt_expert_cache_stats(c, 0, &st);
+	CHECK_EQ_INT(st.ahead_reads, 2);
+	CHECK_EQ_INT(st.ahead_used, 1);
+	CHECK_EQ_INT(st.ahead_wasted, 1);
+	/* a failed read-ahead empties its slot and is not waste or use */
+	const uint32_t g3[] = { 5 };
+	REQUIRE(pt_expert_cache_acquire_ahead(c, 0, g3, 1, 4, refs) == 1);
+	pt_expert_cache_publish(c, 0, refs[0].slot, false);
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 5, &slot), 0);
+	CHECK_EQ_INT(token(c, 0, g3, 1), 0);
+	pt_expert_cache_stats(c, 0, &st);
+	CHECK_EQ_INT(st.ahead_used, 1);
+	CHECK_EQ_INT(st.ahead_wasted, 1);
+	/* out-of-range guesses are skipped */
+	const uint32_t badg[] = { 99 };
+	CHECK_EQ_INT(pt_expert_cache_acquire_ahead(c, 0, badg, 1, 4, refs), 0);
+	pt_expert_cache_destroy(c);
+}

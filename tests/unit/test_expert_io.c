@@ -128,8 +128,14 @@ static void one_config(const char *file, enum pt_io_mode mode, bool pread_only, 
 	if (mode == PT_IO_DIRECT)
 		CHECK_CONTAINS(pt_io_describe(io), "O_DIRECT");
 	make_jobs(jobs, buf, 3 * 65536);
+	CHECK(pt_io_busy_ns(io) == 0);
+	const uint64_t t0 = pt_io_now_ns();
 	CHECK_EQ_INT(run(io, jobs, &bad, &err), want_failed);
+	const uint64_t t1 = pt_io_now_ns(), busy = pt_io_busy_ns(io);
 	CHECK_EQ_INT(bad, 0);
+	/* busy from the submit to the last reap: inside the run, and frozen once idle */
+	CHECK(busy > 0 && busy <= t1 - t0);
+	CHECK(pt_io_busy_ns(io) == busy);
 	if (want_failed) {
 		CHECK_CONTAINS(err.msg, "expert 5 of layer 3");
 		CHECK_CONTAINS(err.msg, "at offset");

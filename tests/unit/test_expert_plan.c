@@ -65,7 +65,28 @@ PT_TEST(test_expert_plan_everything_fits)
 	CHECK_EQ_INT(p.pool_bytes, 128ull * 48 * 3 * MiB);
 	pt_plan_format(&in, &p, line, sizeof line);
 	CHECK_CONTAINS(line, "128 slots/layer \u00d7 48 layers \u00d7 3.0 MiB = 18.00 GiB");
-	CHECK_CONTAINS(line, "resident 2.00 GiB, KV 0.50 GiB");
+	CHECK_CONTAINS(line, "resident 2.00 GiB, KV 512.0 MiB");
+	/* a small model reads in MiB / KiB, not "0.00 GiB" */
+	in = (struct pt_plan_input){ .budget = 20 * GiB, .resident_bytes = 10 * MiB + MiB / 2,
+				     .kv_bytes = 48 * 1024, .scratch_bytes = 3 * MiB,
+				     .slot_bytes = 256 * 1024, .n_moe_layers = 2, .top_k = 2,
+				     .n_expert = 4 };
+	REQUIRE(pt_plan_compute(&in, &p, &err) == PT_OK);
+	pt_plan_format(&in, &p, line, sizeof line);
+	CHECK_CONTAINS(line, "resident 10.5 MiB, KV 48.0 KiB, 4 slots/layer \u00d7 2 layers "
+			     "\u00d7 256.0 KiB = 2.0 MiB, total 15.5 MiB \u2264 budget 20.00 GiB");
+}
+
+PT_TEST(test_expert_plan_size_units)
+{
+	char b[PT_PLAN_SIZE_LEN];
+	CHECK_EQ_STR(pt_plan_size(0, b), "0 B");
+	CHECK_EQ_STR(pt_plan_size(1023, b), "1023 B");
+	CHECK_EQ_STR(pt_plan_size(1024, b), "1.0 KiB");
+	CHECK_EQ_STR(pt_plan_size(MiB - 1, b), "1024.0 KiB");
+	CHECK_EQ_STR(pt_plan_size(MiB, b), "1.0 MiB");
+	CHECK_EQ_STR(pt_plan_size(GiB, b), "1.00 GiB");
+	CHECK_EQ_STR(pt_plan_size(UINT64_MAX, b), "17179869184.00 GiB");
 }
 
 PT_TEST(test_expert_plan_override)

@@ -350,3 +350,65 @@ PT_TEST(test_expert_store_next_read_error)
 {
 	next_mode(PT_IO_DIRECT, false, eio_expert5);
 }
+
+/* Read-ahead hints: the next layer's guessed experts are read while this layer computes;
+ * gets return the file's bytes whether the guess was right, wrong or still in flight; the
+ * counters say how many were used; no_read_ahead and mmap mode ignore the hint. */
+static void ahead_mode(bool off, enum pt_io_mode mode)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	REQUIRE(setup(&c, "sta.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = mode, .slots_per_layer = 5,
+					      .map_base = c.file, .map_size = c.size,
+					      .no_read_ahead = off };
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	const uint32_t l0 = c.lay.moe[0].layer, l1 = c.lay.moe[1].layer;
+	static const uint32_t t0[2] = { 0, 1 }, guess[2] = { 3, 6 }, real[2] = { 3, 7 };
+	int bad = 0;
+	for (int round = 0; round < 2; round++) {
+		uint32_t e;
+		bool got = true;
+		struct pt_expert_view v;
+		REQUIRE(pt_expert_store_prefetch(s, l0, t0, 2, &err) == PT_OK);
+		pt_expert_store_ahead(s, l1, guess, 2); /* reads of layer l1 start now */
+		while (got && pt_expert_store_next(s, &e, &got, &err) == PT_OK && got) {
+			REQUIRE(pt_expert_store_get(s, l0, e, &v, &err) == PT_OK);
+			bad += !view_ok(&c, 0, e, &v);
+			pt_expert_store_release(s, l0, e);
+		}
+		pt_expert_store_end_layer(s, l0);
+		REQUIRE(pt_expert_store_prefetch(s, l1, real, 2, &err) == PT_OK);
+		for (got = true; got;) {
+			REQUIRE(pt_expert_store_next(s, &e, &got, &err) == PT_OK);
+			if (!got)
+				break;
+			REQUIRE(pt_expert_store_get(s, l1, e, &v, &err) == PT_OK);
+			bad += !view_ok(&c, 1, e, &v);
+			pt_expert_store_release(s, l1, e);
+		}
+		pt_expert_store_end_layer(s, l1);
+	}
+	CHECK_EQ_INT(bad, 0);
+	struct pt_cache_stats st;
+	pt_expert_store_stats(s, 1, &st);
+	if (off || mode == PT_IO_MMAP) {
+		CHECK_EQ_INT(st.ahead_reads, 0);
+	} else {
+		CHECK_EQ_INT(st.ahead_reads, 2); /* 3 and 6 once; resident in round 2 */
+		CHECK_EQ_INT(st.ahead_used, 1);  /* 3 */
+		CHECK_EQ_INT(st.misses, 2);      /* 3 (read ahead) and 7 */
+		CHECK_EQ_INT(st.hits, 2);        /* round 2 */
+	}
+	pt_expert_store_close(s);
+	teardown(&c);
+}
+
+PT_TEST(test_expert_store_read_ahead)
+{
+	ahead_mode(false, PT_IO_DIRECT);
+	ahead_mode(true, PT_IO_DIRECT);
+	ahead_mode(false, PT_IO_MMAP);
+}

@@ -1,5 +1,7 @@
 /* test_gen_engine.c - the engine object: eval with all / last-row logits, rewind (linear
  * layers and the sliding-ring replay), model lock, context limit, counters. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gen/engine.h"
@@ -114,4 +116,73 @@ PT_TEST(test_gen_engine_lock_and_limits)
 	pt_error_clear(&err);
 	CHECK(pt_engine_open(&o, &b, &err) == PT_E_LIMIT && b == NULL);
 	CHECK(strstr(err.msg, "smallest budget that works") != NULL);
+}
+
+/* Opens path with io_mode / slots / budget, evaluates N_TOK tokens, returns the last row's
+ * logits (caller frees) and the expert source description. */
+static uint32_t g_nv; /* the last eval_with's vocabulary size */
+
+static float *eval_with(const char *path, const char *io, uint32_t slots, uint64_t budget,
+			char *engine, size_t n_engine, char *plan, size_t n_plan)
+{
+	struct pt_engine_opts o = { .model_path = path, .threads = 1, .n_ctx = 64, .n_batch = 8,
+				    .memory_budget = budget, .expert_slots = slots, .io_mode = io,
+				    .no_lock = true };
+	struct pt_error err = { 0 };
+	pt_engine *e = NULL;
+	uint32_t toks[N_TOK];
+	for (uint32_t i = 0; i < N_TOK; i++)
+		toks[i] = (i * 53 + 11) % 200 + 3;
+	if (pt_engine_open(&o, &e, &err) != PT_OK)
+		return NULL;
+	g_nv = pt_engine_n_vocab(e);
+	float *l = pt_mallocn(g_nv, sizeof(float));
+	if (l && pt_engine_eval(e, toks, N_TOK, l, false, &err) != PT_OK) {
+		pt_free(l);
+		l = NULL;
+	}
+	struct pt_engine_stats st;
+	pt_engine_stats(e, &st);
+	snprintf(engine, n_engine, "%s", st.io_engine);
+	snprintf(plan, n_plan, "%s", pt_engine_plan_line(e));
+	pt_engine_close(e);
+	return l;
+}
+
+/* Auto mode maps the model when every expert fits the budget, streams when it does not or
+ * when slots or a mode are given; logits are the same bytes either way. */
+PT_TEST(test_gen_engine_auto_mmap_when_everything_fits)
+{
+	const char *path = pt_test_tmpfile("eng_auto.gguf");
+	REQUIRE(write_tiny(path, PT_ARCH_QWEN3MOE));
+	char eng[4][200], plan[4][600];
+	float *fits = eval_with(path, NULL, 0, 1ull << 30, eng[0], 200, plan[0], 600);
+	float *forced = eval_with(path, "direct", 0, 1ull << 30, eng[1], 200, plan[1], 600);
+	float *slots = eval_with(path, NULL, 5, 1ull << 30, eng[2], 200, plan[2], 600);
+	REQUIRE(fits && forced && slots);
+	CHECK_CONTAINS(eng[0], "mmap (every expert fits the budget");
+	CHECK_CONTAINS(plan[0], "every expert fits: mapped");
+	CHECK_CONTAINS(eng[1], "O_DIRECT");
+	CHECK_CONTAINS(eng[2], "5 slots/layer");
+	/* a budget below every-expert: the planner's minimum plus a little, from the refusal */
+	struct pt_engine_opts o = { .model_path = path, .memory_budget = 1 << 20, .n_ctx = 64,
+				    .n_batch = 8, .no_lock = true };
+	struct pt_error err = { 0 };
+	pt_engine *e = NULL;
+	REQUIRE(pt_engine_open(&o, &e, &err) == PT_E_LIMIT);
+	const char *at = strstr(err.msg, "works: ");
+	REQUIRE(at != NULL);
+	const uint64_t min = strtoull(at + 7, NULL, 10);
+	float *tight = eval_with(path, NULL, 0, min, eng[3], 200, plan[3], 600);
+	REQUIRE(tight != NULL);
+	CHECK_CONTAINS(eng[3], "slots/layer");
+	CHECK(strstr(plan[3], "every expert fits") == NULL);
+	const size_t nv = g_nv;
+	CHECK(memcmp(fits, forced, nv * sizeof(float)) == 0);
+	CHECK(memcmp(fits, slots, nv * sizeof(float)) == 0);
+	CHECK(memcmp(fits, tight, nv * sizeof(float)) == 0);
+	pt_free(fits);
+	pt_free(forced);
+	pt_free(slots);
+	pt_free(tight);
 }

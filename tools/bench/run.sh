@@ -104,7 +104,7 @@ a_run() {
 }
 
 # In RAM: particle with --io mmap (the file fits, as llama.cpp's default mmap), particle with
-# the engine's default streaming store ("particle-direct"), $BASELINE, llama.cpp; then both
+# the engine's streaming store ("particle-direct"; the default maps a model that fits), $BASELINE, llama.cpp; then both
 # at one thread ("-1t": no barrier spinning, the fair figure on a loaded host).
 section_a() {
 	for arch in qwen3moe gemma4 bailingmoe2; do
@@ -114,7 +114,7 @@ section_a() {
 		while [ "$r" -le "$REPS" ]; do
 			pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock"
 			a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
-			a_run particle-direct "$m" $r $P $pb --threads "$THREADS"
+			a_run particle-direct "$m" $r $P $pb --threads "$THREADS" --io direct
 			[ -n "$BASELINE" ] &&
 				a_run particle-baseline "$m" $r $BASELINE $pb --threads "$THREADS" --io mmap
 			a_run llama.cpp "$m" $r $ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128
