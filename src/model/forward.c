@@ -46,6 +46,11 @@ struct pt_fwd {
 	/* row blocks, [n_batch][width] */
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
 	float *h2, *rl, *rw, *yk, *xg, *sel;
+	/* prefill experts: the layer input quantized once for every gate/up product [n_batch]
+	 * [xq_row] (xin_row bytes a row when xin_on), and one expert's rows gathered from it */
+	uint8_t *xin, *xgq;
+	size_t xin_row;
+	bool xin_on;
 	int *ids, *rows;
 	uint32_t *uni, *wave_end; /* a chunk's distinct experts on a layer, its waves */
 	void (*on_route)(void *, uint32_t, int64_t, uint32_t, uint32_t, const int *);
@@ -413,41 +418,90 @@ static struct pt_kern_mat expert_mat(const struct pt_expert_mat *x, const void *
 	return k;
 }
 
+/* An expert's gate/up product on its gathered rows: the pre-quantized ones (f->xgq) when
+ * the layer's input was quantized once (the same bytes pt_kern_matmul would make from
+ * f->xg), else the float rows f->xg. */
+static enum pt_status mm_in(pt_fwd *f, const struct pt_kern_mat *w, uint32_t cnt, float *y,
+			    struct pt_error *err)
+{
+	if (f->xin_on)
+		return pt_kern_matmul_q(w, f->xgq, cnt, y, f->pool, err);
+	return mm(f, w, f->xg, cnt, y, err);
+}
+
+struct quant_rows_job {
+	enum pt_type type;
+	const float *x;
+	uint8_t *xq;
+	size_t cols, row_bytes;
+	uint32_t n, n_parts;
+};
+
+static void quant_rows_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct quant_rows_job *j = ctx;
+	(void)worker;
+	for (uint32_t r = task; r < j->n; r += j->n_parts)
+		pt_kern_quantize_row(j->type, j->x + (size_t)r * j->cols, j->xq + r * j->row_bytes,
+				     j->cols);
+}
+
+/* Prefill: the n rows of in quantized once into f->xin for every routed expert's gate and
+ * up products (row by row, so the bytes equal pt_kern_matmul's on the gathered rows), when
+ * the layer's gate/up types share one quantized partner format. */
+static void quant_expert_input(pt_fwd *f, const struct pt_layer_weights *L, const float *in,
+			       uint32_t n)
+{
+	const bool fused = L->gate_up_exps.data != NULL;
+	const struct pt_expert_mat *g = fused ? &L->gate_up_exps : &L->gate_exps;
+	const struct pt_kern_mat gm = expert_mat(g, g->data);
+	const struct pt_kern_ops *og = pt_kern_ops(g->type);
+	const struct pt_kern_ops *ou = fused ? og : pt_kern_ops(L->up_exps.type);
+	f->xin_on = false;
+	if (n < 2 || !og || !ou || og->act_type != ou->act_type || og->act_type == PT_TYPE_F32 ||
+	    (!fused && L->up_exps.cols != g->cols))
+		return;
+	f->xin_row = pt_kern_act_bytes(&gm, 1);
+	if (f->xin_row == 0 || f->xin_row > f->xq_row)
+		return;
+	struct quant_rows_job j = { og->act_type, in, f->xin, g->cols, f->xin_row, n, 1 };
+	if (n >= 8)
+		j.n_parts = pt_pool_threads(f->pool);
+	pt_pool_run(f->pool, quant_rows_task, &j, j.n_parts);
+	f->xin_on = true;
+}
+
 /* Gathered rows f->xg[cnt] through expert e: f->t3[cnt][n_embd] = down(act(gate) * up). */
 static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 				 const struct pt_expert_ptrs *p, uint32_t cnt,
 				 struct pt_error *err)
 {
-	const bool gelu = f->m->hp.arch == PT_ARCH_GEMMA4;
+	const pt_kern_glu_fn glu = glu_fn(f);
 	uint32_t nf;
 	enum pt_status st;
 	if (p->up) {
 		const struct pt_kern_mat g = expert_mat(&L->gate_exps, p->gate);
 		const struct pt_kern_mat u = expert_mat(&L->up_exps, p->up);
 		nf = (uint32_t)g.rows;
-		st = mm(f, &g, f->xg, cnt, f->gate, err);
+		st = mm_in(f, &g, cnt, f->gate, err);
 		if (st == PT_OK)
-			st = mm(f, &u, f->xg, cnt, f->up, err);
+			st = mm_in(f, &u, cnt, f->up, err);
 		if (st != PT_OK)
 			return st;
+		glu(f->gate, f->gate, f->up, nf * cnt);
 	} else {
 		const struct pt_kern_mat gu = expert_mat(&L->gate_up_exps, p->gate);
 		nf = (uint32_t)(gu.rows / 2);
-		st = mm(f, &gu, f->xg, cnt, f->up, err);
+		st = mm_in(f, &gu, cnt, f->up, err);
 		if (st != PT_OK)
 			return st;
-		/* fused rows: first nf outputs are gate, next nf are up */
+		/* fused rows: first nf outputs are gate, next nf are up; row c's result goes to
+		 * gate row c, which never overlaps a later row's inputs */
 		for (uint32_t c = 0; c < cnt; c++) {
-			memcpy(f->gate + (size_t)c * nf, f->up + (size_t)c * 2 * nf,
-			       nf * sizeof(float));
-			memmove(f->up + (size_t)c * nf, f->up + (size_t)c * 2 * nf + nf,
-				nf * sizeof(float));
+			const float *r = f->up + (size_t)c * 2 * nf;
+			glu(f->gate + (size_t)c * nf, r, r + nf, nf);
 		}
 	}
-	if (gelu)
-		pt_op_geglu(f->gate, f->gate, f->up, (int)(nf * cnt));
-	else
-		pt_op_swiglu(f->gate, f->gate, f->up, (int)(nf * cnt));
 	const struct pt_kern_mat d = expert_mat(&L->down_exps, p->down);
 	return mm(f, &d, f->gate, cnt, f->t3, err);
 }
@@ -463,7 +517,10 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 	for (uint32_t i = 0; i < n * k; i++)
 		if (f->ids[i] == (int)e)
 			f->rows[cnt++] = (int)i;
-	for (uint32_t c = 0; c < cnt; c++)
+	for (uint32_t c = 0; c < cnt && f->xin_on; c++)
+		memcpy(f->xgq + (size_t)c * f->xin_row, f->xin + (size_t)(f->rows[c] / k) * f->xin_row,
+		       f->xin_row);
+	for (uint32_t c = 0; c < cnt && !f->xin_on; c++)
 		memcpy(f->xg + (size_t)c * D, in + (size_t)(f->rows[c] / k) * D, D * sizeof(float));
 	struct pt_expert_ptrs p;
 	enum pt_status st = f->prov->get(f->prov->ctx, il, e, &p, err);
@@ -675,6 +732,7 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 	if (f->on_route)
 		f->on_route(f->route_ctx, il, f->pos, n, k, f->ids);
 	enum pt_status st = PT_OK;
+	quant_expert_input(f, L, in, n);
 	f->wave_end[0] = nu;
 	if (f->prov->waves)
 		st = f->prov->waves(f->prov->ctx, il, f->uni, nu, f->wave_end, &n_waves, err);
@@ -953,7 +1011,9 @@ static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 	f->dg = pt_mallocn((size_t)f->group_max * (f->w_ff ? f->w_ff : 1), sizeof(float));
 	f->dy = pt_mallocn((size_t)f->group_max * D, sizeof(float));
 	f->xqd = pt_mallocn(f->group_max, f->xq_row ? f->xq_row : 1);
-	if (!f->dg || !f->dy || !f->xqd)
+	f->xin = pt_mallocn(f->n_batch, f->xq_row ? f->xq_row : 1);
+	f->xgq = pt_mallocn(f->n_batch, f->xq_row ? f->xq_row : 1);
+	if (!f->dg || !f->dy || !f->xqd || !f->xin || !f->xgq)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return PT_OK;
 }
@@ -1059,6 +1119,8 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->dg);
 	pt_free(f->dy);
 	pt_free(f->xqd);
+	pt_free(f->xin);
+	pt_free(f->xgq);
 	pt_kv_fini(&f->kv);
 	pt_free(f);
 }

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "kern/kern.h"
 #include "quant/types.h"
 
 void pt_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
@@ -96,9 +97,10 @@ void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
 		out[i] = pt_op_silu(gate[i]) * up[i];
 }
 
-/* The 65536-entry table is constant data derived from the formula, built once per process
- * (not model state). */
-static uint16_t gelu_table[65536];
+/* gelu of every F16 value (ggml's GELU table, F16 entries) stored as the floats those
+ * entries convert to: constant data derived from the formula, built once per process (not
+ * model state). */
+static float gelu_table[65536];
 static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
 
 float pt_op_gelu_exact(float x)
@@ -111,7 +113,8 @@ float pt_op_gelu_exact(float x)
 static void gelu_table_build(void)
 {
 	for (uint32_t i = 0; i < 65536; i++)
-		gelu_table[i] = pt_f32_to_fp16(pt_op_gelu_exact(pt_fp16_to_f32((uint16_t)i)));
+		gelu_table[i] = pt_fp16_to_f32(
+			pt_f32_to_fp16(pt_op_gelu_exact(pt_fp16_to_f32((uint16_t)i))));
 }
 
 float pt_op_gelu(float x)
@@ -121,13 +124,29 @@ float pt_op_gelu(float x)
 	if (x >= 10.0f)
 		return x;
 	pthread_once(&gelu_once, gelu_table_build);
-	return pt_fp16_to_f32(gelu_table[pt_f32_to_fp16(x)]);
+	return gelu_table[pt_f32_to_fp16(x)];
 }
 
+/* Gate values per F16 conversion batch (a stack buffer of table indices). */
+#define GEGLU_CHUNK 256
+
+/* pt_op_gelu(gate[i]) * up[i], the table indices converted a batch at a time by the
+ * attention kernels' F32 -> F16 converter (round to nearest even like pt_f32_to_fp16 at
+ * every level; only NaN payloads may differ, and every NaN index holds the same NaN). */
 void pt_op_geglu(float *out, const float *gate, const float *up, int n)
 {
-	for (int i = 0; i < n; i++)
-		out[i] = pt_op_gelu(gate[i]) * up[i];
+	const struct pt_kern_attn_ops *ops = pt_kern_attn_ops(1);
+	uint16_t h[GEGLU_CHUNK];
+	pthread_once(&gelu_once, gelu_table_build);
+	for (int i0 = 0; i0 < n; i0 += GEGLU_CHUNK) {
+		const int m = n - i0 < GEGLU_CHUNK ? n - i0 : GEGLU_CHUNK;
+		ops->f32_to_f16(gate + i0, h, (uint32_t)m);
+		for (int i = 0; i < m; i++) {
+			const float x = gate[i0 + i];
+			const float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : gelu_table[h[i]];
+			out[i0 + i] = g * up[i0 + i];
+		}
+	}
 }
 
 void pt_op_softcap(float *x, int n, float cap)
