@@ -53,6 +53,7 @@ struct pt_fwd {
 	bool xin_on;
 	int *ids, *rows;
 	uint32_t *uni, *wave_end; /* a chunk's distinct experts on a layer, its waves */
+	uint32_t *eoff;           /* [n_expert + 1]: each expert's run of f->rows */
 	void (*on_route)(void *, uint32_t, int64_t, uint32_t, uint32_t, const int *);
 	void *route_ctx;
 	float *attn_scratch; /* per thread */
@@ -246,10 +247,22 @@ static void norm_rows(float *y, const float *x, const float *w, uint32_t n, uint
 		pt_op_rmsnorm(y + (size_t)r * width, x + (size_t)r * width, w, (int)width, eps);
 }
 
-static void add_rows(float *x, const float *y, size_t count)
+/* Element-wise loops written as blocks of 8 independent statements: -O2's cheap vectorizer
+ * turns each block into vector instructions (a plain loop would need alias checks and an
+ * epilogue, which that cost model refuses).  Same operations, same results. */
+#define BLOCK8(i, n, stmt)                                   \
+	do {                                                 \
+		size_t i##0_ = 0;                            \
+		for (; i##0_ + 8 <= (n); i##0_ += 8)         \
+			for (size_t i = i##0_; i < i##0_ + 8; i++) \
+				stmt;                        \
+		for (size_t i = i##0_; i < (n); i++)         \
+			stmt;                                \
+	} while (0)
+
+static void add_rows(float *restrict x, const float *restrict y, size_t count)
 {
-	for (size_t i = 0; i < count; i++)
-		x[i] += y[i];
+	BLOCK8(i, count, x[i] += y[i]);
 }
 
 /* Decode: Q, K and V of one row in one dispatch, straight into f->q / f->k / f->v. */
@@ -506,22 +519,54 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 	return mm(f, &d, f->gate, cnt, f->t3, err);
 }
 
+/* dst = (y * s) * w, or y * w without a per-expert scale s (the loop split so each
+ * vectorizes). */
+static void scale_row(float *restrict dst, const float *restrict y, uint32_t D,
+		      const float *s, float w)
+{
+	if (s) {
+		const float sv = *s;
+		BLOCK8(i, D, dst[i] = (y[i] * sv) * w);
+	} else {
+		BLOCK8(i, D, dst[i] = y[i] * w);
+	}
+}
+
+/* The routed (row, rank) slots of each expert e in ascending order, f->rows[f->eoff[e] ..
+ * f->eoff[e + 1]) (a counting sort), and the distinct experts in order of first use in
+ * f->uni; returns their number. */
+static uint32_t sort_rows(pt_fwd *f, uint32_t n_ids)
+{
+	const uint32_t E = f->m->hp.n_expert;
+	uint32_t nu = 0;
+	memset(f->eoff, 0, ((size_t)E + 1) * sizeof(uint32_t));
+	for (uint32_t i = 0; i < n_ids; i++)
+		if (f->eoff[f->ids[i] + 1]++ == 0)
+			f->uni[nu++] = (uint32_t)f->ids[i];
+	for (uint32_t e = 0; e < E; e++)
+		f->eoff[e + 1] += f->eoff[e];
+	for (uint32_t i = 0; i < n_ids; i++) /* eoff[e] becomes the end of e's run */
+		f->rows[f->eoff[f->ids[i]]++] = (int)i;
+	for (uint32_t e = E; e > 0; e--)
+		f->eoff[e] = f->eoff[e - 1];
+	f->eoff[0] = 0;
+	return nu;
+}
+
 /* Expert e over the rows of in that chose it: gather, fetch, compute, scatter each row's
  * weighted output into its own rank slot of f->yk (summed later in rank order, so results
  * do not depend on the order experts are computed in). */
 static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
-				 uint32_t e, const float *in, uint32_t n, struct pt_error *err)
+				 uint32_t e, const float *in, struct pt_error *err)
 {
 	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
-	uint32_t cnt = 0;
-	for (uint32_t i = 0; i < n * k; i++)
-		if (f->ids[i] == (int)e)
-			f->rows[cnt++] = (int)i;
+	const int *rows = f->rows + f->eoff[e];
+	const uint32_t cnt = f->eoff[e + 1] - f->eoff[e];
 	for (uint32_t c = 0; c < cnt && f->xin_on; c++)
-		memcpy(f->xgq + (size_t)c * f->xin_row, f->xin + (size_t)(f->rows[c] / k) * f->xin_row,
+		memcpy(f->xgq + (size_t)c * f->xin_row, f->xin + (size_t)(rows[c] / k) * f->xin_row,
 		       f->xin_row);
 	for (uint32_t c = 0; c < cnt && !f->xin_on; c++)
-		memcpy(f->xg + (size_t)c * D, in + (size_t)(f->rows[c] / k) * D, D * sizeof(float));
+		memcpy(f->xg + (size_t)c * D, in + (size_t)(rows[c] / k) * D, D * sizeof(float));
 	struct pt_expert_ptrs p;
 	enum pt_status st = f->prov->get(f->prov->ctx, il, e, &p, err);
 	if (st != PT_OK)
@@ -531,14 +576,9 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 		f->prov->release(f->prov->ctx, il, e);
 	if (st != PT_OK)
 		return st;
-	const float s = L->down_exps_scale ? L->down_exps_scale[e] : 1.0f;
-	for (uint32_t c = 0; c < cnt; c++) {
-		const float w = f->rw[f->rows[c]];
-		const float *y = f->t3 + (size_t)c * D;
-		float *dst = f->yk + (size_t)f->rows[c] * D;
-		for (uint32_t i = 0; i < D; i++)
-			dst[i] = L->down_exps_scale ? (y[i] * s) * w : y[i] * w;
-	}
+	for (uint32_t c = 0; c < cnt; c++)
+		scale_row(f->yk + (size_t)rows[c] * D, f->t3 + (size_t)c * D, D,
+			  L->down_exps_scale ? &L->down_exps_scale[e] : NULL, f->rw[rows[c]]);
 	return PT_OK;
 }
 
@@ -705,7 +745,7 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 			st = pt_error_set(err, PT_E_IO, "layer %u: %u of %u experts never became ready",
 					  il, cnt - i, cnt);
 		if (st == PT_OK)
-			st = one_expert(f, L, il, e, in, n, err);
+			st = one_expert(f, L, il, e, in, err);
 	}
 	if (pv->end_layer)
 		pv->end_layer(pv->ctx, il);
@@ -721,14 +761,8 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t k = hp->n_expert_used, D = hp->n_embd;
-	uint32_t nu = 0, n_waves = 1;
-	for (uint32_t i = 0; i < n * k; i++) {
-		uint32_t j = 0;
-		while (j < nu && f->uni[j] != (uint32_t)f->ids[i])
-			j++;
-		if (j == nu)
-			f->uni[nu++] = (uint32_t)f->ids[i];
-	}
+	uint32_t n_waves = 1;
+	const uint32_t nu = sort_rows(f, n * k);
 	if (f->on_route)
 		f->on_route(f->route_ctx, il, f->pos, n, k, f->ids);
 	enum pt_status st = PT_OK;
@@ -1042,9 +1076,10 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->rows = pt_mallocn(B * k, sizeof(int));
 	f->uni = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->wave_end = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
+	f->eoff = pt_mallocn((size_t)hp->n_expert + 1, sizeof(uint32_t));
 	f->act_bytes = act_need(f->m, f->n_batch);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
-	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end)
+	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end || !f->eoff)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return alloc_decode(f, err);
 }
@@ -1112,6 +1147,7 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->rows);
 	pt_free(f->uni);
 	pt_free(f->wave_end);
+	pt_free(f->eoff);
 	pt_free(f->parts);
 	pt_free(f->act);
 	for (size_t i = 0; i < XQ_SLOTS; i++)

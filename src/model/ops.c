@@ -12,11 +12,24 @@
 #include "kern/kern.h"
 #include "quant/types.h"
 
+/* Sum of squares in double (ggml's ggml_float accumulator), in eight interleaved partial
+ * sums so the adds do not wait on one another (the squares are exact in double; the order
+ * only moves the double sum's last bits, far below the float mean's rounding). */
+static double sum_squares(const float *x, int n)
+{
+	double s[8] = { 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0 };
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			s[j] += (double)x[i + j] * (double)x[i + j];
+	for (; i < n; i++)
+		s[i % 8] += (double)x[i] * (double)x[i];
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 void pt_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 {
-	double sum = 0.0;
-	for (int i = 0; i < n; i++)
-		sum += (double)x[i] * (double)x[i];
+	const double sum = sum_squares(x, n);
 	const float mean = (float)(sum / n);
 	const float scale = 1.0f / sqrtf(mean + eps);
 	if (w) {
