@@ -207,6 +207,58 @@ static enum pt_status mm(pt_fwd *f, const struct pt_kern_mat *w, const float *x,
 	return pt_kern_matmul(w, x, n, y, f->act, f->pool, err);
 }
 
+struct quant_rows_job {
+	enum pt_type type;
+	const float *x;
+	uint8_t *xq;
+	size_t cols, row_bytes;
+	uint32_t n, n_parts;
+};
+
+static void quant_rows_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct quant_rows_job *j = ctx;
+	(void)worker;
+	for (uint32_t r = task; r < j->n; r += j->n_parts)
+		pt_kern_quantize_row(j->type, j->x + (size_t)r * j->cols, j->xq + r * j->row_bytes,
+				     j->cols);
+}
+
+/* n rows of x (cols wide) to type at row_bytes a row, split over the pool's threads for
+ * batches as pt_kern_matmul splits them (each row alone, so the bytes ignore the split). */
+static void quant_rows(pt_fwd *f, enum pt_type type, const float *x, uint32_t n, size_t cols,
+		       uint8_t *out, size_t row_bytes)
+{
+	struct quant_rows_job j = { type, x, out, cols, row_bytes, n, 1 };
+	if (n >= 8)
+		j.n_parts = pt_pool_threads(f->pool);
+	pt_pool_run(f->pool, quant_rows_task, &j, j.n_parts);
+}
+
+/* Which input f->act holds quantized, for products of one input in a row (Q, K, V; gate,
+ * up): zero-initialised per input by the caller, valid only while no other product runs. */
+struct act_once {
+	enum pt_type type;
+	uint64_t cols;
+	bool ok;
+};
+
+/* Y = W x like mm, x quantized into f->act only when a does not already hold it in w's
+ * partner format (the same bytes pt_kern_matmul would make, so results are unchanged). */
+static enum pt_status mm_once(pt_fwd *f, struct act_once *a, const struct pt_kern_mat *w,
+			      const float *x, uint32_t n, float *y, struct pt_error *err)
+{
+	const struct pt_kern_ops *ops = pt_kern_ops(w->type);
+	const size_t row = pt_kern_act_bytes(w, 1);
+	if (!ops || ops->act_type == PT_TYPE_F32 || row == 0 || n < 2)
+		return mm(f, w, x, n, y, err);
+	if (!a->ok || a->type != ops->act_type || a->cols != w->cols) {
+		quant_rows(f, ops->act_type, x, n, w->cols, f->act, row);
+		*a = (struct act_once){ ops->act_type, w->cols, true };
+	}
+	return pt_kern_matmul_q(w, f->act, n, y, f->pool, err);
+}
+
 /* x in w's partner format, quantized at most once per format (the bytes are those
  * pt_kern_matmul would produce, so decode products stay bit-identical to it).  NULL for a
  * type without kernels (the product then reports it) or when the slots are exhausted. */
@@ -304,15 +356,16 @@ static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint
 		}
 		return st;
 	}
-	st = mm(f, &L->wq, f->h, n, f->qkv, err);
+	struct act_once a = { 0 };
+	st = mm_once(f, &a, &L->wq, f->h, n, f->qkv, err);
 	for (uint32_t r = 0; st == PT_OK && r < n; r++)
 		memcpy(f->q + (size_t)r * f->w_qk, f->qkv + (size_t)r * nq, nq * sizeof(float));
 	if (st == PT_OK)
-		st = mm(f, &L->wk, f->h, n, f->qkv, err);
+		st = mm_once(f, &a, &L->wk, f->h, n, f->qkv, err);
 	for (uint32_t r = 0; st == PT_OK && r < n; r++)
 		memcpy(f->k + (size_t)r * f->n_k, f->qkv + (size_t)r * nk, nk * sizeof(float));
 	if (st == PT_OK && L->wv.data)
-		st = mm(f, &L->wv, f->h, n, f->qkv, err);
+		st = mm_once(f, &a, &L->wv, f->h, n, f->qkv, err);
 	/* Gemma 4 full layers without attn_v: V is the raw K projection (before k_norm). */
 	for (uint32_t r = 0; st == PT_OK && r < n; r++)
 		memcpy(f->v + (size_t)r * f->w_qk, f->qkv + (size_t)r * nv, nv * sizeof(float));
@@ -393,9 +446,10 @@ static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct p
 		enum pt_status st = pt_kern_glu_set(&gs, 1, glu_fn(f), f->pool, err);
 		return st == PT_OK ? mm(f, d, f->gate, 1, out, err) : st;
 	}
-	enum pt_status st = mm(f, g, in, n, f->gate, err);
+	struct act_once a = { 0 };
+	enum pt_status st = mm_once(f, &a, g, in, n, f->gate, err);
 	if (st == PT_OK)
-		st = mm(f, u, in, n, f->up, err);
+		st = mm_once(f, &a, u, in, n, f->up, err);
 	if (st != PT_OK)
 		return st;
 	if (f->m->hp.arch == PT_ARCH_GEMMA4)
@@ -442,23 +496,6 @@ static enum pt_status mm_in(pt_fwd *f, const struct pt_kern_mat *w, uint32_t cnt
 	return mm(f, w, f->xg, cnt, y, err);
 }
 
-struct quant_rows_job {
-	enum pt_type type;
-	const float *x;
-	uint8_t *xq;
-	size_t cols, row_bytes;
-	uint32_t n, n_parts;
-};
-
-static void quant_rows_task(void *ctx, uint32_t task, uint32_t worker)
-{
-	const struct quant_rows_job *j = ctx;
-	(void)worker;
-	for (uint32_t r = task; r < j->n; r += j->n_parts)
-		pt_kern_quantize_row(j->type, j->x + (size_t)r * j->cols, j->xq + r * j->row_bytes,
-				     j->cols);
-}
-
 /* Prefill: the n rows of in quantized once into f->xin for every routed expert's gate and
  * up products (row by row, so the bytes equal pt_kern_matmul's on the gathered rows), when
  * the layer's gate/up types share one quantized partner format. */
@@ -477,10 +514,7 @@ static void quant_expert_input(pt_fwd *f, const struct pt_layer_weights *L, cons
 	f->xin_row = pt_kern_act_bytes(&gm, 1);
 	if (f->xin_row == 0 || f->xin_row > f->xq_row)
 		return;
-	struct quant_rows_job j = { og->act_type, in, f->xin, g->cols, f->xin_row, n, 1 };
-	if (n >= 8)
-		j.n_parts = pt_pool_threads(f->pool);
-	pt_pool_run(f->pool, quant_rows_task, &j, j.n_parts);
+	quant_rows(f, og->act_type, in, n, g->cols, f->xin, f->xin_row);
 	f->xin_on = true;
 }
 
