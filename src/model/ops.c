@@ -99,15 +99,25 @@ float pt_op_sigmoid(float x)
 	return 1.0f / (1.0f + expf(-x));
 }
 
+/* The exponential is the attention kernels' pt_kern_expf (within 1 ulp of expf), which has
+ * an exact AVX2 twin: the SIMD SwiGLU (ops_avx2.c) gives the scalar loop's bits. */
 float pt_op_silu(float x)
 {
-	return x / (1.0f + expf(-x));
+	return x / (1.0f + pt_kern_expf(-x));
+}
+
+void pt_op_swiglu_ref(float *out, const float *gate, const float *up, int n)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = pt_op_silu(gate[i]) * up[i];
 }
 
 void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
 {
-	for (int i = 0; i < n; i++)
-		out[i] = pt_op_silu(gate[i]) * up[i];
+	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2)
+		pt_op_swiglu_avx2(out, gate, up, n);
+	else
+		pt_op_swiglu_ref(out, gate, up, n);
 }
 
 /* gelu of every F16 value (ggml's GELU table, F16 entries) stored as the floats those

@@ -254,6 +254,57 @@ PT_TEST(test_ops_rmsnorm_interleaved_sum_matches_sequential)
 	pt_free(y);
 }
 
+/* pt_op_swiglu at every level (the AVX2 twin's exp8 lane for lane) equals the scalar
+ * reference bit for bit: gate values over the whole exponential range, the clamps, tiny and
+ * huge values, inf, NaN, lengths with tails, in place. */
+PT_TEST(test_ops_swiglu_levels_match_reference)
+{
+	enum { N = 200003 };
+	float *g = pt_mallocn(N, sizeof(float)), *u = pt_mallocn(N, sizeof(float));
+	float *o = pt_mallocn(N, sizeof(float)), *w = pt_mallocn(N, sizeof(float));
+	REQUIRE(g && u && o && w);
+	uint32_t st = 7;
+	for (int i = 0; i < N; i++) {
+		st = st * 1103515245u + 12345u;
+		const float v = (float)(st >> 8) / 16777216.0f - 0.5f;
+		g[i] = v * (i % 3 == 0 ? 240.0f : i % 3 == 1 ? 20.0f : 1e-3f);
+		st = st * 1103515245u + 12345u;
+		u[i] = (float)(st >> 8) / 16777216.0f - 0.5f;
+	}
+	const float special[] = { 89.0f, -89.0f, 104.0f, -104.0f, 105.0f, -105.0f, 1e-40f,
+				  -1e-40f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 3e38f, -3e38f };
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		g[N - 1 - i] = g[i] = special[i];
+	pt_op_swiglu_ref(w, g, u, N);
+	struct pt_error err;
+	const enum pt_kern_level saved = pt_kern_level();
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, &err) == PT_OK);
+		for (int len = N; len >= N - 9; len -= 3) {
+			pt_op_swiglu(o, g, u, len);
+			size_t bad = 0;
+			for (int i = 0; i < len; i++)
+				bad += f32_bits(o[i]) != f32_bits(w[i]) && !(isnan(o[i]) && isnan(w[i]));
+			CHECK_EQ_INT(bad, 0);
+		}
+		memcpy(o, g, N * sizeof(float));
+		pt_op_swiglu(o, o, u, 1001); /* in place */
+		size_t bad = 0;
+		for (int i = 0; i < 1001; i++)
+			bad += f32_bits(o[i]) != f32_bits(w[i]) && !(isnan(o[i]) && isnan(w[i]));
+		CHECK_EQ_INT(bad, 0);
+	}
+	CHECK(pt_kern_set_level(saved, &err) == PT_OK);
+	/* and the reference is silu(g) * u with silu within a few ulp of the double formula */
+	for (int i = 100; i < 2000; i++)
+		if (fabsf(g[i]) < 80.0f && u[i] != 0.0f)
+			CHECK(rel_err(w[i], g[i] / (1.0 + exp(-(double)g[i])) * u[i]) < 2e-6);
+	pt_free(g);
+	pt_free(u);
+	pt_free(o);
+	pt_free(w);
+}
+
 PT_TEST(test_ops_softcap)
 {
 	float x[4] = { 0.0f, 15.0f, -90.0f, 1000.0f };
