@@ -47,8 +47,14 @@ struct pt_fwd {
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
 	float *h2, *rl, *rw, *yk, *xg, *sel;
 	float *spec_x, *spec_l, *spec_w; /* read-ahead prediction: [n_embd], [n_expert], [k] */
+	/* prefill experts: the layer input quantized once for every gate/up product [n_batch]
+	 * [xq_row] (xin_row bytes a row when xin_on), and one expert's rows gathered from it */
+	uint8_t *xin, *xgq;
+	size_t xin_row;
+	bool xin_on;
 	int *ids, *rows, *spec_ids;
 	uint32_t *uni, *wave_end; /* a chunk's distinct experts on a layer, its waves */
+	uint32_t *eoff;           /* [n_expert + 1]: each expert's run of f->rows */
 	void (*on_route)(void *, uint32_t, int64_t, uint32_t, uint32_t, const int *);
 	void *route_ctx;
 	float *attn_scratch; /* per thread */
@@ -202,6 +208,58 @@ static enum pt_status mm(pt_fwd *f, const struct pt_kern_mat *w, const float *x,
 	return pt_kern_matmul(w, x, n, y, f->act, f->pool, err);
 }
 
+struct quant_rows_job {
+	enum pt_type type;
+	const float *x;
+	uint8_t *xq;
+	size_t cols, row_bytes;
+	uint32_t n, n_parts;
+};
+
+static void quant_rows_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct quant_rows_job *j = ctx;
+	(void)worker;
+	for (uint32_t r = task; r < j->n; r += j->n_parts)
+		pt_kern_quantize_row(j->type, j->x + (size_t)r * j->cols, j->xq + r * j->row_bytes,
+				     j->cols);
+}
+
+/* n rows of x (cols wide) to type at row_bytes a row, split over the pool's threads for
+ * batches as pt_kern_matmul splits them (each row alone, so the bytes ignore the split). */
+static void quant_rows(pt_fwd *f, enum pt_type type, const float *x, uint32_t n, size_t cols,
+		       uint8_t *out, size_t row_bytes)
+{
+	struct quant_rows_job j = { type, x, out, cols, row_bytes, n, 1 };
+	if (n >= 8)
+		j.n_parts = pt_pool_threads(f->pool);
+	pt_pool_run(f->pool, quant_rows_task, &j, j.n_parts);
+}
+
+/* Which input f->act holds quantized, for products of one input in a row (Q, K, V; gate,
+ * up): zero-initialised per input by the caller, valid only while no other product runs. */
+struct act_once {
+	enum pt_type type;
+	uint64_t cols;
+	bool ok;
+};
+
+/* Y = W x like mm, x quantized into f->act only when a does not already hold it in w's
+ * partner format (the same bytes pt_kern_matmul would make, so results are unchanged). */
+static enum pt_status mm_once(pt_fwd *f, struct act_once *a, const struct pt_kern_mat *w,
+			      const float *x, uint32_t n, float *y, struct pt_error *err)
+{
+	const struct pt_kern_ops *ops = pt_kern_ops(w->type);
+	const size_t row = pt_kern_act_bytes(w, 1);
+	if (!ops || ops->act_type == PT_TYPE_F32 || row == 0 || n < 2)
+		return mm(f, w, x, n, y, err);
+	if (!a->ok || a->type != ops->act_type || a->cols != w->cols) {
+		quant_rows(f, ops->act_type, x, n, w->cols, f->act, row);
+		*a = (struct act_once){ ops->act_type, w->cols, true };
+	}
+	return pt_kern_matmul_q(w, f->act, n, y, f->pool, err);
+}
+
 /* x in w's partner format, quantized at most once per format (the bytes are those
  * pt_kern_matmul would produce, so decode products stay bit-identical to it).  NULL for a
  * type without kernels (the product then reports it) or when the slots are exhausted. */
@@ -242,10 +300,22 @@ static void norm_rows(float *y, const float *x, const float *w, uint32_t n, uint
 		pt_op_rmsnorm(y + (size_t)r * width, x + (size_t)r * width, w, (int)width, eps);
 }
 
-static void add_rows(float *x, const float *y, size_t count)
+/* Element-wise loops written as blocks of 8 independent statements: -O2's cheap vectorizer
+ * turns each block into vector instructions (a plain loop would need alias checks and an
+ * epilogue, which that cost model refuses).  Same operations, same results. */
+#define BLOCK8(i, n, stmt)                                   \
+	do {                                                 \
+		size_t i##0_ = 0;                            \
+		for (; i##0_ + 8 <= (n); i##0_ += 8)         \
+			for (size_t i = i##0_; i < i##0_ + 8; i++) \
+				stmt;                        \
+		for (size_t i = i##0_; i < (n); i++)         \
+			stmt;                                \
+	} while (0)
+
+static void add_rows(float *restrict x, const float *restrict y, size_t count)
 {
-	for (size_t i = 0; i < count; i++)
-		x[i] += y[i];
+	BLOCK8(i, count, x[i] += y[i]);
 }
 
 /* Decode: Q, K and V of one row in one dispatch, straight into f->q / f->k / f->v. */
@@ -287,15 +357,16 @@ static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint
 		}
 		return st;
 	}
-	st = mm(f, &L->wq, f->h, n, f->qkv, err);
+	struct act_once a = { 0 };
+	st = mm_once(f, &a, &L->wq, f->h, n, f->qkv, err);
 	for (uint32_t r = 0; st == PT_OK && r < n; r++)
 		memcpy(f->q + (size_t)r * f->w_qk, f->qkv + (size_t)r * nq, nq * sizeof(float));
 	if (st == PT_OK)
-		st = mm(f, &L->wk, f->h, n, f->qkv, err);
+		st = mm_once(f, &a, &L->wk, f->h, n, f->qkv, err);
 	for (uint32_t r = 0; st == PT_OK && r < n; r++)
 		memcpy(f->k + (size_t)r * f->n_k, f->qkv + (size_t)r * nk, nk * sizeof(float));
 	if (st == PT_OK && L->wv.data)
-		st = mm(f, &L->wv, f->h, n, f->qkv, err);
+		st = mm_once(f, &a, &L->wv, f->h, n, f->qkv, err);
 	/* Gemma 4 full layers without attn_v: V is the raw K projection (before k_norm). */
 	for (uint32_t r = 0; st == PT_OK && r < n; r++)
 		memcpy(f->v + (size_t)r * f->w_qk, f->qkv + (size_t)r * nv, nv * sizeof(float));
@@ -376,9 +447,10 @@ static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct p
 		enum pt_status st = pt_kern_glu_set(&gs, 1, glu_fn(f), f->pool, err);
 		return st == PT_OK ? mm(f, d, f->gate, 1, out, err) : st;
 	}
-	enum pt_status st = mm(f, g, in, n, f->gate, err);
+	struct act_once a = { 0 };
+	enum pt_status st = mm_once(f, &a, g, in, n, f->gate, err);
 	if (st == PT_OK)
-		st = mm(f, u, in, n, f->up, err);
+		st = mm_once(f, &a, u, in, n, f->up, err);
 	if (st != PT_OK)
 		return st;
 	if (f->m->hp.arch == PT_ARCH_GEMMA4)
@@ -463,58 +535,122 @@ static struct pt_kern_mat expert_mat(const struct pt_expert_mat *x, const void *
 	return k;
 }
 
+/* An expert's gate/up product on its gathered rows: the pre-quantized ones (f->xgq) when
+ * the layer's input was quantized once (the same bytes pt_kern_matmul would make from
+ * f->xg), else the float rows f->xg. */
+static enum pt_status mm_in(pt_fwd *f, const struct pt_kern_mat *w, uint32_t cnt, float *y,
+			    struct pt_error *err)
+{
+	if (f->xin_on)
+		return pt_kern_matmul_q(w, f->xgq, cnt, y, f->pool, err);
+	return mm(f, w, f->xg, cnt, y, err);
+}
+
+/* Prefill: the n rows of in quantized once into f->xin for every routed expert's gate and
+ * up products (row by row, so the bytes equal pt_kern_matmul's on the gathered rows), when
+ * the layer's gate/up types share one quantized partner format. */
+static void quant_expert_input(pt_fwd *f, const struct pt_layer_weights *L, const float *in,
+			       uint32_t n)
+{
+	const bool fused = L->gate_up_exps.data != NULL;
+	const struct pt_expert_mat *g = fused ? &L->gate_up_exps : &L->gate_exps;
+	const struct pt_kern_mat gm = expert_mat(g, g->data);
+	const struct pt_kern_ops *og = pt_kern_ops(g->type);
+	const struct pt_kern_ops *ou = fused ? og : pt_kern_ops(L->up_exps.type);
+	f->xin_on = false;
+	if (n < 2 || !og || !ou || og->act_type != ou->act_type || og->act_type == PT_TYPE_F32 ||
+	    (!fused && L->up_exps.cols != g->cols))
+		return;
+	f->xin_row = pt_kern_act_bytes(&gm, 1);
+	if (f->xin_row == 0 || f->xin_row > f->xq_row)
+		return;
+	quant_rows(f, og->act_type, in, n, g->cols, f->xin, f->xin_row);
+	f->xin_on = true;
+}
+
 /* Gathered rows f->xg[cnt] through expert e: f->t3[cnt][n_embd] = down(act(gate) * up). */
 static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 				 const struct pt_expert_ptrs *p, uint32_t cnt,
 				 struct pt_error *err)
 {
-	const bool gelu = f->m->hp.arch == PT_ARCH_GEMMA4;
+	const pt_kern_glu_fn glu = glu_fn(f);
 	uint32_t nf;
 	enum pt_status st;
 	if (p->up) {
 		const struct pt_kern_mat g = expert_mat(&L->gate_exps, p->gate);
 		const struct pt_kern_mat u = expert_mat(&L->up_exps, p->up);
 		nf = (uint32_t)g.rows;
-		st = mm(f, &g, f->xg, cnt, f->gate, err);
+		st = mm_in(f, &g, cnt, f->gate, err);
 		if (st == PT_OK)
-			st = mm(f, &u, f->xg, cnt, f->up, err);
+			st = mm_in(f, &u, cnt, f->up, err);
 		if (st != PT_OK)
 			return st;
+		glu(f->gate, f->gate, f->up, nf * cnt);
 	} else {
 		const struct pt_kern_mat gu = expert_mat(&L->gate_up_exps, p->gate);
 		nf = (uint32_t)(gu.rows / 2);
-		st = mm(f, &gu, f->xg, cnt, f->up, err);
+		st = mm_in(f, &gu, cnt, f->up, err);
 		if (st != PT_OK)
 			return st;
-		/* fused rows: first nf outputs are gate, next nf are up */
+		/* fused rows: first nf outputs are gate, next nf are up; row c's result goes to
+		 * gate row c, which never overlaps a later row's inputs */
 		for (uint32_t c = 0; c < cnt; c++) {
-			memcpy(f->gate + (size_t)c * nf, f->up + (size_t)c * 2 * nf,
-			       nf * sizeof(float));
-			memmove(f->up + (size_t)c * nf, f->up + (size_t)c * 2 * nf + nf,
-				nf * sizeof(float));
+			const float *r = f->up + (size_t)c * 2 * nf;
+			glu(f->gate + (size_t)c * nf, r, r + nf, nf);
 		}
 	}
-	if (gelu)
-		pt_op_geglu(f->gate, f->gate, f->up, (int)(nf * cnt));
-	else
-		pt_op_swiglu(f->gate, f->gate, f->up, (int)(nf * cnt));
 	const struct pt_kern_mat d = expert_mat(&L->down_exps, p->down);
 	return mm(f, &d, f->gate, cnt, f->t3, err);
+}
+
+/* dst = (y * s) * w, or y * w without a per-expert scale s (the loop split so each
+ * vectorizes). */
+static void scale_row(float *restrict dst, const float *restrict y, uint32_t D,
+		      const float *s, float w)
+{
+	if (s) {
+		const float sv = *s;
+		BLOCK8(i, D, dst[i] = (y[i] * sv) * w);
+	} else {
+		BLOCK8(i, D, dst[i] = y[i] * w);
+	}
+}
+
+/* The routed (row, rank) slots of each expert e in ascending order, f->rows[f->eoff[e] ..
+ * f->eoff[e + 1]) (a counting sort), and the distinct experts in order of first use in
+ * f->uni; returns their number. */
+static uint32_t sort_rows(pt_fwd *f, uint32_t n_ids)
+{
+	const uint32_t E = f->m->hp.n_expert;
+	uint32_t nu = 0;
+	memset(f->eoff, 0, ((size_t)E + 1) * sizeof(uint32_t));
+	for (uint32_t i = 0; i < n_ids; i++)
+		if (f->eoff[f->ids[i] + 1]++ == 0)
+			f->uni[nu++] = (uint32_t)f->ids[i];
+	for (uint32_t e = 0; e < E; e++)
+		f->eoff[e + 1] += f->eoff[e];
+	for (uint32_t i = 0; i < n_ids; i++) /* eoff[e] becomes the end of e's run */
+		f->rows[f->eoff[f->ids[i]]++] = (int)i;
+	for (uint32_t e = E; e > 0; e--)
+		f->eoff[e] = f->eoff[e - 1];
+	f->eoff[0] = 0;
+	return nu;
 }
 
 /* Expert e over the rows of in that chose it: gather, fetch, compute, scatter each row's
  * weighted output into its own rank slot of f->yk (summed later in rank order, so results
  * do not depend on the order experts are computed in). */
 static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
-				 uint32_t e, const float *in, uint32_t n, struct pt_error *err)
+				 uint32_t e, const float *in, struct pt_error *err)
 {
 	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
-	uint32_t cnt = 0;
-	for (uint32_t i = 0; i < n * k; i++)
-		if (f->ids[i] == (int)e)
-			f->rows[cnt++] = (int)i;
-	for (uint32_t c = 0; c < cnt; c++)
-		memcpy(f->xg + (size_t)c * D, in + (size_t)(f->rows[c] / k) * D, D * sizeof(float));
+	const int *rows = f->rows + f->eoff[e];
+	const uint32_t cnt = f->eoff[e + 1] - f->eoff[e];
+	for (uint32_t c = 0; c < cnt && f->xin_on; c++)
+		memcpy(f->xgq + (size_t)c * f->xin_row, f->xin + (size_t)(rows[c] / k) * f->xin_row,
+		       f->xin_row);
+	for (uint32_t c = 0; c < cnt && !f->xin_on; c++)
+		memcpy(f->xg + (size_t)c * D, in + (size_t)(rows[c] / k) * D, D * sizeof(float));
 	struct pt_expert_ptrs p;
 	enum pt_status st = f->prov->get(f->prov->ctx, il, e, &p, err);
 	if (st != PT_OK)
@@ -524,14 +660,9 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 		f->prov->release(f->prov->ctx, il, e);
 	if (st != PT_OK)
 		return st;
-	const float s = L->down_exps_scale ? L->down_exps_scale[e] : 1.0f;
-	for (uint32_t c = 0; c < cnt; c++) {
-		const float w = f->rw[f->rows[c]];
-		const float *y = f->t3 + (size_t)c * D;
-		float *dst = f->yk + (size_t)f->rows[c] * D;
-		for (uint32_t i = 0; i < D; i++)
-			dst[i] = L->down_exps_scale ? (y[i] * s) * w : y[i] * w;
-	}
+	for (uint32_t c = 0; c < cnt; c++)
+		scale_row(f->yk + (size_t)rows[c] * D, f->t3 + (size_t)c * D, D,
+			  L->down_exps_scale ? &L->down_exps_scale[e] : NULL, f->rw[rows[c]]);
 	return PT_OK;
 }
 
@@ -700,7 +831,7 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 			st = pt_error_set(err, PT_E_IO, "layer %u: %u of %u experts never became ready",
 					  il, cnt - i, cnt);
 		if (st == PT_OK)
-			st = one_expert(f, L, il, e, in, n, err);
+			st = one_expert(f, L, il, e, in, err);
 	}
 	if (pv->end_layer)
 		pv->end_layer(pv->ctx, il);
@@ -716,17 +847,12 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t k = hp->n_expert_used, D = hp->n_embd;
-	uint32_t nu = 0, n_waves = 1;
-	for (uint32_t i = 0; i < n * k; i++) {
-		uint32_t j = 0;
-		while (j < nu && f->uni[j] != (uint32_t)f->ids[i])
-			j++;
-		if (j == nu)
-			f->uni[nu++] = (uint32_t)f->ids[i];
-	}
+	uint32_t n_waves = 1;
+	const uint32_t nu = sort_rows(f, n * k);
 	if (f->on_route)
 		f->on_route(f->route_ctx, il, f->pos, n, k, f->ids);
 	enum pt_status st = PT_OK;
+	quant_expert_input(f, L, in, n);
 	f->wave_end[0] = nu;
 	if (f->prov->waves)
 		st = f->prov->waves(f->prov->ctx, il, f->uni, nu, f->wave_end, &n_waves, err);
@@ -999,7 +1125,9 @@ static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 	f->dg = pt_mallocn((size_t)f->group_max * (f->w_ff ? f->w_ff : 1), sizeof(float));
 	f->dy = pt_mallocn((size_t)f->group_max * D, sizeof(float));
 	f->xqd = pt_mallocn(f->group_max, f->xq_row ? f->xq_row : 1);
-	if (!f->dg || !f->dy || !f->xqd)
+	f->xin = pt_mallocn(f->n_batch, f->xq_row ? f->xq_row : 1);
+	f->xgq = pt_mallocn(f->n_batch, f->xq_row ? f->xq_row : 1);
+	if (!f->dg || !f->dy || !f->xqd || !f->xin || !f->xgq)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return PT_OK;
 }
@@ -1031,10 +1159,11 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->spec_ids = pt_mallocn(k ? k : 1, sizeof(int));
 	f->uni = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->wave_end = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
+	f->eoff = pt_mallocn((size_t)hp->n_expert + 1, sizeof(uint32_t));
 	f->act_bytes = act_need(f->m, f->n_batch);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
 	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end ||
-	    !f->spec_ids)
+	    !f->spec_ids || !f->eoff)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return alloc_decode(f, err);
 }
@@ -1103,6 +1232,7 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->spec_ids);
 	pt_free(f->uni);
 	pt_free(f->wave_end);
+	pt_free(f->eoff);
 	pt_free(f->parts);
 	pt_free(f->act);
 	for (size_t i = 0; i < XQ_SLOTS; i++)
@@ -1110,6 +1240,8 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->dg);
 	pt_free(f->dy);
 	pt_free(f->xqd);
+	pt_free(f->xin);
+	pt_free(f->xgq);
 	pt_kv_fini(&f->kv);
 	pt_free(f);
 }

@@ -9,22 +9,64 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "kern/kern.h"
 #include "quant/types.h"
+
+/* Sum of squares in double (ggml's ggml_float accumulator), in eight interleaved partial
+ * sums so the adds do not wait on one another (the squares are exact in double; the order
+ * only moves the double sum's last bits, far below the float mean's rounding). */
+static double sum_squares(const float *x, int n)
+{
+	double s[8] = { 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0 };
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			s[j] += (double)x[i + j] * (double)x[i + j];
+	for (; i < n; i++)
+		s[i % 8] += (double)x[i] * (double)x[i];
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* y = (x * scale) * w and y = x * scale in blocks of 8 loaded before any store: y may be x,
+ * and with the loads first -O2's cheap vectorizer needs no alias check (the same products as
+ * a plain loop). */
+static void scale_rows_w(float *y, const float *x, const float *w, int n, float scale)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		float t[8];
+		for (int j = 0; j < 8; j++)
+			t[j] = (x[i + j] * scale) * w[i + j];
+		for (int j = 0; j < 8; j++)
+			y[i + j] = t[j];
+	}
+	for (; i < n; i++)
+		y[i] = (x[i] * scale) * w[i];
+}
+
+static void scale_rows(float *y, const float *x, int n, float scale)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		float t[8];
+		for (int j = 0; j < 8; j++)
+			t[j] = x[i + j] * scale;
+		for (int j = 0; j < 8; j++)
+			y[i + j] = t[j];
+	}
+	for (; i < n; i++)
+		y[i] = x[i] * scale;
+}
 
 void pt_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 {
-	double sum = 0.0;
-	for (int i = 0; i < n; i++)
-		sum += (double)x[i] * (double)x[i];
+	const double sum = sum_squares(x, n);
 	const float mean = (float)(sum / n);
 	const float scale = 1.0f / sqrtf(mean + eps);
-	if (w) {
-		for (int i = 0; i < n; i++)
-			y[i] = (x[i] * scale) * w[i];
-	} else {
-		for (int i = 0; i < n; i++)
-			y[i] = x[i] * scale;
-	}
+	if (w)
+		scale_rows_w(y, x, w, n, scale);
+	else
+		scale_rows(y, x, n, scale);
 }
 
 void pt_op_rmsnorm_heads(float *x, const float *w, int n_head, int head_dim, float eps)
@@ -85,20 +127,31 @@ float pt_op_sigmoid(float x)
 	return 1.0f / (1.0f + expf(-x));
 }
 
+/* The exponential is the attention kernels' pt_kern_expf (within 1 ulp of expf), which has
+ * an exact AVX2 twin: the SIMD SwiGLU (ops_avx2.c) gives the scalar loop's bits. */
 float pt_op_silu(float x)
 {
-	return x / (1.0f + expf(-x));
+	return x / (1.0f + pt_kern_expf(-x));
 }
 
-void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
+void pt_op_swiglu_ref(float *out, const float *gate, const float *up, int n)
 {
 	for (int i = 0; i < n; i++)
 		out[i] = pt_op_silu(gate[i]) * up[i];
 }
 
-/* The 65536-entry table is constant data derived from the formula, built once per process
- * (not model state). */
-static uint16_t gelu_table[65536];
+void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
+{
+	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2)
+		pt_op_swiglu_avx2(out, gate, up, n);
+	else
+		pt_op_swiglu_ref(out, gate, up, n);
+}
+
+/* gelu of every F16 value (ggml's GELU table, F16 entries) stored as the floats those
+ * entries convert to: constant data derived from the formula, built once per process (not
+ * model state). */
+static float gelu_table[65536];
 static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
 
 float pt_op_gelu_exact(float x)
@@ -111,7 +164,8 @@ float pt_op_gelu_exact(float x)
 static void gelu_table_build(void)
 {
 	for (uint32_t i = 0; i < 65536; i++)
-		gelu_table[i] = pt_f32_to_fp16(pt_op_gelu_exact(pt_fp16_to_f32((uint16_t)i)));
+		gelu_table[i] = pt_fp16_to_f32(
+			pt_f32_to_fp16(pt_op_gelu_exact(pt_fp16_to_f32((uint16_t)i))));
 }
 
 float pt_op_gelu(float x)
@@ -121,13 +175,29 @@ float pt_op_gelu(float x)
 	if (x >= 10.0f)
 		return x;
 	pthread_once(&gelu_once, gelu_table_build);
-	return pt_fp16_to_f32(gelu_table[pt_f32_to_fp16(x)]);
+	return gelu_table[pt_f32_to_fp16(x)];
 }
 
+/* Gate values per F16 conversion batch (a stack buffer of table indices). */
+#define GEGLU_CHUNK 256
+
+/* pt_op_gelu(gate[i]) * up[i], the table indices converted a batch at a time by the
+ * attention kernels' F32 -> F16 converter (round to nearest even like pt_f32_to_fp16 at
+ * every level; only NaN payloads may differ, and every NaN index holds the same NaN). */
 void pt_op_geglu(float *out, const float *gate, const float *up, int n)
 {
-	for (int i = 0; i < n; i++)
-		out[i] = pt_op_gelu(gate[i]) * up[i];
+	const struct pt_kern_attn_ops *ops = pt_kern_attn_ops(1);
+	uint16_t h[GEGLU_CHUNK];
+	pthread_once(&gelu_once, gelu_table_build);
+	for (int i0 = 0; i0 < n; i0 += GEGLU_CHUNK) {
+		const int m = n - i0 < GEGLU_CHUNK ? n - i0 : GEGLU_CHUNK;
+		ops->f32_to_f16(gate + i0, h, (uint32_t)m);
+		for (int i = 0; i < m; i++) {
+			const float x = gate[i0 + i];
+			const float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : gelu_table[h[i]];
+			out[i0 + i] = g * up[i0 + i];
+		}
+	}
 }
 
 void pt_op_softcap(float *x, int n, float cap)

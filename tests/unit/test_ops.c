@@ -3,6 +3,9 @@
 #include "test.h"
 
 #include "quant/types.h"
+#include "kern/kern.h"
+#include "util/alloc.h"
+#include <string.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -160,6 +163,146 @@ PT_TEST(test_ops_gelu_f16_table_semantics)
 	pt_op_geglu(o, g, u, 3);
 	CHECK(o[0] == pt_op_gelu(1.0f) * 3.0f);
 	CHECK(o[1] == 0.0f);
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/* pt_op_geglu (batched F16 conversions by the level's converter) equals pt_op_gelu(g) * u
+ * element by element, bit for bit, at every level: every F16 neighbourhood (each F16 value,
+ * its rounding midpoints and their neighbours: the ties), subnormals, the +-10 cut-offs,
+ * inf and NaN, lengths that are not multiples of the vector width or the batch, in place. */
+PT_TEST(test_ops_geglu_matches_gelu_every_level)
+{
+	enum { N = 4 * 65536 + 13 };
+	float *g = pt_mallocn(N, sizeof(float)), *u = pt_mallocn(N, sizeof(float));
+	float *o = pt_mallocn(N, sizeof(float)), *w = pt_mallocn(N, sizeof(float));
+	REQUIRE(g && u && o && w);
+	uint32_t x = 99;
+	for (int i = 0; i < N; i++) {
+		const uint16_t h = (uint16_t)(i / 4);
+		const float v = pt_fp16_to_f32(h);
+		float e = v;
+		uint32_t b = f32_bits(v) + (uint32_t)((i % 4) == 1 ? 0x1000 : (i % 4) == 2 ? 0xfff : 0x1001);
+		if (i % 4)
+			memcpy(&e, &b, sizeof(e));
+		g[i] = e;
+		x = x * 1103515245u + 12345u;
+		u[i] = (float)(x >> 8) / 16777216.0f - 0.5f;
+	}
+	const float special[] = { -10.0f, 10.0f, -9.999999f, 9.999999f, -10.000001f, 1e-30f,
+				  -1e-40f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 65519.0f, 65520.0f };
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		g[N - 1 - i] = special[i];
+	for (int i = 0; i < N; i++)
+		w[i] = pt_op_gelu(g[i]) * u[i];
+	struct pt_error err;
+	const enum pt_kern_level saved = pt_kern_level();
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, &err) == PT_OK);
+		pt_op_geglu(o, g, u, N);
+		int bad = 0;
+		for (int i = 0; i < N; i++)
+			bad += f32_bits(o[i]) != f32_bits(w[i]) && !(isnan(o[i]) && isnan(w[i]));
+		CHECK(bad == 0);
+		memcpy(o, g, N * sizeof(float));
+		pt_op_geglu(o, o, u, 1000); /* in place */
+		bad = 0;
+		for (int i = 0; i < 1000; i++)
+			bad += f32_bits(o[i]) != f32_bits(w[i]);
+		CHECK(bad == 0);
+	}
+	CHECK(pt_kern_set_level(saved, &err) == PT_OK);
+	pt_free(g);
+	pt_free(u);
+	pt_free(o);
+	pt_free(w);
+}
+
+/* The interleaved double sum of squares against ggml's sequential one: on random rows of
+ * every width 1..300 and real widths (scales from 1e-3 to 1e3) the normed floats agree bit
+ * for bit (the double sums differ in their last bits at most, far below the float mean). */
+PT_TEST(test_ops_rmsnorm_interleaved_sum_matches_sequential)
+{
+	enum { W = 4096 };
+	float *x = pt_mallocn(W, sizeof(float)), *y = pt_mallocn(W, sizeof(float));
+	REQUIRE(x && y);
+	uint32_t st = 12345;
+	size_t bad = 0, total = 0;
+	for (int n = 1; n <= 300 + 6; n++) {
+		const int width = n <= 300 ? n : (int[]){ 2048, 2816, 4096, 128, 256, 512 }[n - 301];
+		const float scale = powf(10.0f, (float)(n % 7) - 3.0f);
+		for (int i = 0; i < width; i++) {
+			st = st * 1103515245u + 12345u;
+			x[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * scale;
+		}
+		double seq = 0.0;
+		for (int i = 0; i < width; i++)
+			seq += (double)x[i] * (double)x[i];
+		const float inv = 1.0f / sqrtf((float)(seq / width) + 1e-6f);
+		pt_op_rmsnorm(y, x, NULL, width, 1e-6f);
+		for (int i = 0; i < width; i++, total++)
+			bad += f32_bits(y[i]) != f32_bits(x[i] * inv);
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK(total > 40000);
+	pt_free(x);
+	pt_free(y);
+}
+
+/* pt_op_swiglu at every level (the AVX2 twin's exp8 lane for lane) equals the scalar
+ * reference bit for bit: gate values over the whole exponential range, the clamps, tiny and
+ * huge values, inf, NaN, lengths with tails, in place. */
+PT_TEST(test_ops_swiglu_levels_match_reference)
+{
+	enum { N = 200003 };
+	float *g = pt_mallocn(N, sizeof(float)), *u = pt_mallocn(N, sizeof(float));
+	float *o = pt_mallocn(N, sizeof(float)), *w = pt_mallocn(N, sizeof(float));
+	REQUIRE(g && u && o && w);
+	uint32_t st = 7;
+	for (int i = 0; i < N; i++) {
+		st = st * 1103515245u + 12345u;
+		const float v = (float)(st >> 8) / 16777216.0f - 0.5f;
+		g[i] = v * (i % 3 == 0 ? 240.0f : i % 3 == 1 ? 20.0f : 1e-3f);
+		st = st * 1103515245u + 12345u;
+		u[i] = (float)(st >> 8) / 16777216.0f - 0.5f;
+	}
+	const float special[] = { 89.0f, -89.0f, 104.0f, -104.0f, 105.0f, -105.0f, 1e-40f,
+				  -1e-40f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 3e38f, -3e38f };
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		g[N - 1 - i] = g[i] = special[i];
+	pt_op_swiglu_ref(w, g, u, N);
+	struct pt_error err;
+	const enum pt_kern_level saved = pt_kern_level();
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, &err) == PT_OK);
+		for (int len = N; len >= N - 9; len -= 3) {
+			pt_op_swiglu(o, g, u, len);
+			size_t bad = 0;
+			for (int i = 0; i < len; i++)
+				bad += f32_bits(o[i]) != f32_bits(w[i]) && !(isnan(o[i]) && isnan(w[i]));
+			CHECK_EQ_INT(bad, 0);
+		}
+		memcpy(o, g, N * sizeof(float));
+		pt_op_swiglu(o, o, u, 1001); /* in place */
+		size_t bad = 0;
+		for (int i = 0; i < 1001; i++)
+			bad += f32_bits(o[i]) != f32_bits(w[i]) && !(isnan(o[i]) && isnan(w[i]));
+		CHECK_EQ_INT(bad, 0);
+	}
+	CHECK(pt_kern_set_level(saved, &err) == PT_OK);
+	/* and the reference is silu(g) * u with silu within a few ulp of the double formula */
+	for (int i = 100; i < 2000; i++)
+		if (fabsf(g[i]) < 80.0f && u[i] != 0.0f)
+			CHECK(rel_err(w[i], g[i] / (1.0 + exp(-(double)g[i])) * u[i]) < 2e-6);
+	pt_free(g);
+	pt_free(u);
+	pt_free(o);
+	pt_free(w);
 }
 
 PT_TEST(test_ops_softcap)
