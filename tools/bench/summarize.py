@@ -35,10 +35,19 @@ def summarize(recs):
             s["skew"] = skew
         for k in ("prefill_tps", "decode_tps", "ttft_s", "peak_rss_bytes", "hit_rate",
                   "bytes_read_per_token", "io_floor_s_per_token", "time_over_floor",
-                  "memory_budget_bytes", "disk_bw_bytes_per_s"):
+                  "memory_budget_bytes", "disk_bw_bytes_per_s", "decode_io_busy_s_per_token",
+                  "decode_read_wait_s_per_token", "decode_compute_s_per_token",
+                  "decode_read_bw_bytes_per_s"):
             v = med(field(rs, k))
             if v is not None:
                 s[k] = v
+        # Time per token over the time the disk was busy reading for it: the I/O floor at
+        # the bandwidth the store actually got (the probe's figure swings with the host).
+        busy = [1 / r["result"]["decode_tps"] / r["result"]["decode_io_busy_s_per_token"]
+                for r in rs if r["rc"] == 0 and r.get("result")
+                and r["result"].get("decode_tps") and r["result"].get("decode_io_busy_s_per_token")]
+        if busy:
+            s["time_over_busy"] = med(busy)
         for k in ("cap", "cg_max_usage", "cg_oom_kills"):
             v = [r[k] for r in rs if k in r]
             if v:
@@ -60,10 +69,10 @@ def summarize(recs):
 def table(rows):
     fmt = lambda v, f: "-" if v is None else f % v
     print("| section | model | engine | ok/runs | prefill tok/s | decode tok/s | ratio pre | ratio dec | "
-          "hit | MiB/token | floor ms/tok | time/floor | peak RSS MiB | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "hit | MiB/token | floor ms/tok | time/floor | store GB/s | time/busy | peak RSS MiB | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in rows:
-        print("| %s | %s%s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s%s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s["section"], s["model"], " skew %s" % s["skew"] if "skew" in s else "",
             s["engine"], s["ok_runs"], s["runs"], fmt(s.get("prefill_tps"), "%.1f"),
             fmt(s.get("decode_tps"), "%.2f"), fmt(s.get("prefill_ratio_vs_llama"), "%.2fx"),
@@ -72,6 +81,8 @@ def table(rows):
             fmt(s.get("bytes_read_per_token") and s["bytes_read_per_token"] / 2**20, "%.1f"),
             fmt(s.get("io_floor_s_per_token") and s["io_floor_s_per_token"] * 1e3, "%.1f"),
             fmt(s.get("time_over_floor"), "%.2f"),
+            fmt(s.get("decode_read_bw_bytes_per_s") and s["decode_read_bw_bytes_per_s"] / 1e9, "%.2f"),
+            fmt(s.get("time_over_busy"), "%.2f"),
             fmt(s.get("peak_rss_bytes") and s["peak_rss_bytes"] / 2**20, "%.0f"),
             ",".join("%.1f" % x for x in s["load"] if x is not None)))
 
