@@ -31,6 +31,66 @@ static inline float hsum256(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
+/* Sum of 16 lanes by halving: lane i + lane i + 8, then hsum256's tree.  The full tile
+ * reduces its eight accumulators together (reduce8) with the same tree per output. */
+static inline float hsum512(__m512 v)
+{
+	return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+/* Chunk-wise (128-bit) halving of two vectors that each hold two outputs of 8 lanes, as
+ * [a lanes 0-3, a 4-7, b 0-3, b 4-7] and [c ..., d ...]: gives [a, b, c, d], one 4-lane
+ * partial per chunk, each lane the sum of lanes j and j + 4 of its output (hsum256's first
+ * step). */
+static inline __m512 halve_pairs(__m512 p, __m512 q)
+{
+	return _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0)),
+			     _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The last two steps of hsum256 on [v0 v1 v2 v3] and [v4 v5 v6 v7] (4 lanes each): output
+ * k lands in lane 4k (k < 4) or 4(k - 4) + 2. */
+static inline __m512 finish8(__m512 w0, __m512 w1)
+{
+	const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(w0, w1, _MM_SHUFFLE(1, 0, 1, 0)),
+				       _mm512_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 2, 3, 2)));
+	return _mm512_add_ps(z, _mm512_permute_ps(z, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* Eight 16-lane sums at once (v[k] -> lane of finish8), each by hsum512's tree. */
+static inline __m512 reduce8(const __m512 v[8])
+{
+	__m512 u[4];
+	UNROLL for (int k = 0; k < 4; k++) /* lane i + lane i + 8 of v[2k] and of v[2k + 1] */
+		u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+				     _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+	return finish8(halve_pairs(u[0], u[1]), halve_pairs(u[2], u[3]));
+}
+
+/* Writes the 2 x 4 tile's outputs from finish8 order (output k = 2t + r). */
+static inline void store8(__m512 s, float *y, size_t ys)
+{
+	float l[16];
+	_mm512_storeu_ps(l, s);
+	UNROLL for (int k = 0; k < 8; k++)
+		y[(k >> 1) * ys + (k & 1)] = l[k < 4 ? 4 * k : 4 * (k - 4) + 2];
+}
+
+/* Final sums of a R x T tile of accumulators acc[r][t] (as y[t * ys + r]). */
+#define TILE_STORE(acc, R, T, y, ys)                                                          \
+	do {                                                                                  \
+		if ((R) == TILE_R && (T) == TILE_T) {                                         \
+			__m512 v_[8];                                                         \
+			UNROLL for (int k_ = 0; k_ < 8; k_++)                                 \
+				v_[k_] = (acc)[k_ & 1][k_ >> 1];                              \
+			store8(reduce8(v_), (y), (ys));                                       \
+		} else {                                                                      \
+			UNROLL for (int r_ = 0; r_ < (R); r_++)                               \
+				UNROLL for (int t_ = 0; t_ < (T); t_++)                       \
+					(y)[t_ * (ys) + r_] = hsum512((acc)[r_][t_]);         \
+		}                                                                             \
+	} while (0)
+
 static inline __m512 bcast_f32(const uint8_t *p)
 {
 	return _mm512_set1_ps(kern_f32(p));
@@ -135,12 +195,21 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			}
 		}
 	}
+	if (R == TILE_R && T == TILE_T) {
+		/* accm[t] holds outputs (0, t) and (1, t) as its 256-bit halves: halving pairs of
+		 * them lines them up with reduce8's order */
+		__m512 v[8];
+		UNROLL for (int k = 0; k < 8; k++)
+			v[k] = acc[k & 1][k >> 1];
+		const __m512 m = finish8(halve_pairs(accm[0], accm[1]), halve_pairs(accm[2], accm[3]));
+		store8(_mm512_sub_ps(reduce8(v), m), y, ys);
+		return;
+	}
 	UNROLL for (int t = 0; t < T; t++) {
 		const float m0 = hsum256(_mm512_castps512_ps256(accm[t]));
-		y[t * ys] = _mm512_reduce_add_ps(acc[0][t]) - m0;
+		y[t * ys] = hsum512(acc[0][t]) - m0;
 		if (R == 2)
-			y[t * ys + 1] = _mm512_reduce_add_ps(acc[1][t]) -
-					hsum256(_mm512_extractf32x8_ps(accm[t], 1));
+			y[t * ys + 1] = hsum512(acc[1][t]) - hsum256(_mm512_extractf32x8_ps(accm[t], 1));
 	}
 }
 
@@ -227,9 +296,7 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 			}
 		}
 	}
-	UNROLL for (int r = 0; r < R; r++)
-		UNROLL for (int t = 0; t < T; t++)
-			y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+	TILE_STORE(acc, R, T, y, ys);
 }
 
 float pt_kern_dot_q6_k_avx512(size_t n, const void *w, const void *a)
@@ -317,9 +384,7 @@ static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size
 		q32_pair(q8w, w, ws, R, a, as, T, ib, 0, acc);
 	if (ib < nb)
 		q32_pair(q8w, w, ws, R, a, as, T, ib, 1, acc);
-	UNROLL for (int r = 0; r < R; r++)
-		UNROLL for (int t = 0; t < T; t++)
-			y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+	TILE_STORE(acc, R, T, y, ys);
 }
 
 static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
