@@ -71,3 +71,34 @@ void pt_kern_quantize_q8_k_avx2(const float *x, uint8_t *out, size_t n)
 		memcpy(out + Q8K_BSUMS, bsums, sizeof bsums);
 	}
 }
+
+/* Q8_0 / Q8_1 block of 32 (act.c's q8_block): largest |x| with NaN never selected (max_ps
+ * returns its second operand when one is NaN), the same d and 1/d, products clamped as
+ * fminf(fmaxf(., -127), 127) (a NaN product becomes -127 in both) and rounded half to even
+ * by cvtps_epi32.  Returns the exact integer sum of the codes. */
+int pt_kern_q8_block_avx2(const float *x, int8_t *qs, float *d_out)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	__m256 v[4], m = _mm256_setzero_ps();
+	for (int k = 0; k < 4; k++) {
+		v[k] = _mm256_loadu_ps(x + 8 * k);
+		m = _mm256_max_ps(_mm256_andnot_ps(sign, v[k]), m);
+	}
+	__m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_max_ss(h, _mm_movehdup_ps(h));
+	const float amax = _mm_cvtss_f32(h);
+	const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+	const __m256 idv = _mm256_set1_ps(id), lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+	__m256i q[4];
+	for (int k = 0; k < 4; k++)
+		q[k] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[k], idv), lo), hi));
+	const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+	_mm256_storeu_si256((__m256i *)qs, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+	__m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+	__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+	s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+	s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+	*d_out = amax / 127.0f;
+	return _mm_cvtsi128_si32(s4);
+}
