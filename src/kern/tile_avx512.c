@@ -76,14 +76,17 @@ static inline void store8(__m512 s, float *y, size_t ys)
 		y[(k >> 1) * ys + (k & 1)] = l[k < 4 ? 4 * k : 4 * (k - 4) + 2];
 }
 
-/* Final sums of a R x T tile of accumulators acc[r][t] (as y[t * ys + r]). */
+/* Final sums of a R x T tile of accumulators acc[r][t] (as y[t * ys + r]): full token groups
+ * of an even number of rows by row pairs through reduce8. */
 #define TILE_STORE(acc, R, T, y, ys)                                                          \
 	do {                                                                                  \
-		if ((R) == TILE_R && (T) == TILE_T) {                                         \
-			__m512 v_[8];                                                         \
-			UNROLL for (int k_ = 0; k_ < 8; k_++)                                 \
-				v_[k_] = (acc)[k_ & 1][k_ >> 1];                              \
-			store8(reduce8(v_), (y), (ys));                                       \
+		if ((R) % 2 == 0 && (T) == TILE_T) {                                          \
+			UNROLL for (int p_ = 0; p_ < (R); p_ += 2) {                          \
+				__m512 v_[8];                                                 \
+				UNROLL for (int k_ = 0; k_ < 8; k_++)                         \
+					v_[k_] = (acc)[p_ + (k_ & 1)][k_ >> 1];               \
+				store8(reduce8(v_), (y) + p_, (ys));                          \
+			}                                                                     \
 		} else {                                                                      \
 			UNROLL for (int r_ = 0; r_ < (R); r_++)                               \
 				UNROLL for (int t_ = 0; t_ < (T); t_++)                       \
@@ -336,15 +339,20 @@ static inline __m512 set2_f16(const uint8_t *a, const uint8_t *b)
 	return _mm512_insertf32x8(bcast_f16(a), _mm256_set1_ps(_cvtsh_ss(kern_u16(b))), 1);
 }
 
+/* Rows of the Q5_0 / Q8_0 tile: the per-token work of a block pair (activation load, offset,
+ * scale) is a large share of these short blocks, so it is spread over four rows (4 x 4
+ * accumulators + 4 codes + 4 scales + 3 token registers fit the 32 zmm). */
+#define Q32_R 4
+
 /* One pair of blocks (x0/x1 of each row, y0/y1 of each token; the odd last block of a row
  * is paired with itself and its copy weighted 0). */
 static inline __attribute__((always_inline)) void q32_pair(const int q8w, const uint8_t *w, size_t ws, const int R,
 							   const uint8_t *a, size_t as, const int T,
-							   size_t ib, int odd, __m512 acc[TILE_R][TILE_T])
+							   size_t ib, int odd, __m512 acc[Q32_R][TILE_T])
 {
 	const size_t bb = q8w ? Q8_0_B : Q5_0_B;
-	__m512i q[TILE_R];
-	__m512 dw[TILE_R];
+	__m512i q[Q32_R];
+	__m512 dw[Q32_R];
 	UNROLL for (int r = 0; r < R; r++) {
 		const uint8_t *x0 = w + r * ws + ib * bb, *x1 = odd ? x0 : x0 + bb;
 		if (q8w)
@@ -374,7 +382,7 @@ static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size
 							     const int R, const uint8_t *a, size_t as, const int T,
 							     float *y, size_t ys)
 {
-	__m512 acc[TILE_R][TILE_T];
+	__m512 acc[Q32_R][TILE_T];
 	UNROLL for (int r = 0; r < R; r++)
 		UNROLL for (int t = 0; t < T; t++)
 			acc[r][t] = _mm512_setzero_ps();
@@ -447,12 +455,38 @@ void pt_kern_dot4_q8_0_avx512(size_t n, const void *w, const void *a, size_t s, 
 
 TILE_FN(tile_q4_k, q4k_tile_n)
 TILE_FN(tile_q6_k, q6k_tile_n)
-TILE_FN(tile_q5_0, q5_0_tile_n)
-TILE_FN(tile_q8_0, q8_0_tile_n)
+/* ... and for up to four rows. */
+#define TILE_FN4(name, body)                                                                  \
+	static void name(size_t n, const void *w, size_t ws, uint32_t nr, const void *a,     \
+			 size_t as, uint32_t nt, float *y, size_t ys)                        \
+	{                                                                                     \
+		const uint8_t *W = w, *A = a;                                                 \
+		switch ((nr - 1) * 4 + nt - 1) {                                              \
+		case 0: body(n, W, ws, 1, A, as, 1, y, ys); break;                            \
+		case 1: body(n, W, ws, 1, A, as, 2, y, ys); break;                            \
+		case 2: body(n, W, ws, 1, A, as, 3, y, ys); break;                            \
+		case 3: body(n, W, ws, 1, A, as, 4, y, ys); break;                            \
+		case 4: body(n, W, ws, 2, A, as, 1, y, ys); break;                            \
+		case 5: body(n, W, ws, 2, A, as, 2, y, ys); break;                            \
+		case 6: body(n, W, ws, 2, A, as, 3, y, ys); break;                            \
+		case 7: body(n, W, ws, 2, A, as, 4, y, ys); break;                            \
+		case 8: body(n, W, ws, 3, A, as, 1, y, ys); break;                            \
+		case 9: body(n, W, ws, 3, A, as, 2, y, ys); break;                            \
+		case 10: body(n, W, ws, 3, A, as, 3, y, ys); break;                           \
+		case 11: body(n, W, ws, 3, A, as, 4, y, ys); break;                           \
+		case 12: body(n, W, ws, 4, A, as, 1, y, ys); break;                           \
+		case 13: body(n, W, ws, 4, A, as, 2, y, ys); break;                           \
+		case 14: body(n, W, ws, 4, A, as, 3, y, ys); break;                           \
+		default: body(n, W, ws, 4, A, as, 4, y, ys); break;                           \
+		}                                                                             \
+	}
+
+TILE_FN4(tile_q5_0, q5_0_tile_n)
+TILE_FN4(tile_q8_0, q8_0_tile_n)
 
 const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = { tile_q4_k, TILE_R, TILE_T },
 	[PT_TYPE_Q6_K] = { tile_q6_k, TILE_R, TILE_T },
-	[PT_TYPE_Q5_0] = { tile_q5_0, TILE_R, TILE_T },
-	[PT_TYPE_Q8_0] = { tile_q8_0, TILE_R, TILE_T },
+	[PT_TYPE_Q5_0] = { tile_q5_0, Q32_R, TILE_T },
+	[PT_TYPE_Q8_0] = { tile_q8_0, Q32_R, TILE_T },
 };
