@@ -273,8 +273,7 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 			__m256i bs = _mm256_loadu_si256((const __m256i *)(a + t * as + i * Q8K_B + Q8K_BSUMS));
 			UNROLL for (int r = 0; r < R; r++) {
 				__m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[r]), 5);
-				sumi[r][t] = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
-				sumi[r][t] = _mm512_inserti64x4(sumi[r][t], _mm256_setzero_si256(), 1);
+				sumi[r][t] = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
 			}
 		}
 		UNROLL for (int h = 0; h < 2; h++) {
