@@ -1,7 +1,8 @@
 /* act.c - activation quantizers: F32 rows to the partner formats of the dot products
  * (GGUF-AND-QUANTS.md section 6.2).  Quantized activations are identical whatever the
- * dispatch level: Q8_K (every K-quant product) has an AVX2 twin (act_avx2.c) that reproduces
- * these bytes exactly (tested); the other formats have one implementation. */
+ * dispatch level: Q8_K (every K-quant product) and the Q8_0 / Q8_1 block have AVX2 twins
+ * (act_avx2.c) that reproduce these bytes exactly (tested); the other formats have one
+ * implementation. */
 #include "kern/kern_internal.h"
 
 #include <assert.h>
@@ -10,6 +11,7 @@
 #include "quant/types.h"
 
 void pt_kern_quantize_q8_k_avx2(const float *x, uint8_t *out, size_t n);
+int pt_kern_q8_block_avx2(const float *x, int8_t *qs, float *d_out);
 
 /* ggml's nearest_int: round half to even via the 1.5*2^23 trick (|x| <= 4194303). */
 static inline int nearest_int(float fval)
@@ -49,11 +51,20 @@ static int q8_block(const float *x, int8_t *qs, float *d_out)
 	return sum;
 }
 
+/* The block quantizer of the current level (same bytes at every level). */
+typedef int (*q8_block_fn)(const float *x, int8_t *qs, float *d_out);
+
+static q8_block_fn q8_block_at_level(void)
+{
+	return pt_kern_level() >= PT_KERN_LEVEL_AVX2 ? pt_kern_q8_block_avx2 : q8_block;
+}
+
 static void quantize_q8_0(const float *x, uint8_t *out, size_t n)
 {
+	const q8_block_fn blk = q8_block_at_level();
 	for (size_t b = 0; b < n / QK; b++, x += QK, out += Q8_0_B) {
 		float d;
-		q8_block(x, (int8_t *)(out + 2), &d);
+		blk(x, (int8_t *)(out + 2), &d);
 		uint16_t h = pt_f32_to_fp16(d);
 		memcpy(out, &h, 2);
 	}
@@ -61,9 +72,10 @@ static void quantize_q8_0(const float *x, uint8_t *out, size_t n)
 
 static void quantize_q8_1(const float *x, uint8_t *out, size_t n)
 {
+	const q8_block_fn blk = q8_block_at_level();
 	for (size_t b = 0; b < n / QK; b++, x += QK, out += Q8_1_B) {
 		float d;
-		int sum = q8_block(x, (int8_t *)(out + 4), &d);
+		int sum = blk(x, (int8_t *)(out + 4), &d);
 		uint16_t h = pt_f32_to_fp16(d);
 		uint16_t s = pt_f32_to_fp16((float)sum * d);
 		memcpy(out, &h, 2);

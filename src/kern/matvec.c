@@ -66,6 +66,12 @@ static inline void prefetch_row(const uint8_t *p, size_t bytes)
 		__builtin_prefetch(p + off, 0, 0);
 }
 
+static inline void prefetch_l2(const uint8_t *p, size_t bytes)
+{
+	for (size_t off = 0; off < bytes; off += 64)
+		__builtin_prefetch(p + off, 0, 2);
+}
+
 /* Weight rows of one block of the tiled matmul: the block stays in L1/L2 while every token
  * group passes over it, and each token group's activation panel stays in L1 while the block's
  * row tiles pass over it. */
@@ -86,10 +92,21 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 	uint64_t block = MATMUL_BLOCK_BYTES / rb / tl->rows * tl->rows;
 	if (block < tl->rows)
 		block = tl->rows;
+	const uint64_t groups = (jb->n_tok + tl->toks - 1) / tl->toks;
 	for (uint64_t b0 = r0; b0 < r1; b0 += block) {
 		const uint64_t b1 = min_u64(b0 + block, r1);
+		/* the next block's rows (past r1: the next task's, which this thread usually runs
+		 * next), fetched a slice per token group while this block runs */
+		const uint8_t *next = data + b1 * rb;
+		const size_t next_bytes = (size_t)(min_u64(b1 + block, w->rows) - b1) * rb;
+		const size_t slice = ((next_bytes + groups - 1) / groups + 63) & ~(size_t)63;
+		size_t pf = 0;
 		for (uint64_t tok = 0; tok < jb->n_tok; tok += tl->toks) {
 			const uint32_t nt = (uint32_t)min_u64(tl->toks, jb->n_tok - tok);
+			if (pf < next_bytes) {
+				prefetch_l2(next + pf, min_u64(slice, next_bytes - pf));
+				pf += slice;
+			}
 			for (uint64_t r = b0; r < b1; r += tl->rows)
 				tl->fn(w->cols, data + r * rb, rb, (uint32_t)min_u64(tl->rows, b1 - r),
 				       jb->xq + tok * ab, ab, nt, jb->y + tok * w->rows + r, w->rows);
@@ -145,7 +162,9 @@ static void run_rows(struct job *jb, pt_pool *pool)
 		per = MATVEC_TASK_BYTES / jb->w->row_bytes;
 	if (per < MIN_ROWS_PER_TASK)
 		per = MIN_ROWS_PER_TASK;
-	per = (per + 1) & ~(uint64_t)1; /* whole tiles of two rows per task */
+	/* whole register tiles per task (rows is 2 or 4; dot4 / dot take any split) */
+	const uint64_t tr = jb->ops->tile.fn && jb->ops->tile.rows > 1 ? jb->ops->tile.rows : 2;
+	per = (per + tr - 1) / tr * tr;
 	uint64_t n_tasks = (jb->w->rows + per - 1) / per;
 	if (n_tasks > UINT32_MAX) { /* cannot happen below 2^36 rows; keep the cast honest */
 		per = (jb->w->rows + UINT32_MAX - 1) / UINT32_MAX;

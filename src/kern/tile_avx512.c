@@ -31,6 +31,69 @@ static inline float hsum256(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
+/* Sum of 16 lanes by halving: lane i + lane i + 8, then hsum256's tree.  The full tile
+ * reduces its eight accumulators together (reduce8) with the same tree per output. */
+static inline float hsum512(__m512 v)
+{
+	return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+/* Chunk-wise (128-bit) halving of two vectors that each hold two outputs of 8 lanes, as
+ * [a lanes 0-3, a 4-7, b 0-3, b 4-7] and [c ..., d ...]: gives [a, b, c, d], one 4-lane
+ * partial per chunk, each lane the sum of lanes j and j + 4 of its output (hsum256's first
+ * step). */
+static inline __m512 halve_pairs(__m512 p, __m512 q)
+{
+	return _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0)),
+			     _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The last two steps of hsum256 on [v0 v1 v2 v3] and [v4 v5 v6 v7] (4 lanes each): output
+ * k lands in lane 4k (k < 4) or 4(k - 4) + 2. */
+static inline __m512 finish8(__m512 w0, __m512 w1)
+{
+	const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(w0, w1, _MM_SHUFFLE(1, 0, 1, 0)),
+				       _mm512_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 2, 3, 2)));
+	return _mm512_add_ps(z, _mm512_permute_ps(z, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* Eight 16-lane sums at once (v[k] -> lane of finish8), each by hsum512's tree. */
+static inline __m512 reduce8(const __m512 v[8])
+{
+	__m512 u[4];
+	UNROLL for (int k = 0; k < 4; k++) /* lane i + lane i + 8 of v[2k] and of v[2k + 1] */
+		u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+				     _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+	return finish8(halve_pairs(u[0], u[1]), halve_pairs(u[2], u[3]));
+}
+
+/* Writes the 2 x 4 tile's outputs from finish8 order (output k = 2t + r). */
+static inline void store8(__m512 s, float *y, size_t ys)
+{
+	float l[16];
+	_mm512_storeu_ps(l, s);
+	UNROLL for (int k = 0; k < 8; k++)
+		y[(k >> 1) * ys + (k & 1)] = l[k < 4 ? 4 * k : 4 * (k - 4) + 2];
+}
+
+/* Final sums of a R x T tile of accumulators acc[r][t] (as y[t * ys + r]): full token groups
+ * of an even number of rows by row pairs through reduce8. */
+#define TILE_STORE(acc, R, T, y, ys)                                                          \
+	do {                                                                                  \
+		if ((R) % 2 == 0 && (T) == TILE_T) {                                          \
+			UNROLL for (int p_ = 0; p_ < (R); p_ += 2) {                          \
+				__m512 v_[8];                                                 \
+				UNROLL for (int k_ = 0; k_ < 8; k_++)                         \
+					v_[k_] = (acc)[p_ + (k_ & 1)][k_ >> 1];               \
+				store8(reduce8(v_), (y) + p_, (ys));                          \
+			}                                                                     \
+		} else {                                                                      \
+			UNROLL for (int r_ = 0; r_ < (R); r_++)                               \
+				UNROLL for (int t_ = 0; t_ < (T); t_++)                       \
+					(y)[t_ * (ys) + r_] = hsum512((acc)[r_][t_]);         \
+		}                                                                             \
+	} while (0)
+
 static inline __m512 bcast_f32(const uint8_t *p)
 {
 	return _mm512_set1_ps(kern_f32(p));
@@ -135,12 +198,21 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			}
 		}
 	}
+	if (R == TILE_R && T == TILE_T) {
+		/* accm[t] holds outputs (0, t) and (1, t) as its 256-bit halves: halving pairs of
+		 * them lines them up with reduce8's order */
+		__m512 v[8];
+		UNROLL for (int k = 0; k < 8; k++)
+			v[k] = acc[k & 1][k >> 1];
+		const __m512 m = finish8(halve_pairs(accm[0], accm[1]), halve_pairs(accm[2], accm[3]));
+		store8(_mm512_sub_ps(reduce8(v), m), y, ys);
+		return;
+	}
 	UNROLL for (int t = 0; t < T; t++) {
 		const float m0 = hsum256(_mm512_castps512_ps256(accm[t]));
-		y[t * ys] = _mm512_reduce_add_ps(acc[0][t]) - m0;
+		y[t * ys] = hsum512(acc[0][t]) - m0;
 		if (R == 2)
-			y[t * ys + 1] = _mm512_reduce_add_ps(acc[1][t]) -
-					hsum256(_mm512_extractf32x8_ps(accm[t], 1));
+			y[t * ys + 1] = hsum512(acc[1][t]) - hsum256(_mm512_extractf32x8_ps(accm[t], 1));
 	}
 }
 
@@ -201,8 +273,7 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 			__m256i bs = _mm256_loadu_si256((const __m256i *)(a + t * as + i * Q8K_B + Q8K_BSUMS));
 			UNROLL for (int r = 0; r < R; r++) {
 				__m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[r]), 5);
-				sumi[r][t] = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
-				sumi[r][t] = _mm512_inserti64x4(sumi[r][t], _mm256_setzero_si256(), 1);
+				sumi[r][t] = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
 			}
 		}
 		UNROLL for (int h = 0; h < 2; h++) {
@@ -227,9 +298,7 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 			}
 		}
 	}
-	UNROLL for (int r = 0; r < R; r++)
-		UNROLL for (int t = 0; t < T; t++)
-			y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+	TILE_STORE(acc, R, T, y, ys);
 }
 
 float pt_kern_dot_q6_k_avx512(size_t n, const void *w, const void *a)
@@ -269,15 +338,20 @@ static inline __m512 set2_f16(const uint8_t *a, const uint8_t *b)
 	return _mm512_insertf32x8(bcast_f16(a), _mm256_set1_ps(_cvtsh_ss(kern_u16(b))), 1);
 }
 
+/* Rows of the Q5_0 / Q8_0 tile: the per-token work of a block pair (activation load, offset,
+ * scale) is a large share of these short blocks, so it is spread over four rows (4 x 4
+ * accumulators + 4 codes + 4 scales + 3 token registers fit the 32 zmm). */
+#define Q32_R 4
+
 /* One pair of blocks (x0/x1 of each row, y0/y1 of each token; the odd last block of a row
  * is paired with itself and its copy weighted 0). */
 static inline __attribute__((always_inline)) void q32_pair(const int q8w, const uint8_t *w, size_t ws, const int R,
 							   const uint8_t *a, size_t as, const int T,
-							   size_t ib, int odd, __m512 acc[TILE_R][TILE_T])
+							   size_t ib, int odd, __m512 acc[Q32_R][TILE_T])
 {
 	const size_t bb = q8w ? Q8_0_B : Q5_0_B;
-	__m512i q[TILE_R];
-	__m512 dw[TILE_R];
+	__m512i q[Q32_R];
+	__m512 dw[Q32_R];
 	UNROLL for (int r = 0; r < R; r++) {
 		const uint8_t *x0 = w + r * ws + ib * bb, *x1 = odd ? x0 : x0 + bb;
 		if (q8w)
@@ -307,7 +381,7 @@ static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size
 							     const int R, const uint8_t *a, size_t as, const int T,
 							     float *y, size_t ys)
 {
-	__m512 acc[TILE_R][TILE_T];
+	__m512 acc[Q32_R][TILE_T];
 	UNROLL for (int r = 0; r < R; r++)
 		UNROLL for (int t = 0; t < T; t++)
 			acc[r][t] = _mm512_setzero_ps();
@@ -317,9 +391,7 @@ static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size
 		q32_pair(q8w, w, ws, R, a, as, T, ib, 0, acc);
 	if (ib < nb)
 		q32_pair(q8w, w, ws, R, a, as, T, ib, 1, acc);
-	UNROLL for (int r = 0; r < R; r++)
-		UNROLL for (int t = 0; t < T; t++)
-			y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+	TILE_STORE(acc, R, T, y, ys);
 }
 
 static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
@@ -382,12 +454,38 @@ void pt_kern_dot4_q8_0_avx512(size_t n, const void *w, const void *a, size_t s, 
 
 TILE_FN(tile_q4_k, q4k_tile_n)
 TILE_FN(tile_q6_k, q6k_tile_n)
-TILE_FN(tile_q5_0, q5_0_tile_n)
-TILE_FN(tile_q8_0, q8_0_tile_n)
+/* ... and for up to four rows. */
+#define TILE_FN4(name, body)                                                                  \
+	static void name(size_t n, const void *w, size_t ws, uint32_t nr, const void *a,     \
+			 size_t as, uint32_t nt, float *y, size_t ys)                        \
+	{                                                                                     \
+		const uint8_t *W = w, *A = a;                                                 \
+		switch ((nr - 1) * 4 + nt - 1) {                                              \
+		case 0: body(n, W, ws, 1, A, as, 1, y, ys); break;                            \
+		case 1: body(n, W, ws, 1, A, as, 2, y, ys); break;                            \
+		case 2: body(n, W, ws, 1, A, as, 3, y, ys); break;                            \
+		case 3: body(n, W, ws, 1, A, as, 4, y, ys); break;                            \
+		case 4: body(n, W, ws, 2, A, as, 1, y, ys); break;                            \
+		case 5: body(n, W, ws, 2, A, as, 2, y, ys); break;                            \
+		case 6: body(n, W, ws, 2, A, as, 3, y, ys); break;                            \
+		case 7: body(n, W, ws, 2, A, as, 4, y, ys); break;                            \
+		case 8: body(n, W, ws, 3, A, as, 1, y, ys); break;                            \
+		case 9: body(n, W, ws, 3, A, as, 2, y, ys); break;                            \
+		case 10: body(n, W, ws, 3, A, as, 3, y, ys); break;                           \
+		case 11: body(n, W, ws, 3, A, as, 4, y, ys); break;                           \
+		case 12: body(n, W, ws, 4, A, as, 1, y, ys); break;                           \
+		case 13: body(n, W, ws, 4, A, as, 2, y, ys); break;                           \
+		case 14: body(n, W, ws, 4, A, as, 3, y, ys); break;                           \
+		default: body(n, W, ws, 4, A, as, 4, y, ys); break;                           \
+		}                                                                             \
+	}
+
+TILE_FN4(tile_q5_0, q5_0_tile_n)
+TILE_FN4(tile_q8_0, q8_0_tile_n)
 
 const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = { tile_q4_k, TILE_R, TILE_T },
 	[PT_TYPE_Q6_K] = { tile_q6_k, TILE_R, TILE_T },
-	[PT_TYPE_Q5_0] = { tile_q5_0, TILE_R, TILE_T },
-	[PT_TYPE_Q8_0] = { tile_q8_0, TILE_R, TILE_T },
+	[PT_TYPE_Q5_0] = { tile_q5_0, Q32_R, TILE_T },
+	[PT_TYPE_Q8_0] = { tile_q8_0, Q32_R, TILE_T },
 };

@@ -522,6 +522,10 @@ PT_TEST(test_kern_matvec_matmul_thread_independent)
 		check_products(all_types[ti], 67, 512, pools);
 	check_products(PT_TYPE_Q4_K, 300, 768, pools);
 	check_products(PT_TYPE_Q8_0, 1, 64, pools);
+	/* 4-row tiles with a partial last tile and an odd block count; several weight blocks
+	 * (and next-block prefetches) per task */
+	check_products(PT_TYPE_Q5_0, 203, 288, pools);
+	check_products(PT_TYPE_Q8_0, 70, 2048, pools);
 	for (int p = 0; p < 3; p++)
 		pt_pool_destroy(pools[p]);
 }

@@ -138,9 +138,13 @@ PT_TEST(test_kv_single_key_is_v_and_merge_exact)
 	REQUIRE(pt_kv_init(&kv, PT_KV_F32, 1, &d, 8, 1, NULL) == PT_OK);
 	const float k[4] = { 1, 2, 3, 4 }, v[4] = { 0.5f, -1, 2, 8 }, q[4] = { 1, 0, 0, 0 };
 	pt_kv_store(&kv, 0, 0, k, v);
-	float out[4], scratch[16];
+	float out[4];
+	/* sized by the contract (210 floats here: transposed K blocks), not a guess */
+	float *scratch = pt_mallocn(pt_attn_scratch_floats(&kv, 0, 1), sizeof(float));
+	REQUIRE(scratch != NULL);
 	struct pt_attn_args a = { 1.0f, 0.0f, false };
 	pt_attn_row(&kv, 0, 1, q, 0, &a, 0, out, scratch);
+	pt_free(scratch);
 	for (int i = 0; i < 4; i++)
 		CHECK(out[i] == v[i]);
 	/* merge of two halves equals the closed form */

@@ -1,7 +1,8 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill]]   (default 0.5; "prefill": table 5 only)
+ *   build/bench_kern [seconds_per_case [prefill|cold]]   (default 0.5; "prefill": table 5
+ *   only; "cold": the in-situ expert products only)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -152,6 +153,51 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 		}
 	}
 	printf("   GMAC/s\n");
+	pt_free(w);
+	pt_free(x);
+	pt_free(y);
+	pt_free(xq);
+}
+
+/* In-situ prefill of routed experts: n_exp distinct matrices (together larger than L3, as
+ * the layers' expert slabs are) each taking n_tok gathered tokens once per pass, so every
+ * product starts with its weights out of cache, as in the forward pass.  GMAC/s per CPU
+ * second, one thread, current level. */
+static void bench_matmul_cold(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_exp,
+			      uint64_t n_tok, double secs)
+{
+	uint64_t rb;
+	pt_type_row_bytes(t, cols, &rb);
+	const size_t eb = (size_t)(rb * rows);
+	uint8_t *w = pt_malloc(eb * n_exp);
+	float *x = pt_mallocn(cols * n_tok, sizeof(float)), *y = pt_mallocn(rows * n_tok, sizeof(float));
+	fill(t, w, eb * n_exp);
+	for (uint64_t i = 0; i < cols * n_tok; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	size_t ab = pt_kern_act_bytes(&m, 1);
+	uint8_t *xq = pt_malloc(ab * n_tok);
+	for (uint64_t k = 0; k < n_tok; k++)
+		pt_kern_quantize_row(pt_kern_ops(t)->act_type, x + k * cols, xq + k * ab, cols);
+	double best = 0;
+	for (int win = 0; win < 3; win++) {
+		double t0 = cpu_now(), t1;
+		uint64_t macs = 0;
+		do {
+			for (uint64_t e = 0; e < n_exp; e++) {
+				m.data = w + e * eb;
+				pt_kern_matmul_q(&m, xq, n_tok, y, NULL, NULL);
+			}
+			macs += rows * cols * n_tok * n_exp;
+			t1 = cpu_now();
+		} while (t1 - t0 < secs / 3);
+		double r = (double)macs / (t1 - t0) / 1e9;
+		best = r > best ? r : best;
+	}
+	printf("%-5s %5llux%-5llu %llu tok x %llu cold experts  %s/matmul %6.1f GMAC/s\n",
+	       pt_type_name(t), (unsigned long long)rows, (unsigned long long)cols,
+	       (unsigned long long)n_tok, (unsigned long long)n_exp,
+	       pt_kern_level_name(pt_kern_level()), best);
 	pt_free(w);
 	pt_free(x);
 	pt_free(y);
@@ -346,11 +392,27 @@ static void bench_tile_l1(void)
 	}
 }
 
+/* qwen3moe small: 8 layers x 32 experts of gate/up 512 x 1024 (Q4_K), down 1024 x 512
+ * (Q6_K), ~64 tokens each (61: a partial token group) */
+static void bench_cold(double secs)
+{
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	bench_matmul_cold(PT_TYPE_Q4_K, 512, 1024, 256, 64, secs);
+	bench_matmul_cold(PT_TYPE_Q4_K, 512, 1024, 256, 61, secs);
+	bench_matmul_cold(PT_TYPE_Q6_K, 1024, 512, 256, 64, secs);
+	bench_matmul(PT_TYPE_Q4_K, 512, 1024, 64, secs);
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
 	int prefill_only = argc > 2 && strcmp(argv[2], "prefill") == 0;
+	int cold_only = argc > 2 && strcmp(argv[2], "cold") == 0;
 	printf("cpu: %s\n", pt_kern_cpu_name());
+	if (cold_only) {
+		bench_cold(secs);
+		return 0;
+	}
 	bench_tile_l1();
 	if (!prefill_only) {
 		bench_dot_l1();
@@ -373,5 +435,6 @@ int main(int argc, char **argv)
 	bench_matmul(PT_TYPE_Q4_K, 512, 1024, 64, secs);  /* qwen3moe small expert gate / up */
 	bench_matmul(PT_TYPE_Q6_K, 1024, 512, 64, secs);  /* ... and down */
 	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 512, secs);
+	bench_cold(secs);
 	return 0;
 }
