@@ -67,7 +67,9 @@ static void help(void)
 	       "  --probe-depth N        disk probe: reads in flight (default 16)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --json                 one JSON object on stdout instead of text\n"
-	       "  -h, --help             this help\n");
+	       "  -h, --help             this help\n\n"
+	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
+	       "layer's experts (for A/B runs); PARTICLE_CPU=scalar|avx2|avx512 caps the kernels.\n");
 }
 
 static int parse_value(struct bench_args *a, const char *f, const char *v)
