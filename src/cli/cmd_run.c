@@ -343,6 +343,11 @@ static double rate(double n, double s)
 	return s > 0 ? n / s : 0;
 }
 
+static bool mapped(const struct pt_engine_stats *es)
+{
+	return es->io_engine && strncmp(es->io_engine, "mmap", 4) == 0;
+}
+
 void pt_run_print_stats(struct pt_run *r, const struct pt_gen_stats *st, FILE *f)
 {
 	struct pt_engine_stats es;
@@ -353,6 +358,11 @@ void pt_run_print_stats(struct pt_run *r, const struct pt_gen_stats *st, FILE *f
 		st->prompt_tokens, st->reused_tokens,
 		rate(st->prefill_tokens, st->prefill_s), st->ttft_s, st->gen_tokens,
 		rate(st->gen_tokens, st->decode_s), pt_stop_reason_name(st->stop));
+	if (mapped(&es)) { /* no expert cache: hits and reads would read 100 % and 0 */
+		fprintf(f, "[peak RSS %.1f MiB, budget %.1f MiB, experts mapped (page cache)]\n",
+			mib(es.peak_rss_bytes), mib(es.memory_budget));
+		return;
+	}
 	fprintf(f, "[peak RSS %.1f MiB, budget %.1f MiB, expert hit rate %.1f%%, read %.1f MiB "
 		   "at %.1f MiB/s]\n",
 		mib(es.peak_rss_bytes), mib(es.memory_budget),
@@ -371,6 +381,11 @@ void pt_run_print_totals(struct pt_run *r, FILE *f)
 		rate((double)(r->prompt_tokens - r->reused_tokens), r->prefill_s),
 		(unsigned long long)r->gen_tokens, rate((double)r->gen_tokens, r->decode_s),
 		(long long)pt_engine_pos(r->engine), pt_engine_n_ctx(r->engine));
+	if (mapped(&es)) {
+		fprintf(f, "[peak RSS %.1f MiB, budget %.1f MiB, experts mapped: %s]\n",
+			mib(es.peak_rss_bytes), mib(es.memory_budget), es.io_engine);
+		return;
+	}
 	fprintf(f, "[peak RSS %.1f MiB, budget %.1f MiB, %u slots/layer, expert hit rate %.1f%%, "
 		   "read %.1f MiB at %.1f MiB/s; %s]\n",
 		mib(es.peak_rss_bytes), mib(es.memory_budget), es.slots_per_layer,

@@ -95,8 +95,12 @@ if cmp -s "$TMP/stdin.out" "$TMP/raw.out"; then ok; else bad "--prompt -: differ
 # footer on stderr unless --quiet
 "$PARTICLE" run -m "$M" --prompt "The quick brown fox" -n 8 --temperature 0 >"$TMP/out" 2>"$TMP/err"
 for k in "prompt [0-9]* tokens" "prefill" "first token" "generated 8 tokens" "decode" \
-	"stop: max-new" "peak RSS" "budget" "expert hit rate" "MiB/s"; do
-	expect_grep "$TMP/err" "$k" "stats footer has '$k'"
+	"stop: max-new" "peak RSS" "budget" "experts mapped"; do
+	expect_grep "$TMP/err" "$k" "stats footer (model fits: mapped) has '$k'"
+done
+"$PARTICLE" run -m "$M" --prompt "The quick brown fox" -n 8 --temperature 0 --io direct >"$TMP/out" 2>"$TMP/err"
+for k in "generated 8 tokens" "peak RSS" "budget" "expert hit rate" "MiB/s"; do
+	expect_grep "$TMP/err" "$k" "stats footer (--io direct) has '$k'"
 done
 # chat from a file and from stdin
 expect_exit 0 "chat" -- "$PARTICLE" run -m "$M" --messages "$TMP/hi.json" -n 16 --temperature 0 --quiet
