@@ -367,7 +367,7 @@ void pt_run_print_stats(struct pt_run *r, const struct pt_gen_stats *st, FILE *f
 		   "at %.1f MiB/s]\n",
 		mib(es.peak_rss_bytes), mib(es.memory_budget),
 		uses ? 100.0 * (double)es.hits / (double)uses : 100.0, mib(es.bytes_read),
-		rate(mib(es.bytes_read), es.read_s));
+		rate(mib(es.bytes_read), es.io_busy_s));
 }
 
 void pt_run_print_totals(struct pt_run *r, FILE *f)
@@ -390,7 +390,7 @@ void pt_run_print_totals(struct pt_run *r, FILE *f)
 		   "read %.1f MiB at %.1f MiB/s; %s]\n",
 		mib(es.peak_rss_bytes), mib(es.memory_budget), es.slots_per_layer,
 		uses ? 100.0 * (double)es.hits / (double)uses : 100.0, mib(es.bytes_read),
-		rate(mib(es.bytes_read), es.read_s), es.io_engine ? es.io_engine : "-");
+		rate(mib(es.bytes_read), es.io_busy_s), es.io_engine ? es.io_engine : "-");
 }
 
 static cJSON *ids_json(const int32_t *ids, size_t n)
@@ -425,7 +425,7 @@ static cJSON *stats_json(struct pt_run *r, const struct pt_gen_stats *st, const 
 	cJSON_AddNumberToObject(j, "expert_hit_rate", es.hits + es.misses ?
 				(double)es.hits / (double)(es.hits + es.misses) : 1.0);
 	cJSON_AddNumberToObject(j, "read_bytes", (double)es.bytes_read);
-	cJSON_AddNumberToObject(j, "read_mib_s", rate(mib(es.bytes_read), es.read_s));
+	cJSON_AddNumberToObject(j, "read_mib_s", rate(mib(es.bytes_read), es.io_busy_s));
 	cJSON_AddStringToObject(j, "io_engine", es.io_engine ? es.io_engine : "");
 	for (uint32_t i = 0; i < es.n_moe_layers; i++) {
 		uint64_t h, m, b;
