@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "kern/attn_internal.h"
+#include "kern/exp_avx2.h"
 #include "kern/kern_internal.h"
 
 #define BLK PT_KERN_ATTN_BLOCK
@@ -59,32 +60,6 @@ void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 
 /* ---- exponential and softmax weights ------------------------------------------------------ */
 
-/* pt_kern_expf on 8 lanes, operation for operation. */
-INLINE __m256 exp8(__m256 x)
-{
-	const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-	const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(ATTN_EXP_LO)),
-					_mm256_set1_ps(ATTN_EXP_HI));
-	const __m256 k = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(ATTN_LOG2E)),
-					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-ATTN_LN2_HI), xc);
-	r = _mm256_fmadd_ps(k, _mm256_set1_ps(-ATTN_LN2_LO), r);
-	__m256 p = _mm256_set1_ps(ATTN_EXP_C7);
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C6));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C5));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C4));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN_EXP_C3));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-	const __m256i n = _mm256_cvtps_epi32(k);
-	const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
-	const __m256i bias = _mm256_set1_epi32(127);
-	const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-	const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-	const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, p1), p2);
-	return _mm256_blendv_ps(y, _mm256_add_ps(x, x), nan);
-}
 
 /* Where later is not above earlier, take earlier: the running max as the scalar loop keeps
  * it (the first of equal maxima; NaN lanes were replaced by -inf, which never wins). */
@@ -124,7 +99,7 @@ INLINE float softmax8(const float *dots, uint32_t n, float scale, float m, float
 	const __m256 mv = _mm256_set1_ps(m), one = _mm256_set1_ps(1.0f);
 	const int above = _mm256_movemask_ps(_mm256_cmp_ps(sc, mv, _CMP_GT_OQ));
 	if ((above & ((1 << n) - 1)) == 0) { /* no key above m: m stays, every ms is 1 */
-		_mm256_storeu_ps(bv, exp8(_mm256_sub_ps(sc, mv)));
+		_mm256_storeu_ps(bv, pt_kern_exp8_avx2(_mm256_sub_ps(sc, mv)));
 		for (uint32_t j = 0; j < n; j++)
 			ms[j] = 1.0f;
 		memcpy(vs, bv, n * sizeof(float));
@@ -138,8 +113,8 @@ INLINE float softmax8(const float *dots, uint32_t n, float scale, float m, float
 	__m256 prev = _mm256_permutevar8x32_ps(incl, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
 	prev = _mm256_blend_ps(prev, mv, 1);
 	const __m256 up = _mm256_cmp_ps(sc, prev, _CMP_GT_OQ);
-	const __m256 e = exp8(_mm256_blendv_ps(_mm256_sub_ps(sc, prev), _mm256_sub_ps(prev, sc),
-					       up));
+	const __m256 d = _mm256_blendv_ps(_mm256_sub_ps(sc, prev), _mm256_sub_ps(prev, sc), up);
+	const __m256 e = pt_kern_exp8_avx2(d);
 	_mm256_storeu_ps(bm, _mm256_blendv_ps(one, e, up));
 	_mm256_storeu_ps(bv, _mm256_blendv_ps(e, one, up));
 	_mm256_storeu_ps(last, incl);

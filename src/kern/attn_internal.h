@@ -1,6 +1,6 @@
-/* attn_internal.h - shared by the attention kernel files only: the constants of the attention
- * exponential (pt_kern_expf and its SIMD twins must use the very same ones) and each level's
- * kernel entry points. */
+/* attn_internal.h - shared by the attention kernel files and kern/exp_avx2.h: the constants
+ * of the attention exponential (pt_kern_expf and its SIMD twins must use the very same ones)
+ * and each level's kernel entry points. */
 #ifndef PT_KERN_ATTN_INTERNAL_H
 #define PT_KERN_ATTN_INTERNAL_H
 
