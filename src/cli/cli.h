@@ -41,6 +41,12 @@ bool pt_cli_parse_f64(const char *flag, const char *text, double min, double max
 /* "6G", "512M", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024. */
 bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out);
 
+/* The store flags shared by bench and eval (--memory, --expert-slots, --io, --cache-policy):
+ * returns 1 when f is one of them and v was stored in eo, 0 when f is not one of them, -1
+ * after printing the error for a bad value. */
+struct pt_engine_opts;
+int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo);
+
 /* The routing report of `particle routing` (also `mkmodel --routing-report`): returns an
  * exit code. */
 int pt_cli_routing_report(const char *model, uint32_t n_tokens, uint32_t n_gen, bool json,

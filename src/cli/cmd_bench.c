@@ -74,7 +74,9 @@ static void help(void)
 
 static int parse_value(struct bench_args *a, const char *f, const char *v)
 {
-	uint64_t x;
+	const int eng = pt_cli_engine_flag(f, v, &a->eo);
+	if (eng)
+		return eng > 0 ? 0 : PT_EXIT_USAGE;
 	if (!strcmp(f, "-m") || !strcmp(f, "--model"))
 		a->model = v;
 	else if (!strcmp(f, "--prompt-tokens"))
@@ -86,31 +88,13 @@ static int parse_value(struct bench_args *a, const char *f, const char *v)
 										    : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--batch"))
 		return pt_cli_parse_u64(f, v, 1, 4096, &a->batch) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--memory"))
-		return pt_cli_parse_size(f, v, &a->eo.memory_budget) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--probe-mib"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->probe_mib) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--probe-depth"))
 		return pt_cli_parse_u64(f, v, 1, 256, &a->probe_depth) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--disk-bw"))
 		return pt_cli_parse_f64(f, v, 1e-3, 1e9, &a->disk_bw_mbs) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--expert-slots")) {
-		if (!pt_cli_parse_u64(f, v, 1, 1u << 16, &x))
-			return PT_EXIT_USAGE;
-		a->eo.expert_slots = (uint32_t)x;
-	} else if (!strcmp(f, "--io")) {
-		if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "mmap")) {
-			pt_cli_error("--io must be direct, buffered or mmap, got '%s'", v);
-			return PT_EXIT_USAGE;
-		}
-		a->eo.io_mode = v;
-	} else if (!strcmp(f, "--cache-policy")) {
-		if (strcmp(v, "lfu") && strcmp(v, "lru")) {
-			pt_cli_error("--cache-policy must be lfu or lru, got '%s'", v);
-			return PT_EXIT_USAGE;
-		}
-		a->eo.cache_policy = v;
-	} else {
+	else {
 		pt_cli_error("unknown option '%s' (see 'particle bench --help')", f);
 		return PT_EXIT_USAGE;
 	}

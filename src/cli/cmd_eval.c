@@ -100,7 +100,12 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 			pt_cli_error("%s needs a value", f);
 			return PT_EXIT_USAGE;
 		}
-		if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
+		const int eng = pt_cli_engine_flag(f, v, &a->eo);
+		if (eng < 0)
+			return PT_EXIT_USAGE;
+		if (eng > 0) {
+			continue;
+		} else if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
 			a->model = v;
 		} else if (!strcmp(f, "--prompt")) {
 			a->prompt = v;
@@ -132,26 +137,6 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		} else if (!strcmp(f, "--min-top1")) {
 			if (!pt_cli_parse_f64(f, v, 0, 1, &a->min_top1))
 				return PT_EXIT_USAGE;
-		} else if (!strcmp(f, "--memory")) {
-			if (!pt_cli_parse_size(f, v, &a->eo.memory_budget))
-				return PT_EXIT_USAGE;
-		} else if (!strcmp(f, "--expert-slots")) {
-			uint64_t x;
-			if (!pt_cli_parse_u64(f, v, 1, 1u << 16, &x))
-				return PT_EXIT_USAGE;
-			a->eo.expert_slots = (uint32_t)x;
-		} else if (!strcmp(f, "--io")) {
-			if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "mmap")) {
-				pt_cli_error("--io must be direct, buffered or mmap, got '%s'", v);
-				return PT_EXIT_USAGE;
-			}
-			a->eo.io_mode = v;
-		} else if (!strcmp(f, "--cache-policy")) {
-			if (strcmp(v, "lfu") && strcmp(v, "lru")) {
-				pt_cli_error("--cache-policy must be lfu or lru, got '%s'", v);
-				return PT_EXIT_USAGE;
-			}
-			a->eo.cache_policy = v;
 		} else if (!strcmp(f, "--pack")) {
 			a->eo.pack_path = v;
 		} else if (!strcmp(f, "--pack-cache")) {
