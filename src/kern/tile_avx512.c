@@ -99,9 +99,10 @@ static inline __m512 bcast_f32(const uint8_t *p)
 	return _mm512_set1_ps(kern_f32(p));
 }
 
+/* (a word broadcast and one vcvtph2ps: the scalar conversion then broadcast is two more) */
 static inline __m512 bcast_f16(const uint8_t *p)
 {
-	return _mm512_set1_ps(_cvtsh_ss(kern_u16(p)));
+	return _mm512_cvtph_ps(_mm256_set1_epi16((short)kern_u16(p)));
 }
 
 /* A weight scale splat the compiler must treat as an opaque vector: otherwise gcc folds
@@ -109,6 +110,14 @@ static inline __m512 bcast_f16(const uint8_t *p)
  * one more shuffle than a vmulps with an embedded broadcast of d8 from memory.  Same value
  * and rounding either way. */
 static inline __m512 opaque(__m512 v)
+{
+	__asm__("" : "+v"(v));
+	return v;
+}
+
+/* (an integer constant gcc must not turn into a shift-and-negate: one vpmullw is one
+ * instruction) */
+static inline __m512i opaque_i(__m512i v)
 {
 	__asm__("" : "+v"(v));
 	return v;
@@ -231,24 +240,27 @@ void pt_kern_dot4_q4_k_avx512(size_t n, const void *w, const void *a, size_t s, 
 /* ---- Q6_K --------------------------------------------------------------------------------- */
 
 /* Per half h, the 64 ql bytes give quarters 0|1 (low nibbles) and 2|3 (high nibbles); qh is
- * duplicated with the upper copy shifted by 2 so one shift serves both quarters.  The four
- * 16-element sub-blocks of a register get their scales by a word permute.  The -32 offset of
- * the 6-bit codes is one bias per (row, token): 32 * sum of scale x bsum, subtracted from the
- * integer sum up front. */
+ * duplicated with the upper copy shifted by 2 so one shift serves both quarters, then masked
+ * to its two live 2-bit fields per byte (0x33): shifted left by 4 it supplies bits 4-5 of the
+ * low-nibble codes, as it is those of the high-nibble codes, each merged with its nibble by
+ * one bit select (whatever a 16-bit shift carries across a byte lands in the nibble bits the
+ * select takes from ql).  The four 16-element sub-blocks of a register get their scales by a
+ * word permute.  The -32 offset of the 6-bit codes is one bias per (row, token): the
+ * activation bsums times the scales times -32, the integer sum's start. */
 static inline __attribute__((always_inline)) void q6k_decode(const uint8_t *x, int h, __m512i scw,
 							     __m512i *qa, __m512i *qb, __m512i *sa,
 							     __m512i *sb)
 {
-	const __m512i m4 = _mm512_set1_epi8(0xF), m2 = _mm512_set1_epi8(3);
+	const __m512i m4 = _mm512_set1_epi8(0xF), m33 = _mm512_set1_epi8(0x33);
 	const __m512i lane_sub = _mm512_srli_epi16(
 		_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
 				 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3);
 	const __m512i l = _mm512_loadu_si512((const void *)(x + 64 * h));
 	__m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 128 + 32 * h)));
-	qh = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
-	*qa = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
-	*qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-			      _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
+	qh = _mm512_and_si512(_mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2), m33);
+	/* 0xD8: m4 ? nibble : qh bits (the first operand is the one overwritten) */
+	*qa = _mm512_ternarylogic_epi32(_mm512_slli_epi16(qh, 4), l, m4, 0xD8);
+	*qb = _mm512_ternarylogic_epi32(qh, _mm512_srli_epi16(l, 4), m4, 0xD8);
 	*sa = _mm512_permutexvar_epi16(_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h))), scw);
 	*sb = _mm512_permutexvar_epi16(_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h + 4))), scw);
 }
@@ -264,17 +276,19 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 	for (size_t i = 0; i < n / QKK; i++) {
 		const uint8_t *x[TILE_R];
 		__m256i sc16[TILE_R];
+		__m512i sc32n[TILE_R];
 		__m512i sumi[TILE_R][TILE_T];
 		UNROLL for (int r = 0; r < R; r++) {
 			x[r] = w + r * ws + i * Q6K_B;
 			sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x[r] + 192)));
+			/* scale x -32 fits int16 (|s| <= 128); words 16-31 are not used */
+			sc32n[r] = _mm512_mullo_epi16(_mm512_castsi256_si512(sc16[r]), opaque_i(_mm512_set1_epi16(-32)));
 		}
 		UNROLL for (int t = 0; t < T; t++) {
-			__m256i bs = _mm256_loadu_si256((const __m256i *)(a + t * as + i * Q8K_B + Q8K_BSUMS));
-			UNROLL for (int r = 0; r < R; r++) {
-				__m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[r]), 5);
-				sumi[r][t] = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
-			}
+			const __m512i bs = _mm512_castsi256_si512(
+				_mm256_loadu_si256((const __m256i *)(a + t * as + i * Q8K_B + Q8K_BSUMS)));
+			UNROLL for (int r = 0; r < R; r++) /* lanes 8-15 start at 0 */
+				sumi[r][t] = _mm512_maskz_madd_epi16(0x00FF, bs, sc32n[r]);
 		}
 		UNROLL for (int h = 0; h < 2; h++) {
 			__m512i qa[TILE_R], qb[TILE_R], sa[TILE_R], sb[TILE_R];
