@@ -57,8 +57,18 @@ size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows)
 
 /* Software prefetch of the weight row this many rows ahead: on the development host it
  * raised single-thread DRAM streaming of expert slabs by roughly 15-30 % (noisy, shared
- * host; docs/PERFORMANCE.md); it is only a hint, so results are unaffected. */
+ * host; docs/PERFORMANCE.md); it is only a hint, so results are unaffected.  The distance is
+ * about PREFETCH_BYTES, at most PREFETCH_ROWS rows: a whole row ~13 KB ahead (4 Q6_K rows of
+ * 4096) streamed the output head ~8 % slower than ~7 KB ahead (docs/PERFORMANCE.md, "Q6_K
+ * dot"). */
 #define PREFETCH_ROWS 4
+#define PREFETCH_BYTES (7u << 10)
+
+static uint64_t prefetch_rows(size_t row_bytes)
+{
+	const uint64_t d = PREFETCH_BYTES / row_bytes;
+	return d < 1 ? 1 : d > PREFETCH_ROWS ? PREFETCH_ROWS : d;
+}
 
 static inline void prefetch_row(const uint8_t *p, size_t bytes)
 {
@@ -127,6 +137,7 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 		run_tiles(jb, r0, r1);
 		return;
 	}
+	const uint64_t pf = prefetch_rows(w->row_bytes);
 	for (uint64_t t0 = r0; t0 < r1; t0 += MATMUL_TILE_ROWS) {
 		uint64_t t1 = t0 + MATMUL_TILE_ROWS < r1 ? t0 + MATMUL_TILE_ROWS : r1;
 		uint64_t tok = 0;
@@ -143,8 +154,8 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 			const uint8_t *xq = jb->xq + tok * ab;
 			float *y = jb->y + tok * w->rows;
 			for (uint64_t r = t0; r < t1; r++) {
-				if (r + PREFETCH_ROWS < r1)
-					prefetch_row(data + (r + PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
+				if (r + pf < r1)
+					prefetch_row(data + (r + pf) * w->row_bytes, w->row_bytes);
 				y[r] = jb->ops->dot(w->cols, data + r * w->row_bytes, xq);
 			}
 		}
