@@ -459,50 +459,67 @@ static float dot_q5_k(size_t n, const void *vw, const void *va)
 }
 
 /* Q6_K levels are used unsigned (0..63) in maddubs; the -32 offset is applied once per
- * super-block as 32 * sum_b scale_b * bsums_b. */
-static inline __m256i q6_quarter(__m256i ql, __m256i qh2, const int8_t *q8, const int8_t *sc)
+ * super-block as -32 * sum_b scale_b * bsums_b, the integer sum's start.  A quarter's code is
+ * its ql nibble | its qh 2-bit field moved to bits 4-5 (masked with 0x30 after a 16-bit shift,
+ * so bits carried across a byte drop out).  Its two 16-element sub-blocks' scales (low and
+ * high 128-bit lane) come from one pshufb of the half's eight int16 scales, broadcast to both
+ * lanes. */
+static inline __m256i q6_quarter(__m256i q, const int8_t *q8, __m256i s)
 {
-	__m256i q = _mm256_or_si256(ql, _mm256_slli_epi16(qh2, 4));
-	__m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)q8));
-	__m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-	return _mm256_madd_epi16(p, s);
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)q8)), s);
+}
+
+/* pshufb controls: word 2q in the low lane, word 2q + 1 in the high lane. */
+#define Q6W(j) (char)(2 * (j)), (char)(2 * (j) + 1)
+#define Q6L(j) Q6W(j), Q6W(j), Q6W(j), Q6W(j), Q6W(j), Q6W(j), Q6W(j), Q6W(j)
+#define Q6Q(q) { Q6L(2 * (q)), Q6L(2 * (q) + 1) }
+static const char q6_sc_ctrl[4][32] __attribute__((aligned(32))) = { Q6Q(0), Q6Q(1), Q6Q(2), Q6Q(3) };
+
+/* (an integer constant gcc must not turn into a shift-and-negate) */
+static inline __m256i opaque_i(__m256i v)
+{
+	__asm__("" : "+x"(v));
+	return v;
 }
 
 static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
 			  float *out)
 {
-	const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
+	const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
 	__m256 acc[4];
 	for (int a = 0; a < na; a++)
 		acc[a] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B) {
-		const int8_t *sc = (const int8_t *)(x + 192);
-		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 192)));
+		/* scale x -32 fits int16 (|s| <= 128) */
+		const __m256i sc32n = _mm256_mullo_epi16(sc16, opaque_i(_mm256_set1_epi16(-32)));
 		__m256i sumi[4];
 		for (int a = 0; a < na; a++) {
 			const uint8_t *y = y0 + a * ys + i * Q8K_B;
-			__m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
-			sumi[a] = _mm256_sub_epi32(_mm256_setzero_si256(),
-						   _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+			sumi[a] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS)), sc32n);
 		}
 		for (int h = 0; h < 2; h++) {
 			const uint8_t *ql = x + 64 * h;
 			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
 			__m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
 			__m256i qh = _mm256_loadu_si256((const __m256i *)(x + 128 + 32 * h));
-			const int8_t *s = sc + 8 * h;
-			__m256i q0 = _mm256_and_si256(l0, m4), h0 = _mm256_and_si256(qh, m2);
-			__m256i q1 = _mm256_and_si256(l1, m4), h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2);
-			__m256i q2 = _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4);
-			__m256i h2 = _mm256_and_si256(_mm256_srli_epi16(qh, 4), m2);
-			__m256i q3 = _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4);
-			__m256i h3 = _mm256_and_si256(_mm256_srli_epi16(qh, 6), m2);
+			__m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+			__m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+			__m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m30));
+			__m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+						     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+			const __m256i sh = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+					     : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+			const __m256i s0 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[0]));
+			const __m256i s1 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[1]));
+			const __m256i s2 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[2]));
+			const __m256i s3 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[3]));
 			for (int a = 0; a < na; a++) {
 				const int8_t *q8 = (const int8_t *)(y0 + a * ys + i * Q8K_B + Q8K_QS + 128 * h);
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q0, h0, q8, s));
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q1, h1, q8 + 32, s + 2));
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q2, h2, q8 + 64, s + 4));
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q3, h3, q8 + 96, s + 6));
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q0, q8, s0));
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q1, q8 + 32, s1));
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q2, q8 + 64, s2));
+				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q3, q8 + 96, s3));
 			}
 		}
 		const float dx = h2f(x + 208);
