@@ -432,6 +432,55 @@ PT_TEST(test_kern_dot_integer_sums_exact)
 	}
 }
 
+/* Q6_K's integer part is exact too, over raw random blocks (every qh bit pattern, scales
+ * down to -128, codes 0 and 63) and an odd block count: with unit scales every level and
+ * the dot4 return sum_i scale * (code - 32) * a exactly (activations in [-3, 3] keep the
+ * sums below 2^24). */
+PT_TEST(test_kern_dot_q6_k_integer_sums_exact)
+{
+	enum { NB = 3 };
+	uint8_t w[NB * Q6K_B], a[NB * Q8K_B];
+	rng_state = 4242;
+	for (int rep = 0; rep < 40; rep++) {
+		long exact = 0;
+		for (int b = 0; b < NB; b++) {
+			uint8_t *x = w + b * Q6K_B, *y = a + b * Q8K_B;
+			for (int i = 0; i < 208; i++)
+				x[i] = (uint8_t)rnd();
+			if (rep == 0)
+				x[192 + b] = 0x80;
+			put16(x + 208, 0x3C00);
+			const float one = 1.0f;
+			memcpy(y, &one, 4);
+			for (int g = 0; g < 16; g++) {
+				int16_t bs = 0;
+				for (int k = 0; k < 16; k++) {
+					int8_t v = (int8_t)((int)(rnd() % 7) - 3);
+					y[Q8K_QS + 16 * g + k] = (uint8_t)v;
+					bs = (int16_t)(bs + v);
+				}
+				memcpy(y + Q8K_BSUMS + 2 * g, &bs, 2);
+			}
+			for (int e = 0; e < QKK; e++) {
+				int h = e / 128, l = e % 32, k = (e % 128) / 32;
+				int ql = x[64 * h + l + 32 * (k & 1)];
+				int q = (k < 2 ? ql & 0xF : ql >> 4) | ((x[128 + 32 * h + l] >> (2 * k)) & 3) << 4;
+				exact += (long)(int8_t)x[192 + e / 16] * (q - 32) * (int8_t)y[Q8K_QS + e];
+			}
+		}
+		for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q6_K);
+			CHECK(o->dot(NB * QKK, w, a) == (float)exact);
+			if (o->dot4) {
+				float out[4];
+				o->dot4(NB * QKK, w, a, 0, out);
+				for (int t = 0; t < 4; t++)
+					CHECK(out[t] == (float)exact);
+			}
+		}
+	}
+}
+
 /* ---- matvec / matmul -------------------------------------------------------------------- */
 
 struct mat_fixture {
