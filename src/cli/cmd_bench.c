@@ -244,9 +244,10 @@ static double ratio(double a, double b)
 static void json_io(const struct bench_args *a, const struct bench_result *r)
 {
 	const double gen = (double)a->gen;
-	printf(", \"read_ahead\": %llu, \"read_ahead_used\": %llu, \"read_ahead_wasted\": %llu",
+	printf(", \"read_ahead\": %llu, \"read_ahead_used\": %llu, \"read_ahead_wasted\": %llu, "
+	       "\"read_ahead_dropped\": %llu",
 	       (unsigned long long)r->st.ahead_reads, (unsigned long long)r->st.ahead_used,
-	       (unsigned long long)r->st.ahead_wasted);
+	       (unsigned long long)r->st.ahead_wasted, (unsigned long long)r->st.ahead_dropped);
 	printf(", \"decode_read_wait_s_per_token\": %.6f, \"decode_compute_s_per_token\": %.6f, "
 	       "\"decode_io_busy_s_per_token\": %.6f, \"decode_read_bw_bytes_per_s\": %.0f, "
 	       "\"disk_bw_median_bytes_per_s\": %.0f, \"disk_probe\": \"%s\", "
@@ -304,8 +305,10 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	       ratio((double)r->dec_bytes, r->dec_busy_s) / 1e6);
 	if (r->st.ahead_reads)
 		printf("ahead      %llu expert reads on a guess of the next layer, %llu used, "
-		       "%llu evicted unused\n", (unsigned long long)r->st.ahead_reads,
-		       (unsigned long long)r->st.ahead_used, (unsigned long long)r->st.ahead_wasted);
+		       "%llu evicted unused; %llu wrong guesses dropped unread\n",
+		       (unsigned long long)r->st.ahead_reads, (unsigned long long)r->st.ahead_used,
+		       (unsigned long long)r->st.ahead_wasted,
+		       (unsigned long long)r->st.ahead_dropped);
 	printf("disk       %.1f MB/s (%s); I/O floor %.2f ms/token; time/floor %.2fx\n",
 	       r->disk_bw / 1e6, r->disk_how, floor_s * 1e3, ratio(tpt, floor_s));
 	if (r->probe.n_trials)

@@ -345,6 +345,25 @@ uint32_t pt_expert_cache_acquire_ahead(pt_expert_cache *c, uint32_t layer,
 	return m;
 }
 
+bool pt_expert_cache_cancel_ahead(pt_expert_cache *c, uint32_t layer, uint32_t slot)
+{
+	struct layer_state *l = &c->layers[layer];
+	bool ok;
+	pthread_mutex_lock(&c->mu);
+	ok = l->slot_state[slot] == SLOT_LOADING && l->slot_ahead[slot] && !l->slot_pins[slot];
+	if (ok) {
+		l->expert_slot[l->slot_expert[slot]] = -1;
+		l->slot_expert[slot] = -1;
+		l->slot_state[slot] = SLOT_EMPTY;
+		l->slot_ahead[slot] = 0;
+		l->st.slots_used--;
+		l->st.ahead_reads--;
+		l->st.ahead_dropped++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return ok;
+}
+
 void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, bool ok)
 {
 	struct layer_state *l = &c->layers[layer];
@@ -485,6 +504,7 @@ void pt_expert_cache_stats(pt_expert_cache *c, uint32_t layer, struct pt_cache_s
 		out->ahead_reads += s->ahead_reads;
 		out->ahead_used += s->ahead_used;
 		out->ahead_wasted += s->ahead_wasted;
+		out->ahead_dropped += s->ahead_dropped;
 	}
 	pthread_mutex_unlock(&c->mu);
 }

@@ -48,6 +48,7 @@ struct pt_cache_stats {
 	uint64_t ahead_reads;  /* reads started by acquire_ahead */
 	uint64_t ahead_used;   /* ... later acquired (counted as misses: read for them) */
 	uint64_t ahead_wasted; /* ... evicted before any acquire */
+	uint64_t ahead_dropped; /* guesses dropped unread (their layer came, they were wrong) */
 };
 
 /* One requested expert after acquire. */
@@ -86,6 +87,9 @@ enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
 uint32_t pt_expert_cache_acquire_ahead(pt_expert_cache *c, uint32_t layer,
 				       const uint32_t *experts, uint32_t n, uint32_t max,
 				       struct pt_cache_ref *refs);
+/* Drops a read-ahead whose read was never submitted (slot LOADING, unpinned): the slot is
+ * empty again.  Returns false (and changes nothing) for any other slot. */
+bool pt_expert_cache_cancel_ahead(pt_expert_cache *c, uint32_t layer, uint32_t slot);
 /* The read into a LOADING slot finished: ok publishes the expert, !ok empties the slot. */
 void pt_expert_cache_publish(pt_expert_cache *c, uint32_t layer, uint32_t slot, bool ok);
 /* Unpins what acquire pinned. */

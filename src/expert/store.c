@@ -12,6 +12,11 @@ static void flush_pcache(struct pt_expert_store *s);
 
 #define A4K(x) (((x) + PT_IO_ALIGN - 1) & ~(uint64_t)(PT_IO_ALIGN - 1))
 
+/* A read-ahead waiting for the demand reads in flight to finish (its slot is LOADING). */
+struct deferred_read {
+	uint32_t m, expert, slot;
+};
+
 struct batch_ent {
 	uint32_t expert;
 	bool handed;   /* its prefetch pin went to a get */
@@ -31,6 +36,12 @@ struct pt_expert_store {
 	struct pt_io_job *jobs;
 	bool failed;
 	bool ahead_on; /* read-ahead hints are acted on */
+	/* Read-ahead is submitted only while no demand read is in flight: submitted together,
+	 * the guesses share the disk with the reads a layer blocks on and all finish at about
+	 * the same time (docs/PERFORMANCE.md, "Demand reads first"). */
+	struct deferred_read *deferred;
+	uint32_t n_deferred, max_deferred;
+	uint32_t n_demand; /* demand reads submitted, not yet completed */
 	struct pt_error sticky;
 	char desc[1200];
 	/* lazy pack cache */
@@ -123,6 +134,7 @@ static enum pt_status open_pcache(pt_expert_store *s, uint64_t slot_bytes,
 static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 {
 	const struct pt_expert_store_config *c = &s->cfg;
+	const uint32_t n_jobs = s->lay->n_expert ? s->lay->n_expert : 1; /* s->jobs' size */
 	struct pt_cache_config cc = { .n_layers = s->lay->n_moe, .n_expert = s->lay->n_expert,
 				      .slots_per_layer = c->slots_per_layer,
 				      .slot_bytes = pt_expert_store_slot_bytes(s->lay, s->pack),
@@ -132,6 +144,11 @@ static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 				   .threads = c->io_threads, .force_pread = c->force_pread,
 				   .fault = c->fault, .fault_ctx = c->fault_ctx };
 	enum pt_status st = pt_expert_cache_create(&cc, &s->cache, err);
+	/* the read queue's size, and never more than s->jobs holds */
+	s->max_deferred = ic.max_jobs < n_jobs ? ic.max_jobs : n_jobs;
+	s->deferred = pt_calloc(s->max_deferred, sizeof *s->deferred);
+	if (st == PT_OK && !s->deferred)
+		st = pt_error_set(err, PT_E_NOMEM, "expert store read-ahead queue");
 	if (st == PT_OK)
 		st = pt_io_open(&ic, &s->io, err);
 	if (st == PT_OK && c->pack_cache_dir)
@@ -196,6 +213,7 @@ void pt_expert_store_close(pt_expert_store *s)
 	pt_free(s->pend_slot);
 	pt_expert_cache_destroy(s->cache);
 	pthread_mutex_destroy(&s->mu);
+	pt_free(s->deferred);
 	pt_free(s->batch);
 	pt_free(s->refs);
 	pt_free(s->jobs);
@@ -244,8 +262,8 @@ static void make_job(pt_expert_store *s, uint32_t m, uint32_t x, uint32_t slot, 
 }
 
 /* A pack-cache read finished: use it if its bytes check out, else read the source. */
-static void complete_pc(pt_expert_store *s, uint32_t m, uint32_t x, uint32_t slot,
-			enum pt_status st, uint64_t ns)
+static void complete_pc(pt_expert_store *s, uint64_t tag, uint32_t m, uint32_t x,
+			uint32_t slot, enum pt_status st, uint64_t ns)
 {
 	uint64_t len;
 	struct pt_io_job job;
@@ -262,9 +280,12 @@ static void complete_pc(pt_expert_store *s, uint32_t m, uint32_t x, uint32_t slo
 	if (entry >= 0)
 		pt_pcache_drop(s->pc, (uint32_t)entry); /* torn or stale: never used */
 	make_job(s, m, x, slot, false, &job);
+	job.tag |= tag & PT_STORE_TAG_AHEAD;
 	if (pt_io_submit(s->io, &job, 1, &e) != PT_OK) {
 		pt_expert_cache_publish(s->cache, m, slot, false);
 		fail_sticky(s, &e);
+	} else if (!(tag & PT_STORE_TAG_AHEAD)) {
+		s->n_demand++;
 	}
 }
 
@@ -274,10 +295,12 @@ static void complete(pt_expert_store *s, uint64_t tag, enum pt_status st, uint64
 {
 	uint32_t m = (uint32_t)(tag >> 32) & 0x3fffffffu, x = (uint32_t)tag, slot;
 	struct pt_io_job job;
+	if (!(tag & PT_STORE_TAG_AHEAD) && s->n_demand)
+		s->n_demand--;
 	if (pt_expert_cache_find(s->cache, m, x, &slot) != 1)
 		return;
 	if (tag & PT_STORE_TAG_PCACHE) {
-		complete_pc(s, m, x, slot, st, ns);
+		complete_pc(s, tag, m, x, slot, st, ns);
 		return;
 	}
 	make_job(s, m, x, slot, false, &job);
@@ -325,13 +348,19 @@ void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint
 	*written = s->pc_written;
 }
 
-/* Reaps completions; blocks for at most one when block. */
+static void flush_deferred(pt_expert_store *s);
+static bool demand_in_flight(pt_expert_store *s);
+
+/* Reaps completions; blocks for at most one when block.  The deferred read-ahead goes to
+ * the disk as soon as no demand read is in flight (and before blocking on an empty queue). */
 static enum pt_status reap(pt_expert_store *s, bool block, struct pt_error *err)
 {
 	for (;;) {
 		struct pt_error e = { 0 };
 		bool got;
 		uint64_t tag, ns;
+		if (s->n_deferred && (!demand_in_flight(s) || !pt_io_pending(s->io)))
+			flush_deferred(s);
 		enum pt_status st = pt_io_wait(s->io, block, &got, &tag, &ns, &e);
 		if (!got) {
 			if (st != PT_OK && !s->failed) {
@@ -346,24 +375,72 @@ static enum pt_status reap(pt_expert_store *s, bool block, struct pt_error *err)
 	}
 }
 
+/* Submits s->jobs[0..nj): demand reads are counted in n_demand, read-ahead is tagged.  On
+ * failure nothing was queued: the jobs' slots are emptied and the store fails. */
+static enum pt_status submit_jobs(pt_expert_store *s, uint32_t nj, bool ahead,
+				  struct pt_error *err)
+{
+	for (uint32_t i = 0; ahead && i < nj; i++)
+		s->jobs[i].tag |= PT_STORE_TAG_AHEAD;
+	enum pt_status st = nj ? pt_io_submit(s->io, s->jobs, nj, err) : PT_OK;
+	if (st == PT_OK) {
+		s->n_demand += ahead ? 0 : nj;
+		return st;
+	}
+	for (uint32_t i = 0; i < nj; i++) {
+		uint32_t slot;
+		const uint32_t m = (uint32_t)(s->jobs[i].tag >> 32) & 0x3fffffffu;
+		if (pt_expert_cache_find(s->cache, m, s->jobs[i].expert, &slot) == 1)
+			pt_expert_cache_publish(s->cache, m, slot, false);
+	}
+	struct pt_error e = err ? *err : (struct pt_error){ .code = st };
+	fail_sticky(s, &e);
+	return st;
+}
+
+/* Submits the reads of refs' misses. */
 static enum pt_status submit(pt_expert_store *s, uint32_t m, const struct pt_cache_ref *refs,
-			     uint32_t n, struct pt_error *err)
+			     uint32_t n, bool ahead, struct pt_error *err)
 {
 	uint32_t nj = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (!refs[i].hit)
 			make_job(s, m, refs[i].expert, refs[i].slot, true, &s->jobs[nj++]);
-	if (nj == 0)
-		return PT_OK;
-	enum pt_status st = pt_io_submit(s->io, s->jobs, nj, err);
-	if (st != PT_OK) { /* nothing was queued for this batch: free its slots */
-		for (uint32_t i = 0; i < n; i++)
-			if (!refs[i].hit)
-				pt_expert_cache_publish(s->cache, m, refs[i].slot, false);
-		struct pt_error e = err ? *err : (struct pt_error){ .code = st };
-		fail_sticky(s, &e);
+	return submit_jobs(s, nj, ahead, err);
+}
+
+static void flush_deferred(pt_expert_store *s)
+{
+	struct pt_error e = { 0 };
+	const uint32_t n = s->n_deferred;
+	for (uint32_t i = 0; i < n; i++)
+		make_job(s, s->deferred[i].m, s->deferred[i].expert, s->deferred[i].slot, true,
+			 &s->jobs[i]);
+	s->n_deferred = 0;
+	if (submit_jobs(s, n, true, &e) != PT_OK)
+		pt_error_clear(&e); /* sticky: the next get reports it */
+}
+
+/* Layer m's experts[0..n) are wanted now: their deferred guesses become demand reads; with
+ * drop, the layer's other deferred guesses (wrong ones) are dropped unread. */
+static enum pt_status settle_deferred(pt_expert_store *s, uint32_t m, const uint32_t *experts,
+				      uint32_t n, bool drop, struct pt_error *err)
+{
+	uint32_t keep = 0, nj = 0;
+	for (uint32_t i = 0; i < s->n_deferred; i++) {
+		const struct deferred_read d = s->deferred[i];
+		bool wanted = false;
+		for (uint32_t j = 0; d.m == m && j < n && !wanted; j++)
+			wanted = experts[j] == d.expert;
+		if (wanted)
+			make_job(s, m, d.expert, d.slot, true, &s->jobs[nj++]);
+		else if (d.m == m && drop && pt_expert_cache_cancel_ahead(s->cache, m, d.slot))
+			continue;
+		else
+			s->deferred[keep++] = d;
 	}
-	return st;
+	s->n_deferred = keep;
+	return submit_jobs(s, nj, false, err);
 }
 
 static void end_batch(pt_expert_store *s)
@@ -409,7 +486,9 @@ enum pt_status pt_expert_store_prefetch(pt_expert_store *s, uint32_t layer,
 	for (uint32_t i = 0; i < nr; i++)
 		s->batch[i] = (struct batch_ent){ .expert = s->refs[i].expert };
 	s->batch_n = nr;
-	st = submit(s, (uint32_t)m, s->refs, nr, err);
+	st = submit(s, (uint32_t)m, s->refs, nr, false, err);
+	if (st == PT_OK && s->n_deferred)
+		st = settle_deferred(s, (uint32_t)m, experts, n, true, err);
 out:
 	pthread_mutex_unlock(&s->mu);
 	return st;
@@ -450,6 +529,8 @@ enum pt_status pt_expert_store_next(pt_expert_store *s, uint32_t *expert, bool *
 		uint32_t left = 0, m = s->batch_moe;
 		for (uint32_t i = 0; i < s->batch_n; i++)
 			left += !s->batch[i].reported;
+		if (left && s->n_deferred && !pt_io_pending(s->io))
+			flush_deferred(s);
 		if (left && !pt_io_pending(s->io)) /* not ready and nothing in flight */
 			st = s->failed ? pt_error_set(err, s->sticky.code, "%s", s->sticky.msg)
 				       : pt_error_set(err, PT_E_IO, "layer %u: %u experts not loaded",
@@ -478,7 +559,9 @@ static enum pt_status pin_for_get(pt_expert_store *s, uint32_t m, uint32_t e,
 				return PT_OK;
 			}
 	enum pt_status st = pt_expert_cache_acquire(s->cache, m, &e, 1, &ref, &n, err);
-	return st == PT_OK ? submit(s, m, &ref, 1, err) : st;
+	if (st == PT_OK && s->n_deferred)
+		st = settle_deferred(s, m, &e, 1, false, err);
+	return st == PT_OK ? submit(s, m, &ref, 1, false, err) : st;
 }
 
 static enum pt_status get_cached(pt_expert_store *s, uint32_t m, uint32_t e,
@@ -580,6 +663,13 @@ static bool batch_loading(pt_expert_store *s)
 	return false;
 }
 
+/* Whether a read that a layer waits for is in flight: a miss of the current batch (its
+ * own read, or a read-ahead it took over) or a single get's read. */
+static bool demand_in_flight(pt_expert_store *s)
+{
+	return s->n_demand || (s->cache && batch_loading(s));
+}
+
 void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
 			   uint32_t n)
 {
@@ -590,11 +680,20 @@ void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *e
 	pthread_mutex_lock(&s->mu);
 	/* leave the next acquire of n experts its room: read-ahead slots stay LOADING (not
 	 * victims) until their reads land */
-	const uint32_t slots = s->cfg.slots_per_layer, room = slots > n ? slots - n : 0;
+	const uint32_t slots = s->cfg.slots_per_layer;
+	/* and room in the read queue for what is deferred plus the next demand acquire */
+	const uint32_t busy = pt_io_pending(s->io) + s->n_deferred + n;
+	const uint32_t qfree = s->max_deferred > busy ? s->max_deferred - busy : 0;
+	const uint32_t room = slots > n ? (slots - n < qfree ? slots - n : qfree) : 0;
 	const uint32_t nr = s->failed ? 0 : pt_expert_cache_acquire_ahead(s->cache, (uint32_t)m,
 									  experts, n, room,
 									  s->refs);
-	if (nr && submit(s, (uint32_t)m, s->refs, nr, &e) != PT_OK)
+	const bool defer = demand_in_flight(s); /* demand reads first */
+	for (uint32_t i = 0; defer && i < nr; i++)
+		s->deferred[s->n_deferred++] = (struct deferred_read){ (uint32_t)m,
+								       s->refs[i].expert,
+								       s->refs[i].slot };
+	if (nr && !defer && submit(s, (uint32_t)m, s->refs, nr, true, &e) != PT_OK)
 		pt_error_clear(&e); /* submit made the failure sticky: the next get reports it */
 	pthread_mutex_unlock(&s->mu);
 }

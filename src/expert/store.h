@@ -47,6 +47,7 @@ struct pt_expert_store_config {
 };
 
 #define PT_STORE_TAG_PCACHE (1ull << 62)
+#define PT_STORE_TAG_AHEAD (1ull << 63) /* a read-ahead (not a read a layer waits for) */
 
 /* One expert's parts in the layout's order (gate, up, gate_up, down, others). */
 struct pt_expert_view {

@@ -563,7 +563,7 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.expert_slots_used = cs.slots_used,
 		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,
-		.ahead_wasted = cs.ahead_wasted,
+		.ahead_wasted = cs.ahead_wasted, .ahead_dropped = cs.ahead_dropped,
 	};
 }
 

@@ -66,6 +66,7 @@ struct pt_engine_stats {
 	uint64_t ahead_reads;       /* decode read-ahead: reads started on a guess */
 	uint64_t ahead_used;        /* ... whose expert was then routed to (counted as misses) */
 	uint64_t ahead_wasted;      /* ... evicted unused */
+	uint64_t ahead_dropped;     /* guesses dropped unread (wrong by the time they could go) */
 };
 
 typedef struct pt_engine pt_engine;

@@ -942,6 +942,8 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 			return st;
 		norm_rows(f->t1, f->t1, L->post_ffw_norm, n, hp->n_embd, hp->rms_eps);
 	} else if (!L->is_moe) {
+		if (n == 1) /* a leading dense layer: the first MoE layer's reads start here */
+			read_ahead(f, il);
 		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
 	} else {
 		st = moe(f, L, il, f->h, f->h, n, f->t1, err); /* shared expert into t2 */

@@ -412,3 +412,123 @@ PT_TEST(test_expert_store_read_ahead)
 	ahead_mode(true, PT_IO_DIRECT);
 	ahead_mode(false, PT_IO_MMAP);
 }
+
+/* The order in which reads finish, as the read engine reports them (pread workers). */
+struct read_log {
+	pthread_mutex_t mu;
+	uint32_t n;
+	bool ahead[64];
+};
+
+/* Demand reads take 30 ms; read-ahead is instant.  Records each first range's result. */
+static int64_t slow_demand(void *ctx, uint64_t tag, uint32_t range, uint64_t off, int64_t res)
+{
+	struct read_log *log = ctx;
+	const bool ahead = (tag & PT_STORE_TAG_AHEAD) != 0;
+	(void)off;
+	if (!ahead) {
+		struct timespec ts = { 0, 30 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&log->mu);
+	if (range == 0 && log->n < 64)
+		log->ahead[log->n++] = ahead;
+	pthread_mutex_unlock(&log->mu);
+	return res;
+}
+
+/* Read-ahead waits for the demand reads in flight: it reaches the disk only once every
+ * read the current layer waits for has landed (together they shared the disk and all
+ * finished late).  With slow demand reads and instant guesses, a guess issued at once
+ * would finish first. */
+PT_TEST(test_expert_store_ahead_after_demand)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	struct read_log log = { .n = 0 };
+	pthread_mutex_init(&log.mu, NULL);
+	REQUIRE(setup(&c, "std.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_BUFFERED, .slots_per_layer = 5,
+					      .force_pread = true, .io_threads = 4,
+					      .fault = slow_demand, .fault_ctx = &log };
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	const uint32_t l0 = c.lay.moe[0].layer, l1 = c.lay.moe[1].layer;
+	static const uint32_t t0[2] = { 0, 1 }, guess[2] = { 3, 6 };
+	uint32_t e;
+	bool got = true;
+	struct pt_expert_view v;
+	int bad = 0;
+	REQUIRE(pt_expert_store_prefetch(s, l0, t0, 2, &err) == PT_OK);
+	pt_expert_store_ahead(s, l1, guess, 2);
+	while (got && pt_expert_store_next(s, &e, &got, &err) == PT_OK && got) {
+		REQUIRE(pt_expert_store_get(s, l0, e, &v, &err) == PT_OK);
+		bad += !view_ok(&c, 0, e, &v);
+		pt_expert_store_release(s, l0, e);
+	}
+	pt_expert_store_end_layer(s, l0);
+	REQUIRE(pt_expert_store_prefetch(s, l1, guess, 2, &err) == PT_OK);
+	for (uint32_t i = 0; i < 2; i++) {
+		REQUIRE(pt_expert_store_get(s, l1, guess[i], &v, &err) == PT_OK);
+		bad += !view_ok(&c, 1, guess[i], &v);
+		pt_expert_store_release(s, l1, guess[i]);
+	}
+	pt_expert_store_end_layer(s, l1);
+	CHECK_EQ_INT(bad, 0);
+	REQUIRE(log.n == 4);
+	CHECK(!log.ahead[0] && !log.ahead[1] && log.ahead[2] && log.ahead[3]);
+	struct pt_cache_stats st;
+	pt_expert_store_stats(s, 1, &st);
+	CHECK_EQ_INT(st.ahead_reads, 2);
+	CHECK_EQ_INT(st.ahead_used, 2);
+	pt_expert_store_close(s);
+	pthread_mutex_destroy(&log.mu);
+	teardown(&c);
+}
+
+/* A layer acquired while its guesses still wait behind demand reads: the right guess is
+ * read at once as a demand read, the wrong one is dropped unread (its slot empty again). */
+PT_TEST(test_expert_store_ahead_settled_by_acquire)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	REQUIRE(setup(&c, "sts.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_DIRECT, .slots_per_layer = 5 };
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	const uint32_t l0 = c.lay.moe[0].layer, l1 = c.lay.moe[1].layer;
+	static const uint32_t t0[2] = { 0, 1 }, guess[2] = { 3, 6 }, real[2] = { 3, 7 };
+	uint32_t e, n = 0;
+	bool got = true;
+	struct pt_expert_view v;
+	int bad = 0;
+	REQUIRE(pt_expert_store_prefetch(s, l0, t0, 2, &err) == PT_OK); /* 2 demand reads */
+	pt_expert_store_ahead(s, l1, guess, 2);                        /* both deferred */
+	REQUIRE(pt_expert_store_prefetch(s, l1, real, 2, &err) == PT_OK);
+	while (got && pt_expert_store_next(s, &e, &got, &err) == PT_OK && got) {
+		REQUIRE(pt_expert_store_get(s, l1, e, &v, &err) == PT_OK);
+		bad += !view_ok(&c, 1, e, &v) || (e != 3 && e != 7);
+		pt_expert_store_release(s, l1, e);
+		n++;
+	}
+	pt_expert_store_end_layer(s, l1);
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(n, 2);
+	struct pt_cache_stats st;
+	pt_expert_store_stats(s, 1, &st);
+	CHECK_EQ_INT(st.ahead_reads, 1);   /* 3: read for the acquire that wanted it */
+	CHECK_EQ_INT(st.ahead_dropped, 1); /* 6: never read */
+	CHECK_EQ_INT(st.ahead_used, 1);
+	CHECK_EQ_INT(st.misses, 2);
+	REQUIRE(pt_expert_store_prefetch(s, l1, &guess[1], 1, &err) == PT_OK); /* 6: not there */
+	REQUIRE(pt_expert_store_get(s, l1, 6, &v, &err) == PT_OK);
+	CHECK(view_ok(&c, 1, 6, &v));
+	pt_expert_store_release(s, l1, 6);
+	pt_expert_store_end_layer(s, l1);
+	pt_expert_store_stats(s, 1, &st);
+	CHECK_EQ_INT(st.misses, 3);
+	pt_expert_store_close(s);
+	teardown(&c);
+}
