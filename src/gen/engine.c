@@ -562,6 +562,7 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.decode_tokens = e->decode_tokens, .decode_s = (double)e->decode_ns * 1e-9,
 		.expert_slots_used = cs.slots_used,
 		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
+		.head_s = (double)pt_fwd_head_ns(e->f) * 1e-9,
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,
 		.ahead_wasted = cs.ahead_wasted, .ahead_dropped = cs.ahead_dropped,
 	};

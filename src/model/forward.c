@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/ops.h"
 #include "util/alloc.h"
@@ -42,6 +43,7 @@ struct pt_fwd {
 	pt_pool *pool;
 	uint32_t n_batch, n_ctx, n_threads;
 	int64_t pos;
+	uint64_t head_ns; /* wall time in the output head, for the bench's decode split */
 	struct pt_kv kv;
 	/* row blocks, [n_batch][width] */
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
@@ -967,11 +969,15 @@ static enum pt_status head(pt_fwd *f, uint32_t r0, uint32_t n, float *logits,
 	const struct pt_model *m = f->m;
 	const struct pt_hparams *hp = &m->hp;
 	const uint32_t rows = n - r0;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	norm_rows(f->h, f->x + (size_t)r0 * hp->n_embd, m->output_norm, rows, hp->n_embd,
 		  hp->rms_eps);
 	enum pt_status st = mm(f, &m->output, f->h, rows, logits, err);
 	if (st == PT_OK && hp->arch == PT_ARCH_GEMMA4 && hp->final_logit_softcap > 0.0f)
 		pt_op_softcap(logits, (int)((size_t)rows * m->output.rows), hp->final_logit_softcap);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	f->head_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
 	return st;
 }
 
@@ -1047,6 +1053,11 @@ enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err)
 	}
 	f->pos = pos;
 	return PT_OK;
+}
+
+uint64_t pt_fwd_head_ns(const pt_fwd *f)
+{
+	return f->head_ns;
 }
 
 int64_t pt_fwd_pos(const pt_fwd *f)

@@ -39,6 +39,8 @@ void pt_fwd_destroy(pt_fwd *f); /* NULL-safe */
 
 /* Positions already in the KV cache (the next token's position). */
 int64_t pt_fwd_pos(const pt_fwd *f);
+/* Wall time spent in the output head so far (final norm, lm head, softcap), in ns. */
+uint64_t pt_fwd_head_ns(const pt_fwd *f);
 /* Forgets positions pos.. (0 <= pos <= pt_fwd_pos).  Linear layers only move the position; a
  * sliding-window ring must still hold the window of pos, else PT_E_LIMIT and nothing changes
  * (the caller resets to 0 and replays the tokens it keeps). */

@@ -49,6 +49,9 @@ assert abs(o["io_floor_s_per_token"] - o["bytes_read_per_token"] / 100e6) < 1e-6
 spt = o["s_per_token"]
 assert abs(o["decode_read_wait_s_per_token"] + o["decode_compute_s_per_token"] - spt) < 1e-5, o
 assert 0 <= o["decode_io_busy_s_per_token"] <= spt + 1e-6, o
+# the output head runs once per decoded token, inside the computing time
+assert 0 < o["decode_head_s_per_token"] <= o["decode_compute_s_per_token"] + 1e-6, o
+assert o["read_ahead_dropped"] >= 0, o
 assert o["disk_probe_trials_bytes_per_s"] == [] and o["disk_probe"] == "", o
 assert o["read_ahead_used"] + o["read_ahead_wasted"] <= o["read_ahead"], o
 PY

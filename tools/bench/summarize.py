@@ -37,7 +37,7 @@ def summarize(recs):
                   "bytes_read_per_token", "io_floor_s_per_token", "time_over_floor",
                   "memory_budget_bytes", "disk_bw_bytes_per_s", "decode_io_busy_s_per_token",
                   "decode_read_wait_s_per_token", "decode_compute_s_per_token",
-                  "decode_read_bw_bytes_per_s"):
+                  "decode_read_bw_bytes_per_s", "decode_head_s_per_token"):
             v = med(field(rs, k))
             if v is not None:
                 s[k] = v
@@ -69,10 +69,11 @@ def summarize(recs):
 def table(rows):
     fmt = lambda v, f: "-" if v is None else f % v
     print("| section | model | engine | ok/runs | prefill tok/s | decode tok/s | ratio pre | ratio dec | "
-          "hit | MiB/token | floor ms/tok | time/floor | store GB/s | time/busy | peak RSS MiB | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "hit | MiB/token | floor ms/tok | time/floor | store GB/s | time/busy | compute ms/tok | "
+          "head ms/tok | peak RSS MiB | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in rows:
-        print("| %s | %s%s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s%s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s["section"], s["model"], " skew %s" % s["skew"] if "skew" in s else "",
             s["engine"], s["ok_runs"], s["runs"], fmt(s.get("prefill_tps"), "%.1f"),
             fmt(s.get("decode_tps"), "%.2f"), fmt(s.get("prefill_ratio_vs_llama"), "%.2fx"),
@@ -83,6 +84,8 @@ def table(rows):
             fmt(s.get("time_over_floor"), "%.2f"),
             fmt(s.get("decode_read_bw_bytes_per_s") and s["decode_read_bw_bytes_per_s"] / 1e9, "%.2f"),
             fmt(s.get("time_over_busy"), "%.2f"),
+            fmt(s.get("decode_compute_s_per_token") and s["decode_compute_s_per_token"] * 1e3, "%.1f"),
+            fmt(s.get("decode_head_s_per_token") and s["decode_head_s_per_token"] * 1e3, "%.1f"),
             fmt(s.get("peak_rss_bytes") and s["peak_rss_bytes"] / 2**20, "%.0f"),
             ",".join("%.1f" % x for x in s["load"] if x is not None)))
 
