@@ -189,10 +189,9 @@ section_b() {
 			continue
 		fi
 		for sk in $FULL_SKEWS; do
-			if [ "$sk" != 0 ]; then
-				REROUTED=$m
-				reroute "$m" "$sk" || { restore; continue; }
-			fi
+			# every level, 0 too: the file may have been left rerouted by hand
+			[ "$sk" != 0 ] && REROUTED=$m
+			reroute "$m" "$sk" || { restore; continue; }
 			routing_report B "$m" "$sk"
 			r=1
 			while [ "$r" -le "$REPS" ]; do
