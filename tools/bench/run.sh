@@ -20,7 +20,9 @@
 # ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
 # depend on particle's code, so it can be measured once and left out of later runs),
 # OUT (build/bench), BASELINE (another particle binary, e.g. an older build, run beside
-# particle in section A).  Full models: $FULL_DIR/full-ARCH-q4_k_m.gguf (or ARCH-full-...).
+# particle in section A), DISK_BPS (unset: no limit; else section B's processes read the
+# model's disk at most this many bytes/s through a cgroup-v1 blkio throttle, e.g.
+# 1400000000 for a 1.4 GB/s laptop NVMe: a steady disk instead of this VM's swinging one).  Full models: $FULL_DIR/full-ARCH-q4_k_m.gguf (or ARCH-full-...).
 set -u
 if [ "$(id -u)" -ne 0 ]; then
 	echo "bench: needs root (memory cgroups and /proc/sys/vm/drop_caches); run as root" >&2
@@ -31,6 +33,11 @@ if [ ! -w "$CG" ]; then
 	echo "bench: cgroup v1 memory controller not writable at $CG" >&2
 	exit 2
 fi
+if [ -n "${DISK_BPS:-}" ] && [ ! -w /sys/fs/cgroup/blkio ]; then
+	echo "bench: DISK_BPS needs the cgroup v1 blkio controller at /sys/fs/cgroup/blkio" >&2
+	exit 2
+fi
+BLK_FILE=
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
 : "${SMALL_DIR:=models}" "${SECTIONS:=A B C}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
@@ -64,16 +71,35 @@ PY
 }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-# in_cgroup NAME LIMIT-BYTES OUTFILE CMD...: runs CMD in a fresh child memory cgroup; prints
+# disk_of FILE: major:minor of the whole disk holding FILE (blkio throttles whole disks).
+disk_of() {
+	dd_dev=$(stat -c '%Hd:%Ld' "$1") || return 1
+	if [ -e "/sys/dev/block/$dd_dev/partition" ]; then
+		cat "/sys/dev/block/$dd_dev/../dev"
+	else
+		echo "$dd_dev"
+	fi
+}
+
+# in_cgroup NAME LIMIT-BYTES OUTFILE CMD...: runs CMD in a fresh child memory cgroup (and,
+# with DISK_BPS, a blkio cgroup throttling reads of the disk holding $BLK_FILE); prints
 # '"cg_max_usage":N,"cg_oom_kills":N' for the record.
 in_cgroup() {
 	cg_name=$1 cg_lim=$2 cg_out=$3; shift 3
-	d="$CG/$cg_name"
+	d="$CG/$cg_name" bd=
 	[ -d "$d" ] && rmdir "$d" 2>/dev/null
 	mkdir -p "$d"
 	echo "$cg_lim" >"$d/memory.limit_in_bytes"
-	sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$d" "$@" >"$cg_out" 2>"$cg_out.err"
+	if [ -n "${DISK_BPS:-}" ]; then
+		bd=/sys/fs/cgroup/blkio/$cg_name
+		mkdir -p "$bd" && echo "$(disk_of "$BLK_FILE") $DISK_BPS" \
+			>"$bd/blkio.throttle.read_bps_device" ||
+			{ echo "bench: cannot throttle reads of $BLK_FILE's disk" >&2; exit 2; }
+	fi
+	sh -c 'echo $$ >"$1/cgroup.procs"; [ -z "$2" ] || echo $$ >"$2/cgroup.procs"; shift 2
+		exec "$@"' sh "$d" "$bd" "$@" >"$cg_out" 2>"$cg_out.err"
 	rc=$?
+	[ -n "$bd" ] && rmdir "$bd" 2>/dev/null
 	kills=$(sed -n 's/^oom_kill //p' "$d/memory.oom_control")
 	CGX="\"cg_max_usage\": $(cat "$d/memory.max_usage_in_bytes"), \"cg_oom_kills\": ${kills:-0}"
 	# move nothing back: the process is gone; the empty cgroup can be removed
@@ -128,7 +154,7 @@ section_a() {
 
 # cap_pair MODEL CAP-BYTES REP: one cold particle run and one cold llama.cpp run at the cap.
 cap_pair() {
-	cm=$1 clim=$2 cr=$3 csk=$4 crc=-
+	cm=$1 clim=$2 cr=$3 csk=$4 crc=- BLK_FILE=$1
 	budget=$((clim - clim / 20)) # just under the cap: 95 %
 	case " $ENGINES_B " in *" particle "*)
 		drop_caches
@@ -136,7 +162,7 @@ cap_pair() {
 		in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
 			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock
 		rc=$?
-		record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
+		record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", \"disk_bps\": ${DISK_BPS:-0}, $CGX}" \
 			"$OUT/b.out" $rc ;;
 	esac
 	case " $ENGINES_B " in *" llama.cpp "*)
@@ -145,7 +171,7 @@ cap_pair() {
 		in_cgroup pt_bench_llama "$clim" "$OUT/b.out" $ORACLE bench "$cm" --threads "$THREADS" \
 			--prompt "$CAP_PROMPT" --gen "$CAP_GEN"
 		crc=$?
-		record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", $CGX}" \
+		record B llama.cpp "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", \"disk_bps\": ${DISK_BPS:-0}, $CGX}" \
 			"$OUT/b.out" $crc ;;
 	esac
 	echo "bench: B $cm skew $csk rep $cr done (llama.cpp rc $crc, load $(loadavg))"
@@ -200,7 +226,7 @@ section_b() {
 			done
 			# llama.cpp's smallest surviving cap (one try per size, cold)
 			for c in $LLAMA_CAPS; do
-				cl=$(bytes "$c")
+				cl=$(bytes "$c") BLK_FILE=$m
 				drop_caches
 				la=$(loadavg)
 				in_cgroup pt_bench_llama "$cl" "$OUT/b.out" $ORACLE bench "$m" \
