@@ -212,8 +212,10 @@ BLOCKS32(mxfp4, 3, MXFP4_B, pt_kvalues_mxfp4)
 /* ---- Q4_1 / Q5_1 against Q8_1, two blocks per register ---------------------------------- */
 
 /* Unsigned levels (0..15, or 0..31 with the fifth bit from qh) times the int8 activations with
- * vpdpbusd directly.  The min term mx * sy of each block is a float product summed on the
- * side, in two chains (even and odd blocks) so its latency stays off the critical path. */
+ * vpdpbusd directly.  The four fp16 header fields of a block pair (d, m of the weights; d, s
+ * of the activations) convert in one vcvtph2ps each: their product holds d0 * dy0, m0 * sy0,
+ * d1 * dy1, m1 * sy1; lanes 0 and 2 scale the pair's int32 sums, lanes 1 and 3 (the min terms)
+ * add up in a 4-lane accumulator whose other lanes are ignored. */
 static inline __m512i q1_codes(int five, const uint8_t *x0, const uint8_t *x1)
 {
 	const size_t qo = five ? 8 : 4;
@@ -225,41 +227,42 @@ static inline __m512i q1_codes(int five, const uint8_t *x0, const uint8_t *x1)
 	return q;
 }
 
+/* hdr0 / hdr1: the 4-byte headers of the two blocks (0 for the absent copy of an odd block). */
+static inline __m128 halves4(uint32_t hdr0, uint32_t hdr1)
+{
+	return _mm_cvtph_ps(_mm_cvtsi64_si128((int64_t)((uint64_t)hdr1 << 32 | hdr0)));
+}
+
 static inline __attribute__((always_inline)) void q1_n(int five, size_t n, const uint8_t *x,
 							const uint8_t *y0, size_t ys, int na, float *out)
 {
 	const size_t bb = five ? Q5_1_B : Q4_1_B;
+	const __m512i pick = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
 	__m512 acc[4];
-	float sm0[4], sm1[4];
+	__m128 accm[4];
 	for (int a = 0; a < na; a++) {
 		acc[a] = _mm512_setzero_ps();
-		sm0[a] = sm1[a] = 0.0f;
+		accm[a] = _mm_setzero_ps();
 	}
-	size_t nb = n / QK, ib = 0;
-	for (; ib + 2 <= nb; ib += 2, x += 2 * bb) {
-		const __m512i q = q1_codes(five, x, x + bb);
-		const float dx0 = h2f(x), dx1 = h2f(x + bb), mx0 = h2f(x + 2), mx1 = h2f(x + bb + 2);
+	const size_t nb = n / QK;
+	for (size_t ib = 0; ib < nb; ib += 2, x += 2 * bb) {
+		const int odd = ib + 1 == nb; /* odd last block: pair it with itself, weight the copy 0 */
+		const uint8_t *x1 = odd ? x : x + bb;
+		const __m512i q = q1_codes(five, x, x1);
+		const __m128 hx = halves4(kern_u32(x), odd ? 0 : kern_u32(x1));
 		for (int a = 0; a < na; a++) {
-			const uint8_t *y = y0 + a * ys + ib * Q8_1_B;
-			__m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q,
-							load2x256(y + 4, y + Q8_1_B + 4));
-			acc[a] = _mm512_fmadd_ps(set2_ps(dx0 * h2f(y), dx1 * h2f(y + Q8_1_B)),
+			const uint8_t *y = y0 + a * ys + ib * Q8_1_B, *yy = odd ? y : y + Q8_1_B;
+			const __m128 prod = _mm_mul_ps(hx, halves4(kern_u32(y), odd ? 0 : kern_u32(yy)));
+			__m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, load2x256(y + 4, yy + 4));
+			acc[a] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick, _mm512_castps128_ps512(prod)),
 						 _mm512_cvtepi32_ps(p), acc[a]);
-			sm0[a] += mx0 * h2f(y + 2);
-			sm1[a] += mx1 * h2f(y + Q8_1_B + 2);
+			accm[a] = _mm_add_ps(accm[a], prod);
 		}
 	}
-	if (ib < nb) { /* odd last block: pair it with itself, weight the copy 0 */
-		const __m512i q = q1_codes(five, x, x);
-		for (int a = 0; a < na; a++) {
-			const uint8_t *y = y0 + a * ys + ib * Q8_1_B;
-			__m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, load2x256(y + 4, y + 4));
-			acc[a] = _mm512_fmadd_ps(set2_ps(h2f(x) * h2f(y), 0.0f), _mm512_cvtepi32_ps(p), acc[a]);
-			sm0[a] += h2f(x + 2) * h2f(y + 2);
-		}
+	for (int a = 0; a < na; a++) {
+		const __m128 m = _mm_add_ss(_mm_shuffle_ps(accm[a], accm[a], 1), _mm_shuffle_ps(accm[a], accm[a], 3));
+		out[a] = _mm512_reduce_add_ps(acc[a]) + _mm_cvtss_f32(m);
 	}
-	for (int a = 0; a < na; a++)
-		out[a] = _mm512_reduce_add_ps(acc[a]) + (sm0[a] + sm1[a]);
 }
 
 #define BLOCKS_Q1(name, five)                                                                \
