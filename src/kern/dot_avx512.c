@@ -8,8 +8,14 @@
  * signed int8 products use |x| times y with x's sign moved onto y (AVX-512 has no vpsignb);
  * exact for activations in [-127, 127], which the quantizers guarantee.
  * dot4 variants share each weight decode between four activation rows, bit-identical to dot.
+ * Q4_1/Q5_1 take unsigned levels straight into vpdpbusd (two blocks per register, the min
+ * terms from one fp16 conversion of the pair's headers).  Q2_K and Q3_K take one 64-element
+ * group (four sub-blocks) per register: Q2_K turns codes into code * scale with one pshufb
+ * (<= 45) and then needs only vpdpbusd per row; Q3_K uses unsigned codes with maddubs, the
+ * scales with vpdpwssd and its -4 offset through the bsums.
  * Q4_K, Q6_K, Q5_0 and Q8_0 live in tile_avx512.c (dot, dot4 and the prefill tile from one
- * body).  Types without an entry here (Q4_1 Q5_1 Q2_K Q3_K) run the AVX2 kernels.
+ * body).  Every quantized type has an AVX-512 dot and dot4 here or there, except IQ4_XS
+ * (dot only; matvec calls it four times).
  */
 #include "kern/kern_internal.h"
 
