@@ -15,11 +15,9 @@
  * pt_kern_matvec of X[t] at the same level.  Results differ between levels in the last bits.
  *
  * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
- * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference and AVX2 for all of them).  AVX-512 has
- * its own kernels for F32 F16 BF16 Q8_0 Q4_0 Q5_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K IQ4_XS; the
- * other four run their AVX2 kernel at the AVX-512 level.  dot4 (four activation rows per weight
- * decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4 Q6_K; AVX-512 F32 F16 BF16 Q8_0 Q4_0 Q5_0
- * IQ4_NL MXFP4 Q4_K Q5_K Q6_K.  Register tiles (several weight rows x several tokens per
+ * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference, AVX2 and AVX-512 for all of them).
+ * dot4 (four activation rows per weight decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4
+ * Q6_K; AVX-512 every type but IQ4_XS.  Register tiles (several weight rows x several tokens per
  * call, used by pt_kern_matmul for two or more tokens before dot4): AVX-512 Q4_K Q6_K at
  * 2 rows x 4 tokens, Q5_0 Q8_0 at 4 rows x 4 tokens (maddubs + vpdpwssd, or vpdpbusd on unsigned codes with the
  * offset taken from the activation sums: the same exact integers as the dot; tile_avx512.c),

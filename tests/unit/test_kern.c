@@ -481,6 +481,101 @@ PT_TEST(test_kern_dot_q6_k_integer_sums_exact)
 	}
 }
 
+/* Low-bit rows whose dot is an exact integer: unit scales d (and dmin), integer mins, so every
+ * level's dot and dot4 must return the independent reference exactly (sums stay below 2^24).
+ * Odd block counts; rep 0 and 1 put the scale fields and codes at their extremes (Q3_K:
+ * code -4 times scale -32 times 127, the one product of magnitude 128 * 127). */
+static void exact_row(enum pt_type t, uint8_t *w, size_t nb, int rep)
+{
+	const struct pt_type_traits *tr = pt_type_traits(t);
+	for (size_t b = 0; b < nb; b++) {
+		uint8_t *x = w + b * tr->block_bytes;
+		for (size_t i = 0; i < tr->block_bytes; i++)
+			x[i] = rep == 0 ? (t == PT_TYPE_Q3_K ? 0x00 : 0xFF)
+			       : rep == 1 ? (t == PT_TYPE_Q3_K ? 0xFF : 0x00) : (uint8_t)rnd();
+		switch (t) {
+		case PT_TYPE_Q2_K:
+			put16(x + 80, 0x3C00);
+			put16(x + 82, 0x3C00);
+			break;
+		case PT_TYPE_Q3_K: put16(x + 108, 0x3C00); break;
+		default: /* Q4_1 / Q5_1: d = 1, integer min in [-64, 64] */
+			put16(x, 0x3C00);
+			put16(x + 2, pt_f32_to_fp16(rep == 0 ? 64.0f : rep == 1 ? -64.0f
+						    : (float)((int)(rnd() % 129) - 64)));
+			break;
+		}
+	}
+}
+
+static void exact_act(enum pt_type at, uint8_t *a, size_t n, int rep)
+{
+	const float one = 1.0f;
+	for (size_t i = 0; i < n; i++) {
+		int8_t v = rep < 2 ? (int8_t)((i % 3 == 0 && rep == 1) ? -127 : 127)
+				   : (int8_t)((int)(rnd() % 255) - 127);
+		if (at == PT_TYPE_Q8_K)
+			a[(i / QKK) * Q8K_B + Q8K_QS + i % QKK] = (uint8_t)v;
+		else
+			a[(i / QK) * Q8_1_B + 4 + i % QK] = (uint8_t)v;
+	}
+	if (at == PT_TYPE_Q8_K) {
+		for (size_t b = 0; b < n / QKK; b++) {
+			uint8_t *y = a + b * Q8K_B;
+			memcpy(y, &one, 4);
+			for (int g = 0; g < 16; g++) {
+				int16_t bs = 0;
+				for (int k = 0; k < 16; k++)
+					bs = (int16_t)(bs + (int8_t)y[Q8K_QS + 16 * g + k]);
+				memcpy(y + Q8K_BSUMS + 2 * g, &bs, 2);
+			}
+		}
+	} else {
+		for (size_t b = 0; b < n / QK; b++) { /* d = 1, s an integer fp16 holds exactly */
+			put16(a + b * Q8_1_B, 0x3C00);
+			put16(a + b * Q8_1_B + 2, pt_f32_to_fp16((float)((int)(rnd() % 2049) - 1024)));
+		}
+	}
+}
+
+PT_TEST(test_kern_dot_low_bit_integer_sums_exact)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q2_K, PT_TYPE_Q3_K, PT_TYPE_Q4_1, PT_TYPE_Q5_1 };
+	enum { MAXB = 3 * 292 };
+	static uint8_t w[MAXB], a[4][MAXB];
+	rng_state = 2024;
+	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+		const enum pt_type t = types[ti], at = pt_type_traits(t)->vec_dot;
+		const size_t n = pt_type_traits(t)->block_elems == QKK ? 3 * QKK : 9 * QK;
+		for (int rep = 0; rep < 30; rep++) {
+			exact_row(t, w, n / pt_type_traits(t)->block_elems, rep);
+			double exact[4], mag;
+			for (int k = 0; k < 4; k++) {
+				exact_act(at, a[k], n, rep);
+				exact[k] = ref_dot(t, at, w, a[k], n, &mag);
+				REQUIRE(fabs(exact[k]) < 16777216.0 && exact[k] == floor(exact[k]));
+			}
+			for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+				const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, t);
+				for (int k = 0; k < 4; k++)
+					if (o->dot(n, w, a[k]) != (float)exact[k])
+						pt_test_fail(__FILE__, __LINE__, "%s %s rep %d: %.9g vs %.9g",
+							     pt_type_name(t), pt_kern_level_name(lv), rep,
+							     o->dot(n, w, a[k]), exact[k]);
+				if (o->dot4) {
+					float out[4];
+					o->dot4(n, w, a[0], sizeof a[0], out);
+					for (int k = 0; k < 4; k++)
+						CHECK(out[k] == (float)exact[k]);
+				}
+			}
+		}
+	}
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
+		for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+			CHECK(pt_kern_ops_at(PT_KERN_LEVEL_AVX512, types[ti])->level == PT_KERN_LEVEL_AVX512);
+}
+
 /* ---- matvec / matmul -------------------------------------------------------------------- */
 
 struct mat_fixture {
@@ -658,11 +753,23 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 		}
 }
 
-/* dot4 (one weight row, four activation rows) equals four dot calls bit for bit. */
+/* dot4 (one weight row, four activation rows) equals four dot calls bit for bit: random
+ * scales, then the fp16 scale fields at the largest finite and the smallest subnormal value;
+ * 1024 elements, 768 (an odd count of K-blocks) and 288 (an odd count of 32-blocks). */
+static void extreme_scales(enum pt_type t, uint8_t *row, size_t n, uint16_t h)
+{
+	const struct pt_type_traits *tr = pt_type_traits(t);
+	for (size_t b = 0; b < n / tr->block_elems; b++)
+		for (const int *f = fp16_fields(t); *f >= 0; f++)
+			put16(row + b * tr->block_bytes + *f, h);
+}
+
 PT_TEST(test_kern_dot4_matches_dot)
 {
 	rng_state = 4242;
 	enum { N = 1024 };
+	static const size_t lens[] = { N, 768, 288 };
+	static const uint16_t ext[] = { 0, 0x7BFF, 0x0001 };
 	static uint8_t w[N * 4], a[4][N * 4]; /* F32 rows are the largest */
 	static float x[N];
 	int seen = 0;
@@ -672,22 +779,35 @@ PT_TEST(test_kern_dot4_matches_dot)
 			if (!o->dot4)
 				continue;
 			seen++;
-			random_row(o->type, w, N);
-			for (int k = 0; k < 4; k++) {
-				for (int i = 0; i < N; i++)
-					x[i] = rndf();
-				pt_kern_quantize_row(o->act_type, x, a[k], N);
+			for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+			for (size_t e = 0; e < sizeof ext / sizeof ext[0]; e++) {
+				const size_t n = lens[li];
+				if (n % pt_type_traits(o->type)->block_elems != 0)
+					continue;
+				random_row(o->type, w, n);
+				if (ext[e])
+					extreme_scales(o->type, w, n, ext[e]);
+				for (int k = 0; k < 4; k++) {
+					for (size_t i = 0; i < n; i++)
+						x[i] = rndf();
+					pt_kern_quantize_row(o->act_type, x, a[k], n);
+				}
+				float out[4];
+				o->dot4(n, w, a[0], sizeof a[0], out);
+				for (int k = 0; k < 4; k++)
+					if (memcmp(&out[k], &(float){ o->dot(n, w, a[k]) }, 4) != 0)
+						pt_test_fail(__FILE__, __LINE__, "%s %s n %zu scale %04x dot4[%d] differs",
+							     pt_type_name(o->type), pt_kern_level_name(lv), n,
+							     ext[e], k);
 			}
-			float out[4];
-			o->dot4(N, w, a[0], sizeof a[0], out);
-			for (int k = 0; k < 4; k++)
-				if (memcmp(&out[k], &(float){ o->dot(N, w, a[k]) }, 4) != 0)
-					pt_test_fail(__FILE__, __LINE__, "%s %s dot4[%d] differs",
-						     pt_type_name(o->type), pt_kern_level_name(lv), k);
 		}
 	}
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2)
 		CHECK(seen >= 3);
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
+		for (size_t ti = 0; ti < N_TYPES; ti++) /* every quantized type has an AVX-512 dot4 */
+			CHECK(all_types[ti] == PT_TYPE_IQ4_XS ||
+			      pt_kern_ops_at(PT_KERN_LEVEL_AVX512, all_types[ti])->dot4 != NULL);
 }
 
 /* The register tile equals dot bit for bit for every shape it takes (1..rows weight rows x

@@ -1,8 +1,9 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold]]   (default 0.5; "prefill": table 5
- *   only; "cold": the in-situ expert products only)
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot]]   (default 0.5; "prefill": table 5
+ *   only; "cold": the in-situ expert products only; "dot": the L1-resident dot and dot4 table
+ *   only)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -409,6 +410,10 @@ int main(int argc, char **argv)
 	int prefill_only = argc > 2 && strcmp(argv[2], "prefill") == 0;
 	int cold_only = argc > 2 && strcmp(argv[2], "cold") == 0;
 	printf("cpu: %s\n", pt_kern_cpu_name());
+	if (argc > 2 && strcmp(argv[2], "dot") == 0) {
+		bench_dot_l1();
+		return 0;
+	}
 	if (cold_only) {
 		bench_cold(secs);
 		return 0;
