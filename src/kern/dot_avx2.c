@@ -6,7 +6,9 @@
  * and combined with FMA in 8 lanes: the same integers as the scalar reference, a different
  * float summation order.  Activations must come from pt_kern_quantize_row (int8 in
  * [-127, 127]; -128 could saturate the signed tricks).  The dot4 variants decode each weight
- * block once for four activation rows with the same per-output operation sequence as dot.
+ * block once for four activation rows with the same per-output operation sequence as dot;
+ * Q4_K, Q6_K, Q5_0 and Q8_0 also have prefill register tiles (several rows x tokens per call)
+ * from the same body, so tile, dot4 and dot agree bit for bit.
  * Every type with a scalar kernel has one here.
  */
 #include "kern/kern_internal.h"
@@ -114,39 +116,8 @@ DOT_FLOAT(bf16, 2)
 
 /* ---- 32-blocks against Q8_0 ------------------------------------------------------------ */
 
-/* The multi-activation kernels (na = 1 or 4, a compile-time constant after inlining) do the
- * exact operation sequence of the single one for every output, so pt_kern_matmul (4 tokens
- * per weight decode) is bit-identical to pt_kern_matvec. */
-static inline __attribute__((always_inline)) void q8_0_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
-			  float *out)
-{
-	__m256 acc[4];
-	for (int a = 0; a < na; a++)
-		acc[a] = _mm256_setzero_ps();
-	for (size_t ib = 0; ib < n / QK; ib++, x += Q8_0_B) {
-		const __m256i qx = _mm256_loadu_si256((const __m256i *)(x + 2));
-		const float dx = h2f(x);
-		for (int a = 0; a < na; a++) {
-			const uint8_t *y = y0 + a * ys + ib * Q8_0_B;
-			__m256i p = dot_i8(qx, _mm256_loadu_si256((const __m256i *)(y + 2)));
-			acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dx * h2f(y)), _mm256_cvtepi32_ps(p), acc[a]);
-		}
-	}
-	for (int a = 0; a < na; a++)
-		out[a] = hsum_ps(acc[a]);
-}
-
-static float dot_q8_0(size_t n, const void *w, const void *a)
-{
-	float r;
-	q8_0_n(n, w, a, 0, 1, &r);
-	return r;
-}
-
-static void dot4_q8_0(size_t n, const void *w, const void *a, size_t stride, float out[4])
-{
-	q8_0_n(n, w, a, stride, 4, out);
-}
+/* Q8_0 and Q5_0 are dot, dot4 and the prefill tile from one body (q32_n below, after the
+ * Q5_0 decode helpers). */
 
 /* Bits 0..31 of qh as 32 bytes of 0xFF / 0x00, element order. */
 static inline __m256i bits32(uint32_t qh)
@@ -178,19 +149,6 @@ static float dot_q4_1(size_t n, const void *vw, const void *va)
 	return hsum_ps(acc) + summ;
 }
 
-static float dot_q5_0(size_t n, const void *vw, const void *va)
-{
-	const uint8_t *x = vw, *y = va;
-	const __m256i b4 = _mm256_set1_epi8(0x10), off = _mm256_set1_epi8(16);
-	__m256 acc = _mm256_setzero_ps();
-	for (size_t ib = 0; ib < n / QK; ib++, x += Q5_0_B, y += Q8_0_B) {
-		__m256i q = _mm256_or_si256(nibbles32(x + 6), _mm256_and_si256(bits32(kern_u32(x + 2)), b4));
-		__m256i p = dot_i8(_mm256_sub_epi8(q, off), _mm256_loadu_si256((const __m256i *)(y + 2)));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), _mm256_cvtepi32_ps(p), acc);
-	}
-	return hsum_ps(acc);
-}
-
 static float dot_q5_1(size_t n, const void *vw, const void *va)
 {
 	const uint8_t *x = vw, *y = va;
@@ -205,6 +163,94 @@ static float dot_q5_1(size_t n, const void *vw, const void *va)
 	}
 	return hsum_ps(acc) + summ;
 }
+
+/* Q8_0 (q5 = 0) and Q5_0 (q5 = 1) against Q8_0: R weight rows x T activation rows (the
+ * dot is 1 x 1, dot4 1 x 4), each output with the single dot's operation sequence.  The
+ * signed codes and their absolute values are made once per row and block; per (row, token)
+ * the activation takes the code's sign (maddubs needs an unsigned operand), so the int32
+ * lanes are the exact 4-element sums dot_i8 gives. */
+#define Q32_R 2
+#define Q32_T 6
+#define UNROLL _Pragma("GCC unroll 8")
+
+static inline __m256i q32_codes(int q5, const uint8_t *x)
+{
+	if (!q5)
+		return _mm256_loadu_si256((const __m256i *)(x + 2));
+	const __m256i b4 = _mm256_set1_epi8(0x10);
+	__m256i q = _mm256_or_si256(nibbles32(x + 6), _mm256_and_si256(bits32(kern_u32(x + 2)), b4));
+	return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
+}
+
+static inline __attribute__((always_inline)) void q32_n(int q5, size_t n, const uint8_t *w, size_t ws,
+							 const int R, const uint8_t *a, size_t as,
+							 const int T, float *y, size_t ys)
+{
+	const size_t bb = q5 ? Q5_0_B : Q8_0_B;
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc[Q32_R][Q32_T];
+	UNROLL for (int r = 0; r < R; r++)
+		UNROLL for (int t = 0; t < T; t++)
+			acc[r][t] = _mm256_setzero_ps();
+	for (size_t ib = 0; ib < n / QK; ib++) {
+		__m256i sx[Q32_R], ax[Q32_R];
+		__m256 dx[Q32_R];
+		UNROLL for (int r = 0; r < R; r++) {
+			const uint8_t *x = w + r * ws + ib * bb;
+			sx[r] = q32_codes(q5, x);
+			ax[r] = _mm256_sign_epi8(sx[r], sx[r]);
+			dx[r] = _mm256_set1_ps(h2f(x));
+		}
+		UNROLL for (int t = 0; t < T; t++) {
+			const uint8_t *yb = a + t * as + ib * Q8_0_B;
+			const __m256i yv = _mm256_loadu_si256((const __m256i *)(yb + 2));
+			const __m256 dy = _mm256_set1_ps(h2f(yb));
+			UNROLL for (int r = 0; r < R; r++) {
+				__m256i p = _mm256_maddubs_epi16(ax[r], _mm256_sign_epi8(yv, sx[r]));
+				p = _mm256_madd_epi16(p, ones);
+				acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dx[r], dy), _mm256_cvtepi32_ps(p), acc[r][t]);
+			}
+		}
+	}
+	UNROLL for (int r = 0; r < R; r++)
+		UNROLL for (int t = 0; t < T; t++)
+			y[t * ys + r] = hsum_ps(acc[r][t]);
+}
+
+/* Every (rows, tokens) shape of a tile gets its own fully unrolled instance. */
+#define Q32_TOKS(q5, R)                                                                      \
+	switch (nt) {                                                                        \
+	case 1: q32_n(q5, n, w, ws, R, a, as, 1, y, ys); break;                              \
+	case 2: q32_n(q5, n, w, ws, R, a, as, 2, y, ys); break;                              \
+	case 3: q32_n(q5, n, w, ws, R, a, as, 3, y, ys); break;                              \
+	case 4: q32_n(q5, n, w, ws, R, a, as, 4, y, ys); break;                              \
+	case 5: q32_n(q5, n, w, ws, R, a, as, 5, y, ys); break;                              \
+	default: q32_n(q5, n, w, ws, R, a, as, 6, y, ys); break;                             \
+	}
+
+#define Q32_FNS(name, q5)                                                                    \
+	static float dot_##name(size_t n, const void *w, const void *a)                      \
+	{                                                                                    \
+		float r;                                                                     \
+		q32_n(q5, n, w, 0, 1, a, 0, 1, &r, 1);                                       \
+		return r;                                                                    \
+	}                                                                                    \
+	static void dot4_##name(size_t n, const void *w, const void *a, size_t s, float o[4]) \
+	{                                                                                    \
+		q32_n(q5, n, w, 0, 1, a, s, 4, o, 1);                                        \
+	}                                                                                    \
+	static void tile_##name(size_t n, const void *w, size_t ws, uint32_t nr, const void *a, \
+				size_t as, uint32_t nt, float *y, size_t ys)                 \
+	{                                                                                    \
+		if (nr < 2) {                                                                \
+			Q32_TOKS(q5, 1);                                                     \
+		} else {                                                                     \
+			Q32_TOKS(q5, 2);                                                     \
+		}                                                                            \
+	}
+
+Q32_FNS(q8_0, 0)
+Q32_FNS(q5_0, 1)
 
 /* IQ4_NL and MXFP4: 4-bit codes into a 16-entry int8 table (one pshufb). */
 static inline __m256i table32(const uint8_t *qs, __m256i tbl)
@@ -368,7 +414,6 @@ static inline __m256 k4_min_terms(const uint8_t *y, __m256i mins2)
  * loops are unrolled so the accumulators live in registers (without the unroll pragmas gcc
  * kept them on the stack, which is what made an earlier 4-token version slower than dot). */
 #define Q4K_TOKS 3
-#define UNROLL _Pragma("GCC unroll 4")
 static inline __attribute__((always_inline)) void q4_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, const int na,
 			  float *out, size_t os)
 {
@@ -482,66 +527,85 @@ static inline __m256i opaque_i(__m256i v)
 	return v;
 }
 
-static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t *x, const uint8_t *y0, size_t ys, int na,
-			  float *out)
+/* Quarter j (0..3) of half h: ql nibble | qh field at bits 4-5, as 32 unsigned codes. */
+static inline __m256i q6_codes(const uint8_t *x, int h, int j)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
-	__m256 acc[4];
-	for (int a = 0; a < na; a++)
-		acc[a] = _mm256_setzero_ps();
+	const __m256i l = _mm256_loadu_si256((const __m256i *)(x + 64 * h + 32 * (j & 1)));
+	const __m256i qh = _mm256_loadu_si256((const __m256i *)(x + 128 + 32 * h));
+	const __m256i lo = j < 2 ? _mm256_and_si256(l, m4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
+	const __m256i hb = j == 0 ? _mm256_slli_epi16(qh, 4) : j == 1 ? _mm256_slli_epi16(qh, 2)
+					: j == 2 ? qh : _mm256_srli_epi16(qh, 2);
+	return _mm256_or_si256(lo, _mm256_and_si256(hb, m30));
+}
+
+/* One weight row x T activation rows (dot: T = 1, dot4 and the tile: up to Q6K_T), each
+ * output with the single dot's operation sequence: the bias, then the quarters of half 0
+ * and half 1 in order.  A quarter is decoded just before its tokens use it, so two
+ * registers hold code and scales and the integer sums take the rest (two rows x 2-4 tokens
+ * measured slower: each row's decode then spills). */
+#define Q6K_T 4
+static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t *x,
+							  const uint8_t *a, size_t as, const int T,
+							  float *y, size_t ys)
+{
+	__m256 acc[Q6K_T];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[t] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B) {
 		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 192)));
 		/* scale x -32 fits int16 (|s| <= 128) */
 		const __m256i sc32n = _mm256_mullo_epi16(sc16, opaque_i(_mm256_set1_epi16(-32)));
-		__m256i sumi[4];
-		for (int a = 0; a < na; a++) {
-			const uint8_t *y = y0 + a * ys + i * Q8K_B;
-			sumi[a] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS)), sc32n);
+		__m256i sumi[Q6K_T];
+		UNROLL for (int t = 0; t < T; t++) {
+			const uint8_t *yb = a + t * as + i * Q8K_B;
+			sumi[t] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(yb + Q8K_BSUMS)), sc32n);
 		}
-		for (int h = 0; h < 2; h++) {
-			const uint8_t *ql = x + 64 * h;
-			__m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-			__m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-			__m256i qh = _mm256_loadu_si256((const __m256i *)(x + 128 + 32 * h));
-			__m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-			__m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-			__m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m30));
-			__m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-						     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+		UNROLL for (int h = 0; h < 2; h++) {
 			const __m256i sh = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
 					     : _mm256_permute2x128_si256(sc16, sc16, 0x00);
-			const __m256i s0 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[0]));
-			const __m256i s1 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[1]));
-			const __m256i s2 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[2]));
-			const __m256i s3 = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[3]));
-			for (int a = 0; a < na; a++) {
-				const int8_t *q8 = (const int8_t *)(y0 + a * ys + i * Q8K_B + Q8K_QS + 128 * h);
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q0, q8, s0));
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q1, q8 + 32, s1));
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q2, q8 + 64, s2));
-				sumi[a] = _mm256_add_epi32(sumi[a], q6_quarter(q3, q8 + 96, s3));
+			UNROLL for (int j = 0; j < 4; j++) {
+				const __m256i q = q6_codes(x, h, j);
+				const __m256i sc = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[j]));
+				UNROLL for (int t = 0; t < T; t++) {
+					const uint8_t *q8 = a + t * as + i * Q8K_B + Q8K_QS + 128 * h + 32 * j;
+					sumi[t] = _mm256_add_epi32(sumi[t], q6_quarter(q, (const int8_t *)q8, sc));
+				}
 			}
 		}
 		const float dx = h2f(x + 208);
-		for (int a = 0; a < na; a++) {
-			const float d8 = kern_f32(y0 + a * ys + i * Q8K_B);
-			acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d8), _mm256_cvtepi32_ps(sumi[a]), acc[a]);
+		UNROLL for (int t = 0; t < T; t++) {
+			const float d8 = kern_f32(a + t * as + i * Q8K_B);
+			acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d8), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
 		}
 	}
-	for (int a = 0; a < na; a++)
-		out[a] = hsum_ps(acc[a]);
+	UNROLL for (int t = 0; t < T; t++)
+		y[t * ys] = hsum_ps(acc[t]);
 }
 
 static float dot_q6_k(size_t n, const void *w, const void *a)
 {
 	float r;
-	q6_k_n(n, w, a, 0, 1, &r);
+	q6_k_n(n, w, a, 0, 1, &r, 1);
 	return r;
 }
 
 static void dot4_q6_k(size_t n, const void *w, const void *a, size_t stride, float out[4])
 {
-	q6_k_n(n, w, a, stride, 4, out);
+	q6_k_n(n, w, a, stride, 4, out, 1);
+}
+
+/* Q6_K tile: one weight row (rows = 1) x up to Q6K_T tokens. */
+static void tile_q6_k(size_t n, const void *w, size_t ws, uint32_t nr, const void *a, size_t as,
+		      uint32_t nt, float *y, size_t ys)
+{
+	(void)ws, (void)nr;
+	switch (nt) {
+	case 1: q6_k_n(n, w, a, as, 1, y, ys); break;
+	case 2: q6_k_n(n, w, a, as, 2, y, ys); break;
+	case 3: q6_k_n(n, w, a, as, 3, y, ys); break;
+	default: q6_k_n(n, w, a, as, 4, y, ys); break;
+	}
 }
 
 static float dot_iq4_xs(size_t n, const void *vw, const void *va)
@@ -584,8 +648,12 @@ const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_MXFP4] = dot4_mxfp4,
 	/* no Q4_K: with 16 ymm registers its dot4 spills and measured slower than 4 x dot */
 	[PT_TYPE_Q6_K] = dot4_q6_k,
+	[PT_TYPE_Q5_0] = dot4_q5_0,
 };
 
 const struct pt_kern_tile pt_kern_tile_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = { tile_q4_k, 1, Q4K_TOKS },
+	[PT_TYPE_Q8_0] = { tile_q8_0, Q32_R, Q32_T },
+	[PT_TYPE_Q5_0] = { tile_q5_0, Q32_R, Q32_T },
+	[PT_TYPE_Q6_K] = { tile_q6_k, 1, Q6K_T },
 };

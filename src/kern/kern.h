@@ -16,13 +16,14 @@
  *
  * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
  * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference, AVX2 and AVX-512 for all of them).
- * dot4 (four activation rows per weight decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 IQ4_NL MXFP4
+ * dot4 (four activation rows per weight decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 Q5_0 IQ4_NL MXFP4
  * Q6_K; AVX-512 every type but IQ4_XS.  Register tiles (several weight rows x several tokens per
  * call, used by pt_kern_matmul for two or more tokens before dot4): AVX-512 Q4_K Q6_K at
  * 2 rows x 4 tokens, Q5_0 Q8_0 at 4 rows x 4 tokens (maddubs + vpdpwssd, or vpdpbusd on unsigned codes with the
  * offset taken from the activation sums: the same exact integers as the dot; tile_avx512.c),
- * AVX2 Q4_K at 1 row x 3 tokens.  The AVX-512 level requires VNNI (dispatch.c): a CPU with
- * AVX-512 F/BW but no VNNI runs the AVX2 level.  Types with no kernel at all (IQ2/IQ3/IQ1, TQ,
+ * AVX2 Q4_K at 1 row x 3 tokens, Q6_K at 1 x 4, Q5_0 Q8_0 at 2 x 6 (dot_avx2.c).  The
+ * AVX-512 level requires VNNI (dispatch.c): a CPU with AVX-512 F/BW but no VNNI runs the AVX2
+ * level.  Types with no kernel at all (IQ2/IQ3/IQ1, TQ,
  * NVFP4, Q1_0/Q2_0): pt_kern_ops returns NULL, products fail with PT_E_UNSUPPORTED.
  *
  * Kernels never allocate: callers pass scratch sized by pt_kern_act_bytes.

@@ -864,6 +864,15 @@ PT_TEST(test_kern_tile_matches_dot)
 	}
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
 		CHECK(seen >= 3);
+	/* the prefill types have an AVX2 tile (AVX2-only CPUs), so the loop above covered them */
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2) {
+		static const enum pt_type tiled[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+						      PT_TYPE_Q5_0 };
+		for (size_t k = 0; k < sizeof tiled / sizeof tiled[0]; k++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at(PT_KERN_LEVEL_AVX2, tiled[k]);
+			CHECK(o->level == PT_KERN_LEVEL_AVX2 && o->tile.fn != NULL);
+		}
+	}
 }
 
 /* Tiled matmul at every tile edge: odd and even row counts, 1..17 tokens (partial token
