@@ -62,9 +62,9 @@ static void help(void)
 	       "  --disk-bw MB/S         disk bandwidth for the I/O floor (default: measured:\n"
 	       "                         the best of 4 trials before and 4 after the run,\n"
 	       "                         each of 2 MiB O_DIRECT reads at random offsets of\n"
-	       "                         the model file, through the expert read engine, or\n"
+	       "                         the model file, through the expert read engine);\n"
 	       "                         the rate the store's decode reads achieved while in\n"
-	       "                         flight when higher: source \"store\")\n"
+	       "                         flight replaces either when higher (source \"store\")\n"
 	       "  --probe-mib N          disk probe: MiB read per trial (default 128)\n"
 	       "  --probe-depth N        disk probe: reads in flight (default 16)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
@@ -171,14 +171,14 @@ static enum pt_status measure_disk(const struct bench_args *a, struct bench_resu
 	return PT_OK;
 }
 
-/* The floor's bandwidth is the best measured in the run: the probe's best trial, or the
- * rate the expert store itself sustained while its decode reads were in flight when that
- * was higher (the probe can catch a shared disk in a slow moment, and a floor below what
- * the run achieved would flatter time/floor).  --disk-bw is taken as given. */
-static void best_bandwidth(const struct bench_args *a, struct bench_result *r)
+/* The floor's bandwidth: --disk-bw or the probe's best trial, or the rate the expert store
+ * itself sustained while its decode reads were in flight when that was higher (the probe
+ * can catch a shared disk in a slow moment, a throttled disk can burst above its nominal
+ * rate, and a floor below what the run achieved would flatter time/floor). */
+static void best_bandwidth(struct bench_result *r)
 {
 	const double store = r->dec_busy_s > 0 ? (double)r->dec_bytes / r->dec_busy_s : 0.0;
-	if (a->disk_bw_mbs > 0 || store <= r->disk_bw)
+	if (store <= r->disk_bw)
 		return;
 	r->disk_bw = store;
 	r->disk_how = "store";
@@ -357,7 +357,7 @@ int pt_cmd_bench(int argc, char **argv)
 	if (st == PT_OK)
 		st = measure_disk(&a, &r, true, &err);
 	if (st == PT_OK) {
-		best_bandwidth(&a, &r);
+		best_bandwidth(&r);
 		report(&a, &r);
 	}
 	return st == PT_OK ? PT_EXIT_OK : pt_cli_fail(&err);

@@ -258,6 +258,8 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 					       .prefetch = sp_prefetch, .next = sp_next,
 					       .ready = sp_ready, .end_layer = sp_end_layer,
 					       .ahead = sp_ahead };
+	if (mode == PT_IO_MMAP || c.no_read_ahead)
+		e->prov.ahead = NULL; /* nothing is read early: skip the guess's router product */
 	return PT_OK;
 }
 

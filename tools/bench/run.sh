@@ -159,8 +159,11 @@ cap_pair() {
 	case " $ENGINES_B " in *" particle "*)
 		drop_caches
 		la=$(loadavg)
+		# a throttled disk's rate is known: the floor uses it (the probe's short trials
+		# burst above a blkio limit)
 		in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
-			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock
+			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock \
+			${DISK_BPS:+--disk-bw $((DISK_BPS / 1000000))}
 		rc=$?
 		record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", \"disk_bps\": ${DISK_BPS:-0}, $CGX}" \
 			"$OUT/b.out" $rc ;;
