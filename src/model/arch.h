@@ -193,6 +193,9 @@ enum pt_mix {
 	PT_MIX_Q4_0,
 	PT_MIX_IQ4_XS,
 	PT_MIX_MXFP4,
+	PT_MIX_Q3_K_M,
+	PT_MIX_Q3_K_L,
+	PT_MIX_Q2_K,
 	PT_MIX_COUNT,
 };
 

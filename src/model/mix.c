@@ -1,6 +1,6 @@
 /* mix.c - llama.cpp's quantization mixtures (src/llama-quant.cpp, GGUF-AND-QUANTS.md 7):
  * which storage type each tensor gets for f32/f16/bf16/q8_0/q6_k/q4_k_m/q5_k_m/q4_0/iq4_xs/
- * mxfp4, including the attn_v counters, use_more_bits layers, the n_expert == 8 bumps and
+ * mxfp4/q3_k_m/q3_k_l/q2_k, including the attn_v counters, use_more_bits layers, the n_expert == 8 bumps and
  * the row-length fallback. */
 #include "model/arch.h"
 
@@ -24,6 +24,9 @@ static const struct {
 	[PT_MIX_Q4_0] = { "q4_0", 2, PT_TYPE_Q4_0 },
 	[PT_MIX_IQ4_XS] = { "iq4_xs", 30, PT_TYPE_IQ4_XS },
 	[PT_MIX_MXFP4] = { "mxfp4", 38, PT_TYPE_MXFP4 },
+	[PT_MIX_Q3_K_M] = { "q3_k_m", 12, PT_TYPE_Q3_K },
+	[PT_MIX_Q3_K_L] = { "q3_k_l", 13, PT_TYPE_Q3_K },
+	[PT_MIX_Q2_K] = { "q2_k", 10, PT_TYPE_Q2_K },
 };
 
 int pt_mix_from_name(const char *name, enum pt_mix *out)
@@ -75,13 +78,59 @@ static uint32_t output_type(const struct mix_state *s, const struct pt_tensor_de
 	return def == PT_TYPE_Q8_0 ? PT_TYPE_Q8_0 : PT_TYPE_Q6_K;
 }
 
+/* attn_v-like tensors (attn_v, fused attn_qkv), before the n_expert == 8 bump. */
+static uint32_t attn_v_type(const struct mix_state *s, uint32_t type)
+{
+	const struct pt_hparams *hp = s->hp;
+	uint32_t gqa = hp->n_head_kv[0] ? hp->n_head / hp->n_head_kv[0] : 0;
+	switch (s->mix) {
+	case PT_MIX_Q2_K: return gqa >= 4 ? PT_TYPE_Q4_K : PT_TYPE_Q3_K;
+	case PT_MIX_Q3_K_M: return s->i_attention_wv < 2 ? PT_TYPE_Q5_K : PT_TYPE_Q4_K;
+	case PT_MIX_Q3_K_L: return PT_TYPE_Q5_K;
+	case PT_MIX_IQ4_XS: return gqa >= 4 ? PT_TYPE_Q5_K : type;
+	case PT_MIX_Q4_K_M:
+	case PT_MIX_Q5_K_M:
+		return use_more_bits(s->i_attention_wv, s->n_attention_wv) ? PT_TYPE_Q6_K : type;
+	default: return type;
+	}
+}
+
+/* ffn_down (dense, _exps, _shexp) at layer il of n (non-Falcon rules). */
+static uint32_t ffn_down_type(enum pt_mix m, int il, int n, uint32_t type)
+{
+	switch (m) {
+	case PT_MIX_Q2_K: return PT_TYPE_Q3_K;
+	case PT_MIX_Q3_K_M: return il < n / 16 ? PT_TYPE_Q5_K : PT_TYPE_Q4_K;
+	case PT_MIX_Q3_K_L: return PT_TYPE_Q5_K;
+	case PT_MIX_Q4_K_M:
+	case PT_MIX_Q5_K_M: return use_more_bits(il, n) ? PT_TYPE_Q6_K : type;
+	case PT_MIX_IQ4_XS: return il < n / 8 ? PT_TYPE_Q5_K : type; /* no imatrix */
+	default: return type;
+	}
+}
+
+/* attn_output: the n_expert == 8 list bumps to Q5_K (Q3_K_L is not on it). */
+static uint32_t attn_output_type(enum pt_mix m, bool eight, uint32_t type)
+{
+	if (eight) {
+		bool bump = m == PT_MIX_Q4_K_M || m == PT_MIX_IQ4_XS || m == PT_MIX_Q2_K ||
+			    m == PT_MIX_Q3_K_M;
+		return bump ? PT_TYPE_Q5_K : type;
+	}
+	switch (m) {
+	case PT_MIX_Q2_K: return PT_TYPE_Q3_K;
+	case PT_MIX_Q3_K_M: return PT_TYPE_Q4_K;
+	case PT_MIX_Q3_K_L: return PT_TYPE_Q5_K;
+	default: return type;
+	}
+}
+
 /* llama_tensor_get_type_impl for the mixtures we write (non-Falcon). */
 static uint32_t rule_type(struct mix_state *s, const struct pt_tensor_desc *t)
 {
 	const struct pt_hparams *hp = s->hp;
 	enum pt_mix m = s->mix;
 	uint32_t type = mixes[m].deflt;
-	int n_layer = (int)hp->n_layer, il = t->layer;
 	bool eight = hp->n_expert == 8;
 	if (t->cat == PT_CAT_OUTPUT || (s->tied && t->cat == PT_CAT_TOKEN_EMBD))
 		return output_type(s, t);
@@ -90,31 +139,16 @@ static uint32_t rule_type(struct mix_state *s, const struct pt_tensor_desc *t)
 	if (t->cat == PT_CAT_TOKEN_EMBD)
 		return type;
 	if (is_attn_v_like(t->cat)) {
-		uint32_t gqa = hp->n_head_kv[0] ? hp->n_head / hp->n_head_kv[0] : 0;
-		if (m == PT_MIX_IQ4_XS && gqa >= 4)
-			type = PT_TYPE_Q5_K;
-		else if ((m == PT_MIX_Q4_K_M || m == PT_MIX_Q5_K_M) &&
-			 use_more_bits(s->i_attention_wv, s->n_attention_wv))
-			type = PT_TYPE_Q6_K;
-		if (eight)
-			type = PT_TYPE_Q8_0;
+		type = eight ? PT_TYPE_Q8_0 : attn_v_type(s, type);
 		s->i_attention_wv++;
 		return type;
 	}
 	if (t->cat == PT_CAT_ATTN_K)
 		return eight ? PT_TYPE_Q8_0 : type;
-	if (t->cat == PT_CAT_FFN_DOWN) {
-		if (m == PT_MIX_Q4_K_M && use_more_bits(il, n_layer))
-			type = PT_TYPE_Q6_K;
-		else if (m == PT_MIX_IQ4_XS && il < n_layer / 8)
-			type = PT_TYPE_Q5_K; /* no imatrix */
-		else if (m == PT_MIX_Q5_K_M && use_more_bits(il, n_layer))
-			type = PT_TYPE_Q6_K;
-		return type;
-	}
-	if (t->cat == PT_CAT_ATTN_OUTPUT && eight &&
-	    (m == PT_MIX_Q4_K_M || m == PT_MIX_IQ4_XS))
-		return PT_TYPE_Q5_K;
+	if (t->cat == PT_CAT_FFN_DOWN)
+		return ffn_down_type(m, t->layer, (int)hp->n_layer, type);
+	if (t->cat == PT_CAT_ATTN_OUTPUT)
+		return attn_output_type(m, eight, type);
 	return type;
 }
 

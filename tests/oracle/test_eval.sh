@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_eval.sh - the forward pass against llama.cpp (tools/oracle/oracle.mjs eval: one batch,
 # flash attention as llama.cpp's default) on `particle mkmodel` tiny models, every arch x
-# {F32, F16, Q8_0, Q4_K_M, Q6_K}, 200 teacher-forced tokens, particle in one prefill chunk.
+# {F32, F16, Q8_0, Q4_K_M, Q6_K, Q3_K_M, Q2_K}, 200 teacher-forced tokens, particle in one
+# prefill chunk.
 #
 # Target (issue #4), asserted: mean KL(llama.cpp || particle) <= 1e-3 for F32/F16, <= 1e-2
 # for the quantized mixtures, top-1 agreement >= 98 %, on every tiny combination and on the
@@ -54,7 +55,7 @@ run_eval() {
 }
 
 for arch in qwen3moe gemma4 bailingmoe2; do
-	for q in f32 f16 q8_0 q4_k_m q6_k; do
+	for q in f32 f16 q8_0 q4_k_m q6_k q3_k_m q2_k; do
 		m="$TMP/$arch-$q.gguf"
 		if ! "$PARTICLE" mkmodel --arch "$arch" --preset tiny --quant "$q" -o "$m" \
 			>"$TMP/mk.out" 2>"$TMP/mk.err"; then
