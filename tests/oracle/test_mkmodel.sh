@@ -6,7 +6,7 @@
 # Set MKMODEL_SMALL=0 to skip the small presets (about a minute on 2 cores).
 . tests/cli/lib.sh
 ORACLE="node tools/oracle/oracle.mjs"
-MIXES="f32 f16 bf16 q8_0 q6_k q4_k_m q5_k_m q4_0 iq4_xs mxfp4"
+MIXES="f32 f16 bf16 q8_0 q6_k q4_k_m q5_k_m q4_0 iq4_xs mxfp4 q3_k_m q3_k_l q2_k"
 TEXT="The quick brown fox jumps over the lazy dog. What is the capital of France? Paris, the capital of France, is a city where people live and work."
 printf '%s' "$TEXT" >"$TMP/text.txt"
 start=$(date +%s)
