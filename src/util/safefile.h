@@ -1,0 +1,65 @@
+/* safefile.h - the one way particle creates and updates files (see SECURITY.md).
+ *
+ * CONTRACT written by the lead before the implementation (branch `security`, issue 22);
+ * every new writer (server, pull, packs, caches, traces, stats) codes against it.  Extend,
+ * do not break.
+ *
+ * Rules it enforces:
+ * - New files are never opened by their final name: a random temporary name in the final
+ *   directory, O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, then fsync and an atomic rename.
+ *   rename() replaces a symlink or hard link standing at the final name; it never writes
+ *   through it.  An interrupted write never leaves a file that looks complete.
+ * - Files updated in place (a download's .partial and its state file, the lazy pack cache)
+ *   are opened O_NOFOLLOW and checked with fstat before the first write: a regular file,
+ *   owned by the effective uid, one link, not writable by group or others.
+ * - Per-user state lives in directories checked (or created 0700) to be directories, not
+ *   symlinks, owned by the effective uid and not writable by group or others.  Nothing
+ *   particle writes lives in a shared world-writable directory under a predictable name.
+ * - Failures are clear one-line errors naming the path and what is wrong with it (PT_E_IO;
+ *   PT_E_INVALID for an unsafe path). */
+#ifndef PT_UTIL_SAFEFILE_H
+#define PT_UTIL_SAFEFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "util/status.h"
+
+/* A file being written under a temporary name until pt_safe_commit. */
+struct pt_safe_file {
+	int fd;            /* open for writing; -1 when not open */
+	FILE *fp;          /* set by pt_safe_stdio (then use only fp; commit flushes it) */
+	char *path;        /* final path (owned) */
+	char *tmp_path;    /* temporary path in the same directory (owned) */
+};
+
+/* Starts a new file that will appear at `path` on commit.  mode: 0600 for per-user state,
+ * 0644 for outputs the user asked for (umask still applies). */
+enum pt_status pt_safe_create(struct pt_safe_file *f, const char *path, mode_t mode,
+			      struct pt_error *err);
+/* A stdio stream over f->fd (for writers that use fprintf); owned by f. */
+FILE *pt_safe_stdio(struct pt_safe_file *f, struct pt_error *err);
+/* Flushes, fsyncs, renames over the final path, fsyncs the directory; always releases f. */
+enum pt_status pt_safe_commit(struct pt_safe_file *f, struct pt_error *err);
+/* Closes and unlinks the temporary file; NULL-safe and safe after commit. */
+void pt_safe_abort(struct pt_safe_file *f);
+
+/* Opens `path` for reading and writing in place, creating it (O_EXCL, `mode`) when absent;
+ * refuses a symlink, a non-regular file, another owner, a hard-linked file or one writable
+ * by group/others.  *created tells which happened (may be NULL). */
+enum pt_status pt_safe_open_rw(const char *path, mode_t mode, int *fd_out, bool *created,
+			       struct pt_error *err);
+
+/* Checks a directory particle keeps state in; with create, makes it (and missing parents
+ * under the user's home or cache root) 0700 first.  Refuses a symlink, another owner, or a
+ * directory writable by group or others. */
+enum pt_status pt_safe_dir(const char *path, bool create, struct pt_error *err);
+
+/* The per-user state directory `$XDG_CACHE_HOME/particle/<sub>` (else
+ * `~/.cache/particle/<sub>`), created and checked as pt_safe_dir does; sub may be NULL.
+ * Writes the path into out[cap]. */
+enum pt_status pt_user_dir(const char *sub, char *out, size_t cap, struct pt_error *err);
+
+#endif
