@@ -66,6 +66,18 @@ const char *pt_chat_format_name(enum pt_chat_format f)
 	return (unsigned)f < PT_CHAT_FORMAT_COUNT ? NAMES[f] : "generic";
 }
 
+const char *const *pt_chat_format_stops(enum pt_chat_format f)
+{
+	static const char *const none[] = { NULL };
+	static const char *const gemma4[] = { "<|tool_response>", NULL };
+	static const char *const llama3[] = { "<|eom_id|>", NULL };
+	if (f == PT_CHAT_GEMMA4)
+		return gemma4;
+	if (f == PT_CHAT_LLAMA3)
+		return llama3;
+	return none;
+}
+
 /* ---- detection -------------------------------------------------------------------------- */
 
 enum pt_chat_format pt_chat_format_detect(const char *t, const char *arch)
@@ -240,8 +252,7 @@ bool chat_emit_calls(struct pt_chat_parser *p, struct chat_calls *c)
 			p->fn(p->ctx, &ea);
 		}
 	}
-	c->n = 0;
-	chat_calls_clear(c);
+	chat_calls_clear(c); /* what was moved out is zeroed; the rest failed on memory */
 	return true;
 }
 

@@ -64,6 +64,11 @@ enum pt_chat_format pt_chat_format_detect(const char *template_src, const char *
 /* "generic", "hermes", "gemma4", "llama3", "mistral", "deepseek-r1", "phi4", "harmony". */
 const char *pt_chat_format_name(enum pt_chat_format f);
 
+/* Extra stop strings a family needs when tools are offered (NULL-terminated, static): text
+ * the model writes after a call that belongs to the next turn (Gemma 4 "<|tool_response>",
+ * Llama 3 "<|eom_id|>").  The parser also accepts a reply cut at these. */
+const char *const *pt_chat_format_stops(enum pt_chat_format f);
+
 /* True when the rendered prompt ends inside an open reasoning block of this family (the last
  * reasoning start marker has no end marker after it), e.g. DeepSeek R1's "<think>\n" or
  * Sarvam's "[/INST]<think>\n": set pt_chat_parser_opts.thinking_open from it. */

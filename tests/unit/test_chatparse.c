@@ -390,6 +390,8 @@ PT_TEST(test_chatparse_detects_fixture_templates)
 	CHECK_EQ_INT(pt_chat_format_detect("", "qwen3moe"), PT_CHAT_GENERIC);
 	CHECK_EQ_STR(pt_chat_format_name(PT_CHAT_HERMES), "hermes");
 	CHECK_EQ_STR(pt_chat_format_name((enum pt_chat_format)99), "generic");
+	CHECK_EQ_STR(pt_chat_format_stops(PT_CHAT_GEMMA4)[0], "<|tool_response>");
+	CHECK(pt_chat_format_stops(PT_CHAT_HERMES)[0] == NULL);
 }
 
 /* ---- hand-written cases --------------------------------------------------------------------- */
