@@ -421,6 +421,105 @@ static int json_calls(const char *s, size_t n, bool wrappers, struct chat_calls 
 	return rc;
 }
 
+/* ---- Qwen3-Coder / Qwen3.5 inside <tool_call>: <function=NAME>
+ *      <parameter=city>\nParis\n</parameter>...</function> ------------------------------- */
+
+/* s[0..n) as a JSON string literal. */
+static void json_str(struct chat_buf *o, const char *v, size_t n)
+{
+	chat_buf_add(o, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char u = (unsigned char)v[i];
+		if (u == '"' || u == '\\') {
+			char e[2] = { '\\', (char)u };
+			chat_buf_add(o, e, 2);
+		} else if (u < 0x20) {
+			static const char hex[] = "0123456789abcdef";
+			char e[6] = { '\\', 'u', '0', '0', hex[u >> 4], hex[u & 15] };
+			chat_buf_add(o, e, 6);
+		} else {
+			chat_buf_add(o, v + i, 1);
+		}
+	}
+	chat_buf_add(o, "\"", 1);
+}
+
+/* A parameter value: JSON when it parses as a non-string JSON value (numbers, booleans,
+ * null, objects, arrays: what the template's tojson wrote), else the raw text as a string.
+ * Without the tool's schema "123" meant as a string reads as a number (llama.cpp consults
+ * the schema; the parser knows the names only). */
+static void xml_value(struct chat_buf *o, const char *v, size_t n)
+{
+	if (n && v[0] == '\n') {
+		v++;
+		n--;
+	}
+	if (n && v[n - 1] == '\n')
+		n--;
+	cJSON *j = parse_exact(v, n);
+	bool raw = j && !cJSON_IsString(j);
+	cJSON_Delete(j);
+	if (raw)
+		chat_buf_add(o, v, n);
+	else
+		json_str(o, v, n);
+}
+
+static int xml_call(const char *s, size_t n, struct chat_calls *out)
+{
+	trim(&s, &n);
+	if (!starts(s, n, "<function="))
+		return 1;
+	const char *gt = memchr(s, '>', n);
+	if (!gt || n < 11 || memcmp(s + n - 11, "</function>", 11) != 0 || gt > s + n - 11)
+		return 1;
+	const char *name = s + 10;
+	size_t name_len = (size_t)(gt - name);
+	if (name_len == 0 || name_len > MAX_NAME || memchr(name, '<', name_len))
+		return 1;
+	const char *p = gt + 1, *e = s + n - 11;
+	struct chat_buf o = { 0 };
+	chat_buf_add(&o, "{", 1);
+	int rc = 0;
+	bool first = true;
+	for (;;) {
+		while (p < e && chat_is_ws(*p))
+			p++;
+		if (p >= e)
+			break;
+		size_t left = (size_t)(e - p);
+		const char *kgt = memchr(p, '>', left);
+		if (!starts(p, left, "<parameter=") || !kgt) {
+			rc = 1;
+			break;
+		}
+		const char *key = p + 11;
+		size_t klen = (size_t)(kgt - key);
+		const char *vend = find(kgt + 1, (size_t)(e - kgt - 1), "</parameter>");
+		if (!vend || klen == 0 || memchr(key, '<', klen)) {
+			rc = 1;
+			break;
+		}
+		if (!first)
+			chat_buf_add(&o, ",", 1);
+		first = false;
+		json_str(&o, key, klen);
+		chat_buf_add(&o, ":", 1);
+		xml_value(&o, kgt + 1, (size_t)(vend - kgt - 1));
+		p = vend + 12;
+	}
+	chat_buf_add(&o, "}", 1);
+	if (rc == 0 && o.bad)
+		rc = -1;
+	if (rc == 0) {
+		bool nomem = false;
+		char *a = chat_args_compact(o.p, o.n, &nomem);
+		rc = a ? push_call(out, name, name_len, NULL, 0, a) : (nomem ? -1 : 1);
+	}
+	chat_buf_free(&o);
+	return rc;
+}
+
 /* ---- Gemma 4: call:NAME{key:<|"|>text<|"|>,n:1,flag:true,obj:{k:[1,2]}} ------------------ */
 
 #define GQ "<|\"|>"
@@ -441,25 +540,7 @@ static int gemma_to_json(const char *s, size_t n, struct chat_buf *o)
 			const char *e = find(s + i + 5, n - i - 5, GQ);
 			if (!e)
 				return 1;
-			chat_buf_add(o, "\"", 1);
-			for (const char *q = s + i + 5; q < e; q++) {
-				unsigned char u = (unsigned char)*q;
-				char esc[8];
-				if (u == '"' || u == '\\') {
-					esc[0] = '\\';
-					esc[1] = (char)u;
-					chat_buf_add(o, esc, 2);
-				} else if (u < 0x20) {
-					static const char hex[] = "0123456789abcdef";
-					memcpy(esc, "\\u00", 4);
-					esc[4] = hex[u >> 4];
-					esc[5] = hex[u & 15];
-					chat_buf_add(o, esc, 6);
-				} else {
-					chat_buf_add(o, q, 1);
-				}
-			}
-			chat_buf_add(o, "\"", 1);
+			json_str(o, s + i + 5, (size_t)(e - s - i - 5));
 			i = (size_t)(e - s) + 5;
 		} else if (c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':') {
 			chat_buf_add(o, &c, 1);
@@ -710,8 +791,14 @@ static int python_tag_call(const char *s, size_t n, struct chat_calls *out)
 int chat_block_parse(enum chat_block k, const char *body, size_t len, struct chat_calls *out)
 {
 	switch (k) {
-	case BK_JSON_TAGGED:
+	case BK_JSON_TAGGED: {
+		const char *b = body;
+		size_t n = len;
+		trim(&b, &n);
+		if (starts(b, n, "<function="))
+			return xml_call(b, n, out);
 		return json_calls(body, len, false, out);
+	}
 	case BK_JSON_BARE:
 		return json_calls(body, len, true, out);
 	case BK_PYTHON_TAG:

@@ -449,6 +449,9 @@ PT_TEST(test_chatparse_malformed_calls_are_content)
 		MAL(PT_CHAT_HERMES, "<tool_call>[]</tool_call>"),
 		MAL(PT_CHAT_HERMES, "<tool_call>{\"name\": \"x\", \"name\": \"y\"}</tool_call>"),
 		MAL(PT_CHAT_HERMES, "<tool_call></tool_call>"),
+		MAL(PT_CHAT_HERMES, "<tool_call><function=f><parameter=a>1</function></tool_call>"),
+		MAL(PT_CHAT_HERMES, "<tool_call><function=f>junk</function></tool_call>"),
+		MAL(PT_CHAT_HERMES, "<tool_call><function=>\n</function></tool_call>"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"Bob\", \"age\": 3}"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"x\", \"parameters\": {\"a\": 1}"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"x\", \"parameters\": {\"a\": 1}]"),
@@ -508,6 +511,12 @@ PT_TEST(test_chatparse_cases)
 		{ PT_CHAT_HERMES, false, true, false,
 		  "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>",
 		  "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>", "", 0, NULL, NULL },
+		/* Qwen3-Coder's XML form inside the Hermes tags */
+		{ PT_CHAT_HERMES, true, true, false,
+		  "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew \"York\"\n</parameter>\n"
+		  "<parameter=days>\n3\n</parameter>\n<parameter=opts>\n{\"a\": [true]}\n</parameter>\n"
+		  "</function>\n</tool_call>",
+		  "", "", 1, "get_weather", "{\"city\":\"New \\\"York\\\"\",\"days\":3,\"opts\":{\"a\":[true]}}" },
 		/* reasoning */
 		{ PT_CHAT_HERMES, true, true, false, "<think>\nhmm\n</think>\n\nAnswer.", "Answer.", "hmm", 0,
 		  NULL, NULL },
