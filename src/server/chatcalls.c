@@ -212,9 +212,8 @@ char *chat_args_compact(const char *s, size_t n, bool *nomem)
 
 /* ---- call objects ---------------------------------------------------------------------- */
 
-static bool good_name(const char *s)
+bool chat_name_ok(const char *s, size_t n)
 {
-	size_t n = strlen(s);
 	if (n == 0 || n > MAX_NAME)
 		return false;
 	for (size_t i = 0; i < n; i++)
@@ -249,6 +248,10 @@ static int push_call(struct chat_calls *out, const char *name, size_t name_len,
 		}
 		out->v = v;
 		out->cap = cap;
+	}
+	if (!chat_name_ok(name, name_len)) {
+		pt_free(args);
+		return 1;
 	}
 	struct pt_chat_tool_call *c = &out->v[out->n];
 	c->name = pt_strndup(name, name_len);
@@ -309,7 +312,7 @@ static int call_object(const char *s, size_t n, struct chat_calls *out, int nest
 #define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(key, lit, klen) == 0)
 		if (KEY("name") && !name_j) {
 			name_j = parse_exact(val, vlen);
-			if (!cJSON_IsString(name_j) || !good_name(name_j->valuestring))
+			if (!cJSON_IsString(name_j) || !chat_name_ok(name_j->valuestring, strlen(name_j->valuestring)))
 				goto done;
 		} else if ((KEY("arguments") || KEY("parameters")) && !args) {
 			args = val;

@@ -70,7 +70,8 @@ static void header_done(struct pt_chat_parser *p, const char *h, size_t n)
 static void tool_done(struct pt_chat_parser *p, const char *body, size_t len, size_t raw_len)
 {
 	bool nomem = false;
-	char *args = p->hname.n ? chat_args_compact(body, len, &nomem) : NULL;
+	char *args = chat_name_ok(p->hname.p, p->hname.n) ? chat_args_compact(body, len, &nomem)
+							    : NULL;
 	if (nomem)
 		p->nomem = true;
 	if (args) {
@@ -97,7 +98,7 @@ static void tool_done(struct pt_chat_parser *p, const char *body, size_t len, si
 void chat_harmony_process(struct pt_chat_parser *p, bool eof)
 {
 	for (;;) {
-		const char *s = p->in.p + p->off;
+		const char *s = p->in.p ? p->in.p + p->off : "";
 		size_t n = p->in.n - p->off;
 		switch (p->hs) {
 		case H_MSG: {

@@ -426,7 +426,7 @@ static void process(struct pt_chat_parser *p, bool eof)
 {
 	const struct chat_family *fam = p->fam;
 	for (;;) {
-		const char *s = p->in.p + p->off;
+		const char *s = p->in.p ? p->in.p + p->off : "";
 		size_t n = p->in.n - p->off;
 		switch (p->st) {
 		case S_START: {
@@ -644,6 +644,8 @@ enum pt_status pt_chat_parser_finish(pt_chat_parser *p, pt_chat_event_fn fn, voi
 	if (p->nomem || p->in.bad || p->content.bad || p->reasoning.bad || p->ws.bad ||
 	    p->hraw.bad || p->hname.bad)
 		return pt_error_set(err, PT_E_NOMEM, "chat parser: out of memory");
+	out->content_len = p->content.n;
+	out->reasoning_len = p->reasoning.n;
 	out->content = take(&p->content);
 	out->reasoning = take(&p->reasoning);
 	out->calls = p->calls.v;

@@ -121,12 +121,14 @@ struct pt_chat_tool_call {
 	char *name;
 	char *arguments; /* JSON object text, compact (insignificant whitespace removed) */
 };
-/* content and reasoning are always allocated ("" when empty). */
+/* content and reasoning are always allocated ("" when empty) and NUL-terminated; their
+ * lengths count any NUL bytes the model produced inside them. */
 struct pt_chat_result {
 	char *content;
 	char *reasoning;
 	struct pt_chat_tool_call *calls;
 	size_t n_calls;
+	size_t content_len, reasoning_len;
 };
 /* End of generation: flushes held text (a block still open is malformed: content); *out gets
  * everything (the concatenation of all events).  Only fails on out of memory (PT_E_NOMEM). */

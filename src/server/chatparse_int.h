@@ -42,6 +42,8 @@ int chat_block_parse(enum chat_block k, const char *body, size_t len, struct cha
 char *chat_args_compact(const char *s, size_t n, bool *nomem);
 
 bool chat_is_ws(char c);
+/* A tool name: 1..256 bytes, none of them a control character (NUL included). */
+bool chat_name_ok(const char *s, size_t n);
 
 /* A tool-call marker of a family: the block runs from start to end (or to the end of the
  * JSON value after start when end is NULL and !to_eof, or to the end of the reply). */

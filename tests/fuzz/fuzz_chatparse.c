@@ -63,8 +63,10 @@ static void run(const struct pt_chat_parser_opts *o, const uint8_t *d, size_t n,
 		__builtin_trap();
 	pt_chat_parser_free(p);
 	/* events == result */
-	if (a.bad || a.calls != r->n_calls || strcmp(a.content ? a.content : "", r->content) ||
-	    strcmp(a.reasoning ? a.reasoning : "", r->reasoning))
+	if (a.bad || a.calls != r->n_calls || a.nc != r->content_len ||
+	    a.nr != r->reasoning_len || (a.nc && memcmp(a.content, r->content, a.nc)) ||
+	    (a.nr && memcmp(a.reasoning, r->reasoning, a.nr)) || r->content[a.nc] ||
+	    r->reasoning[a.nr])
 		__builtin_trap();
 	size_t at = 0;
 	for (size_t i = 0; i < r->n_calls; i++) {
@@ -93,8 +95,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pt_chat_result a, b;
 	run(&o, data + 2, size - 2, size, &a);
 	run(&o, data + 2, size - 2, chunk, &b);
-	if (strcmp(a.content, b.content) || strcmp(a.reasoning, b.reasoning) ||
-	    a.n_calls != b.n_calls)
+	if (a.content_len != b.content_len || a.reasoning_len != b.reasoning_len ||
+	    memcmp(a.content, b.content, a.content_len) ||
+	    memcmp(a.reasoning, b.reasoning, a.reasoning_len) || a.n_calls != b.n_calls)
 		__builtin_trap();
 	for (size_t i = 0; i < a.n_calls; i++)
 		if (strcmp(a.calls[i].name, b.calls[i].name) ||

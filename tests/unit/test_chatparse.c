@@ -130,8 +130,10 @@ static bool parse_chunks(const struct pt_chat_parser_opts *o, const char *text, 
 	bool ok = s == PT_OK;
 	if (!ok)
 		pt_test_fail(__FILE__, __LINE__, "finish: %s", err.msg);
-	if (ok && (c.bad || strcmp(c.content ? c.content : "", r->content) != 0 ||
-		   strcmp(c.reasoning ? c.reasoning : "", r->reasoning) != 0 ||
+	if (ok && (c.bad || c.content_len != r->content_len ||
+		   c.reasoning_len != r->reasoning_len ||
+		   (c.content_len && memcmp(c.content, r->content, c.content_len)) ||
+		   (c.reasoning_len && memcmp(c.reasoning, r->reasoning, c.reasoning_len)) ||
 		   c.n_calls != r->n_calls)) {
 		pt_test_fail(__FILE__, __LINE__, "events != result (content \"%s\" vs \"%s\")",
 			     c.content ? c.content : "", r->content);
@@ -153,8 +155,9 @@ static bool parse_chunks(const struct pt_chat_parser_opts *o, const char *text, 
 /* Same result, ids aside (generated ids differ between runs). */
 static bool same_result(const struct pt_chat_result *a, const struct pt_chat_result *b)
 {
-	if (strcmp(a->content, b->content) || strcmp(a->reasoning, b->reasoning) ||
-	    a->n_calls != b->n_calls)
+	if (a->content_len != b->content_len || a->reasoning_len != b->reasoning_len ||
+	    memcmp(a->content, b->content, a->content_len) ||
+	    memcmp(a->reasoning, b->reasoning, a->reasoning_len) || a->n_calls != b->n_calls)
 		return false;
 	for (size_t i = 0; i < a->n_calls; i++)
 		if (strcmp(a->calls[i].name, b->calls[i].name) ||
