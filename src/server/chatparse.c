@@ -23,6 +23,8 @@
 /* Mistral's "NAME[CALL_ID]ID[ARGS]" before the JSON value. */
 #define MAX_MISTRAL_PREFIX 512
 #define MAX_TOOL_NAMES 4096
+/* Whitespace allowed before the reasoning start marker at the start of the reply. */
+#define MAX_LEAD_WS 256
 
 #define DS_CALLS_BEGIN "<\xef\xbd\x9c" "tool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
 #define DS_CALLS_END "<\xef\xbd\x9c" "tool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>"
@@ -438,9 +440,15 @@ static void process(struct pt_chat_parser *p, bool eof)
 				p->st = S_REASON;
 				break;
 			}
+			/* Whitespace before the start marker is bounded, so that a reply of
+			 * blanks is not rescanned on every feed. */
 			size_t i = 0;
-			while (i < n && chat_is_ws(s[i]))
+			while (i < n && i < MAX_LEAD_WS && chat_is_ws(s[i]))
 				i++;
+			if (i == MAX_LEAD_WS) {
+				p->st = S_CONTENT;
+				break;
+			}
 			size_t m = strlen(fam->think_start);
 			size_t have = n - i < m ? n - i : m;
 			if (memcmp(s + i, fam->think_start, have) != 0) {

@@ -53,9 +53,21 @@ struct collect {
 	bool bad; /* an event out of order */
 };
 
+static size_t pow2_cap(size_t x)
+{
+	size_t c = 64;
+	while (c < x)
+		c *= 2;
+	return c;
+}
+
+/* The buffer always holds pow2_cap(n + 1) bytes: events come a byte at a time, and a
+ * realloc per byte is quadratic under ASan. */
 static void append(char **s, size_t *n, const char *t, size_t len)
 {
-	*s = realloc(*s, *n + len + 1);
+	size_t need = pow2_cap(*n + len + 1);
+	if (!*s || need > pow2_cap(*n + 1))
+		*s = realloc(*s, need);
 	memcpy(*s + *n, t, len);
 	*n += len;
 	(*s)[*n] = 0;
@@ -788,4 +800,44 @@ PT_TEST(test_chatparse_tool_alternatives_parse_back)
 	CHECK(pt_chat_tool_alternatives(PT_CHAT_HERMES, bad, NULL, &alts, &n, NULL) == PT_E_INVALID);
 	cJSON_Delete(bad);
 	cJSON_Delete(tools);
+}
+
+/* Long runs fed one byte at a time stay linear: blanks before a reasoning marker, a huge
+ * call block, a huge Harmony tool body. */
+PT_TEST(test_chatparse_long_inputs_fed_bytewise)
+{
+	enum { N = 200000 };
+	static char text[N + 256];
+	static const struct {
+		enum pt_chat_format fmt;
+		const char *pre, *fill, *post;
+		size_t n_calls;
+	} T[] = {
+		{ PT_CHAT_HERMES, "", " ", "<think>x</think>y", 0 },
+		{ PT_CHAT_HERMES, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"", "z",
+		  "\"}}</tool_call>", 1 },
+		{ PT_CHAT_LLAMA3, "{\"name\": \"f\", \"parameters\": {\"a\": [", "1,", "1]}}", 1 },
+		{ PT_CHAT_HARMONY, " to=functions.f<|channel|>commentary json<|message|>{\"a\": \"", "q",
+		  "\"}<|call|>", 1 },
+		{ PT_CHAT_MISTRAL, "[TOOL_CALLS]", "x", "", 0 },
+	};
+	for (size_t t = 0; t < sizeof(T) / sizeof(T[0]); t++) {
+		size_t len = 0, fl = strlen(T[t].fill);
+		memcpy(text, T[t].pre, strlen(T[t].pre));
+		len = strlen(T[t].pre);
+		while (len + fl < N) {
+			memcpy(text + len, T[t].fill, fl);
+			len += fl;
+		}
+		memcpy(text + len, T[t].post, strlen(T[t].post));
+		len += strlen(T[t].post);
+		struct pt_chat_parser_opts o = { .format = T[t].fmt, .tools = true, .reasoning = true };
+		struct pt_chat_result r;
+		if (!parse_chunks(&o, text, len, chunk_one, NULL, &r))
+			continue;
+		CHECK_EQ_INT(r.n_calls, T[t].n_calls);
+		if (T[t].n_calls == 0)
+			CHECK_EQ_INT(r.content_len, len);
+		pt_chat_result_free(&r);
+	}
 }
