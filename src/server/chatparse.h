@@ -115,7 +115,8 @@ void pt_chat_parser_feed(pt_chat_parser *p, const char *text, size_t len, pt_cha
 			 void *ctx);
 
 /* Tool-call ids: "call_" + 24 random [0-9A-Za-z] (getrandom), except where the model's output
- * carries an id (Mistral), which is kept so that the template accepts it in the next turn. */
+ * carries an id (Mistral), which is kept so that the template accepts it in the next turn;
+ * Mistral calls without one get 9 random alphanumerics, the length its templates demand. */
 struct pt_chat_tool_call {
 	char *id;
 	char *name;

@@ -468,6 +468,9 @@ PT_TEST(test_chatparse_malformed_calls_are_content)
 		MAL(PT_CHAT_HERMES, "<tool_call><function=f>junk</function></tool_call>"),
 		MAL(PT_CHAT_HERMES, "<tool_call><function=>\n</function></tool_call>"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"Bob\", \"age\": 3}"),
+		MAL(PT_CHAT_LLAMA3, "{\"names\": [1, 2]} and {\"name\": \"f\"}"),
+		MAL(PT_CHAT_LLAMA3, "{}"),
+		MAL(PT_CHAT_GENERIC, "{\"na\\u006de\": \"f\"}"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"x\", \"parameters\": {\"a\": 1}"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"x\", \"parameters\": {\"a\": 1}]"),
 		MAL(PT_CHAT_LLAMA3, "Here is JSON: {\"name\": \"x\", \"parameters\": {}}"),
@@ -640,6 +643,10 @@ PT_TEST(test_chatparse_holds_back_only_while_ambiguous)
 	fed_so_far(PT_CHAT_GEMMA4, "Hi <|tool_", "Hi");
 	fed_so_far(PT_CHAT_MISTRAL, "Hi [TOOL", "Hi");
 	fed_so_far(PT_CHAT_LLAMA3, "Not JSON {", "Not JSON {");
+	fed_so_far(PT_CHAT_LLAMA3, "{\"answer\": 4", "{\"answer\": 4");
+	fed_so_far(PT_CHAT_LLAMA3, "{ x", "{ x");
+	fed_so_far(PT_CHAT_LLAMA3, "{\"nam", "");
+	fed_so_far(PT_CHAT_GENERIC, "{\"name\": \"f\", \"x", "");
 	fed_so_far(PT_CHAT_HERMES, "<thi", "");
 	fed_so_far(PT_CHAT_HERMES, "<thx", "<thx");
 }
@@ -838,6 +845,48 @@ PT_TEST(test_chatparse_long_inputs_fed_bytewise)
 		CHECK_EQ_INT(r.n_calls, T[t].n_calls);
 		if (T[t].n_calls == 0)
 			CHECK_EQ_INT(r.content_len, len);
+		pt_chat_result_free(&r);
+	}
+}
+
+PT_TEST(test_chatparse_ids)
+{
+	static const struct {
+		enum pt_chat_format fmt;
+		const char *text, *id; /* NULL id: generated */
+		bool short_id;
+	} T[] = {
+		{ PT_CHAT_MISTRAL, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]", NULL, true },
+		{ PT_CHAT_MISTRAL, "[TOOL_CALLS]f[CALL_ID]Zz9Zz9Zz9[ARGS]{}", "Zz9Zz9Zz9", false },
+		{ PT_CHAT_HERMES, "<tool_call>{\"name\": \"f\", \"id\": \"call_1\"}</tool_call>", "call_1",
+		  false },
+		{ PT_CHAT_GEMMA4, "<|tool_call>call:f{}<tool_call|>", NULL, false },
+	};
+	char seen[4][32] = { "" };
+	for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) {
+		struct pt_chat_parser_opts o = { .format = T[i].fmt, .tools = true };
+		struct pt_chat_result r;
+		if (!parse_chunks(&o, T[i].text, strlen(T[i].text), NULL, NULL, &r))
+			continue;
+		CHECK_EQ_INT(r.n_calls, 1);
+		if (r.n_calls == 1) {
+			if (T[i].id)
+				CHECK_EQ_STR(r.calls[0].id, T[i].id);
+			else
+				CHECK(good_generated_id(r.calls[0].id, T[i].short_id));
+		}
+		pt_chat_result_free(&r);
+	}
+	/* generated ids differ */
+	for (int k = 0; k < 4; k++) {
+		struct pt_chat_parser_opts o = { .format = PT_CHAT_HERMES, .tools = true };
+		struct pt_chat_result r;
+		const char *t = "<tool_call>{\"name\": \"f\"}</tool_call>";
+		if (!parse_chunks(&o, t, strlen(t), NULL, NULL, &r))
+			continue;
+		snprintf(seen[k], sizeof(seen[k]), "%s", r.calls[0].id);
+		for (int j = 0; j < k; j++)
+			CHECK(strcmp(seen[j], seen[k]) != 0);
 		pt_chat_result_free(&r);
 	}
 }
