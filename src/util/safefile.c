@@ -331,17 +331,17 @@ enum pt_status pt_safe_check_fd(int fd, const char *path, struct pt_error *err)
 	if (fstat(fd, &st) != 0)
 		return pt_error_sys(err, PT_E_IO, errno, "cannot stat %s", path);
 	if (!S_ISREG(st.st_mode))
-		return pt_error_set(err, PT_E_INVALID, "refusing %s: not a regular file", path);
+		return pt_error_set(err, PT_E_IO, "refusing %s: not a regular file", path);
 	if (st.st_uid != geteuid())
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing %s: owned by uid %ld, not by us (uid %ld)", path,
 				    (long)st.st_uid, (long)geteuid());
 	if (st.st_nlink != 1)
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing %s: it has %ld hard links (expected 1)", path,
 				    (long)st.st_nlink);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing %s: writable by group or others (mode %03o)", path,
 				    (unsigned)(st.st_mode & 0777));
 	return PT_OK;
@@ -368,7 +368,7 @@ enum pt_status pt_safe_open_rw(const char *path, mode_t mode, int *fd_out, bool 
 		if (fd < 0) {
 			int e = errno;
 			if (e == ELOOP)
-				return pt_error_set(err, PT_E_INVALID,
+				return pt_error_set(err, PT_E_IO,
 						    "refusing %s: it is a symbolic link", path);
 			return pt_error_sys(err, PT_E_IO, e, "cannot open %s", path);
 		}
@@ -405,7 +405,7 @@ enum pt_status pt_safe_open_named_rw(const char *path, int *fd_out, struct pt_er
 	if (fd < 0) {
 		int e = errno;
 		if (e == ELOOP)
-			return pt_error_set(err, PT_E_INVALID, "refusing to edit %s in place: it is "
+			return pt_error_set(err, PT_E_IO, "refusing to edit %s in place: it is "
 					    "a symbolic link (name the file itself)", path);
 		return pt_error_sys(err, PT_E_IO, e, "cannot open %s for writing", path);
 	}
@@ -420,7 +420,7 @@ enum pt_status pt_safe_open_named_rw(const char *path, int *fd_out, struct pt_er
 						   : NULL;
 	if (why) {
 		close(fd);
-		return pt_error_set(err, PT_E_INVALID, "refusing to edit %s in place: %s", path,
+		return pt_error_set(err, PT_E_IO, "refusing to edit %s in place: %s", path,
 				    why);
 	}
 	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -437,16 +437,16 @@ static enum pt_status check_own_dir(const char *path, struct pt_error *err)
 	if (lstat(path, &st) != 0)
 		return pt_error_sys(err, PT_E_IO, errno, "cannot use directory %s", path);
 	if (S_ISLNK(st.st_mode))
-		return pt_error_set(err, PT_E_INVALID, "refusing directory %s: it is a symbolic link",
+		return pt_error_set(err, PT_E_IO, "refusing directory %s: it is a symbolic link",
 				    path);
 	if (!S_ISDIR(st.st_mode))
-		return pt_error_set(err, PT_E_INVALID, "refusing %s: not a directory", path);
+		return pt_error_set(err, PT_E_IO, "refusing %s: not a directory", path);
 	if (st.st_uid != geteuid())
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing directory %s: owned by uid %ld, not by us (uid %ld)",
 				    path, (long)st.st_uid, (long)geteuid());
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing directory %s: writable by group or others (mode %03o)",
 				    path, (unsigned)(st.st_mode & 0777));
 	return PT_OK;
@@ -476,7 +476,7 @@ static enum pt_status check_ancestors(const char *path, struct pt_error *err)
 		}
 		if (st.st_uid != 0 && st.st_uid != geteuid()) {
 			enum pt_status s = pt_error_set(
-				err, PT_E_INVALID,
+				err, PT_E_IO,
 				"refusing %s: its parent %s is owned by uid %ld, not by us or root",
 				path, p, (long)st.st_uid);
 			pt_free(p);
@@ -484,7 +484,7 @@ static enum pt_status check_ancestors(const char *path, struct pt_error *err)
 		}
 		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
 			enum pt_status s = pt_error_set(
-				err, PT_E_INVALID,
+				err, PT_E_IO,
 				"refusing %s: its parent %s is writable by others (mode %03o)", path,
 				p, (unsigned)(st.st_mode & 0777));
 			pt_free(p);

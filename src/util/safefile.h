@@ -15,8 +15,12 @@
  * - Per-user state lives in directories checked (or created 0700) to be directories, not
  *   symlinks, owned by the effective uid and not writable by group or others.  Nothing
  *   particle writes lives in a shared world-writable directory under a predictable name.
- * - Failures are clear one-line errors naming the path and what is wrong with it (PT_E_IO;
- *   PT_E_INVALID for an unsafe path). */
+ * - Failures are clear one-line errors naming the path and what is wrong with it.  A
+ *   hostile or unsafe object (link, foreign owner, shared-writable file or directory) is
+ *   PT_E_IO - a runtime failure, exit 1, as issue 22 asks; PT_E_INVALID only for a malformed
+ *   argument (empty path, a name that is a directory, a state sub-directory with "..").
+ *   (The first draft of this contract said PT_E_INVALID for an unsafe path; changed so the
+ *   CLI exits 1, not 2 = usage error, when it meets one.) */
 #ifndef PT_UTIL_SAFEFILE_H
 #define PT_UTIL_SAFEFILE_H
 
