@@ -122,7 +122,8 @@ enum pt_status pt_safe_create(struct pt_safe_file *f, const char *path, mode_t m
 			release(f);
 			return st;
 		}
-		snprintf(f->tmp_path, cap, "%s/.%s.tmp-%s", dir, base_of(path), rnd);
+		/* at most 200 bytes of the name, so the temp still fits NAME_MAX (255) */
+		snprintf(f->tmp_path, cap, "%s/.%.200s.tmp-%s", dir, base_of(path), rnd);
 		f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			     mode);
 		if (f->fd >= 0) {

@@ -162,6 +162,17 @@ PT_TEST(test_util_safefile_stdio_and_abort)
 	CHECK_EQ_INT(count_entries(dir), 1);
 }
 
+PT_TEST(test_util_safefile_long_name_fits)
+{
+	const char *dir = fresh_dir("sf-long");
+	char name[256];
+	struct pt_error e = { 0 };
+	memset(name, 'n', 250);
+	name[250] = '\0';
+	CHECK_EQ_INT(pt_safe_write_file(in_dir(0, dir, name), "x", 1, 0600, &e), PT_OK);
+	CHECK(file_is(g_path[0], "x"));
+}
+
 PT_TEST(test_util_safefile_abort_on_zeroed_struct_keeps_fd0)
 {
 	struct pt_safe_file f;
