@@ -249,8 +249,15 @@ else
 	[ $rc -eq 0 ] && ok || bad "nobody: run with a root-owned locks dir: exit $rc $(head -c 300 "$TMP/err")"
 	expect_grep "$TMP/err" "owned by uid 0" "nobody: root-owned locks dir warned"
 	[ -z "$(ls -A "$S/home/.cache/particle/locks")" ] && ok || bad "nobody wrote into root's locks dir"
-	# and nobody's own state is created private
+	# root's file planted at nobody's PID-file name: replaced by rename, its bytes untouched
 	chown 65534:65534 "$S/home/.cache/particle/locks"
+	printf 'root owns this\n' >"$S/rootpid"; chmod 666 "$S/rootpid"; sha "$S/rootpid" >"$S/rootpid.sha"
+	ln "$S/rootpid" "$S/home/.cache/particle/locks/$(printf '%x-%x' "$(stat -c %d "$S/m.gguf")" "$(stat -c %i "$S/m.gguf")").pid"
+	# shellcheck disable=SC2086
+	as_nobody "$S/particle" run -m "$S/m.gguf" $RUN >"$TMP/out" 2>"$TMP/err"; rc=$?
+	[ $rc -eq 0 ] && ok || bad "nobody: run with root's file at the PID name: exit $rc $(head -c 300 "$TMP/err")"
+	[ "$(sha "$S/rootpid")" = "$(cat "$S/rootpid.sha")" ] && ok || bad "nobody wrote root's file at the PID name"
+	# and nobody's own state is created private
 	# shellcheck disable=SC2086
 	as_nobody "$S/particle" eval -m "$S/m.gguf" $EVAL --pack-cache "$S/home/pc2" --pack-cache-size 8M >"$TMP/out" 2>"$TMP/err"; rc=$?
 	[ $rc -eq 0 ] && ok || bad "nobody: own pack cache: exit $rc $(head -c 300 "$TMP/err")"
