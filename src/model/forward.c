@@ -87,6 +87,10 @@ struct pt_fwd {
 	float *dg, *dy;
 	uint8_t *xqd;
 	uint32_t group_max;
+	/* decode batches (n_seq > 1): PT_KERN_SET_MAX (expert, row) products' intermediates
+	 * [w_ff], outputs [n_embd] and quantized down inputs [xq_row] */
+	float *bdg, *bdy;
+	uint8_t *bxqd;
 	uint32_t w_qk, w_v, w_ff, n_k; /* widths */
 };
 
@@ -820,9 +824,131 @@ static enum pt_status wave_grouped(pt_fwd *f, const struct pt_layer_weights *L, 
 	return st;
 }
 
+/* Decode batch: the experts ex[ne] (fetched together) over their rows as one set of
+ * single-row products per (expert, row): gate/up/activation in one dispatch, downs in a
+ * second.  Inputs are the rows' quantized layer input (f->xin); every product is the dot
+ * calls on the bytes one_expert's matmul would use, so each row's output is bit-identical,
+ * and is scattered into its rank slot of f->yk exactly as one_expert does. */
+static enum pt_status rows_group(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				 const uint32_t *ex, uint32_t ne, struct pt_error *err)
+{
+	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
+	struct pt_kern_glu gs[PT_KERN_SET_MAX] = { 0 };
+	struct pt_kern_mv ds[PT_KERN_SET_MAX] = { 0 };
+	struct pt_expert_ptrs p[PT_KERN_SET_MAX];
+	int slot_of_entry[PT_KERN_SET_MAX];
+	for (uint32_t j = 0, total = 0; j < ne; j++) /* wave_rows's invariant */
+		if ((total += f->eoff[ex[j] + 1] - f->eoff[ex[j]]) > PT_KERN_SET_MAX)
+			return pt_error_set(err, PT_E_INVALID, "forward: expert group too large");
+	uint32_t got = 0, m = 0;
+	enum pt_status st = PT_OK;
+	while (got < ne && (st = f->prov->get(f->prov->ctx, il, ex[got], &p[got], err)) == PT_OK)
+		got++;
+	f->expert_gets += got;
+	for (uint32_t j = 0; st == PT_OK && j < ne; j++) {
+		const bool fused = !p[j].up;
+		const struct pt_kern_mat g = expert_mat(fused ? &L->gate_up_exps : &L->gate_exps,
+							p[j].gate);
+		const struct pt_kern_mat u = fused ? (struct pt_kern_mat){ 0 }
+						   : expert_mat(&L->up_exps, p[j].up);
+		const struct pt_kern_mat d = expert_mat(&L->down_exps, p[j].down);
+		for (uint32_t c = f->eoff[ex[j]]; c < f->eoff[ex[j] + 1]; c++, m++) {
+			const uint8_t *xq = f->xin + (size_t)(f->rows[c] / k) * f->xin_row;
+			gs[m] = (struct pt_kern_glu){ g, u, xq, xq, f->bdg + (size_t)m * f->w_ff };
+			ds[m] = (struct pt_kern_mv){ d, NULL, f->bdy + (size_t)m * D };
+			slot_of_entry[m] = f->rows[c];
+		}
+	}
+	if (st == PT_OK)
+		st = pt_kern_glu_set(gs, m, glu_fn(f), f->pool, err);
+	for (uint32_t j = 0; st == PT_OK && j < m; j++) {
+		const struct pt_kern_ops *ops = pt_kern_ops(ds[j].w.type);
+		if (!ops) {
+			st = no_xq(&ds[j].w, err);
+			break;
+		}
+		ds[j].xq = gs[j].y;
+		if (ops->act_type != PT_TYPE_F32) {
+			ds[j].xq = f->bxqd + (size_t)j * f->xq_row;
+			pt_kern_quantize_row(ops->act_type, gs[j].y, f->bxqd + (size_t)j * f->xq_row,
+					     ds[j].w.cols);
+		}
+	}
+	if (st == PT_OK)
+		st = pt_kern_matvec_set(ds, m, f->pool, err);
+	for (uint32_t j = 0; f->prov->release && j < got; j++)
+		f->prov->release(f->prov->ctx, il, ex[j]);
+	for (uint32_t j = 0, m2 = 0; st == PT_OK && j < ne; j++) {
+		const float *sc = L->down_exps_scale ? &L->down_exps_scale[ex[j]] : NULL;
+		for (uint32_t c = f->eoff[ex[j]]; c < f->eoff[ex[j] + 1]; c++, m2++)
+			scale_row(f->yk + (size_t)slot_of_entry[m2] * D, f->bdy + (size_t)m2 * D, D,
+				  sc, f->rw[slot_of_entry[m2]]);
+	}
+	return st;
+}
+
+/* Rows routed to e on this layer. */
+static uint32_t rows_of(const pt_fwd *f, uint32_t e)
+{
+	return f->eoff[e + 1] - f->eoff[e];
+}
+
+/* Decode-batch wave: experts as they are ready, in groups of at most PT_KERN_SET_MAX
+ * (expert, row) products (an expert with more rows than that runs alone, by one_expert). */
+static enum pt_status wave_rows(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				const uint32_t *ex, uint32_t cnt, const float *in,
+				struct pt_error *err)
+{
+	const struct pt_expert_provider *pv = f->prov;
+	const bool stream = pv->prefetch && pv->next;
+	const uint32_t none = UINT32_MAX;
+	uint32_t carry = none, done = 0;
+	enum pt_status st = PT_OK;
+	while (st == PT_OK && done < cnt) {
+		uint32_t grp[PT_KERN_SET_MAX], ng = 0, ent = 0;
+		while (st == PT_OK && done + ng < cnt && ent < PT_KERN_SET_MAX) {
+			uint32_t e = ex[done + ng];
+			bool got = true;
+			if (carry != none) {
+				e = carry;
+				carry = none;
+			} else if (stream && ng == 0) {
+				st = pv->next(pv->ctx, &e, &got, err);
+				if (st == PT_OK && !got)
+					st = pt_error_set(err, PT_E_IO, "layer %u: %u of %u experts "
+							  "never became ready", il, cnt - done, cnt);
+			} else if (stream) {
+				if (!pv->ready)
+					break;
+				st = pv->ready(pv->ctx, &e, &got, err);
+				if (!got)
+					break;
+			}
+			if (st != PT_OK)
+				break;
+			if (ng > 0 && ent + rows_of(f, e) > PT_KERN_SET_MAX) {
+				if (stream)
+					carry = e; /* taken from the provider: first of the next group */
+				break;
+			}
+			grp[ng++] = e;
+			ent += rows_of(f, e);
+		}
+		if (st != PT_OK)
+			break;
+		if (ng == 1 && ent > PT_KERN_SET_MAX)
+			st = one_expert(f, L, il, grp[0], in, err);
+		else
+			st = rows_group(f, L, il, grp, ng, err);
+		done += ng;
+	}
+	return st;
+}
+
 /* One wave: prefetch (reads of the misses in flight), the overlapped work, then each expert
  * as its bytes are ready (hits first, misses in completion order).  Decode takes the grouped
- * path, with the overlapped FFN folded into the first group. */
+ * path, with the overlapped FFN folded into the first group; a decode batch groups
+ * (expert, row) products (wave_rows). */
 static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
 			   const uint32_t *ex, uint32_t cnt, const float *in, uint32_t n,
 			   overlap_fn overlap, struct pt_error *err)
@@ -830,6 +956,7 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	const struct pt_expert_provider *pv = f->prov;
 	const bool stream = pv->prefetch && pv->next;
 	const bool grouped = n == 1 && cnt < f->group_max;
+	const bool rows = n > 1 && f->decode_rows && f->xin_on && f->bdg;
 	struct ffn_ref shr;
 	bool folded = false;
 	enum pt_status st = stream ? pv->prefetch(pv->ctx, il, ex, cnt, err) : PT_OK;
@@ -842,7 +969,9 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	}
 	if (st == PT_OK && grouped)
 		st = wave_grouped(f, L, il, ex, cnt, in, folded ? &shr : NULL, err);
-	for (uint32_t i = 0; st == PT_OK && !grouped && i < cnt; i++) {
+	if (st == PT_OK && rows)
+		st = wave_rows(f, L, il, ex, cnt, in, err);
+	for (uint32_t i = 0; st == PT_OK && !grouped && !rows && i < cnt; i++) {
 		uint32_t e = ex[i];
 		bool got = true;
 		if (stream)
@@ -1275,6 +1404,13 @@ static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 	f->xgq = pt_mallocn(f->n_rows, f->xq_row ? f->xq_row : 1);
 	if (!f->dg || !f->dy || !f->xqd || !f->xin || !f->xgq)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	if (f->n_seq > 1) {
+		f->bdg = pt_mallocn((size_t)PT_KERN_SET_MAX * (f->w_ff ? f->w_ff : 1), sizeof(float));
+		f->bdy = pt_mallocn((size_t)PT_KERN_SET_MAX * D, sizeof(float));
+		f->bxqd = pt_mallocn(PT_KERN_SET_MAX, f->xq_row ? f->xq_row : 1);
+		if (!f->bdg || !f->bdy || !f->bxqd)
+			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	}
 	return PT_OK;
 }
 
@@ -1402,6 +1538,9 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->dg);
 	pt_free(f->dy);
 	pt_free(f->xqd);
+	pt_free(f->bdg);
+	pt_free(f->bdy);
+	pt_free(f->bxqd);
 	pt_free(f->xin);
 	pt_free(f->xgq);
 	for (uint32_t s = 0; f->seqs && s < f->n_seq; s++)
