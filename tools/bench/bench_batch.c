@@ -5,9 +5,11 @@
  *   build/bench_batch MODEL.gguf [--memory BYTES] [--seqs N] [--tokens T] [--threads N]
  *                     [--prompt P] [--io MODE]
  *
- * Each sequence gets its own P-token prompt, then T greedy decode steps run with all N
- * sequences in every pass.  Prints decode tok/s summed over the sequences, expert fetches
- * and bytes read per generated token. */
+ * Each sequence gets its own P-token prompt, then T greedy decode steps, each run twice:
+ * the N tokens as one batch (pt_engine_decode_batch), then - after rewinding every
+ * sequence by one - the same N tokens one sequence at a time (what N independent streams
+ * cost).  Prints aggregate tok/s of each (wall and per CPU second), expert fetches and bytes
+ * read per generated token, and the ratios. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,13 @@ static double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -58,6 +67,8 @@ int main(int argc, char **argv)
 	}
 	o.model_path = argv[1];
 	o.n_seq = n;
+	if (o.io_mode && !strcmp(o.io_mode, "auto"))
+		o.io_mode = NULL;
 	pt_engine *e = NULL;
 	struct pt_error err = { 0 };
 	if (pt_engine_open(&o, &e, &err) != PT_OK) {
@@ -75,27 +86,45 @@ int main(int argc, char **argv)
 		seqs[s] = s;
 		next[s] = argmax(l, nv);
 	}
+	/* A/B in one process, step by step (a busy machine disturbs both alike): the n tokens
+	 * as one batch, then the same n tokens one sequence at a time after rewinding each
+	 * sequence by one (its logits are the same bytes). */
 	struct pt_engine_stats a, b;
-	pt_engine_stats(e, &a);
-	const double t0 = now_s();
+	double tb = 0, cb = 0, ts = 0, cs = 0;
+	uint64_t gets_b = 0, gets_s = 0, read_b = 0, read_s = 0;
 	for (uint32_t t = 0; st == PT_OK && t < steps; t++) {
+		pt_engine_stats(e, &a);
+		double t0 = now_s(), c0 = cpu_s();
 		st = pt_engine_decode_batch(e, seqs, next, n, l, &err);
+		tb += now_s() - t0;
+		cb += cpu_s() - c0;
+		pt_engine_stats(e, &b);
+		gets_b += b.expert_gets - a.expert_gets;
+		read_b += b.bytes_read - a.bytes_read;
+		for (uint32_t s = 0; st == PT_OK && s < n; s++)
+			st = pt_engine_seq_rewind(e, s, pt_engine_seq_pos(e, s) - 1, &err);
+		t0 = now_s();
+		c0 = cpu_s();
+		for (uint32_t s = 0; st == PT_OK && s < n; s++)
+			st = pt_engine_seq_eval(e, s, &next[s], 1, l + (size_t)s * nv, false, &err);
+		ts += now_s() - t0;
+		cs += cpu_s() - c0;
+		pt_engine_stats(e, &a);
+		gets_s += a.expert_gets - b.expert_gets;
+		read_s += a.bytes_read - b.bytes_read;
 		for (uint32_t s = 0; st == PT_OK && s < n; s++)
 			next[s] = argmax(l + (size_t)s * nv, nv);
 	}
-	const double dt = now_s() - t0;
-	pt_engine_stats(e, &b);
 	if (st != PT_OK) {
 		fprintf(stderr, "bench_batch: %s\n", err.msg);
 		return 1;
 	}
 	const double gen = (double)n * steps;
-	printf("seqs %u: %.2f tok/s aggregate (%.2f per sequence), %.1f expert fetches and "
-	       "%.2f MiB read per token, hit rate %.1f%%\n", n, gen / dt, steps / dt,
-	       (double)(b.expert_gets - a.expert_gets) / gen,
-	       (double)(b.bytes_read - a.bytes_read) / gen / (1 << 20),
-	       100.0 * (double)(b.hits - a.hits) /
-		       (double)(b.hits - a.hits + b.misses - a.misses + 1e-9));
+	printf("%u sequences, %u steps: batched %.2f tok/s (%.2f per CPU s), %.1f fetches and "
+	       "%.2f MiB read per token; one at a time %.2f tok/s (%.2f per CPU s), %.1f fetches "
+	       "and %.2f MiB read per token; batched/one-at-a-time %.2fx wall, %.2fx CPU\n", n,
+	       steps, gen / tb, gen / cb, gets_b / gen, read_b / gen / (1 << 20), gen / ts, gen / cs,
+	       gets_s / gen, read_s / gen / (1 << 20), ts / tb, cs / cb);
 	pt_free(l);
 	pt_free(toks);
 	pt_engine_close(e);
