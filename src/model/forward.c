@@ -58,10 +58,12 @@ struct pt_fwd {
 	uint32_t *rseq;
 	int64_t *rpos;
 	bool decode_rows;
+	bool ahead_done;  /* this layer's read-ahead was made */
 	/* row blocks, [n_rows][width] */
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
 	float *h2, *rl, *rw, *yk, *xg, *sel;
-	float *spec_x, *spec_l, *spec_w; /* read-ahead prediction: [n_embd], [n_expert], [k] */
+	float *spec_x, *spec_l, *spec_w; /* read-ahead prediction, per row: [n_embd], [n_expert],
+					    [k] */
 	/* prefill experts: the layer input quantized once for every gate/up product [n_batch]
 	 * [xq_row] (xin_row bytes a row when xin_on), and one expert's rows gathered from it */
 	uint8_t *xin, *xgq;
@@ -529,26 +531,36 @@ static void gemma4_router_in(pt_fwd *f, const struct pt_layer_weights *L, const 
  * router-input norm) to this layer's residual f->x, and lets the provider start reading
  * them now, so this layer's tail and the next layer's attention overlap reads (FATE-style;
  * docs/PERFORMANCE.md has the hit rate of the guess and the waste).  Only which reads start
- * early depends on it, never a result. */
-static void read_ahead(pt_fwd *f, uint32_t il)
+ * early depends on it, never a result.  A decode batch guesses for each of its n rows and
+ * hands on the distinct experts (at most AHEAD_MAX). */
+#define AHEAD_MAX 256
+static void read_ahead(pt_fwd *f, uint32_t il, uint32_t n)
 {
 	const struct pt_hparams *hp = &f->m->hp;
-	const uint32_t k = hp->n_expert_used;
-	uint32_t ids[64];
+	const uint32_t k = hp->n_expert_used, E = hp->n_expert;
+	uint32_t ids[AHEAD_MAX], nu = 0;
 	struct pt_error ignore = { 0 };
 	if (!f->prov->ahead || il + 1 >= hp->n_layer || !f->m->layers[il + 1].is_moe || k > 64)
 		return;
 	const struct pt_layer_weights *N = &f->m->layers[il + 1];
 	if (hp->arch == PT_ARCH_GEMMA4)
-		gemma4_router_in(f, N, f->x, f->spec_x, 1);
+		gemma4_router_in(f, N, f->x, f->spec_x, n);
 	else
-		norm_rows(f->spec_x, f->x, N->ffn_norm, 1, hp->n_embd, hp->rms_eps);
-	if (mm(f, &N->router, f->spec_x, 1, f->spec_l, &ignore) != PT_OK)
+		norm_rows(f->spec_x, f->x, N->ffn_norm, n, hp->n_embd, hp->rms_eps);
+	if (mm(f, &N->router, f->spec_x, n, f->spec_l, &ignore) != PT_OK)
 		return; /* a guess: nothing to report */
-	route_row(f, N, f->spec_l, f->spec_ids, f->spec_w);
-	for (uint32_t j = 0; j < k; j++)
-		ids[j] = (uint32_t)f->spec_ids[j];
-	f->prov->ahead(f->prov->ctx, il + 1, ids, k);
+	for (uint32_t r = 0; r < n; r++) {
+		int *ri = f->spec_ids + (size_t)r * k;
+		route_row(f, N, f->spec_l + (size_t)r * E, ri, f->spec_w + (size_t)r * k);
+		for (uint32_t j = 0; j < k && nu < AHEAD_MAX; j++) {
+			uint32_t u = 0;
+			while (u < nu && ids[u] != (uint32_t)ri[j])
+				u++;
+			if (u == nu)
+				ids[nu++] = (uint32_t)ri[j];
+		}
+	}
+	f->prov->ahead(f->prov->ctx, il + 1, ids, nu);
 }
 
 static struct pt_kern_mat expert_mat(const struct pt_expert_mat *x, const void *data)
@@ -960,8 +972,10 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	struct ffn_ref shr;
 	bool folded = false;
 	enum pt_status st = stream ? pv->prefetch(pv->ctx, il, ex, cnt, err) : PT_OK;
-	if (st == PT_OK && stream && n == 1)
-		read_ahead(f, il);
+	if (st == PT_OK && stream && (n == 1 || f->decode_rows) && !f->ahead_done) {
+		read_ahead(f, il, n);
+		f->ahead_done = true; /* once per layer, after the first wave's reads went out */
+	}
 	if (st == PT_OK && overlap) {
 		folded = grouped && cnt > 0 && fold_overlap(f, L, overlap, &shr);
 		if (!folded)
@@ -1003,6 +1017,7 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 		f->on_route(f->route_ctx, il, f->rpos[r], f->decode_rows ? 1 : n, k,
 			    f->ids + (size_t)r * k);
 	enum pt_status st = PT_OK;
+	f->ahead_done = false;
 	quant_expert_input(f, L, in, n);
 	f->wave_end[0] = nu;
 	if (f->prov->waves)
@@ -1093,8 +1108,9 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 			return st;
 		norm_rows(f->t1, f->t1, L->post_ffw_norm, n, hp->n_embd, hp->rms_eps);
 	} else if (!L->is_moe) {
-		if (n == 1) /* a leading dense layer: the first MoE layer's reads start here */
-			read_ahead(f, il);
+		if (n == 1 || f->decode_rows) /* a leading dense layer: the first MoE layer's reads
+						 start here */
+			read_ahead(f, il, n);
 		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
 	} else {
 		st = moe(f, L, il, f->h, f->h, n, f->t1, err); /* shared expert into t2 */
@@ -1427,8 +1443,8 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	const size_t n[] = { B * D, B * D, B * D, B * D, B * D, B * D, B * D, B * f->w_qk,
 			     B * f->w_qk, B * f->w_qk, B * f->n_k, B * w_qkv, B * f->w_ff,
 			     B * f->w_ff, B * hp->n_expert, B * k, B * k * D, hp->n_expert,
-			     max_rot, (size_t)f->n_threads * f->attn_scratch_n, D, hp->n_expert,
-			     k };
+			     max_rot, (size_t)f->n_threads * f->attn_scratch_n, B * D,
+			     B * hp->n_expert, B * k };
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
 		*bufs[i] = pt_mallocn(n[i] ? n[i] : 1, sizeof(float));
 		if (!*bufs[i])
@@ -1438,7 +1454,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
-	f->spec_ids = pt_mallocn(k ? k : 1, sizeof(int));
+	f->spec_ids = pt_mallocn(k ? B * k : 1, sizeof(int));
 	f->rseq = pt_mallocn(B, sizeof(uint32_t));
 	f->rpos = pt_mallocn(B, sizeof(int64_t));
 	f->uni = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));

@@ -125,6 +125,10 @@ int main(int argc, char **argv)
 	       "and %.2f MiB read per token; batched/one-at-a-time %.2fx wall, %.2fx CPU\n", n,
 	       steps, gen / tb, gen / cb, gets_b / gen, read_b / gen / (1 << 20), gen / ts, gen / cs,
 	       gets_s / gen, read_s / gen / (1 << 20), ts / tb, cs / cb);
+	pt_engine_stats(e, &b);
+	printf("read-ahead: %llu reads started on a guess, %llu used, %llu wasted\n",
+	       (unsigned long long)b.ahead_reads, (unsigned long long)b.ahead_used,
+	       (unsigned long long)b.ahead_wasted);
 	pt_free(l);
 	pt_free(toks);
 	pt_engine_close(e);
