@@ -154,12 +154,11 @@ static enum pt_status add_lit(struct comp *c, const char *p, size_t n, uint32_t 
 	return PT_OK;
 }
 
-static const pt_grammar *sort_g; /* qsort has no context argument in C11 */
-
-static int cmp_lit(const void *a, const void *b)
+static int cmp_lit(const void *a, const void *b, void *ctx)
 {
-	const struct gr_bytes *x = &sort_g->lits[*(const uint32_t *)a];
-	const struct gr_bytes *y = &sort_g->lits[*(const uint32_t *)b];
+	const pt_grammar *g = ctx;
+	const struct gr_bytes *x = &g->lits[*(const uint32_t *)a];
+	const struct gr_bytes *y = &g->lits[*(const uint32_t *)b];
 	uint32_t n = x->n < y->n ? x->n : y->n;
 	int r = n ? memcmp(x->p, y->p, n) : 0;
 	if (r)
@@ -172,14 +171,13 @@ static enum pt_status add_sorted(struct comp *c, uint32_t *ids, uint32_t n, uint
 				 uint32_t *cnt)
 {
 	pt_grammar *g = c->g;
-	sort_g = g;
-	if (n > 1)
-		qsort(ids, n, sizeof *ids, cmp_lit);
+	if (n > 1) /* glibc qsort_r: no global state, grammars compile on any thread */
+		qsort_r(ids, n, sizeof *ids, cmp_lit, g);
 	if (!grow((void **)&g->lsorted, &g->cap_lsorted, g->n_lsorted + n, sizeof *g->lsorted))
 		return nomem(c);
 	*lo = g->n_lsorted;
 	for (uint32_t i = 0; i < n; i++)
-		if (i == 0 || cmp_lit(&ids[i - 1], &ids[i]) != 0)
+		if (i == 0 || cmp_lit(&ids[i - 1], &ids[i], g) != 0)
 			g->lsorted[g->n_lsorted++] = ids[i];
 	*cnt = g->n_lsorted - *lo;
 	return PT_OK;
@@ -554,6 +552,18 @@ static enum pt_status bool_or_schema(struct comp *c, const cJSON *v, const char 
 	return compile_at(c, v, kw, NULL, -1, out);
 }
 
+struct kctx {
+	const pt_grammar *g;
+	const struct gr_prop *props;
+};
+
+static int cmp_key(const void *a, const void *b, void *ctx)
+{
+	const struct kctx *k = ctx;
+	uint32_t x = k->props[*(const uint32_t *)a].key, y = k->props[*(const uint32_t *)b].key;
+	return cmp_lit(&x, &y, (void *)k->g);
+}
+
 static enum pt_status compile_object(struct comp *c, const cJSON *s, uint32_t node)
 {
 	const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
@@ -653,6 +663,20 @@ static enum pt_status compile_object(struct comp *c, const cJSON *s, uint32_t no
 		memcpy(g->props + g->n_props, tmp, n * sizeof *tmp);
 	g->n_props += n;
 	g->nodes[node].addl = addl;
+	/* the keys in byte order, so one stack matches every candidate key at once */
+	if (!grow((void **)&g->korder, &g->cap_korder, g->n_korder + n + 1, sizeof *g->korder)) {
+		st = nomem(c);
+		goto out;
+	}
+	g->nodes[node].korder = g->n_korder;
+	for (uint32_t i = 0; i < n; i++)
+		g->korder[g->n_korder + i] = i;
+	{
+		struct kctx k = { g, g->props + g->nodes[node].lo };
+		if (n > 1)
+			qsort_r(g->korder + g->n_korder, n, sizeof *g->korder, cmp_key, &k);
+	}
+	g->n_korder += n;
 	if (addl != GR_NONE)
 		st = keystr_node(c, names, n, &g->nodes[node].keystr);
 out:
@@ -1296,5 +1320,6 @@ void pt_grammar_free(pt_grammar *g)
 	pt_free(g->props);
 	pt_free(g->kids);
 	pt_free(g->parts);
+	pt_free(g->korder);
 	pt_free(g);
 }

@@ -10,7 +10,9 @@
 
 #define GR_INF 0x3fffffffu   /* min_depth of an unsatisfiable node */
 #define GR_NONE UINT32_MAX   /* absent node / unbounded length */
-#define GR_MAX_STACKS 512    /* stacks kept per state; extra ones are dropped (still sound) */
+#define GR_MAX_STACKS 1024   /* stacks kept per state; extra ones are dropped (still sound) */
+#define GR_HASH_FROM 16      /* sets with more stacks dedupe through a hash table */
+#define GR_HASH_CAP 4096     /* power of two, > 2 * GR_MAX_STACKS */
 
 enum gr_kind {
 	GR_LIT,   /* one of a sorted set of literal byte strings (enum, const, null, booleans) */
@@ -53,6 +55,7 @@ struct gr_node {
 	uint32_t keystr;    /* OBJ: the GR_STR node for extra keys */
 	uint32_t pfx_lo, pfx_n; /* ARR: prefix items (kids) */
 	uint32_t items;     /* ARR: node for items after the prefix or GR_NONE */
+	uint32_t korder;    /* OBJ: g->korder offset of its n props sorted by key bytes */
 };
 
 struct pt_grammar {
@@ -68,6 +71,8 @@ struct pt_grammar {
 	uint32_t n_kids, cap_kids;
 	struct gr_part *parts;
 	uint32_t n_parts, cap_parts;
+	uint32_t *korder;      /* per object: prop offsets in key byte order (key matching) */
+	uint32_t n_korder, cap_korder;
 	uint32_t root;
 	uint32_t any;          /* the any-JSON-value node (GR_NONE until needed) */
 };
@@ -90,6 +95,8 @@ struct gr_set {
 	uint32_t *off, *len; /* per stack: frames offset and count */
 	struct gr_frame *fr;
 	uint32_t n_fr, cap_fr;
+	uint32_t *htab;      /* [GR_HASH_CAP] stack indexes, once the set is big */
+	bool hashed;
 	bool nomem;          /* an append failed: the set is incomplete */
 };
 

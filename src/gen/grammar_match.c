@@ -29,6 +29,7 @@ void gr_set_init(struct gr_set *s)
 
 void gr_set_free(struct gr_set *s)
 {
+	pt_free(s->htab);
 	pt_free(s->off);
 	pt_free(s->len);
 	pt_free(s->fr);
@@ -37,16 +38,51 @@ void gr_set_free(struct gr_set *s)
 
 void gr_set_clear(struct gr_set *s)
 {
+	if (s->hashed)
+		memset(s->htab, 0xff, GR_HASH_CAP * sizeof *s->htab);
+	s->hashed = false;
 	s->n = 0;
 	s->n_fr = 0;
 	s->nomem = false;
 }
 
+static uint32_t hash_frames(const struct gr_frame *fr, uint32_t n)
+{
+	const unsigned char *p = (const unsigned char *)fr;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n * sizeof *fr; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static bool same(const struct gr_set *s, uint32_t i, const struct gr_frame *fr, uint32_t n)
+{
+	return s->len[i] == n && memcmp(s->fr + s->off[i], fr, n * sizeof *fr) == 0;
+}
+
+/* Index slot of stack fr in the hash table: where it is, or the empty slot to put it. */
+static uint32_t *hslot(const struct gr_set *s, const struct gr_frame *fr, uint32_t n)
+{
+	uint32_t h = hash_frames(fr, n) & (GR_HASH_CAP - 1);
+	while (s->htab[h] != UINT32_MAX && !same(s, s->htab[h], fr, n))
+		h = (h + 1) & (GR_HASH_CAP - 1);
+	return &s->htab[h];
+}
+
+/* Small sets dedupe by scanning; from GR_HASH_FROM stacks on, through a hash table, so a
+ * set stays linear in its size up to GR_MAX_STACKS. */
 static bool set_push(struct gr_set *s, const struct gr_frame *fr, uint32_t n)
 {
-	for (uint32_t i = 0; i < s->n; i++)
-		if (s->len[i] == n && memcmp(s->fr + s->off[i], fr, n * sizeof *fr) == 0)
+	uint32_t *slot = NULL;
+	if (s->hashed) {
+		slot = hslot(s, fr, n);
+		if (*slot != UINT32_MAX)
 			return true;
+	} else {
+		for (uint32_t i = 0; i < s->n; i++)
+			if (same(s, i, fr, n))
+				return true;
+	}
 	if (s->n >= GR_MAX_STACKS)
 		return true; /* dropping a stack keeps the set sound: each one is completable */
 	if (s->n == s->cap) {
@@ -80,8 +116,21 @@ static bool set_push(struct gr_set *s, const struct gr_frame *fr, uint32_t n)
 	memcpy(s->fr + s->n_fr, fr, n * sizeof *fr);
 	s->off[s->n] = s->n_fr;
 	s->len[s->n] = n;
+	if (slot)
+		*slot = s->n;
 	s->n++;
 	s->n_fr += n;
+	if (!s->hashed && s->n >= GR_HASH_FROM) {
+		if (!s->htab) {
+			s->htab = pt_mallocn(GR_HASH_CAP, sizeof *s->htab);
+			if (!s->htab)
+				return true; /* stay linear */
+			memset(s->htab, 0xff, GR_HASH_CAP * sizeof *s->htab);
+		}
+		s->hashed = true;
+		for (uint32_t i = 0; i < s->n; i++)
+			*hslot(s, s->fr + s->off[i], s->len[i]) = i;
+	}
 	return true;
 }
 
@@ -616,28 +665,55 @@ static bool obj_can_more(const pt_grammar *g, const struct gr_frame *f, uint32_t
 	return fits(g, n, nd->addl);
 }
 
-/* '"' where a key may start: one stack per declared key that may come next, and one for an
- * extra key when no required key is left. */
+/* Index of the last declared key that may come next: the first required one from a on
+ * (keys before it may be skipped, keys after it may not come before it). */
+static uint32_t obj_last_key(const pt_grammar *g, const struct gr_node *nd, uint32_t a)
+{
+	for (uint32_t j = a; j < nd->n; j++)
+		if (g->props[nd->lo + j].required)
+			return j;
+	return nd->n ? nd->n - 1 : 0;
+}
+
+/* Some key in the byte-ordered range [lo, hi) of object f may come next and its value
+ * fits below the depth limit. */
+static bool obj_key_candidate(const pt_grammar *g, const struct gr_frame *f, uint32_t n,
+			      uint32_t lo, uint32_t hi)
+{
+	const struct gr_node *nd = &g->nodes[f->node];
+	uint32_t last = obj_last_key(g, nd, f->a);
+	for (uint32_t i = lo; i < hi; i++) {
+		uint32_t j = g->korder[nd->korder + i];
+		if (j >= f->a && j <= last && fits(g, n, g->props[nd->lo + j].node))
+			return true;
+	}
+	return false;
+}
+
+static const struct gr_bytes *key_at(const pt_grammar *g, const struct gr_node *nd, uint32_t i)
+{
+	return &g->lits[g->props[nd->lo + g->korder[nd->korder + i]].key];
+}
+
+/* '"' where a key may start: one stack matching every declared key that may come next
+ * (a range of the byte-ordered keys), and one for an extra key when no required key is
+ * left. */
 static void obj_keys(struct fctx *x, uint32_t n, uint8_t c)
 {
 	const pt_grammar *g = x->g;
 	struct gr_frame *f = &x->w[n - 1];
 	const struct gr_node *nd = &g->nodes[f->node];
 	struct gr_frame save = *f;
-	for (uint32_t j = save.a; j < nd->n; j++) {
-		const struct gr_prop *p = &g->props[nd->lo + j];
-		if (fits(g, n, p->node)) {
-			f->phase = O_KEY;
-			f->b = j;
-			f->c = 1;
-			f->ws = 0;
-			emit(x, n);
-			*f = save;
-		}
-		if (p->required)
-			return;
+	if (obj_key_candidate(g, f, n, 0, nd->n)) {
+		f->phase = O_KEY;
+		f->c = 1;
+		f->d = 0;
+		f->e = nd->n;
+		f->ws = 0;
+		emit(x, n);
+		*f = save;
 	}
-	if (fits(g, n, nd->addl)) {
+	if (obj_can_close(g, f) && fits(g, n, nd->addl)) {
 		f->phase = O_AKEY;
 		f->a = nd->n;
 		f->b = GR_NONE;
@@ -676,13 +752,26 @@ static void own_obj(struct fctx *x, uint32_t n, uint8_t c)
 			f->phase = O_DONE, f->ws = 0, emit(x, n);
 		return;
 	case O_KEY: {
-		const struct gr_bytes *k = &g->lits[g->props[nd->lo + f->b].key];
-		if (f->c >= k->n || (uint8_t)k->p[f->c] != c)
+		/* narrow the key range by byte c at position f->c (quoted keys are prefix-free,
+		 * so a key that ends here is the only one left) */
+		uint32_t lo = f->d, hi = f->e, pos = f->c;
+		while (lo < hi && (key_at(g, nd, lo)->n <= pos ||
+				   (uint8_t)key_at(g, nd, lo)->p[pos] < c))
+			lo++;
+		uint32_t hi2 = lo;
+		while (hi2 < hi && key_at(g, nd, hi2)->n > pos &&
+		       (uint8_t)key_at(g, nd, hi2)->p[pos] == c)
+			hi2++;
+		if (!obj_key_candidate(g, f, n, lo, hi2))
 			return;
-		if (++f->c == k->n) {
-			f->phase = O_COLON;
+		f->c = pos + 1;
+		f->d = lo;
+		f->e = hi2;
+		if (key_at(g, nd, lo)->n == pos + 1) {
+			f->b = g->korder[nd->korder + lo];
 			f->a = f->b + 1;
-			f->c = 0;
+			f->phase = O_COLON;
+			f->c = f->d = f->e = 0;
 		}
 		emit(x, n);
 		return;

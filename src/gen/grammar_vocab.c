@@ -84,10 +84,9 @@ static uint32_t plain_cps(const unsigned char *b, uint32_t n)
 	return cps;
 }
 
-static const pt_grammar_vocab *sort_v;
-
-static int cmp_tok(const void *a, const void *b)
+static int cmp_tok(const void *a, const void *b, void *ctx)
 {
+	const pt_grammar_vocab *sort_v = ctx;
 	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
 	uint32_t nx = sort_v->len[x], ny = sort_v->len[y], n = nx < ny ? nx : ny;
 	int r = n ? memcmp(sort_v->bytes + sort_v->off[x], sort_v->bytes + sort_v->off[y], n) : 0;
@@ -226,8 +225,7 @@ enum pt_status pt_grammar_vocab_build(const struct pt_tok *tok, pt_grammar_vocab
 		v->plain_cps[t] = plain_cps((const unsigned char *)buf, (uint32_t)len);
 		ids[n_text++] = (int32_t)t;
 	}
-	sort_v = v;
-	qsort(ids, n_text, sizeof *ids, cmp_tok);
+	qsort_r(ids, n_text, sizeof *ids, cmp_tok, v);
 	for (uint32_t i = 0; i < n_text; i++)
 		if (v->plain_cps[ids[i]] == UINT32_MAX)
 			sp[n_special++] = ids[i];

@@ -1180,3 +1180,75 @@ PT_TEST(test_grammar_sampler_constrained_equals_masked_logits)
 	REQUIRE(t);
 	sampler_equivalence(t, 30, 12);
 }
+
+/* Wide schemas stay exact: 300 optional keys in one object, 300 tool alternatives. */
+PT_TEST(test_grammar_wide_schemas)
+{
+	char *buf = pt_malloc(1 << 16), *w = buf;
+	struct pt_error e = { 0 };
+	w += sprintf(w, "{\"type\":\"object\",\"properties\":{");
+	for (int i = 0; i < 300; i++)
+		w += sprintf(w, "%s\"p%d\":{\"type\":\"integer\"}", i ? "," : "", i);
+	sprintf(w, "}}");
+	pt_grammar *g = compile_text(buf, &e);
+	REQUIRE(g);
+	CHECK_EQ_INT(match(g, "{\"p299\":1}"), 2);
+	CHECK_EQ_INT(match(g, "{\"p7\":1,\"p150\":2,\"p299\":3}"), 2);
+	CHECK_EQ_INT(match(g, "{\"p150\":1,\"p7\":1}"), 0);
+	CHECK_EQ_INT(match(g, "{\"p300\":1}"), 0);
+	CHECK_EQ_INT(match(g, "{\"p29"), 1);
+	pt_grammar_free(g);
+
+	enum { NT = 300 };
+	cJSON *schemas[NT];
+	struct pt_grammar_part (*parts)[3] = pt_mallocn(NT, sizeof *parts);
+	const struct pt_grammar_part **alts = pt_mallocn(NT, sizeof *alts);
+	size_t np[NT];
+	for (int i = 0; i < NT; i++) {
+		sprintf(buf, "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"tool%d\"},"
+			"\"arguments\":{\"type\":\"object\",\"properties\":{\"x%d\":{\"type\":"
+			"\"integer\"}}}},\"required\":[\"name\",\"arguments\"]}", i, i);
+		schemas[i] = cJSON_Parse(buf);
+		parts[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false };
+		parts[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false };
+		parts[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false };
+		alts[i] = parts[i];
+		np[i] = 3;
+	}
+	REQUIRE(pt_grammar_from_alternatives(alts, np, NT, &g, &e) == PT_OK);
+	CHECK_EQ_INT(match(g, "<tool_call>\n{\"name\":\"tool299\",\"arguments\":{\"x299\":5}}\n"
+			      "</tool_call>"), 2);
+	CHECK_EQ_INT(match(g, "<tool_call>\n{\"name\":\"tool299\",\"arguments\":{\"x298\":5}}"), 0);
+	CHECK_EQ_INT(match(g, "<tool_call>\n{\"name\":\"tool0\",\"arguments\":{}}\n</tool_call>"),
+		     2);
+	pt_tok *t = compact_tok(PT_ARCH_QWEN3MOE);
+	pt_grammar_vocab *v = NULL;
+	REQUIRE(t && pt_grammar_vocab_build(t, &v, &e) == PT_OK);
+	struct walker wk;
+	REQUIRE(walker_init(&wk, v, 99));
+	for (int k = 0; k < 5; k++) {
+		size_t len;
+		char *out = walk(&wk, g, 30, &len);
+		if (!out)
+			break;
+		const char *pre = "<tool_call>\n", *post = "\n</tool_call>";
+		size_t a = strlen(pre), b = strlen(post);
+		cJSON *val = len > a + b ? parse_all(out + a, len - a - b) : NULL;
+		bool ok = false;
+		for (int i = 0; val && i < NT && !ok; i++)
+			ok = valid(schemas[i], val, schemas[i], 0);
+		if (!ok)
+			pt_test_fail(__FILE__, __LINE__, "wide tool call invalid: %s", out);
+		cJSON_Delete(val);
+		pt_free(out);
+	}
+	walker_free(&wk);
+	pt_grammar_vocab_free(v);
+	pt_tok_destroy(t);
+	pt_grammar_free(g);
+	for (int i = 0; i < NT; i++)
+		cJSON_Delete(schemas[i]);
+	pt_free(parts);
+	pt_free(alts);
+	pt_free(buf);
+}
