@@ -357,7 +357,7 @@ static enum pt_status get_count(struct comp *c, const cJSON *s, const char *kw, 
 	return PT_OK;
 }
 
-static enum pt_status compile(struct comp *c, const cJSON *s, uint32_t *out);
+static enum pt_status compile(struct comp *c, const cJSON *s, bool memo, uint32_t *out);
 
 /* Compiles the schema at a child path (kw, then an optional index or key). */
 static enum pt_status compile_at(struct comp *c, const cJSON *s, const char *kw,
@@ -368,7 +368,7 @@ static enum pt_status compile_at(struct comp *c, const cJSON *s, const char *kw,
 		path_push(c, key);
 	else if (idx >= 0)
 		path_push_index(c, (size_t)idx);
-	enum pt_status st = compile(c, s, out);
+	enum pt_status st = compile(c, s, false, out);
 	path_pop(c, old);
 	return st;
 }
@@ -852,7 +852,7 @@ static enum pt_status compile_body(struct comp *c, const cJSON *s, uint32_t node
 		memcpy(c->path, v->valuestring + 1, len);
 		c->path[len] = 0;
 		c->plen = len;
-		st = compile(c, target, &k[0]);
+		st = compile(c, target, true, &k[0]);
 		memcpy(c->path, saved, sizeof saved);
 		c->plen = saved_len;
 		return st ? st : set_kids(c, node, k, 1);
@@ -936,11 +936,13 @@ static enum pt_status compile_body(struct comp *c, const cJSON *s, uint32_t node
 	return set_kids(c, node, k, n);
 }
 
-static enum pt_status compile(struct comp *c, const cJSON *s, uint32_t *out)
+/* memo: s is a $ref target; compiled once, so recursive references close into a cycle.
+ * Everything else is reached once by walking the schema tree. */
+static enum pt_status compile(struct comp *c, const cJSON *s, bool memo, uint32_t *out)
 {
 	uint32_t node;
 	enum pt_status st;
-	for (uint32_t i = 0; i < c->n_memo; i++)
+	for (uint32_t i = 0; memo && i < c->n_memo; i++)
 		if (c->memo[i].s == s) {
 			*out = c->memo[i].node;
 			return PT_OK;
@@ -949,11 +951,13 @@ static enum pt_status compile(struct comp *c, const cJSON *s, uint32_t *out)
 		return bad(c, NULL, "schema nested deeper than %d", COMPILE_MAX_NEST);
 	if ((st = new_node(c, GR_UNION, &node)))
 		return st;
-	if (!grow((void **)&c->memo, &c->cap_memo, c->n_memo + 1, sizeof *c->memo))
-		return nomem(c);
-	c->memo[c->n_memo].s = s;
-	c->memo[c->n_memo].node = node;
-	c->n_memo++;
+	if (memo) {
+		if (!grow((void **)&c->memo, &c->cap_memo, c->n_memo + 1, sizeof *c->memo))
+			return nomem(c);
+		c->memo[c->n_memo].s = s;
+		c->memo[c->n_memo].node = node;
+		c->n_memo++;
+	}
 	*out = node;
 	if (cJSON_IsBool(s)) {
 		uint32_t k;
@@ -1224,7 +1228,7 @@ enum pt_status pt_grammar_from_schema(const cJSON *schema, pt_grammar **out,
 		st = pt_error_set(err, PT_E_INVALID, "JSON schema: missing");
 	else {
 		c.doc = schema;
-		st = compile(&c, schema, &c.g->root);
+		st = compile(&c, schema, false, &c.g->root);
 	}
 	return comp_end(&c, st, out);
 }
@@ -1279,7 +1283,7 @@ enum pt_status pt_grammar_from_alternatives(const struct pt_grammar_part *const 
 			} else if (p->schema) {
 				tmp[np].lit = 0;
 				c.doc = p->schema;
-				st = compile(&c, p->schema, &tmp[np].node);
+				st = compile(&c, p->schema, false, &tmp[np].node);
 			} else {
 				tmp[np].lit = 0;
 				st = any_node(&c, &tmp[np].node);

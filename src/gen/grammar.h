@@ -38,7 +38,9 @@
  * ambiguous readings at once (more are dropped, which keeps it sound and dead-end free).
  * Mask cost on the 151,669-token Qwen3 vocabulary: about 0.25-0.5 ms per token on average
  * (tests/unit/test_grammar.c prints it); a single-token check (the sampler's fast path) is
- * a few microseconds.
+ * a few microseconds.  The cost grows with the number of readings alive at once: e.g. inside
+ * a string that matches 100 anyOf string branches with different lengths a mask takes
+ * ~250 ms; while 300 forced tools share their first bytes, ~10 ms.
  *
  * Supported JSON Schema subset (anything else is PT_E_INVALID naming the JSON-pointer path
  * of the keyword, e.g. "/properties/when/pattern"):
