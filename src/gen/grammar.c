@@ -320,7 +320,8 @@ static const char *const annotations[] = {
 static const char *const assertions[] = {
 	"type", "properties", "required", "additionalProperties", "items", "prefixItems",
 	"additionalItems", "minItems", "maxItems", "minLength", "maxLength", "format", "enum",
-	"const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "uniqueItems", NULL,
+	"const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "uniqueItems", "minimum",
+	"maximum", "exclusiveMinimum", "exclusiveMaximum", NULL,
 };
 
 static bool in_list(const char *const *l, const char *s)
@@ -745,6 +746,60 @@ static enum pt_status compile_array(struct comp *c, const cJSON *s, uint32_t nod
 	return PT_OK;
 }
 
+#define INT_LIMIT 9999999999999999.0 /* 16 digits: what the matcher generates */
+
+/* minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers, as inclusive bounds
+ * (draft 4's boolean exclusive* modify minimum / maximum). */
+static enum pt_status compile_bounds(struct comp *c, const cJSON *s, uint32_t node)
+{
+	static const char *const kws[] = { "minimum", "maximum", "exclusiveMinimum",
+					   "exclusiveMaximum" };
+	double lo = -INT_LIMIT, hi = INT_LIMIT;
+	bool any = false, excl_lo = false, excl_hi = false;
+	struct gr_node *nd = &c->g->nodes[node];
+	for (int i = 0; i < 4; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, kws[i]);
+		if (!v)
+			continue;
+		if (i >= 2 && cJSON_IsBool(v)) {
+			*(i == 2 ? &excl_lo : &excl_hi) = cJSON_IsTrue(v);
+			continue;
+		}
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+			return bad(c, kws[i], "must be a number");
+		if (!nd->is_int)
+			return bad(c, kws[i], "numeric bounds are supported on \"integer\" only");
+		double b = v->valuedouble;
+		any = true;
+		switch (i) {
+		case 0: b = ceil(b); lo = b > lo ? b : lo; break;
+		case 1: b = floor(b); hi = b < hi ? b : hi; break;
+		case 2: b = floor(b) + 1; lo = b > lo ? b : lo; break;
+		default: b = ceil(b) - 1; hi = b < hi ? b : hi; break;
+		}
+	}
+	if (excl_lo || excl_hi) {
+		const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minimum");
+		const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maximum");
+		if (excl_lo && mn && mn->valuedouble == floor(mn->valuedouble) && lo == mn->valuedouble)
+			lo += 1;
+		if (excl_hi && mx && mx->valuedouble == floor(mx->valuedouble) && hi == mx->valuedouble)
+			hi -= 1;
+	}
+	if (!any)
+		return PT_OK;
+	if (lo < -INT_LIMIT)
+		lo = -INT_LIMIT;
+	if (hi > INT_LIMIT)
+		hi = INT_LIMIT;
+	if (lo > hi)
+		return bad(c, "minimum", "no integer of at most 16 digits lies in the bounds");
+	nd->bounded = 1;
+	nd->ilo = (int64_t)lo;
+	nd->ihi = (int64_t)hi;
+	return PT_OK;
+}
+
 /* The node for one JSON type under schema s. */
 static enum pt_status type_node(struct comp *c, const cJSON *s, unsigned t, uint32_t *out)
 {
@@ -760,7 +815,7 @@ static enum pt_status type_node(struct comp *c, const cJSON *s, unsigned t, uint
 		if ((st = new_node(c, GR_NUM, out)))
 			return st;
 		c->g->nodes[*out].is_int = t == T_INT;
-		return PT_OK;
+		return compile_bounds(c, s, *out);
 	case T_STR:
 		if ((st = new_node(c, GR_STR, out)))
 			return st;

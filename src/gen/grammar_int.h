@@ -47,6 +47,8 @@ struct gr_node {
 	uint8_t kind;
 	uint8_t is_int;    /* GR_NUM */
 	uint8_t format;    /* GR_STR */
+	uint8_t bounded;   /* GR_NUM integer: ilo..ihi applies */
+	int64_t ilo, ihi;  /* inclusive integer bounds */
 	uint32_t min_depth; /* frames needed to complete from a fresh frame; GR_INF: unsat */
 	uint32_t lo, n;     /* GR_LIT: range of g->lsorted; OBJ: props; UNION: kids; SEQ: parts */
 	uint32_t min, max;  /* STR: length; ARR: items */

@@ -578,20 +578,78 @@ static void own_str(struct fctx *x, uint32_t n, uint8_t c)
 	}
 }
 
+static const int64_t pow10s[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+				   100000000, 1000000000, 10000000000, 100000000000,
+				   1000000000000, 10000000000000, 100000000000000,
+				   1000000000000000, 10000000000000000 };
+
+/* Can an integer whose digits so far are p (k of them, sign neg) still end inside
+ * [ilo, ihi]?  Its completions with j more digits span [p*10^j, p*10^j + 10^j - 1]. */
+static bool int_feasible(const struct gr_node *nd, bool neg, int64_t p, uint32_t k)
+{
+	uint32_t jmax = p == 0 ? 0 : NUM_INT_DIGITS - k;
+	for (uint32_t j = 0; j <= jmax; j++) {
+		int64_t lo = p * pow10s[j], hi = lo + pow10s[j] - 1;
+		if (neg) {
+			int64_t t = -hi;
+			hi = -lo;
+			lo = t;
+		}
+		if (lo <= nd->ihi && hi >= nd->ilo)
+			return true;
+	}
+	return false;
+}
+
+static int64_t frame_int(const struct gr_frame *f)
+{
+	return (int64_t)(((uint64_t)f->c << 32) | f->b);
+}
+
+static void set_frame_int(struct gr_frame *f, int64_t v)
+{
+	f->b = (uint32_t)((uint64_t)v & 0xffffffffu);
+	f->c = (uint32_t)((uint64_t)v >> 32);
+}
+
+/* Bounded integers: the digit c may follow only if some completion stays in range. */
+static bool bounded_digit(const struct gr_node *nd, struct gr_frame *f, uint8_t c)
+{
+	int64_t p = frame_int(f) * 10 + (c - '0');
+	if (!int_feasible(nd, f->d != 0, p, f->a + 1))
+		return false;
+	set_frame_int(f, p);
+	return true;
+}
+
+static bool bounded_minus_ok(const struct gr_node *nd)
+{
+	for (int dd = 0; dd < 10; dd++)
+		if (int_feasible(nd, true, dd, 1))
+			return true;
+	return false;
+}
+
 static void own_num(struct fctx *x, uint32_t n, uint8_t c)
 {
 	struct gr_frame *f = &x->w[n - 1];
-	bool is_int = x->g->nodes[f->node].is_int;
+	const struct gr_node *nd = &x->g->nodes[f->node];
+	bool is_int = nd->is_int;
 	bool d = c >= '0' && c <= '9';
 	uint8_t p = f->phase;
 	switch (p) {
 	case N_FRESH:
 		if (c == '-') {
+			if (nd->bounded && !bounded_minus_ok(nd))
+				return;
 			f->phase = N_MINUS;
+			f->d = 1;
 			break;
 		}
 		/* fall through */
 	case N_MINUS:
+		if (d && nd->bounded && !bounded_digit(nd, f, c))
+			return;
 		if (c == '0')
 			f->phase = N_ZERO;
 		else if (d)
@@ -601,8 +659,11 @@ static void own_num(struct fctx *x, uint32_t n, uint8_t c)
 		break;
 	case N_ZERO:
 	case N_INT:
-		if (p == N_INT && d && f->a < NUM_INT_DIGITS)
+		if (p == N_INT && d && f->a < NUM_INT_DIGITS) {
+			if (nd->bounded && !bounded_digit(nd, f, c))
+				return;
 			f->a++;
+		}
 		else if (!is_int && c == '.')
 			f->phase = N_DOT, f->a = 0;
 		else if (!is_int && (c == 'e' || c == 'E'))
@@ -909,6 +970,10 @@ static bool finishable(const pt_grammar *g, const struct gr_frame *f)
 	case GR_STR:
 		return f->phase == S_DONE;
 	case GR_NUM:
+		if (nd->bounded && (f->phase == N_ZERO || f->phase == N_INT)) {
+			int64_t v = f->d ? -frame_int(f) : frame_int(f);
+			return v >= nd->ilo && v <= nd->ihi;
+		}
 		return f->phase == N_ZERO || f->phase == N_INT || f->phase == N_FRAC ||
 		       f->phase == N_EXP;
 	case GR_OBJ:

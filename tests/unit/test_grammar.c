@@ -214,6 +214,28 @@ static const struct bcase byte_cases[] = {
 	{ "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"$ref\":"
 	  "\"#/properties/x\"}}}", "{\"y\":2}", 2 },
 	{ "{\"allOf\":[{\"type\":\"integer\"}],\"title\":\"t\"}", "5", 2 },
+	/* integer bounds */
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "9", 1 }, /* "99" */
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":12}", "9", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":12}", "1", 1 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "10", 2 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "120", 2 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "121", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "13", 2 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "130", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "0", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "-", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":-5,\"exclusiveMaximum\":0}", "-5", 2 },
+	{ "{\"type\":\"integer\",\"minimum\":-5,\"exclusiveMaximum\":0}", "-6", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":-5,\"exclusiveMaximum\":0}", "0", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":-5,\"exclusiveMaximum\":0}", "-0", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":0}", "-0", 2 },
+	{ "{\"type\":\"integer\",\"minimum\":0}", "-1", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":0}", "12345678", 2 },
+	{ "{\"type\":\"integer\",\"exclusiveMinimum\":1.5,\"maximum\":2.5}", "2", 2 },
+	{ "{\"type\":\"integer\",\"exclusiveMinimum\":1.5,\"maximum\":2.5}", "1", 0 },
+	{ "{\"type\":\"integer\",\"minimum\":3,\"exclusiveMinimum\":true}", "3", 1 }, /* "30" */
+	{ "{\"type\":\"integer\",\"minimum\":3,\"exclusiveMinimum\":true}", "4", 2 },
 	{ NULL, NULL, 0 },
 };
 
@@ -241,8 +263,9 @@ struct ecase {
 
 static const struct ecase err_cases[] = {
 	{ "{\"type\":\"string\",\"pattern\":\"^a$\"}", "at /pattern:" },
-	{ "{\"properties\":{\"a b\":{\"type\":\"integer\",\"minimum\":1}}}",
+	{ "{\"properties\":{\"a b\":{\"type\":\"number\",\"minimum\":1}}}",
 	  "at /properties/a b/minimum:" },
+	{ "{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "at /minimum:" },
 	{ "{\"properties\":{\"x/y\":{\"not\":{}}}}", "at /properties/x~1y/not:" },
 	{ "{\"items\":{\"uniqueItems\":true}}", "at /items/uniqueItems" },
 	{ "{\"anyOf\":[{\"type\":\"integer\"},{\"multipleOf\":2}]}", "at /anyOf/1/multipleOf" },
@@ -250,7 +273,7 @@ static const struct ecase err_cases[] = {
 	{ "{\"type\":\"string\",\"format\":\"email\"}", "at /format:" },
 	{ "{\"$ref\":\"http://x/y\"}", "at /$ref:" },
 	{ "{\"$ref\":\"#/$defs/missing\"}", "does not resolve" },
-	{ "{\"$defs\":{\"a\":{\"type\":\"integer\",\"maximum\":3}},\"$ref\":\"#/$defs/a\"}",
+	{ "{\"$defs\":{\"a\":{\"type\":\"integer\",\"maximum\":\"3\"}},\"$ref\":\"#/$defs/a\"}",
 	  "at /$defs/a/maximum:" },
 	{ "{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}", "at /oneOf:" },
 	{ "{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"k\":{\"const\":1}}},"
@@ -482,6 +505,21 @@ static bool valid(const cJSON *s, const cJSON *v, const cJSON *root, int depth)
 		for (const cJSON *e = k->child; e; e = e->next)
 			if (!valid(e, v, root, depth + 1))
 				return false;
+	if (cJSON_IsNumber(v)) {
+		const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minimum");
+		const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maximum");
+		const cJSON *emn = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMinimum");
+		const cJSON *emx = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMaximum");
+		double x = v->valuedouble;
+		if (mn && (cJSON_IsTrue(emn) ? x <= mn->valuedouble : x < mn->valuedouble))
+			return false;
+		if (mx && (cJSON_IsTrue(emx) ? x >= mx->valuedouble : x > mx->valuedouble))
+			return false;
+		if (cJSON_IsNumber(emn) && x <= emn->valuedouble)
+			return false;
+		if (cJSON_IsNumber(emx) && x >= emx->valuedouble)
+			return false;
+	}
 	if (cJSON_IsString(v)) {
 		size_t n = cp_count(v->valuestring);
 		if ((k = cJSON_GetObjectItemCaseSensitive(s, "minLength")) && n < k->valuedouble)
@@ -545,6 +583,8 @@ PT_TEST(test_grammar_validator_self_check)
 		{ "{\"format\":\"uuid\"}", "\"123\"" },
 		{ "{\"prefixItems\":[{\"type\":\"null\"}],\"items\":false}", "[null,1]" },
 		{ "{\"enum\":[{\"a\":1}]}", "{\"a\":2}" },
+		{ "{\"minimum\":3}", "2" },
+		{ "{\"exclusiveMaximum\":3}", "3" },
 	};
 	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
 		cJSON *s = cJSON_Parse(pairs[i][0]), *v = cJSON_Parse(pairs[i][1]);
@@ -839,6 +879,8 @@ static const char *const walk_schemas[] = {
 	"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"ab\":{\"type\":\"null\"}},"
 	"\"additionalProperties\":{\"type\":\"string\",\"maxLength\":2}}",
 	"{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":3}",
+	"{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":-40,"
+	"\"maximum\":1200},{\"type\":\"integer\",\"exclusiveMinimum\":99999}]},\"maxItems\":4}",
 	"{\"anyOf\":[{\"type\":\"string\",\"maxLength\":1},{\"type\":\"string\",\"minLength\":3,"
 	"\"maxLength\":4},{\"type\":\"integer\"}]}",
 };
