@@ -767,9 +767,13 @@ static enum pt_status compile_bounds(struct comp *c, const cJSON *s, uint32_t no
 		}
 		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
 			return bad(c, kws[i], "must be a number");
-		if (!nd->is_int)
-			return bad(c, kws[i], "numeric bounds are supported on \"integer\" only");
 		double b = v->valuedouble;
+		/* numbers: value = integer part + fraction, compared exactly against integral
+		 * inclusive bounds; the parsed double keeps the comparison (rounding is
+		 * monotonic), which an exclusive bound would not survive */
+		if (!nd->is_int && (i >= 2 || b != floor(b)))
+			return bad(c, kws[i], "on \"number\" only integral minimum/maximum are "
+				   "supported");
 		any = true;
 		switch (i) {
 		case 0: b = ceil(b); lo = b > lo ? b : lo; break;
@@ -778,6 +782,9 @@ static enum pt_status compile_bounds(struct comp *c, const cJSON *s, uint32_t no
 		default: b = ceil(b) - 1; hi = b < hi ? b : hi; break;
 		}
 	}
+	if ((excl_lo || excl_hi) && !nd->is_int)
+		return bad(c, excl_lo ? "exclusiveMinimum" : "exclusiveMaximum",
+			   "on \"number\" only integral minimum/maximum are supported");
 	if (excl_lo || excl_hi) {
 		const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minimum");
 		const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maximum");
@@ -871,6 +878,8 @@ static enum pt_status compile_body(struct comp *c, const cJSON *s, uint32_t node
 	static const char *const arr_kw[] = { "items", "prefixItems", "additionalItems",
 					      "minItems", "maxItems", "uniqueItems", NULL };
 	static const char *const str_kw[] = { "minLength", "maxLength", "format", NULL };
+	static const char *const num_kw[] = { "minimum", "maximum", "exclusiveMinimum",
+					      "exclusiveMaximum", NULL };
 	static const char *const ann_type[] = { "nullable", "type", "enum", "const", NULL };
 	uint32_t k[10], n = 0;
 	unsigned types;
@@ -974,6 +983,8 @@ static enum pt_status compile_body(struct comp *c, const cJSON *s, uint32_t node
 			types |= T_ARR;
 		if (has_any(s, str_kw))
 			types |= T_STR;
+		if (has_any(s, num_kw))
+			types |= T_NUM;
 	}
 	if (!types) {
 		if ((st = any_node(c, &k[0]))) /* any value: null included */

@@ -51,13 +51,16 @@
  *   points), format (date, time, date-time, uuid; any other format is refused),
  *   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or draft-4 booleans) on
  *   "integer" (digit by digit: a digit is allowed only if some completion stays in range),
+ *   integral minimum / maximum on "number" (no exponent then; at the upper edge only zero
+ *   fraction digits),
  *   enum, const, anyOf, oneOf (only when no value can match two branches: each pair
  *   starts with different JSON types, or is two objects where one requires a property the
  *   other declares, with disjoint enum/const values: a discriminator), allOf with exactly one element, nullable
  *   (OpenAPI), $ref to "#" or any local JSON pointer ("#/$defs/X", "#/definitions/X", ...),
  *   boolean schemas.  Annotations are ignored: title, description, default, examples,
  *   $comment, $schema, $id, deprecated, readOnly, writeOnly, $defs, definitions.
- *   Refused: pattern, patternProperties, propertyNames, numeric bounds on "number",
+ *   Refused: pattern, patternProperties, propertyNames, non-integral or exclusive bounds
+ *   on "number",
  *   multipleOf, uniqueItems: true, contains, not, if/then/else, dependent*, unevaluated*,
  *   min/maxProperties, remote $ref, and anyOf/oneOf/$ref/enum next to other assertions.
  *   A schema without type and without type-specific keywords means any JSON value.

@@ -622,6 +622,18 @@ static bool bounded_digit(const struct gr_node *nd, struct gr_frame *f, uint8_t 
 	return true;
 }
 
+static bool int_in_range(const struct gr_node *nd, const struct gr_frame *f)
+{
+	int64_t v = f->d ? -frame_int(f) : frame_int(f);
+	return v >= nd->ilo && v <= nd->ihi;
+}
+
+/* A bounded number whose integer part sits on the bound its fraction would cross. */
+static bool frac_at_edge(const struct gr_node *nd, const struct gr_frame *f)
+{
+	return f->d ? -frame_int(f) == nd->ilo : frame_int(f) == nd->ihi;
+}
+
 static bool bounded_minus_ok(const struct gr_node *nd)
 {
 	for (int dd = 0; dd < 10; dd++)
@@ -663,26 +675,28 @@ static void own_num(struct fctx *x, uint32_t n, uint8_t c)
 			if (nd->bounded && !bounded_digit(nd, f, c))
 				return;
 			f->a++;
-		}
-		else if (!is_int && c == '.')
+		} else if (!is_int && c == '.' && (!nd->bounded || int_in_range(nd, f))) {
 			f->phase = N_DOT, f->a = 0;
-		else if (!is_int && (c == 'e' || c == 'E'))
+		} else if (!is_int && !nd->bounded && (c == 'e' || c == 'E')) {
 			f->phase = N_E, f->a = 0;
-		else
+		} else {
 			return;
+		}
 		break;
 	case N_DOT:
-		if (!d)
-			return;
-		f->phase = N_FRAC, f->a = 1;
-		break;
 	case N_FRAC:
-		if (d && f->a < NUM_FRAC_DIGITS)
-			f->a++;
-		else if (c == 'e' || c == 'E')
+		/* bounded: at the range's edge (the integer part equals the bound the value
+		 * grows toward) only zeros may follow */
+		if (d && (p == N_DOT || f->a < NUM_FRAC_DIGITS)) {
+			if (nd->bounded && c != '0' && frac_at_edge(nd, f))
+				return;
+			f->a = p == N_DOT ? 1 : f->a + 1;
+			f->phase = N_FRAC;
+		} else if (p == N_FRAC && !nd->bounded && (c == 'e' || c == 'E')) {
 			f->phase = N_E, f->a = 0;
-		else
+		} else {
 			return;
+		}
 		break;
 	case N_E:
 		if (c == '+' || c == '-')
@@ -970,10 +984,8 @@ static bool finishable(const pt_grammar *g, const struct gr_frame *f)
 	case GR_STR:
 		return f->phase == S_DONE;
 	case GR_NUM:
-		if (nd->bounded && (f->phase == N_ZERO || f->phase == N_INT)) {
-			int64_t v = f->d ? -frame_int(f) : frame_int(f);
-			return v >= nd->ilo && v <= nd->ihi;
-		}
+		if (nd->bounded && (f->phase == N_ZERO || f->phase == N_INT || f->phase == N_FRAC))
+			return int_in_range(nd, f);
 		return f->phase == N_ZERO || f->phase == N_INT || f->phase == N_FRAC ||
 		       f->phase == N_EXP;
 	case GR_OBJ:

@@ -214,6 +214,22 @@ static const struct bcase byte_cases[] = {
 	{ "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"$ref\":"
 	  "\"#/properties/x\"}}}", "{\"y\":2}", 2 },
 	{ "{\"allOf\":[{\"type\":\"integer\"}],\"title\":\"t\"}", "5", 2 },
+	/* number bounds (integral, inclusive) */
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "0.5", 2 },
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "1", 2 },
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "1.000", 2 },
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "1.01", 0 },
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "2", 0 },
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "-0.0", 2 },
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "-0.1", 0 },
+	{ "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "1e0", 0 },
+	{ "{\"type\":\"number\",\"minimum\":-3,\"maximum\":100}", "-2.75", 2 },
+	{ "{\"type\":\"number\",\"minimum\":-3,\"maximum\":100}", "-3.5", 0 },
+	{ "{\"type\":\"number\",\"minimum\":-3,\"maximum\":100}", "99.99", 2 },
+	{ "{\"type\":\"number\",\"minimum\":-3,\"maximum\":100}", "4.", 1 },
+	{ "{\"type\":\"number\",\"minimum\":5}", "4.", 0 },
+	{ "{\"minimum\":5}", "4", 0 },   /* numeric keywords imply a number */
+	{ "{\"minimum\":5}", "5", 2 },
 	/* integer bounds */
 	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "9", 1 }, /* "99" */
 	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":12}", "9", 0 },
@@ -263,8 +279,9 @@ struct ecase {
 
 static const struct ecase err_cases[] = {
 	{ "{\"type\":\"string\",\"pattern\":\"^a$\"}", "at /pattern:" },
-	{ "{\"properties\":{\"a b\":{\"type\":\"number\",\"minimum\":1}}}",
+	{ "{\"properties\":{\"a b\":{\"type\":\"number\",\"minimum\":0.5}}}",
 	  "at /properties/a b/minimum:" },
+	{ "{\"type\":\"number\",\"exclusiveMaximum\":1}", "at /exclusiveMaximum:" },
 	{ "{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "at /minimum:" },
 	{ "{\"properties\":{\"x/y\":{\"not\":{}}}}", "at /properties/x~1y/not:" },
 	{ "{\"items\":{\"uniqueItems\":true}}", "at /items/uniqueItems" },
@@ -881,6 +898,9 @@ static const char *const walk_schemas[] = {
 	"{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":3}",
 	"{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":-40,"
 	"\"maximum\":1200},{\"type\":\"integer\",\"exclusiveMinimum\":99999}]},\"maxItems\":4}",
+	"{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"number\",\"minimum\":0,"
+	"\"maximum\":1}},\"additionalProperties\":{\"type\":\"number\",\"minimum\":-2,"
+	"\"maximum\":-1}}",
 	"{\"anyOf\":[{\"type\":\"string\",\"maxLength\":1},{\"type\":\"string\",\"minLength\":3,"
 	"\"maxLength\":4},{\"type\":\"integer\"}]}",
 };
