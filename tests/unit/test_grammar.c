@@ -228,7 +228,7 @@ static const struct bcase byte_cases[] = {
 	{ "{\"type\":\"number\",\"minimum\":-3,\"maximum\":100}", "99.99", 2 },
 	{ "{\"type\":\"number\",\"minimum\":-3,\"maximum\":100}", "4.", 1 },
 	{ "{\"type\":\"number\",\"minimum\":5}", "4.", 0 },
-	{ "{\"minimum\":5}", "4", 0 },   /* numeric keywords imply a number */
+	{ "{\"minimum\":5,\"maximum\":9}", "4", 0 }, /* numeric keywords imply a number */
 	{ "{\"minimum\":5}", "5", 2 },
 	/* integer bounds */
 	{ "{\"type\":\"integer\",\"minimum\":10,\"maximum\":120}", "9", 1 }, /* "99" */
