@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/grammar.h"
 #include "server/chatparse.h"
 #include "test.h"
 #include "util/alloc.h"
@@ -889,4 +890,71 @@ PT_TEST(test_chatparse_ids)
 			CHECK(strcmp(seen[j], seen[k]) != 0);
 		pt_chat_result_free(&r);
 	}
+}
+
+/* The compiled forcing grammar accepts exactly the family's call text for the offered tools,
+ * and what it accepts parses back into that call. */
+PT_TEST(test_chatparse_tool_grammar_forces_parsable_calls)
+{
+	char *tj = slurp(FX "tools.json", NULL);
+	cJSON *tools = tj ? cJSON_Parse(tj) : NULL;
+	free(tj);
+	REQUIRE(tools);
+	static const enum pt_chat_format F[] = { PT_CHAT_GENERIC, PT_CHAT_HERMES, PT_CHAT_LLAMA3,
+						 PT_CHAT_MISTRAL, PT_CHAT_DEEPSEEK_R1, PT_CHAT_PHI4,
+						 PT_CHAT_HARMONY };
+	for (size_t fi = 0; fi < sizeof(F) / sizeof(F[0]); fi++) {
+		for (int named = 0; named < 2; named++) {
+			struct pt_grammar *g = NULL;
+			struct pt_error err = { 0 };
+			if (pt_chat_tool_grammar(F[fi], tools, named ? "search" : NULL, &g, &err) !=
+			    PT_OK) {
+				pt_test_fail(__FILE__, __LINE__, "%s: %s", pt_chat_format_name(F[fi]),
+					     err.msg);
+				continue;
+			}
+			struct pt_chat_alt *alts = NULL;
+			size_t n = 0;
+			REQUIRE(pt_chat_tool_alternatives(F[fi], tools, NULL, &alts, &n, NULL) == PT_OK);
+			static const char *const args[2][2] = {
+				{ "{\"city\": \"Paris\", \"days\": 3}", "{\"days\": 3}" }, /* get_weather */
+				{ "{\"query\": \"x\"}", "{\"query\": 1}" },                 /* search */
+			};
+			for (size_t a = 0; a < n && a < 2; a++) {
+				for (int wrong = 0; wrong < 2; wrong++) {
+					char text[1024] = "";
+					for (size_t j = 0; j < alts[a].n_parts; j++)
+						strncat(text, alts[a].parts[j].literal ? alts[a].parts[j].literal
+										      : args[a][wrong],
+							sizeof(text) - strlen(text) - 1);
+					bool complete = false;
+					bool ok = pt_grammar_match_bytes((const pt_grammar *)g, text,
+									 strlen(text), &complete) &&
+						  complete;
+					bool want = !wrong && (!named || a == 1);
+					if (ok != want)
+						pt_test_fail(__FILE__, __LINE__, "%s named=%d: \"%s\" %s",
+							     pt_chat_format_name(F[fi]), named, text,
+							     ok ? "accepted" : "rejected");
+					if (!ok || wrong)
+						continue;
+					struct pt_chat_parser_opts o = { .format = F[fi], .tools = true };
+					struct pt_chat_result r;
+					if (!parse_chunks(&o, text, strlen(text), NULL, NULL, &r))
+						continue;
+					if (r.n_calls != 1 || r.content[0])
+						pt_test_fail(__FILE__, __LINE__, "%s: \"%s\" did not parse back",
+							     pt_chat_format_name(F[fi]), text);
+					pt_chat_result_free(&r);
+				}
+			}
+			pt_chat_alternatives_free(alts, n);
+			pt_grammar_free((pt_grammar *)g);
+		}
+	}
+	struct pt_grammar *g = NULL;
+	CHECK(pt_chat_tool_grammar(PT_CHAT_GEMMA4, tools, NULL, &g, NULL) == PT_E_UNSUPPORTED);
+	CHECK(pt_chat_tool_grammar(PT_CHAT_HERMES, tools, "nope", &g, NULL) == PT_E_INVALID);
+	CHECK(g == NULL);
+	cJSON_Delete(tools);
 }
