@@ -18,7 +18,7 @@
 	async function readSSE(resp, onEvent) {
 		const reader = resp.body.getReader();
 		const dec = new TextDecoder();
-		let buf = '';
+		let buf = '', finished = false;
 		for (;;) {
 			const { value, done } = await reader.read();
 			if (done) break;
@@ -29,10 +29,9 @@
 				buf = buf.slice(cut + (buf[cut] === '\r' ? (buf[cut + 2] === '\r' ? 4 : 3) : (buf[cut + 1] === '\r' ? 3 : 2)));
 				const data = block.split(/\r?\n/).filter((l) => l.startsWith('data:'))
 					.map((l) => l.slice(l[5] === ' ' ? 6 : 5)).join('\n');
-				if (data && onEvent(data) === false) {
-					reader.cancel().catch(() => {});
-					return;
-				}
+				/* after the last event keep reading to the end: cancelling the body
+				 * would count as an aborted request */
+				if (data && !finished && onEvent(data) === false) finished = true;
 			}
 		}
 	}

@@ -120,15 +120,12 @@
 				g.fillStyle = u > 0 ? heatColor(Math.log1p(u) / lmax) : 'rgba(128,128,128,0.18)';
 				g.fillRect(e * cell, r * ch, cell - (cell > 3 ? 1 : 0), ch - (ch > 3 ? 1 : 0));
 				if (res[e] === '1') {
+					/* resident: a dot that contrasts with the cell (dark on bright cells) */
 					residentCells++;
-					g.fillStyle = '#fff';
-					if (cell >= 6 && ch >= 6) {
-						g.strokeStyle = '#fff';
-						g.lineWidth = 1;
-						g.strokeRect(e * cell + 0.5, r * ch + 0.5, cell - 2, ch - 2);
-					} else {
-						g.fillRect(e * cell, r * ch, Math.max(1, cell / 2), 1);
-					}
+					const bright = u > 0 && Math.log1p(u) / lmax > 0.6;
+					g.fillStyle = bright ? '#111' : '#fff';
+					const d = Math.max(1, Math.floor(Math.min(cell, ch) / 3));
+					g.fillRect(e * cell + Math.floor((cell - 1 - d) / 2), r * ch + Math.floor((ch - 1 - d) / 2), d, d);
 				}
 			}
 			if (nz) nonzeroRows++;
@@ -142,7 +139,7 @@
 			' resident; busiest expert used ' + max + ' times');
 		const mapped = heat.mode === 'mapped';
 		$('heat-legend').textContent = rows + ' layers × ' + cols + ' experts · colour = times used (max ' + max + ')' +
-			(mapped ? ' · mapped: every expert resident' : ' · outlined = resident');
+			(mapped ? ' · mapped: every expert resident' : ' · dot = resident in the cache');
 		canvas._heat = { heat, cell, ch };
 	}
 
@@ -204,7 +201,10 @@
 		connState = 'connecting';
 		showConn();
 		try {
-			const resp = await fetch('v1/stats/stream', { headers: ParticleSSE.authHeaders(), cache: 'no-store' });
+			/* ?stats_ms=N on the page's URL sets the server's interval (tests use 100) */
+			const ms = new URLSearchParams(location.search).get('stats_ms');
+			const url = 'v1/stats/stream' + (ms && /^\d{1,5}$/.test(ms) ? '?interval_ms=' + ms : '');
+			const resp = await fetch(url, { headers: ParticleSSE.authHeaders(), cache: 'no-store' });
 			if (!resp.ok) {
 				connState = resp.status === 401 ? 'needs API key' : 'stats: HTTP ' + resp.status;
 				showConn();
