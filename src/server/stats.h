@@ -8,7 +8,7 @@
  * the previous event: `null` where nothing happened that they could measure):
  *
  *   t_ms          server wall clock (ms since the epoch); uptime_s, interval_s
- *   model         {id, arch, n_ctx, n_moe_layers, n_expert, n_expert_used}
+ *   model         {id ("" when unknown), arch, n_ctx, n_moe_layers, n_expert, n_expert_used}
  *   server        {slots_total, slots_busy, queue_depth, max_queue, requests_total,
  *                  requests_ok, requests_cancelled, requests_rejected}
  *   gen           {decode_tok_s   aggregate decode rate over the interval (0 when idle),
@@ -39,6 +39,12 @@
 #include <stdint.h>
 
 #include "gen/engine.h"
+#include "util/status.h"
+
+struct pt_server;
+
+/* Adds GET /v1/stats/stream to the server's routes (needs the API key when one is set). */
+enum pt_status pt_stats_register(struct pt_server *s, struct pt_error *err);
 
 /* What the server knows at one moment (filled from its snapshot by the stream handler). */
 struct pt_stats_sample {

@@ -13,6 +13,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util/status.h"
+
+struct pt_server;
+
 #define PT_WEBUI_CACHE_CONTROL "no-cache"
 #define PT_WEBUI_CSP                                                                       \
 	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "  \
@@ -33,6 +37,10 @@ bool pt_webui_owns(const char *path);
 /* What to answer.  if_none_match and accept_encoding may be NULL (header absent). */
 void pt_webui_respond(const char *method, const char *path, const char *if_none_match,
 		      const char *accept_encoding, struct pt_webui_reply *out);
+
+/* Adds GET / and GET /assets/ (answered without the API key: the page holds no secret and
+ * asks for the key itself) to the server's routes; `--no-webui` skips this call. */
+enum pt_status pt_webui_register(struct pt_server *s, struct pt_error *err);
 
 /* Header parsing, exposed for the unit tests: gzip acceptable (a gzip, x-gzip or * coding
  * with q > 0, gzip;q=0 refusing), and an If-None-Match list (or *) matching etag under the
