@@ -73,6 +73,11 @@ WEBUI_FILES := $(sort $(wildcard webui/*.html webui/*.js webui/*.css))
 $(BUILD)/embed_assets: tools/embed_assets.c
 	@mkdir -p $(dir $@)
 	cc -std=c11 -O2 $(WARN) -o $@ $<
+# The README's picture of the UI: the browser test's chat screenshot (needs chromium).
+.PHONY: screenshots
+screenshots: all
+	WEBUI_SHOTS=build/webui PARTICLE=$(BIN) sh tests/cli/test_webui.sh
+	cp build/webui/chat.png docs/webui.png
 $(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(BUILD)/embed_assets
 	@mkdir -p $(BUILD)/gen/gz
 	@for f in $(WEBUI_FILES); do gzip -9nc "$$f" >"$(BUILD)/gen/gz/$${f##*/}.gz" || exit 1; done

@@ -50,11 +50,12 @@ async function main() {
 	ok(true, 'stats stream connected');
 	await page.waitForFunction(() => document.getElementById('model-name').textContent.length > 0);
 
-	// settings: long replies so there is time to watch them (the tiny model is fast)
+	// settings: greedy (the tiny random model then loops instead of ending early) and long
+	// replies, so there is time to watch them
 	await page.click('#settings summary');
-	await page.fill('#set-max_tokens', '300');
+	await page.fill('#set-max_tokens', '600');
 	await page.fill('#set-seed', '7');
-	await page.fill('#set-temperature', '0.8');
+	await page.fill('#set-temperature', '0');
 
 	// ---- 1: a reply streams in (>= 3 DOM updates before the end), stats update meanwhile ----
 	await page.evaluate(() => {
@@ -72,8 +73,7 @@ async function main() {
 			}
 		});
 	});
-	const hostileUser = 'Hi <script>window.__xss=1</script><img src=x onerror="window.__xss=2"> **bold**';
-	await page.fill('#input', hostileUser);
+	await page.fill('#input', 'Hello! Which experts did you use for this?');
 	await page.keyboard.press('Enter');
 	await page.waitForFunction(() => window.__t.done >= 1, null, { timeout: 60000 });
 	const t1 = await page.evaluate(() => window.__t);
@@ -87,8 +87,6 @@ async function main() {
 			 meta: a && a.querySelector('.meta') ? a.querySelector('.meta').textContent : '' };
 	});
 	ok(first.n === 2 && first.reply.length > 0 && !first.err, 'a reply arrived: ' + JSON.stringify(first).slice(0, 200));
-	ok(first.user.includes('<script>window.__xss=1</script>') && first.user.includes('<img src=x'),
-	   'user text with <script>/<img onerror> shown as text');
 	ok(/tokens/.test(first.meta), 'reply footer shows usage');
 
 	// heat map after the reply: one row per MoE layer, non-zero cells in each
@@ -139,27 +137,44 @@ async function main() {
 	ok(/stopped/.test(stopped.meta) && stopped.len > 0, 'Stop ends the reply mid-way: ' + JSON.stringify(stopped));
 	await page.waitForFunction(() => { const s = window.ParticleStats.last(); return s && s.server.slots_busy === 0; });
 	ok(true, 'server freed the slot after Stop');
-	await page.fill('#set-max_tokens', '40');
-	// Esc stops too (keyboard); a reply this short may finish first, either is fine
-	await page.fill('#input', 'And now a short one');
+	// Esc stops too (keyboard)
+	await page.evaluate(() => { window.__t.updates = 0; });
+	await page.fill('#input', 'Another long one');
 	await page.keyboard.press('Enter');
-	await page.waitForFunction(() => window.__t.done >= 3, null, { timeout: 60000 });
+	await page.waitForFunction(() => window.__t.updates >= 3);
+	await page.keyboard.press('Escape');
+	await page.waitForFunction(() => window.__t.done >= 3);
+	const esc = await page.evaluate(() => {
+		const a = [...document.querySelectorAll('#messages .msg.assistant')].pop();
+		return a.querySelector('.meta') ? a.querySelector('.meta').textContent : '';
+	});
+	ok(/stopped/.test(esc), 'Esc stops a reply: ' + esc);
+	await page.waitForFunction(() => { const s = window.ParticleStats.last(); return s && s.server.slots_busy === 0; });
+	await page.fill('#set-max_tokens', '40');
+	// the next message (markup in the user's own text: shown as text, sent as is)
+	await page.fill('#input', 'Hi <script>window.__xss=1</script><img src=x onerror="window.__xss=2"> **bold**');
+	await page.keyboard.press('Enter');
+	await page.waitForFunction(() => window.__t.done >= 4, null, { timeout: 60000 });
 	const after = await page.evaluate(() => {
 		const a = [...document.querySelectorAll('#messages .msg.assistant')].pop();
-		return { len: a.querySelector('.body').textContent.length, err: a.querySelector('.err') ? a.querySelector('.err').textContent : '' };
+		const u = [...document.querySelectorAll('#messages .msg.user')].pop();
+		return { len: a.querySelector('.body').textContent.length, err: a.querySelector('.err') ? a.querySelector('.err').textContent : '',
+			 user: u.querySelector('.body').textContent, imgs: document.querySelectorAll('#messages img').length };
 	});
-	ok(after.len > 0 && !after.err, 'the next message after Stop works: ' + JSON.stringify(after));
+	ok(after.len > 0 && !after.err, 'the next message after Stop works: ' + JSON.stringify(after).slice(0, 200));
+	ok(after.user.includes('<script>window.__xss=1</script>') && after.user.includes('<img src=x') && after.imgs === 0,
+	   'user text with <script>/<img onerror> shown as text');
 	allowAbort = () => false;
 
 	// ---- 3: regenerate and edit-and-resend ----
 	const nBefore = await page.locator('#messages .msg').count();
 	await page.click('#messages .msg.assistant:last-child button[data-action="regenerate"]');
-	await page.waitForFunction(() => window.__t.done >= 4, null, { timeout: 60000 });
+	await page.waitForFunction(() => window.__t.done >= 5, null, { timeout: 60000 });
 	ok(await page.locator('#messages .msg').count() === nBefore, 'regenerate replaces the last reply');
 	await page.click('#messages .msg.user >> nth=0 >> button[data-action="edit"]');
 	await page.fill('#messages textarea.edit', 'Edited question');
 	await page.click('#messages button[data-action="save"]');
-	await page.waitForFunction(() => window.__t.done >= 5, null, { timeout: 60000 });
+	await page.waitForFunction(() => window.__t.done >= 6, null, { timeout: 60000 });
 	const edited = await page.evaluate(() => [...document.querySelectorAll('#messages .msg')].map((m) => m.className));
 	ok(edited.length === 2 && (await page.locator('#messages .msg.user .body').first().textContent()) === 'Edited question',
 	   'edit-and-resend keeps only the edited turn and its new reply: ' + edited.join(','));
@@ -176,7 +191,7 @@ async function main() {
 	});
 	await page.fill('#input', 'say something nasty');
 	await page.keyboard.press('Enter');
-	await page.waitForFunction(() => window.__t.done >= 6);
+	await page.waitForFunction(() => window.__t.done >= 7);
 	await page.unroute('**/v1/chat/completions');
 	const x = await page.evaluate(() => {
 		const a = [...document.querySelectorAll('#messages .msg.assistant')].pop();
