@@ -454,6 +454,7 @@
 				try { localStorage.setItem(KEY_SET, JSON.stringify(settings)); } catch (e) { /* full */ }
 			});
 		}
+		$('settings-form').addEventListener('submit', (e) => e.preventDefault());
 		$('reset-settings').addEventListener('click', () => {
 			const key = settings.api_key;
 			settings = key ? { api_key: key } : {};

@@ -2,7 +2,6 @@
  * the engine's per-layer expert heat map every interval and streams pt_stats_json as SSE.
  * Runs on the connection's thread; the read callback returns "nothing yet" at least every
  * 50 ms so the HTTP core notices a client that left or a server that stops. */
-#if __has_include("server/routes.h") /* until the server core is merged in */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -212,4 +211,3 @@ enum pt_status pt_stats_register(struct pt_server *s, struct pt_error *err)
 				    .ctx = s };
 	return pt_routes_add(pt_server_routes(s), &r, err);
 }
-#endif

@@ -1,6 +1,5 @@
 /* webui_route.c - GET / and GET /assets/... of `particle serve` (HEAD too: the HTTP core
  * answers HEAD through the GET route without the body).  The decisions are webui.c's. */
-#if __has_include("server/routes.h") /* until the server core is merged in */
 #include "server/routes.h"
 #include "server/server.h"
 #include "server/webui.h"
@@ -41,4 +40,3 @@ enum pt_status pt_webui_register(struct pt_server *s, struct pt_error *err)
 	enum pt_status st = pt_routes_add(pt_server_routes(s), &page, err);
 	return st == PT_OK ? pt_routes_add(pt_server_routes(s), &assets, err) : st;
 }
-#endif

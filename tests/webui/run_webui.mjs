@@ -23,6 +23,7 @@ const ok = (cond, what) => {
 mkdirSync(shotDir, { recursive: true });
 
 const problems = [];
+let pageRef = null;
 let allowAbort = () => false;
 
 async function main() {
@@ -32,6 +33,7 @@ async function main() {
 	});
 	const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
 	const page = await ctx.newPage();
+	pageRef = page;
 	page.setDefaultTimeout(20000);
 	page.on('console', (m) => { if (m.type() === 'error') problems.push('console error: ' + m.text()); });
 	page.on('pageerror', (e) => problems.push('page error: ' + e.message));
@@ -53,7 +55,7 @@ async function main() {
 	// settings: greedy (the tiny random model then loops instead of ending early) and long
 	// replies, so there is time to watch them
 	await page.click('#settings summary');
-	await page.fill('#set-max_tokens', '600');
+	await page.fill('#set-max_tokens', '1500');
 	await page.fill('#set-seed', '7');
 	await page.fill('#set-temperature', '0');
 
@@ -260,7 +262,16 @@ async function main() {
 	ok(problems.length === 0, 'no console errors or failed requests');
 }
 
-main().catch((e) => { console.error('FAIL: ' + (e && e.stack || e)); fail++; }).finally(() => {
+main().catch(async (e) => {
+	console.error('FAIL: ' + (e && e.stack || e));
+	fail++;
+	for (const p of problems) console.error('  (also: ' + p + ')');
+	if (pageRef) { // what the page showed when it went wrong
+		const tail = await pageRef.evaluate(() => [...document.querySelectorAll('#messages .msg')].slice(-2)
+			.map((m) => m.className + ': ' + m.textContent.slice(0, 300)).join('\n')).catch(() => '?');
+		console.error('  last messages:\n' + tail);
+	}
+}).finally(() => {
 	console.log(pass + ' passed, ' + fail + ' failed');
 	process.exit(fail ? 1 : 0);
 });
