@@ -37,7 +37,9 @@ stop_server() {
 }
 trap 'stop_server; rm -rf "$TMP"' EXIT
 
-if ! start_server "$TMP/serve.log"; then
+# the expert cache (not the mapping every expert of a tiny model fits in): the heat map then
+# shows residency that changes
+if ! start_server "$TMP/serve.log" --io direct --expert-slots 6; then
 	bad "particle serve did not start: $(head -c 400 "$TMP/serve.log")"
 	finish
 	exit 1

@@ -113,6 +113,15 @@ async function main() {
 		});
 		return { rows: Number(c.dataset.rows), nonzero: Number(c.dataset.nonzeroRows), litRows, cols: Number(c.dataset.cols) };
 	});
+	const res = await page.evaluate(() => {
+		const s = window.ParticleStats.last();
+		return { mode: s.heat.mode, slots: s.experts.slots_per_layer, n: s.heat.n_expert,
+			 counts: s.heat.resident.map((r) => [...r].filter((c) => c === '1').length),
+			 drawn: Number(document.getElementById('heat').dataset.resident) };
+	});
+	ok(res.mode === 'cache' ? res.counts.every((c) => c >= 1 && c <= res.slots) : res.counts.every((c) => c === res.n),
+	   'residency per layer fits the mode: ' + JSON.stringify(res));
+	ok(res.drawn === res.counts.reduce((a, b) => a + b, 0), 'every resident expert is marked on the heat map');
 	ok(heat.rows === nMoe && heat.nonzero === nMoe && heat.litRows === nMoe,
 	   'heat map: one row per MoE layer (' + nMoe + '), each with used cells drawn: ' + JSON.stringify(heat));
 	const panel = await page.evaluate(() => ({
