@@ -77,7 +77,7 @@ $(BUILD)/embed_assets: tools/embed_assets.c
 .PHONY: screenshots
 screenshots: all
 	WEBUI_SHOTS=build/webui PARTICLE=$(BIN) sh tests/cli/test_webui.sh
-	cp build/webui/chat.png docs/webui.png
+	cp build/webui/overview.png docs/webui.png
 $(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(BUILD)/embed_assets
 	@mkdir -p $(BUILD)/gen/gz
 	@for f in $(WEBUI_FILES); do gzip -9nc "$$f" >"$(BUILD)/gen/gz/$${f##*/}.gz" || exit 1; done

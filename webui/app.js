@@ -390,6 +390,13 @@
 					if (d.content || d.reasoning_content) nChunks++;
 					if (ch.finish_reason) m.stats = Object.assign(m.stats || {}, { finish: ch.finish_reason });
 				}
+				if (j.timings) { /* llama-server style: the server's own clock */
+					const tm = j.timings;
+					m.stats = Object.assign(m.stats || {}, {
+						server_tok_s: Number.isFinite(tm.predicted_per_second) ? tm.predicted_per_second : undefined,
+						server_ttft_s: Number.isFinite(tm.ttft_ms) ? tm.ttft_ms / 1000 : undefined,
+					});
+				}
 				if (j.usage) {
 					m.stats = Object.assign(m.stats || {}, {
 						completion_tokens: j.usage.completion_tokens,
@@ -406,10 +413,11 @@
 		const t1 = performance.now();
 		m.streaming = false;
 		m.stats = m.stats || {};
-		if (tFirst !== null) {
-			m.stats.ttft_s = (tFirst - t0) / 1000;
+		if (tFirst !== null) { /* measured here when the server gave no timings */
+			m.stats.ttft_s = m.stats.server_ttft_s ?? (tFirst - t0) / 1000;
 			const n = m.stats.completion_tokens || nChunks;
-			if (t1 > tFirst && n > 1) m.stats.tok_s = (n - 1) / ((t1 - tFirst) / 1000);
+			if (m.stats.server_tok_s) m.stats.tok_s = m.stats.server_tok_s;
+			else if (t1 > tFirst && n > 1) m.stats.tok_s = (n - 1) / ((t1 - tFirst) / 1000);
 		}
 		ctrl = null;
 		setBusy(false);

@@ -8,6 +8,7 @@
 	const HISTORY_S = 300; /* plots cover the last five minutes */
 	const hist = { tps: [], hit: [] }; /* [t_s, value] */
 	let last = null;
+	let lastDecode = null;
 	let connState = 'connecting';
 
 	function fmtBytes(b) {
@@ -52,6 +53,8 @@
 		g.setTransform(dpr, 0, 0, dpr, 0, 0);
 		g.clearRect(0, 0, w, h);
 		const now = pts.length ? pts[pts.length - 1][0] : 0;
+		/* the window grows with the history, from one minute up to HISTORY_S */
+		const span = Math.max(60, Math.min(HISTORY_S, pts.length ? now - pts[0][0] : 0));
 		let top = maxV;
 		if (top == null) {
 			top = 1;
@@ -61,14 +64,14 @@
 		g.fillStyle = css('--muted');
 		g.font = '10px system-ui, sans-serif';
 		g.fillText(label + ' (max ' + (maxV == null ? top / 1.15 : maxV).toFixed(maxV === 1 ? 0 : 1) + ')', 4, 11);
-		g.fillText('-' + HISTORY_S / 60 + ' min', 4, h - 3);
+		g.fillText('-' + (span >= 120 ? Math.round(span / 60) + ' min' : Math.round(span) + ' s'), 4, h - 3);
 		g.strokeStyle = color;
 		g.lineWidth = 1.5;
 		g.beginPath();
 		let pen = false;
 		for (const [t, v] of pts) {
 			if (v == null) { pen = false; continue; }
-			const x = w - ((now - t) / HISTORY_S) * w;
+			const x = w - ((now - t) / span) * w;
 			const y = h - 2 - (v / top) * (h - 16);
 			if (pen) g.lineTo(x, y); else g.moveTo(x, y);
 			pen = true;
@@ -159,7 +162,10 @@
 		last = s;
 		const gen = s.gen || {}, mem = s.memory || {}, ex = s.experts || {}, srv = s.server || {};
 		const t = (s.t_ms || Date.now()) / 1000;
-		$('st-decode').textContent = num(gen.decode_tok_s, 1);
+		if (gen.decode_tok_s > 0) lastDecode = gen.decode_tok_s;
+		const idle = !(gen.decode_tok_s > 0) && lastDecode !== null;
+		$('st-decode').textContent = num(idle ? lastDecode : gen.decode_tok_s, 1);
+		$('st-decode-label').textContent = idle ? 'tok/s decode (last)' : 'tok/s decode';
 		$('st-prefill').textContent = gen.prefill_tok_s ? num(gen.prefill_tok_s, 1) + ' tok/s' : '–';
 		$('st-ttft').textContent = gen.ttft_s != null && gen.ttft_s >= 0 ? num(gen.ttft_s, 3) + ' s' : '–';
 		$('st-slots').textContent = srv.slots_total != null ? srv.slots_busy + ' / ' + srv.slots_total + ' busy' : '–';

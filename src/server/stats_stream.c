@@ -186,6 +186,7 @@ static void stats_get(void *ctx, const struct pt_http_req *req, struct pt_http_r
 	resp->read = stream_read;
 	resp->read_ctx = st;
 	resp->read_free = stream_free;
+	resp->endless = true; /* SIGINT/SIGTERM end it at once */
 }
 
 static void grab_engine(void *ctx, const pt_engine *e)

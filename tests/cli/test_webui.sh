@@ -115,7 +115,19 @@ if start_server "$TMP/serve2.log" --no-webui; then
 	if [ "$code" = 404 ]; then ok; else bad "--no-webui: asset -> $code, want 404"; fi
 	code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/models")
 	if [ "$code" = 200 ]; then ok; else bad "--no-webui: /v1/models -> $code"; fi
-	stop_server
+	# an open stats stream (it never ends by itself) does not hold up SIGTERM
+	curl -s -N -m 20 "$URL/v1/stats/stream" >"$TMP/stats2" 2>/dev/null &
+	CURL=$!
+	sleep 1
+	t0=$(date +%s)
+	kill "$PID"
+	wait "$PID"
+	rc=$?
+	t1=$(date +%s)
+	PID=
+	if [ "$rc" -eq 0 ] && [ $((t1 - t0)) -le 2 ]; then ok; else bad "SIGTERM with a stats stream open: exit $rc after $((t1 - t0)) s"; fi
+	wait "$CURL"
+	expect_grep "$TMP/stats2" '^data: {' "the stream sent events before the stop"
 else
 	bad "serve --no-webui did not start: $(head -c 300 "$TMP/serve2.log")"
 fi

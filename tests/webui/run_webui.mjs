@@ -256,6 +256,23 @@ async function main() {
 	await page.click('#conv-list li:nth-child(1) button[aria-label^="Delete"]');
 	await page.click('#conv-list li:nth-child(1) button[aria-label^="Delete"]');
 	ok(await page.locator('#conv-list li').count() === 1, 'delete (two clicks)');
+	await page.click('#conv-list li:nth-child(1) .conv-open');
+
+	// ---- the README's picture: a fresh short chat, dark scheme, the panel after a test run ----
+	await page.click('#new-chat');
+	await page.evaluate(() => { // the page was reloaded: count replies afresh
+		window.__t = { done: 0 };
+		document.addEventListener('particle-reply-done', () => window.__t.done++);
+	});
+	if (!(await page.locator('#set-max_tokens').isVisible())) await page.click('#settings summary');
+	await page.fill('#set-max_tokens', '160');
+	await page.fill('#input', 'Hello! Which experts did you read from disk for this reply?');
+	await page.keyboard.press('Enter');
+	await page.waitForFunction(() => window.__t.done >= 1, null, { timeout: 60000 });
+	await page.emulateMedia({ colorScheme: 'dark' });
+	await page.waitForTimeout(300); // one more stats event: the plots redraw in the new colours
+	await page.screenshot({ path: join(shotDir, 'overview.png') });
+	await page.emulateMedia({ colorScheme: 'light' });
 
 	// ---- 7: narrow screen: no sideways scrolling, drawers open ----
 	await page.setViewportSize({ width: 390, height: 800 });
