@@ -105,7 +105,12 @@ if [ -n "$line" ]; then
 fi
 if [ $rc -ne 0 ] && [ -z "$line" ]; then bad "browser tests crashed (exit $rc)"; fi
 if kill -0 "$PID" 2>/dev/null; then ok; else bad "server died during the browser tests: $(tail -c 400 "$TMP/serve.log")"; fi
-stop_server
+kill "$PID"
+wait "$PID"
+rc=$?
+PID=
+# a clean exit: no sanitizer report, no leak (ASan runs of this suite)
+if [ "$rc" -eq 0 ] && ! grep -q 'Sanitizer' "$TMP/serve.log"; then ok; else bad "server exit $rc: $(grep -A5 Sanitizer "$TMP/serve.log" | head -c 600)"; fi
 
 # ---- --no-webui: no page, the API (and the stats stream) stay ----
 if start_server "$TMP/serve2.log" --no-webui; then
@@ -126,6 +131,7 @@ if start_server "$TMP/serve2.log" --no-webui; then
 	t1=$(date +%s)
 	PID=
 	if [ "$rc" -eq 0 ] && [ $((t1 - t0)) -le 2 ]; then ok; else bad "SIGTERM with a stats stream open: exit $rc after $((t1 - t0)) s"; fi
+	if grep -q 'Sanitizer' "$TMP/serve2.log"; then bad "sanitizer report: $(grep -A5 Sanitizer "$TMP/serve2.log" | head -c 600)"; else ok; fi
 	wait "$CURL"
 	expect_grep "$TMP/stats2" '^data: {' "the stream sent events before the stop"
 else
