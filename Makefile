@@ -72,7 +72,7 @@ test-bin: $(TESTBIN) $(BIN)
 WEBUI_FILES := $(sort $(wildcard webui/*.html webui/*.js webui/*.css))
 $(BUILD)/embed_assets: tools/embed_assets.c
 	@mkdir -p $(dir $@)
-	cc -std=c11 -O2 $(WARN) -o $@ $<
+	$(CC) -std=c11 -O2 $(WARN) -o $@ $<
 # The README's picture of the UI: the browser test's chat screenshot (needs chromium).
 .PHONY: screenshots
 screenshots: all

@@ -256,19 +256,35 @@ async function main() {
 	await page.click('#conv-list li:nth-child(1) button[aria-label^="Delete"]');
 	await page.click('#conv-list li:nth-child(1) button[aria-label^="Delete"]');
 	ok(await page.locator('#conv-list li').count() === 1, 'delete (two clicks)');
-	await page.click('#conv-list li:nth-child(1) .conv-open');
+
+	// ---- a long prompt: the prompt bar shows progress (tokens done / total) ----
+	await page.click('#new-chat');
+	await page.evaluate(() => { // the page was reloaded: count replies afresh
+		window.__t = { done: 0, partial: [] };
+		document.addEventListener('particle-reply-done', () => window.__t.done++);
+		document.addEventListener('particle-stats', (e) => {
+			const g = e.detail.gen;
+			if (g.prefill_total > 0 && g.prefill_done > 0 && g.prefill_done < g.prefill_total)
+				window.__t.partial.push([g.prefill_done, g.prefill_total,
+					Number(document.getElementById('bar-prefill').getAttribute('aria-valuenow')),
+					document.getElementById('st-prefill-prog').textContent]);
+		});
+	});
+	if (!(await page.locator('#set-max_tokens').isVisible())) await page.click('#settings summary');
+	await page.fill('#set-max_tokens', '4');
+	await page.fill('#input', 'the cat sat on the mat. '.repeat(200));
+	await page.keyboard.press('Enter');
+	await page.waitForFunction(() => window.__t.done >= 1, null, { timeout: 60000 });
+	const pf = await page.evaluate(() => window.__t.partial);
+	ok(pf.length >= 1 && pf.every(([d, t, v, txt]) => v === Math.round(100 * d / t) && txt === d + ' / ' + t + ' tokens'),
+	   'prompt progress shown mid-prefill: ' + JSON.stringify(pf).slice(0, 300));
 
 	// ---- the README's picture: a fresh short chat, dark scheme, the panel after a test run ----
 	await page.click('#new-chat');
-	await page.evaluate(() => { // the page was reloaded: count replies afresh
-		window.__t = { done: 0 };
-		document.addEventListener('particle-reply-done', () => window.__t.done++);
-	});
-	if (!(await page.locator('#set-max_tokens').isVisible())) await page.click('#settings summary');
 	await page.fill('#set-max_tokens', '160');
 	await page.fill('#input', 'Hello! Which experts did you read from disk for this reply?');
 	await page.keyboard.press('Enter');
-	await page.waitForFunction(() => window.__t.done >= 1, null, { timeout: 60000 });
+	await page.waitForFunction(() => window.__t.done >= 2, null, { timeout: 60000 });
 	await page.emulateMedia({ colorScheme: 'dark' });
 	await page.waitForTimeout(300); // one more stats event: the plots redraw in the new colours
 	await page.screenshot({ path: join(shotDir, 'overview.png') });
