@@ -460,6 +460,10 @@
 			inp.addEventListener('input', () => {
 				settings[k] = inp.value;
 				try { localStorage.setItem(KEY_SET, JSON.stringify(settings)); } catch (e) { /* full */ }
+				if (k === 'api_key') {
+					if (window.ParticleStats) ParticleStats.kick();
+					if (!modelId) loadModel();
+				}
 			});
 		}
 		$('settings-form').addEventListener('submit', (e) => e.preventDefault());

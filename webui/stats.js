@@ -202,8 +202,17 @@
 		document.dispatchEvent(new CustomEvent('particle-stats', { detail: s }));
 	}
 
-	let retry = 500;
+	let retry = 500, timer = null, connecting = false;
+	function later(ms) {
+		clearTimeout(timer);
+		timer = setTimeout(connect, ms);
+	}
+	/* reconnect now unless live (the API key was just typed in) */
+	function kick() {
+		if (connState !== 'live' && !connecting) later(0);
+	}
 	async function connect() {
+		connecting = true;
 		connState = 'connecting';
 		showConn();
 		try {
@@ -214,10 +223,12 @@
 			if (!resp.ok) {
 				connState = resp.status === 401 ? 'needs API key' : 'stats: HTTP ' + resp.status;
 				showConn();
-				setTimeout(connect, resp.status === 404 ? 30000 : 5000);
+				connecting = false;
+				later(resp.status === 404 ? 30000 : 5000);
 				return;
 			}
 			connState = 'live';
+			connecting = false;
 			showConn();
 			retry = 500;
 			await ParticleSSE.readSSE(resp, (data) => {
@@ -225,12 +236,13 @@
 			});
 		} catch (e) { /* connection lost */ }
 		connState = 'offline';
+		connecting = false;
 		showConn();
 		retry = Math.min(10000, retry * 2);
-		setTimeout(connect, retry);
+		later(retry);
 	}
 
-	window.ParticleStats = { showConn, last: () => last, drawHeat };
+	window.ParticleStats = { showConn, last: () => last, drawHeat, kick };
 	$('heat').addEventListener('mousemove', heatTip);
 	window.addEventListener('resize', () => {
 		if (!last) return;

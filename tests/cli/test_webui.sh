@@ -112,6 +112,26 @@ PID=
 # a clean exit: no sanitizer report, no leak (ASan runs of this suite)
 if [ "$rc" -eq 0 ] && ! grep -q 'Sanitizer' "$TMP/serve.log"; then ok; else bad "server exit $rc: $(grep -A5 Sanitizer "$TMP/serve.log" | head -c 600)"; fi
 
+# ---- --api-key: the page is public, the stats stream is not; the page takes the key ----
+if start_server "$TMP/serve3.log" --api-key webui-test-key; then
+	code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/")
+	if [ "$code" = 200 ]; then ok; else bad "--api-key: GET / -> $code, want 200"; fi
+	code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/stats/stream")
+	if [ "$code" = 401 ]; then ok; else bad "--api-key: stats without the key -> $code, want 401"; fi
+	node tests/webui/run_webui.mjs "$URL" "$SHOTS" "$N_MOE" webui-test-key >"$TMP/browser2.log" 2>&1
+	rc=$?
+	cat "$TMP/browser2.log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/browser2.log" | tail -n 1)
+	if [ -n "$line" ]; then
+		PASS=$((PASS + $(echo "$line" | awk '{print $1}')))
+		FAIL=$((FAIL + $(echo "$line" | awk '{print $3}')))
+	fi
+	if [ $rc -ne 0 ] && [ -z "$line" ]; then bad "browser key tests crashed (exit $rc)"; fi
+	stop_server
+else
+	bad "serve --api-key did not start: $(head -c 300 "$TMP/serve3.log")"
+fi
+
 # ---- --no-webui: no page, the API (and the stats stream) stay ----
 if start_server "$TMP/serve2.log" --no-webui; then
 	code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/")

@@ -12,7 +12,9 @@ import { join, resolve } from 'node:path';
 const require = createRequire(resolve('tools/oracle/package.json'));
 const { chromium } = require('playwright-core');
 
-const [url, shotDir, nMoeArg] = process.argv.slice(2);
+const [url, shotDir, nMoeArg, keyArg] = process.argv.slice(2);
+// with a 4th argument KEY the server wants that API key: only the key flow is tested
+const apiKey = keyArg || null;
 const nMoe = Number(nMoeArg);
 let pass = 0, fail = 0;
 const ok = (cond, what) => {
@@ -42,6 +44,8 @@ async function main() {
 		if (!(why === 'net::ERR_ABORTED' && allowAbort(r))) problems.push('request failed: ' + r.url() + ' ' + why);
 	});
 	page.on('response', (r) => { if (r.status() >= 400) problems.push('HTTP ' + r.status() + ' ' + r.url()); });
+
+	if (apiKey) return keyFlow(page, ctx, browser);
 
 	// ---- load ----
 	const base = url.replace(/\/?$/, '/');
@@ -302,6 +306,44 @@ async function main() {
 	await browser.close();
 	for (const p of problems) console.error('FAIL: ' + p);
 	ok(problems.length === 0, 'no console errors or failed requests');
+}
+
+// A server with --api-key: the page says so, takes the key in Settings, then works.
+async function keyFlow(page, ctx, browser) {
+	let beforeKey = true;
+	page.removeAllListeners('response');
+	page.on('response', (r) => {
+		if (r.status() === 401 && beforeKey) return; // expected until the key is given
+		if (r.status() >= 400) problems.push('HTTP ' + r.status() + ' ' + r.url());
+	});
+	page.removeAllListeners('console');
+	page.on('console', (m) => {
+		if (m.type() === 'error' && !(beforeKey && /401/.test(m.text()))) problems.push('console error: ' + m.text());
+	});
+	await page.goto(url.replace(/\/?$/, '/'));
+	await page.waitForFunction(() => document.getElementById('conn').dataset.state === 'needs API key');
+	ok(true, 'without the key the page says it needs one');
+	await page.click('#settings summary');
+	await page.fill('#set-max_tokens', '8');
+	await page.fill('#set-api_key', apiKey);
+	await page.waitForFunction(() => document.getElementById('conn').dataset.state === 'live');
+	beforeKey = false;
+	ok(true, 'with the key the stats stream connects');
+	await page.evaluate(() => {
+		window.__done = 0;
+		document.addEventListener('particle-reply-done', () => window.__done++);
+	});
+	await page.fill('#input', 'Hello with a key');
+	await page.keyboard.press('Enter');
+	await page.waitForFunction(() => window.__done >= 1, null, { timeout: 60000 });
+	const r = await page.evaluate(() => {
+		const a = [...document.querySelectorAll('#messages .msg.assistant')].pop();
+		return { len: a.querySelector('.body').textContent.length, err: a.querySelector('.err') ? a.querySelector('.err').textContent : '' };
+	});
+	ok(r.len > 0 && !r.err, 'a reply with the key: ' + JSON.stringify(r));
+	await browser.close();
+	for (const p of problems) console.error('FAIL: ' + p);
+	ok(problems.length === 0, 'no unexpected console errors or failed requests');
 }
 
 main().catch(async (e) => {
