@@ -544,6 +544,15 @@
 			const b = e.target.closest('button[data-action="copy-code"]');
 			if (b) copyText(b.closest('.code').querySelector('pre').textContent);
 		});
+		/* another tab changed the conversations: show them (not mid-reply: ours wins) */
+		window.addEventListener('storage', (e) => {
+			if (e.key !== KEY_CONVS || busy) return;
+			const keep = currentId;
+			load();
+			if (store.convs[keep]) currentId = keep;
+			renderList();
+			renderMessages();
+		});
 		drawer('side', 'toggle-side');
 		drawer('status', 'toggle-status');
 		loadModel();

@@ -166,7 +166,8 @@
 		const idle = !(gen.decode_tok_s > 0) && lastDecode !== null;
 		$('st-decode').textContent = num(idle ? lastDecode : gen.decode_tok_s, 1);
 		$('st-decode-label').textContent = idle ? 'tok/s decode (last)' : 'tok/s decode';
-		$('st-prefill').textContent = gen.prefill_tok_s ? num(gen.prefill_tok_s, 1) + ' tok/s' : '–';
+		$('st-prefill').textContent = gen.prefill_tok_s ? num(gen.prefill_tok_s, 1) + ' tok/s'
+			: gen.prefill_tok_s_avg ? num(gen.prefill_tok_s_avg, 1) + ' tok/s (avg)' : '–';
 		$('st-ttft').textContent = gen.ttft_s != null && gen.ttft_s >= 0 ? num(gen.ttft_s, 3) + ' s' : '–';
 		$('st-slots').textContent = srv.slots_total != null ? srv.slots_busy + ' / ' + srv.slots_total + ' busy' : '–';
 		$('st-queue').textContent = srv.queue_depth != null ? String(srv.queue_depth) : '–';
@@ -190,7 +191,7 @@
 		}
 		$('st-hit').textContent = ex.mode === 'mapped' ? 'mapped (all resident)' :
 			pct(ex.hit_rate) + (ex.hit_rate_now != null ? ' (now ' + pct(ex.hit_rate_now) + ')' : '');
-		$('st-mibtok').textContent = ex.mib_per_token != null ? num(ex.mib_per_token, 2) + ' MiB' : '–';
+		$('st-mibtok').textContent = ex.mib_per_token != null ? num(ex.mib_per_token, 2) + ' MiB' : '– (idle)';
 		$('st-disk').textContent = ex.disk_mb_s != null ? num(ex.disk_mb_s, 1) + ' MB/s' : '–';
 		$('st-io').textContent = ex.io_engine || '–';
 		push(hist.tps, t, gen.decode_tok_s || 0);
