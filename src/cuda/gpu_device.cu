@@ -19,8 +19,8 @@ enum pt_status pt_gpu_open(int device, struct pt_gpu_info *info, struct pt_error
 	cudaError_t e = cudaDriverGetVersion(&drv);
 	if (e != cudaSuccess || drv == 0)
 		return pt_error_set(err, PT_E_UNSUPPORTED,
-				    "no NVIDIA driver found (libcuda not loaded): --gpu needs an NVIDIA "
-				    "GPU with its driver installed");
+				    "no NVIDIA driver found (libcuda could not be loaded); the CUDA "
+				    "backend needs an NVIDIA GPU and its driver");
 	int n = 0;
 	e = cudaGetDeviceCount(&n);
 	if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0))
