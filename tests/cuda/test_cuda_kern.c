@@ -1,8 +1,10 @@
 /* test_cuda_kern.c - every CUDA kernel of src/cuda against the CPU reference on random data.
  *
  * Built by `make CUDA=1 cuda-test` (build/cuda/cuda_test_kern); needs a CUDA device, so CI
- * (no GPU) builds it and the device runs it.  Usage: cuda_test_kern [--device I].  Ends with
- * the line "N passed, N failed"; exit status 0 only when nothing failed.
+ * (no GPU) builds it and the device runs it.  Usage: cuda_test_kern [--device I] [--bench].
+ * Ends with the line "N passed, N failed"; exit status 0 only when nothing failed.  --bench
+ * then also times the matvec kernels on one large matrix per type (weight bytes read per
+ * second: the decode kernels are bandwidth-bound; figures in docs/BENCHMARKS.md).
  *
  * Tolerances (src/cuda/gpu.h explains why the GPU is not bit-identical to the CPU):
  * - matvec against the exact product (dequantized weights, ggml's arithmetic, summed in
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/gpu.h"
 #include "kern/kern.h"
@@ -304,11 +307,61 @@ static void test_swiglu(int n)
 	free(g), free(u), free(yc), free(yg);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Weight GB/s of y = W x for a rows x cols matrix (well above the 60 MB L2), the median of 5
+ * timings of 50 queued launches each (host clock around the queue and one sync). */
+static void bench_matvec(enum pt_type type, uint32_t rows, uint32_t cols)
+{
+	struct pt_error err = { 0 };
+	uint64_t rb = 0;
+	pt_type_row_bytes(type, cols, &rb);
+	const size_t bytes = rb * rows;
+	uint8_t *w = xmalloc(bytes);
+	float *wf = xmalloc(sizeof(float) * cols), *x = xmalloc(sizeof(float) * cols);
+	for (uint32_t c = 0; c < cols; c++)
+		wf[c] = frand(), x[c] = frand();
+	pt_quant_quantize_row(type, wf, w, cols, &err);
+	for (uint32_t r = 1; r < rows; r++)
+		memcpy(w + rb * r, w, rb);
+	void *dw = dev_copy(w, bytes), *dx = dev_copy(x, sizeof(float) * cols);
+	void *dy = dev_copy(NULL, sizeof(float) * rows);
+	double t[5];
+	pt_gpu_matvec(type, rows, cols, rb, dw, dx, dy, &err);
+	pt_gpu_sync(&err);
+	for (int k = 0; k < 5; k++) {
+		const double t0 = now_s();
+		for (int i = 0; i < 50; i++)
+			pt_gpu_matvec(type, rows, cols, rb, dw, dx, dy, &err);
+		pt_gpu_sync(&err);
+		t[k] = (now_s() - t0) / 50;
+	}
+	for (int i = 0; i < 5; i++) /* sort for the median */
+		for (int j = i + 1; j < 5; j++)
+			if (t[j] < t[i]) {
+				const double u = t[i];
+				t[i] = t[j], t[j] = u;
+			}
+	printf("bench matvec %-4s %u x %u: %.1f MB, %.1f us, %.0f GB/s\n", pt_type_name(type),
+	       rows, cols, bytes / 1e6, t[2] * 1e6, bytes / t[2] / 1e9);
+	pt_gpu_free(dw), pt_gpu_free(dx), pt_gpu_free(dy);
+	free(w), free(wf), free(x);
+}
+
 int main(int argc, char **argv)
 {
-	int device = 0;
-	if (argc == 3 && strcmp(argv[1], "--device") == 0)
-		device = atoi(argv[2]);
+	int device = 0, bench = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+			device = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--bench") == 0)
+			bench = 1;
+	}
 	struct pt_error err = { 0 };
 	struct pt_gpu_info info;
 	if (pt_gpu_open(device, &info, &err) != PT_OK) {
@@ -362,6 +415,12 @@ int main(int argc, char **argv)
 	test_swiglu(10007);
 	test_swiglu(1 << 20);
 
+	if (bench) {
+		static const enum pt_type bt[] = { PT_TYPE_F32, PT_TYPE_F16, PT_TYPE_Q8_0,
+						   PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K };
+		for (size_t t = 0; t < sizeof bt / sizeof bt[0]; t++)
+			bench_matvec(bt[t], 32768, 4096);
+	}
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
