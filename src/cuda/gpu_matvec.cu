@@ -7,9 +7,9 @@
  * accumulates in float; the 32 partial sums are then combined by a fixed butterfly.  The
  * order depends only on the row length, so results are deterministic.
  *
- * This is the correctness slice: consecutive lanes read consecutive elements (coalesced for
- * F32/F16/Q8_0, within one block for the K-quants), but the block header is re-read per
- * element and nothing is vectorized; it is not tuned for bandwidth yet. */
+ * F32/F16/Q8_0 take one element per lane per step (coalesced); the K-quants take eight
+ * consecutive elements of one sub-block per lane (matvec_kq_kernel).  Nothing is vectorized
+ * or tuned for bandwidth yet (docs/BENCHMARKS.md section 7). */
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -111,6 +111,68 @@ __global__ void __launch_bounds__(128) matvec_kernel(const uint8_t *__restrict__
 		y[r] = acc;
 }
 
+/* K-quant rows (256-element super-blocks): lane l decodes elements 8l..8l+7 of each block,
+ * which share one sub-block scale, so the scales are unpacked once per lane and block
+ * instead of once per element.  Each value is still ggml's dequantized float; the lane sums
+ * its 8 products in order, block after block (cols/32 fused steps per lane, as in the
+ * per-element kernel), then the same butterfly. */
+template <int T>
+__device__ __forceinline__ void deq8(const uint8_t *b, int lane, float v[8])
+{
+	const int e0 = 8 * lane;
+	if (T == T_Q4_K || T == T_Q5_K) {
+		const int c = e0 >> 6, hi = (e0 >> 5) & 1, l0 = e0 & 31;
+		int sc, m;
+		scale_min_k4(2 * c + hi, b + 4, &sc, &m);
+		const float d = h2f(b) * (float)sc, mn = h2f(b + 2) * (float)m;
+		const uint8_t *q = b + (T == T_Q4_K ? 16 : 48) + 32 * c + l0;
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			int n = hi ? q[i] >> 4 : q[i] & 0xF;
+			if (T == T_Q5_K)
+				n += ((b[16 + l0 + i] >> (2 * c + hi)) & 1) << 4;
+			v[i] = d * (float)n - mn;
+		}
+	} else { /* Q6_K */
+		const int h = e0 >> 7, g = (e0 >> 5) & 3, l0 = e0 & 31;
+		const uint8_t *ql = b + 64 * h + l0 + 32 * (g & 1), *qh = b + 128 + 32 * h + l0;
+		const float d = h2f(b + 208) * (float)(int8_t)b[192 + 8 * h + (l0 >> 4) + 2 * g];
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			const int lo = g >= 2 ? ql[i] >> 4 : ql[i] & 0xF;
+			const int q = (lo | (((qh[i] >> (2 * g)) & 3) << 4)) - 32;
+			v[i] = d * (float)q;
+		}
+	}
+}
+
+template <int T>
+__global__ void __launch_bounds__(128) matvec_kq_kernel(const uint8_t *__restrict__ w,
+							size_t row_bytes, uint32_t rows,
+							uint32_t cols, const float *__restrict__ x,
+							float *__restrict__ y)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const uint32_t bytes = T == T_Q4_K ? 144 : T == T_Q5_K ? 176 : 210;
+	const uint8_t *row = w + (size_t)r * row_bytes;
+	float acc = 0.0f;
+	for (uint32_t blk = 0; blk < cols / 256; blk++) {
+		float v[8];
+		deq8<T>(row + (size_t)blk * bytes, lane, v);
+		const float *xb = x + (size_t)blk * 256 + 8 * lane;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			acc = fmaf(v[i], xb[i], acc);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	if (lane == 0)
+		y[r] = acc;
+}
+
 extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t cols,
 					size_t row_bytes, const void *dw, const float *dx,
 					float *dy, struct pt_error *err)
@@ -139,9 +201,9 @@ extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t c
 	case T_F32: matvec_kernel<T_F32><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_F16: matvec_kernel<T_F16><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_Q8_0: matvec_kernel<T_Q8_0><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
-	case T_Q4_K: matvec_kernel<T_Q4_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
-	case T_Q5_K: matvec_kernel<T_Q5_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
-	default: matvec_kernel<T_Q6_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q4_K: matvec_kq_kernel<T_Q4_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q5_K: matvec_kq_kernel<T_Q5_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	default: matvec_kq_kernel<T_Q6_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
 	}
 	return pt_gpu_launched(err, "matvec launch");
 }
