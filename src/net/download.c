@@ -45,6 +45,7 @@ struct dl {
 	struct pt_error fail_err;
 	volatile sig_atomic_t stop; /* workers stop: user cancel or another worker failed */
 	bool ranged;
+	bool feeding;             /* on_bytes sees new bytes (set once the header is accepted) */
 	EVP_MD_CTX *md;
 	uint64_t hashed;
 	double t0;
@@ -163,7 +164,7 @@ static enum pt_status sink(void *p, uint64_t off, const void *buf, size_t n,
 	struct sink_ctx *s = p;
 	struct dl *d = s->d;
 	enum pt_status st = write_at(d->fd, buf, n, off, d->o->partial_path, err);
-	if (st == PT_OK && d->h->on_bytes)
+	if (st == PT_OK && d->feeding && d->h->on_bytes)
 		st = d->h->on_bytes(d->h->ctx, off, buf, n, err);
 	if (st != PT_OK)
 		return st;
@@ -319,6 +320,38 @@ static enum pt_status head_phase(struct dl *d, pt_http_client *c, struct pt_erro
 	}
 }
 
+/* Once the header is accepted, on_bytes is shown every byte already on disk (the header
+ * phase's and a resumed run's), then each new one as it arrives: all bytes exactly once. */
+static enum pt_status replay(struct dl *d, struct pt_error *err)
+{
+	struct pt_ranges snap = { 0 };
+	enum pt_status st = PT_OK;
+	uint8_t *buf = d->h->on_bytes ? pt_malloc(HASH_PIECE) : NULL;
+	if (d->h->on_bytes && !buf)
+		return pt_error_set(err, PT_E_NOMEM, "out of memory (download)");
+	for (uint32_t i = 0; d->h->on_bytes && st == PT_OK && i < d->have.n; i++)
+		st = pt_ranges_add(&snap, d->have.r[i].start, d->have.r[i].end, err);
+	for (uint32_t i = 0; st == PT_OK && i < snap.n; i++) {
+		for (uint64_t at = snap.r[i].start; st == PT_OK && at < snap.r[i].end;) {
+			uint64_t left = snap.r[i].end - at;
+			size_t want = left < HASH_PIECE ? (size_t)left : HASH_PIECE;
+			ssize_t got = pread(d->fd, buf, want, (off_t)at);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				st = pt_error_sys(err, PT_E_IO, got < 0 ? errno : EIO,
+						  "cannot read %s", d->o->partial_path);
+			else
+				st = d->h->on_bytes(d->h->ctx, at, buf, (size_t)got, err);
+			at += got > 0 ? (uint64_t)got : 0;
+		}
+	}
+	pt_ranges_free(&snap);
+	pt_free(buf);
+	d->feeding = true;
+	return st;
+}
+
 static enum pt_status body_phase(struct dl *d, struct pt_error *err)
 {
 	uint32_t jobs = d->ranged ? d->o->jobs : 1, started = 0;
@@ -423,6 +456,8 @@ enum pt_status pt_download(const struct pt_dl_opts *o, const struct pt_dl_hooks 
 		st = pt_http_client_new(&o->http, &c, err);
 	if (st == PT_OK && o->size > 0) {
 		st = head_phase(&d, c, err);
+		if (st == PT_OK)
+			st = replay(&d, err);
 		if (st == PT_OK && user_cancelled(&d))
 			st = pt_error_set(err, PT_E_CANCELLED, "interrupted");
 		if (st == PT_OK)

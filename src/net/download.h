@@ -40,7 +40,9 @@ struct pt_dl_hooks {
 	 * header is fine, set *more to get a longer prefix, or fail to refuse the file. */
 	enum pt_status (*check_head)(void *ctx, int fd, uint64_t avail, uint64_t size,
 				     bool *more, struct pt_error *err);
-	/* Bytes [off, off+n) just written (from any thread; may be NULL). */
+	/* Every byte of the file exactly once, from any thread, in any order (may be NULL):
+	 * once check_head accepts the header, the bytes already on disk are replayed from
+	 * disk, then new bytes are passed as they are written. */
 	enum pt_status (*on_bytes)(void *ctx, uint64_t off, const void *buf, size_t n,
 				   struct pt_error *err);
 	/* Called every ~200 ms and once at the end (may be NULL). */
