@@ -3,6 +3,7 @@
  * time to first token, peak RSS, expert hit rate, bytes read per token and the I/O floor:
  * missed-expert bytes per token / disk bandwidth, i.e. the fastest the disk allows. */
 #include "cli/cli.h"
+#include "cli/models.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +137,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		pt_cli_error("bench: -m MODEL is required");
 		return PT_EXIT_USAGE;
 	}
+	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
 	return 0;
 }
 

@@ -2,6 +2,7 @@
  * JSON line per position with the top-K next-token log-probabilities, optionally writes the
  * raw logits and compares against an oracle dump (mean/max KL, top-1 agreement). */
 #include "cli/cli.h"
+#include "cli/models.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -162,6 +163,7 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		pt_cli_error("eval: -m MODEL is required");
 		return PT_EXIT_USAGE;
 	}
+	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
 	if (!!a->prompt + !!a->tokens + !!a->tokens_file != 1) {
 		pt_cli_error("eval: give exactly one of --prompt, --tokens, --tokens-file");
 		return PT_EXIT_USAGE;

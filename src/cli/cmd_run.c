@@ -3,6 +3,7 @@
  * budget check before loading, prompt building (raw or through the chat template), the
  * SIGINT handling, the stats footer and --stats-json. */
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "cli/input.h"
 #include "cli/run.h"
 
@@ -267,6 +268,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return PT_EXIT_USAGE;
 		i++;
 	}
+	if (o->model) /* a name in the models directory */
+		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);
 }
 

@@ -48,6 +48,12 @@ const char *pt_cli_resolve_model(const char *name, char *buf, size_t cap)
 	return name;
 }
 
+const char *pt_cli_model_path(const char *name)
+{
+	static char buf[4400];
+	return pt_cli_resolve_model(name, buf, sizeof buf);
+}
+
 /* ---- particle list ------------------------------------------------------------------- */
 
 static void help(FILE *f)

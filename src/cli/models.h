@@ -14,5 +14,8 @@ enum pt_status pt_cli_models_dir(char *out, size_t cap, bool create, struct pt_e
 /* -m NAME: an existing path as given; else NAME, then NAME.gguf, in the models directory;
  * else NAME unchanged (the open then reports it missing).  Returns name or buf. */
 const char *pt_cli_resolve_model(const char *name, char *buf, size_t cap);
+/* The same into a static buffer (valid until the next call): what run, eval, bench (and
+ * serve) apply to -m / $PARTICLE_MODEL. */
+const char *pt_cli_model_path(const char *name);
 
 #endif

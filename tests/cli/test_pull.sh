@@ -25,14 +25,6 @@ export PARTICLE_PULL_BACKOFF_MS=20 PARTICLE_PULL_STALL_S=2
 unset HF_TOKEN PARTICLE_HF_ENDPOINT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { # PORT: until something listens (5 s at most)
-	i=0
-	while [ $i -lt 100 ]; do
-		python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1)' "$1" 2>/dev/null && return 0
-		sleep 0.05; i=$((i + 1))
-	done
-	return 1
-}
 
 # ---- the server: nginx over $TMP/www ------------------------------------------------------
 WWW="$TMP/www"; NG="$TMP/nginx"
@@ -61,18 +53,27 @@ http {
 CONF
 "$NGINX" -p "$NG" -e "$NG/error.log" -c "$NG/nginx.conf" -g 'daemon off;' &
 PIDS="$PIDS $!"
-wait_port "$NPORT" || { bad "nginx did not start: $(cat "$NG/error.log")"; finish; exit 1; }
+# nginx writes its pid file after it has bound the port
+i=0; while [ ! -s "$NG/nginx.pid" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+[ -s "$NG/nginx.pid" ] || { bad "nginx did not start: $(cat "$NG/error.log")"; finish; exit 1; }
 BASE="http://127.0.0.1:$NPORT"
 
-# start_proxy ARGS...: a fault proxy in front of nginx; sets PP (port) and PC (count file)
-NPROXY=0
-start_proxy() {
-	NPROXY=$((NPROXY + 1)); PC="$TMP/count$NPROXY"; echo 0 >"$PC"
-	python3 "$PROXY" --upstream "$NPORT" --port-file "$TMP/pport$NPROXY" --count-file "$PC" \
-		--root "$WWW" "$@" &
-	PIDS="$PIDS $!"
-	i=0; while [ ! -s "$TMP/pport$NPROXY" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	PP=$(cat "$TMP/pport$NPROXY"); wait_port "$PP"
+# One fault proxy in front of nginx for every case; set_faults ARGS... gives it the faults
+# of the next case (and zeroes its byte count $PC).
+PC="$TMP/count"; echo 0 >"$PC"
+python3 "$PROXY" --upstream "$NPORT" --port-file "$TMP/pport" --count-file "$PC" --root "$WWW" \
+	--config "$TMP/pconf" &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$TMP/pport" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+PP=$(cat "$TMP/pport")
+[ -n "$PP" ] || { bad "fault proxy did not start"; finish; exit 1; }
+NCONF=0
+set_faults() {
+	NCONF=$((NCONF + 1))
+	echo "$*" >"$TMP/pconf.tmp$NCONF"; mv "$TMP/pconf.tmp$NCONF" "$TMP/pconf"
+	# the proxy notices on its next request; make that request now so the count starts at 0
+	"$PARTICLE" pull "http://127.0.0.1:$PP/reload.gguf" -o "$TMP" >/dev/null 2>&1
+	echo 0 >"$PC"
 }
 lt_110() { # BYTES: true when BYTES < 1.1 x SIZE
 	[ "$1" -lt $((SIZE + SIZE / 10)) ]
@@ -114,21 +115,21 @@ cmp -s "$TMP/o2/tiny.gguf.xpack.json" "$TMP/p2/tiny.gguf.xpack.json" && ok || ba
 expect_exit 0 "pack --verify of the pulled pack" -- "$PARTICLE" pack "$TMP/o2/tiny.gguf" --verify
 
 # ---- Hugging Face mirror: hf: names, X-Linked-Etag, models dir, list, -m NAME ----------------
-start_proxy --hf
+set_faults --hf
 export PARTICLE_MODELS="$TMP/models"
 PARTICLE_HF_ENDPOINT="http://127.0.0.1:$PP/" expect_exit 0 "hf: pull" -- "$PARTICLE" pull hf:acme/tiny-GGUF/tiny.gguf@main --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/models/tiny.gguf" && ok || bad "hf: bytes differ"
 expect_grep "$TMP/out" "(the hub (X-Linked-Etag))" "hf: checksum from the hub"
 expect_exit 0 "list" -- "$PARTICLE" list
 expect_grep "$TMP/out" "^tiny.gguf .* MiB  qwen3moe" "list shows the model with its arch"
-expect_exit 0 "run -m NAME from the models dir" -- "$PARTICLE" run -m tiny -n 2 --temp 0 -p hi
+expect_exit 0 "run -m NAME from the models dir" -- "$PARTICLE" run -m tiny -n 2 --temperature 0 --prompt hi
 PARTICLE_HF_ENDPOINT="http://127.0.0.1:$PP" expect_exit 2 "hf: 404" -- "$PARTICLE" pull hf:acme/tiny-GGUF/missing.gguf
 expect_grep "$TMP/err" "not found (HTTP 404)" "hf 404 message"
 expect_exit 2 "hf: bad name" -- "$PARTICLE" pull hf:acme/../x.gguf
 expect_one_error_line "hf: bad name"
 
 # a wrong published checksum: refused, .partial kept, no final file
-start_proxy --hf --hf-sha 0000000000000000000000000000000000000000000000000000000000000000
+set_faults --hf --hf-sha 0000000000000000000000000000000000000000000000000000000000000000
 mkdir -p "$TMP/o3"
 PARTICLE_HF_ENDPOINT="http://127.0.0.1:$PP" expect_exit 2 "wrong checksum" -- "$PARTICLE" pull hf:acme/tiny-GGUF/tiny.gguf -o "$TMP/o3" --quiet
 expect_grep "$TMP/err" "SHA-256 mismatch" "wrong checksum message"
@@ -138,7 +139,7 @@ expect_exit 2 "wrong --sha256" -- "$PARTICLE" pull "$BASE/tiny.gguf" -o "$TMP/o3
 [ ! -e "$TMP/o3b/tiny.gguf" ] && ok || bad "wrong --sha256 left a final file"
 
 # ---- 401 and HF_TOKEN -------------------------------------------------------------------
-start_proxy --require-token s3cret
+set_faults --require-token s3cret
 mkdir -p "$TMP/o4"
 expect_exit 2 "401 without token" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o4"
 expect_grep "$TMP/err" "HTTP 401.*HF_TOKEN" "401 hint names HF_TOKEN"
@@ -152,44 +153,43 @@ expect_one_error_line "404"
 expect_exit 2 "not a gguf name" -- "$PARTICLE" pull "$BASE/tiny.bin" -o "$TMP/o4"
 
 # ---- server without Range: one sequential stream ------------------------------------------
-start_proxy --no-range
+set_faults --no-range
 mkdir -p "$TMP/o5"
 expect_exit 0 "no Range" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o5" --jobs 4
 cmp -s "$WWW/tiny.gguf" "$TMP/o5/tiny.gguf" && ok || bad "no Range: bytes differ"
 expect_grep "$TMP/out" "server without Range" "no Range noted"
 
 # ---- drops, 5xx, stalls: retried, resumed from the bytes received -------------------------
-start_proxy --drop-after 700000 --drops 4
+set_faults --drop-after 700000 --drops 4
 mkdir -p "$TMP/o6"
 PARTICLE_PULL_CHUNK=2097152 expect_exit 0 "drops" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o6" --jobs 2 --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/o6/tiny.gguf" && ok || bad "drops: bytes differ"
 N=$(cat "$PC"); lt_110 "$N" && ok || bad "drops: $N bytes sent for a $SIZE-byte file"
-start_proxy --fail 3
+set_faults --fail 3
 mkdir -p "$TMP/o7"
 expect_exit 0 "5xx" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o7" --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/o7/tiny.gguf" && ok || bad "5xx: bytes differ"
-start_proxy --stall-after 400000 --stall-s 6
+set_faults --stall-after 400000 --stall-s 6
 mkdir -p "$TMP/o8"
 expect_exit 0 "stall" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o8" --jobs 1 --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/o8/tiny.gguf" && ok || bad "stall: bytes differ"
-start_proxy --fail 100
+set_faults --fail 100
 mkdir -p "$TMP/o9"
 PARTICLE_PULL_BACKOFF_MS=1 expect_exit 1 "5xx forever: gives up" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o9"
 expect_grep "$TMP/err" "giving up after 8 retries: HTTP 50" "gives up with the reason"
 
 # ---- SIGINT: exit 130, .partial + state kept, resume completes with < 1.1x the bytes --------
-start_proxy --rate 1500000
-SLOW=$PP; SLOWC=$PC
+set_faults --rate 1500000
 mkdir -p "$TMP/o10"
-PARTICLE_PULL_CHUNK=262144 "$PARTICLE" pull "http://127.0.0.1:$SLOW/tiny.gguf" -o "$TMP/o10" --jobs 2 --pack >"$TMP/int.out" 2>"$TMP/int.err" &
+PARTICLE_PULL_CHUNK=262144 "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o10" --jobs 2 --pack >"$TMP/int.out" 2>"$TMP/int.err" &
 PULL=$!
-i=0; while [ "$(cat "$SLOWC")" -lt 2000000 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+i=0; while [ "$(cat "$PC")" -lt 2000000 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 kill -INT $PULL; wait $PULL; rc=$?
 [ $rc -eq 130 ] && ok || bad "SIGINT: exit $rc, want 130: $(cat "$TMP/int.err")"
 grep -q "interrupted: .*partial kept; run the same command again to resume" "$TMP/int.err" && ok || bad "SIGINT message: $(cat "$TMP/int.err")"
 [ -f "$TMP/o10/tiny.gguf.partial" ] && [ -f "$TMP/o10/tiny.gguf.partial.state" ] && [ ! -e "$TMP/o10/tiny.gguf" ] && ok || bad "SIGINT: files $(ls "$TMP/o10")"
-FIRST=$(cat "$SLOWC")
-start_proxy
+FIRST=$(cat "$PC")
+set_faults
 PARTICLE_PULL_CHUNK=262144 expect_exit 0 "resume after SIGINT" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o10" --jobs 2 --pack --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/o10/tiny.gguf" && ok || bad "SIGINT resume: bytes differ"
 expect_grep "$TMP/out" "resumed" "summary says resumed"
@@ -198,21 +198,24 @@ cmp -s "$TMP/o10/tiny.gguf.xpack" "$TMP/p2/tiny.gguf.xpack" && ok || bad "--pack
 [ -z "$(leftovers "$TMP/o10" | sed 's/tiny.gguf.xpack.json//; s/tiny.gguf.xpack//' | tr -d ' ')" ] && ok || bad "resume left: $(leftovers "$TMP/o10")"
 
 # ---- a crash (SIGKILL): the state file survives; the resume is byte-equal -------------------
+set_faults --rate 1500000
 mkdir -p "$TMP/o11"
-"$PARTICLE" pull "http://127.0.0.1:$SLOW/tiny.gguf" -o "$TMP/o11" --jobs 2 >/dev/null 2>&1 &
+"$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o11" --jobs 2 >/dev/null 2>&1 &
 PULL=$!
-sleep 2.5; kill -KILL $PULL; wait $PULL 2>/dev/null
+i=0; while [ "$(cat "$PC")" -lt 3000000 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+kill -KILL $PULL; wait $PULL 2>/dev/null
 [ -f "$TMP/o11/tiny.gguf.partial.state" ] && ok || bad "SIGKILL: no state file"
+set_faults
 expect_exit 0 "resume after SIGKILL" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o11" --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/o11/tiny.gguf" && ok || bad "SIGKILL resume: bytes differ"
 
 # ---- a corrupt header: refused before 1 MiB is downloaded --------------------------------
-start_proxy
+set_faults
 mkdir -p "$TMP/o12"
 expect_exit 2 "not a GGUF" -- "$PARTICLE" pull "http://127.0.0.1:$PP/junk.gguf" -o "$TMP/o12" --jobs 4
 expect_grep "$TMP/err" "not a valid GGUF model (refused after" "junk refused"
 N=$(cat "$PC"); [ "$N" -lt 1048576 ] && ok || bad "junk: $N bytes downloaded before the refusal"
-start_proxy --corrupt-at 9
+set_faults --corrupt-at 9
 expect_exit 2 "corrupt tensor count" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o12" --jobs 4
 expect_grep "$TMP/err" "not a valid GGUF model" "corrupt header refused"
 N=$(cat "$PC"); [ "$N" -lt 1048576 ] && ok || bad "corrupt header: $N bytes downloaded before the refusal"

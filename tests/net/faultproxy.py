@@ -14,6 +14,9 @@ on request:
   --require-token T   401 unless "Authorization: Bearer T"
   --corrupt-at N      flip the byte at file offset N in every body sent
 Writes its port to --port-file and the total body bytes it sent to --count-file.
+With --config FILE the fault options come from FILE ("--drop-after 700000 --drops 4" on one
+line), re-read whenever it changes, which also zeroes the counters and the count file: one
+proxy serves every case of a test (python starts slowly on a loaded machine).
 """
 import argparse
 import hashlib
@@ -27,6 +30,7 @@ import threading
 import time
 
 A = None
+PARSER = None
 LOCK = threading.Lock()
 STATE = {"gets": 0, "drops": 0, "stalls": 0, "sent": 0}
 
@@ -48,6 +52,32 @@ def take(key, limit):
             STATE[key] += 1
             return True
     return False
+
+
+FAULTS = ["drop_after", "drops", "fail", "stall_after", "stall_s", "stalls", "no_range",
+          "rate", "hf", "hf_sha", "require_token", "corrupt_at"]
+CONFIG = {"stamp": None}
+
+
+def reload_config():
+    if not A.config:
+        return
+    try:
+        st = os.stat(A.config)
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        return
+    with LOCK:
+        if stamp == CONFIG["stamp"]:
+            return
+        CONFIG["stamp"] = stamp
+        args = open(A.config).read().split()
+        new = PARSER.parse_args(["--upstream", str(A.upstream), "--port-file", A.port_file] + args)
+        for k in FAULTS:
+            setattr(A, k, getattr(new, k))
+        for k in STATE:
+            STATE[k] = 0
+    count(0)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -76,6 +106,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def handle_any(self, body):
+        reload_config()
         if A.require_token and self.headers.get("Authorization") != "Bearer " + A.require_token:
             return self.error(401)
         if A.hf and "/resolve/" in self.path and not self.path.startswith("/cdn"):
@@ -168,8 +199,8 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 def main():
-    global A
-    p = argparse.ArgumentParser()
+    global A, PARSER
+    p = PARSER = argparse.ArgumentParser()
     p.add_argument("--upstream", type=int, required=True)
     p.add_argument("--port-file", required=True)
     p.add_argument("--count-file")
@@ -186,6 +217,7 @@ def main():
     p.add_argument("--hf-sha")
     p.add_argument("--require-token")
     p.add_argument("--corrupt-at", type=int, default=-1)
+    p.add_argument("--config")
     A = p.parse_args()
     srv = Server(("127.0.0.1", 0), Handler)
     tmp = A.port_file + ".tmp"
