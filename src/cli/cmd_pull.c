@@ -343,6 +343,10 @@ static int pull_file(const struct opts *o, const char *dir, const char *url, con
 	st = pt_http_head(head, url, &info, &err);
 	if (st != PT_OK)
 		return pt_cli_fail(&err);
+	if (!info.size_known && info.linked_size) { /* the hub's own figure */
+		info.size = info.linked_size;
+		info.size_known = true;
+	}
 	if (!info.size_known) {
 		pt_cli_error("%s: the server did not say how large the file is", url);
 		return PT_EXIT_FAIL;

@@ -134,6 +134,8 @@ mkdir -p "$TMP/o3"
 PARTICLE_HF_ENDPOINT="http://127.0.0.1:$PP" expect_exit 2 "wrong checksum" -- "$PARTICLE" pull hf:acme/tiny-GGUF/tiny.gguf -o "$TMP/o3" --quiet
 expect_grep "$TMP/err" "SHA-256 mismatch" "wrong checksum message"
 [ -f "$TMP/o3/tiny.gguf.partial" ] && [ ! -e "$TMP/o3/tiny.gguf" ] && ok || bad "wrong checksum: want .partial kept and no final file: $(ls "$TMP/o3")"
+expect_exit 0 "list shows an unfinished download" -- "$PARTICLE" list --dir "$TMP/o3"
+expect_grep "$TMP/out" "^tiny.gguf .*download incomplete" "list: incomplete download"
 mkdir -p "$TMP/o3b"
 expect_exit 2 "wrong --sha256" -- "$PARTICLE" pull "$BASE/tiny.gguf" -o "$TMP/o3b" --sha256 "$(echo "$SHA" | tr 0-9a-f 1-9a-f0)" --quiet
 [ ! -e "$TMP/o3b/tiny.gguf" ] && ok || bad "wrong --sha256 left a final file"
