@@ -29,6 +29,7 @@ int pt_cmd_detokenize(int argc, char **argv);
 int pt_cmd_template(int argc, char **argv);
 int pt_cmd_pull(int argc, char **argv);
 int pt_cmd_list(int argc, char **argv);
+int pt_cmd_serve(int argc, char **argv);
 
 /* Prints "particle: error: <msg>" on stderr (one line). */
 void pt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

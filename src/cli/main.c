@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "template", pt_cmd_template, "render a chat template over a conversation" },
 	{ "pull", pt_cmd_pull, "download a model (URL or hf:OWNER/REPO/FILE.gguf), resumable, verified" },
 	{ "list", pt_cmd_list, "models in the models directory: size, arch, quant, pack" },
+	{ "serve", pt_cmd_serve, "OpenAI-compatible HTTP server (chat, completions, SSE)" },
 };
 
 static void usage(FILE *f)

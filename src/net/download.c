@@ -96,7 +96,6 @@ static void load_state(struct dl *d)
 static enum pt_status save_state(struct dl *d, struct pt_error *err)
 {
 	struct pt_pull_state s = { .size = d->o->size };
-	struct pt_safe_file f;
 	char *text = NULL;
 	enum pt_status st = PT_OK;
 	if (fdatasync(d->fd) != 0)
@@ -110,25 +109,7 @@ static enum pt_status save_state(struct dl *d, struct pt_error *err)
 	pthread_mutex_unlock(&d->mu);
 	if (st != PT_OK)
 		return st;
-	st = pt_safe_create(&f, d->o->state_path, 0600, err);
-	if (st == PT_OK) {
-		size_t len = strlen(text), off = 0;
-		while (off < len) {
-			ssize_t w = write(f.fd, text + off, len - off);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				st = pt_error_sys(err, PT_E_IO, errno, "cannot write %s",
-						  d->o->state_path);
-				break;
-			}
-			off += (size_t)w;
-		}
-		if (st == PT_OK)
-			st = pt_safe_commit(&f, err);
-		else
-			pt_safe_abort(&f);
-	}
+	st = pt_safe_write_file(d->o->state_path, text, strlen(text), 0600, err);
 	pt_free(text);
 	return st;
 }
