@@ -95,6 +95,27 @@ mkdir -p "$TMP/o1b"
 expect_exit 0 "pull with progress" -- "$PARTICLE" pull "$BASE/tiny.gguf" -o "$TMP/o1b" --jobs 3
 expect_grep "$TMP/err" "^pull: tiny.gguf 100.0% 6.1/6.1 MiB" "plain progress line"
 
+# a progress bar on a terminal: one line redrawn with \r, bytes, %, rate, ETA
+mkdir -p "$TMP/o1c"
+python3 - "$PARTICLE" "$BASE/tiny.gguf" "$TMP/o1c" >"$TMP/tty.txt" 2>&1 <<'PY'
+import os, subprocess, sys
+m, s = os.openpty()
+p = subprocess.Popen([sys.argv[1], "pull", sys.argv[2], "-o", sys.argv[3]], stdout=subprocess.DEVNULL, stderr=s)
+os.close(s)
+out = b""
+while True:
+    try:
+        b = os.read(m, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+p.wait()
+sys.stdout.write(out.decode("utf-8", "replace").replace("\r", "<CR>").replace("\033", "<ESC>"))
+PY
+expect_grep "$TMP/tty.txt" "<CR><ESC>\[Ktiny.gguf *\[##############################\] 100.0%  *6.1/6.1 MiB .* MiB/s ETA 0:00" "terminal progress bar"
+
 # ---- --verify ---------------------------------------------------------------------------
 SHA=$(sha256sum "$WWW/tiny.gguf" | cut -c1-64)
 expect_exit 0 "verify" -- "$PARTICLE" pull --verify "$TMP/o1/tiny.gguf" --sha256 "$SHA"
@@ -153,6 +174,14 @@ cmp -s "$WWW/tiny.gguf" "$TMP/o4/tiny.gguf" && ok || bad "token pull: bytes diff
 expect_exit 2 "404" -- "$PARTICLE" pull "$BASE/nope.gguf" -o "$TMP/o4"
 expect_one_error_line "404"
 expect_exit 2 "not a gguf name" -- "$PARTICLE" pull "$BASE/tiny.bin" -o "$TMP/o4"
+
+# ---- 416: the file is shorter than announced ----------------------------------------------
+set_faults --head-size $((SIZE + 3000000))
+mkdir -p "$TMP/o4b"
+expect_exit 2 "416" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o4b" --quiet
+expect_grep "$TMP/err" "HTTP 416 (range not satisfiable)" "416 message"
+expect_one_error_line "416"
+[ ! -e "$TMP/o4b/tiny.gguf" ] && ok || bad "416 left a final file"
 
 # ---- server without Range: one sequential stream ------------------------------------------
 set_faults --no-range

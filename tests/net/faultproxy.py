@@ -13,6 +13,7 @@ on request:
                       (or --hf-sha to announce a wrong one) and a redirect hop like the hub
   --require-token T   401 unless "Authorization: Bearer T"
   --corrupt-at N      flip the byte at file offset N in every body sent
+  --head-size N       announce N as the Content-Length of a HEAD (the file "changed")
 Writes its port to --port-file and the total body bytes it sent to --count-file.
 With --config FILE the fault options come from FILE ("--drop-after 700000 --drops 4" on one
 line), re-read whenever it changes, which also zeroes the counters and the count file: one
@@ -55,7 +56,7 @@ def take(key, limit):
 
 
 FAULTS = ["drop_after", "drops", "fail", "stall_after", "stall_s", "stalls", "no_range",
-          "rate", "hf", "hf_sha", "require_token", "corrupt_at"]
+          "rate", "hf", "hf_sha", "require_token", "corrupt_at", "head_size"]
 CONFIG = {"stamp": None}
 
 
@@ -147,6 +148,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 continue
             if A.no_range and lk == "accept-ranges":
                 continue
+            if lk == "content-length" and not body and A.head_size >= 0:
+                v = str(A.head_size)
             if lk == "content-range":
                 m = re.match(r"bytes (\d+)-", v)
                 start = int(m.group(1)) if m else 0
@@ -217,6 +220,7 @@ def main():
     p.add_argument("--hf-sha")
     p.add_argument("--require-token")
     p.add_argument("--corrupt-at", type=int, default=-1)
+    p.add_argument("--head-size", type=int, default=-1)
     p.add_argument("--config")
     A = p.parse_args()
     srv = Server(("127.0.0.1", 0), Handler)
