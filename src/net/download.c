@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -424,6 +425,12 @@ enum pt_status pt_download(const struct pt_dl_opts *o, const struct pt_dl_hooks 
 	d.t0 = now_s();
 	load_state(&d);
 	st = pt_safe_open_rw(o->partial_path, 0644, &d.fd, &created, err);
+	if (st == PT_OK && flock(d.fd, LOCK_EX | LOCK_NB) != 0) { /* released by close */
+		st = pt_error_set(err, PT_E_BUSY, "another particle pull is writing %s",
+				  o->partial_path);
+		close(d.fd);
+		d.fd = -1;
+	}
 	if (st == PT_OK && created)
 		pt_ranges_free(&d.have); /* a state without its data: nothing is on disk */
 	d.resumed = pt_ranges_total(&d.have);

@@ -240,6 +240,17 @@ set_faults
 expect_exit 0 "resume after SIGKILL" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o11" --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/o11/tiny.gguf" && ok || bad "SIGKILL resume: bytes differ"
 
+# ---- two pulls of one file: the second is refused while the first runs --------------------
+set_faults --rate 400000
+mkdir -p "$TMP/o14"
+"$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o14" --quiet >/dev/null 2>&1 &
+PULL=$!
+i=0; while [ "$(cat "$PC")" -lt 300000 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+expect_exit 1 "concurrent pull refused" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o14"
+expect_grep "$TMP/err" "another particle pull is writing .*tiny.gguf.partial" "concurrent pull message"
+kill -INT $PULL; wait $PULL
+[ -f "$TMP/o14/tiny.gguf.partial" ] && ok || bad "concurrent: the first pull's .partial is gone"
+
 # ---- a corrupt header: refused before 1 MiB is downloaded --------------------------------
 set_faults
 mkdir -p "$TMP/o12"
