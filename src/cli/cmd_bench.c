@@ -47,7 +47,7 @@ static void help(void)
 	       "through the engine, then greedy decode, and reports prefill and decode tok/s,\n"
 	       "time to first token, peak RSS, expert hit rate, expert bytes read per decoded\n"
 	       "token and the I/O floor (those bytes / disk bandwidth, seconds per token).\n\n"
-	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt-tokens N      prompt length (default 512)\n"
 	       "  --gen N                generated tokens, greedy (default 128)\n"
 	       "  --threads N            threads (default: online CPUs)\n"

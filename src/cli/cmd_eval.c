@@ -34,7 +34,7 @@ static void help(void)
 	       "Runs the model teacher-forced over the tokens and prints one JSON line per\n"
 	       "position: {\"pos\":P,\"token\":T,\"top\":[[id,logprob],...]} (the distribution of the\n"
 	       "token after position P).\n\n"
-	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt TEXT          text, tokenized with the model's tokenizer (BOS/EOS as the\n"
 	       "                         vocabulary asks, special-token text parsed)\n"
 	       "  --tokens LIST          token ids separated by commas or spaces\n"
