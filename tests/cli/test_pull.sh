@@ -134,6 +134,14 @@ cmp -s "$WWW/tiny.gguf" "$TMP/o2/tiny.gguf" && ok || bad "--jobs 4: bytes differ
 cmp -s "$TMP/o2/tiny.gguf.xpack" "$TMP/p2/tiny.gguf.xpack" && ok || bad "--pack: pack differs from particle pack"
 cmp -s "$TMP/o2/tiny.gguf.xpack.json" "$TMP/p2/tiny.gguf.xpack.json" && ok || bad "--pack: manifest differs"
 expect_exit 0 "pack --verify of the pulled pack" -- "$PARTICLE" pack "$TMP/o2/tiny.gguf" --verify
+expect_exit 0 "list shows the pack" -- "$PARTICLE" list --dir "$TMP/o2"
+expect_grep "$TMP/out" "^tiny.gguf .* qwen3moe .* pack$" "list: pack present"
+
+# ---- --limit-rate caps the total rate ------------------------------------------------------
+mkdir -p "$TMP/o2b"
+expect_exit 0 "--limit-rate" -- "$PARTICLE" pull "$BASE/tiny.gguf" -o "$TMP/o2b" --limit-rate 3M --quiet
+RATE=$(sed -n 's/.* in \([0-9.]*\) s (.*/\1/p' "$TMP/out")
+awk -v t="$RATE" 'BEGIN { exit !(t >= 1.6) }' && ok || bad "--limit-rate 3M: 6.1 MiB took $RATE s"
 
 # ---- Hugging Face mirror: hf: names, X-Linked-Etag, models dir, list, -m NAME ----------------
 set_faults --hf
