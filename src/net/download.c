@@ -62,7 +62,7 @@ static double now_s(void)
 
 static bool user_cancelled(const struct dl *d)
 {
-	return d->o->http.cancel && *d->o->http.cancel;
+	return d->o->http.cancel && __atomic_load_n(d->o->http.cancel, __ATOMIC_RELAXED);
 }
 
 /* ---- state file ------------------------------------------------------------------------ */
@@ -167,7 +167,8 @@ static void *worker_main(void *p)
 	for (;;) {
 		uint64_t a, b;
 		pthread_mutex_lock(&d->mu);
-		bool got = !d->stop && pt_ranges_next_gap(&d->have, d->next_off, d->o->size, &a, &b);
+		bool got = !__atomic_load_n(&d->stop, __ATOMIC_RELAXED) &&
+			   pt_ranges_next_gap(&d->have, d->next_off, d->o->size, &a, &b);
 		if (got) {
 			if (d->ranged && b - a > d->o->chunk)
 				b = a + d->o->chunk;
@@ -186,7 +187,7 @@ static void *worker_main(void *p)
 	if (st != PT_OK && !d->failed) {
 		d->failed = true;
 		d->fail_err = w->err;
-		d->stop = 1;
+		__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 	}
 	d->active--;
 	pthread_mutex_unlock(&d->mu);
@@ -363,7 +364,7 @@ static enum pt_status body_phase(struct dl *d, struct pt_error *err)
 			pthread_mutex_unlock(&d->mu);
 			pt_http_client_free(w[i].c);
 			st = pt_error_set(err, PT_E_IO, "cannot start a download thread");
-			d->stop = 1;
+			__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 			break;
 		}
 		started++;
@@ -377,18 +378,18 @@ static enum pt_status body_phase(struct dl *d, struct pt_error *err)
 			break;
 		nanosleep(&ts, NULL);
 		if (user_cancelled(d))
-			d->stop = 1;
+			__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 		enum pt_status hs = hash_to(d, prefix_end(d), buf, err);
 		if (hs != PT_OK && st == PT_OK) {
 			st = hs;
-			d->stop = 1;
+			__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 		}
 		if (now_s() - last_save >= SAVE_EVERY_S) {
 			last_save = now_s();
 			hs = save_state(d, err);
 			if (hs != PT_OK && st == PT_OK) {
 				st = hs;
-				d->stop = 1;
+				__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 			}
 		}
 		report(d, false);

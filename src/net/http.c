@@ -194,11 +194,17 @@ static size_t on_body(char *buf, size_t size, size_t nitems, void *p)
 	return n;
 }
 
+/* The flag is set by a signal handler or another thread: read it atomically. */
+static bool cancel_set(const pt_http_client *c)
+{
+	return c->o.cancel && __atomic_load_n(c->o.cancel, __ATOMIC_RELAXED);
+}
+
 static int on_progress(void *p, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct xfer *x = p;
 	(void)dt, (void)dn, (void)ut, (void)un;
-	return x->c->o.cancel && *x->c->o.cancel ? 1 : 0;
+	return cancel_set(x->c) ? 1 : 0;
 }
 
 static void setup(pt_http_client *c, const char *url, struct xfer *x)
@@ -288,12 +294,12 @@ static bool backoff(const pt_http_client *c, uint32_t ms)
 	while (ms) {
 		uint32_t step = ms < 50 ? ms : 50;
 		struct timespec ts = { 0, (long)step * 1000000L };
-		if (c->o.cancel && *c->o.cancel)
+		if (cancel_set(c))
 			return false;
 		nanosleep(&ts, NULL);
 		ms -= step;
 	}
-	return !(c->o.cancel && *c->o.cancel);
+	return !cancel_set(c);
 }
 
 static enum pt_status cancelled(struct pt_error *err)
@@ -312,7 +318,7 @@ enum pt_status pt_http_head(pt_http_client *c, const char *url, struct pt_http_i
 		setup(c, url, &x);
 		curl_easy_setopt(c->h, CURLOPT_NOBODY, 1L);
 		CURLcode rc = curl_easy_perform(c->h);
-		if (c->o.cancel && *c->o.cancel)
+		if (cancel_set(c))
 			return cancelled(err);
 		if (rc == CURLE_OK) {
 			curl_off_t len = -1;
@@ -355,7 +361,7 @@ enum pt_status pt_http_get(pt_http_client *c, const char *url, uint64_t start, u
 			*ranged = x.ranged;
 		if (x.sink_st != PT_OK)
 			return x.sink_st;
-		if (c->o.cancel && *c->o.cancel)
+		if (cancel_set(c))
 			return cancelled(err);
 		if (pos >= end)
 			return PT_OK;
