@@ -12,6 +12,7 @@
 #include "expert/plan.h"
 #include "expert/store.h"
 #include "expert/trace.h"
+#include "expert/usage.h"
 #include "kern/kern.h"
 #include "kern/pool.h"
 #include "model/forward.h"
@@ -38,6 +39,7 @@ struct pt_engine {
 	pt_expert_store *store;
 	struct pt_expert_provider prov;
 	pt_trace_writer *trace;
+	pt_expert_usage *usage; /* routing counts for the heat map (pt_engine_layer_experts) */
 	struct pt_error trace_err;
 	bool trace_failed;
 	pt_fwd *f;
@@ -107,6 +109,7 @@ static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32
 {
 	pt_engine *e = ctx;
 	uint32_t ex[PT_TRACE_MAX_K];
+	pt_expert_usage_note(e->usage, layer, n, k, ids);
 	if (e->o.on_route)
 		e->o.on_route(e->o.route_ctx, layer, pos0, n, k, ids);
 	for (uint32_t r = 0; r < n && e->trace && !e->trace_failed; r++) {
@@ -361,10 +364,9 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 {
 	struct pt_fwd_opts fo = { .n_ctx = e->n_ctx, .n_batch = e->n_batch,
 				  .kv_type = e->o.kv_type, .pool = e->pool, .experts = &e->prov,
-				  .on_route = e->o.trace_path || e->o.on_route ? on_route : NULL,
-				  .route_ctx = e, .n_seq = e->n_seq };
-	enum pt_status st = PT_OK;
-	if (e->o.trace_path)
+				  .on_route = on_route, .route_ctx = e, .n_seq = e->n_seq };
+	enum pt_status st = pt_expert_usage_create(&e->lay, &e->usage, err);
+	if (st == PT_OK && e->o.trace_path)
 		st = pt_trace_writer_open(e->o.trace_path, false, &e->trace, err);
 	if (st == PT_OK)
 		st = pt_fwd_create(e->m, &fo, &e->f, err);
@@ -461,6 +463,7 @@ void pt_engine_close(pt_engine *e)
 	struct pt_error ignore = { 0 };
 	pt_fwd_destroy(e->f);
 	pt_trace_writer_close(e->trace, &ignore);
+	pt_expert_usage_destroy(e->usage);
 	pt_expert_store_close(e->store);
 	if (e->have_pack)
 		pt_pack_free(&e->pack);
@@ -793,6 +796,28 @@ void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint6
 	*hits = cs.hits;
 	*misses = cs.misses;
 	*bytes_read = cs.bytes_read;
+}
+
+uint32_t pt_engine_n_moe_layers(const pt_engine *e, uint32_t *n_expert, uint32_t *layers)
+{
+	if (n_expert)
+		*n_expert = e->lay.n_moe ? e->lay.n_expert : 0;
+	for (uint32_t i = 0; layers && i < e->lay.n_moe; i++)
+		layers[i] = e->lay.moe[i].layer;
+	return e->lay.n_moe;
+}
+
+bool pt_engine_layer_experts(const pt_engine *e, uint32_t moe_layer, uint8_t *resident,
+			     uint32_t *uses, uint32_t n_expert)
+{
+	if (moe_layer >= e->lay.n_moe || n_expert != e->lay.n_expert)
+		return false;
+	if (e->store)
+		pt_expert_store_resident(e->store, moe_layer, resident, n_expert);
+	else
+		memset(resident, 1, n_expert); /* mapped: the mapping holds every expert */
+	pt_expert_usage_read(e->usage, moe_layer, uses, n_expert);
+	return true;
 }
 
 static double rate(uint64_t n, double s)
