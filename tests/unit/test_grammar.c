@@ -1314,3 +1314,61 @@ PT_TEST(test_grammar_wide_schemas)
 	pt_free(alts);
 	pt_free(buf);
 }
+
+/* Every allocation failure while compiling, indexing and matching is a clean PT_E_NOMEM (or
+ * a sound, smaller result), never a crash or a leak (ASan checks the leaks). */
+PT_TEST(test_grammar_allocation_failures)
+{
+	const char *schema = walk_schemas[3]; /* recursive $defs with arrays and numbers */
+	cJSON *j = cJSON_Parse(schema);
+	pt_tok *t = compact_tok(PT_ARCH_QWEN3MOE);
+	REQUIRE(j && t);
+	int ok = 0, nomem = 0;
+	pt_grammar_vocab *v0 = NULL;
+	struct pt_error e0 = { 0 };
+	REQUIRE(pt_grammar_vocab_build(t, &v0, &e0) == PT_OK);
+	for (uint64_t k = 1; k < 300; k++) {
+		pt_grammar *g = NULL;
+		pt_grammar_state *s = NULL;
+		struct pt_error e = { 0 };
+		pt_alloc_fail_at(k);
+		enum pt_status st = pt_grammar_from_schema(j, &g, &e);
+		if (st == PT_OK)
+			st = pt_grammar_state_new(g, v0, &s, &e);
+		if (st == PT_OK) {
+			uint8_t m[4096];
+			if (pt_grammar_vocab_n(v0) <= sizeof m)
+				pt_grammar_state_mask(s, m);
+			st = pt_grammar_state_accept_bytes(s, "{\"v\":1,\"kids\":[{\"v\":2}]}", 24, &e);
+		}
+		pt_alloc_fail_at(0);
+		if (st == PT_OK)
+			ok++;
+		else if (st == PT_E_NOMEM)
+			nomem++;
+		else
+			pt_test_fail(__FILE__, __LINE__, "fail at %llu: %d %s", (unsigned long long)k,
+				     st, e.msg);
+		pt_grammar_state_free(s);
+		pt_grammar_free(g);
+	}
+	CHECK(nomem > 0 && ok > 0);
+	/* the vocabulary index: every 7th allocation of its build */
+	for (uint64_t k = 1; k < 4000; k += 7) {
+		pt_grammar_vocab *v = NULL;
+		struct pt_error e = { 0 };
+		pt_alloc_fail_at(k);
+		enum pt_status st = pt_grammar_vocab_build(t, &v, &e);
+		pt_alloc_fail_at(0);
+		if (st != PT_OK && st != PT_E_NOMEM)
+			pt_test_fail(__FILE__, __LINE__, "vocab fail at %llu: %s", (unsigned long long)k,
+				     e.msg);
+		if (st == PT_OK)
+			CHECK_EQ_INT(pt_grammar_vocab_n(v), pt_grammar_vocab_n(v0));
+		pt_grammar_vocab_free(v);
+	}
+	pt_grammar_vocab_free(v0);
+	CHECK(nomem > 0 && ok > 0);
+	cJSON_Delete(j);
+	pt_tok_destroy(t);
+}
