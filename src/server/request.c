@@ -572,6 +572,11 @@ static bool get_ids(const cJSON *a, const char *name, struct pt_req *r, struct p
 static bool get_prompt(const cJSON *root, struct pt_req *r, struct pt_req_error *e)
 {
 	const cJSON *p = field(root, "prompt");
+	const cJSON *echo = field(root, "echo"), *suffix = field(root, "suffix");
+	if ((echo && !cJSON_IsFalse(echo)) ||
+	    (suffix && !(cJSON_IsString(suffix) && !suffix->valuestring[0])))
+		return fail(e, 400, echo ? "echo" : "suffix", "unsupported",
+			    "'echo' and 'suffix' are not supported");
 	if (!p)
 		return fail(e, 400, "prompt", "missing_field", "'prompt' is required");
 	if (cJSON_IsArray(p) && p->child && cJSON_IsString(p->child)) {
@@ -594,10 +599,6 @@ static bool get_prompt(const cJSON *root, struct pt_req *r, struct pt_req_error 
 		return false;
 	if (!r->n_ids)
 		return fail(e, 400, "prompt", "invalid_value", "'prompt' is empty");
-	const cJSON *echo = field(root, "echo"), *suffix = field(root, "suffix");
-	if ((echo && cJSON_IsTrue(echo)) || (suffix && !(cJSON_IsString(suffix) && !suffix->valuestring[0])))
-		return fail(e, 400, echo ? "echo" : "suffix", "unsupported",
-			    "'echo' and 'suffix' are not supported");
 	return true;
 }
 
