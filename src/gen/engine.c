@@ -386,6 +386,8 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	if (!o->no_lock) {
 		st = pt_model_lock_acquire(&e->lock, o->model_path, NULL, err);
 		e->locked = st == PT_OK;
+		if (e->locked && e->lock.warning[0])
+			say(e, "particle: warning: %s%s\n", e->lock.warning, "");
 	}
 	if (st == PT_OK)
 		st = open_experts(e, err);

@@ -46,11 +46,22 @@ enum pt_status pt_safe_commit(struct pt_safe_file *f, struct pt_error *err);
 /* Closes and unlinks the temporary file; NULL-safe and safe after commit. */
 void pt_safe_abort(struct pt_safe_file *f);
 
+/* Writes len bytes (through f->fp when pt_safe_stdio was called, else the fd). */
+enum pt_status pt_safe_write(struct pt_safe_file *f, const void *buf, size_t len,
+			     struct pt_error *err);
+/* create + write + commit of a whole small file. */
+enum pt_status pt_safe_write_file(const char *path, const void *data, size_t len, mode_t mode,
+				  struct pt_error *err);
+
 /* Opens `path` for reading and writing in place, creating it (O_EXCL, `mode`) when absent;
  * refuses a symlink, a non-regular file, another owner, a hard-linked file or one writable
  * by group/others.  *created tells which happened (may be NULL). */
 enum pt_status pt_safe_open_rw(const char *path, mode_t mode, int *fd_out, bool *created,
 			       struct pt_error *err);
+
+/* The fstat checks pt_safe_open_rw applies to an already open descriptor (path for errors):
+ * regular file, owned by the effective uid, one link, not writable by group or others. */
+enum pt_status pt_safe_check_fd(int fd, const char *path, struct pt_error *err);
 
 /* Checks a directory particle keeps state in; with create, makes it (and missing parents
  * under the user's home or cache root) 0700 first.  Refuses a symlink, another owner, or a
@@ -61,5 +72,10 @@ enum pt_status pt_safe_dir(const char *path, bool create, struct pt_error *err);
  * `~/.cache/particle/<sub>`), created and checked as pt_safe_dir does; sub may be NULL.
  * Writes the path into out[cap]. */
 enum pt_status pt_user_dir(const char *sub, char *out, size_t cap, struct pt_error *err);
+
+/* The per-user runtime directory for small per-boot state (lock PID files):
+ * `$XDG_RUNTIME_DIR/particle` when XDG_RUNTIME_DIR is ours and private, else
+ * pt_user_dir("locks").  Created and checked as pt_safe_dir does. */
+enum pt_status pt_user_runtime_dir(char *out, size_t cap, struct pt_error *err);
 
 #endif
