@@ -1,0 +1,38 @@
+// test_signals.mjs - graceful stop: SIGTERM and SIGINT let running requests (JSON and SSE)
+// finish, refuse new connections, and exit 0 within a few seconds.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, http, parseSSE } from './lib.mjs';
+
+for (const sig of ['SIGTERM', 'SIGINT']) {
+  test(`${sig}: in-flight requests finish, then exit 0`, async () => {
+    const srv = await startServer([]);
+    const body = { prompt: 'The story goes', max_tokens: 600, temperature: 0 };
+    const ref = await http(srv, 'POST', '/v1/completions', { ...body, max_tokens: 600 });
+    assert.equal(ref.status, 200);
+    const a = http(srv, 'POST', '/v1/completions', body);
+    const b = http(srv, 'POST', '/v1/completions', { ...body, stream: true });
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = Date.now();
+    srv.proc.kill(sig);
+    const [ra, rb] = await Promise.all([a, b]);
+    assert.equal(ra.status, 200, ra.text);
+    assert.equal(ra.json.choices[0].text, ref.json.choices[0].text, 'the running request finished whole');
+    assert.equal(rb.status, 200);
+    const ev = parseSSE(rb.text);
+    assert.equal(ev.at(-1), '[DONE]', 'the stream finished whole');
+    assert.equal(ev.slice(0, -1).map((e) => e.choices[0]?.text ?? '').join(''), ref.json.choices[0].text);
+    const r = await srv.exited;
+    assert.equal(r.code, 0, srv.stderr());
+    assert.ok(Date.now() - t0 < 8000, `stopped in ${Date.now() - t0} ms`);
+    await assert.rejects(http(srv, 'GET', '/health', undefined, {}, 2000));
+  });
+}
+
+test('an idle server stops at once on SIGTERM', async () => {
+  const srv = await startServer([]);
+  const t0 = Date.now();
+  const r = await srv.stop('SIGTERM');
+  assert.equal(r.code, 0);
+  assert.ok(Date.now() - t0 < 2000, `stopped in ${Date.now() - t0} ms`);
+});
