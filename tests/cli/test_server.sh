@@ -37,6 +37,20 @@ expect_exit 2 "--api-key-file that is empty" -- "$PARTICLE" serve -m "$M" --api-
 expect_exit 1 "missing model file" -- "$PARTICLE" serve -m "$TMP/nope.gguf"
 expect_one_error_line "missing model file"
 
+# ---- llama.cpp spellings of run/bench flags (aliases) ----
+expect_exit 0 "run with llama.cpp flags" -- "$PARTICLE" run -m "$M" --no-lock --quiet -p "The sky" --temp 0 \
+	--n-predict 6 --ctx-size 128 --repeat-penalty 1.1 -s 5 -b 32 -t 1
+cp "$TMP/out" "$TMP/alias.out"
+expect_exit 0 "run with particle flags" -- "$PARTICLE" run -m "$M" --no-lock --quiet --prompt "The sky" \
+	--temperature 0 --max-new 6 --max-context 128 --repetition-penalty 1.1 --seed 5 --batch 32 --threads 1
+if cmp -s "$TMP/out" "$TMP/alias.out" && [ -s "$TMP/out" ]; then ok; else bad "aliases give another answer"; fi
+expect_exit 0 "run --help" -- "$PARTICLE" run --help
+for f in "-p" "--n-predict" "--ctx-size" "--temp" "--repeat-penalty" "--batch-size"; do
+	expect_grep "$TMP/out" -- "$f" "run --help lists the alias $f"
+done
+expect_exit 0 "bench with llama-bench flags" -- "$PARTICLE" bench -m "$M" --no-lock -p 8 -n 2 -t 1 -b 8 --disk-bw 1000 --json
+expect_grep "$TMP/out" '"prompt_tokens": *8' "bench -p sets the prompt length"
+
 # ---- the node suites ----
 NODE_MODULES=tools/oracle/node_modules
 if [ ! -d "$NODE_MODULES/openai" ] || ! command -v node >/dev/null 2>&1; then
