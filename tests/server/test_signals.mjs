@@ -36,3 +36,14 @@ test('an idle server stops at once on SIGTERM', async () => {
   assert.equal(r.code, 0);
   assert.ok(Date.now() - t0 < 2000, `stopped in ${Date.now() - t0} ms`);
 });
+
+test('--host ::1 serves on IPv6 loopback', async () => {
+  const srv = await startServer(['--host', '::1']);
+  try {
+    const r = await fetch(`http://[::1]:${srv.port}/health`, { signal: AbortSignal.timeout(10000) });
+    assert.equal(r.status, 200);
+    assert.doesNotMatch(srv.stderr(), /warning/);
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
