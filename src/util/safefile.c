@@ -122,7 +122,8 @@ enum pt_status pt_safe_create(struct pt_safe_file *f, const char *path, mode_t m
 			release(f);
 			return st;
 		}
-		snprintf(f->tmp_path, cap, "%s/.%s.tmp-%s", dir, base_of(path), rnd);
+		/* at most 200 bytes of the name, so the temp still fits NAME_MAX (255) */
+		snprintf(f->tmp_path, cap, "%s/.%.200s.tmp-%s", dir, base_of(path), rnd);
 		f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			     mode);
 		if (f->fd >= 0) {
@@ -178,12 +179,31 @@ enum pt_status pt_safe_write(struct pt_safe_file *f, const void *buf, size_t len
 	return PT_OK;
 }
 
+/* A stream output (pt_safe_output on /dev/stdout, a FIFO ...): flush and close, no rename. */
+static enum pt_status commit_stream(struct pt_safe_file *f, struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	if (f->fp) {
+		if (fflush(f->fp) != 0 || ferror(f->fp))
+			st = pt_error_sys(err, PT_E_IO, errno ? errno : EIO, "cannot write %s",
+					  f->path);
+		if (fclose(f->fp) != 0 && st == PT_OK)
+			st = pt_error_sys(err, PT_E_IO, errno, "cannot write %s", f->path);
+	} else if (close(f->fd) != 0) {
+		st = pt_error_sys(err, PT_E_IO, errno, "cannot write %s", f->path);
+	}
+	release(f);
+	return st;
+}
+
 enum pt_status pt_safe_commit(struct pt_safe_file *f, struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
 	char *dir;
-	if (!f || !f->tmp_path)
+	if (!f || !f->path)
 		return pt_error_set(err, PT_E_INVALID, "commit of a file that is not open");
+	if (!f->tmp_path)
+		return commit_stream(f, err);
 	if (f->fp) {
 		if (fflush(f->fp) != 0 || ferror(f->fp))
 			st = pt_error_sys(err, PT_E_IO, errno ? errno : EIO, "cannot write %s",
@@ -216,9 +236,9 @@ enum pt_status pt_safe_commit(struct pt_safe_file *f, struct pt_error *err)
 
 void pt_safe_abort(struct pt_safe_file *f)
 {
-	/* Live only while tmp_path is set: a zeroed or committed struct holds nothing (and its
+	/* Live only while path is set: a zeroed or committed struct holds nothing (and its
 	 * fd 0 must not be closed). */
-	if (!f || !f->tmp_path) {
+	if (!f || !f->path) {
 		if (f)
 			release(f);
 		return;
@@ -227,7 +247,8 @@ void pt_safe_abort(struct pt_safe_file *f)
 		fclose(f->fp);
 	else if (f->fd >= 0)
 		close(f->fd);
-	unlink(f->tmp_path);
+	if (f->tmp_path)
+		unlink(f->tmp_path);
 	release(f);
 }
 
@@ -246,6 +267,63 @@ enum pt_status pt_safe_write_file(const char *path, const void *data, size_t len
 	return pt_safe_commit(&f, err);
 }
 
+/* The descriptor number a /dev/stdout-like name stands for, or -1. */
+static int stream_fd_name(const char *path)
+{
+	static const char *const prefixes[] = { "/dev/fd/", "/proc/self/fd/" };
+	if (strcmp(path, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(path, "/dev/stderr") == 0)
+		return 2;
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+		size_t n = strlen(prefixes[i]);
+		char *end = NULL;
+		long v;
+		if (strncmp(path, prefixes[i], n) != 0 || path[n] < '0' || path[n] > '9')
+			continue;
+		v = strtol(path + n, &end, 10);
+		if (*end == '\0' && v >= 0 && v < INT_MAX)
+			return (int)v;
+	}
+	return -1;
+}
+
+enum pt_status pt_safe_output(struct pt_safe_file *f, const char *path, struct pt_error *err)
+{
+	struct stat st;
+	int sfd = path ? stream_fd_name(path) : -1;
+	f->fd = -1;
+	f->fp = NULL;
+	f->path = NULL;
+	f->tmp_path = NULL;
+	if (sfd >= 0 || (path && lstat(path, &st) == 0 &&
+			 (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))) {
+		/* A stream the user named: written as it is, nothing to truncate or replace.
+		 * /dev/stdout and friends share the descriptor (and its offset) we already have;
+		 * a FIFO without a reader fails at once instead of hanging (O_NONBLOCK). */
+		int fd;
+		if (sfd >= 0)
+			fd = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
+		else
+			fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0)
+			return pt_error_sys(err, PT_E_IO, errno, "cannot write %s", path);
+		if (sfd < 0) {
+			int fl = fcntl(fd, F_GETFL);
+			if (fl >= 0)
+				(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		}
+		f->path = pt_strdup(path);
+		if (!f->path) {
+			close(fd);
+			return pt_error_set(err, PT_E_NOMEM, "out of memory opening %s", path);
+		}
+		f->fd = fd;
+		return PT_OK;
+	}
+	return pt_safe_create(f, path, 0644, err);
+}
+
 /* ---- files updated in place -------------------------------------------------------------- */
 
 enum pt_status pt_safe_check_fd(int fd, const char *path, struct pt_error *err)
@@ -254,17 +332,17 @@ enum pt_status pt_safe_check_fd(int fd, const char *path, struct pt_error *err)
 	if (fstat(fd, &st) != 0)
 		return pt_error_sys(err, PT_E_IO, errno, "cannot stat %s", path);
 	if (!S_ISREG(st.st_mode))
-		return pt_error_set(err, PT_E_INVALID, "refusing %s: not a regular file", path);
+		return pt_error_set(err, PT_E_IO, "refusing %s: not a regular file", path);
 	if (st.st_uid != geteuid())
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing %s: owned by uid %ld, not by us (uid %ld)", path,
 				    (long)st.st_uid, (long)geteuid());
 	if (st.st_nlink != 1)
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing %s: it has %ld hard links (expected 1)", path,
 				    (long)st.st_nlink);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing %s: writable by group or others (mode %03o)", path,
 				    (unsigned)(st.st_mode & 0777));
 	return PT_OK;
@@ -291,7 +369,7 @@ enum pt_status pt_safe_open_rw(const char *path, mode_t mode, int *fd_out, bool 
 		if (fd < 0) {
 			int e = errno;
 			if (e == ELOOP)
-				return pt_error_set(err, PT_E_INVALID,
+				return pt_error_set(err, PT_E_IO,
 						    "refusing %s: it is a symbolic link", path);
 			return pt_error_sys(err, PT_E_IO, e, "cannot open %s", path);
 		}
@@ -319,6 +397,38 @@ enum pt_status pt_safe_open_rw(const char *path, mode_t mode, int *fd_out, bool 
 			    path);
 }
 
+enum pt_status pt_safe_open_named_rw(const char *path, int *fd_out, struct pt_error *err)
+{
+	struct stat st;
+	int fd;
+	*fd_out = -1;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ELOOP)
+			return pt_error_set(err, PT_E_IO, "refusing to edit %s in place: it is "
+					    "a symbolic link (name the file itself)", path);
+		return pt_error_sys(err, PT_E_IO, e, "cannot open %s for writing", path);
+	}
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return pt_error_sys(err, PT_E_IO, e, "cannot stat %s", path);
+	}
+	const char *why = !S_ISREG(st.st_mode)      ? "not a regular file"
+			  : st.st_uid != geteuid() ? "owned by another user"
+			  : st.st_nlink != 1       ? "it has other hard links"
+						   : NULL;
+	if (why) {
+		close(fd);
+		return pt_error_set(err, PT_E_IO, "refusing to edit %s in place: %s", path,
+				    why);
+	}
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	*fd_out = fd;
+	return PT_OK;
+}
+
 /* ---- directories ------------------------------------------------------------------------- */
 
 /* The final directory must be ours alone. */
@@ -328,16 +438,16 @@ static enum pt_status check_own_dir(const char *path, struct pt_error *err)
 	if (lstat(path, &st) != 0)
 		return pt_error_sys(err, PT_E_IO, errno, "cannot use directory %s", path);
 	if (S_ISLNK(st.st_mode))
-		return pt_error_set(err, PT_E_INVALID, "refusing directory %s: it is a symbolic link",
+		return pt_error_set(err, PT_E_IO, "refusing directory %s: it is a symbolic link",
 				    path);
 	if (!S_ISDIR(st.st_mode))
-		return pt_error_set(err, PT_E_INVALID, "refusing %s: not a directory", path);
+		return pt_error_set(err, PT_E_IO, "refusing %s: not a directory", path);
 	if (st.st_uid != geteuid())
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing directory %s: owned by uid %ld, not by us (uid %ld)",
 				    path, (long)st.st_uid, (long)geteuid());
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return pt_error_set(err, PT_E_INVALID,
+		return pt_error_set(err, PT_E_IO,
 				    "refusing directory %s: writable by group or others (mode %03o)",
 				    path, (unsigned)(st.st_mode & 0777));
 	return PT_OK;
@@ -367,7 +477,7 @@ static enum pt_status check_ancestors(const char *path, struct pt_error *err)
 		}
 		if (st.st_uid != 0 && st.st_uid != geteuid()) {
 			enum pt_status s = pt_error_set(
-				err, PT_E_INVALID,
+				err, PT_E_IO,
 				"refusing %s: its parent %s is owned by uid %ld, not by us or root",
 				path, p, (long)st.st_uid);
 			pt_free(p);
@@ -375,7 +485,7 @@ static enum pt_status check_ancestors(const char *path, struct pt_error *err)
 		}
 		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
 			enum pt_status s = pt_error_set(
-				err, PT_E_INVALID,
+				err, PT_E_IO,
 				"refusing %s: its parent %s is writable by others (mode %03o)", path,
 				p, (unsigned)(st.st_mode & 0777));
 			pt_free(p);

@@ -162,6 +162,17 @@ PT_TEST(test_util_safefile_stdio_and_abort)
 	CHECK_EQ_INT(count_entries(dir), 1);
 }
 
+PT_TEST(test_util_safefile_long_name_fits)
+{
+	const char *dir = fresh_dir("sf-long");
+	char name[256];
+	struct pt_error e = { 0 };
+	memset(name, 'n', 250);
+	name[250] = '\0';
+	CHECK_EQ_INT(pt_safe_write_file(in_dir(0, dir, name), "x", 1, 0600, &e), PT_OK);
+	CHECK(file_is(g_path[0], "x"));
+}
+
 PT_TEST(test_util_safefile_abort_on_zeroed_struct_keeps_fd0)
 {
 	struct pt_safe_file f;
@@ -237,7 +248,7 @@ PT_TEST(test_util_safefile_open_rw_refuses_hostile_objects)
 	chmod(victim, 0600);
 
 	REQUIRE(symlink(victim, path) == 0);
-	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "symbolic link");
 	CHECK_CONTAINS(e.msg, path);
 	CHECK(fd == -1);
@@ -245,30 +256,30 @@ PT_TEST(test_util_safefile_open_rw_refuses_hostile_objects)
 
 	REQUIRE(link(victim, path) == 0);
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "hard links");
 	unlink(path);
 
 	REQUIRE(mkfifo(path, 0600) == 0); /* must not hang */
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "not a regular file");
 	unlink(path);
 
 	put(path, "x");
 	chmod(path, 0620);
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "writable by group or others");
 	chmod(path, 0606);
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_IO);
 
 	if (geteuid() == 0) { /* a file another user planted */
 		chmod(path, 0600);
 		REQUIRE(chown(path, 65534, 65534) == 0);
 		pt_error_clear(&e);
-		CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_INVALID);
+		CHECK_EQ_INT(pt_safe_open_rw(path, 0600, &fd, NULL, &e), PT_E_IO);
 		CHECK_CONTAINS(e.msg, "owned by uid 65534");
 	} else {
 		fprintf(stderr, "    (not root: foreign-owner case of open_rw skipped)\n");
@@ -299,26 +310,26 @@ PT_TEST(test_util_safefile_dir_creates_0700_and_refuses_unsafe)
 	/* a symlink to a good directory is still refused */
 	REQUIRE(symlink(nested, in_dir(2, base, "link")) == 0);
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_dir(g_path[2], true, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_dir(g_path[2], true, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "symbolic link");
 
 	/* world-writable */
 	REQUIRE(mkdir(in_dir(3, base, "open"), 0700) == 0);
 	chmod(g_path[3], 0777);
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_dir(g_path[3], true, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_dir(g_path[3], true, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "writable by group or others");
 
 	/* a plain file */
 	put(in_dir(4, base, "file"), "x");
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_dir(g_path[4], true, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_dir(g_path[4], true, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "not a directory");
 
 	/* our directory inside someone else's writable one (not sticky) */
 	REQUIRE(mkdir(in_dir(5, g_path[3], "mine"), 0700) == 0);
 	pt_error_clear(&e);
-	CHECK_EQ_INT(pt_safe_dir(g_path[5], false, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_safe_dir(g_path[5], false, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "parent");
 	/* ... which is fine when the parent is sticky, like /tmp */
 	chmod(g_path[3], 01777);
@@ -329,7 +340,7 @@ PT_TEST(test_util_safefile_dir_creates_0700_and_refuses_unsafe)
 		REQUIRE(mkdir(in_dir(6, base, "theirs"), 0700) == 0);
 		REQUIRE(chown(g_path[6], 65534, 65534) == 0);
 		pt_error_clear(&e);
-		CHECK_EQ_INT(pt_safe_dir(g_path[6], true, &e), PT_E_INVALID);
+		CHECK_EQ_INT(pt_safe_dir(g_path[6], true, &e), PT_E_IO);
 		CHECK_CONTAINS(e.msg, "owned by uid 65534");
 	} else {
 		fprintf(stderr, "    (not root: foreign-owner case of pt_safe_dir skipped)\n");
@@ -393,7 +404,7 @@ PT_TEST(test_util_safefile_user_dir_xdg_and_home)
 
 	/* a world-writable cache directory someone prepared is refused, not used */
 	chmod(want, 0777);
-	CHECK_EQ_INT(pt_user_dir("x", out, sizeof out, &e), PT_E_INVALID);
+	CHECK_EQ_INT(pt_user_dir("x", out, sizeof out, &e), PT_E_IO);
 	CHECK_CONTAINS(e.msg, "writable by group or others");
 	restore_env(&xdg);
 	restore_env(&home);
@@ -424,4 +435,69 @@ PT_TEST(test_util_safefile_runtime_dir_only_when_private)
 	CHECK_EQ_STR(out, want);
 	restore_env(&rt);
 	restore_env(&xdg);
+}
+
+PT_TEST(test_util_safefile_output_streams_and_files)
+{
+	const char *dir = fresh_dir("sf-output");
+	struct pt_safe_file f;
+	struct pt_error e = { 0 };
+	struct stat st;
+	int p[2];
+	char buf[16] = { 0 };
+	/* /dev/fd/N is the descriptor itself (a dup), not a file to replace */
+	REQUIRE(pipe(p) == 0);
+	snprintf(buf, sizeof buf, "/dev/fd/%d", p[1]);
+	REQUIRE(pt_safe_output(&f, buf, &e) == PT_OK);
+	CHECK(f.tmp_path == NULL);
+	REQUIRE(pt_safe_write(&f, "via-fd", 6, &e) == PT_OK);
+	CHECK_EQ_INT(pt_safe_commit(&f, &e), PT_OK);
+	memset(buf, 0, sizeof buf);
+	CHECK(read(p[0], buf, 6) == 6 && memcmp(buf, "via-fd", 6) == 0);
+	close(p[0]);
+	close(p[1]);
+	/* /dev/null is a character device at that exact path: written, never replaced */
+	REQUIRE(pt_safe_output(&f, "/dev/null", &e) == PT_OK);
+	REQUIRE(pt_safe_write(&f, "x", 1, &e) == PT_OK);
+	CHECK_EQ_INT(pt_safe_commit(&f, &e), PT_OK);
+	REQUIRE(lstat("/dev/null", &st) == 0);
+	CHECK(S_ISCHR(st.st_mode));
+	/* a FIFO nobody reads fails at once instead of hanging */
+	REQUIRE(mkfifo(in_dir(0, dir, "fifo"), 0600) == 0);
+	CHECK_EQ_INT(pt_safe_output(&f, g_path[0], &e), PT_E_IO);
+	CHECK_CONTAINS(e.msg, "fifo");
+	pt_safe_abort(&f);
+	/* a symlink to /dev/null is a link, so the rule is "replace", not "write through" */
+	REQUIRE(symlink("/dev/null", in_dir(1, dir, "null-link")) == 0);
+	pt_error_clear(&e);
+	REQUIRE(pt_safe_output(&f, g_path[1], &e) == PT_OK);
+	CHECK(f.tmp_path != NULL);
+	CHECK_EQ_INT(pt_safe_commit(&f, &e), PT_OK);
+	REQUIRE(lstat(g_path[1], &st) == 0);
+	CHECK(S_ISREG(st.st_mode));
+}
+
+PT_TEST(test_util_safefile_named_rw_refuses_links_keeps_group_write)
+{
+	const char *dir = fresh_dir("sf-named");
+	const char *file = in_dir(0, dir, "model.gguf");
+	const char *sym = in_dir(1, dir, "sym.gguf");
+	const char *hard = in_dir(2, dir, "hard.gguf");
+	struct pt_error e = { 0 };
+	int fd = -1;
+	put(file, "weights");
+	chmod(file, 0664);
+	REQUIRE(pt_safe_open_named_rw(file, &fd, &e) == PT_OK); /* group write is the user's */
+	close(fd);
+	REQUIRE(symlink(file, sym) == 0);
+	CHECK_EQ_INT(pt_safe_open_named_rw(sym, &fd, &e), PT_E_IO);
+	CHECK_CONTAINS(e.msg, "symbolic link");
+	REQUIRE(link(file, hard) == 0);
+	pt_error_clear(&e);
+	CHECK_EQ_INT(pt_safe_open_named_rw(hard, &fd, &e), PT_E_IO);
+	CHECK_CONTAINS(e.msg, "hard links");
+	pt_error_clear(&e);
+	CHECK_EQ_INT(pt_safe_open_named_rw(in_dir(3, dir, "absent"), &fd, &e), PT_E_IO);
+	CHECK(access(g_path[3], F_OK) != 0); /* never creates */
+	CHECK(file_is(file, "weights"));
 }
