@@ -121,8 +121,14 @@ void pt_srv_release(pt_server *s, struct pt_job *j)
 
 /* ---- publishing state ------------------------------------------------------------------- */
 
-static void publish_engine(pt_server *s)
+/* At most every 50 ms (pt_engine_stats reads /proc), and always when forced (a job's end). */
+static void publish_engine(pt_server *s, bool force)
 {
+	static _Thread_local double last;
+	double t = now_s();
+	if (!force && t - last < 0.05)
+		return;
+	last = t;
 	struct pt_engine_stats es;
 	pt_engine_stats(s->e, &es);
 	uint32_t n = es.n_moe_layers < s->n_layers ? es.n_moe_layers : s->n_layers;
@@ -365,7 +371,7 @@ static enum pt_status prefill(struct run *r, struct pt_gen_stats *st, double t_s
 		slot_progress(s, j, st, (uint32_t)(at - keep), true, t_start, t0);
 		rc = eval_locked(s, j->prompt + at, (uint32_t)m, r->logits, err);
 		st->prefill_s = now_s() - t0;
-		publish_engine(s);
+		publish_engine(s, false);
 	}
 	return rc;
 }
@@ -442,7 +448,7 @@ static enum pt_status generate(struct run *r, struct pt_gen_stats *st, double t0
 			st->stop = PT_STOP_CANCELLED;
 		else
 			rc = eval_locked(s, &id, 1, r->logits, err);
-		publish_engine(s);
+		publish_engine(s, false);
 	}
 	st->decode_s = now_s() - t1;
 	if (rc == PT_OK && st->stop != PT_STOP_CANCELLED)
@@ -460,6 +466,7 @@ static void run_job(pt_server *s, struct pt_job *j)
 	if (rc == PT_OK)
 		rc = generate(&r, &st, t0, &err);
 	run_teardown(&r);
+	publish_engine(s, true);
 	pthread_mutex_lock(&s->mu);
 	j->st = st;
 	j->rc = rc;
