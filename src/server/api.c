@@ -524,6 +524,7 @@ static bool fill_job(pt_server *s, struct pt_req *r, struct pt_job *j)
 	j->max_new = r->max_tokens < 0 ? 0 : (uint32_t)r->max_tokens;
 	j->want_logprobs = r->logprobs;
 	j->top_logprobs = r->top_logprobs;
+	j->no_reuse = !r->cache_prompt;
 	if (r->n_stops) {
 		j->stops = pt_calloc(r->n_stops, sizeof *j->stops);
 		if (!j->stops)

@@ -242,7 +242,7 @@ static bool get_sampling(const cJSON *o, struct pt_req *r, struct pt_req_error *
 
 static bool get_stream(const cJSON *o, struct pt_req *r, struct pt_req_error *e)
 {
-	if (!get_bool(o, "stream", &r->stream, e))
+	if (!get_bool(o, "stream", &r->stream, e) || !get_bool(o, "cache_prompt", &r->cache_prompt, e))
 		return false;
 	const cJSON *so = field(o, "stream_options");
 	if (!so)
@@ -649,6 +649,7 @@ bool pt_req_decode(enum pt_req_kind kind, const char *body, size_t len,
 	out->add_generation_prompt = true;
 	out->reasoning_format = -1;
 	out->parallel_tool_calls = true;
+	out->cache_prompt = true;
 	if (!d->seed_given)
 		out->sampler.seed = UINT64_MAX; /* the server draws one */
 	if (len > d->max_body)

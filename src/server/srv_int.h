@@ -42,6 +42,7 @@ struct pt_job {
 	size_t n_stops;
 	bool want_logprobs;
 	uint32_t top_logprobs;
+	bool no_reuse;               /* cache_prompt false: evaluate the whole prompt */
 	/* under s->mu */
 	enum pt_job_state state;
 	char *text;                  /* reply text emitted so far (stop strings removed) */

@@ -352,6 +352,8 @@ static enum pt_status prefill(struct run *r, struct pt_gen_stats *st, double t_s
 					       pos > 0 ? (size_t)pos : 0);
 	if (keep == n)
 		keep = n - 1;
+	if (j->no_reuse)
+		keep = 0;
 	enum pt_status rc = PT_OK;
 	if ((int64_t)keep != pos)
 		rc = pt_engine_rewind(s->e, (int64_t)keep, err);

@@ -108,6 +108,15 @@ test('a follow-up turn reuses the KV prefix: usage.prompt_tokens_details.cached_
   assert.equal(r2.choices[0].message.content, runParticle(['--messages', file, '--temperature', '0', '-n', '8']));
 });
 
+test('cache_prompt false evaluates the whole prompt and gives the same answer', async () => {
+  const a = await http(srv, 'POST', '/v1/chat/completions', { messages: hi, temperature: 0, max_tokens: 8 });
+  const b = await http(srv, 'POST', '/v1/chat/completions', { messages: hi, temperature: 0, max_tokens: 8, cache_prompt: false });
+  assert.equal(b.json.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.equal(b.json.choices[0].message.content, a.json.choices[0].message.content);
+  const bad = await http(srv, 'POST', '/v1/chat/completions', { messages: hi, cache_prompt: 'no' });
+  assert.equal(bad.status, 400);
+});
+
 test('stop strings cut the answer before the stop and report finish_reason stop', async () => {
   const base = await ai.chat.completions.create({ model: 'tiny', messages: hi, temperature: 0, max_tokens: 40 });
   const text = base.choices[0].message.content;

@@ -3,8 +3,8 @@
 //   1. aggregate decode tok/s with 1, 2, 4, 8 concurrent streams (distinct prompts, greedy,
 //      --gen tokens each), expert bytes read per generated token (from /metrics);
 //   2. time to first token of a follow-up turn on a --history-token conversation, with the
-//      KV prefix reused (the previous turn was this conversation) and without (another
-//      conversation ran in between and took the slot).
+//      KV prefix reused (the previous turn was this conversation) and without (the same
+//      request with cache_prompt: false, which evaluates the whole prompt).
 // One JSON object per measurement on stdout (run.sh records them); a summary on stderr.
 // Usage: node tools/bench/server_bench.mjs --model M [--particle build/particle]
 //        [--streams "1 2 4 8"] [--gen 64] [--history 4000] [--label TEXT] [-- serve flags...]
@@ -76,10 +76,9 @@ async function followUp(srv) {
   const next = [...conv, { role: 'assistant', content: first.json.choices[0].message.content },
     { role: 'user', content: 'Summarise that in one line.' }];
   const reuse = await http(srv, 'POST', '/v1/chat/completions', { messages: next, max_tokens: 1, temperature: 0 }, {}, 1800000);
-  // another conversation takes the slot, then the same follow-up again
-  await http(srv, 'POST', '/v1/chat/completions', { messages: [{ role: 'user', content: 'Something else entirely.' }],
-    max_tokens: 1, temperature: 0 }, {}, 1800000);
-  const cold = await http(srv, 'POST', '/v1/chat/completions', { messages: next, max_tokens: 1, temperature: 0 }, {}, 1800000);
+  // the same follow-up with nothing reused (llama.cpp's cache_prompt: false)
+  const cold = await http(srv, 'POST', '/v1/chat/completions', { messages: next, max_tokens: 1, temperature: 0,
+    cache_prompt: false }, {}, 1800000);
   const out = (r, how) => ({ kind: 'followup', how, prompt_tokens: r.json.usage.prompt_tokens,
     cached_tokens: r.json.usage.prompt_tokens_details.cached_tokens, ttft_ms: r.json.timings.ttft_ms });
   return [out(reuse, 'prefix-reuse'), out(cold, 'no-reuse')];
