@@ -43,7 +43,7 @@ LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
 
-.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern models soak
+.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models soak
 all: $(BIN) $(LIB)
 
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -73,6 +73,11 @@ bench: all oracle
 
 bench-kern: $(BUILD)/bench_kern
 $(BUILD)/bench_kern: tools/bench/bench_kern.c $(LIB)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# Aggregate decode tok/s of N sequences batched (engine n_seq; a quick measurement).
+bench-batch: $(BUILD)/bench_batch
+$(BUILD)/bench_batch: tools/bench/bench_batch.c $(LIB)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 # ---- fuzzing (clang + libFuzzer): one binary per tests/fuzz/fuzz_<name>.c ----------------
