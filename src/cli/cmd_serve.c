@@ -21,7 +21,7 @@ struct opts {
 	const char *model, *host, *api_key, *api_key_file, *alias, *tmpl_file, *io, *policy, *kv;
 	const char *reasoning;
 	uint64_t port, max_ctx, threads, memory, slots, batch, parallel, max_queue, timeout;
-	uint64_t max_body, max_conns;
+	uint64_t max_body, max_conns, cache_prompts;
 	int64_t max_new;
 	struct pt_sampler_opts so;
 	bool seed_given, no_lock, verbose, quiet, no_webui, no_metrics, log_requests;
@@ -47,7 +47,12 @@ static void help(void)
 	       "  --api-key-file FILE       the key from the first line of FILE\n"
 	       "  --alias NAME              model id in /v1/models and responses (default: the\n"
 	       "                            file name without .gguf)\n"
-	       "  -np, --parallel N         generation slots (default 1; only 1 in this build)\n"
+	       "  -np, --parallel N         requests generated at once, their decode steps\n"
+	       "                            batched in one forward pass (default 1, at most %d)\n"
+	       "  --cache-prompts N         extra KV sequences kept as a prompt cache: a request\n"
+	       "                            continues the cached conversation sharing the longest\n"
+	       "                            prefix with it, LRU (default 0: each slot keeps only\n"
+	       "                            its last conversation); counted in the memory plan\n"
 	       "  --max-queue N             requests waiting for a slot; more get 503 with\n"
 	       "                            Retry-After (default 16)\n"
 	       "  --timeout S               a request must arrive whole within S seconds, and an\n"
@@ -87,7 +92,7 @@ static void help(void)
 	       "  -s, --seed N              seed for requests without one (default: random)\n"
 	       "  -h, --help                this text\n\n"
 	       "exit codes: 0 stopped by SIGINT/SIGTERM, 1 runtime failure (model, port in use),\n"
-	       "2 bad usage\n", PT_HTTP_MAX_CORS);
+	       "2 bad usage\n", PT_SERVER_MAX_SLOTS, PT_HTTP_MAX_CORS);
 }
 
 static bool is(const char *a, const char *s, const char *l, const char *l2)
@@ -128,6 +133,7 @@ static int int_flag(struct opts *o, const char *a, const char *v)
 		{ NULL, "--max-queue", NULL, 0, 100000, offsetof(struct opts, max_queue) },
 		{ NULL, "--timeout", NULL, 1, 86400, offsetof(struct opts, timeout) },
 		{ NULL, "--max-connections", NULL, 2, 10000, offsetof(struct opts, max_conns) },
+		{ NULL, "--cache-prompts", NULL, 0, 64, offsetof(struct opts, cache_prompts) },
 	};
 	uint64_t x;
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -268,12 +274,6 @@ static int check_opts(const struct opts *o)
 		pt_cli_error("serve: give --api-key or --api-key-file, not both");
 		return PT_EXIT_USAGE;
 	}
-	if (o->parallel > 1) {
-		pt_cli_error("serve: --parallel %llu: this build has one generation slot "
-			     "(multi-sequence batching is not merged yet)",
-			     (unsigned long long)o->parallel);
-		return PT_EXIT_USAGE;
-	}
 	return 0;
 }
 
@@ -344,6 +344,7 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	eo.no_lock = o->no_lock;
 	eo.log = o->verbose ? stderr : NULL;
 	eo.verbose = o->verbose;
+	eo.n_seq = (uint32_t)(o->parallel + o->cache_prompts);
 	if (pt_engine_open(&eo, e, &err) != PT_OK)
 		return pt_cli_fail(&err);
 	return 0;

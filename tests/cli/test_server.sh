@@ -7,7 +7,7 @@
 
 # ---- help and usage errors (no model needed) ----
 expect_exit 0 "serve --help" -- "$PARTICLE" serve --help
-for f in --model --host --port --api-key --api-key-file --alias --parallel --max-queue --timeout \
+for f in --model --host --port --api-key --api-key-file --alias --parallel --cache-prompts --max-queue --timeout \
 	--max-body --max-connections --cors --chat-template-file --reasoning-format --no-metrics \
 	--no-webui --log-requests --ctx-size --threads --memory --expert-slots --io --cache-policy \
 	--kv-type --batch --no-lock --n-predict --temp --top-k --top-p --min-p --repeat-penalty \
@@ -26,7 +26,7 @@ if ! "$PARTICLE" mkmodel --arch qwen3moe --preset tiny --quant f32 -o "$M" >/dev
 	finish
 	exit 1
 fi
-for bad_args in "--port 70000" "--port x" "--parallel 0" "--max-body 1" "--timeout 0" "--cors" \
+for bad_args in "--port 70000" "--port x" "--parallel 0" "--parallel 17" "--cache-prompts 65" "--max-body 1" "--timeout 0" "--cors" \
 	"--reasoning-format weird" "--temp -1" "--bogus 1" "--api-key ''" "--io fast"; do
 	# shellcheck disable=SC2086
 	eval "set -- $bad_args"
@@ -59,7 +59,7 @@ if [ ! -d "$NODE_MODULES/openai" ] || ! command -v node >/dev/null 2>&1; then
 	exit 1
 fi
 export PARTICLE PT_MODEL="$M" PT_TMP="$TMP"
-for s in ${SERVER_SUITES:-test_api test_hostile test_soak test_signals}; do
+for s in ${SERVER_SUITES:-test_api test_constrained test_parallel test_hostile test_soak test_signals}; do
 	f="tests/server/$s.mjs"
 	[ -f "$f" ] || { bad "no suite $f"; continue; }
 	timeout 600 node --test --test-concurrency=1 --test-reporter=tap "$f" >"$TMP/$s.tap" 2>&1
