@@ -15,35 +15,67 @@
 
 /* ---- small JSON helpers ----------------------------------------------------------------- */
 
-/* Valid UTF-8 copy of s[0..n): invalid sequences become U+FFFD (JSON must be UTF-8). */
-static char *utf8_clean(const char *s, size_t n)
+/* s[0..n) as a JSON string literal (quotes included): valid UTF-8 copied, invalid sequences
+ * as U+FFFD (JSON must be UTF-8), quotes, backslashes and control bytes escaped, NUL as
+ * \u0000 (model output may contain it; a C string would cut the text there). */
+static char *json_literal(const char *s, size_t n)
 {
-	char *o = pt_malloc(n * 3 + 1), *w = o;
+	char *o = pt_malloc(n * 6 + 3), *w = o;
 	if (!o)
 		return NULL;
+	*w++ = '"';
 	size_t i = 0;
 	while (i < n) {
-		size_t ok = pt_req_utf8_check((const unsigned char *)s + i, n - i);
-		memcpy(w, s + i, ok);
-		w += ok;
-		i += ok;
-		if (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x80) {
+			/* one character at most 4 bytes: check only those (linear overall) */
+			size_t ok = pt_req_utf8_check((const unsigned char *)s + i, n - i < 4 ? n - i : 4);
+			size_t k = 1;
+			while (k < ok && k < 4 && ((unsigned char)s[i + k] & 0xC0) == 0x80)
+				k++; /* one whole character */
+			if (ok > 0) {
+				memcpy(w, s + i, k);
+				w += k;
+				i += k;
+				continue;
+			}
 			memcpy(w, "\xEF\xBF\xBD", 3);
 			w += 3;
 			i++;
 			while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
 				i++;
+		} else if (c == '"' || c == '\\') {
+			*w++ = '\\';
+			*w++ = (char)c;
+			i++;
+		} else if (c < 0x20) {
+			static const char hex[] = "0123456789abcdef";
+			const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+			if (e) {
+				memcpy(w, e, 2);
+				w += 2;
+			} else {
+				memcpy(w, "\\u00", 4);
+				w[4] = hex[c >> 4];
+				w[5] = hex[c & 15];
+				w += 6;
+			}
+			i++;
+		} else {
+			*w++ = (char)c;
+			i++;
 		}
 	}
+	*w++ = '"';
 	*w = 0;
 	return o;
 }
 
 cJSON *pt_srv_add_clean_string(cJSON *obj, const char *key, const char *s, size_t n)
 {
-	char *c = utf8_clean(s, n);
-	cJSON *v = c ? cJSON_AddStringToObject(obj, key, c) : NULL;
-	pt_free(c);
+	char *lit = json_literal(s, n);
+	cJSON *v = lit ? cJSON_AddRawToObject(obj, key, lit) : NULL;
+	pt_free(lit);
 	return v;
 }
 

@@ -169,13 +169,13 @@ static cJSON *final_json(struct gen *g, struct pt_error *err, enum pt_status *rc
 		*rc = pt_chat_parser_finish(g->parser, NULL, NULL, &res, err);
 		if (*rc == PT_OK) {
 			n_calls = res.n_calls;
-			if (n_calls && !res.content[0])
+			if (n_calls && !res.content_len)
 				cJSON_AddNullToObject(m, "content");
 			else
-				pt_srv_add_clean_string(m, "content", res.content, strlen(res.content));
-			if (res.reasoning[0])
+				pt_srv_add_clean_string(m, "content", res.content, res.content_len);
+			if (res.reasoning_len)
 				pt_srv_add_clean_string(m, "reasoning_content", res.reasoning,
-							strlen(res.reasoning));
+							res.reasoning_len);
 			if (n_calls) {
 				cJSON *calls = cJSON_AddArrayToObject(m, "tool_calls");
 				for (size_t i = 0; calls && i < n_calls; i++)

@@ -210,6 +210,17 @@ test('/tokenize and /detokenize round-trip; with_pieces', async () => {
   assert.equal(p.json.tokens.map((x) => x.piece).join(''), 'Hello world');
 });
 
+test('model text with NUL and control bytes survives as JSON escapes (no truncation)', async () => {
+  const ids = Array.from({ length: 64 }, (_, i) => i); // byte-level vocabulary: bytes 0..63
+  const d = await http(srv, 'POST', '/detokenize', { tokens: ids });
+  assert.equal(d.status, 200);
+  assert.ok(d.text.includes('\\u0000'));
+  assert.equal(d.json.content.length, 64);
+  assert.equal(d.json.content.charCodeAt(0), 0);
+  const back = await http(srv, 'POST', '/tokenize', { content: 'a\u0001b' });
+  assert.equal(back.status, 200);
+});
+
 test('/apply-template: add_generation_prompt false is passed explicitly; chat_template_kwargs reach the template', async () => {
   const on = await http(srv, 'POST', '/apply-template', { messages: hi });
   assert.match(on.json.prompt, /<\|im_start\|>assistant\n$/);
