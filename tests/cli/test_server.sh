@@ -9,7 +9,7 @@
 expect_exit 0 "serve --help" -- "$PARTICLE" serve --help
 for f in --model --host --port --api-key --api-key-file --alias --parallel --cache-prompts --max-queue --timeout \
 	--max-body --max-connections --cors --chat-template-file --reasoning-format --no-metrics \
-	--no-webui --log-requests --ctx-size --threads --memory --expert-slots --io --cache-policy \
+	--no-webui --log-requests --quiet --ctx-size --threads --memory --expert-slots --io --cache-policy \
 	--kv-type --batch --no-lock --n-predict --temp --top-k --top-p --min-p --repeat-penalty \
 	--repeat-last-n --seed PARTICLE_MODEL; do
 	expect_grep "$TMP/out" -- "$f" "serve --help documents $f"
