@@ -26,6 +26,10 @@ test('greedy answers of 6 concurrent requests (4 slots) equal each alone', async
   }
   const m = await http(srv, 'GET', '/metrics');
   assert.match(m.text, /^particle_slots 4$/m);
+  assert.match(m.text, /^particle_engine_sequences 6$/m);
+  // batched: fewer decode passes than decoded tokens
+  const num = (n) => Number(m.text.match(new RegExp(`^particle_${n} (\\d+)`, 'm'))[1]);
+  assert.ok(num('decode_steps_total') < num('decode_tokens_total'), 'decode steps were batched');
 });
 
 test('seeded sampling is the same batched or alone', async () => {
