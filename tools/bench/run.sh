@@ -274,38 +274,46 @@ section_c() {
 }
 
 # section_s: the server under concurrent load.  Records carry "kind" (streams | followup).
+# Streams at --parallel 1 and $SERVER_PARALLEL (context 1024: every sequence's KV is in the
+# plan); then the follow-up TTFT at --parallel 1 with a ~4000-token history.
+s_run() { # s_run WHERE LABEL PARALLEL BENCH-ARGS...
+	where=$1 label=$2 par=$3; shift 3
+	if [ "$where" = ram ]; then
+		m="$SMALL_DIR/small-qwen3moe-q4_k_m.gguf"
+		[ -f "$m" ] || $P mkmodel --arch qwen3moe --preset small --quant q4_k_m -o "$m" || return 1
+		set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "$label" "$@" \
+			-- --parallel "$par" -t "$THREADS"
+	else
+		m="$FULL_DIR/full-qwen3moe-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/qwen3moe-full-q4_k_m.gguf"
+		[ -f "$m" ] || { echo "bench: S: no full qwen3moe in $FULL_DIR" >&2; return 0; }
+		BLK_FILE=$m
+		set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "$label" "$@" \
+			-- --parallel "$par" -t "$THREADS" --memory $(( $(bytes "$CAP") - 256 * 1048576 ))
+	fi
+	la=$(loadavg)
+	drop_caches
+	if [ "$where" = cap ]; then
+		in_cgroup "srv$par" "$(bytes "$CAP")" "$OUT/s.out" "$@" >/dev/null
+	else
+		"$@" >"$OUT/s.out" 2>"$OUT/s.out.err"
+	fi
+	rc=$?
+	while IFS= read -r line; do
+		echo "$line" >"$OUT/s.one"
+		record S particle "$m" "{\"load\": $la, \"parallel\": $par, \"where\": \"$where\"}" \
+			"$OUT/s.one" "$rc"
+	done <"$OUT/s.out"
+	echo "bench: S $label: rc $rc"
+}
 section_s() {
-	for par in 1 ${SERVER_PARALLEL:-4}; do
-		for where in ram cap; do
-			if [ "$where" = ram ]; then
-				m="$SMALL_DIR/small-qwen3moe-q4_k_m.gguf"
-				[ -f "$m" ] || $P mkmodel --arch qwen3moe --preset small --quant q4_k_m -o "$m" || return 1
-				set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "ram-p$par" \
-					-- --parallel "$par" -t "$THREADS"
-			else
-				m="$FULL_DIR/full-qwen3moe-q4_k_m.gguf"
-				[ -f "$m" ] || m="$FULL_DIR/qwen3moe-full-q4_k_m.gguf"
-				[ -f "$m" ] || { echo "bench: S: no full qwen3moe in $FULL_DIR" >&2; continue; }
-				BLK_FILE=$m
-				set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "cap-p$par" \
-					--gen 32 -- --parallel "$par" -t "$THREADS" \
-					--memory $(( $(bytes "$CAP") - 256 * 1048576 ))
-			fi
-			la=$(loadavg)
-			drop_caches
-			if [ "$where" = cap ]; then
-				in_cgroup "srv$par" "$(bytes "$CAP")" "$OUT/s.out" "$@" >/dev/null
-			else
-				"$@" >"$OUT/s.out"
-			fi
-			rc=$?
-			while IFS= read -r line; do
-				echo "$line" >"$OUT/s.one"
-				record S particle "$m" "{\"load\": $la, \"parallel\": $par, \"where\": \"$where\"}" \
-					"$OUT/s.one" "$rc"
-			done <"$OUT/s.out"
-			echo "bench: S $where --parallel $par: rc $rc"
+	for where in ram cap; do
+		gen=64
+		[ "$where" = cap ] && gen=32
+		for par in 1 ${SERVER_PARALLEL:-4}; do
+			s_run "$where" "$where-p$par" "$par" --history 0 --gen "$gen"
 		done
+		s_run "$where" "$where-followup" 1 --streams "" --history 4000
 	done
 }
 

@@ -7,12 +7,14 @@
 //      request with cache_prompt: false, which evaluates the whole prompt).
 // One JSON object per measurement on stdout (run.sh records them); a summary on stderr.
 // Usage: node tools/bench/server_bench.mjs --model M [--particle build/particle]
-//        [--streams "1 2 4 8"] [--gen 64] [--history 4000] [--label TEXT] [-- serve flags...]
+//        [--streams "1 2 4 8"] [--gen 64] [--history 4000 (0: none)] [--ctx N (default:
+//        history + 1024, at least 1024: every sequence's KV is planned at this size)]
+//        [--label TEXT] [-- serve flags...]
 // Talks only to 127.0.0.1; every request is time-bounded.
 import process from 'node:process';
 
 const argv = process.argv.slice(2);
-const opt = { particle: 'build/particle', streams: '1 2 4 8', gen: '64', history: '4000', label: '' };
+const opt = { particle: 'build/particle', streams: '1 2 4 8', gen: '64', history: '4000', label: '', ctx: '' };
 const serveArgs = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === '--') { serveArgs.push(...argv.slice(i + 1)); break; }
@@ -84,7 +86,8 @@ async function followUp(srv) {
   return [out(reuse, 'prefix-reuse'), out(cold, 'no-reuse')];
 }
 
-const srv = await startServer(['-c', String(Math.max(8192, history + 1024)), '--max-queue', '64', ...serveArgs],
+const ctx = opt.ctx ? Number(opt.ctx) : Math.max(1024, history + 1024);
+const srv = await startServer(['-c', String(ctx), '--max-queue', '64', ...serveArgs],
   { model: opt.model, timeoutMs: 600000 });
 try {
   const label = { label: opt.label, serve_args: serveArgs.join(' ') };
