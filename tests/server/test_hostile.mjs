@@ -214,22 +214,33 @@ test('api key: /health is public, /v1/models and /metrics are not', async () => 
   assert.equal((await http(keyed, 'GET', '/metrics', undefined, { Authorization: `Bearer ${KEY}` })).status, 200);
 });
 
-test('a full queue answers 503 with Retry-After; the queued and running requests still finish', async () => {
+test('a full queue answers 503 with Retry-After; the queued request runs once the slot frees', async () => {
   const q = await startServer(['--max-queue', '1']);
+  const open = (body) => {
+    const ctl = new AbortController();
+    const res = fetch(`${q.url}/v1/completions`, { method: 'POST', signal: ctl.signal,
+      headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { ctl, res };
+  };
   try {
-    const long = { prompt: 'go', max_tokens: 3000, temperature: 0 };
-    const a = http(q, 'POST', '/v1/completions', long);          // runs
-    await new Promise((r) => setTimeout(r, 150));
-    const b = http(q, 'POST', '/v1/completions', long);          // waits in the queue
-    await new Promise((r) => setTimeout(r, 150));
-    const c = await http(q, 'POST', '/v1/completions', long);    // refused
+    const long = { prompt: 'go', max_tokens: 3000, temperature: 0, stream: true };
+    const a = open(long);                                          // runs
+    const ra = await a.res;
+    const readerA = ra.body.getReader();
+    await readerA.read();                                          // it is generating
+    const b = open(long);                                          // waits in the queue
+    await new Promise((r) => setTimeout(r, 300));
+    const c = await http(q, 'POST', '/v1/completions', long);      // refused
     assert.equal(c.status, 503, c.text);
     assert.equal(c.headers.get('retry-after'), '1');
     assert.equal(c.json.error.code, 'queue_full');
-    const [ra, rb] = await Promise.all([a, b]);
-    assert.equal(ra.status, 200);
+    a.ctl.abort();                                                 // the slot frees ...
+    const rb = await b.res;                                        // ... and b runs
     assert.equal(rb.status, 200);
-    assert.equal(ra.json.choices[0].text, rb.json.choices[0].text);
+    const first = await rb.body.getReader().read();
+    assert.match(Buffer.from(first.value).toString(), /^data: /);
+    b.ctl.abort();
+    assert.equal(await sanity(q), await sanity(srv));
     const m = await http(q, 'GET', '/metrics');
     assert.match(m.text, /particle_requests_rejected_total 1/);
     assert.match(m.text, /particle_http_responses_total\{status="503"\} 1/);
