@@ -7,13 +7,9 @@
  * describe them, so forcing is PT_E_UNSUPPORTED there (the server falls back to "auto"). */
 #include <string.h>
 
+#include "gen/grammar.h"
 #include "server/chatparse.h"
 #include "util/alloc.h"
-
-#if __has_include("gen/grammar.h")
-#include "gen/grammar.h"
-#define HAVE_GRAMMAR 1
-#endif
 
 #define MAX_TOOLS 1024
 
@@ -169,7 +165,6 @@ enum pt_status pt_chat_tool_grammar(enum pt_chat_format f, const cJSON *tools,
 				    struct pt_error *err)
 {
 	*out = NULL;
-#ifdef HAVE_GRAMMAR
 	struct pt_chat_alt *alts = NULL;
 	size_t n = 0;
 	enum pt_status st = pt_chat_tool_alternatives(f, tools, only_name, &alts, &n, err);
@@ -203,11 +198,4 @@ done:
 	pt_free(counts);
 	pt_chat_alternatives_free(alts, n);
 	return st;
-#else
-	(void)f;
-	(void)tools;
-	(void)only_name;
-	return pt_error_set(err, PT_E_UNSUPPORTED,
-			    "tool_choice: built without the grammar engine (src/gen/grammar.h)");
-#endif
 }

@@ -23,6 +23,10 @@
 /* Mistral's "NAME[CALL_ID]ID[ARGS]" before the JSON value. */
 #define MAX_MISTRAL_PREFIX 512
 #define MAX_TOOL_NAMES 4096
+/* Whitespace allowed before the reasoning start marker at the start of the reply. */
+#define MAX_LEAD_WS 256
+/* Bytes of a reply starting with '{' that may rule out a call (see bare_ruled_out). */
+#define BARE_CHECK 64
 
 #define DS_CALLS_BEGIN "<\xef\xbd\x9c" "tool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
 #define DS_CALLS_END "<\xef\xbd\x9c" "tool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>"
@@ -298,6 +302,39 @@ static void block_as_content(struct pt_chat_parser *p, size_t len)
 	p->st = S_CONTENT;
 }
 
+/* A reply that starts with '{' is held as a possible call only while its first key can still
+ * be one of a call object's keys: plain JSON content is released at the first byte that
+ * rules a call out.  Returns that byte's offset + 1, or 0 while the prefix is plausible. */
+static size_t bare_ruled_out(const char *s, size_t n)
+{
+	static const char *const keys[] = { "name",      "type",       "function", "tool_call",
+					    "tool_calls", "arguments", "parameters", "id" };
+	size_t i = 1;
+	while (i < n && chat_is_ws(s[i]))
+		i++;
+	if (i >= n)
+		return 0;
+	if (s[i] != '"')
+		return i + 1;
+	size_t k0 = ++i;
+	for (; i < n; i++) {
+		if (s[i] == '"')
+			break;
+		bool any = false;
+		for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]) && !any; j++)
+			any = strlen(keys[j]) > i - k0 && keys[j][i - k0] == s[i] &&
+			      memcmp(keys[j], s + k0, i - k0) == 0;
+		if (!any)
+			return i + 1;
+	}
+	if (i >= n)
+		return 0;
+	for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
+		if (strlen(keys[j]) == i - k0 && memcmp(keys[j], s + k0, i - k0) == 0)
+			return 0;
+	return i + 1;
+}
+
 /* Scans the open block.  Returns its length once complete, 0 while it is not, and sets
  * *bad (with the length to give back as content) when it cannot be a call. */
 static size_t block_scan(struct pt_chat_parser *p, bool eof, bool *bad)
@@ -353,6 +390,14 @@ static size_t block_scan(struct pt_chat_parser *p, bool eof, bool *bad)
 					*bad = true;
 					return ms + MAX_MISTRAL_PREFIX + 6;
 				}
+			}
+		}
+		if (m == &BARE && p->scan < BARE_CHECK) {
+			/* only the first BARE_CHECK bytes decide: the same for every split */
+			size_t bad_at = bare_ruled_out(s, lim < BARE_CHECK ? lim : BARE_CHECK);
+			if (bad_at) {
+				*bad = true;
+				return bad_at;
 			}
 		}
 		if (p->json_on) {
@@ -438,9 +483,15 @@ static void process(struct pt_chat_parser *p, bool eof)
 				p->st = S_REASON;
 				break;
 			}
+			/* Whitespace before the start marker is bounded, so that a reply of
+			 * blanks is not rescanned on every feed. */
 			size_t i = 0;
-			while (i < n && chat_is_ws(s[i]))
+			while (i < n && i < MAX_LEAD_WS && chat_is_ws(s[i]))
 				i++;
+			if (i == MAX_LEAD_WS) {
+				p->st = S_CONTENT;
+				break;
+			}
 			size_t m = strlen(fam->think_start);
 			size_t have = n - i < m ? n - i : m;
 			if (memcmp(s + i, fam->think_start, have) != 0) {

@@ -115,7 +115,8 @@ void pt_chat_parser_feed(pt_chat_parser *p, const char *text, size_t len, pt_cha
 			 void *ctx);
 
 /* Tool-call ids: "call_" + 24 random [0-9A-Za-z] (getrandom), except where the model's output
- * carries an id (Mistral), which is kept so that the template accepts it in the next turn. */
+ * carries an id (Mistral), which is kept so that the template accepts it in the next turn;
+ * Mistral calls without one get 9 random alphanumerics, the length its templates demand. */
 struct pt_chat_tool_call {
 	char *id;
 	char *name;
@@ -150,15 +151,18 @@ struct pt_chat_alt {
 	struct pt_chat_alt_part *parts;
 	size_t n_parts;
 };
-/* PT_E_INVALID: tools malformed, or only_name not among them; GEMMA4 and HARMONY arguments
- * are not JSON (Gemma) or need the channel header (Harmony) and are supported as noted in
- * chatgrammar.c. */
+/* PT_E_INVALID: tools malformed, or only_name not among them.  PT_E_UNSUPPORTED for GEMMA4:
+ * its arguments are not JSON, so no JSON schema describes them (answer 400, or fall back to
+ * "auto").  HARMONY forces "<|channel|>commentary to=functions.N <|constrain|>json<|message|>"
+ * + the arguments (its "<|call|>" ends generation).  The forced text starts at the reply's
+ * first byte: no reasoning block before the call. */
 enum pt_status pt_chat_tool_alternatives(enum pt_chat_format f, const cJSON *tools,
 					 const char *only_name, struct pt_chat_alt **out,
 					 size_t *n_out, struct pt_error *err);
 void pt_chat_alternatives_free(struct pt_chat_alt *alts, size_t n);
 
-/* The same alternatives compiled with pt_grammar_from_alternatives (src/gen/grammar.h). */
+/* The same alternatives compiled with pt_grammar_from_alternatives (src/gen/grammar.h);
+ * tools without "parameters" take any JSON object.  Free with pt_grammar_free. */
 struct pt_grammar;
 enum pt_status pt_chat_tool_grammar(enum pt_chat_format f, const cJSON *tools,
 				    const char *only_name, struct pt_grammar **out,

@@ -15,9 +15,20 @@ struct acc {
 	int bad;
 };
 
+static size_t pow2_cap(size_t x)
+{
+	size_t c = 64;
+	while (c < x)
+		c *= 2;
+	return c;
+}
+
+/* Holds pow2_cap(n + 1) bytes: one realloc per byte would be quadratic under ASan. */
 static void add(char **s, size_t *n, const char *t, size_t len)
 {
-	char *p = pt_realloc(*s, *n + len + 1);
+	char *p = *s;
+	if (!p || pow2_cap(*n + len + 1) > pow2_cap(*n + 1))
+		p = pt_realloc(*s, pow2_cap(*n + len + 1));
 	if (!p)
 		__builtin_trap();
 	memcpy(p + *n, t, len);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/grammar.h"
 #include "server/chatparse.h"
 #include "test.h"
 #include "util/alloc.h"
@@ -53,9 +54,21 @@ struct collect {
 	bool bad; /* an event out of order */
 };
 
+static size_t pow2_cap(size_t x)
+{
+	size_t c = 64;
+	while (c < x)
+		c *= 2;
+	return c;
+}
+
+/* The buffer always holds pow2_cap(n + 1) bytes: events come a byte at a time, and a
+ * realloc per byte is quadratic under ASan. */
 static void append(char **s, size_t *n, const char *t, size_t len)
 {
-	*s = realloc(*s, *n + len + 1);
+	size_t need = pow2_cap(*n + len + 1);
+	if (!*s || need > pow2_cap(*n + 1))
+		*s = realloc(*s, need);
 	memcpy(*s + *n, t, len);
 	*n += len;
 	(*s)[*n] = 0;
@@ -456,6 +469,9 @@ PT_TEST(test_chatparse_malformed_calls_are_content)
 		MAL(PT_CHAT_HERMES, "<tool_call><function=f>junk</function></tool_call>"),
 		MAL(PT_CHAT_HERMES, "<tool_call><function=>\n</function></tool_call>"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"Bob\", \"age\": 3}"),
+		MAL(PT_CHAT_LLAMA3, "{\"names\": [1, 2]} and {\"name\": \"f\"}"),
+		MAL(PT_CHAT_LLAMA3, "{}"),
+		MAL(PT_CHAT_GENERIC, "{\"na\\u006de\": \"f\"}"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"x\", \"parameters\": {\"a\": 1}"),
 		MAL(PT_CHAT_LLAMA3, "{\"name\": \"x\", \"parameters\": {\"a\": 1}]"),
 		MAL(PT_CHAT_LLAMA3, "Here is JSON: {\"name\": \"x\", \"parameters\": {}}"),
@@ -628,6 +644,10 @@ PT_TEST(test_chatparse_holds_back_only_while_ambiguous)
 	fed_so_far(PT_CHAT_GEMMA4, "Hi <|tool_", "Hi");
 	fed_so_far(PT_CHAT_MISTRAL, "Hi [TOOL", "Hi");
 	fed_so_far(PT_CHAT_LLAMA3, "Not JSON {", "Not JSON {");
+	fed_so_far(PT_CHAT_LLAMA3, "{\"answer\": 4", "{\"answer\": 4");
+	fed_so_far(PT_CHAT_LLAMA3, "{ x", "{ x");
+	fed_so_far(PT_CHAT_LLAMA3, "{\"nam", "");
+	fed_so_far(PT_CHAT_GENERIC, "{\"name\": \"f\", \"x", "");
 	fed_so_far(PT_CHAT_HERMES, "<thi", "");
 	fed_so_far(PT_CHAT_HERMES, "<thx", "<thx");
 }
@@ -787,5 +807,154 @@ PT_TEST(test_chatparse_tool_alternatives_parse_back)
 	cJSON *bad = cJSON_Parse("[{\"type\": \"function\", \"function\": {\"name\": 3}}]");
 	CHECK(pt_chat_tool_alternatives(PT_CHAT_HERMES, bad, NULL, &alts, &n, NULL) == PT_E_INVALID);
 	cJSON_Delete(bad);
+	cJSON_Delete(tools);
+}
+
+/* Long runs fed one byte at a time stay linear: blanks before a reasoning marker, a huge
+ * call block, a huge Harmony tool body. */
+PT_TEST(test_chatparse_long_inputs_fed_bytewise)
+{
+	enum { N = 200000 };
+	static char text[N + 256];
+	static const struct {
+		enum pt_chat_format fmt;
+		const char *pre, *fill, *post;
+		size_t n_calls;
+	} T[] = {
+		{ PT_CHAT_HERMES, "", " ", "<think>x</think>y", 0 },
+		{ PT_CHAT_HERMES, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"", "z",
+		  "\"}}</tool_call>", 1 },
+		{ PT_CHAT_LLAMA3, "{\"name\": \"f\", \"parameters\": {\"a\": [", "1,", "1]}}", 1 },
+		{ PT_CHAT_HARMONY, " to=functions.f<|channel|>commentary json<|message|>{\"a\": \"", "q",
+		  "\"}<|call|>", 1 },
+		{ PT_CHAT_MISTRAL, "[TOOL_CALLS]", "x", "", 0 },
+	};
+	for (size_t t = 0; t < sizeof(T) / sizeof(T[0]); t++) {
+		size_t len = 0, fl = strlen(T[t].fill);
+		memcpy(text, T[t].pre, strlen(T[t].pre));
+		len = strlen(T[t].pre);
+		while (len + fl < N) {
+			memcpy(text + len, T[t].fill, fl);
+			len += fl;
+		}
+		memcpy(text + len, T[t].post, strlen(T[t].post));
+		len += strlen(T[t].post);
+		struct pt_chat_parser_opts o = { .format = T[t].fmt, .tools = true, .reasoning = true };
+		struct pt_chat_result r;
+		if (!parse_chunks(&o, text, len, chunk_one, NULL, &r))
+			continue;
+		CHECK_EQ_INT(r.n_calls, T[t].n_calls);
+		if (T[t].n_calls == 0)
+			CHECK_EQ_INT(r.content_len, len);
+		pt_chat_result_free(&r);
+	}
+}
+
+PT_TEST(test_chatparse_ids)
+{
+	static const struct {
+		enum pt_chat_format fmt;
+		const char *text, *id; /* NULL id: generated */
+		bool short_id;
+	} T[] = {
+		{ PT_CHAT_MISTRAL, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]", NULL, true },
+		{ PT_CHAT_MISTRAL, "[TOOL_CALLS]f[CALL_ID]Zz9Zz9Zz9[ARGS]{}", "Zz9Zz9Zz9", false },
+		{ PT_CHAT_HERMES, "<tool_call>{\"name\": \"f\", \"id\": \"call_1\"}</tool_call>", "call_1",
+		  false },
+		{ PT_CHAT_GEMMA4, "<|tool_call>call:f{}<tool_call|>", NULL, false },
+	};
+	char seen[4][32] = { "" };
+	for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) {
+		struct pt_chat_parser_opts o = { .format = T[i].fmt, .tools = true };
+		struct pt_chat_result r;
+		if (!parse_chunks(&o, T[i].text, strlen(T[i].text), NULL, NULL, &r))
+			continue;
+		CHECK_EQ_INT(r.n_calls, 1);
+		if (r.n_calls == 1) {
+			if (T[i].id)
+				CHECK_EQ_STR(r.calls[0].id, T[i].id);
+			else
+				CHECK(good_generated_id(r.calls[0].id, T[i].short_id));
+		}
+		pt_chat_result_free(&r);
+	}
+	/* generated ids differ */
+	for (int k = 0; k < 4; k++) {
+		struct pt_chat_parser_opts o = { .format = PT_CHAT_HERMES, .tools = true };
+		struct pt_chat_result r;
+		const char *t = "<tool_call>{\"name\": \"f\"}</tool_call>";
+		if (!parse_chunks(&o, t, strlen(t), NULL, NULL, &r))
+			continue;
+		snprintf(seen[k], sizeof(seen[k]), "%s", r.calls[0].id);
+		for (int j = 0; j < k; j++)
+			CHECK(strcmp(seen[j], seen[k]) != 0);
+		pt_chat_result_free(&r);
+	}
+}
+
+/* The compiled forcing grammar accepts exactly the family's call text for the offered tools,
+ * and what it accepts parses back into that call. */
+PT_TEST(test_chatparse_tool_grammar_forces_parsable_calls)
+{
+	char *tj = slurp(FX "tools.json", NULL);
+	cJSON *tools = tj ? cJSON_Parse(tj) : NULL;
+	free(tj);
+	REQUIRE(tools);
+	static const enum pt_chat_format F[] = { PT_CHAT_GENERIC, PT_CHAT_HERMES, PT_CHAT_LLAMA3,
+						 PT_CHAT_MISTRAL, PT_CHAT_DEEPSEEK_R1, PT_CHAT_PHI4,
+						 PT_CHAT_HARMONY };
+	for (size_t fi = 0; fi < sizeof(F) / sizeof(F[0]); fi++) {
+		for (int named = 0; named < 2; named++) {
+			struct pt_grammar *g = NULL;
+			struct pt_error err = { 0 };
+			if (pt_chat_tool_grammar(F[fi], tools, named ? "search" : NULL, &g, &err) !=
+			    PT_OK) {
+				pt_test_fail(__FILE__, __LINE__, "%s: %s", pt_chat_format_name(F[fi]),
+					     err.msg);
+				continue;
+			}
+			struct pt_chat_alt *alts = NULL;
+			size_t n = 0;
+			REQUIRE(pt_chat_tool_alternatives(F[fi], tools, NULL, &alts, &n, NULL) == PT_OK);
+			static const char *const args[2][2] = {
+				{ "{\"city\": \"Paris\", \"days\": 3}", "{\"days\": 3}" }, /* get_weather */
+				{ "{\"query\": \"x\"}", "{\"query\": 1}" },                 /* search */
+			};
+			for (size_t a = 0; a < n && a < 2; a++) {
+				for (int wrong = 0; wrong < 2; wrong++) {
+					char text[1024] = "";
+					for (size_t j = 0; j < alts[a].n_parts; j++)
+						strncat(text, alts[a].parts[j].literal ? alts[a].parts[j].literal
+										      : args[a][wrong],
+							sizeof(text) - strlen(text) - 1);
+					bool complete = false;
+					bool ok = pt_grammar_match_bytes((const pt_grammar *)g, text,
+									 strlen(text), &complete) &&
+						  complete;
+					bool want = !wrong && (!named || a == 1);
+					if (ok != want)
+						pt_test_fail(__FILE__, __LINE__, "%s named=%d: \"%s\" %s",
+							     pt_chat_format_name(F[fi]), named, text,
+							     ok ? "accepted" : "rejected");
+					if (!ok || wrong)
+						continue;
+					struct pt_chat_parser_opts o = { .format = F[fi], .tools = true };
+					struct pt_chat_result r;
+					if (!parse_chunks(&o, text, strlen(text), NULL, NULL, &r))
+						continue;
+					if (r.n_calls != 1 || r.content[0])
+						pt_test_fail(__FILE__, __LINE__, "%s: \"%s\" did not parse back",
+							     pt_chat_format_name(F[fi]), text);
+					pt_chat_result_free(&r);
+				}
+			}
+			pt_chat_alternatives_free(alts, n);
+			pt_grammar_free((pt_grammar *)g);
+		}
+	}
+	struct pt_grammar *g = NULL;
+	CHECK(pt_chat_tool_grammar(PT_CHAT_GEMMA4, tools, NULL, &g, NULL) == PT_E_UNSUPPORTED);
+	CHECK(pt_chat_tool_grammar(PT_CHAT_HERMES, tools, "nope", &g, NULL) == PT_E_INVALID);
+	CHECK(g == NULL);
 	cJSON_Delete(tools);
 }
