@@ -135,3 +135,36 @@ test('tool_choice none and auto: greedy text as without tools is not forced', as
   assert.equal(r.choices[0].message.tool_calls, undefined);
   assert.equal(r.choices[0].finish_reason, 'length');
 });
+
+test('reasoning: a prompt that opens <think> sends the reply to reasoning_content (deepseek), or to content (none)', async () => {
+  const tmpl = '{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}' +
+    '{%- if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}';
+  const { writeTmp } = await import('./lib.mjs');
+  const file = writeTmp('think.jinja', tmpl);
+  const t = await startServer(['--chat-template-file', file]);
+  try {
+    const tai = client(t);
+    const body = { model: 'tiny', messages: ask, temperature: 0, max_tokens: 16 };
+    const a = (await tai.chat.completions.create(body)).choices[0].message;
+    const b = (await tai.chat.completions.create({ ...body, reasoning_format: 'none' })).choices[0].message;
+    assert.ok(a.reasoning_content.length > 0, JSON.stringify(a));
+    assert.equal(a.content, '');
+    assert.equal(b.reasoning_content, undefined);
+    assert.equal(b.content, a.reasoning_content);
+    // streamed: reasoning_content deltas add up to the same text
+    let r = '';
+    for await (const c of await tai.chat.completions.create({ ...body, stream: true }))
+      r += c.choices[0]?.delta?.reasoning_content ?? '';
+    assert.equal(r, a.reasoning_content);
+  } finally {
+    assert.equal((await t.stop()).code, 0);
+  }
+  const n = await startServer(['--chat-template-file', file, '--reasoning-format', 'none']);
+  try {
+    const m = (await client(n).chat.completions.create({ model: 'tiny', messages: ask, temperature: 0, max_tokens: 16 })).choices[0].message;
+    assert.equal(m.reasoning_content, undefined);
+    assert.ok(m.content.length > 0);
+  } finally {
+    assert.equal((await n.stop()).code, 0);
+  }
+});
