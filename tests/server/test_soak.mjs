@@ -1,5 +1,6 @@
 // test_soak.mjs - 8 concurrent clients for SOAK_SECONDS (default 20; `make soak`: 600) mixing
-// JSON and streamed chat and completions, streams cancelled mid-way and bad requests.  Every
+// JSON and streamed chat and completions, streams cancelled mid-way and bad requests, on 3
+// batched slots (--parallel 3 --cache-prompts 1).  Every
 // answer is checked against the greedy reference computed alone at the start (prefix reuse
 // and interleaving must not change a token).  After the run, the server's RSS and open file
 // descriptors are back within a few percent of their level after warm-up.
@@ -38,14 +39,28 @@ async function streamText(srv, path, body, abortAfter) {
   return parseSSE(text);
 }
 
+// Waits until running generations wound down and idle connections closed (only the
+// /metrics request's own connection left), at most 10 s.
+async function quiet(srv) {
+  for (let i = 0; i < 40; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    const m = await http(srv, 'GET', '/metrics', undefined, { connection: 'close' }).catch(() => null);
+    if (m && /^particle_http_connections 1$/m.test(m.text) && /^particle_slots_busy 0$/m.test(m.text)) break;
+  }
+  await new Promise((r) => setTimeout(r, 300));
+}
+
 test(`soak: ${CLIENTS} clients for ${SECONDS} s, every answer checked, RSS and fds stable`, { timeout: (SECONDS + 120) * 1000 }, async () => {
-  const srv = await startServer(['--max-queue', '32']);
+  // --timeout 3: idle keep-alive connections close soon after the clients stop
+  const srv = await startServer(['--max-queue', '32', '--parallel', '3', '--cache-prompts', '1', '--timeout', '3']);
   try {
     const refChat = [], refCompl = [];
     for (const p of prompts) {
       refChat.push((await http(srv, 'POST', '/v1/chat/completions', chatBody(p))).json.choices[0].message.content);
       refCompl.push((await http(srv, 'POST', '/v1/completions', complBody(p))).json.choices[0].text);
     }
+    await quiet(srv);
+    const idle = procStats(srv.proc.pid); // no connection open, nothing running
     let warm = null, checked = 0, cancelled = 0, errors = 0;
     const t0 = Date.now(), end = t0 + SECONDS * 1000, warmAt = t0 + Math.min(5000, SECONDS * 200);
     async function client(id) {
@@ -82,7 +97,7 @@ test(`soak: ${CLIENTS} clients for ${SECONDS} s, every answer checked, RSS and f
       }
     }
     await Promise.all(Array.from({ length: CLIENTS }, (_, id) => client(id)));
-    await new Promise((r) => setTimeout(r, 1500)); // cancelled generations wind down, sockets close
+    await quiet(srv);
     const after = procStats(srv.proc.pid);
     assert.ok(checked > CLIENTS, `only ${checked} answers checked`);
     assert.ok(cancelled > 0 && errors > 0);
@@ -90,7 +105,8 @@ test(`soak: ${CLIENTS} clients for ${SECONDS} s, every answer checked, RSS and f
     // a few percent, with a floor of 4 MiB for allocator noise on a small process
     assert.ok(after.rss <= warm.rss * 1.05 + 4 * 1048576, `RSS ${warm.rss} after warm-up, ${after.rss} at the end`);
     assert.ok(after.fds <= warm.fds + 2, `fds ${warm.fds} after warm-up, ${after.fds} at the end`);
-    console.log(`# soak: ${checked} answers checked, ${cancelled} cancelled, ${errors} errors; RSS ${(warm.rss / 1048576).toFixed(1)} -> ${(after.rss / 1048576).toFixed(1)} MiB, fds ${warm.fds} -> ${after.fds}`);
+    assert.ok(after.fds <= idle.fds, `fds ${idle.fds} idle before, ${after.fds} idle after: a leak`);
+    console.log(`# soak: ${checked} answers checked, ${cancelled} cancelled, ${errors} errors; RSS ${(warm.rss / 1048576).toFixed(1)} -> ${(after.rss / 1048576).toFixed(1)} MiB, fds ${warm.fds} -> ${after.fds} (idle ${idle.fds} -> ${after.fds})`);
   } finally {
     assert.equal((await srv.stop()).code, 0);
   }
