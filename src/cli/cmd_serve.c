@@ -1,11 +1,13 @@
 /* cmd_serve.c - `particle serve`: an OpenAI-compatible HTTP server over one model.  Owns
  * the flags (llama.cpp's spellings accepted as aliases), loading and planning the model
  * BEFORE listening, the one "listening" line, the loopback/API-key warning and the
- * SIGINT/SIGTERM graceful stop.  The server itself is src/server. */
+ * SIGINT/SIGTERM graceful stop (SIGINT while the model loads: exit 130 at once).  The server itself is src/server. */
 #include "cli/cli.h"
 #include "cli/input.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -93,7 +95,39 @@ static void help(void)
 	       "  -s, --seed N              seed for requests without one (default: random)\n"
 	       "  -h, --help                this text\n\n"
 	       "exit codes: 0 stopped by SIGINT/SIGTERM, 1 runtime failure (model, port in use),\n"
+	       "130 interrupted while the model was loading, "
 	       "2 bad usage\n", PT_SERVER_MAX_SLOTS, PT_HTTP_MAX_CORS);
+}
+
+/* SIGINT/SIGTERM may land on any thread (the engine's pool, the HTTP threads): the handler
+ * only records it and wakes the main thread through a pipe.  Before the server listens (the
+ * model is loading) it exits at once. */
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t got_signal, serving;
+
+static void on_signal(int sig)
+{
+	if (!serving)
+		_exit(PT_EXIT_CANCELLED);
+	got_signal = sig;
+	ssize_t w = write(sig_pipe[1], "x", 1);
+	(void)w;
+}
+
+static int install_signals(void)
+{
+	struct sigaction sa;
+	if (pipe2(sig_pipe, O_CLOEXEC) != 0) {
+		pt_cli_error("serve: cannot create a pipe: %s", strerror(errno));
+		return PT_EXIT_FAIL;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return 0;
 }
 
 static bool is(const char *a, const char *s, const char *l, const char *l2)
@@ -435,16 +469,11 @@ static int serve(const struct opts *o, pt_engine *e, const char *key, const char
 	fill_server_opts(o, key, tmpl, id, &so);
 	if (pt_server_create(e, &so, &s, &err) != PT_OK)
 		return pt_cli_fail(&err);
-	/* Every thread started from here on inherits the blocked signals; this one waits. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (pt_server_listen(s, &err) != PT_OK) {
 		pt_server_destroy(s);
 		return pt_cli_fail(&err);
 	}
+	serving = 1; /* from here a signal stops the server gracefully (before the URL line) */
 	if (!key && !loopback(o->host))
 		fprintf(stderr, "particle: warning: listening on %s without --api-key: anyone who "
 				"can reach this address can use the model\n", o->host);
@@ -452,8 +481,10 @@ static int serve(const struct opts *o, pt_engine *e, const char *key, const char
 	printf("particle: serving %s at http://%s%s%s:%u (OpenAI API under /v1; Ctrl-C stops)\n",
 	       id, v6 ? "[" : "", o->host, v6 ? "]" : "", pt_server_port(s));
 	fflush(stdout);
-	int sig = 0;
-	sigwait(&set, &sig);
+	char c;
+	while (read(sig_pipe[0], &c, 1) < 0 && errno == EINTR)
+		; /* until SIGINT/SIGTERM (the handler writes one byte) */
+	int sig = got_signal;
 	if (!o->quiet)
 		fprintf(stderr, "particle: %s: finishing running requests, then stopping\n",
 			sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -482,7 +513,7 @@ int pt_cmd_serve(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	pt_engine *e = NULL;
-	if ((rc = open_engine(&o, &e)) == 0)
+	if ((rc = install_signals()) == 0 && (rc = open_engine(&o, &e)) == 0)
 		rc = serve(&o, e, key ? key : o.api_key, tmpl);
 	pt_engine_close(e);
 	pt_free(key);
