@@ -71,6 +71,8 @@ static void help(void)
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --json                 one JSON object on stdout instead of text\n"
 	       "  -h, --help             this help\n\n"
+	       "llama-bench spellings are accepted too: -p/--n-prompt (--prompt-tokens),\n"
+	       "-n/--n-gen (--gen), -t (--threads), -b/--batch-size (--batch).\n\n"
 	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
 	       "layer's experts (for A/B runs); PARTICLE_CPU=scalar|avx2|avx512 caps the kernels.\n");
 }
@@ -82,14 +84,14 @@ static int parse_value(struct bench_args *a, const char *f, const char *v)
 		return eng > 0 ? 0 : PT_EXIT_USAGE;
 	if (!strcmp(f, "-m") || !strcmp(f, "--model"))
 		a->model = v;
-	else if (!strcmp(f, "--prompt-tokens"))
+	else if (!strcmp(f, "--prompt-tokens") || !strcmp(f, "-p") || !strcmp(f, "--n-prompt"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->prompt) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--gen"))
+	else if (!strcmp(f, "--gen") || !strcmp(f, "-n") || !strcmp(f, "--n-gen"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->gen) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--threads"))
+	else if (!strcmp(f, "--threads") || !strcmp(f, "-t"))
 		return pt_cli_parse_u64(f, v, 1, PT_POOL_MAX_THREADS, &a->threads) ? 0
 										    : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--batch"))
+	else if (!strcmp(f, "--batch") || !strcmp(f, "-b") || !strcmp(f, "--batch-size"))
 		return pt_cli_parse_u64(f, v, 1, 4096, &a->batch) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--probe-mib"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->probe_mib) ? 0 : PT_EXIT_USAGE;
