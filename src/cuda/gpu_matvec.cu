@@ -146,6 +146,64 @@ __device__ __forceinline__ void deq8(const uint8_t *b, int lane, float v[8])
 	}
 }
 
+/* Q4_K with wide loads (rows 8-byte aligned, x 16-byte aligned: checked at launch): lane l
+ * reads its 8 quant bytes as one 8-byte load and its 8 activations as two 16-byte loads, and
+ * two super-blocks are decoded before their products are summed so more loads are in
+ * flight.  Same values, same per-lane summation order as matvec_kq_kernel<T_Q4_K>. */
+__global__ void __launch_bounds__(128) matvec_q4_K_wide(const uint8_t *__restrict__ w,
+							size_t row_bytes, uint32_t rows,
+							uint32_t cols, const float *__restrict__ x,
+							float *__restrict__ y)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const uint8_t *row = w + (size_t)r * row_bytes;
+	const int e0 = 8 * lane, c = e0 >> 6, hi = (e0 >> 5) & 1, l0 = e0 & 31;
+	const uint32_t nb = cols / 256;
+	float acc = 0.0f;
+	for (uint32_t blk = 0; blk < nb; blk += 2) {
+		float v[2][8];
+		const int nblk = blk + 1 < nb ? 2 : 1;
+#pragma unroll
+		for (int k = 0; k < 2; k++) {
+			if (k >= nblk)
+				break;
+			const uint8_t *b = row + (size_t)(blk + k) * 144;
+			int sc, m;
+			scale_min_k4(2 * c + hi, b + 4, &sc, &m);
+			const float d = h2f(b) * (float)sc, mn = h2f(b + 2) * (float)m;
+			const uint2 qq = *(const uint2 *)(b + 16 + 32 * c + l0);
+#pragma unroll
+			for (int i = 0; i < 8; i++) {
+				const uint32_t word = i < 4 ? qq.x : qq.y;
+				const uint32_t byte = (word >> (8 * (i & 3))) & 0xFF;
+				v[k][i] = d * (float)(hi ? byte >> 4 : byte & 0xF) - mn;
+			}
+		}
+#pragma unroll
+		for (int k = 0; k < 2; k++) {
+			if (k >= nblk)
+				break;
+			const float4 *xb = (const float4 *)(x + (size_t)(blk + k) * 256 + e0);
+			const float4 x0 = xb[0], x1 = xb[1];
+			acc = fmaf(v[k][0], x0.x, acc);
+			acc = fmaf(v[k][1], x0.y, acc);
+			acc = fmaf(v[k][2], x0.z, acc);
+			acc = fmaf(v[k][3], x0.w, acc);
+			acc = fmaf(v[k][4], x1.x, acc);
+			acc = fmaf(v[k][5], x1.y, acc);
+			acc = fmaf(v[k][6], x1.z, acc);
+			acc = fmaf(v[k][7], x1.w, acc);
+		}
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	if (lane == 0)
+		y[r] = acc;
+}
+
 template <int T>
 __global__ void __launch_bounds__(128) matvec_kq_kernel(const uint8_t *__restrict__ w,
 							size_t row_bytes, uint32_t rows,
@@ -201,7 +259,12 @@ extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t c
 	case T_F32: matvec_kernel<T_F32><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_F16: matvec_kernel<T_F16><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_Q8_0: matvec_kernel<T_Q8_0><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
-	case T_Q4_K: matvec_kq_kernel<T_Q4_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q4_K:
+		if ((((uintptr_t)w | row_bytes) & 7) == 0 && ((uintptr_t)dx & 15) == 0)
+			matvec_q4_K_wide<<<grid, block>>>(w, row_bytes, R, C, dx, dy);
+		else
+			matvec_kq_kernel<T_Q4_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy);
+		break;
 	case T_Q5_K: matvec_kq_kernel<T_Q5_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
 	default: matvec_kq_kernel<T_Q6_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
 	}

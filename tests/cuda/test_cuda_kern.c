@@ -140,6 +140,15 @@ static void test_matvec(enum pt_type type, uint32_t rows, uint32_t cols, float w
 	get(y_gpu2, dy, sizeof(float) * rows);
 	check(memcmp(y_gpu, y_gpu2, sizeof(float) * rows) == 0, "%s %ux%u: second run differs",
 	      pt_type_name(type), rows, cols);
+	/* x at an address off 16-byte alignment takes the narrow-load kernel where there is a
+	 * wide one (Q4_K): the two must agree bit for bit (same values, same order). */
+	float *dx_odd = dev_copy(NULL, sizeof(float) * (cols + 1));
+	pt_gpu_upload(dx_odd + 1, x, sizeof(float) * cols, &err);
+	pt_gpu_matvec(type, rows, cols, rb, dw, dx_odd + 1, dy, &err);
+	get(y_gpu2, dy, sizeof(float) * rows);
+	check(memcmp(y_gpu, y_gpu2, sizeof(float) * rows) == 0,
+	      "%s %ux%u: unaligned activation differs", pt_type_name(type), rows, cols);
+	pt_gpu_free(dx_odd);
 	const double g = (cols / 32.0 + 6.0) * ldexp(1.0, -24);
 	int bad_exact = 0, bad_cpu = 0;
 	for (uint32_t r = 0; r < rows; r++) {
