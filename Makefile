@@ -43,7 +43,7 @@ LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
 
-.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern models
+.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern models demo-model
 all: $(BIN) $(LIB)
 
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -113,10 +113,16 @@ test: deps oracle
 	$(MAKE) -j$(NPROC) fuzz
 	@sh tools/run-tests.sh
 
-DEMO_MODEL ?= models/demo-qwen3moe-small-q4_k_m.gguf
+DEMO_MODEL ?= models-demo/demo-qwen3moe-q8_0.gguf
 demo: deps
 	$(MAKE) -j$(NPROC) all
 	@sh tools/demo.sh "$(DEMO_MODEL)"
+
+# Retrains the committed demo model (tools/train/, ~1 hour on 2 cores; models-demo/MANIFEST.md).
+demo-model:
+	@sh tools/deps.sh train
+	$(MAKE) -j$(NPROC) all
+	sh tools/train/make-demo-model.sh
 
 clean:
 	rm -rf build
