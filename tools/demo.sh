@@ -13,7 +13,9 @@ echo
 echo "\$ particle run -m $model --prompt 'The capital of France is' -n 32 --seed 1"
 ./build/particle run -m "$model" --prompt "The capital of France is" -n 32 --seed 1
 echo
-printf '%s\n' '[{"role":"user","content":"Write a haiku about disks."}]' >"${TMPDIR:-/tmp}/particle-demo-messages.json"
+# mktemp, not a fixed name in a shared /tmp another user could plant a link at (SECURITY.md)
+msgs=$(mktemp)
+trap 'rm -f "$msgs"' EXIT
+printf '%s\n' '[{"role":"user","content":"Write a haiku about disks."}]' >"$msgs"
 echo "\$ particle run -m $model --messages messages.json -n 48 --temperature 0"
-./build/particle run -m "$model" --messages "${TMPDIR:-/tmp}/particle-demo-messages.json" -n 48 --temperature 0
-rm -f "${TMPDIR:-/tmp}/particle-demo-messages.json"
+./build/particle run -m "$model" --messages "$msgs" -n 48 --temperature 0

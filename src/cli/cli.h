@@ -27,6 +27,7 @@ int pt_cmd_mkvocab(int argc, char **argv);
 int pt_cmd_tokenize(int argc, char **argv);
 int pt_cmd_detokenize(int argc, char **argv);
 int pt_cmd_template(int argc, char **argv);
+int pt_cmd_serve(int argc, char **argv);
 
 /* Prints "particle: error: <msg>" on stderr (one line). */
 void pt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

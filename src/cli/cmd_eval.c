@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "token/tok.h"
 #include "util/alloc.h"
+#include "util/safefile.h"
 
 struct eval_args {
 	const char *model, *prompt, *tokens, *tokens_file, *logits_out, *probs_out, *compare;
@@ -302,17 +303,21 @@ static enum pt_status to_probs(const float *l, uint32_t n, uint32_t nv, float *o
 	return PT_OK;
 }
 
+/* --logits-out / --probs-out name outputs: replaced by rename (safefile.h), never written
+ * through a symlink or hard link standing at the name. */
 static int write_floats(const char *path, const float *l, size_t count)
 {
-	FILE *fp = fopen(path, "wb");
-	if (!fp || fwrite(l, sizeof(float), count, fp) != count) {
-		if (fp)
-			fclose(fp);
-		pt_cli_error("cannot write %s", path);
-		return PT_EXIT_FAIL;
-	}
-	if (fclose(fp) != 0) {
-		pt_cli_error("cannot write %s", path);
+	struct pt_safe_file out;
+	struct pt_error err = { 0 };
+	enum pt_status st = pt_safe_output(&out, path, &err);
+	if (st == PT_OK)
+		st = pt_safe_write(&out, l, count * sizeof(float), &err);
+	if (st == PT_OK)
+		st = pt_safe_commit(&out, &err);
+	else
+		pt_safe_abort(&out);
+	if (st != PT_OK) {
+		pt_cli_error("%s", err.msg);
 		return PT_EXIT_FAIL;
 	}
 	return 0;

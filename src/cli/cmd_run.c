@@ -22,6 +22,7 @@
 #include "token/tok.h"
 #include "util/alloc.h"
 #include "util/limits.h"
+#include "util/safefile.h"
 
 #define MAX_STOPS 16
 
@@ -451,12 +452,19 @@ static enum pt_status write_stats_json(struct pt_run *r, const struct pt_gen_sta
 	cJSON_Delete(j);
 	if (!s)
 		return pt_error_set(err, PT_E_NOMEM, "out of memory for --stats-json");
-	FILE *f = fopen(r->stats_json, "w");
-	bool ok = f && fputs(s, f) >= 0 && fputc('\n', f) != EOF;
-	if (f && fclose(f) != 0)
-		ok = false;
+	/* --stats-json names an output: replaced by rename, never written through a link */
+	struct pt_safe_file out;
+	enum pt_status rc = pt_safe_output(&out, r->stats_json, err);
+	if (rc == PT_OK)
+		rc = pt_safe_write(&out, s, strlen(s), err);
+	if (rc == PT_OK)
+		rc = pt_safe_write(&out, "\n", 1, err);
+	if (rc == PT_OK)
+		rc = pt_safe_commit(&out, err);
+	else
+		pt_safe_abort(&out);
 	cJSON_free(s);
-	return ok ? PT_OK : pt_error_sys(err, PT_E_IO, errno, "cannot write %s", r->stats_json);
+	return rc;
 }
 
 enum pt_status pt_run_generate(struct pt_run *r, const int32_t *ids, size_t n,

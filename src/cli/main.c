@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "detokenize", pt_cmd_detokenize, "token ids -> text with a model's tokenizer" },
 	{ "mkvocab", pt_cmd_mkvocab, "write a vocab-only GGUF from a Hugging Face tokenizer dir" },
 	{ "template", pt_cmd_template, "render a chat template over a conversation" },
+	{ "serve", pt_cmd_serve, "OpenAI-compatible HTTP server (chat, completions, SSE)" },
 };
 
 static void usage(FILE *f)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/alloc.h"
+#include "util/safefile.h"
 
 #define FORMAT_NAME "particle-expert-pack"
 #define PART_ALIGN 64u
@@ -242,24 +243,6 @@ static cJSON *manifest_json(const struct pt_expert_layout *l, const struct pt_pa
 	return root;
 }
 
-static enum pt_status write_text_atomic(const char *path, const char *text, struct pt_error *err)
-{
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%.4000s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot create %s", tmp);
-	enum pt_status st = write_all(fd, (const uint8_t *)text, strlen(text), tmp, err);
-	if (st == PT_OK && fsync(fd) != 0)
-		st = pt_error_sys(err, PT_E_IO, errno, "cannot sync %s", tmp);
-	close(fd);
-	if (st == PT_OK && rename(tmp, path) != 0)
-		st = pt_error_sys(err, PT_E_IO, errno, "cannot rename %s", tmp);
-	if (st != PT_OK)
-		unlink(tmp);
-	return st;
-}
-
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -272,12 +255,12 @@ enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layo
 {
 	struct pt_pack p = { 0 };
 	struct identity id;
-	char tmp[4200], man[4200], sha[65];
+	struct pt_safe_file out = { .fd = -1 };
+	char man[4200], sha[65];
 	unsigned char d[32];
-	int in = -1, out = -1;
+	int in = -1;
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	enum pt_status st = md ? PT_OK : pt_error_set(err, PT_E_NOMEM, "sha256");
-	snprintf(tmp, sizeof tmp, "%.4000s.tmp", pack_path);
 	pt_pack_manifest_path(pack_path, man, sizeof man);
 	if (st == PT_OK && l->n_moe == 0)
 		st = pt_error_set(err, PT_E_FORMAT, "%s has no routed-expert tensors", model_path);
@@ -287,32 +270,28 @@ enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layo
 		st = pt_pack_plan(l, &p, err);
 	if (st == PT_OK && (in = open(model_path, O_RDONLY | O_CLOEXEC)) < 0)
 		st = pt_error_sys(err, PT_E_IO, errno, "cannot open %s", model_path);
-	if (st == PT_OK && (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		st = pt_error_sys(err, PT_E_IO, errno, "cannot create %s", tmp);
+	/* temp name + rename (safefile.h): a link planted at the pack's name is replaced */
+	if (st == PT_OK)
+		st = pt_safe_create(&out, pack_path, 0644, err);
 	if (st == PT_OK && !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
 		st = pt_error_set(err, PT_E_NOMEM, "sha256");
 	if (st == PT_OK)
-		st = write_blobs(in, model_path, out, tmp, l, &p, md, progress, err);
-	if (st == PT_OK && fsync(out) != 0)
-		st = pt_error_sys(err, PT_E_IO, errno, "cannot sync %s", tmp);
-	if (st == PT_OK && rename(tmp, pack_path) != 0)
-		st = pt_error_sys(err, PT_E_IO, errno, "cannot rename %s", tmp);
+		st = write_blobs(in, model_path, out.fd, out.tmp_path, l, &p, md, progress, err);
+	if (st == PT_OK)
+		st = pt_safe_commit(&out, err);
 	if (st == PT_OK) {
 		EVP_DigestFinal_ex(md, d, NULL);
 		hex(d, sha);
 		cJSON *j = manifest_json(l, &p, &id, base_name(pack_path), sha);
 		char *text = j ? cJSON_Print(j) : NULL;
-		st = text ? write_text_atomic(man, text, err)
+		st = text ? pt_safe_write_file(man, text, strlen(text), 0644, err)
 			  : pt_error_set(err, PT_E_NOMEM, "manifest");
 		free(text); /* cJSON's allocation */
 		cJSON_Delete(j);
 	}
 	if (in >= 0)
 		close(in);
-	if (out >= 0)
-		close(out);
-	if (st != PT_OK)
-		unlink(tmp);
+	pt_safe_abort(&out); /* no-op after commit */
 	EVP_MD_CTX_free(md);
 	pt_pack_free(&p);
 	return st;

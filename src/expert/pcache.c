@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/alloc.h"
+#include "util/safefile.h"
 
 #define LOG_MAGIC "PTPCLOG1"
 #define REC_MAGIC 0x43524350u /* "PCRC" */
@@ -156,12 +157,16 @@ static enum pt_status open_files(pt_pcache *pc, const char *dir, struct pt_error
 {
 	uint64_t bytes = (uint64_t)pc->n_entries * pc->cfg.entry_bytes;
 	struct stat st;
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot create %s", dir);
-	pc->data_fd = open(pc->data_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	pc->log_fd = open(pc->log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (pc->data_fd < 0 || pc->log_fd < 0)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot open the pack cache in %s", dir);
+	/* Per-user state updated in place (safefile.h): the directory must be ours (created
+	 * 0700), and a link, a FIFO or another user's file planted at either name is refused
+	 * rather than truncated, sized or written. */
+	enum pt_status s = pt_safe_dir(dir, true, err);
+	if (s == PT_OK)
+		s = pt_safe_open_rw(pc->data_path, 0600, &pc->data_fd, NULL, err);
+	if (s == PT_OK)
+		s = pt_safe_open_rw(pc->log_path, 0600, &pc->log_fd, NULL, err);
+	if (s != PT_OK)
+		return s;
 	if (fstat(pc->data_fd, &st) != 0 || ((uint64_t)st.st_size != bytes &&
 					     ftruncate(pc->data_fd, (off_t)bytes) != 0))
 		return pt_error_sys(err, PT_E_IO, errno, "cannot size %s", pc->data_path);

@@ -7,11 +7,13 @@
 #include <string.h>
 
 #include "util/alloc.h"
+#include "util/safefile.h"
 
 struct pt_trace_writer {
-	FILE *f;
+	FILE *f;                 /* out's stream */
 	bool binary;
 	char *path;
+	struct pt_safe_file out; /* temp name until close renames it (safefile.h) */
 };
 
 enum pt_status pt_trace_writer_open(const char *path, bool binary, pt_trace_writer **out,
@@ -24,12 +26,15 @@ enum pt_status pt_trace_writer_open(const char *path, bool binary, pt_trace_writ
 		return pt_error_set(err, PT_E_NOMEM, "trace writer");
 	}
 	w->binary = binary;
-	w->f = fopen(path, "wbe");
-	if (!w->f) {
-		enum pt_status st = pt_error_sys(err, PT_E_IO, errno, "cannot create %s", path);
+	/* --trace-experts names an output: replaced on close, never written through a link */
+	enum pt_status ost = pt_safe_output(&w->out, path, err);
+	if (ost == PT_OK && !(w->f = pt_safe_stdio(&w->out, err)))
+		ost = PT_E_IO;
+	if (ost != PT_OK) {
+		pt_safe_abort(&w->out);
 		pt_free(w->path);
 		pt_free(w);
-		return st;
+		return ost;
 	}
 	if (binary)
 		fwrite(PT_TRACE_MAGIC, 1, 8, w->f);
@@ -79,8 +84,7 @@ enum pt_status pt_trace_writer_close(pt_trace_writer *w, struct pt_error *err)
 	enum pt_status st = PT_OK;
 	if (!w)
 		return PT_OK;
-	if (fclose(w->f) != 0)
-		st = pt_error_sys(err, PT_E_IO, errno, "cannot write %s", w->path);
+	st = pt_safe_commit(&w->out, err); /* flushes and closes w->f */
 	pt_free(w->path);
 	pt_free(w);
 	return st;

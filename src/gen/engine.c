@@ -19,6 +19,7 @@
 #include "token/tok.h"
 #include "util/alloc.h"
 #include "util/lock.h"
+#include "util/safefile.h"
 
 /* Process overhead the planner adds to the scratch estimate: code, libc, stacks, the
  * tokenizer's tables and allocator slack. */
@@ -386,6 +387,8 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	if (!o->no_lock) {
 		st = pt_model_lock_acquire(&e->lock, o->model_path, NULL, err);
 		e->locked = st == PT_OK;
+		if (e->locked && e->lock.warning[0])
+			say(e, "particle: warning: %s%s\n", e->lock.warning, "");
 	}
 	if (st == PT_OK)
 		st = open_experts(e, err);
@@ -623,9 +626,14 @@ enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 					  struct pt_error *err)
 {
 	struct pt_engine_stats st;
-	FILE *fp = fopen(path, "w");
-	if (!fp)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot write %s", path);
+	struct pt_safe_file out;
+	/* --stats-json names an output: replaced by rename, never written through a link */
+	enum pt_status s = pt_safe_output(&out, path, err);
+	FILE *fp = s == PT_OK ? pt_safe_stdio(&out, err) : NULL;
+	if (!fp) {
+		pt_safe_abort(&out);
+		return s != PT_OK ? s : PT_E_IO;
+	}
 	pt_engine_stats(e, &st);
 	fprintf(fp, "{\n  \"memory_budget\": %llu, \"resident_bytes\": %llu, "
 		"\"kv_bytes\": %llu, \"slot_bytes\": %llu,\n  \"slots_per_layer\": %u, "
@@ -644,7 +652,7 @@ enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 		(unsigned long long)st.peak_rss_bytes);
 	json_layers(e, fp);
 	fprintf(fp, "\n  ]\n}\n");
-	if (fclose(fp) != 0)
-		return pt_error_sys(err, PT_E_IO, errno, "cannot write %s", path);
+	if (pt_safe_commit(&out, err) != PT_OK)
+		return PT_E_IO;
 	return PT_OK;
 }

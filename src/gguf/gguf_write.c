@@ -19,6 +19,7 @@
 #include "quant/types.h"
 #include "util/alloc.h"
 #include "util/limits.h"
+#include "util/safefile.h"
 
 #define WBUF_SIZE (1u << 20)
 
@@ -41,9 +42,9 @@ struct wtensor {
 enum wstate { W_META, W_DATA, W_DONE, W_FAILED };
 
 struct pt_gguf_writer {
-	int fd;
+	int fd;                  /* out.fd while writing */
 	char *path;
-	bool created;            /* we created path: remove it unless finished */
+	struct pt_safe_file out; /* temp name until finish renames it over path (safefile.h) */
 	uint32_t alignment;
 	enum wstate state;
 	struct wkv *kvs;
@@ -475,11 +476,11 @@ enum pt_status pt_gguf_writer_create(const char *path, uint32_t alignment,
 	w->buf = pt_malloc(WBUF_SIZE);
 	if (!w->path || !w->buf)
 		st = pt_error_set(err, PT_E_NOMEM, "out of memory creating %s", path);
+	/* -o names an output: a link standing there is replaced on finish, never written
+	 * through, and a failed write leaves no partial file (only the temp, removed) */
 	if (st == PT_OK) {
-		w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (w->fd < 0)
-			st = pt_error_sys(err, PT_E_IO, errno, "cannot create %s", path);
-		w->created = w->fd >= 0;
+		st = pt_safe_output(&w->out, path, err);
+		w->fd = st == PT_OK ? w->out.fd : -1;
 	}
 	if (st == PT_OK && alignment != 32)
 		st = pt_gguf_writer_set_u32(w, "general.alignment", alignment, err);
@@ -580,16 +581,11 @@ enum pt_status pt_gguf_writer_finish(pt_gguf_writer *w, struct pt_error *err)
 				    (unsigned long long)w->ts[w->cur].nbytes);
 	if (flush(w, err) != PT_OK)
 		return PT_E_IO;
-	if (fsync(w->fd) != 0) {
-		w->state = W_FAILED;
-		return pt_error_sys(err, PT_E_IO, errno, "cannot sync %s", w->path);
-	}
-	if (close(w->fd) != 0) {
-		w->fd = -1;
-		w->state = W_FAILED;
-		return pt_error_sys(err, PT_E_IO, errno, "cannot close %s", w->path);
-	}
 	w->fd = -1;
+	if (pt_safe_commit(&w->out, err) != PT_OK) { /* fsync, rename, fsync the directory */
+		w->state = W_FAILED;
+		return PT_E_IO;
+	}
 	w->state = W_DONE;
 	return PT_OK;
 }
@@ -598,10 +594,7 @@ void pt_gguf_writer_destroy(pt_gguf_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0)
-		close(w->fd);
-	if (w->state != W_DONE && w->created)
-		unlink(w->path);
+	pt_safe_abort(&w->out); /* closes and removes the temp unless finished */
 	for (uint64_t i = 0; i < w->n_kv; i++) {
 		pt_free((void *)w->kvs[i].key.ptr);
 		pt_free(w->kvs[i].payload);

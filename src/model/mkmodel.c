@@ -14,6 +14,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gguf/gguf.h"
@@ -23,6 +24,7 @@
 #include "quant/types.h"
 #include "util/alloc.h"
 #include "util/lock.h"
+#include "util/safefile.h"
 
 /* Conditioning (docs/MODELS.md): the gains below keep the synthetic models from being
  * chaotic, i.e. from turning a last-bit difference (an activation's Q8 rounding step, a
@@ -724,13 +726,22 @@ static enum pt_status rewrite_tensors(struct writer *wr, const pt_gguf *g, int f
 /* Marks the file (skew = NaN), rewrites, then writes the new skew, syncing between. */
 static enum pt_status reroute_file(struct writer *wr, const pt_gguf *g, const char *path,
 				   uint64_t skew_off, const struct pt_tensor_list *l,
-				   const uint32_t *types, struct pt_error *err)
+				   const uint32_t *types, int locked_fd, struct pt_error *err)
 {
 	const float nan_mark = NAN, skew = (float)wr->o->router_skew;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return pt_error_sys(err, PT_E_IO, errno, "reroute: cannot open %s for writing", path);
-	enum pt_status st = put(fd, &nan_mark, sizeof nan_mark, skew_off, true, err);
+	struct stat a, b;
+	int fd;
+	/* In place, so never through a link (safefile.h), and only the very file we locked
+	 * and read: the name could have been replaced since. */
+	enum pt_status st = pt_safe_open_named_rw(path, &fd, err);
+	if (st != PT_OK)
+		return st;
+	if (locked_fd >= 0 && (fstat(fd, &a) != 0 || fstat(locked_fd, &b) != 0 ||
+			       a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
+		close(fd);
+		return pt_error_set(err, PT_E_IO, "reroute: %s was replaced while we read it", path);
+	}
+	st = put(fd, &nan_mark, sizeof nan_mark, skew_off, true, err);
 	if (st == PT_OK)
 		st = rewrite_tensors(wr, g, fd, l, types, err);
 	if (st == PT_OK && fdatasync(fd) != 0)
@@ -786,7 +797,7 @@ enum pt_status pt_mkmodel_reroute(const struct pt_mkmodel_opts *o, struct pt_err
 	if (st == PT_OK)
 		st = buffers_alloc(&wr, 1, err);
 	if (st == PT_OK)
-		st = reroute_file(&wr, g, o->out_path, skew_off, &l, types, err);
+		st = reroute_file(&wr, g, o->out_path, skew_off, &l, types, lk.fd, err);
 	buffers_free(&wr);
 	pt_free(types);
 	pt_tensor_list_free(&l);

@@ -183,12 +183,12 @@ else bad "--memory above the machine: exit $rc, $(head -c 300 "$TMP/err")"; fi
 # ---- single-process lock: the second process is refused (exit 1, names the PID) ----
 mkfifo "$TMP/fifo"
 mkdir "$TMP/locks"
-export XDG_RUNTIME_DIR="$TMP/locks"   # lock files of this test only
+export XDG_RUNTIME_DIR="$TMP/locks"   # PID files of this test only (the lock is on the model)
 "$PARTICLE" run -m "$M" --messages - -n 1 --quiet <"$TMP/fifo" >/dev/null 2>&1 &
 holder=$!
 exec 3>"$TMP/fifo"   # the holder starts, loads the model and waits for its messages
 i=0
-until cat "$TMP"/locks/particle-*.lock 2>/dev/null | grep -qx "$holder" || [ $i -ge 200 ]; do
+until cat "$TMP"/locks/particle/*.pid 2>/dev/null | grep -qx "$holder" || [ $i -ge 200 ]; do
 	sleep 0.05; i=$((i + 1))
 done
 "$PARTICLE" run -m "$M" --prompt hi -n 1 --quiet >"$TMP/out" 2>"$TMP/err"

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "expert/pcache.h"
@@ -238,4 +239,45 @@ PT_TEST(test_expert_pcache_store_serves_misses)
 	CHECK_EQ_INT(hits, 0);
 	pt_free(file);
 	pt_expert_layout_free(&lay);
+}
+
+/* issue 22: links or shared-writable files planted in the cache directory are refused, never
+ * truncated, sized or written; the directory itself is created private. */
+PT_TEST(test_expert_pcache_refuses_planted_links_and_open_dirs)
+{
+	const char *dir = dir_for("pc-hostile");
+	const char *victim = dir_for("pc-victim");
+	char data[600], log[600];
+	struct pt_pcache_config c = cfg_for(dir, "m1");
+	struct pt_error e = { 0 };
+	struct stat st;
+	pt_pcache *pc = NULL;
+	FILE *f = fopen(victim, "w");
+	REQUIRE(f);
+	fputs("precious", f);
+	fclose(f);
+	REQUIRE(pt_pcache_open(&c, &pc, NULL) == PT_OK);
+	REQUIRE(stat(dir, &st) == 0);
+	CHECK_EQ_INT(st.st_mode & 0777, 0700);
+	snprintf(data, sizeof data, "%s", pt_pcache_data_path(pc));
+	pt_pcache_close(pc);
+	snprintf(log, sizeof log, "%s/particle-pcache.log", dir);
+	const char *names[2] = { data, log };
+	for (int n = 0; n < 2; n++) {
+		for (int kind = 0; kind < 2; kind++) {
+			unlink(names[n]);
+			REQUIRE((kind ? link(victim, names[n]) : symlink(victim, names[n])) == 0);
+			pt_error_clear(&e);
+			CHECK_EQ_INT(pt_pcache_open(&c, &pc, &e), PT_E_IO);
+			CHECK(pc == NULL);
+			CHECK_CONTAINS(e.msg, names[n]);
+			REQUIRE(stat(victim, &st) == 0);
+			CHECK_EQ_INT(st.st_size, 8); /* not truncated, not sized to the cache */
+			unlink(names[n]);
+		}
+	}
+	chmod(dir, 0777);
+	pt_error_clear(&e);
+	CHECK_EQ_INT(pt_pcache_open(&c, &pc, &e), PT_E_IO);
+	CHECK_CONTAINS(e.msg, "writable by group or others");
 }

@@ -20,6 +20,7 @@
 #include "expert/pack.h"
 #include "expert/store.h"
 #include "util/alloc.h"
+#include "util/safefile.h"
 
 #define N_EXPERT 128
 #define TOP_K 8
@@ -65,9 +66,14 @@ static int make_model(const char *path, uint32_t layers, struct pt_expert_layout
 	struct stat st;
 	if (stat(path, &st) == 0 && (uint64_t)st.st_size == off)
 		return 0; /* reuse the file of an earlier run */
-	FILE *f = fopen(path, "wb");
-	if (!f)
+	/* temp + rename (safefile.h): DIR may be shared; a link at the name is replaced */
+	struct pt_safe_file out;
+	FILE *f = pt_safe_create(&out, path, 0644, NULL) == PT_OK ? pt_safe_stdio(&out, NULL)
+								     : NULL;
+	if (!f) {
+		pt_safe_abort(&out);
 		return -1;
+	}
 	uint32_t x = 1;
 	for (size_t i = 0; i < sizeof buf; i++)
 		buf[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 16);
@@ -75,7 +81,7 @@ static int make_model(const char *path, uint32_t layers, struct pt_expert_layout
 		buf[done % 997] ^= 1; /* no two MiB alike */
 		fwrite(buf, 1, off - done < sizeof buf ? off - done : sizeof buf, f);
 	}
-	return fclose(f);
+	return pt_safe_commit(&out, NULL) == PT_OK ? 0 : -1;
 }
 
 static void run(const char *name, const char *model, struct pt_expert_layout *l,

@@ -1,0 +1,489 @@
+/* cmd_serve.c - `particle serve`: an OpenAI-compatible HTTP server over one model.  Owns
+ * the flags (llama.cpp's spellings accepted as aliases), loading and planning the model
+ * BEFORE listening, the one "listening" line, the loopback/API-key warning and the
+ * SIGINT/SIGTERM graceful stop.  The server itself is src/server. */
+#include "cli/cli.h"
+#include "cli/input.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gguf/gguf.h"
+#include "server/server.h"
+#include "util/alloc.h"
+
+struct opts {
+	const char *model, *host, *api_key, *api_key_file, *alias, *tmpl_file, *io, *policy, *kv;
+	const char *reasoning;
+	uint64_t port, max_ctx, threads, memory, slots, batch, parallel, max_queue, timeout;
+	uint64_t max_body, max_conns;
+	int64_t max_new;
+	struct pt_sampler_opts so;
+	bool seed_given, no_lock, verbose, quiet, no_webui, no_metrics, log_requests;
+	const char *cors[PT_HTTP_MAX_CORS];
+	size_t n_cors;
+};
+
+static void help(void)
+{
+	printf("usage: particle serve [-m MODEL] [options]\n\n"
+	       "Serves the model over an OpenAI-compatible HTTP API: POST /v1/chat/completions,\n"
+	       "POST /v1/completions (JSON or SSE streaming), GET /v1/models, GET /health,\n"
+	       "GET /metrics (Prometheus), POST /tokenize, /detokenize, /apply-template.  The\n"
+	       "model is loaded and planned before the server listens; then one line on stdout\n"
+	       "gives the URL.  SIGINT/SIGTERM let running requests finish (up to 5 s) and exit 0.\n"
+	       "Point any OpenAI client at http://HOST:PORT/v1 (see README).\n\n"
+	       "server:\n"
+	       "  --host ADDR               address to bind (default 127.0.0.1; binding anything\n"
+	       "                            but loopback without --api-key prints a warning)\n"
+	       "  --port N                  TCP port, 0 = any free one (default 8080)\n"
+	       "  --api-key KEY             require 'Authorization: Bearer KEY' (401 otherwise;\n"
+	       "                            /health stays open)\n"
+	       "  --api-key-file FILE       the key from the first line of FILE\n"
+	       "  --alias NAME              model id in /v1/models and responses (default: the\n"
+	       "                            file name without .gguf)\n"
+	       "  -np, --parallel N         generation slots (default 1; only 1 in this build)\n"
+	       "  --max-queue N             requests waiting for a slot; more get 503 with\n"
+	       "                            Retry-After (default 16)\n"
+	       "  --timeout S               a request must arrive whole within S seconds, and an\n"
+	       "                            idle connection is closed after S (default 30)\n"
+	       "  --max-body SIZE           largest request body, e.g. 8M (default 8M; 413 above)\n"
+	       "  --max-connections N       open connections at once (default 64)\n"
+	       "  --cors ORIGIN             allow browser requests from ORIGIN ('*': any;\n"
+	       "                            repeatable, up to %d)\n"
+	       "  --chat-template-file FILE Jinja chat template instead of the model's\n"
+	       "  --reasoning-format F      none|deepseek (default deepseek): split <think> into\n"
+	       "                            reasoning_content\n"
+	       "  --no-metrics              no GET /metrics\n"
+	       "  --no-webui                no web UI at /\n"
+	       "  --log-requests            one line per request on stderr\n\n"
+	       "model and memory (as `particle run`):\n"
+	       "  -m, --model PATH          GGUF model (default: $PARTICLE_MODEL)\n"
+	       "  -c, --ctx-size, --max-context N  KV cache positions, bounded by the model's\n"
+	       "                            (default 4096)\n"
+	       "  -t, --threads N           compute threads, 0 = online cores (default 0)\n"
+	       "  --memory SIZE             memory budget, e.g. 6G (default: cgroup/MemAvailable)\n"
+	       "  --expert-slots N          expert cache slots per MoE layer (default: planned)\n"
+	       "  --io MODE                 auto|direct|buffered|mmap (default auto)\n"
+	       "  --cache-policy P          lfu|lru (default lfu)\n"
+	       "  --kv-type T               f16|f32 (default f16)\n"
+	       "  -b, --batch N             prefill chunk in tokens (default 128)\n"
+	       "  --no-lock                 do not take the single-process model lock\n"
+	       "  --verbose                 print the load plan\n\n"
+	       "request defaults (each request may override them):\n"
+	       "  -n, --n-predict, --max-new N  tokens to generate, -1 = until EOS or the\n"
+	       "                            context end (default -1)\n"
+	       "  --temp, --temperature F   (default 0.2)\n"
+	       "  --top-k N                 (default 64)\n"
+	       "  --top-p F                 (default 0.95)\n"
+	       "  --min-p F                 (default 0)\n"
+	       "  --repeat-penalty, --repetition-penalty F  (default 1.0)\n"
+	       "  --repeat-last-n N         (default 64)\n"
+	       "  -s, --seed N              seed for requests without one (default: random)\n"
+	       "  -h, --help                this text\n\n"
+	       "exit codes: 0 stopped by SIGINT/SIGTERM, 1 runtime failure (model, port in use),\n"
+	       "2 bad usage\n", PT_HTTP_MAX_CORS);
+}
+
+static bool is(const char *a, const char *s, const char *l, const char *l2)
+{
+	return (s && strcmp(a, s) == 0) || strcmp(a, l) == 0 || (l2 && strcmp(a, l2) == 0);
+}
+
+static int float_flag(struct opts *o, const char *a, const char *v)
+{
+	static const struct { const char *name, *alias; double lo, hi; size_t off; } t[] = {
+		{ "--temperature", "--temp", 0, 100, offsetof(struct pt_sampler_opts, temperature) },
+		{ "--top-p", NULL, 0, 1, offsetof(struct pt_sampler_opts, top_p) },
+		{ "--min-p", NULL, 0, 1, offsetof(struct pt_sampler_opts, min_p) },
+		{ "--repetition-penalty", "--repeat-penalty", 0.01, 100,
+		  offsetof(struct pt_sampler_opts, repeat_penalty) },
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		if (!is(a, NULL, t[i].name, t[i].alias))
+			continue;
+		double d;
+		if (!pt_cli_parse_f64(a, v, t[i].lo, t[i].hi, &d))
+			return -1;
+		*(float *)((char *)&o->so + t[i].off) = (float)d;
+		return 1;
+	}
+	return 0;
+}
+
+static int int_flag(struct opts *o, const char *a, const char *v)
+{
+	static const struct { const char *s, *l, *l2; uint64_t lo, hi; size_t off; } t[] = {
+		{ NULL, "--port", NULL, 0, 65535, offsetof(struct opts, port) },
+		{ "-c", "--ctx-size", "--max-context", 1, UINT32_MAX, offsetof(struct opts, max_ctx) },
+		{ "-t", "--threads", NULL, 0, 1024, offsetof(struct opts, threads) },
+		{ NULL, "--expert-slots", NULL, 1, 1u << 16, offsetof(struct opts, slots) },
+		{ "-b", "--batch", "--batch-size", 1, 1u << 16, offsetof(struct opts, batch) },
+		{ "-np", "--parallel", NULL, 1, PT_SERVER_MAX_SLOTS, offsetof(struct opts, parallel) },
+		{ NULL, "--max-queue", NULL, 0, 100000, offsetof(struct opts, max_queue) },
+		{ NULL, "--timeout", NULL, 1, 86400, offsetof(struct opts, timeout) },
+		{ NULL, "--max-connections", NULL, 2, 10000, offsetof(struct opts, max_conns) },
+	};
+	uint64_t x;
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (is(a, t[i].s, t[i].l, t[i].l2)) {
+			if (!pt_cli_parse_u64(a, v, t[i].lo, t[i].hi, &x))
+				return -1;
+			*(uint64_t *)((char *)o + t[i].off) = x;
+			return 1;
+		}
+	if (is(a, NULL, "--memory", NULL))
+		return pt_cli_parse_size(a, v, &o->memory) ? 1 : -1;
+	if (is(a, NULL, "--max-body", NULL)) {
+		if (!pt_cli_parse_size(a, v, &o->max_body))
+			return -1;
+		if (o->max_body < 1024 || o->max_body > (1ull << 30)) {
+			pt_cli_error("serve: --max-body must be between 1K and 1G");
+			return -1;
+		}
+		return 1;
+	}
+	if (is(a, "-s", "--seed", NULL)) {
+		o->seed_given = true;
+		return pt_cli_parse_u64(a, v, 0, (1ull << 53), &o->so.seed) ? 1 : -1;
+	}
+	if (is(a, "-n", "--n-predict", "--max-new")) {
+		if (strcmp(v, "-1") == 0) {
+			o->max_new = -1;
+			return 1;
+		}
+		if (!pt_cli_parse_u64(a, v, 1, INT32_MAX, &x))
+			return -1;
+		o->max_new = (int64_t)x;
+		return 1;
+	}
+	if (is(a, NULL, "--top-k", NULL)) {
+		if (!pt_cli_parse_u64(a, v, 0, UINT32_MAX, &x))
+			return -1;
+		o->so.top_k = (uint32_t)x;
+		return 1;
+	}
+	if (is(a, NULL, "--repeat-last-n", NULL)) {
+		if (!pt_cli_parse_u64(a, v, 0, 1u << 20, &x))
+			return -1;
+		o->so.repeat_last_n = (uint32_t)x;
+		return 1;
+	}
+	return float_flag(o, a, v);
+}
+
+static int str_flag(struct opts *o, const char *a, const char *v)
+{
+	static const struct { const char *s, *l; size_t off; } t[] = {
+		{ "-m", "--model", offsetof(struct opts, model) },
+		{ NULL, "--host", offsetof(struct opts, host) },
+		{ NULL, "--api-key", offsetof(struct opts, api_key) },
+		{ NULL, "--api-key-file", offsetof(struct opts, api_key_file) },
+		{ "-a", "--alias", offsetof(struct opts, alias) },
+		{ NULL, "--chat-template-file", offsetof(struct opts, tmpl_file) },
+		{ NULL, "--io", offsetof(struct opts, io) },
+		{ NULL, "--cache-policy", offsetof(struct opts, policy) },
+		{ NULL, "--kv-type", offsetof(struct opts, kv) },
+		{ NULL, "--reasoning-format", offsetof(struct opts, reasoning) },
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (is(a, t[i].s, t[i].l, NULL)) {
+			*(const char **)((char *)o + t[i].off) = v;
+			return 1;
+		}
+	if (strcmp(a, "--cors") == 0) {
+		if (o->n_cors == PT_HTTP_MAX_CORS || !*v) {
+			pt_cli_error("serve: --cors wants a non-empty origin, at most %d of them",
+				     PT_HTTP_MAX_CORS);
+			return -1;
+		}
+		o->cors[o->n_cors++] = v;
+		return 1;
+	}
+	return int_flag(o, a, v);
+}
+
+static int bool_flag(struct opts *o, const char *a)
+{
+	bool *b = !strcmp(a, "--no-lock") ? &o->no_lock : !strcmp(a, "--verbose") ? &o->verbose
+		: !strcmp(a, "--quiet") ? &o->quiet : !strcmp(a, "--no-webui") ? &o->no_webui
+		: !strcmp(a, "--no-metrics") ? &o->no_metrics
+		: !strcmp(a, "--log-requests") ? &o->log_requests : NULL;
+	if (b)
+		*b = true;
+	return b != NULL;
+}
+
+static void set_defaults(struct opts *o)
+{
+	memset(o, 0, sizeof *o);
+	pt_sampler_opts_default(&o->so);
+	o->so.seed = 0;
+	o->host = "127.0.0.1";
+	o->port = 8080;
+	o->max_ctx = 4096;
+	o->batch = 128;
+	o->parallel = 1;
+	o->max_queue = 16;
+	o->timeout = 30;
+	o->max_body = 8u << 20;
+	o->max_conns = 64;
+	o->max_new = -1;
+	o->model = getenv("PARTICLE_MODEL");
+	if (o->model && !*o->model)
+		o->model = NULL;
+}
+
+static int check_opts(const struct opts *o)
+{
+	enum pt_kv_type kt;
+	if (!o->model) {
+		pt_cli_error("serve: no model: give -m MODEL or set PARTICLE_MODEL");
+		return PT_EXIT_USAGE;
+	}
+	if (o->io && strcmp(o->io, "auto") && strcmp(o->io, "direct") &&
+	    strcmp(o->io, "buffered") && strcmp(o->io, "mmap")) {
+		pt_cli_error("serve: --io wants auto, direct, buffered or mmap, got '%.40s'", o->io);
+		return PT_EXIT_USAGE;
+	}
+	if (o->policy && strcmp(o->policy, "lfu") && strcmp(o->policy, "lru")) {
+		pt_cli_error("serve: --cache-policy wants lfu or lru, got '%.40s'", o->policy);
+		return PT_EXIT_USAGE;
+	}
+	if (o->kv && pt_kv_type_from_name(o->kv, &kt) != 0) {
+		pt_cli_error("serve: --kv-type wants f16 or f32, got '%.40s'", o->kv);
+		return PT_EXIT_USAGE;
+	}
+	if (o->reasoning && strcmp(o->reasoning, "none") && strcmp(o->reasoning, "deepseek")) {
+		pt_cli_error("serve: --reasoning-format wants none or deepseek, got '%.40s'",
+			     o->reasoning);
+		return PT_EXIT_USAGE;
+	}
+	if (o->api_key && o->api_key_file) {
+		pt_cli_error("serve: give --api-key or --api-key-file, not both");
+		return PT_EXIT_USAGE;
+	}
+	if (o->parallel > 1) {
+		pt_cli_error("serve: --parallel %llu: this build has one generation slot "
+			     "(multi-sequence batching is not merged yet)",
+			     (unsigned long long)o->parallel);
+		return PT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	set_defaults(o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (is(a, "-h", "--help", NULL)) {
+			help();
+			return -1;
+		}
+		if (bool_flag(o, a))
+			continue;
+		if (a[0] != '-' || i + 1 >= argc) {
+			pt_cli_error(a[0] == '-' ? "serve: %s needs a value" :
+				     "serve: unexpected argument '%.60s' (see 'particle serve --help')", a);
+			return PT_EXIT_USAGE;
+		}
+		int r = str_flag(o, a, argv[i + 1]);
+		if (r == 0) {
+			pt_cli_error("serve: unknown option '%.60s' (see 'particle serve --help')", a);
+			return PT_EXIT_USAGE;
+		}
+		if (r < 0)
+			return PT_EXIT_USAGE;
+		i++;
+	}
+	return check_opts(o);
+}
+
+/* The model's trained context bounds -c. */
+static uint32_t bounded_ctx(const struct opts *o)
+{
+	pt_gguf *g = NULL;
+	struct pt_error err = { 0 };
+	struct pt_str arch = { 0 };
+	uint32_t train = 0;
+	char key[96];
+	if (pt_gguf_open(o->model, &g, &err) == PT_OK &&
+	    pt_gguf_get_str(g, "general.architecture", &arch, NULL, &err) == PT_OK &&
+	    arch.len < 64) {
+		snprintf(key, sizeof key, "%.*s.context_length", (int)arch.len, arch.ptr);
+		if (pt_gguf_get_u32(g, key, 0, &train, NULL, &err) != PT_OK)
+			train = 0;
+	}
+	pt_gguf_close(g);
+	uint64_t n = o->max_ctx;
+	return (uint32_t)(train && n > train ? train : n);
+}
+
+static int open_engine(const struct opts *o, pt_engine **e)
+{
+	struct pt_engine_opts eo = { 0 };
+	struct pt_error err = { 0 };
+	enum pt_kv_type kt = PT_KV_F16;
+	if (o->kv)
+		pt_kv_type_from_name(o->kv, &kt);
+	eo.model_path = o->model;
+	eo.threads = (uint32_t)o->threads;
+	eo.n_ctx = bounded_ctx(o);
+	eo.n_batch = (uint32_t)o->batch;
+	eo.kv_type = kt;
+	eo.memory_budget = o->memory;
+	eo.expert_slots = (uint32_t)o->slots;
+	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
+	eo.cache_policy = o->policy;
+	eo.no_lock = o->no_lock;
+	eo.log = o->verbose ? stderr : NULL;
+	eo.verbose = o->verbose;
+	if (pt_engine_open(&eo, e, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	return 0;
+}
+
+/* --api-key-file: the first line, surrounding white space removed. */
+static int read_key_file(const char *path, char **key)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = pt_cli_read_input(path, &text, &len);
+	if (rc)
+		return rc;
+	char *s = text, *e;
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	for (e = s; *e && *e != '\n' && *e != '\r'; e++)
+		;
+	while (e > s && isspace((unsigned char)e[-1]))
+		e--;
+	if (e == s) {
+		pt_free(text);
+		pt_cli_error("serve: %s holds no API key", path);
+		return PT_EXIT_USAGE;
+	}
+	*key = pt_strndup(s, (size_t)(e - s));
+	pt_free(text);
+	return *key ? 0 : PT_EXIT_FAIL;
+}
+
+static bool loopback(const char *host)
+{
+	return !strcmp(host, "127.0.0.1") || !strcmp(host, "::1") || !strcmp(host, "localhost") ||
+	       !strncmp(host, "127.", 4);
+}
+
+/* The model id: --alias, else the file name without its directory and .gguf. */
+static void model_id(const struct opts *o, char *out, size_t cap)
+{
+	if (o->alias) {
+		snprintf(out, cap, "%s", o->alias);
+		return;
+	}
+	const char *b = strrchr(o->model, '/');
+	b = b ? b + 1 : o->model;
+	size_t n = strlen(b);
+	if (n > 5 && strcmp(b + n - 5, ".gguf") == 0)
+		n -= 5;
+	snprintf(out, cap, "%.*s", (int)n, b);
+}
+
+static void fill_server_opts(const struct opts *o, const char *key, const char *tmpl,
+			     const char *id, struct pt_server_opts *so)
+{
+	memset(so, 0, sizeof *so);
+	so->http.host = o->host;
+	so->http.port = (uint16_t)o->port;
+	so->http.api_key = key;
+	for (size_t i = 0; i < o->n_cors; i++)
+		so->http.cors[i] = o->cors[i];
+	so->http.n_cors = o->n_cors;
+	so->http.max_body = (size_t)o->max_body;
+	so->http.max_connections = (uint32_t)o->max_conns;
+	so->http.timeout_s = (uint32_t)o->timeout;
+	so->http.log = o->log_requests ? stderr : NULL;
+	so->defaults.sampler = o->so;
+	so->defaults.max_tokens = o->max_new;
+	so->defaults.seed_given = o->seed_given;
+	so->defaults.max_body = (size_t)o->max_body;
+	so->model_id = id;
+	so->template_src = tmpl;
+	so->parallel = (uint32_t)o->parallel;
+	so->max_queue = (uint32_t)o->max_queue;
+	so->n_batch = (uint32_t)o->batch;
+	so->reasoning_format = o->reasoning && !strcmp(o->reasoning, "none") ? 0 : 1;
+	so->metrics = !o->no_metrics;
+	so->no_webui = o->no_webui;
+}
+
+static int serve(const struct opts *o, pt_engine *e, const char *key, const char *tmpl)
+{
+	struct pt_server_opts so;
+	struct pt_error err = { 0 };
+	pt_server *s = NULL;
+	char id[256];
+	model_id(o, id, sizeof id);
+	fill_server_opts(o, key, tmpl, id, &so);
+	if (pt_server_create(e, &so, &s, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	/* Every thread started from here on inherits the blocked signals; this one waits. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (pt_server_listen(s, &err) != PT_OK) {
+		pt_server_destroy(s);
+		return pt_cli_fail(&err);
+	}
+	if (!key && !loopback(o->host))
+		fprintf(stderr, "particle: warning: listening on %s without --api-key: anyone who "
+				"can reach this address can use the model\n", o->host);
+	bool v6 = strchr(o->host, ':') != NULL;
+	printf("particle: serving %s at http://%s%s%s:%u (OpenAI API under /v1; Ctrl-C stops)\n",
+	       id, v6 ? "[" : "", o->host, v6 ? "]" : "", pt_server_port(s));
+	fflush(stdout);
+	int sig = 0;
+	sigwait(&set, &sig);
+	if (!o->quiet)
+		fprintf(stderr, "particle: %s: finishing running requests, then stopping\n",
+			sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	pt_server_stop(s, 5.0);
+	pt_server_destroy(s);
+	return PT_EXIT_OK;
+}
+
+int pt_cmd_serve(int argc, char **argv)
+{
+	struct opts o;
+	int rc = parse_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? PT_EXIT_OK : rc;
+	char *key = NULL, *tmpl = NULL;
+	size_t tlen = 0;
+	if (o.api_key_file && (rc = read_key_file(o.api_key_file, &key)) != 0)
+		return rc;
+	if (o.api_key && !*o.api_key) {
+		pt_cli_error("serve: --api-key is empty");
+		return PT_EXIT_USAGE;
+	}
+	if (o.tmpl_file && (rc = pt_cli_read_input(o.tmpl_file, &tmpl, &tlen)) != 0) {
+		pt_free(key);
+		return rc;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	pt_engine *e = NULL;
+	if ((rc = open_engine(&o, &e)) == 0)
+		rc = serve(&o, e, key ? key : o.api_key, tmpl);
+	pt_engine_close(e);
+	pt_free(key);
+	pt_free(tmpl);
+	return rc;
+}

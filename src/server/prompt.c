@@ -1,0 +1,102 @@
+/* prompt.c - request -> prompt ids: the chat template rendered the way `particle run
+ * --messages` and llama.cpp render it (messages, tools only when non-empty,
+ * add_generation_prompt, bos_token, eos_token, then chat_template_kwargs), the rendered
+ * BOS/EOS the tokenizer adds itself dropped, then tokenized with special tokens parsed.
+ *
+ * add_generation_prompt is always set explicitly, true or false (Hugging Face's
+ * apply_chat_template semantics): some templates default it to true when undefined. */
+#include "server/srv_int.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "token/tok.h"
+#include "util/alloc.h"
+
+static bool reserved(const char *k)
+{
+	static const char *const names[] = { "messages", "tools", "add_generation_prompt",
+					     "bos_token", "eos_token" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(k, names[i]) == 0)
+			return true;
+	return false;
+}
+
+static cJSON *build_vars(pt_server *s, const struct pt_req *r, bool add_gen)
+{
+	cJSON *vars = cJSON_CreateObject();
+	cJSON *msgs = cJSON_Duplicate(r->messages, true);
+	if (!vars || !msgs || !cJSON_AddItemToObject(vars, "messages", msgs)) {
+		cJSON_Delete(msgs);
+		cJSON_Delete(vars);
+		return NULL;
+	}
+	if (r->tools) {
+		cJSON *t = cJSON_Duplicate(r->tools, true);
+		if (!t || !cJSON_AddItemToObject(vars, "tools", t)) {
+			cJSON_Delete(t);
+			cJSON_Delete(vars);
+			return NULL;
+		}
+	}
+	if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", add_gen) ||
+	    !cJSON_AddStringToObject(vars, "bos_token", s->bos_text ? s->bos_text : "") ||
+	    !cJSON_AddStringToObject(vars, "eos_token", s->eos_text ? s->eos_text : "")) {
+		cJSON_Delete(vars);
+		return NULL;
+	}
+	for (const cJSON *k = r->template_kwargs ? r->template_kwargs->child : NULL; k; k = k->next) {
+		if (!k->string || reserved(k->string))
+			continue;
+		cJSON *v = cJSON_Duplicate(k, true);
+		cJSON_DeleteItemFromObjectCaseSensitive(vars, k->string);
+		if (!v || !cJSON_AddItemToObject(vars, k->string, v)) {
+			cJSON_Delete(v);
+			cJSON_Delete(vars);
+			return NULL;
+		}
+	}
+	return vars;
+}
+
+enum pt_status pt_srv_render_chat(pt_server *s, const struct pt_req *r, bool add_gen,
+				  char **text, size_t *len, struct pt_error *err)
+{
+	*text = NULL;
+	*len = 0;
+	if (!s->tmpl)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "the model has no chat template (start "
+				    "the server with --chat-template-file FILE, or use /v1/completions)");
+	cJSON *vars = build_vars(s, r, add_gen);
+	if (!vars)
+		return pt_error_set(err, PT_E_NOMEM, "out of memory building the template variables");
+	enum pt_status st = pt_tmpl_render(s->tmpl, vars, NULL, 0, text, len, err);
+	cJSON_Delete(vars);
+	return st;
+}
+
+enum pt_status pt_srv_encode_chat(pt_server *s, const struct pt_req *r, int32_t **ids,
+				  size_t *n, struct pt_error *err)
+{
+	char *text = NULL;
+	size_t len = 0, start = 0, keep = 0;
+	*ids = NULL;
+	*n = 0;
+	enum pt_status st = pt_srv_render_chat(s, r, r->add_generation_prompt, &text, &len, err);
+	if (st != PT_OK)
+		return st;
+	/* llama.cpp: a rendered BOS/EOS the tokenizer adds itself is dropped from the text. */
+	pt_tmpl_strip_special(text, len, s->bos_text, pt_tok_add_bos(s->tok), s->eos_text,
+			      pt_tok_add_eos(s->tok), &start, &keep);
+	st = pt_tok_encode_alloc(s->tok, text + start, keep, true, true, ids, n, err);
+	pt_free(text);
+	return st;
+}
+
+enum pt_status pt_srv_encode_text(pt_server *s, const char *text, size_t len, bool add_special,
+				  bool parse_special, int32_t **ids, size_t *n,
+				  struct pt_error *err)
+{
+	return pt_tok_encode_alloc(s->tok, text, len, add_special, parse_special, ids, n, err);
+}
