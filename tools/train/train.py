@@ -104,6 +104,7 @@ def main():
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--ckpt-every", type=int, default=100)
     ap.add_argument("--reuse", action="store_true", help="reuse DIR's tokenizer and tokens")
+    ap.add_argument("--init", help="start from this checkpoint's weights (a second stage)")
     ap.add_argument("--config", default="{}", help="JSON overrides of model.Config")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -117,7 +118,11 @@ def main():
     n_val = len(ids) // 100
     train_ids = torch.from_numpy(ids[:-n_val].astype(np.int64))
     val_ids = torch.from_numpy(ids[-n_val:].astype(np.int64))
-    model = Model(c).to(a.device)
+    model = Model(c)
+    if a.init:
+        model.load_state_dict(torch.load(a.init, map_location="cpu")["state"])
+        log("init: weights from %s" % a.init)
+    model = model.to(a.device)
     n_par = sum(p.numel() for p in model.parameters())
     n_exp = sum(p.numel() for n, p in model.named_parameters() if n.endswith(("gate", "up", "down")))
     log("data: %d training tokens, %d validation tokens" % (len(train_ids), len(val_ids)))
