@@ -21,7 +21,11 @@ def stage(w, d, n):
     cmd = "train.py --out %s%s%s " % (args["out"], " --reuse" if args["reuse"] else "",
                                        " --init " + args["init"] if args.get("init") else "")
     cmd += " ".join("--%s %s" % (k.replace("_", "-"), v) for k, v in sorted(args.items()) if k not in skip)
-    w("## Stage %d\n\n`%s`\n\n```\n%s\n```\n\n" % (n, cmd, "\n".join(info)))
+    w("## Stage %d\n\n`%s`\n\n" % (n, cmd))
+    if args["reuse"]:
+        w("(`--reuse`: corpus, tokenizer and token ids from an earlier run of the same data.py and "
+          "bpe.py in that directory.)\n\n")
+    w("```\n%s\n```\n\n" % "\n".join(info))
     w("| step | train loss | val loss | load-balance aux | seconds |\n|---|---|---|---|---|\n")
     for r in rows:
         if r[2] != "nan" or int(r[0]) % 100 == 0:
@@ -51,7 +55,7 @@ def main():
         w("| data | WordNet 3.0 glosses (wordnet-base, WordNet licence) and fortune-mod "
           "quotations (fortunes, BSD); tools/train/DATA.md |\n\n")
         w("Losses are cross-entropy in nats per token (train: running mean; val: the held-out "
-          "1 %%); the load-balance term is n_expert * sum(share * mean prob), 1.0 = uniform.\n\n")
+          "1 %); the load-balance term is n_expert * sum(share * mean prob), 1.0 = uniform.\n\n")
         log = ""
         for n, d in enumerate(dirs, 1):
             log = stage(w, d, n)[1]
