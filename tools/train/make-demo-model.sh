@@ -2,8 +2,9 @@
 # make-demo-model.sh - `make demo-model`: retrains the committed demo model from Debian-packaged
 # text (tools/train/DATA.md) on the CPU in two stages (700 steps from scratch, then 500 more
 # steps from those weights at a lower learning rate), exports it as Q8_0 GGUF, validates it
-# with `particle inspect` and rewrites its manifest.  About 50 minutes on 2 free cores
-# (longer on a shared machine: it runs at nice 19).
+# with `particle inspect` and rewrites its manifest.  The committed model took 49 minutes of
+# training (one thread, nice 19, on a 2-core machine shared with builds); data and tokenizer
+# add about 3 minutes.
 # PYTHON_TORCH: a Python with torch and numpy (default Debian's /usr/bin/python3).
 set -eu
 PY=${PYTHON_TORCH:-/usr/bin/python3}

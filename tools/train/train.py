@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""train.py - trains the demo MoE (tools/train/README: `make demo-model`) on CPU.
+"""train.py - trains the demo MoE on the CPU (`make demo-model`, docs/MODELS.md).
 
   train.py --out DIR [--steps N] [--reuse] [...]
 
@@ -10,7 +10,10 @@
 4. DIR/model.pt holds the weights (checkpointed every --ckpt-every steps), then a few greedy
    and sampled continuations are printed.
 
-Export with export.py.  Deterministic for a given torch build and thread count (2)."""
+--init CKPT starts from a checkpoint's weights (the second stage of make-demo-model.sh).
+Export with export.py.  Deterministic for a given torch build and thread count; the default
+is one thread, because on a shared, oversubscribed machine two OpenMP threads at nice 19
+stalled each other far more than they helped."""
 import argparse
 import json
 import math
