@@ -3,6 +3,7 @@
  * time to first token, peak RSS, expert hit rate, bytes read per token and the I/O floor:
  * missed-expert bytes per token / disk bandwidth, i.e. the fastest the disk allows. */
 #include "cli/cli.h"
+#include "cli/models.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +47,7 @@ static void help(void)
 	       "through the engine, then greedy decode, and reports prefill and decode tok/s,\n"
 	       "time to first token, peak RSS, expert hit rate, expert bytes read per decoded\n"
 	       "token and the I/O floor (those bytes / disk bandwidth, seconds per token).\n\n"
-	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt-tokens N      prompt length (default 512)\n"
 	       "  --gen N                generated tokens, greedy (default 128)\n"
 	       "  --threads N            threads (default: online CPUs)\n"
@@ -138,6 +139,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		pt_cli_error("bench: -m MODEL is required");
 		return PT_EXIT_USAGE;
 	}
+	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
 	return 0;
 }
 

@@ -3,6 +3,7 @@
  * budget check before loading, prompt building (raw or through the chat template), the
  * SIGINT handling, the stats footer and --stats-json. */
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "cli/input.h"
 #include "cli/run.h"
 
@@ -69,7 +70,8 @@ static void help(void)
 	       "a terminal: interactive chat (/new fresh chat, /stats, /quit; Ctrl-C stops a reply,\n"
 	       "Ctrl-C at the prompt or twice within a second exits; when the context is full the\n"
 	       "oldest turns are dropped, with a notice).\n\n"
-	       "  -m, --model PATH          GGUF model (default: $PARTICLE_MODEL)\n"
+	       "  -m, --model PATH          GGUF model, or a name in the models directory\n"
+	       "                            (particle list; default: $PARTICLE_MODEL)\n"
 	       "  -p, --prompt TEXT         raw completion of TEXT\n"
 	       "  --messages FILE|-         chat: messages JSON file, '-' = stdin\n"
 	       "  --template FILE           Jinja chat template instead of the model's\n"
@@ -273,6 +275,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return PT_EXIT_USAGE;
 		i++;
 	}
+	if (o->model) /* a name in the models directory */
+		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);
 }
 

@@ -3,6 +3,7 @@
  * BEFORE listening, the one "listening" line, the loopback/API-key warning and the
  * SIGINT/SIGTERM graceful stop (SIGINT while the model loads: exit 130 at once).  The server itself is src/server. */
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "cli/input.h"
 
 #include <ctype.h>
@@ -72,7 +73,8 @@ static void help(void)
 	       "  --log-requests            one line per request on stderr\n"
 	       "  --quiet                   no notices on stderr (the stop notice)\n\n"
 	       "model and memory (as `particle run`):\n"
-	       "  -m, --model PATH          GGUF model (default: $PARTICLE_MODEL)\n"
+	       "  -m, --model PATH          GGUF model, or a name in the models directory\n"
+	       "                            (particle list; default: $PARTICLE_MODEL)\n"
 	       "  -c, --ctx-size, --max-context N  KV cache positions, bounded by the model's\n"
 	       "                            (default 4096)\n"
 	       "  -t, --threads N           compute threads, 0 = online cores (default 0)\n"
@@ -338,6 +340,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return PT_EXIT_USAGE;
 		i++;
 	}
+	if (o->model) /* a name in the models directory */
+		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);
 }
 
