@@ -76,7 +76,7 @@ $(BUILD)/embed_assets: tools/embed_assets.c
 # The README's picture of the UI: the browser test's chat screenshot (needs chromium).
 .PHONY: screenshots
 screenshots: all
-	WEBUI_SHOTS=build/webui PARTICLE=$(BIN) sh tests/cli/test_webui.sh
+	WEBUI_SHOTS=build/webui WEBUI_MODEL=$(DEMO_MODEL) PARTICLE=$(BIN) sh tests/cli/test_webui.sh
 	cp build/webui/overview.png docs/webui.png
 $(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(BUILD)/embed_assets
 	@mkdir -p $(BUILD)/gen/gz
