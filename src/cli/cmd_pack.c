@@ -105,6 +105,13 @@ int pt_cmd_pack(int argc, char **argv)
 		help(stderr);
 		return PT_EXIT_USAGE;
 	}
+	/* a split model goes by its first part, whichever part was named */
+	char first[4096];
+	if (!pt_gguf_split_first_path(model, first, sizeof first)) {
+		pt_cli_error("pack: model path too long");
+		return PT_EXIT_USAGE;
+	}
+	model = first;
 	if (!out) {
 		pt_pack_default_path(model, def, sizeof def);
 		out = def;
