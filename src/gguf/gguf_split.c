@@ -98,17 +98,16 @@ enum pt_status pt_gguf_join(pt_gguf **parts, uint32_t n, const char *const *name
 			st = pt_error_set(err, PT_E_FORMAT, "%s: %s", names[i], e.msg);
 		else if (!in.is_split || in.count != n || in.no != i)
 			st = pt_error_set(err, PT_E_FORMAT,
-					  "%s says it is part %u of %u (split.no %u, split.count "
-					  "%u), expected part %u of %u: not a part of this model",
-					  names[i], in.no + 1, in.count, in.no, in.count, i + 1, n);
+					  "%s: not a part of this model (it says it is part %u of %u: "
+					  "split.no %u, split.count %u)", names[i], in.no + 1, in.count,
+					  in.no, in.count);
 		else if (i == 0)
 			first = in;
 		else if (in.has_tensors_count != first.has_tensors_count ||
 			 in.tensors_count != first.tensors_count)
 			st = pt_error_set(err, PT_E_FORMAT,
-					  "%s says the model has %lld tensors (split.tensors.count), "
-					  "%s says %lld: not a part of this model",
-					  names[i], (long long)in.tensors_count, names[0],
+					  "%s: not a part of this model (split.tensors.count %lld, "
+					  "part 1 says %lld)", names[i], (long long)in.tensors_count,
 					  (long long)first.tensors_count);
 		if (st == PT_OK)
 			total += pt_gguf_tensor_count(parts[i]);
