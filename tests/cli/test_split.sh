@@ -13,7 +13,7 @@
 case "$PARTICLE" in *asan*) SAN=1 ;; *) SAN=0 ;; esac
 
 # The ASan run uses the tiny preset (same checks, a fraction of the compute).
-if [ "$SAN" = 1 ]; then PRESET=tiny; SIZE=2500000; MEM=24M; else PRESET=small; SIZE=100M; MEM=80M; fi
+if [ "$SAN" = 1 ]; then PRESET=tiny; SIZE=2500000; MEM=30M; else PRESET=small; SIZE=100M; MEM=80M; fi
 M="$TMP/m.gguf"
 S="$TMP/s"
 S1="$S-00001-of-00003.gguf"; S2="$S-00002-of-00003.gguf"; S3="$S-00003-of-00003.gguf"
