@@ -12,14 +12,34 @@
 #define MIB (1024.0 * 1024.0)
 #define MIN_HEADROOM (256ull << 20)
 
-/* fixed = resident + kv + scratch; 1 on overflow. */
+/* fixed = resident + kv + scratch + prompt cache; 1 on overflow. */
 static int fixed_bytes(const struct pt_plan_input *in, uint64_t *out)
 {
-	uint64_t a;
+	uint64_t a, b;
 	if (pt_add_overflow(in->resident_bytes, in->kv_bytes, &a) ||
-	    pt_add_overflow(a, in->scratch_bytes, out))
+	    pt_add_overflow(a, in->scratch_bytes, &b) ||
+	    pt_add_overflow(b, in->cache_bytes, out))
 		return 1;
 	return 0;
+}
+
+/* " (4 sequences)" after the KV size when there are several, else "". */
+static const char *seq_note(const struct pt_plan_input *in, char buf[32])
+{
+	buf[0] = 0;
+	if (in->n_seq > 1)
+		snprintf(buf, 32, " (%u sequences)", in->n_seq);
+	return buf;
+}
+
+/* " + prompt cache X" / ", prompt cache X" when one is set aside, else "". */
+static const char *cache_note(const struct pt_plan_input *in, const char *sep, char buf[64])
+{
+	char b[PT_PLAN_SIZE_LEN];
+	buf[0] = 0;
+	if (in->cache_bytes)
+		snprintf(buf, 64, "%sprompt cache %s", sep, pt_plan_size(in->cache_bytes, b));
+	return buf;
 }
 
 /* bytes of s slots on every MoE layer, 1 on overflow */
@@ -46,13 +66,14 @@ const char *pt_plan_size(uint64_t bytes, char buf[PT_PLAN_SIZE_LEN])
 static enum pt_status too_small(const struct pt_plan_input *in, uint32_t s, uint64_t need,
 				struct pt_error *err)
 {
-	char b[6][PT_PLAN_SIZE_LEN];
+	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[64];
 	return pt_error_set(err, PT_E_LIMIT,
-			    "memory budget %s too small: resident %s + KV %s + scratch %s + %u "
+			    "memory budget %s too small: resident %s + KV %s%s + scratch %s%s + %u "
 			    "slots/layer x %u layers x %s needs %s (smallest budget that works: "
 			    "%" PRIu64 " bytes = %.2f GiB)",
 			    pt_plan_size(in->budget, b[0]), pt_plan_size(in->resident_bytes, b[1]),
-			    pt_plan_size(in->kv_bytes, b[2]), pt_plan_size(in->scratch_bytes, b[3]),
+			    pt_plan_size(in->kv_bytes, b[2]), seq_note(in, sq),
+			    pt_plan_size(in->scratch_bytes, b[3]), cache_note(in, " + ", ca),
 			    s, in->n_moe_layers, pt_plan_size(in->slot_bytes, b[4]),
 			    pt_plan_size(need, b[5]), need, need / GIB);
 }
@@ -108,12 +129,12 @@ enum pt_status pt_plan_compute(const struct pt_plan_input *in, struct pt_plan *o
 
 int pt_plan_format(const struct pt_plan_input *in, const struct pt_plan *p, char *buf, size_t n)
 {
-	char b[6][PT_PLAN_SIZE_LEN];
+	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[64];
 	return snprintf(buf, n,
-			"resident %s, KV %s, %u slots/layer \u00d7 %u layers \u00d7 %s = %s, "
+			"resident %s, KV %s%s%s, %u slots/layer \u00d7 %u layers \u00d7 %s = %s, "
 			"total %s \u2264 budget %s%s",
 			pt_plan_size(in->resident_bytes, b[0]), pt_plan_size(in->kv_bytes, b[1]),
-			p->slots_per_layer, in->n_moe_layers, pt_plan_size(in->slot_bytes, b[2]),
+			seq_note(in, sq), cache_note(in, ", ", ca), p->slots_per_layer, in->n_moe_layers, pt_plan_size(in->slot_bytes, b[2]),
 			pt_plan_size(p->pool_bytes, b[3]), pt_plan_size(p->total_bytes, b[4]),
 			pt_plan_size(in->budget, b[5]),
 			p->all_experts ? " (every expert cached)" : "");

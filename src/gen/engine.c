@@ -12,6 +12,7 @@
 #include "expert/plan.h"
 #include "expert/store.h"
 #include "expert/trace.h"
+#include "expert/usage.h"
 #include "kern/kern.h"
 #include "kern/pool.h"
 #include "model/forward.h"
@@ -39,10 +40,15 @@ struct pt_engine {
 	pt_expert_store *store;
 	struct pt_expert_provider prov;
 	pt_trace_writer *trace;
+	pt_expert_usage *usage; /* routing counts for the heat map (pt_engine_layer_experts) */
 	struct pt_error trace_err;
 	bool trace_failed;
 	pt_fwd *f;
-	uint32_t *toks;  /* [n_ctx] history */
+	uint32_t **toks; /* [n_seq][n_ctx] each sequence's history */
+	uint32_t n_seq;
+	float *batch_logits; /* [n_seq][n_vocab] for decode batches (n_seq > 1) */
+	uint64_t snap_used;  /* bytes of live snapshots */
+	uint64_t decode_steps;
 	uint32_t n_ctx, n_batch;
 	struct pt_plan_input pin;
 	struct pt_plan plan;
@@ -104,6 +110,7 @@ static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32
 {
 	pt_engine *e = ctx;
 	uint32_t ex[PT_TRACE_MAX_K];
+	pt_expert_usage_note(e->usage, layer, n, k, ids);
 	if (e->o.on_route)
 		e->o.on_route(e->o.route_ctx, layer, pos0, n, k, ids);
 	for (uint32_t r = 0; r < n && e->trace && !e->trace_failed; r++) {
@@ -134,9 +141,13 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 }
 
 /* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),
- * the logits row and the process overhead. */
-static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uint32_t n_ctx)
+ * the logits row and the process overhead; n_seq > 1 adds a decode batch's logits. */
+static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uint32_t n_ctx,
+			      uint32_t n_seq)
 {
+	const uint64_t batch_logits = n_seq > 1 ? (uint64_t)n_seq * hp->n_vocab * 4 : 0;
+	if (n_seq > n_batch)
+		n_batch = n_seq; /* the forward pass's buffers hold max(n_batch, n_seq) rows */
 	const uint64_t D = hp->n_embd, k = hp->n_expert_used;
 	uint64_t hd = hp->head_dim_k > hp->head_dim_v ? hp->head_dim_k : hp->head_dim_v;
 	if (hp->head_dim_k_swa > hd)
@@ -154,7 +165,7 @@ static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uin
 				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
 	/* activation quantization scratch: at most the widest row's bytes per batch row */
 	const uint64_t act = n_batch * (ff > D ? ff : D) * 4;
-	return floats * 4 + act + RUNTIME_OVERHEAD;
+	return floats * 4 + act + batch_logits + RUNTIME_OVERHEAD;
 }
 
 static uint64_t expert_bytes_total(const struct pt_expert_layout *l)
@@ -174,13 +185,15 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 	e->pin = (struct pt_plan_input){
 		.budget = e->o.memory_budget,
 		.resident_bytes = fsize - expert_bytes_total(&e->lay),
-		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type),
-		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx),
+		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type) * e->n_seq,
+		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq),
 		.slot_bytes = slot_bytes ? slot_bytes : 1,
 		.n_moe_layers = e->lay.n_moe ? e->lay.n_moe : 1,
 		.top_k = hp->n_expert_used ? hp->n_expert_used : 1,
 		.n_expert = e->lay.n_expert ? e->lay.n_expert : 1,
 		.slots_override = e->o.expert_slots,
+		.n_seq = e->n_seq,
+		.cache_bytes = e->o.prompt_cache_bytes,
 	};
 	if (!e->pin.budget)
 		st = pt_plan_default_budget(NULL, &e->pin.budget, &src, err);
@@ -353,17 +366,24 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 {
 	struct pt_fwd_opts fo = { .n_ctx = e->n_ctx, .n_batch = e->n_batch,
 				  .kv_type = e->o.kv_type, .pool = e->pool, .experts = &e->prov,
-				  .on_route = e->o.trace_path || e->o.on_route ? on_route : NULL,
-				  .route_ctx = e };
-	enum pt_status st = PT_OK;
-	if (e->o.trace_path)
+				  .on_route = on_route, .route_ctx = e, .n_seq = e->n_seq };
+	enum pt_status st = pt_expert_usage_create(&e->lay, &e->usage, err);
+	if (st == PT_OK && e->o.trace_path)
 		st = pt_trace_writer_open(e->o.trace_path, false, &e->trace, err);
 	if (st == PT_OK)
 		st = pt_fwd_create(e->m, &fo, &e->f, err);
 	if (st == PT_OK) {
-		e->toks = pt_mallocn(e->n_ctx, sizeof *e->toks);
-		if (!e->toks)
+		e->toks = pt_calloc(e->n_seq, sizeof *e->toks);
+		for (uint32_t s = 0; e->toks && s < e->n_seq; s++)
+			if (!(e->toks[s] = pt_mallocn(e->n_ctx, sizeof **e->toks)))
+				break;
+		if (!e->toks || !e->toks[e->n_seq - 1])
 			st = pt_error_set(err, PT_E_NOMEM, "engine: token history");
+	}
+	if (st == PT_OK && e->n_seq > 1) {
+		e->batch_logits = pt_mallocn((size_t)e->n_seq * pt_engine_n_vocab(e), sizeof(float));
+		if (!e->batch_logits)
+			st = pt_error_set(err, PT_E_NOMEM, "engine: batch logits");
 	}
 	return st;
 }
@@ -394,6 +414,10 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	e->n_batch = o->n_batch ? o->n_batch : 128;
 	if (e->n_batch > e->n_ctx)
 		e->n_batch = e->n_ctx;
+	e->n_seq = o->n_seq ? o->n_seq : 1;
+	if (e->n_seq > PT_ENGINE_MAX_SEQ)
+		return pt_error_set(err, PT_E_INVALID, "%u sequences: at most %u", e->n_seq,
+				    PT_ENGINE_MAX_SEQ);
 	if (!o->no_lock) {
 		st = pt_model_lock_acquire(&e->lock, o->model_path, NULL, err);
 		e->locked = st == PT_OK;
@@ -449,6 +473,7 @@ void pt_engine_close(pt_engine *e)
 	struct pt_error ignore = { 0 };
 	pt_fwd_destroy(e->f);
 	pt_trace_writer_close(e->trace, &ignore);
+	pt_expert_usage_destroy(e->usage);
 	pt_expert_store_close(e->store);
 	if (e->have_pack)
 		pt_pack_free(&e->pack);
@@ -458,8 +483,11 @@ void pt_engine_close(pt_engine *e)
 	pt_model_close(e->m);
 	if (e->locked)
 		pt_model_lock_release(&e->lock);
+	for (uint32_t s = 0; e->toks && s < e->n_seq; s++)
+		pt_free(e->toks[s]);
 	pt_free(e->toks);
 	pt_free(e->model_path);
+	pt_free(e->batch_logits);
 	pt_free(e);
 }
 
@@ -497,54 +525,238 @@ int64_t pt_engine_pos(const pt_engine *e)
 
 const uint32_t *pt_engine_tokens(const pt_engine *e)
 {
-	return e->toks;
+	return e->toks[0];
 }
 
-enum pt_status pt_engine_eval(pt_engine *e, const uint32_t *tokens, uint32_t n, float *logits,
-			      bool all_logits, struct pt_error *err)
+uint32_t pt_engine_n_seq(const pt_engine *e)
 {
-	const int64_t pos = pt_fwd_pos(e->f);
+	return e->n_seq;
+}
+
+int64_t pt_engine_seq_pos(const pt_engine *e, uint32_t seq)
+{
+	return pt_fwd_seq_pos(e->f, seq);
+}
+
+const uint32_t *pt_engine_seq_tokens(const pt_engine *e, uint32_t seq)
+{
+	return seq < e->n_seq ? e->toks[seq] : NULL;
+}
+
+static enum pt_status bad_seq(const pt_engine *e, uint32_t seq, struct pt_error *err)
+{
+	return pt_error_set(err, PT_E_INVALID, "engine: sequence %u out of range (%u sequences)",
+			    seq, e->n_seq);
+}
+
+static void count_time(pt_engine *e, uint32_t n, bool decode, uint64_t dt)
+{
+	if (decode) {
+		e->decode_tokens += n;
+		e->decode_ns += dt;
+		e->decode_steps++;
+	} else {
+		e->prefill_tokens += n;
+		e->prefill_ns += dt;
+	}
+}
+
+enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *tokens,
+				  uint32_t n, float *logits, bool all_logits, struct pt_error *err)
+{
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
+	const int64_t pos = pt_fwd_seq_pos(e->f, seq);
 	if (n == 0)
 		return pt_error_set(err, PT_E_INVALID, "engine: no tokens to evaluate");
 	if ((uint64_t)pos + n > e->n_ctx)
 		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
 				    (long long)pos, n, e->n_ctx);
 	const uint64_t t0 = pt_io_now_ns();
-	enum pt_status st = pt_fwd_eval_rows(e->f, tokens, n, logits, all_logits, err);
-	const uint64_t dt = pt_io_now_ns() - t0;
-	if (n == 1) {
-		e->decode_tokens++;
-		e->decode_ns += dt;
-	} else {
-		e->prefill_tokens += n;
-		e->prefill_ns += dt;
-	}
+	enum pt_status st = pt_fwd_seq_eval(e->f, seq, tokens, n, logits, all_logits, err);
+	count_time(e, n, n == 1, pt_io_now_ns() - t0);
 	if (st == PT_OK && e->trace_failed)
 		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
 	if (st != PT_OK) {
 		/* a chunk may have failed mid-way: keep what completed, history in step */
-		const int64_t done = pt_fwd_pos(e->f);
-		memcpy(e->toks + pos, tokens, (size_t)(done - pos) * sizeof *tokens);
+		const int64_t done = pt_fwd_seq_pos(e->f, seq);
+		memcpy(e->toks[seq] + pos, tokens, (size_t)(done - pos) * sizeof *tokens);
 		return st;
 	}
-	memcpy(e->toks + pos, tokens, (size_t)n * sizeof *tokens);
+	memcpy(e->toks[seq] + pos, tokens, (size_t)n * sizeof *tokens);
 	return PT_OK;
 }
 
-enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err)
+enum pt_status pt_engine_eval(pt_engine *e, const uint32_t *tokens, uint32_t n, float *logits,
+			      bool all_logits, struct pt_error *err)
 {
+	return pt_engine_seq_eval(e, 0, tokens, n, logits, all_logits, err);
+}
+
+enum pt_status pt_engine_decode_batch(pt_engine *e, const uint32_t *seqs,
+				      const uint32_t *tokens, uint32_t n, float *logits,
+				      struct pt_error *err)
+{
+	if (!logits)
+		logits = e->batch_logits;
+	if (!logits || n == 0 || n > e->n_seq)
+		return pt_error_set(err, PT_E_INVALID, "engine: decode batch of %u rows (%u "
+				    "sequences)", n, e->n_seq);
+	const uint64_t t0 = pt_io_now_ns();
+	enum pt_status st = pt_fwd_decode_batch(e->f, seqs, tokens, n, logits, err);
+	count_time(e, n, true, pt_io_now_ns() - t0);
+	if (st == PT_OK && e->trace_failed)
+		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
+	/* a failed pass moves no position */
+	for (uint32_t i = 0; st == PT_OK && i < n; i++)
+		e->toks[seqs[i]][pt_fwd_seq_pos(e->f, seqs[i]) - 1] = tokens[i];
+	return st;
+}
+
+float *pt_engine_batch_logits(pt_engine *e)
+{
+	return e->batch_logits;
+}
+
+enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
+				    struct pt_error *err)
+{
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
 	struct pt_error e2 = { 0 };
-	enum pt_status st = pt_fwd_truncate(e->f, pos, &e2);
+	enum pt_status st = pt_fwd_seq_truncate(e->f, seq, pos, &e2);
 	if (st != PT_E_LIMIT) {
 		if (st != PT_OK)
 			*err = e2;
 		return st;
 	}
 	/* a sliding ring lost part of the window: start over and replay the kept tokens */
-	st = pt_fwd_truncate(e->f, 0, err);
+	st = pt_fwd_seq_truncate(e->f, seq, 0, err);
 	if (st == PT_OK && pos > 0)
-		st = pt_fwd_eval_rows(e->f, e->toks, (uint32_t)pos, NULL, false, err);
+		st = pt_fwd_seq_eval(e->f, seq, e->toks[seq], (uint32_t)pos, NULL, false, err);
 	return st;
+}
+
+enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err)
+{
+	return pt_engine_seq_rewind(e, 0, pos, err);
+}
+
+/* --- prompt cache: snapshots of a sequence --- */
+
+struct pt_engine_snap {
+	int64_t pos;
+	uint32_t *toks;  /* [pos] */
+	void *kv;        /* pt_fwd_snapshot_bytes(pos) */
+	uint64_t kv_bytes;
+	uint64_t bytes;  /* everything the snapshot holds */
+};
+
+uint64_t pt_engine_snap_size(const pt_engine *e, int64_t n_tokens)
+{
+	if (n_tokens < 0)
+		n_tokens = 0;
+	return pt_fwd_snapshot_bytes(e->f, n_tokens) + (uint64_t)n_tokens * sizeof(uint32_t) +
+	       sizeof(struct pt_engine_snap);
+}
+
+uint64_t pt_engine_snap_budget(const pt_engine *e)
+{
+	return e->o.prompt_cache_bytes;
+}
+
+uint64_t pt_engine_snap_used(const pt_engine *e)
+{
+	return e->snap_used;
+}
+
+enum pt_status pt_engine_seq_snapshot(pt_engine *e, uint32_t seq, pt_engine_snap **out,
+				      struct pt_error *err)
+{
+	*out = NULL;
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
+	const int64_t pos = pt_fwd_seq_pos(e->f, seq);
+	const uint64_t bytes = pt_engine_snap_size(e, pos);
+	if (e->snap_used + bytes > e->o.prompt_cache_bytes)
+		return pt_error_set(err, PT_E_LIMIT, "prompt cache: a snapshot of %lld tokens needs "
+				    "%llu bytes, %llu of %llu are in use", (long long)pos,
+				    (unsigned long long)bytes, (unsigned long long)e->snap_used,
+				    (unsigned long long)e->o.prompt_cache_bytes);
+	pt_engine_snap *s = pt_calloc(1, sizeof *s);
+	if (!s)
+		return pt_error_set(err, PT_E_NOMEM, "prompt cache: cannot allocate a snapshot");
+	s->pos = pos;
+	s->kv_bytes = pt_fwd_snapshot_bytes(e->f, pos);
+	s->bytes = bytes;
+	s->toks = pt_mallocn(pos ? (size_t)pos : 1, sizeof *s->toks);
+	s->kv = pt_malloc(s->kv_bytes ? s->kv_bytes : 1);
+	enum pt_status st = s->toks && s->kv ? PT_OK
+		: pt_error_set(err, PT_E_NOMEM, "prompt cache: cannot allocate %llu bytes",
+			       (unsigned long long)bytes);
+	if (st == PT_OK)
+		st = pt_fwd_seq_save(e->f, seq, s->kv, s->kv_bytes, err);
+	if (st != PT_OK) {
+		pt_free(s->toks);
+		pt_free(s->kv);
+		pt_free(s);
+		return st;
+	}
+	memcpy(s->toks, e->toks[seq], (size_t)pos * sizeof *s->toks);
+	e->snap_used += bytes;
+	*out = s;
+	return PT_OK;
+}
+
+enum pt_status pt_engine_seq_restore(pt_engine *e, uint32_t seq, const pt_engine_snap *s,
+				     struct pt_error *err)
+{
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
+	enum pt_status st = pt_fwd_seq_load(e->f, seq, s->pos, s->kv, s->kv_bytes, err);
+	if (st == PT_OK)
+		memcpy(e->toks[seq], s->toks, (size_t)s->pos * sizeof *s->toks);
+	return st;
+}
+
+void pt_engine_snap_free(pt_engine *e, pt_engine_snap *s)
+{
+	if (!s)
+		return;
+	e->snap_used -= s->bytes < e->snap_used ? s->bytes : e->snap_used;
+	pt_free(s->toks);
+	pt_free(s->kv);
+	pt_free(s);
+}
+
+int64_t pt_engine_snap_pos(const pt_engine_snap *s)
+{
+	return s->pos;
+}
+
+const uint32_t *pt_engine_snap_tokens(const pt_engine_snap *s)
+{
+	return s->toks;
+}
+
+uint64_t pt_engine_snap_bytes(const pt_engine_snap *s)
+{
+	return s->bytes;
+}
+
+enum pt_status pt_engine_seq_copy(pt_engine *e, uint32_t dst, uint32_t src, int64_t n_tokens,
+				  struct pt_error *err)
+{
+	if (dst >= e->n_seq || src >= e->n_seq)
+		return bad_seq(e, dst >= e->n_seq ? dst : src, err);
+	const int64_t pos = pt_fwd_seq_pos(e->f, src);
+	if (n_tokens < 0 || n_tokens > pos)
+		return pt_error_set(err, PT_E_INVALID, "engine: copy of %lld tokens: sequence %u "
+				    "holds %lld", (long long)n_tokens, src, (long long)pos);
+	enum pt_status st = pt_fwd_seq_copy(e->f, dst, src, err);
+	if (st == PT_OK && dst != src)
+		memcpy(e->toks[dst], e->toks[src], (size_t)pos * sizeof **e->toks);
+	return st == PT_OK ? pt_engine_seq_rewind(e, dst, n_tokens, err) : st;
 }
 
 static uint64_t peak_rss(void)
@@ -579,6 +791,8 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.expert_slots_used = cs.slots_used,
 		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
 		.head_s = (double)pt_fwd_head_ns(e->f) * 1e-9,
+		.decode_steps = e->decode_steps, .expert_gets = pt_fwd_expert_gets(e->f),
+		.n_seq = e->n_seq, .snap_bytes = e->snap_used,
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,
 		.ahead_wasted = cs.ahead_wasted, .ahead_dropped = cs.ahead_dropped,
 	};
@@ -593,6 +807,28 @@ void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint6
 	*hits = cs.hits;
 	*misses = cs.misses;
 	*bytes_read = cs.bytes_read;
+}
+
+uint32_t pt_engine_n_moe_layers(const pt_engine *e, uint32_t *n_expert, uint32_t *layers)
+{
+	if (n_expert)
+		*n_expert = e->lay.n_moe ? e->lay.n_expert : 0;
+	for (uint32_t i = 0; layers && i < e->lay.n_moe; i++)
+		layers[i] = e->lay.moe[i].layer;
+	return e->lay.n_moe;
+}
+
+bool pt_engine_layer_experts(const pt_engine *e, uint32_t moe_layer, uint8_t *resident,
+			     uint32_t *uses, uint32_t n_expert)
+{
+	if (moe_layer >= e->lay.n_moe || n_expert != e->lay.n_expert)
+		return false;
+	if (e->store)
+		pt_expert_store_resident(e->store, moe_layer, resident, n_expert);
+	else
+		memset(resident, 1, n_expert); /* mapped: the mapping holds every expert */
+	pt_expert_usage_read(e->usage, moe_layer, uses, n_expert);
+	return true;
 }
 
 static double rate(uint64_t n, double s)

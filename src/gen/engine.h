@@ -40,7 +40,13 @@ struct pt_engine_opts {
 	void (*on_route)(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
 			 const int *ids);
 	void *route_ctx;
+	/* added by multiseq (the server's --parallel and prompt cache): */
+	uint32_t n_seq;              /* sequences, each with its own KV cache and history (0: 1);
+					the plan counts n_seq KV caches */
+	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none) */
 };
+
+#define PT_ENGINE_MAX_SEQ 256
 
 struct pt_engine_stats {
 	uint64_t memory_budget;     /* bytes the plan was made for */
@@ -68,6 +74,13 @@ struct pt_engine_stats {
 	uint64_t ahead_used;        /* ... whose expert was then routed to (counted as misses) */
 	uint64_t ahead_wasted;      /* ... evicted unused */
 	uint64_t ahead_dropped;     /* guesses dropped unread (wrong by the time they could go) */
+	/* added by multiseq */
+	uint64_t decode_steps;      /* decode passes (a decode batch is one; decode_tokens counts
+				       its rows) */
+	uint64_t expert_gets;       /* routed-expert fetches: one per expert per MoE layer per
+				       pass, however many rows it serves */
+	uint32_t n_seq;
+	uint64_t snap_bytes;        /* live prompt-cache snapshots */
 };
 
 typedef struct pt_engine pt_engine;
@@ -98,10 +111,76 @@ enum pt_status pt_engine_eval(pt_engine *e, const uint32_t *tokens, uint32_t n, 
  * the kept tokens itself; results are identical to a fresh evaluation either way. */
 enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err);
 
+/* --- several sequences (opts.n_seq; added by multiseq) ---
+ * Each sequence has its own KV cache (sliding rings included), position and token history;
+ * they share the model, plan, expert store, pool and scratch.  The calls above act on
+ * sequence 0.  An engine is not thread-safe: one thread drives all its sequences.  Every
+ * call below answers PT_E_INVALID for a sequence out of range. */
+uint32_t pt_engine_n_seq(const pt_engine *e);
+int64_t pt_engine_seq_pos(const pt_engine *e, uint32_t seq);               /* -1: no such */
+const uint32_t *pt_engine_seq_tokens(const pt_engine *e, uint32_t seq);    /* NULL: no such */
+enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *tokens,
+				  uint32_t n, float *logits, bool all_logits,
+				  struct pt_error *err);
+enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
+				    struct pt_error *err);
+
+/* One new token for each of n distinct sequences seqs[i] (n <= n_seq) in ONE forward pass:
+ * every row attends to its own sequence's KV at its own position, the projections run over
+ * the n rows at once and routed experts are grouped across rows (one expert fetch serves
+ * every row routed to it: stats.expert_gets, and the store's misses).  logits [n][n_vocab]
+ * (NULL: into pt_engine_batch_logits); row i is byte-identical to pt_engine_seq_eval of
+ * tokens[i] alone on seqs[i].  PT_E_LIMIT when one of them is full (nothing is evaluated),
+ * PT_E_INVALID for a repeated sequence.  Counted as n decode tokens, one decode step. */
+enum pt_status pt_engine_decode_batch(pt_engine *e, const uint32_t *seqs,
+				      const uint32_t *tokens, uint32_t n, float *logits,
+				      struct pt_error *err);
+/* The engine's [n_seq][n_vocab] logits buffer for decode batches (planned as scratch; NULL
+ * when n_seq == 1); overwritten by each pt_engine_decode_batch(..., NULL, ...). */
+float *pt_engine_batch_logits(pt_engine *e);
+
+/* Prompt cache.  A snapshot holds a sequence's whole state at its position: its tokens and
+ * the KV slots they occupy (sliding rings as they are).  Restoring it into any sequence
+ * gives exactly that state, so rewinding the restored sequence to the longest common prefix
+ * of the next prompt (pt_engine_seq_rewind, which replays where a ring no longer holds the
+ * window) and evaluating the rest gives the same logits as a fresh evaluation.  Snapshots
+ * live within opts.prompt_cache_bytes (set aside in the plan): a snapshot that would pass
+ * it is refused with PT_E_LIMIT (the caller's LRU frees one and retries).  Snapshots belong
+ * to the engine that made them (free them before closing it). */
+typedef struct pt_engine_snap pt_engine_snap;
+enum pt_status pt_engine_seq_snapshot(pt_engine *e, uint32_t seq, pt_engine_snap **out,
+				      struct pt_error *err);
+enum pt_status pt_engine_seq_restore(pt_engine *e, uint32_t seq, const pt_engine_snap *s,
+				     struct pt_error *err);
+void pt_engine_snap_free(pt_engine *e, pt_engine_snap *s); /* NULL-safe */
+int64_t pt_engine_snap_pos(const pt_engine_snap *s);               /* tokens it holds */
+const uint32_t *pt_engine_snap_tokens(const pt_engine_snap *s);
+uint64_t pt_engine_snap_bytes(const pt_engine_snap *s);            /* what it takes */
+uint64_t pt_engine_snap_size(const pt_engine *e, int64_t n_tokens); /* ... for n tokens */
+uint64_t pt_engine_snap_budget(const pt_engine *e);                /* prompt_cache_bytes */
+uint64_t pt_engine_snap_used(const pt_engine *e);                  /* live snapshots */
+/* dst becomes a copy of src's first n_tokens (KV and history; no snapshot memory). */
+enum pt_status pt_engine_seq_copy(pt_engine *e, uint32_t dst, uint32_t src, int64_t n_tokens,
+				  struct pt_error *err);
+
 void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out);
 /* Per-MoE-layer cache counters (i < n_moe_layers), for --stats-json. */
 void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint64_t *misses,
 			   uint64_t *bytes_read);
+
+/* MoE layers of the model (0 for a dense one); *n_expert (may be NULL) = routed experts per
+ * MoE layer; layers (may be NULL, else [n_moe]) receives each MoE layer's model layer index. */
+uint32_t pt_engine_n_moe_layers(const pt_engine *e, uint32_t *n_expert, uint32_t *layers);
+/* The expert heat map of MoE layer moe_layer (< pt_engine_n_moe_layers): resident[e] = 1
+ * when expert e's bytes are in memory the engine holds (a READY cache slot; in mapped mode
+ * every expert, as the mapping holds them all), uses[e] = tokens routed to it since open
+ * (each token at the layer counts its k experts, prefill included; saturating).  false, with
+ * the outputs untouched, for a bad layer or n_expert other than the model's.
+ * Thread-safe: may be called from another thread (the HTTP server's) while this engine
+ * evaluates: residency is copied under the cache's lock and the counts are relaxed atomics,
+ * so a copy taken mid-token can hold part of that token.  Unlike pt_engine_stats. */
+bool pt_engine_layer_experts(const pt_engine *e, uint32_t moe_layer, uint8_t *resident,
+			     uint32_t *uses, uint32_t n_expert);
 
 /* The counters as text lines (each prefixed "particle: ") and as one JSON object with a
  * per-layer array, for --verbose and --stats-json. */

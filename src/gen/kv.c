@@ -99,6 +99,66 @@ void pt_kv_fini(struct pt_kv *kv)
 	kv->n_layer = 0;
 }
 
+static size_t esize(const struct pt_kv *kv)
+{
+	return kv->type == PT_KV_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+/* Slots holding positions [0, pos) of layer L: whole K blocks, at most the ring. */
+static uint64_t snap_slots(const struct pt_kv_layer *L, int64_t pos)
+{
+	const uint64_t p = pos > 0 ? (uint64_t)pos : 0;
+	const uint64_t s = (p + PT_KV_BLOCK - 1) / PT_KV_BLOCK * PT_KV_BLOCK;
+	return s < L->cap ? s : L->cap;
+}
+
+uint64_t pt_kv_snapshot_bytes(const struct pt_kv *kv, int64_t pos)
+{
+	uint64_t total = 0;
+	for (uint32_t il = 0; il < kv->n_layer; il++) {
+		const struct pt_kv_layer *L = &kv->layers[il];
+		total += snap_slots(L, pos) * (L->row_k + L->row_v) * esize(kv);
+	}
+	return total;
+}
+
+void pt_kv_save(const struct pt_kv *kv, int64_t pos, void *buf)
+{
+	uint8_t *d = buf;
+	for (uint32_t il = 0; il < kv->n_layer; il++) {
+		const struct pt_kv_layer *L = &kv->layers[il];
+		const uint64_t n = snap_slots(L, pos);
+		memcpy(d, L->k, n * L->row_k * esize(kv));
+		d += n * L->row_k * esize(kv);
+		memcpy(d, L->v, n * L->row_v * esize(kv));
+		d += n * L->row_v * esize(kv);
+	}
+}
+
+void pt_kv_load(struct pt_kv *kv, int64_t pos, const void *buf)
+{
+	const uint8_t *d = buf;
+	for (uint32_t il = 0; il < kv->n_layer; il++) {
+		struct pt_kv_layer *L = &kv->layers[il];
+		const uint64_t n = snap_slots(L, pos);
+		memcpy(L->k, d, n * L->row_k * esize(kv));
+		d += n * L->row_k * esize(kv);
+		memcpy(L->v, d, n * L->row_v * esize(kv));
+		d += n * L->row_v * esize(kv);
+	}
+}
+
+void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos)
+{
+	for (uint32_t il = 0; il < src->n_layer && il < dst->n_layer; il++) {
+		const struct pt_kv_layer *S = &src->layers[il];
+		struct pt_kv_layer *D = &dst->layers[il];
+		const uint64_t n = snap_slots(S, pos);
+		memcpy(D->k, S->k, n * S->row_k * esize(src));
+		memcpy(D->v, S->v, n * S->row_v * esize(src));
+	}
+}
+
 static size_t slot_of(const struct pt_kv_layer *L, int64_t pos)
 {
 	return (size_t)((uint64_t)pos % L->cap);

@@ -74,6 +74,16 @@ void pt_kv_fini(struct pt_kv *kv); /* NULL-safe, idempotent */
  * estimate uses it too. */
 uint64_t pt_kv_layer_slots(uint32_t n_ctx, uint32_t n_swa, uint32_t n_batch);
 
+/* Snapshots of a cache holding positions [0, pos) (the prompt cache): per layer the slots
+ * those positions occupy - the first ceil(pos / PT_KV_BLOCK) blocks, or the whole ring of a
+ * sliding layer that has wrapped - K then V, layer after layer.  Loading them into a cache of
+ * the same shape gives back exactly the state at pos (slots past it are never read). */
+uint64_t pt_kv_snapshot_bytes(const struct pt_kv *kv, int64_t pos);
+void pt_kv_save(const struct pt_kv *kv, int64_t pos, void *buf);
+void pt_kv_load(struct pt_kv *kv, int64_t pos, const void *buf);
+/* dst's slots for positions [0, pos) become src's (same shape). */
+void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos);
+
 /* Parses "f16" / "f32"; returns 0 or -1. */
 int pt_kv_type_from_name(const char *name, enum pt_kv_type *out);
 

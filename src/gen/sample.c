@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/grammar.h"
 #include "util/alloc.h"
 
 struct cand {
@@ -23,6 +24,8 @@ struct pt_sampler {
 	uint32_t hist_pos;
 	uint8_t *penalized;      /* bitmap [n_vocab]: token appears in the history window */
 	struct pt_rng rng;
+	uint8_t *allowed;        /* [n_vocab] grammar mask, allocated on first constrained use */
+	const uint8_t *mask;     /* while sampling constrained: allowed, else NULL */
 };
 
 void pt_sampler_opts_default(struct pt_sampler_opts *o)
@@ -131,6 +134,7 @@ void pt_sampler_destroy(pt_sampler *s)
 	pt_free(s->probs);
 	pt_free(s->penalized);
 	pt_free(s->history);
+	pt_free(s->allowed);
 	pt_free(s);
 }
 
@@ -166,6 +170,8 @@ void pt_sampler_reset(pt_sampler *s)
 static inline float view_logit(const pt_sampler *s, const float *logits, uint32_t t)
 {
 	float l = logits[t];
+	if (s->mask && !s->mask[t])
+		return -INFINITY; /* exactly what masking the logit to -inf first would give */
 	if (s->o.repeat_penalty != 1.0f && (s->penalized[t >> 3] >> (t & 7)) & 1)
 		l = l > 0 ? l / s->o.repeat_penalty : l * s->o.repeat_penalty;
 	return l;
@@ -257,24 +263,23 @@ static uint32_t apply_top_p_min_p(pt_sampler *s, uint32_t n)
 	return n;
 }
 
-int32_t pt_sampler_sample(pt_sampler *s, const float *logits)
+static int32_t greedy(const pt_sampler *s, const float *logits)
 {
-	uint32_t n;
-	if (s->o.temperature <= 0.0f) {
-		int32_t best = -1;
-		float best_l = -INFINITY;
-		for (uint32_t t = 0; t < s->n_vocab; t++) {
-			float l = view_logit(s, logits, t);
-			if (!isnan(l) && (best < 0 || l > best_l)) {
-				best = (int32_t)t;
-				best_l = l;
-			}
+	int32_t best = -1;
+	float best_l = -INFINITY;
+	for (uint32_t t = 0; t < s->n_vocab; t++) {
+		float l = view_logit(s, logits, t);
+		if (!isnan(l) && (best < 0 || l > best_l)) {
+			best = (int32_t)t;
+			best_l = l;
 		}
-		return best_l == -INFINITY ? -1 : best;
 	}
-	n = select_top(s, logits);
-	if (n == 0)
-		return -1;
+	return best_l == -INFINITY ? -1 : best;
+}
+
+/* The chain after top-k selection of n candidates: sort, top-p, min-p, draw. */
+static int32_t draw(pt_sampler *s, uint32_t n)
+{
 	qsort(s->cands, n, sizeof *s->cands, cmp_cand);
 	n = apply_top_p_min_p(s, n);
 	softmax(s, n, s->o.temperature);
@@ -285,4 +290,56 @@ int32_t pt_sampler_sample(pt_sampler *s, const float *logits)
 			return s->cands[i].id;
 	}
 	return s->cands[n - 1].id;
+}
+
+int32_t pt_sampler_sample(pt_sampler *s, const float *logits)
+{
+	uint32_t n;
+	s->mask = NULL;
+	if (s->o.temperature <= 0.0f)
+		return greedy(s, logits);
+	n = select_top(s, logits);
+	if (n == 0)
+		return -1;
+	return draw(s, n);
+}
+
+/* Exact fast paths only: greedy keeps the unconstrained argmax when the grammar allows it
+ * (masking removes tokens, so a surviving maximum stays the maximum, ties included); the
+ * sampling chain keeps the unconstrained top-k when every one of them is allowed (then the
+ * masked top-k is the same set in the same order, and everything after it, including the
+ * one random draw, is identical).  Otherwise the full mask is computed. */
+int32_t pt_sampler_sample_constrained(pt_sampler *s, const float *logits, pt_grammar_state *g)
+{
+	uint32_t n;
+	int32_t tok;
+	if (!g)
+		return pt_sampler_sample(s, logits);
+	s->mask = NULL;
+	if (s->o.temperature <= 0.0f) {
+		tok = greedy(s, logits);
+		if (tok < 0 || pt_grammar_state_allows(g, tok))
+			return tok;
+	} else if (s->cap <= 256) {
+		n = select_top(s, logits);
+		bool all = true;
+		for (uint32_t i = 0; i < n && all; i++)
+			all = pt_grammar_state_allows(g, s->cands[i].id);
+		if (n == 0)
+			return -1;
+		if (all)
+			return draw(s, n);
+	}
+	if (!s->allowed && !(s->allowed = pt_malloc(s->n_vocab)))
+		return -1;
+	pt_grammar_state_mask(g, s->allowed);
+	s->mask = s->allowed;
+	if (s->o.temperature <= 0.0f) {
+		tok = greedy(s, logits);
+	} else {
+		n = select_top(s, logits);
+		tok = n ? draw(s, n) : -1;
+	}
+	s->mask = NULL;
+	return tok;
 }

@@ -39,6 +39,15 @@ void pt_sampler_reset(pt_sampler *s);
  * if every logit is NaN or -inf. */
 int32_t pt_sampler_sample(pt_sampler *s, const float *logits);
 
+/* Constrained decoding (grammar.h): the same chain over only the tokens the grammar state
+ * allows, giving exactly the token pt_sampler_sample would give on logits with every other
+ * token set to -inf (the random stream advances identically).  g NULL: unconstrained.
+ * Returns -1 when no allowed token has a finite logit (or the mask buffer cannot be
+ * allocated); the caller then stops with an error.  The token is not accepted into g. */
+struct pt_grammar_state;
+int32_t pt_sampler_sample_constrained(pt_sampler *s, const float *logits,
+				      struct pt_grammar_state *g);
+
 /* Deterministic PRNG used by the sampler (xoshiro256** seeded through splitmix64). */
 struct pt_rng {
 	uint64_t s[4];

@@ -1,7 +1,8 @@
 /* session.h - the generation loop over an engine: prompt ids in, streamed text out.
  *
- * A session owns the sampler and the stop-string/UTF-8 filter (textout) for one engine and
- * keeps nothing else between turns: the engine's token history is the conversation state.
+ * A session is one generation slot (gen/slot.h) on the engine's sequence 0 - the sampler
+ * and the stop-string/UTF-8 filter (textout) - and keeps nothing else between turns: the
+ * engine's token history is the conversation state.
  * Each generate call reuses the KV rows of the longest common prefix of the new prompt and
  * the engine's history (pt_engine_rewind), evaluates only the changed suffix, then samples
  * until an end-of-generation token, a stop string, max-new, the context end or a cancel.
@@ -18,20 +19,9 @@
 
 #include "gen/engine.h"
 #include "gen/sample.h"
+#include "gen/slot.h"
 #include "gen/textout.h"
 #include "util/status.h"
-
-enum pt_stop_reason {
-	PT_STOP_NONE = 0,
-	PT_STOP_EOS,       /* the model's end-of-generation token */
-	PT_STOP_STRING,    /* a --stop string matched */
-	PT_STOP_MAX_NEW,   /* max_new tokens generated */
-	PT_STOP_CONTEXT,   /* the KV cache is full */
-	PT_STOP_CANCELLED, /* *cancel became non-zero */
-};
-
-/* "eos", "stop", "max-new", "context", "cancelled" ("none" before any generation). */
-const char *pt_stop_reason_name(enum pt_stop_reason r);
 
 struct pt_session_opts {
 	struct pt_sampler_opts sampler;
@@ -43,18 +33,7 @@ struct pt_session_opts {
 	volatile sig_atomic_t *cancel; /* polled once per token; NULL: never cancelled */
 };
 
-/* What one generate call did.  Times in seconds. */
-struct pt_gen_stats {
-	uint32_t prompt_tokens;   /* ids of the prompt */
-	uint32_t reused_tokens;   /* KV rows kept from the previous history */
-	uint32_t prefill_tokens;  /* prompt ids evaluated now */
-	double prefill_s;         /* evaluating them */
-	double ttft_s;            /* generate call start -> first token's text handed on */
-	uint32_t gen_tokens;      /* sampled ids, the end-of-generation token included */
-	double decode_s;          /* first sample -> last sample */
-	enum pt_stop_reason stop;
-	int64_t reply_pos;        /* engine position where the reply started */
-};
+/* struct pt_gen_stats and enum pt_stop_reason: gen/slot.h. */
 
 typedef struct pt_session pt_session;
 

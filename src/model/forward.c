@@ -37,18 +37,33 @@ struct ffn_ref {
 	const float *post_norm;
 };
 
+/* One sequence: its KV cache and the next position. */
+struct fwd_seq {
+	struct pt_kv kv;
+	int64_t pos;
+};
+
 struct pt_fwd {
 	const struct pt_model *m;
 	const struct pt_expert_provider *prov;
 	pt_pool *pool;
 	uint32_t n_batch, n_ctx, n_threads;
-	int64_t pos;
+	uint32_t n_rows;  /* rows of the buffers: max(n_batch, n_seq) */
 	uint64_t head_ns; /* wall time in the output head, for the bench's decode split */
-	struct pt_kv kv;
-	/* row blocks, [n_batch][width] */
+	uint64_t expert_gets; /* provider get calls (one per expert, layer and chunk) */
+	struct fwd_seq *seqs;
+	uint32_t n_seq;
+	/* the chunk being run: each row's sequence and position; decode_rows: every row is a
+	 * decode of its own sequence (one-row attention numerics whatever the row count) */
+	uint32_t *rseq;
+	int64_t *rpos;
+	bool decode_rows;
+	bool ahead_done;  /* this layer's read-ahead was made */
+	/* row blocks, [n_rows][width] */
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
 	float *h2, *rl, *rw, *yk, *xg, *sel;
-	float *spec_x, *spec_l, *spec_w; /* read-ahead prediction: [n_embd], [n_expert], [k] */
+	float *spec_x, *spec_l, *spec_w; /* read-ahead prediction, per row: [n_embd], [n_expert],
+					    [k] */
 	/* prefill experts: the layer input quantized once for every gate/up product [n_batch]
 	 * [xq_row] (xin_row bytes a row when xin_on), and one expert's rows gathered from it */
 	uint8_t *xin, *xgq;
@@ -74,13 +89,16 @@ struct pt_fwd {
 	float *dg, *dy;
 	uint8_t *xqd;
 	uint32_t group_max;
+	/* decode batches (n_seq > 1): PT_KERN_SET_MAX (expert, row) products' intermediates
+	 * [w_ff], outputs [n_embd] and quantized down inputs [xq_row] */
+	float *bdg, *bdy;
+	uint8_t *bxqd;
 	uint32_t w_qk, w_v, w_ff, n_k; /* widths */
 };
 
 struct attn_task {
 	pt_fwd *f;
 	uint32_t il, n_head, hd_k, hd_v;
-	int64_t pos0;
 	struct pt_attn_args a;
 	uint32_t n_blocks; /* split-K tasks per head group (single-row chunks) */
 	uint32_t n_rows;   /* rows of the chunk */
@@ -104,7 +122,8 @@ static struct attn_mem attn_mem(pt_fwd *f, const struct attn_task *t, uint32_t w
 	struct attn_mem w;
 	const uint32_t n_q = t->group / t->n_sub;
 	w.s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
-	w.pm = w.s + pt_attn_scratch_floats(&f->kv, t->il, n_q) - 2 * (size_t)n_q * (2 + t->hd_v);
+	w.pm = w.s + pt_attn_scratch_floats(&f->seqs[0].kv, t->il, n_q) -
+	       2 * (size_t)n_q * (2 + t->hd_v);
 	w.ps = w.pm + n_q;
 	w.pacc = w.ps + n_q;
 	w.tm = w.pacc + (size_t)n_q * t->hd_v;
@@ -124,8 +143,9 @@ static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 	const uint32_t kvh = g / t->n_sub, h0 = g * n_q;
 	const struct attn_mem w = attn_mem(f, t, worker);
 	const float *q = f->q + (size_t)row * f->w_qk + (size_t)h0 * t->hd_k;
+	const struct pt_kv *kv = &f->seqs[f->rseq[row]].kv;
 	int64_t first, count;
-	pt_kv_range(&f->kv, t->il, t->pos0 + row, &first, &count);
+	pt_kv_range(kv, t->il, f->rpos[row], &first, &count);
 	for (uint32_t i = 0; i < n_q; i++) {
 		w.tm[i] = -INFINITY;
 		w.ts[i] = 0.0f;
@@ -134,7 +154,7 @@ static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 	const int64_t blk = f->attn_block;
 	for (int64_t p = first; p < first + count; p += blk) {
 		const int64_t hi = p + blk < first + count ? p + blk : first + count;
-		pt_attn_group(&f->kv, t->il, kvh, q, t->hd_k, n_q, p, hi, &t->a, w.pm, w.ps, w.pacc,
+		pt_attn_group(kv, t->il, kvh, q, t->hd_k, n_q, p, hi, &t->a, w.pm, w.ps, w.pacc,
 			      w.s);
 		for (uint32_t i = 0; i < n_q; i++) {
 			struct pt_attn_part tot = { w.tm[i], w.ts[i], w.tacc + (size_t)i * t->hd_v };
@@ -162,11 +182,12 @@ static void attn_block_fn(void *ctx, uint32_t task, uint32_t worker)
 	const uint32_t n_q = t->group / t->n_sub;
 	const uint32_t g = task / t->n_blocks, b = task % t->n_blocks, h0 = g * n_q;
 	const struct attn_mem w = attn_mem(f, t, worker);
+	const struct pt_kv *kv = &f->seqs[f->rseq[0]].kv;
 	int64_t first, count;
-	pt_kv_range(&f->kv, t->il, t->pos0, &first, &count);
+	pt_kv_range(kv, t->il, f->rpos[0], &first, &count);
 	const int64_t lo = first + (int64_t)b * f->attn_block;
 	const int64_t hi = lo + f->attn_block < first + count ? lo + f->attn_block : first + count;
-	pt_attn_group(&f->kv, t->il, g / t->n_sub, f->q + (size_t)h0 * t->hd_k, t->hd_k, n_q, lo,
+	pt_attn_group(kv, t->il, g / t->n_sub, f->q + (size_t)h0 * t->hd_k, t->hd_k, n_q, lo,
 		      hi, &t->a, w.pm, w.ps, w.pacc, w.s);
 	for (uint32_t i = 0; i < n_q; i++) {
 		float *slot = f->parts + ((size_t)(h0 + i) * t->n_blocks + b) * (2 + t->hd_v);
@@ -401,19 +422,20 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 			pt_op_rmsnorm_heads(k, L->k_norm, (int)n_kv, (int)hd_k, hp->rms_eps);
 		if (gemma)
 			pt_op_rmsnorm_heads(v, NULL, (int)n_kv, (int)hd_v, hp->rms_eps);
-		pt_op_rope_cache(cs, (int)n_rot, f->pos + r, base, ff);
+		pt_op_rope_cache(cs, (int)n_rot, f->rpos[r], base, ff);
 		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
-		pt_kv_store(&f->kv, il, f->pos + r, k, v);
+		pt_kv_store(&f->seqs[f->rseq[r]].kv, il, f->rpos[r], k, v);
 	}
-	struct attn_task t = { f, il, n_head, hd_k, hd_v, f->pos, { 0.0f, 0.0f, false }, 1, n,
+	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, n,
 			       n_head / n_kv, 1 };
 	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
 	t.a.scale = gemma ? 1.0f : 1.0f / sqrtf((float)hd_k);
 	t.a.softcap = 0.0f;
-	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS;
+	/* a batch of decodes keeps each row's one-row numerics, however many rows */
+	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS && !f->decode_rows;
 	int64_t first, count;
-	pt_kv_range(&f->kv, il, f->pos, &first, &count);
+	pt_kv_range(&f->seqs[f->rseq[0]].kv, il, f->rpos[0], &first, &count);
 	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
 	if (n == 1 && t.n_blocks > 1) {
 		pt_pool_run(f->pool, attn_block_fn, &t, n_kv * t.n_sub * t.n_blocks);
@@ -509,26 +531,36 @@ static void gemma4_router_in(pt_fwd *f, const struct pt_layer_weights *L, const 
  * router-input norm) to this layer's residual f->x, and lets the provider start reading
  * them now, so this layer's tail and the next layer's attention overlap reads (FATE-style;
  * docs/PERFORMANCE.md has the hit rate of the guess and the waste).  Only which reads start
- * early depends on it, never a result. */
-static void read_ahead(pt_fwd *f, uint32_t il)
+ * early depends on it, never a result.  A decode batch guesses for each of its n rows and
+ * hands on the distinct experts (at most AHEAD_MAX). */
+#define AHEAD_MAX 256
+static void read_ahead(pt_fwd *f, uint32_t il, uint32_t n)
 {
 	const struct pt_hparams *hp = &f->m->hp;
-	const uint32_t k = hp->n_expert_used;
-	uint32_t ids[64];
+	const uint32_t k = hp->n_expert_used, E = hp->n_expert;
+	uint32_t ids[AHEAD_MAX], nu = 0;
 	struct pt_error ignore = { 0 };
 	if (!f->prov->ahead || il + 1 >= hp->n_layer || !f->m->layers[il + 1].is_moe || k > 64)
 		return;
 	const struct pt_layer_weights *N = &f->m->layers[il + 1];
 	if (hp->arch == PT_ARCH_GEMMA4)
-		gemma4_router_in(f, N, f->x, f->spec_x, 1);
+		gemma4_router_in(f, N, f->x, f->spec_x, n);
 	else
-		norm_rows(f->spec_x, f->x, N->ffn_norm, 1, hp->n_embd, hp->rms_eps);
-	if (mm(f, &N->router, f->spec_x, 1, f->spec_l, &ignore) != PT_OK)
+		norm_rows(f->spec_x, f->x, N->ffn_norm, n, hp->n_embd, hp->rms_eps);
+	if (mm(f, &N->router, f->spec_x, n, f->spec_l, &ignore) != PT_OK)
 		return; /* a guess: nothing to report */
-	route_row(f, N, f->spec_l, f->spec_ids, f->spec_w);
-	for (uint32_t j = 0; j < k; j++)
-		ids[j] = (uint32_t)f->spec_ids[j];
-	f->prov->ahead(f->prov->ctx, il + 1, ids, k);
+	for (uint32_t r = 0; r < n; r++) {
+		int *ri = f->spec_ids + (size_t)r * k;
+		route_row(f, N, f->spec_l + (size_t)r * E, ri, f->spec_w + (size_t)r * k);
+		for (uint32_t j = 0; j < k && nu < AHEAD_MAX; j++) {
+			uint32_t u = 0;
+			while (u < nu && ids[u] != (uint32_t)ri[j])
+				u++;
+			if (u == nu)
+				ids[nu++] = (uint32_t)ri[j];
+		}
+	}
+	f->prov->ahead(f->prov->ctx, il + 1, ids, nu);
 }
 
 static struct pt_kern_mat expert_mat(const struct pt_expert_mat *x, const void *data)
@@ -657,6 +689,7 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 	enum pt_status st = f->prov->get(f->prov->ctx, il, e, &p, err);
 	if (st != PT_OK)
 		return st;
+	f->expert_gets++;
 	st = expert_ffn(f, L, &p, cnt, err);
 	if (f->prov->release)
 		f->prov->release(f->prov->ctx, il, e);
@@ -731,6 +764,7 @@ static enum pt_status expert_group(pt_fwd *f, const struct pt_layer_weights *L, 
 	uint32_t got = 0;
 	while (got < ne && (st = f->prov->get(f->prov->ctx, il, ex[got], &p[got], err)) == PT_OK)
 		got++;
+	f->expert_gets += got;
 	if (st == PT_OK)
 		st = group_ffn(f, L, p, ne, in, sh, err);
 	for (uint32_t j = 0; f->prov->release && j < got; j++)
@@ -802,9 +836,131 @@ static enum pt_status wave_grouped(pt_fwd *f, const struct pt_layer_weights *L, 
 	return st;
 }
 
+/* Decode batch: the experts ex[ne] (fetched together) over their rows as one set of
+ * single-row products per (expert, row): gate/up/activation in one dispatch, downs in a
+ * second.  Inputs are the rows' quantized layer input (f->xin); every product is the dot
+ * calls on the bytes one_expert's matmul would use, so each row's output is bit-identical,
+ * and is scattered into its rank slot of f->yk exactly as one_expert does. */
+static enum pt_status rows_group(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				 const uint32_t *ex, uint32_t ne, struct pt_error *err)
+{
+	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
+	struct pt_kern_glu gs[PT_KERN_SET_MAX] = { 0 };
+	struct pt_kern_mv ds[PT_KERN_SET_MAX] = { 0 };
+	struct pt_expert_ptrs p[PT_KERN_SET_MAX];
+	int slot_of_entry[PT_KERN_SET_MAX];
+	for (uint32_t j = 0, total = 0; j < ne; j++) /* wave_rows's invariant */
+		if ((total += f->eoff[ex[j] + 1] - f->eoff[ex[j]]) > PT_KERN_SET_MAX)
+			return pt_error_set(err, PT_E_INVALID, "forward: expert group too large");
+	uint32_t got = 0, m = 0;
+	enum pt_status st = PT_OK;
+	while (got < ne && (st = f->prov->get(f->prov->ctx, il, ex[got], &p[got], err)) == PT_OK)
+		got++;
+	f->expert_gets += got;
+	for (uint32_t j = 0; st == PT_OK && j < ne; j++) {
+		const bool fused = !p[j].up;
+		const struct pt_kern_mat g = expert_mat(fused ? &L->gate_up_exps : &L->gate_exps,
+							p[j].gate);
+		const struct pt_kern_mat u = fused ? (struct pt_kern_mat){ 0 }
+						   : expert_mat(&L->up_exps, p[j].up);
+		const struct pt_kern_mat d = expert_mat(&L->down_exps, p[j].down);
+		for (uint32_t c = f->eoff[ex[j]]; c < f->eoff[ex[j] + 1]; c++, m++) {
+			const uint8_t *xq = f->xin + (size_t)(f->rows[c] / k) * f->xin_row;
+			gs[m] = (struct pt_kern_glu){ g, u, xq, xq, f->bdg + (size_t)m * f->w_ff };
+			ds[m] = (struct pt_kern_mv){ d, NULL, f->bdy + (size_t)m * D };
+			slot_of_entry[m] = f->rows[c];
+		}
+	}
+	if (st == PT_OK)
+		st = pt_kern_glu_set(gs, m, glu_fn(f), f->pool, err);
+	for (uint32_t j = 0; st == PT_OK && j < m; j++) {
+		const struct pt_kern_ops *ops = pt_kern_ops(ds[j].w.type);
+		if (!ops) {
+			st = no_xq(&ds[j].w, err);
+			break;
+		}
+		ds[j].xq = gs[j].y;
+		if (ops->act_type != PT_TYPE_F32) {
+			ds[j].xq = f->bxqd + (size_t)j * f->xq_row;
+			pt_kern_quantize_row(ops->act_type, gs[j].y, f->bxqd + (size_t)j * f->xq_row,
+					     ds[j].w.cols);
+		}
+	}
+	if (st == PT_OK)
+		st = pt_kern_matvec_set(ds, m, f->pool, err);
+	for (uint32_t j = 0; f->prov->release && j < got; j++)
+		f->prov->release(f->prov->ctx, il, ex[j]);
+	for (uint32_t j = 0, m2 = 0; st == PT_OK && j < ne; j++) {
+		const float *sc = L->down_exps_scale ? &L->down_exps_scale[ex[j]] : NULL;
+		for (uint32_t c = f->eoff[ex[j]]; c < f->eoff[ex[j] + 1]; c++, m2++)
+			scale_row(f->yk + (size_t)slot_of_entry[m2] * D, f->bdy + (size_t)m2 * D, D,
+				  sc, f->rw[slot_of_entry[m2]]);
+	}
+	return st;
+}
+
+/* Rows routed to e on this layer. */
+static uint32_t rows_of(const pt_fwd *f, uint32_t e)
+{
+	return f->eoff[e + 1] - f->eoff[e];
+}
+
+/* Decode-batch wave: experts as they are ready, in groups of at most PT_KERN_SET_MAX
+ * (expert, row) products (an expert with more rows than that runs alone, by one_expert). */
+static enum pt_status wave_rows(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				const uint32_t *ex, uint32_t cnt, const float *in,
+				struct pt_error *err)
+{
+	const struct pt_expert_provider *pv = f->prov;
+	const bool stream = pv->prefetch && pv->next;
+	const uint32_t none = UINT32_MAX;
+	uint32_t carry = none, done = 0;
+	enum pt_status st = PT_OK;
+	while (st == PT_OK && done < cnt) {
+		uint32_t grp[PT_KERN_SET_MAX], ng = 0, ent = 0;
+		while (st == PT_OK && done + ng < cnt && ent < PT_KERN_SET_MAX) {
+			uint32_t e = ex[done + ng];
+			bool got = true;
+			if (carry != none) {
+				e = carry;
+				carry = none;
+			} else if (stream && ng == 0) {
+				st = pv->next(pv->ctx, &e, &got, err);
+				if (st == PT_OK && !got)
+					st = pt_error_set(err, PT_E_IO, "layer %u: %u of %u experts "
+							  "never became ready", il, cnt - done, cnt);
+			} else if (stream) {
+				if (!pv->ready)
+					break;
+				st = pv->ready(pv->ctx, &e, &got, err);
+				if (!got)
+					break;
+			}
+			if (st != PT_OK)
+				break;
+			if (ng > 0 && ent + rows_of(f, e) > PT_KERN_SET_MAX) {
+				if (stream)
+					carry = e; /* taken from the provider: first of the next group */
+				break;
+			}
+			grp[ng++] = e;
+			ent += rows_of(f, e);
+		}
+		if (st != PT_OK)
+			break;
+		if (ng == 1 && ent > PT_KERN_SET_MAX)
+			st = one_expert(f, L, il, grp[0], in, err);
+		else
+			st = rows_group(f, L, il, grp, ng, err);
+		done += ng;
+	}
+	return st;
+}
+
 /* One wave: prefetch (reads of the misses in flight), the overlapped work, then each expert
  * as its bytes are ready (hits first, misses in completion order).  Decode takes the grouped
- * path, with the overlapped FFN folded into the first group. */
+ * path, with the overlapped FFN folded into the first group; a decode batch groups
+ * (expert, row) products (wave_rows). */
 static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
 			   const uint32_t *ex, uint32_t cnt, const float *in, uint32_t n,
 			   overlap_fn overlap, struct pt_error *err)
@@ -812,11 +968,14 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	const struct pt_expert_provider *pv = f->prov;
 	const bool stream = pv->prefetch && pv->next;
 	const bool grouped = n == 1 && cnt < f->group_max;
+	const bool rows = n > 1 && f->decode_rows && f->xin_on && f->bdg;
 	struct ffn_ref shr;
 	bool folded = false;
 	enum pt_status st = stream ? pv->prefetch(pv->ctx, il, ex, cnt, err) : PT_OK;
-	if (st == PT_OK && stream && n == 1)
-		read_ahead(f, il);
+	if (st == PT_OK && stream && (n == 1 || f->decode_rows) && !f->ahead_done) {
+		read_ahead(f, il, n);
+		f->ahead_done = true; /* once per layer, after the first wave's reads went out */
+	}
 	if (st == PT_OK && overlap) {
 		folded = grouped && cnt > 0 && fold_overlap(f, L, overlap, &shr);
 		if (!folded)
@@ -824,7 +983,9 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	}
 	if (st == PT_OK && grouped)
 		st = wave_grouped(f, L, il, ex, cnt, in, folded ? &shr : NULL, err);
-	for (uint32_t i = 0; st == PT_OK && !grouped && i < cnt; i++) {
+	if (st == PT_OK && rows)
+		st = wave_rows(f, L, il, ex, cnt, in, err);
+	for (uint32_t i = 0; st == PT_OK && !grouped && !rows && i < cnt; i++) {
 		uint32_t e = ex[i];
 		bool got = true;
 		if (stream)
@@ -851,9 +1012,12 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 	const uint32_t k = hp->n_expert_used, D = hp->n_embd;
 	uint32_t n_waves = 1;
 	const uint32_t nu = sort_rows(f, n * k);
-	if (f->on_route)
-		f->on_route(f->route_ctx, il, f->pos, n, k, f->ids);
+	/* the observer sees runs of consecutive positions: a decode batch row by row */
+	for (uint32_t r = 0; f->on_route && r < n; r += f->decode_rows ? 1 : n)
+		f->on_route(f->route_ctx, il, f->rpos[r], f->decode_rows ? 1 : n, k,
+			    f->ids + (size_t)r * k);
 	enum pt_status st = PT_OK;
+	f->ahead_done = false;
 	quant_expert_input(f, L, in, n);
 	f->wave_end[0] = nu;
 	if (f->prov->waves)
@@ -944,8 +1108,9 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 			return st;
 		norm_rows(f->t1, f->t1, L->post_ffw_norm, n, hp->n_embd, hp->rms_eps);
 	} else if (!L->is_moe) {
-		if (n == 1) /* a leading dense layer: the first MoE layer's reads start here */
-			read_ahead(f, il);
+		if (n == 1 || f->decode_rows) /* a leading dense layer: the first MoE layer's reads
+						 start here */
+			read_ahead(f, il, n);
 		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
 	} else {
 		st = moe(f, L, il, f->h, f->h, n, f->t1, err); /* shared expert into t2 */
@@ -1004,18 +1169,28 @@ static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float
 	}
 	if (st == PT_OK && logits)
 		st = head(f, all ? 0 : n - 1, n, logits, err);
-	if (st == PT_OK)
-		f->pos += n;
+	for (uint32_t r = 0; st == PT_OK && r < n; r++) /* rows ascend within a sequence */
+		f->seqs[f->rseq[r]].pos = f->rpos[r] + 1;
 	return st;
 }
 
-enum pt_status pt_fwd_eval_rows(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
-				bool all_logits, struct pt_error *err)
+static enum pt_status bad_seq(const pt_fwd *f, uint32_t seq, struct pt_error *err)
 {
-	if ((uint64_t)f->pos + n > f->n_ctx)
+	return pt_error_set(err, PT_E_INVALID, "sequence %u out of range (%u sequences)", seq,
+			    f->n_seq);
+}
+
+enum pt_status pt_fwd_seq_eval(pt_fwd *f, uint32_t seq, const uint32_t *tokens, uint32_t n,
+			       float *logits, bool all_logits, struct pt_error *err)
+{
+	if (seq >= f->n_seq)
+		return bad_seq(f, seq, err);
+	struct fwd_seq *S = &f->seqs[seq];
+	if ((uint64_t)S->pos + n > f->n_ctx)
 		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
-				    (long long)f->pos, n, f->n_ctx);
+				    (long long)S->pos, n, f->n_ctx);
 	const size_t nv = f->m->output.rows;
+	f->decode_rows = false;
 	for (uint32_t i = 0; i < n; i += f->n_batch) {
 		const uint32_t c = n - i < f->n_batch ? n - i : f->n_batch;
 		float *l = NULL;
@@ -1023,6 +1198,10 @@ enum pt_status pt_fwd_eval_rows(pt_fwd *f, const uint32_t *tokens, uint32_t n, f
 			l = logits + (size_t)i * nv;
 		else if (logits && i + c == n)
 			l = logits; /* the last chunk's last row */
+		for (uint32_t r = 0; r < c; r++) {
+			f->rseq[r] = seq;
+			f->rpos[r] = S->pos + r;
+		}
 		enum pt_status st = chunk(f, tokens + i, c, l, all_logits, err);
 		if (st != PT_OK)
 			return st;
@@ -1030,29 +1209,70 @@ enum pt_status pt_fwd_eval_rows(pt_fwd *f, const uint32_t *tokens, uint32_t n, f
 	return PT_OK;
 }
 
+enum pt_status pt_fwd_eval_rows(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
+				bool all_logits, struct pt_error *err)
+{
+	return pt_fwd_seq_eval(f, 0, tokens, n, logits, all_logits, err);
+}
+
 enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
 			   struct pt_error *err)
 {
-	return pt_fwd_eval_rows(f, tokens, n, logits, true, err);
+	return pt_fwd_seq_eval(f, 0, tokens, n, logits, true, err);
 }
 
-enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err)
+enum pt_status pt_fwd_decode_batch(pt_fwd *f, const uint32_t *seqs, const uint32_t *tokens,
+				   uint32_t n, float *logits, struct pt_error *err)
 {
-	if (pos < 0 || pos > f->pos)
+	if (n == 0 || n > f->n_seq)
+		return pt_error_set(err, PT_E_INVALID, "decode batch of %u rows (%u sequences)", n,
+				    f->n_seq);
+	for (uint32_t i = 0; i < n; i++) {
+		if (seqs[i] >= f->n_seq)
+			return bad_seq(f, seqs[i], err);
+		for (uint32_t j = 0; j < i; j++)
+			if (seqs[j] == seqs[i])
+				return pt_error_set(err, PT_E_INVALID,
+						    "decode batch: sequence %u appears twice", seqs[i]);
+		if (f->seqs[seqs[i]].pos + 1 > (int64_t)f->n_ctx)
+			return pt_error_set(err, PT_E_LIMIT, "context full: sequence %u at %lld of %u",
+					    seqs[i], (long long)f->seqs[seqs[i]].pos, f->n_ctx);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		f->rseq[i] = seqs[i];
+		f->rpos[i] = f->seqs[seqs[i]].pos;
+	}
+	f->decode_rows = true;
+	enum pt_status st = chunk(f, tokens, n, logits, true, err);
+	f->decode_rows = false;
+	return st;
+}
+
+enum pt_status pt_fwd_seq_truncate(pt_fwd *f, uint32_t seq, int64_t pos, struct pt_error *err)
+{
+	if (seq >= f->n_seq)
+		return bad_seq(f, seq, err);
+	struct fwd_seq *S = &f->seqs[seq];
+	if (pos < 0 || pos > S->pos)
 		return pt_error_set(err, PT_E_INVALID, "truncate to %lld: only %lld positions",
-				    (long long)pos, (long long)f->pos);
-	for (uint32_t il = 0; il < f->kv.n_layer; il++) {
-		const struct pt_kv_layer *L = &f->kv.layers[il];
-		/* the ring holds positions [f->pos - cap, f->pos); the query at pos needs its
+				    (long long)pos, (long long)S->pos);
+	for (uint32_t il = 0; il < S->kv.n_layer; il++) {
+		const struct pt_kv_layer *L = &S->kv.layers[il];
+		/* the ring holds positions [S->pos - cap, S->pos); the query at pos needs its
 		 * window's keys from pos - n_swa + 1 on */
 		const int64_t need = pos - (int64_t)L->d.n_swa + 1;
-		if (L->d.n_swa > 0 && need > 0 && need < f->pos - (int64_t)L->cap)
+		if (L->d.n_swa > 0 && need > 0 && need < S->pos - (int64_t)L->cap)
 			return pt_error_set(err, PT_E_LIMIT,
 					    "layer %u: sliding ring no longer holds position %lld",
 					    il, (long long)need);
 	}
-	f->pos = pos;
+	S->pos = pos;
 	return PT_OK;
+}
+
+enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err)
+{
+	return pt_fwd_seq_truncate(f, 0, pos, err);
 }
 
 uint64_t pt_fwd_head_ns(const pt_fwd *f)
@@ -1060,9 +1280,67 @@ uint64_t pt_fwd_head_ns(const pt_fwd *f)
 	return f->head_ns;
 }
 
+uint64_t pt_fwd_expert_gets(const pt_fwd *f)
+{
+	return f->expert_gets;
+}
+
+uint32_t pt_fwd_n_seq(const pt_fwd *f)
+{
+	return f->n_seq;
+}
+
 int64_t pt_fwd_pos(const pt_fwd *f)
 {
-	return f->pos;
+	return f->seqs[0].pos;
+}
+
+int64_t pt_fwd_seq_pos(const pt_fwd *f, uint32_t seq)
+{
+	return seq < f->n_seq ? f->seqs[seq].pos : -1;
+}
+
+uint64_t pt_fwd_snapshot_bytes(const pt_fwd *f, int64_t pos)
+{
+	return pt_kv_snapshot_bytes(&f->seqs[0].kv, pos);
+}
+
+enum pt_status pt_fwd_seq_save(const pt_fwd *f, uint32_t seq, void *buf, uint64_t size,
+			       struct pt_error *err)
+{
+	if (seq >= f->n_seq)
+		return bad_seq(f, seq, err);
+	const struct fwd_seq *S = &f->seqs[seq];
+	if (size != pt_kv_snapshot_bytes(&S->kv, S->pos))
+		return pt_error_set(err, PT_E_INVALID, "KV snapshot: %llu bytes for %lld positions",
+				    (unsigned long long)size, (long long)S->pos);
+	pt_kv_save(&S->kv, S->pos, buf);
+	return PT_OK;
+}
+
+enum pt_status pt_fwd_seq_load(pt_fwd *f, uint32_t seq, int64_t pos, const void *buf,
+			       uint64_t size, struct pt_error *err)
+{
+	if (seq >= f->n_seq)
+		return bad_seq(f, seq, err);
+	struct fwd_seq *S = &f->seqs[seq];
+	if (pos < 0 || pos > (int64_t)f->n_ctx || size != pt_kv_snapshot_bytes(&S->kv, pos))
+		return pt_error_set(err, PT_E_INVALID, "KV snapshot: %llu bytes for %lld positions",
+				    (unsigned long long)size, (long long)pos);
+	pt_kv_load(&S->kv, pos, buf);
+	S->pos = pos;
+	return PT_OK;
+}
+
+enum pt_status pt_fwd_seq_copy(pt_fwd *f, uint32_t dst, uint32_t src, struct pt_error *err)
+{
+	if (dst >= f->n_seq || src >= f->n_seq)
+		return bad_seq(f, dst >= f->n_seq ? dst : src, err);
+	if (dst != src) {
+		pt_kv_copy(&f->seqs[dst].kv, &f->seqs[src].kv, f->seqs[src].pos);
+		f->seqs[dst].pos = f->seqs[src].pos;
+	}
+	return PT_OK;
 }
 
 uint32_t pt_fwd_n_ctx(const pt_fwd *f)
@@ -1115,7 +1393,7 @@ static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n
 		f->n_k = (uint32_t)umax(f->n_k, (size_t)nkv * hk);
 		*w_qkv = (uint32_t)umax(*w_qkv, (size_t)hp->n_head * hk + (size_t)nkv * (hk + hv));
 		*max_rot = (uint32_t)umax(*max_rot, hp->is_swa[il] ? hp->n_rot_swa : hp->n_rot);
-		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->kv, il, hp->n_head / nkv));
+		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->seqs[0].kv, il, hp->n_head / nkv));
 		const struct pt_layer_weights *L = &m->layers[il];
 		f->w_ff = (uint32_t)umax(f->w_ff, L->ffn_gate.rows);
 		f->w_ff = (uint32_t)umax(f->w_ff, L->sh_gate.rows);
@@ -1138,17 +1416,24 @@ static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 	f->dg = pt_mallocn((size_t)f->group_max * (f->w_ff ? f->w_ff : 1), sizeof(float));
 	f->dy = pt_mallocn((size_t)f->group_max * D, sizeof(float));
 	f->xqd = pt_mallocn(f->group_max, f->xq_row ? f->xq_row : 1);
-	f->xin = pt_mallocn(f->n_batch, f->xq_row ? f->xq_row : 1);
-	f->xgq = pt_mallocn(f->n_batch, f->xq_row ? f->xq_row : 1);
+	f->xin = pt_mallocn(f->n_rows, f->xq_row ? f->xq_row : 1);
+	f->xgq = pt_mallocn(f->n_rows, f->xq_row ? f->xq_row : 1);
 	if (!f->dg || !f->dy || !f->xqd || !f->xin || !f->xgq)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	if (f->n_seq > 1) {
+		f->bdg = pt_mallocn((size_t)PT_KERN_SET_MAX * (f->w_ff ? f->w_ff : 1), sizeof(float));
+		f->bdy = pt_mallocn((size_t)PT_KERN_SET_MAX * D, sizeof(float));
+		f->bxqd = pt_mallocn(PT_KERN_SET_MAX, f->xq_row ? f->xq_row : 1);
+		if (!f->bdg || !f->bdy || !f->bxqd)
+			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	}
 	return PT_OK;
 }
 
 static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
-	const size_t B = f->n_batch, D = hp->n_embd, k = hp->n_expert_used;
+	const size_t B = f->n_rows, D = hp->n_embd, k = hp->n_expert_used;
 	uint32_t w_qkv, max_rot;
 	widths(f, &w_qkv, &max_rot, &f->attn_scratch_n);
 	float **bufs[] = { &f->x, &f->h, &f->h2, &f->t1, &f->t2, &f->t3, &f->xg, &f->q, &f->v,
@@ -1158,8 +1443,8 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	const size_t n[] = { B * D, B * D, B * D, B * D, B * D, B * D, B * D, B * f->w_qk,
 			     B * f->w_qk, B * f->w_qk, B * f->n_k, B * w_qkv, B * f->w_ff,
 			     B * f->w_ff, B * hp->n_expert, B * k, B * k * D, hp->n_expert,
-			     max_rot, (size_t)f->n_threads * f->attn_scratch_n, D, hp->n_expert,
-			     k };
+			     max_rot, (size_t)f->n_threads * f->attn_scratch_n, B * D,
+			     B * hp->n_expert, B * k };
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
 		*bufs[i] = pt_mallocn(n[i] ? n[i] : 1, sizeof(float));
 		if (!*bufs[i])
@@ -1169,14 +1454,16 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
-	f->spec_ids = pt_mallocn(k ? k : 1, sizeof(int));
+	f->spec_ids = pt_mallocn(k ? B * k : 1, sizeof(int));
+	f->rseq = pt_mallocn(B, sizeof(uint32_t));
+	f->rpos = pt_mallocn(B, sizeof(int64_t));
 	f->uni = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->wave_end = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->eoff = pt_mallocn((size_t)hp->n_expert + 1, sizeof(uint32_t));
-	f->act_bytes = act_need(f->m, f->n_batch);
+	f->act_bytes = act_need(f->m, f->n_rows);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
 	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end ||
-	    !f->spec_ids || !f->eoff)
+	    !f->spec_ids || !f->eoff || !f->rseq || !f->rpos)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	return alloc_decode(f, err);
 }
@@ -1193,7 +1480,12 @@ static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error
 		d[il].head_dim_v = pt_hparams_head_dim_v(hp, il);
 		d[il].n_swa = hp->is_swa[il] ? hp->n_swa : 0;
 	}
-	enum pt_status st = pt_kv_init(&f->kv, type, hp->n_layer, d, f->n_ctx, f->n_batch, err);
+	enum pt_status st = PT_OK;
+	f->seqs = pt_calloc(f->n_seq, sizeof(*f->seqs));
+	if (!f->seqs)
+		st = pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate sequences");
+	for (uint32_t s = 0; st == PT_OK && s < f->n_seq; s++)
+		st = pt_kv_init(&f->seqs[s].kv, type, hp->n_layer, d, f->n_ctx, f->n_batch, err);
 	pt_free(d);
 	return st;
 }
@@ -1220,6 +1512,13 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	}
 	if (f->n_batch > f->n_ctx)
 		f->n_batch = f->n_ctx;
+	f->n_seq = opts->n_seq ? opts->n_seq : 1;
+	if (f->n_seq > PT_FWD_MAX_SEQ) {
+		pt_free(f);
+		return pt_error_set(err, PT_E_INVALID, "forward: %u sequences (at most %u)",
+				    opts->n_seq, PT_FWD_MAX_SEQ);
+	}
+	f->n_rows = f->n_batch > f->n_seq ? f->n_batch : f->n_seq;
 	enum pt_status st = kv_create(f, opts->kv_type, err);
 	if (st == PT_OK)
 		st = alloc_buffers(f, err);
@@ -1243,6 +1542,8 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->ids);
 	pt_free(f->rows);
 	pt_free(f->spec_ids);
+	pt_free(f->rseq);
+	pt_free(f->rpos);
 	pt_free(f->uni);
 	pt_free(f->wave_end);
 	pt_free(f->eoff);
@@ -1253,8 +1554,13 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->dg);
 	pt_free(f->dy);
 	pt_free(f->xqd);
+	pt_free(f->bdg);
+	pt_free(f->bdy);
+	pt_free(f->bxqd);
 	pt_free(f->xin);
 	pt_free(f->xgq);
-	pt_kv_fini(&f->kv);
+	for (uint32_t s = 0; f->seqs && s < f->n_seq; s++)
+		pt_kv_fini(&f->seqs[s].kv);
+	pt_free(f->seqs);
 	pt_free(f);
 }

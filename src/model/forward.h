@@ -10,6 +10,7 @@
 #ifndef PT_MODEL_FORWARD_H
 #define PT_MODEL_FORWARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gen/kv.h"
@@ -29,7 +30,12 @@ struct pt_fwd_opts {
 	void (*on_route)(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
 			 const int *ids);
 	void *route_ctx;
+	/* Sequences, each with its own KV cache and position (0: 1).  The calls without a
+	 * sequence act on sequence 0. */
+	uint32_t n_seq;
 };
+
+#define PT_FWD_MAX_SEQ 256
 
 typedef struct pt_fwd pt_fwd;
 
@@ -57,5 +63,36 @@ enum pt_status pt_fwd_eval(pt_fwd *f, const uint32_t *tokens, uint32_t n, float 
  * the output head entirely (replaying kept tokens). */
 enum pt_status pt_fwd_eval_rows(pt_fwd *f, const uint32_t *tokens, uint32_t n, float *logits,
 				bool all_logits, struct pt_error *err);
+
+/* --- several sequences (opts.n_seq) ---
+ * Sequences share the weights, the expert provider and the buffers; calls are serialized by
+ * the caller.  PT_E_INVALID for a sequence out of range. */
+uint32_t pt_fwd_n_seq(const pt_fwd *f);
+int64_t pt_fwd_seq_pos(const pt_fwd *f, uint32_t seq); /* -1 out of range */
+/* pt_fwd_eval_rows on sequence seq. */
+enum pt_status pt_fwd_seq_eval(pt_fwd *f, uint32_t seq, const uint32_t *tokens, uint32_t n,
+			       float *logits, bool all_logits, struct pt_error *err);
+/* pt_fwd_truncate on sequence seq. */
+enum pt_status pt_fwd_seq_truncate(pt_fwd *f, uint32_t seq, int64_t pos, struct pt_error *err);
+/* One token for each of n distinct sequences seqs[i] in one pass: projections over the n
+ * rows at once, each row's RoPE position and attention over its own sequence's KV (with
+ * the one-row numerics however many rows), routed experts grouped across rows (each expert
+ * fetched once for every row routed to it).  logits [n][n_vocab]; row i is bit-identical
+ * to pt_fwd_seq_eval of tokens[i] alone on seqs[i].  PT_E_LIMIT when a sequence is full. */
+enum pt_status pt_fwd_decode_batch(pt_fwd *f, const uint32_t *seqs, const uint32_t *tokens,
+				   uint32_t n, float *logits, struct pt_error *err);
+/* Expert fetches so far: provider get calls, one per expert per MoE layer per pass however
+ * many rows use it. */
+uint64_t pt_fwd_expert_gets(const pt_fwd *f);
+/* KV snapshots of a sequence's positions [0, pos) (see pt_kv_save): their size, a copy of
+ * sequence seq at its position (size must be pt_fwd_snapshot_bytes(f, pos)), and loading one
+ * into seq (which then is at pos). */
+uint64_t pt_fwd_snapshot_bytes(const pt_fwd *f, int64_t pos);
+enum pt_status pt_fwd_seq_save(const pt_fwd *f, uint32_t seq, void *buf, uint64_t size,
+			       struct pt_error *err);
+enum pt_status pt_fwd_seq_load(pt_fwd *f, uint32_t seq, int64_t pos, const void *buf,
+			       uint64_t size, struct pt_error *err);
+/* dst becomes a copy of src (its KV rows and position). */
+enum pt_status pt_fwd_seq_copy(pt_fwd *f, uint32_t dst, uint32_t src, struct pt_error *err);
 
 #endif

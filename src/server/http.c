@@ -181,6 +181,7 @@ struct stream {
 	pt_http_read_fn read;
 	void *ctx;
 	void (*free_fn)(void *ctx);
+	bool endless;        /* ends when the server starts stopping (resp->endless) */
 };
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -195,6 +196,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			       : n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
 		if (!fd_alive(s->fd) || atomic_load(&s->h->stop_hard))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (s->endless && atomic_load(&s->h->stop_soft))
+			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (now_s() - t0 < 0.001) { /* a reader that does not block: do not spin */
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 			nanosleep(&ts, NULL);
@@ -259,6 +262,7 @@ static enum MHD_Result send_resp(struct pt_http_conn *cn, struct pt_http_resp *r
 			s->read = resp->read;
 			s->ctx = resp->read_ctx;
 			s->free_fn = resp->read_free;
+			s->endless = resp->endless;
 			r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s,
 							      stream_free);
 			if (!r)

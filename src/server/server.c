@@ -1,6 +1,8 @@
 /* server.c - the server object: chat template and special-token text from the engine's
  * tokenizer, the route table, the scheduler and the HTTP core, the snapshot API. */
 #include "server/srv_int.h"
+#include "server/stats.h"
+#include "server/webui.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +49,11 @@ static enum pt_status register_routes(pt_server *s, struct pt_error *err)
 	enum pt_status st = pt_srv_register_api(s, err);
 	if (st == PT_OK && s->o.metrics)
 		st = pt_srv_register_metrics(s, err);
-	/* web UI (issue 14): `if (st == PT_OK && !s->o.no_webui) st = pt_webui_register(s, err);` */
+	/* web UI (issue 14): the page unless --no-webui; the stats stream is API, always on */
+	if (st == PT_OK && !s->o.no_webui)
+		st = pt_webui_register(s, err);
+	if (st == PT_OK)
+		st = pt_stats_register(s, err);
 	return st;
 }
 

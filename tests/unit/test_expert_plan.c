@@ -33,6 +33,34 @@ PT_TEST(test_expert_plan_too_small)
 	CHECK_CONTAINS(err.msg, num); /* the smallest budget that works */
 }
 
+/* Several sequences and a prompt cache: the cache is part of the fixed cost, both are named
+ * in the plan line and in a refusal (the KV size already counts every sequence). */
+PT_TEST(test_expert_plan_sequences_and_prompt_cache)
+{
+	struct pt_plan_input in = base();
+	struct pt_plan p;
+	struct pt_error err = { 0 };
+	char line[400];
+	in.n_seq = 4;
+	in.kv_bytes = 4 * (GiB / 2);
+	in.cache_bytes = GiB;
+	in.budget = 2 * GiB + 2 * GiB + 64 * MiB + GiB + 8ull * 48 * 3 * MiB;
+	REQUIRE(pt_plan_compute(&in, &p, &err) == PT_OK);
+	CHECK_EQ_INT(p.slots_per_layer, 8);
+	CHECK_EQ_INT(p.total_bytes, in.budget);
+	pt_plan_format(&in, &p, line, sizeof line);
+	CHECK_CONTAINS(line, "KV 2.00 GiB (4 sequences), prompt cache 1.00 GiB, 8 slots/layer");
+	in.budget -= 1;
+	CHECK_EQ_INT(pt_plan_compute(&in, &p, &err), PT_E_LIMIT);
+	CHECK_CONTAINS(err.msg, "KV 2.00 GiB (4 sequences) + scratch 64.0 MiB + prompt cache");
+	in.n_seq = 1;
+	in.cache_bytes = 0;
+	in.budget = 8 * GiB;
+	REQUIRE(pt_plan_compute(&in, &p, &err) == PT_OK);
+	pt_plan_format(&in, &p, line, sizeof line);
+	CHECK(strstr(line, "sequences") == NULL && strstr(line, "prompt cache") == NULL);
+}
+
 PT_TEST(test_expert_plan_exactly_enough)
 {
 	struct pt_plan_input in = base();
