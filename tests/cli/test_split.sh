@@ -4,8 +4,8 @@
 #    the single file), byte-identical for a seed (checked on a tiny split);
 #  * eval --logits-out through any part is byte-identical to the single file: mapped, --io
 #    mmap, streamed under a small --memory with --io direct and buffered, and with a pack;
-#    run's greedy text is identical; inspect lists the parts; pack, bench, routing, tokenize
-#    and template accept any part;
+#    run's greedy text is identical; inspect lists the parts; pack, bench, routing, tokenize,
+#    template and serve accept any part;
 #  * refusals, one error line naming the part: a missing part (exit 1), a part of another
 #    split count, a part of another model, a corrupt part header, a renamed part (exit 2);
 #    the model lock is on part 1 whichever part is named; --reroute refuses split models.
@@ -120,6 +120,21 @@ echo '[{"role":"user","content":"hi"}]' >"$TMP/msgs.json"
 "$PARTICLE" template -m "$M" --messages "$TMP/msgs.json" >"$TMP/tp1"
 expect_exit 0 "template via part 2" -- "$PARTICLE" template -m "$S2" --messages "$TMP/msgs.json"
 if [ -s "$TMP/tp1" ] && cmp -s "$TMP/tp1" "$TMP/out"; then ok; else bad "template differs"; fi
+
+# serve via part 3: the model id drops the part suffix; a greedy completion answers
+"$PARTICLE" serve -m "$S3" --port 0 --expert-slots 4 --io direct >"$TMP/serve.out" 2>"$TMP/serve.err" &
+SPID=$!
+URL=""
+for _ in $(seq 1 100); do
+	URL=$(grep -o 'http://[0-9.:]*' "$TMP/serve.out" 2>/dev/null | head -1)
+	[ -n "$URL" ] && break
+	sleep 0.2
+done
+if [ -n "$URL" ] && curl -s "$URL/v1/models" | grep -q '"id":"s"'; then ok; else bad "serve via part 3: $(head -c 300 "$TMP/serve.err")"; fi
+if curl -s "$URL/v1/completions" -H 'content-type: application/json' \
+	-d '{"prompt":"The split model says","max_tokens":4,"temperature":0}' | grep -q '"finish_reason"'; then ok; else bad "serve completion"; fi
+kill "$SPID" 2>/dev/null
+wait "$SPID" 2>/dev/null
 
 # ---- the model lock is part 1's, whichever part is named ----
 if command -v flock >/dev/null; then
