@@ -43,7 +43,10 @@ struct pt_engine_opts {
 	/* added by multiseq (the server's --parallel and prompt cache): */
 	uint32_t n_seq;              /* sequences, each with its own KV cache and history (0: 1);
 					the plan counts n_seq KV caches */
-	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none) */
+	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none, or
+					prompt_cache_seqs whole-context snapshots) */
+	uint32_t prompt_cache_seqs;  /* with prompt_cache_bytes 0: room for this many snapshots
+					of a full context (--cache-prompts N) */
 };
 
 #define PT_ENGINE_MAX_SEQ 256
