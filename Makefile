@@ -106,7 +106,7 @@ $(BUILD)/embed_assets: tools/embed_assets.c
 # The README's picture of the UI: the browser test's chat screenshot (needs chromium).
 .PHONY: screenshots
 screenshots: all
-	WEBUI_SHOTS=build/webui PARTICLE=$(BIN) sh tests/cli/test_webui.sh
+	WEBUI_SHOTS=build/webui WEBUI_MODEL=$(DEMO_MODEL) PARTICLE=$(BIN) sh tests/cli/test_webui.sh
 	cp build/webui/overview.png docs/webui.png
 $(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(BUILD)/embed_assets
 	@mkdir -p $(BUILD)/gen/gz
@@ -171,10 +171,17 @@ test: deps oracle
 soak: all
 	SERVER_SUITES=test_soak SOAK_SECONDS=$${SOAK_SECONDS:-600} PARTICLE=build/particle sh tests/cli/test_server.sh
 
-DEMO_MODEL ?= models/demo-qwen3moe-small-q4_k_m.gguf
+DEMO_MODEL ?= models-demo/demo-qwen3moe-q8_0.gguf
 demo: deps
 	$(MAKE) -j$(NPROC) all
 	@sh tools/demo.sh "$(DEMO_MODEL)"
+
+# Retrains the committed demo model (tools/train/, ~1 hour on 2 cores; models-demo/MANIFEST.md).
+.PHONY: demo-model
+demo-model:
+	@sh tools/deps.sh train
+	$(MAKE) -j$(NPROC) all
+	sh tools/train/make-demo-model.sh
 
 clean:
 	rm -rf build

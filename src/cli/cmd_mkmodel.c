@@ -44,6 +44,11 @@ static void help(FILE *f)
 		"  --progress         progress bar on stderr (default: only when stderr is a tty)\n"
 		"  --routing-report   after writing, print the routing report of 256 tokens of a\n"
 		"                     fixed text (as `particle routing`)\n"
+		"  --split-max-size SIZE  write a split model (llama.cpp's gguf-split): OUT-00001-\n"
+		"                     of-0000N.gguf ..., a part closed before a tensor would take\n"
+		"                     its tensor bytes over SIZE (N, NM = N*10^6, NG = N*10^9\n"
+		"                     bytes, as gguf-split), at least one tensor per part\n"
+		"  --split-max-tensors N  split every N tensors instead\n"
 		"  -o, --output FILE  output path (required)\n"
 		"  -h, --help         this help\n",
 		pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE), pt_mkmodel_real_skew(PT_ARCH_BAILINGMOE2),
@@ -59,6 +64,26 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;
 	return 0;
+}
+
+#define PT_GGUF_MAX_TENSORS_CLI (1u << 20)
+
+/* gguf-split's sizes: N bytes, NM (10^6) or NG (10^9); positive. */
+static bool parse_split_size(const char *v, uint64_t *out)
+{
+	uint64_t n = 0, mul = 1;
+	size_t i = 0;
+	for (; v[i] >= '0' && v[i] <= '9' && n < (1ull << 40); i++)
+		n = n * 10 + (uint64_t)(v[i] - '0');
+	if (v[i] == 'M' || v[i] == 'G')
+		mul = v[i++] == 'M' ? 1000000ull : 1000000000ull;
+	if (i == 0 || v[i] != '\0' || n == 0 || n >= (1ull << 40)) {
+		pt_cli_error("--split-max-size expects a positive size such as 64M or 2G "
+			     "(10^6 / 10^9 bytes, as gguf-split) or a byte count, got '%s'", v);
+		return false;
+	}
+	*out = n * mul;
+	return true;
 }
 
 struct flags {
@@ -116,6 +141,13 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, struct flags 
 			if (!pt_cli_parse_u64(a, v, 1, PT_MKMODEL_MAX_THREADS, &u))
 				return -1;
 			o->threads = (unsigned)u;
+		} else if (!strcmp(a, "--split-max-size")) {
+			if (!parse_split_size(v, &o->split_max_size))
+				return -1;
+		} else if (!strcmp(a, "--split-max-tensors")) {
+			if (!pt_cli_parse_u64(a, v, 1, PT_GGUF_MAX_TENSORS_CLI, &u))
+				return -1;
+			o->split_max_tensors = (uint32_t)u;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
 			o->out_path = v;
 		} else {
@@ -168,6 +200,15 @@ int pt_cmd_mkmodel(int argc, char **argv)
 	}
 	if (strcmp(o.preset, "tiny") && strcmp(o.preset, "small") && strcmp(o.preset, "full")) {
 		pt_cli_error("--preset: unknown preset '%s' (tiny, small, full)", o.preset);
+		return PT_EXIT_USAGE;
+	}
+	if (o.split_max_size && o.split_max_tensors) {
+		pt_cli_error("give --split-max-size or --split-max-tensors, not both");
+		return PT_EXIT_USAGE;
+	}
+	if ((o.split_max_size || o.split_max_tensors) && fl.report) {
+		pt_cli_error("--routing-report with a split output: run 'particle routing -m "
+			     "OUT-00001-of-0000N.gguf' instead");
 		return PT_EXIT_USAGE;
 	}
 	if (pt_mkmodel_write(&o, &err) != PT_OK)

@@ -421,17 +421,22 @@ static bool loopback(const char *host)
 	       !strncmp(host, "127.", 4);
 }
 
-/* The model id: --alias, else the file name without its directory and .gguf. */
+/* The model id: --alias, else the file name without its directory and .gguf (a split
+ * model's without -0000K-of-0000N.gguf, whichever part was named). */
 static void model_id(const struct opts *o, char *out, size_t cap)
 {
+	char first[4096];
 	if (o->alias) {
 		snprintf(out, cap, "%s", o->alias);
 		return;
 	}
-	const char *b = strrchr(o->model, '/');
-	b = b ? b + 1 : o->model;
+	const char *m = pt_gguf_split_first_path(o->model, first, sizeof first) ? first : o->model;
+	const char *b = strrchr(m, '/');
+	b = b ? b + 1 : m;
 	size_t n = strlen(b);
-	if (n > 5 && strcmp(b + n - 5, ".gguf") == 0)
+	if (n > 20 && strcmp(b + n - 5, ".gguf") == 0 && memcmp(b + n - 20, "-00001-of-", 10) == 0)
+		n -= 20; /* "-00001-of-0000N.gguf" */
+	else if (n > 5 && strcmp(b + n - 5, ".gguf") == 0)
 		n -= 5;
 	snprintf(out, cap, "%.*s", (int)n, b);
 }

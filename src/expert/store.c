@@ -98,7 +98,7 @@ static void geometry(const pt_expert_store *s, uint32_t m, uint32_t e, uint8_t *
 		uint64_t len = A4K(off + L->part[i].stride) - aoff;
 		job->r[i] = (struct pt_io_range){ .offset = aoff, .len = len,
 						  .need = off + L->part[i].stride - aoff,
-						  .dst = slot + cursor };
+						  .dst = slot + cursor, .file = L->part[i].file };
 		view->part[i] = slot + cursor + (off - aoff);
 		cursor += len;
 	}
@@ -151,6 +151,14 @@ static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 		st = pt_error_set(err, PT_E_NOMEM, "expert store read-ahead queue");
 	if (st == PT_OK)
 		st = pt_io_open(&ic, &s->io, err);
+	/* a split model's other parts: io file i is the layout's file i (geometry's .file) */
+	for (uint32_t i = 1; st == PT_OK && !s->pack && i < s->lay->n_files; i++) {
+		uint32_t id = 0;
+		st = pt_io_add_file(s->io, s->lay->files[i], &id, err);
+		if (st == PT_OK && id != i)
+			st = pt_error_set(err, PT_E_INVALID, "expert store: file %u opened as %u", i,
+					  id);
+	}
 	if (st == PT_OK && c->pack_cache_dir)
 		st = open_pcache(s, cc.slot_bytes, err);
 	if (st != PT_OK)
@@ -608,8 +616,9 @@ enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t 
 		const struct pt_expert_layer *L = &s->lay->moe[m];
 		out->n_parts = L->n_parts;
 		for (uint32_t i = 0; i < L->n_parts; i++)
-			out->part[i] = s->cfg.map_base + L->part[i].file_offset +
-				       (uint64_t)expert * L->part[i].stride;
+			out->part[i] = (s->cfg.map_bases ? s->cfg.map_bases[L->part[i].file]
+							  : s->cfg.map_base) +
+				       L->part[i].file_offset + (uint64_t)expert * L->part[i].stride;
 		return PT_OK;
 	}
 	pthread_mutex_lock(&s->mu);

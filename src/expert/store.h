@@ -34,6 +34,8 @@ struct pt_expert_store_config {
 	enum pt_cache_policy policy;
 	const uint8_t *map_base;  /* mmap mode: the model mapping */
 	uint64_t map_size;
+	const uint8_t *const *map_bases; /* mmap mode, split model: each part's mapping (by
+					    layout file); NULL: map_base for every file */
 	uint32_t io_threads;      /* pread fallback pool */
 	bool force_pread;
 	const char *pack_cache_dir; /* lazy pack cache on fast disk (NULL: none) */

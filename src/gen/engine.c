@@ -28,6 +28,7 @@
 
 struct pt_engine {
 	struct pt_engine_opts o;
+	char *model_path; /* o.model_path after open: a split model's first part */
 	struct pt_model *m;
 	pt_tok *tok;
 	struct pt_model_lock lock;
@@ -274,6 +275,7 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 		.pack = e->have_pack ? &e->pack : NULL, .mode = mode,
 		.slots_per_layer = e->plan.slots_per_layer, .policy = e->policy,
 		.map_base = pt_gguf_base(e->m->g), .map_size = pt_gguf_file_size(e->m->g),
+		.map_bases = pt_gguf_part_bases(e->m->g),
 		.io_threads = 4, .pack_cache_dir = e->o.pack_cache_dir,
 		/* PARTICLE_IO=pread: the pread pool instead of io_uring (tests, comparisons) */
 		.force_pread = getenv("PARTICLE_IO") && !strcmp(getenv("PARTICLE_IO"), "pread"),
@@ -412,6 +414,14 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	enum pt_status st = pt_kern_init(err);
 	if (st == PT_OK)
 		st = pt_model_open(o->model_path, &e->m, err);
+	/* a split model opened by any part: its first part names it from here on (the lock,
+	 * the default pack name, the pack cache identity and the store's reads) */
+	if (st == PT_OK && pt_gguf_part_count(e->m->g) > 1) {
+		if (!(e->model_path = pt_strdup(pt_gguf_part_path(e->m->g, 0))))
+			st = pt_error_set(err, PT_E_NOMEM, "engine: model path");
+		else
+			e->o.model_path = e->model_path;
+	}
 	if (st == PT_OK && !pt_gguf_find_kv(e->m->g, "tokenizer.ggml.model"))
 		st = pt_error_set(err, PT_E_FORMAT, "%s has no tokenizer (tokenizer.ggml.model)",
 				  o->model_path);
@@ -496,6 +506,7 @@ void pt_engine_close(pt_engine *e)
 	for (uint32_t s = 0; e->toks && s < e->n_seq; s++)
 		pt_free(e->toks[s]);
 	pt_free(e->toks);
+	pt_free(e->model_path);
 	pt_free(e->batch_logits);
 	pt_free(e);
 }

@@ -43,6 +43,12 @@ struct pt_gguf {
 	struct pt_gguf_tensor *tensors;
 	struct pt_gguf_index kv_index;
 	struct pt_gguf_index tensor_index;
+	/* A split model (gguf_split.c): this handle is part 0 (metadata, the merged tensor
+	 * table); parts[0] == this handle, the others are owned and closed with it. */
+	uint32_t n_parts;
+	pt_gguf **parts;
+	const uint8_t **part_bases;
+	uint64_t total_size;
 };
 
 /* Bounded cursor: every test is written `n > size - pos`. */
@@ -522,6 +528,10 @@ void pt_gguf_close(pt_gguf *g)
 {
 	if (!g)
 		return;
+	for (uint32_t i = 1; i < g->n_parts; i++)
+		pt_gguf_close(g->parts[i]);
+	pt_free(g->parts);
+	pt_free(g->part_bases);
 	pt_gguf_index_fini(&g->kv_index);
 	pt_gguf_index_fini(&g->tensor_index);
 	pt_free(g->kvs);
@@ -589,7 +599,7 @@ static enum pt_status map_file(pt_gguf *g, const char *path, struct pt_error *er
 	return PT_OK;
 }
 
-enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *err)
+enum pt_status pt_gguf_open_file(const char *path, pt_gguf **out, struct pt_error *err)
 {
 	struct pt_gguf_limits lim = pt_gguf_default_limits();
 	pt_gguf *g;
@@ -613,7 +623,7 @@ enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *er
 }
 
 uint32_t pt_gguf_version(const pt_gguf *g) { return g->version; }
-uint64_t pt_gguf_file_size(const pt_gguf *g) { return g->size; }
+uint64_t pt_gguf_file_size(const pt_gguf *g) { return g->n_parts > 1 ? g->total_size : g->size; }
 uint32_t pt_gguf_alignment(const pt_gguf *g) { return g->alignment; }
 uint64_t pt_gguf_data_offset(const pt_gguf *g) { return g->data_offset; }
 const uint8_t *pt_gguf_base(const pt_gguf *g) { return g->base; }
@@ -642,6 +652,95 @@ const struct pt_gguf_tensor *pt_gguf_find_tensor(const pt_gguf *g, const char *n
 {
 	int64_t i = pt_gguf_index_find(&g->tensor_index, name, strlen(name), tensor_key_at, g);
 	return i < 0 ? NULL : &g->tensors[i];
+}
+
+/* ---- split models: the parts' own fields, and the merge ---------------------------- */
+
+uint32_t pt_gguf_part_count(const pt_gguf *g) { return g->n_parts > 1 ? g->n_parts : 1; }
+
+static const pt_gguf *part_of(const pt_gguf *g, uint32_t i)
+{
+	return g->n_parts > 1 && i < g->n_parts ? g->parts[i] : g;
+}
+
+const char *pt_gguf_part_path(const pt_gguf *g, uint32_t i) { return part_of(g, i)->path; }
+int pt_gguf_part_fd(const pt_gguf *g, uint32_t i) { return part_of(g, i)->fd; }
+uint64_t pt_gguf_part_size(const pt_gguf *g, uint32_t i) { return part_of(g, i)->size; }
+const uint8_t *pt_gguf_part_base(const pt_gguf *g, uint32_t i) { return part_of(g, i)->base; }
+uint64_t pt_gguf_part_data_offset(const pt_gguf *g, uint32_t i)
+{
+	return part_of(g, i)->data_offset;
+}
+uint64_t pt_gguf_part_tensor_count(const pt_gguf *g, uint32_t i)
+{
+	if (g->n_parts <= 1)
+		return i == 0 ? g->n_tensors : 0;
+	uint64_t n = 0; /* part 0's own table was replaced by the merged one */
+	for (uint64_t t = 0; t < g->n_tensors; t++)
+		n += g->tensors[t].part == i;
+	return n;
+}
+const uint8_t *const *pt_gguf_part_bases(const pt_gguf *g)
+{
+	return g->n_parts > 1 ? g->part_bases : &g->base;
+}
+
+enum pt_status pt_gguf_merge_parts(pt_gguf **parts, uint32_t n, const char *const *names,
+				   struct pt_error *err)
+{
+	pt_gguf *g = parts[0];
+	uint64_t total = 0, size = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		total += parts[i]->n_tensors; /* each <= PT_GGUF_MAX_TENSORS: no overflow */
+		size += parts[i]->size;
+	}
+	if (total > PT_GGUF_MAX_TENSORS)
+		return pt_error_set(err, PT_E_LIMIT, "split model: %llu tensors exceed the limit %u",
+				    (unsigned long long)total, PT_GGUF_MAX_TENSORS);
+	struct pt_gguf_tensor *all = pt_calloc(total ? total : 1, sizeof *all);
+	pt_gguf **own = pt_calloc(n, sizeof *own);
+	const uint8_t **bases = pt_calloc(n, sizeof *bases);
+	struct pt_gguf_index idx = { 0 };
+	enum pt_status st = (all && own && bases)
+				    ? pt_gguf_index_init(&idx, total, err)
+				    : pt_error_set(err, PT_E_NOMEM, "out of memory joining a split model");
+	uint64_t k = 0;
+	/* the index's key function reads g->tensors: point it at the merged table while filling */
+	struct pt_gguf_tensor *mine = g->tensors;
+	g->tensors = all;
+	for (uint32_t i = 0; st == PT_OK && i < n; i++) {
+		for (uint64_t t = 0; st == PT_OK && t < parts[i]->n_tensors; t++, k++) {
+			all[k] = (i == 0 ? mine : parts[i]->tensors)[t];
+			all[k].part = i;
+			int64_t dup = pt_gguf_index_insert(&idx, (uint32_t)k, tensor_key_at, g);
+			if (dup >= 0)
+				st = pt_error_set(err, PT_E_FORMAT,
+						  "split model: tensor '%.*s' is in %s and again in %s",
+						  key_len(all[k].name), all[k].name.ptr,
+						  names[all[dup].part], names[i]);
+		}
+	}
+	if (st != PT_OK) {
+		g->tensors = mine;
+		pt_gguf_index_fini(&idx);
+		pt_free(all);
+		pt_free(own);
+		pt_free(bases);
+		return st;
+	}
+	pt_free(mine);
+	pt_gguf_index_fini(&g->tensor_index);
+	g->tensor_index = idx;
+	g->n_tensors = total;
+	for (uint32_t i = 0; i < n; i++) {
+		own[i] = parts[i];
+		bases[i] = parts[i]->base;
+	}
+	g->parts = own;
+	g->part_bases = bases;
+	g->n_parts = n;
+	g->total_size = size;
+	return PT_OK;
 }
 
 bool pt_str_eq(struct pt_str s, const char *cstr)

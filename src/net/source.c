@@ -71,7 +71,7 @@ static enum pt_status parse_hf(const char *src, const char *endpoint, struct pt_
 	const char *p = src + 3, *at = strrchr(p, '@'), *end = at ? at : p + strlen(p);
 	const char *seg[64];
 	size_t len[64], nseg = 0;
-	char rev[256] = "main", path[PT_SOURCE_MAX];
+	char rev[256] = "main", path[PT_SOURCE_MAX] = "";
 	size_t ep = strlen(endpoint), pl = 0;
 	if (at) {
 		size_t rl = strlen(at + 1), w = 0;
@@ -107,8 +107,11 @@ static enum pt_status parse_hf(const char *src, const char *endpoint, struct pt_
 		return bad(err, "expected hf:OWNER/REPO/PATH.gguf[@REVISION]", src);
 	while (ep && endpoint[ep - 1] == '/')
 		ep--;
-	for (size_t i = 2; i + 1 < nseg; i++)
+	for (size_t i = 2; i + 1 < nseg; i++) {
 		pl += (size_t)snprintf(path + pl, sizeof path - pl, "%.*s/", (int)len[i], seg[i]);
+		if (pl >= sizeof path)
+			return bad(err, "path too long", src);
+	}
 	size_t cap = ep + len[0] + len[1] + strlen(rev) + pl + 32;
 	out->prefix = pt_malloc(cap);
 	if (!out->prefix)

@@ -59,6 +59,9 @@ if [ ! -d "$NODE_MODULES/openai" ] || ! command -v node >/dev/null 2>&1; then
 	exit 1
 fi
 export PARTICLE PT_MODEL="$M" PT_TMP="$TMP"
+# The sanitizer build runs the same suites with a shorter soak (make test runs both builds).
+case "$PARTICLE" in *asan*|*tsan*) : "${SOAK_SECONDS:=8}" ;; esac
+[ -n "${SOAK_SECONDS:-}" ] && export SOAK_SECONDS
 for s in ${SERVER_SUITES:-test_api test_constrained test_parallel test_hostile test_soak test_signals}; do
 	f="tests/server/$s.mjs"
 	[ -f "$f" ] || { bad "no suite $f"; continue; }
