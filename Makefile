@@ -6,6 +6,12 @@
 # nowhere else: the rest of the binary runs on any x86-64 (runtime dispatch).
 
 CC      ?= cc
+# CUDA=1 (issue 16): the CUDA backend (src/cuda, nvcc) in its own build folder, so CPU-only
+# and CUDA objects never mix.
+CUDA    ?=
+ifeq ($(CUDA),1)
+BUILD   ?= build/cuda
+endif
 BUILD   ?= build
 SAN     ?=
 NPROC   := $(shell nproc 2>/dev/null || echo 2)
@@ -43,6 +49,30 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
+
+# ---- CUDA backend (make CUDA=1): src/cuda/*.cu through nvcc, sm_90 code + compute_90 PTX ----
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+NVFLAGS   := -std=c++17 -O2 -g -Iinclude -Isrc -MMD -MP \
+             -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 \
+             -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+CUDA_TEST := $(BUILD)/cuda_test_kern
+ifeq ($(CUDA),1)
+LIB_OBJ   += $(patsubst %.cu,$(BUILD)/obj/%.o,$(sort $(wildcard src/cuda/*.cu)))
+BASEFLAGS += -DPT_CUDA=1
+LDLIBS    += $(CUDA_LDLIBS)
+endif
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	@echo "  NVCC $<"
+	@$(NVCC) $(NVFLAGS) -c $< -o $@
+# The kernel test (tests/cuda): only libparticle's quant/kern/model objects and cudart, so the
+# binary runs on a GPU machine without this host's other libraries.  Run it where a GPU is.
+.PHONY: cuda-test
+cuda-test: $(CUDA_TEST)
+$(CUDA_TEST): $(BUILD)/obj/tests/cuda/test_cuda_kern.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(CUDA_LDLIBS)
 
 .PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models soak
 all: $(BIN) $(LIB)

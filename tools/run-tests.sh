@@ -44,6 +44,13 @@ for t in tests/cli/test_*.sh; do
 	suite "cli $(basename "$t") " env PARTICLE=build/particle sh "$t"
 	suite "cli $(basename "$t") (ASan+UBSan)" env PARTICLE=build/asan/particle sh "$t"
 done
+# CUDA backend (issue 16): where nvcc exists, `make CUDA=1` must build (no GPU needed) and
+# its binary must pass the GPU flag tests; the kernel test itself needs a GPU (tests/cuda).
+if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
+	suite "cuda build (make CUDA=1 all cuda-test)" make -s CUDA=1 -j"$(nproc)" all cuda-test
+	[ -x build/cuda/particle ] && suite "cli test_gpu.sh (CUDA build)" \
+		env PARTICLE=build/cuda/particle sh tests/cli/test_gpu.sh
+fi
 for t in tests/oracle/test_*.sh; do
 	[ -f "$t" ] || continue
 	suite "oracle $(basename "$t")" env PARTICLE=build/particle sh "$t"

@@ -20,6 +20,7 @@
 
 struct bench_args {
 	const char *model;
+	struct pt_cli_gpu gpu; /* --gpu and friends (issue 16) */
 	uint64_t prompt, gen, threads, batch;
 	uint64_t probe_mib, probe_depth; /* disk probe: MiB per trial, reads in flight */
 	double disk_bw_mbs; /* 0: measure */
@@ -68,6 +69,11 @@ static void help(void)
 	       "                         flight replaces either when higher (source \"store\")\n"
 	       "  --probe-mib N          disk probe: MiB read per trial (default 128)\n"
 	       "  --probe-depth N        disk probe: reads in flight (default 16)\n"
+	       "  --gpu                  use the CUDA backend (make CUDA=1 builds;\n"
+	       "                         the GPU model path is not there yet: issue 16)\n"
+	       "  --gpu-layers N|all     layers on the GPU (default all; implies --gpu)\n"
+	       "  --vram SIZE            device memory budget (implies --gpu)\n"
+	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --json                 one JSON object on stdout instead of text\n"
 	       "  -h, --help             this help\n\n"
@@ -123,6 +129,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			*(f[2] == 'j' ? &a->json : &a->eo.no_lock) = true;
 			continue;
 		}
+		const int g = pt_cli_gpu_flag(f, i + 1 < argc ? argv[i + 1] : NULL, &a->gpu);
+		if (g < 0)
+			return PT_EXIT_USAGE;
+		if (g) {
+			i += g - 1;
+			continue;
+		}
 		if (f[0] != '-') {
 			pt_cli_error("unexpected argument '%s' (see 'particle bench --help')", f);
 			return PT_EXIT_USAGE;
@@ -140,7 +153,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return PT_EXIT_USAGE;
 	}
 	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
-	return 0;
+	return pt_cli_gpu_check(&a->gpu);
 }
 
 static double now_s(void)

@@ -20,6 +20,7 @@
 
 struct eval_args {
 	const char *model, *prompt, *tokens, *tokens_file, *logits_out, *probs_out, *compare;
+	struct pt_cli_gpu gpu; /* --gpu and friends (issue 16) */
 	uint64_t top, threads, batch, n_ctx;
 	enum pt_kv_type kv_type;
 	double max_mean_kl, min_top1;
@@ -68,6 +69,11 @@ static void help(void)
 	       "  --pack-cache-size SIZE cap of the pack cache (default 4G)\n"
 	       "  --trace-experts FILE   write the routing trace (for particle cachesim)\n"
 	       "  --stats-json FILE      write the counters (per layer and total) as JSON\n"
+	       "  --gpu                  use the CUDA backend (make CUDA=1 builds;\n"
+	       "                         the GPU model path is not there yet: issue 16)\n"
+	       "  --gpu-layers N|all     layers on the GPU (default all; implies --gpu)\n"
+	       "  --vram SIZE            device memory budget (implies --gpu)\n"
+	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --verbose              plan line, I/O engine and model card at start, the\n"
 	       "                         counters at the end (stderr)\n"
@@ -92,6 +98,13 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		if (!strcmp(f, "--no-lock") || !strcmp(f, "--verbose")) {
 			*(f[2] == 'n' ? &a->eo.no_lock : &a->eo.verbose) = true;
 			i--; /* no value */
+			continue;
+		}
+		const int g = pt_cli_gpu_flag(f, v, &a->gpu);
+		if (g < 0)
+			return PT_EXIT_USAGE;
+		if (g) {
+			i += g - 2; /* the loop steps by 2 */
 			continue;
 		}
 		if (f[0] != '-') {
@@ -169,7 +182,7 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		pt_cli_error("eval: give exactly one of --prompt, --tokens, --tokens-file");
 		return PT_EXIT_USAGE;
 	}
-	return 0;
+	return pt_cli_gpu_check(&a->gpu);
 }
 
 /* Parses ids separated by commas/whitespace; *out is pt_malloc'd. */

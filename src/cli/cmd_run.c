@@ -29,6 +29,7 @@
 
 struct opts {
 	const char *model, *prompt, *messages, *tmpl, *stats_json, *io, *policy, *kv;
+	struct pt_cli_gpu gpu; /* --gpu and friends (issue 16) */
 	const char *stops[MAX_STOPS];
 	size_t n_stops;
 	struct pt_sampler_opts so;
@@ -94,6 +95,11 @@ static void help(void)
 	       "  --cache-policy P          lfu|lru (default lfu)\n"
 	       "  --kv-type T               f16|f32 (default f16)\n"
 	       "  --batch N                 prefill chunk in tokens (default 128)\n"
+	       "  --gpu                     use the CUDA backend (make CUDA=1 builds;\n"
+	       "                            the GPU model path is not there yet: issue 16)\n"
+	       "  --gpu-layers N|all        layers on the GPU (default all; implies --gpu)\n"
+	       "  --vram SIZE               device memory budget (implies --gpu)\n"
+	       "  --gpu-device I            CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
 	       "  --quiet                   no stats footer\n"
 	       "  --verbose                 print the load plan (model, budget, I/O, CPU)\n"
@@ -246,7 +252,7 @@ static int check_opts(const struct opts *o)
 		pt_cli_error("run: no model: give -m MODEL or set PARTICLE_MODEL");
 		return PT_EXIT_USAGE;
 	}
-	return 0;
+	return pt_cli_gpu_check(&o->gpu);
 }
 
 /* Returns 0 to go on, -1 after --help, or an exit code. */
@@ -261,6 +267,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		if (bool_flag(o, a))
 			continue;
+		const int g = pt_cli_gpu_flag(a, i + 1 < argc ? argv[i + 1] : NULL, &o->gpu);
+		if (g < 0)
+			return PT_EXIT_USAGE;
+		if (g) {
+			i += g - 1;
+			continue;
+		}
 		if (a[0] != '-' || i + 1 >= argc) {
 			pt_cli_error(a[0] == '-' ? "run: %s needs a value" :
 				     "run: unexpected argument '%.60s' (see 'particle run --help')", a);
