@@ -43,6 +43,7 @@ BLK_FILE=
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
+: "${FULL_PROMPTS:=512,4096}"
 P=build/particle
 ORACLE="node tools/oracle/oracle.mjs"
 mkdir -p "$OUT" "$SMALL_DIR"
@@ -132,23 +133,72 @@ a_run() {
 # In RAM: particle with --io mmap (the file fits, as llama.cpp's default mmap), particle with
 # the engine's streaming store ("particle-direct"; the default maps a model that fits), $BASELINE, llama.cpp; then both
 # at one thread ("-1t": no barrier spinning, the fair figure on a loaded host).
+# llama.cpp's own llama-bench (tools/bench/llama_bench.sh: built from source in $OUT), both
+# builds (repack / no repack) at 1 and 2 threads: summarize.py takes the best of the four as
+# the "llama.cpp-best" baseline; the node-llama-cpp rows stay beside it ("llama.cpp").
+LB_OK=
+lb_runs() { # MODEL REP PROMPTS
+	[ -n "$LB_OK" ] || return 0
+	for v in repack norepack; do
+		for t in 1 2; do
+			la=$(loadavg)
+			sh tools/bench/llama_bench.sh run "$OUT" "$v" "$1" "$t" "$3" 128 \
+				>"$OUT/a.out" 2>"$OUT/a.err"
+			record A "llama-bench-$v-${t}t" "$1" "{\"rep\": $2, \"load\": $la}" "$OUT/a.out" $?
+		done
+	done
+}
+
+# a_model MODEL PROMPTS: one in-RAM model, $REPS alternating rounds.
+a_model() {
+	m=$1 lpp=$2
+	r=1
+	while [ "$r" -le "$REPS" ]; do
+		pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock"
+		a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
+		a_run particle-direct "$m" $r $P $pb --threads "$THREADS" --io direct
+		[ -n "$BASELINE" ] &&
+			a_run particle-baseline "$m" $r $BASELINE $pb --threads "$THREADS" --io mmap
+		a_run llama.cpp "$m" $r $ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128
+		a_run particle-1t "$m" $r $P $pb --threads 1 --io mmap
+		a_run llama.cpp-1t "$m" $r $ORACLE bench "$m" --threads 1 --prompt 512 --gen 128
+		case ",$lpp," in *,4096,*) # the long prompt (llama-bench's pp4096 beside it)
+			a_run particle-pp4096 "$m" $r $P bench -m "$m" --prompt-tokens 4096 --gen 1 \
+				--json --no-lock --threads "$THREADS" --io mmap ;;
+		esac
+		lb_runs "$m" $r "$lpp"
+		echo "bench: A $m rep $r done (load $la)"
+		r=$((r + 1))
+	done
+}
+
 section_a() {
+	if sh tools/bench/llama_bench.sh build "$OUT"; then LB_OK=1; else
+		echo "bench: llama-bench unavailable; section A compares with node-llama-cpp only" >&2
+	fi
 	for arch in qwen3moe gemma4 bailingmoe2; do
 		m="$SMALL_DIR/small-$arch-q4_k_m.gguf"
 		[ -f "$m" ] || $P mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" || return 1
-		r=1
-		while [ "$r" -le "$REPS" ]; do
-			pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock"
-			a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
-			a_run particle-direct "$m" $r $P $pb --threads "$THREADS" --io direct
-			[ -n "$BASELINE" ] &&
-				a_run particle-baseline "$m" $r $BASELINE $pb --threads "$THREADS" --io mmap
-			a_run llama.cpp "$m" $r $ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128
-			a_run particle-1t "$m" $r $P $pb --threads 1 --io mmap
-			a_run llama.cpp-1t "$m" $r $ORACLE bench "$m" --threads 1 --prompt 512 --gen 128
-			echo "bench: A $arch rep $r done (load $la)"
-			r=$((r + 1))
-		done
+		a_model "$m" 512
+	done
+	# the `full` checkpoints in RAM too (experts mapped): only when the file fits in
+	# MemAvailable with 2 GiB to spare (llama.cpp's repack build copies the repacked weights)
+	for arch in $FULL_ARCHS; do
+		m="$FULL_DIR/full-$arch-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/$arch-full-q4_k_m.gguf"
+		if [ ! -f "$m" ]; then
+			echo "bench: A: no full $arch checkpoint in $FULL_DIR; skipped (make it with: $P" \
+				"mkmodel --arch $arch --preset full --quant q4_k_m -o $m, needs ~20 GB disk)" >&2
+			continue
+		fi
+		avail=$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+		size=$(stat -c %s "$m")
+		if [ $((avail * 1024)) -lt $((size + (2 << 30))) ]; then
+			echo "bench: A: $m ($size bytes) does not fit MemAvailable $((avail * 1024)) with" \
+				"2 GiB to spare; in-RAM run skipped" >&2
+			continue
+		fi
+		a_model "$m" "$FULL_PROMPTS"
 	done
 }
 
