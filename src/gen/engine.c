@@ -13,6 +13,7 @@
 #include "expert/store.h"
 #include "expert/trace.h"
 #include "expert/usage.h"
+#include "gen/decode_bytes.h"
 #include "kern/kern.h"
 #include "kern/pool.h"
 #include "model/forward.h"
@@ -891,4 +892,9 @@ enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 	if (pt_safe_commit(&out, err) != PT_OK)
 		return PT_E_IO;
 	return PT_OK;
+}
+
+void pt_engine_decode_bytes(const pt_engine *e, int64_t n_past, struct pt_decode_bytes *out)
+{
+	pt_decode_bytes(e->m, &e->lay, e->o.kv_type, n_past, out);
 }

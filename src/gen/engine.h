@@ -84,6 +84,7 @@ struct pt_engine_stats {
 };
 
 typedef struct pt_engine pt_engine;
+struct pt_decode_bytes;
 
 /* Loads and validates the model, plans memory (refusing with numbers when the budget cannot
  * hold resident + KV + top-k slots per layer), takes the model lock, opens the expert store. */
@@ -187,5 +188,9 @@ bool pt_engine_layer_experts(const pt_engine *e, uint32_t moe_layer, uint8_t *re
 void pt_engine_print_stats(const pt_engine *e, FILE *fp);
 enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 					  struct pt_error *err);
+
+/* added by perf (issue 21): the bytes one token decoded at position n_past must read from
+ * memory - weights, output head, routed experts, KV (gen/decode_bytes.h). */
+void pt_engine_decode_bytes(const pt_engine *e, int64_t n_past, struct pt_decode_bytes *out);
 
 #endif

@@ -54,7 +54,7 @@ build() {
 	mkdir -p "$S"
 	if [ ! -d "$SRC/.git" ]; then
 		rm -rf "$SRC"
-		git clone -q "$src" "$SRC" >&2 || { echo "llama-bench: clone of $src failed" >&2; return 1; }
+		git -c advice.detachedHead=false clone -q "$src" "$SRC" >&2 || { echo "llama-bench: clone of $src failed" >&2; return 1; }
 	fi
 	commit=$(git -C "$SRC" rev-parse HEAD)
 	for v in repack norepack; do

@@ -1,7 +1,12 @@
 #!/bin/sh
 # run.sh - `make bench`: particle against llama.cpp (tools/oracle/oracle.mjs bench, the same
 # GGUF, the same thread count), alternating runs, medians in tools/bench/summarize.py.
-#   A. in RAM: `small` Q4_K_M of each arch (prompt 512, gen 128);
+#   A. in RAM: `small` Q4_K_M of each arch (prompt 512, gen 128), then the `full` checkpoints
+#      that fit MemAvailable (plus a 4,096-token prompt); against node-llama-cpp and against
+#      llama.cpp's own llama-bench built from source (tools/bench/llama_bench.sh: repack and
+#      no-repack builds, 1 and 2 threads; the best is the "llama.cpp best" baseline); each
+#      round starts with the memory-bandwidth probe (particle bench --membw) whose figure
+#      gives particle's decode_fraction_of_membw;
 #   B. memory-capped: `full` Q4_K_M models, each process in its own cgroup-v1 memory cgroup
 #      (page cache counts) at $CAP, page cache dropped before every run; llama.cpp with its
 #      default mmap vs particle with --memory just under the cap; then llama.cpp's smallest
@@ -14,7 +19,8 @@
 # Needs root (cgroups, drop_caches).  Every record goes to $OUT/results.jsonl with the load
 # average at its start; exit 2 without root.
 # Environment: REPS (3), THREADS (2), CAP (6G), FULL_DIR (/work/models-full), SMALL_DIR
-# (models), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
+# (models), FULL_PROMPTS ("512,4096": llama-bench prompt sizes on full models), LLAMA_SRC
+# (llama.cpp source for llama-bench: git dir / bundle; default node-llama-cpp's bundle), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
 # ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
@@ -154,7 +160,14 @@ a_model() {
 	m=$1 lpp=$2
 	r=1
 	while [ "$r" -le "$REPS" ]; do
-		pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock"
+		# the physical limit in the same round: memory read bandwidth at 1, 2 and $THREADS
+		# threads; particle's decode_fraction_of_membw uses the $THREADS figure
+		la=$(loadavg)
+		$P bench --membw --json --threads "$THREADS" >"$OUT/a.out" 2>"$OUT/a.err"
+		record A membw "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
+		bw=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' \
+			"$OUT/a.out" "$THREADS" 2>/dev/null) || bw=
+		pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock ${bw:+--membw-bps $bw}"
 		a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
 		a_run particle-direct "$m" $r $P $pb --threads "$THREADS" --io direct
 		[ -n "$BASELINE" ] &&

@@ -81,6 +81,16 @@ def best_baseline(out):
             b = best.setdefault((s["model"], k), (0.0, None))
             if s.get(k) and s[k] > b[0]:
                 best[(s["model"], k)] = (s[k], s["engine"])
+    # llama-bench's decode against the same limit: particle's byte count for the model
+    # (the same file) and the round's bandwidth probe at the run's thread count
+    dbpt = {s["model"]: s["decode_bytes_per_token"] for s in out
+            if s["section"] == "A" and s["engine"] == "particle" and s.get("decode_bytes_per_token")}
+    bw = {s["model"]: s["membw_bytes_per_s"] for s in out
+          if s["section"] == "A" and s["engine"] == "particle" and s.get("membw_bytes_per_s")}
+    for s in out:
+        if s["engine"].startswith("llama-bench-") and s.get("decode_tps") and \
+                s["model"] in dbpt and s["model"] in bw:
+            s["decode_fraction_of_membw"] = s["decode_tps"] * dbpt[s["model"]] / bw[s["model"]]
     for s in out:
         if s["section"] != "A" or not s["engine"].startswith("particle"):
             continue
