@@ -82,6 +82,8 @@ static void help(void)
 	       "                         token reads (weights, output head, k experts per MoE\n"
 	       "                         layer, KV) / B\n"
 	       "  --no-lock              do not take the single-process model lock\n"
+	       "  --no-profile           do not read or write the expert-popularity profile\n"
+	       "                         (warms the cache at start: compare cold runs with it)\n"
 	       "  --json                 one JSON object on stdout instead of text\n"
 	       "  -h, --help             this help\n\n"
 	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
@@ -125,6 +127,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->prompt = 512;
+	a->eo.use_profile = true; /* --no-profile turns it off */
 	a->gen = 128;
 	long nc = sysconf(_SC_NPROCESSORS_ONLN);
 	a->threads = nc > 0 ? (uint64_t)nc : 1;
@@ -133,6 +136,10 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
 			help();
 			return -1;
+		}
+		if (!strcmp(f, "--no-profile")) {
+			a->eo.use_profile = false;
+			continue;
 		}
 		if (!strcmp(f, "--membw")) {
 			a->membw = true;

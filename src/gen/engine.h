@@ -44,6 +44,11 @@ struct pt_engine_opts {
 	uint32_t n_seq;              /* sequences, each with its own KV cache and history (0: 1);
 					the plan counts n_seq KV caches */
 	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none) */
+	/* added by perf (issue 21): the persisted expert-popularity profile (expert/profile.h):
+	 * read at open to warm the expert cache, this run's counts added and written at close.
+	 * Off unless asked (the CLI asks unless --no-profile); never changes results. */
+	bool use_profile;
+	const char *profile_dir;     /* NULL: pt_user_dir("profiles") */
 };
 
 #define PT_ENGINE_MAX_SEQ 256
@@ -192,5 +197,8 @@ enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 /* added by perf (issue 21): the bytes one token decoded at position n_past must read from
  * memory - weights, output head, routed experts, KV (gen/decode_bytes.h). */
 void pt_engine_decode_bytes(const pt_engine *e, int64_t n_past, struct pt_decode_bytes *out);
+
+/* Warm-up reads the profile started at open (0: none, mmap mode, or no profile). */
+uint32_t pt_engine_profile_warmed(const pt_engine *e);
 
 #endif
