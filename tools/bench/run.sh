@@ -19,7 +19,7 @@
 # Needs root (cgroups, drop_caches).  Every record goes to $OUT/results.jsonl with the load
 # average at its start; exit 2 without root.
 # Environment: REPS (3), THREADS (2), CAP (6G), FULL_DIR (/work/models-full), SMALL_DIR
-# (models), FULL_PROMPTS ("512,4096": llama-bench prompt sizes on full models), LLAMA_SRC
+# (models), PROFILE (0: particle runs with --no-profile; 1: the expert profile warms them), FULL_PROMPTS ("512,4096": llama-bench prompt sizes on full models), LLAMA_SRC
 # (llama.cpp source for llama-bench: git dir / bundle; default node-llama-cpp's bundle), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
@@ -51,6 +51,10 @@ BLK_FILE=
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
 : "${FULL_PROMPTS:=512,4096}"
 P=build/particle
+# The expert-popularity profile (issue 21) warms the cache from earlier runs: off here so
+# that every rep is as cold as the first (PROFILE=1 keeps it on, to measure the warm-up).
+NOPROF=--no-profile
+[ "${PROFILE:-0}" = 1 ] && NOPROF=
 ORACLE="node tools/oracle/oracle.mjs"
 mkdir -p "$OUT" "$SMALL_DIR"
 RES="$OUT/results.jsonl"
@@ -167,7 +171,7 @@ a_model() {
 		record A membw "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
 		bw=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' \
 			"$OUT/a.out" "$THREADS" 2>/dev/null) || bw=
-		pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock ${bw:+--membw-bps $bw}"
+		pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock $NOPROF ${bw:+--membw-bps $bw}"
 		a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
 		a_run particle-direct "$m" $r $P $pb --threads "$THREADS" --io direct
 		[ -n "$BASELINE" ] &&
@@ -177,7 +181,7 @@ a_model() {
 		a_run llama.cpp-1t "$m" $r $ORACLE bench "$m" --threads 1 --prompt 512 --gen 128
 		case ",$lpp," in *,4096,*) # the long prompt (llama-bench's pp4096 beside it)
 			a_run particle-pp4096 "$m" $r $P bench -m "$m" --prompt-tokens 4096 --gen 1 \
-				--json --no-lock --threads "$THREADS" --io mmap ;;
+				--json --no-lock $NOPROF --threads "$THREADS" --io mmap ;;
 		esac
 		lb_runs "$m" $r "$lpp"
 		echo "bench: A $m rep $r done (load $la)"
@@ -225,7 +229,7 @@ cap_pair() {
 		# a throttled disk's rate is known: the floor uses it (the probe's short trials
 		# burst above a blkio limit)
 		in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
-			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock \
+			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock $NOPROF \
 			${DISK_BPS:+--disk-bw $((DISK_BPS / 1000000))}
 		rc=$?
 		record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", \"disk_bps\": ${DISK_BPS:-0}, $CGX}" \
@@ -324,7 +328,7 @@ section_c() {
 		la=$(loadavg)
 		drop_caches
 		$P bench -m "$m" --threads "$THREADS" --prompt-tokens 64 --gen 128 --expert-slots 13 \
-			--io direct --json >"$OUT/c.out" 2>"$OUT/c.err"
+			--io direct --json $NOPROF >"$OUT/c.out" 2>"$OUT/c.err"
 		record C particle "$m" "{\"skew\": \"$s\", \"load\": $la, \"expert_slots\": 13}" \
 			"$OUT/c.out" $?
 		echo "bench: C skew $s done"
