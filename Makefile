@@ -44,7 +44,7 @@ LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
 
-.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models
+.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models soak
 all: $(BIN) $(LIB)
 
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -135,6 +135,11 @@ test: deps oracle
 	$(MAKE) -j$(NPROC) BUILD=build/tsan CC=clang SAN=thread CFLAGS="-O1 -g" test-bin
 	$(MAKE) -j$(NPROC) fuzz
 	@sh tools/run-tests.sh
+
+# `particle serve` under load: 8 clients for 10 minutes (streaming, cancellation, errors;
+# every answer checked; RSS and fds back to their warm-up level).  make test runs 20 s of it.
+soak: all
+	SERVER_SUITES=test_soak SOAK_SECONDS=$${SOAK_SECONDS:-600} PARTICLE=build/particle sh tests/cli/test_server.sh
 
 DEMO_MODEL ?= models/demo-qwen3moe-small-q4_k_m.gguf
 demo: deps

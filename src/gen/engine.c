@@ -181,8 +181,28 @@ static uint64_t expert_bytes_total(const struct pt_expert_layout *l)
 	return t;
 }
 
+struct pt_engine_snap {
+	int64_t pos;
+	uint32_t *toks;  /* [pos] */
+	void *kv;        /* pt_fwd_snapshot_bytes(pos) */
+	uint64_t kv_bytes;
+	uint64_t bytes;  /* everything the snapshot holds */
+};
+
+/* opts.prompt_cache_seqs: room for that many snapshots of a whole context (each the KV
+ * bytes of one sequence plus its tokens), unless prompt_cache_bytes says otherwise. */
+static void size_prompt_cache(pt_engine *e)
+{
+	if (e->o.prompt_cache_bytes || !e->o.prompt_cache_seqs)
+		return;
+	const uint64_t one = kv_bytes(&e->m->hp, e->n_ctx, e->n_batch, e->o.kv_type) +
+			     (uint64_t)e->n_ctx * sizeof(uint32_t) + sizeof(struct pt_engine_snap);
+	e->o.prompt_cache_bytes = one * e->o.prompt_cache_seqs;
+}
+
 static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_error *err)
 {
+	size_prompt_cache(e);
 	const struct pt_hparams *hp = &e->m->hp;
 	const uint64_t fsize = pt_gguf_file_size(e->m->g);
 	const char *src = "--memory";
@@ -722,14 +742,6 @@ enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err)
 }
 
 /* --- prompt cache: snapshots of a sequence --- */
-
-struct pt_engine_snap {
-	int64_t pos;
-	uint32_t *toks;  /* [pos] */
-	void *kv;        /* pt_fwd_snapshot_bytes(pos) */
-	uint64_t kv_bytes;
-	uint64_t bytes;  /* everything the snapshot holds */
-};
 
 uint64_t pt_engine_snap_size(const pt_engine *e, int64_t n_tokens)
 {

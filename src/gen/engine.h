@@ -43,7 +43,10 @@ struct pt_engine_opts {
 	/* added by multiseq (the server's --parallel and prompt cache): */
 	uint32_t n_seq;              /* sequences, each with its own KV cache and history (0: 1);
 					the plan counts n_seq KV caches */
-	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none) */
+	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none, or
+					prompt_cache_seqs whole-context snapshots) */
+	uint32_t prompt_cache_seqs;  /* with prompt_cache_bytes 0: room for this many snapshots
+					of a full context (--cache-prompts N) */
 	/* added by perf (issue 21): the persisted expert-popularity profile (expert/profile.h):
 	 * read at open to warm the expert cache, this run's counts added and written at close.
 	 * Off unless asked (the CLI asks unless --no-profile); never changes results. */
