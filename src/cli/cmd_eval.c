@@ -75,6 +75,7 @@ static void help(void)
 	       "  --vram SIZE            device memory budget (implies --gpu)\n"
 	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
+	       "  --no-profile           do not read or write the expert-popularity profile\n"
 	       "  --verbose              plan line, I/O engine and model card at start, the\n"
 	       "                         counters at the end (stderr)\n"
 	       "  -h, --help             this help\n");
@@ -83,6 +84,7 @@ static void help(void)
 static int parse_args(int argc, char **argv, struct eval_args *a)
 {
 	memset(a, 0, sizeof(*a));
+	a->eo.use_profile = true; /* --no-profile turns it off */
 	a->top = 5;
 	a->batch = 128;
 	a->max_mean_kl = 1e-3;
@@ -94,6 +96,11 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
 			help();
 			return -1;
+		}
+		if (!strcmp(f, "--no-profile")) {
+			a->eo.use_profile = false;
+			i--; /* no value */
+			continue;
 		}
 		if (!strcmp(f, "--no-lock") || !strcmp(f, "--verbose")) {
 			*(f[2] == 'n' ? &a->eo.no_lock : &a->eo.verbose) = true;

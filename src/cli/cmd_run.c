@@ -35,6 +35,7 @@ struct opts {
 	struct pt_sampler_opts so;
 	uint64_t max_new, max_ctx, threads, memory, slots, batch;
 	bool raw, no_lock, quiet, verbose;
+	bool no_profile; /* --no-profile: no expert-popularity profile (issue 21) */
 };
 
 /* SIGINT: the first one during generation asks the loop to stop after the current token; a
@@ -101,6 +102,8 @@ static void help(void)
 	       "  --vram SIZE               device memory budget (implies --gpu)\n"
 	       "  --gpu-device I            CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
+	       "  --no-profile              do not read or write the expert-popularity profile\n"
+	       "                            (warms the expert cache at start; results unchanged)\n"
 	       "  --quiet                   no stats footer\n"
 	       "  --verbose                 print the load plan (model, budget, I/O, CPU)\n"
 	       "  --stats-json FILE         write the stats, per-layer counters and ids as JSON\n"
@@ -221,6 +224,7 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 static int bool_flag(struct opts *o, const char *a)
 {
 	bool *b = strcmp(a, "--raw") == 0 ? &o->raw : strcmp(a, "--no-lock") == 0 ? &o->no_lock
+		: strcmp(a, "--no-profile") == 0 ? &o->no_profile
 		: strcmp(a, "--quiet") == 0 ? &o->quiet : strcmp(a, "--verbose") == 0 ? &o->verbose
 		: NULL;
 	if (b)
@@ -592,6 +596,7 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
 	eo.cache_policy = o->policy;
 	eo.no_lock = o->no_lock;
+	eo.use_profile = !o->no_profile;
 	eo.log = o->verbose ? stderr : NULL;
 	eo.verbose = o->verbose;
 	if (pt_engine_open(&eo, e, &err) != PT_OK)

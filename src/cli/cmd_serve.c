@@ -28,6 +28,7 @@ struct opts {
 	int64_t max_new;
 	struct pt_sampler_opts so;
 	bool seed_given, no_lock, verbose, quiet, no_webui, no_metrics, log_requests;
+	bool no_profile; /* --no-profile (issue 21) */
 	const char *cors[PT_HTTP_MAX_CORS];
 	size_t n_cors;
 };
@@ -85,6 +86,7 @@ static void help(void)
 	       "  --kv-type T               f16|f32 (default f16)\n"
 	       "  -b, --batch N             prefill chunk in tokens (default 128)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
+	       "  --no-profile              do not read or write the expert-popularity profile\n"
 	       "  --verbose                 print the load plan\n\n"
 	       "request defaults (each request may override them):\n"
 	       "  -n, --n-predict, --max-new N  tokens to generate, -1 = until EOS or the\n"
@@ -255,6 +257,7 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 static int bool_flag(struct opts *o, const char *a)
 {
 	bool *b = !strcmp(a, "--no-lock") ? &o->no_lock : !strcmp(a, "--verbose") ? &o->verbose
+		: !strcmp(a, "--no-profile") ? &o->no_profile
 		: !strcmp(a, "--quiet") ? &o->quiet : !strcmp(a, "--no-webui") ? &o->no_webui
 		: !strcmp(a, "--no-metrics") ? &o->no_metrics
 		: !strcmp(a, "--log-requests") ? &o->log_requests : NULL;
@@ -382,6 +385,7 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
 	eo.cache_policy = o->policy;
 	eo.no_lock = o->no_lock;
+	eo.use_profile = !o->no_profile;
 	eo.log = o->verbose ? stderr : NULL;
 	eo.verbose = o->verbose;
 	eo.n_seq = (uint32_t)(o->parallel + o->cache_prompts);

@@ -36,6 +36,7 @@ struct pt_expert_store {
 	struct pt_io_job *jobs;
 	bool failed;
 	bool ahead_on; /* read-ahead hints are acted on */
+	bool warming;  /* profile warm-up reads may be in flight (reaped before an acquire) */
 	/* Read-ahead is submitted only while no demand read is in flight: submitted together,
 	 * the guesses share the disk with the reads a layer blocks on and all finish at about
 	 * the same time (docs/PERFORMANCE.md, "Demand reads first"). */
@@ -481,6 +482,12 @@ enum pt_status pt_expert_store_prefetch(pt_expert_store *s, uint32_t layer,
 		end_batch(s);
 	if (s->n_pend)
 		flush_pcache(s);
+	if (s->warming) { /* warm-up reads that landed count as hits: publish them first */
+		struct pt_error e = { 0 };
+		if (reap(s, false, &e) != PT_OK)
+			pt_error_clear(&e); /* sticky: reported below */
+		s->warming = pt_io_pending(s->io) > 0;
+	}
 	s->batch_moe = (uint32_t)m;
 	if (!s->cache) { /* mmap: everything is "ready" */
 		for (uint32_t i = 0; i < n && i < s->lay->n_expert; i++)
@@ -705,6 +712,33 @@ void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *e
 	if (nr && !defer && submit(s, (uint32_t)m, s->refs, nr, true, &e) != PT_OK)
 		pt_error_clear(&e); /* submit made the failure sticky: the next get reports it */
 	pthread_mutex_unlock(&s->mu);
+}
+
+uint32_t pt_expert_store_warm(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
+			      uint32_t n, uint32_t reserve)
+{
+	int32_t m = moe_of(s, layer);
+	struct pt_error e = { 0 };
+	if (m < 0 || !s->cache)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	const uint32_t slots = s->cfg.slots_per_layer;
+	const uint32_t busy = pt_io_pending(s->io) + s->n_deferred;
+	const uint32_t qfree = s->max_deferred > busy ? s->max_deferred - busy : 0;
+	uint32_t room = slots > reserve ? slots - reserve : 0;
+	room = room < qfree ? room : qfree;
+	const uint32_t nr = s->failed ? 0 : pt_expert_cache_acquire_warm(s->cache, (uint32_t)m,
+									 experts, n, room, s->refs);
+	const bool defer = demand_in_flight(s); /* demand reads first */
+	for (uint32_t i = 0; defer && i < nr; i++)
+		s->deferred[s->n_deferred++] = (struct deferred_read){ (uint32_t)m,
+								       s->refs[i].expert,
+								       s->refs[i].slot };
+	if (nr && !defer && submit(s, (uint32_t)m, s->refs, nr, true, &e) != PT_OK)
+		pt_error_clear(&e); /* sticky: the next get reports it */
+	s->warming |= nr > 0;
+	pthread_mutex_unlock(&s->mu);
+	return nr;
 }
 
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer)
