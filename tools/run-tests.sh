@@ -7,7 +7,11 @@ cd "$(dirname "$0")/.." || exit 2
 total_pass=0
 total_fail=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Per-user state (expert-popularity profiles, lock PID files, the models directory) goes to a
+# scratch cache for the run: tests never touch the real ~/.cache, nor see its profiles.
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
+trap 'rm -f "$log"; rm -rf "$XDG_CACHE_HOME"' EXIT
 
 suite() { # suite NAME COMMAND...
 	name=$1; shift
