@@ -22,6 +22,11 @@ const char *pt_arch_name(enum pt_arch a)
 	return (unsigned)a < PT_ARCH_COUNT ? arch_ops[a]->name : "?";
 }
 
+const struct pt_arch_recipe *pt_arch_recipe(enum pt_arch a)
+{
+	return &arch_ops[(unsigned)a < PT_ARCH_COUNT ? a : 0]->recipe;
+}
+
 int pt_arch_from_name(const char *name, enum pt_arch *out)
 {
 	if (!name)

@@ -82,6 +82,52 @@ struct pt_hparams {
 	bool k_eq_v_full;           /* gemma4: full layers have no attn_v (V = raw K) */
 };
 
+/* ---- the layer recipe: how the forward pass composes an arch's layer ----
+ * Every difference between archs that is not visible in the tensor table is a field here,
+ * filled once in the arch's own file (qwen3moe.c ...).  What the tensor table already says
+ * is read from the loaded weights instead: which norms exist (attn/ffn pre-norms, per-head
+ * Q/K norms, post-attention / post-FFN norms), Q/K/V/O biases, K=V layers (no attn_v), the
+ * shared expert, the router selection bias, leading dense layers (no router), the layer
+ * output scale and the RoPE factors.  Per-layer shapes (head dims, sliding pattern, partial
+ * rotary width, RoPE bases) come from struct pt_hparams. */
+enum pt_act {
+	PT_ACT_SWIGLU = 0,          /* silu(gate) * up */
+	PT_ACT_GEGLU,               /* gelu(gate) * up (tanh approximation) */
+};
+
+enum pt_router_input {
+	PT_ROUTER_IN_FFN_NORM = 0,  /* the ffn-normed rows (experts see the same rows) */
+	PT_ROUTER_IN_SCALED_RESIDUAL, /* weightless RMSNorm(x) / sqrt(n_embd) * router scale;
+					 experts see RMSNorm(x; pre_ffw_norm_2) (Gemma 4) */
+};
+
+enum pt_ffn_form {
+	PT_FFN_SERIAL = 0,          /* dense MLP on dense layers, else routed experts (+ the
+				       shared expert when present), summed into the residual */
+	PT_FFN_PARALLEL,            /* Gemma 4: always-on dense MLP (post_ffw_norm_1) beside
+				       the routed experts (post_ffw_norm_2), sum post-normed */
+};
+
+struct pt_arch_recipe {
+	bool embd_scale_sqrt;       /* token embeddings times sqrt(n_embd) */
+	bool v_norm;                /* weightless per-head RMSNorm of V */
+	float attn_scale;           /* score scale; 0: 1/sqrt(head_dim_k) */
+	bool rope_freqs_full;       /* rope_freqs divides the frequencies of full layers */
+	enum pt_act act;            /* routed experts, shared expert and dense MLP */
+	/* routing: gating, normalisation and scale as the file's keys say (hparams), or
+	 * hard-coded softmax with normalised top-k weights and no scale */
+	bool route_from_keys;
+	enum pt_router_input router_in;
+	enum pt_ffn_form ffn;
+	bool final_softcap;         /* hparams final_logit_softcap applies to the logits */
+	/* the pre-FFN norm is stored as post_attention_norm (GLM), not ffn_norm; there is then
+	 * no norm of the attention output */
+	bool ffn_norm_post_attention;
+};
+
+/* The recipe of a (valid) arch. */
+const struct pt_arch_recipe *pt_arch_recipe(enum pt_arch a);
+
 /* Where a tensor lives at run time. */
 enum pt_tensor_role {
 	PT_ROLE_RESIDENT = 0,      /* read-only mmap, always resident */

@@ -7,6 +7,7 @@
 
 struct pt_arch_ops {
 	const char *name;
+	struct pt_arch_recipe recipe; /* how the forward pass composes the layer */
 	/* Fills hp for a preset (defaults already applied); PT_E_INVALID for unknown presets. */
 	enum pt_status (*preset)(const char *preset, struct pt_hparams *hp,
 				 struct pt_error *err);
