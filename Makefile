@@ -36,6 +36,7 @@ TEST_SRC := $(sort $(wildcard tests/unit/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ  += $(BUILD)/obj/$(BUILD)/gen/webui_assets.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 
@@ -43,7 +44,7 @@ LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
 
-.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models
+.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models soak
 all: $(BIN) $(LIB)
 
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -66,6 +67,22 @@ $(TESTBIN): $(TEST_OBJ) $(LIB)
 
 test-bin: $(TESTBIN) $(BIN)
 
+# Web UI (issue 14): webui/* and `gzip -9n` copies compiled into libparticle by a small
+# generator (tools/embed_assets.c, built with the host compiler, no sanitizers).
+WEBUI_FILES := $(sort $(wildcard webui/*.html webui/*.js webui/*.css))
+$(BUILD)/embed_assets: tools/embed_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 $(WARN) -o $@ $<
+# The README's picture of the UI: the browser test's chat screenshot (needs chromium).
+.PHONY: screenshots
+screenshots: all
+	WEBUI_SHOTS=build/webui PARTICLE=$(BIN) sh tests/cli/test_webui.sh
+	cp build/webui/overview.png docs/webui.png
+$(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(BUILD)/embed_assets
+	@mkdir -p $(BUILD)/gen/gz
+	@for f in $(WEBUI_FILES); do gzip -9nc "$$f" >"$(BUILD)/gen/gz/$${f##*/}.gz" || exit 1; done
+	$(BUILD)/embed_assets $@ $(BUILD)/gen/gz $(WEBUI_FILES)
+
 # Side-by-side with llama.cpp (tools/bench/run.sh; root: cgroups, drop_caches); not part of
 # `make test`.  Kernel throughput figures (docs/PERFORMANCE.md): `make bench-kern`.
 bench: all oracle
@@ -85,6 +102,7 @@ FUZZ_BUILD := build/fuzz
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -ffp-contract=off -Iinclude -Isrc -g -O1 \
               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all $(WARN)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_LIB_OBJ += $(FUZZ_BUILD)/obj/build/gen/webui_assets.o
 FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 
 $(FUZZ_BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -117,6 +135,11 @@ test: deps oracle
 	$(MAKE) -j$(NPROC) BUILD=build/tsan CC=clang SAN=thread CFLAGS="-O1 -g" test-bin
 	$(MAKE) -j$(NPROC) fuzz
 	@sh tools/run-tests.sh
+
+# `particle serve` under load: 8 clients for 10 minutes (streaming, cancellation, errors;
+# every answer checked; RSS and fds back to their warm-up level).  make test runs 20 s of it.
+soak: all
+	SERVER_SUITES=test_soak SOAK_SECONDS=$${SOAK_SECONDS:-600} PARTICLE=build/particle sh tests/cli/test_server.sh
 
 DEMO_MODEL ?= models/demo-qwen3moe-small-q4_k_m.gguf
 demo: deps

@@ -27,6 +27,8 @@ int pt_cmd_mkvocab(int argc, char **argv);
 int pt_cmd_tokenize(int argc, char **argv);
 int pt_cmd_detokenize(int argc, char **argv);
 int pt_cmd_template(int argc, char **argv);
+int pt_cmd_pull(int argc, char **argv);
+int pt_cmd_list(int argc, char **argv);
 int pt_cmd_serve(int argc, char **argv);
 
 /* Prints "particle: error: <msg>" on stderr (one line). */

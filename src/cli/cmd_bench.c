@@ -3,6 +3,7 @@
  * time to first token, peak RSS, expert hit rate, bytes read per token and the I/O floor:
  * missed-expert bytes per token / disk bandwidth, i.e. the fastest the disk allows. */
 #include "cli/cli.h"
+#include "cli/models.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +47,7 @@ static void help(void)
 	       "through the engine, then greedy decode, and reports prefill and decode tok/s,\n"
 	       "time to first token, peak RSS, expert hit rate, expert bytes read per decoded\n"
 	       "token and the I/O floor (those bytes / disk bandwidth, seconds per token).\n\n"
-	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt-tokens N      prompt length (default 512)\n"
 	       "  --gen N                generated tokens, greedy (default 128)\n"
 	       "  --threads N            threads (default: online CPUs)\n"
@@ -70,6 +71,8 @@ static void help(void)
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --json                 one JSON object on stdout instead of text\n"
 	       "  -h, --help             this help\n\n"
+	       "llama-bench spellings are accepted too: -p/--n-prompt (--prompt-tokens),\n"
+	       "-n/--n-gen (--gen), -t (--threads), -b/--batch-size (--batch).\n\n"
 	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
 	       "layer's experts (for A/B runs); PARTICLE_CPU=scalar|avx2|avx512 caps the kernels.\n");
 }
@@ -81,14 +84,14 @@ static int parse_value(struct bench_args *a, const char *f, const char *v)
 		return eng > 0 ? 0 : PT_EXIT_USAGE;
 	if (!strcmp(f, "-m") || !strcmp(f, "--model"))
 		a->model = v;
-	else if (!strcmp(f, "--prompt-tokens"))
+	else if (!strcmp(f, "--prompt-tokens") || !strcmp(f, "-p") || !strcmp(f, "--n-prompt"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->prompt) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--gen"))
+	else if (!strcmp(f, "--gen") || !strcmp(f, "-n") || !strcmp(f, "--n-gen"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->gen) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--threads"))
+	else if (!strcmp(f, "--threads") || !strcmp(f, "-t"))
 		return pt_cli_parse_u64(f, v, 1, PT_POOL_MAX_THREADS, &a->threads) ? 0
 										    : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--batch"))
+	else if (!strcmp(f, "--batch") || !strcmp(f, "-b") || !strcmp(f, "--batch-size"))
 		return pt_cli_parse_u64(f, v, 1, 4096, &a->batch) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--probe-mib"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->probe_mib) ? 0 : PT_EXIT_USAGE;
@@ -136,6 +139,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		pt_cli_error("bench: -m MODEL is required");
 		return PT_EXIT_USAGE;
 	}
+	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
 	return 0;
 }
 

@@ -2,6 +2,7 @@
  * JSON line per position with the top-K next-token log-probabilities, optionally writes the
  * raw logits and compares against an oracle dump (mean/max KL, top-1 agreement). */
 #include "cli/cli.h"
+#include "cli/models.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static void help(void)
 	       "Runs the model teacher-forced over the tokens and prints one JSON line per\n"
 	       "position: {\"pos\":P,\"token\":T,\"top\":[[id,logprob],...]} (the distribution of the\n"
 	       "token after position P).\n\n"
-	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt TEXT          text, tokenized with the model's tokenizer (BOS/EOS as the\n"
 	       "                         vocabulary asks, special-token text parsed)\n"
 	       "  --tokens LIST          token ids separated by commas or spaces\n"
@@ -163,6 +164,7 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		pt_cli_error("eval: -m MODEL is required");
 		return PT_EXIT_USAGE;
 	}
+	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
 	if (!!a->prompt + !!a->tokens + !!a->tokens_file != 1) {
 		pt_cli_error("eval: give exactly one of --prompt, --tokens, --tokens-file");
 		return PT_EXIT_USAGE;

@@ -3,6 +3,7 @@
  * budget check before loading, prompt building (raw or through the chat template), the
  * SIGINT handling, the stats footer and --stats-json. */
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "cli/input.h"
 #include "cli/run.h"
 
@@ -69,8 +70,9 @@ static void help(void)
 	       "a terminal: interactive chat (/new fresh chat, /stats, /quit; Ctrl-C stops a reply,\n"
 	       "Ctrl-C at the prompt or twice within a second exits; when the context is full the\n"
 	       "oldest turns are dropped, with a notice).\n\n"
-	       "  -m, --model PATH          GGUF model (default: $PARTICLE_MODEL)\n"
-	       "  --prompt TEXT             raw completion of TEXT\n"
+	       "  -m, --model PATH          GGUF model, or a name in the models directory\n"
+	       "                            (particle list; default: $PARTICLE_MODEL)\n"
+	       "  -p, --prompt TEXT         raw completion of TEXT\n"
 	       "  --messages FILE|-         chat: messages JSON file, '-' = stdin\n"
 	       "  --template FILE           Jinja chat template instead of the model's\n"
 	       "  --raw                     interactive raw completion: each line on its own\n"
@@ -98,6 +100,9 @@ static void help(void)
 	       "  --stats-json FILE         write the stats, per-layer counters and ids as JSON\n"
 	       "                            (interactive: rewritten after every reply)\n"
 	       "  -h, --help                this text\n\n"
+	       "llama.cpp spellings are accepted too: -p (--prompt), -n/--n-predict (--max-new),\n"
+	       "-c/--ctx-size (--max-context), -t/--threads, --temp (--temperature),\n"
+	       "--repeat-penalty (--repetition-penalty), -s (--seed), -b/--batch-size (--batch).\n\n"
 	       "exit codes: 0 ok, 1 runtime failure (also: model locked by another process, the\n"
 	       "message names its PID), 2 bad input or usage, 130 cancelled (Ctrl-C)\n",
 	       MAX_STOPS);
@@ -126,9 +131,11 @@ static int float_flag(struct opts *o, const char *a, const char *v)
 {
 	static const struct { const char *name; double lo, hi; size_t off; } t[] = {
 		{ "--temperature", 0, 100, offsetof(struct pt_sampler_opts, temperature) },
+		{ "--temp", 0, 100, offsetof(struct pt_sampler_opts, temperature) }, /* llama.cpp */
 		{ "--top-p", 0, 1, offsetof(struct pt_sampler_opts, top_p) },
 		{ "--min-p", 0, 1, offsetof(struct pt_sampler_opts, min_p) },
 		{ "--repetition-penalty", 0.01, 100, offsetof(struct pt_sampler_opts, repeat_penalty) },
+		{ "--repeat-penalty", 0.01, 100, offsetof(struct pt_sampler_opts, repeat_penalty) },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		if (strcmp(a, t[i].name) != 0)
@@ -146,19 +153,19 @@ static int float_flag(struct opts *o, const char *a, const char *v)
 static int int_flag(struct opts *o, const char *a, const char *v)
 {
 	uint64_t x;
-	if (is(a, "-n", "--max-new"))
+	if (is(a, "-n", "--max-new") || strcmp(a, "--n-predict") == 0)
 		return pt_cli_parse_u64(a, v, 0, UINT32_MAX, &o->max_new) ? 1 : -1;
-	if (is(a, "-c", "--max-context"))
+	if (is(a, "-c", "--max-context") || strcmp(a, "--ctx-size") == 0)
 		return pt_cli_parse_u64(a, v, 1, UINT32_MAX, &o->max_ctx) ? 1 : -1;
 	if (is(a, "-t", "--threads"))
 		return pt_cli_parse_u64(a, v, 0, 1024, &o->threads) ? 1 : -1;
 	if (is(a, NULL, "--expert-slots"))
 		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->slots) ? 1 : -1;
-	if (is(a, NULL, "--batch"))
+	if (is(a, "-b", "--batch") || strcmp(a, "--batch-size") == 0)
 		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->batch) ? 1 : -1;
 	if (is(a, NULL, "--memory"))
 		return pt_cli_parse_size(a, v, &o->memory) ? 1 : -1;
-	if (is(a, NULL, "--seed"))
+	if (is(a, "-s", "--seed"))
 		return pt_cli_parse_u64(a, v, 0, UINT64_MAX, &o->so.seed) ? 1 : -1;
 	if (is(a, NULL, "--top-k")) {
 		if (!pt_cli_parse_u64(a, v, 0, UINT32_MAX, &x))
@@ -180,7 +187,7 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 {
 	static const struct { const char *s, *l; size_t off; } t[] = {
 		{ "-m", "--model", offsetof(struct opts, model) },
-		{ NULL, "--prompt", offsetof(struct opts, prompt) },
+		{ "-p", "--prompt", offsetof(struct opts, prompt) },
 		{ NULL, "--messages", offsetof(struct opts, messages) },
 		{ NULL, "--template", offsetof(struct opts, tmpl) },
 		{ NULL, "--stats-json", offsetof(struct opts, stats_json) },
@@ -268,6 +275,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return PT_EXIT_USAGE;
 		i++;
 	}
+	if (o->model) /* a name in the models directory */
+		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);
 }
 

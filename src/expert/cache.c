@@ -508,3 +508,18 @@ void pt_expert_cache_stats(pt_expert_cache *c, uint32_t layer, struct pt_cache_s
 	}
 	pthread_mutex_unlock(&c->mu);
 }
+
+void pt_expert_cache_resident(pt_expert_cache *c, uint32_t layer, uint8_t *resident,
+			      uint32_t n_expert)
+{
+	memset(resident, 0, n_expert);
+	if (layer >= c->cfg.n_layers)
+		return;
+	pthread_mutex_lock(&c->mu);
+	const struct layer_state *l = &c->layers[layer];
+	for (uint32_t s = 0; s < c->cfg.slots_per_layer; s++)
+		if (l->slot_state[s] == SLOT_READY && l->slot_expert[s] >= 0 &&
+		    (uint32_t)l->slot_expert[s] < n_expert)
+			resident[l->slot_expert[s]] = 1;
+	pthread_mutex_unlock(&c->mu);
+}

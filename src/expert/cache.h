@@ -116,5 +116,10 @@ void pt_expert_cache_note_read(pt_expert_cache *c, uint32_t layer, uint64_t byte
 void pt_expert_cache_note_wait(pt_expert_cache *c, uint32_t layer, uint64_t ns);
 /* layer < n_layers: that layer; UINT32_MAX: the total over layers. */
 void pt_expert_cache_stats(pt_expert_cache *c, uint32_t layer, struct pt_cache_stats *out);
+/* resident[e] = 1 for each expert < n_expert whose bytes are READY in a slot of layer, else
+ * 0 (loading counts as absent); all 0 for a bad layer.  Thread-safe (copied under the lock),
+ * for views such as the web UI's heat map. */
+void pt_expert_cache_resident(pt_expert_cache *c, uint32_t layer, uint8_t *resident,
+			      uint32_t n_expert);
 
 #endif

@@ -249,6 +249,36 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
+static enum pt_status write_manifest(const struct pt_expert_layout *l, const struct pt_pack *p,
+				     const struct identity *id, const char *pack_path,
+				     const char *man, const char *sha, struct pt_error *err)
+{
+	cJSON *j = manifest_json(l, p, id, base_name(pack_path), sha);
+	char *text = j ? cJSON_Print(j) : NULL;
+	enum pt_status st = text ? pt_safe_write_file(man, text, strlen(text), 0644, err)
+				 : pt_error_set(err, PT_E_NOMEM, "manifest");
+	free(text); /* cJSON's allocation */
+	cJSON_Delete(j);
+	return st;
+}
+
+enum pt_status pt_pack_write_manifest(const char *model_path, const struct pt_expert_layout *l,
+				      const char *pack_path, const char sha[65],
+				      struct pt_error *err)
+{
+	struct pt_pack p = { 0 };
+	struct identity id;
+	char man[4200];
+	pt_pack_manifest_path(pack_path, man, sizeof man);
+	enum pt_status st = source_identity(model_path, l->data_offset, &id, err);
+	if (st == PT_OK)
+		st = pt_pack_plan(l, &p, err);
+	if (st == PT_OK)
+		st = write_manifest(l, &p, &id, pack_path, man, sha, err);
+	pt_pack_free(&p);
+	return st;
+}
+
 enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layout *l,
 			     const char *pack_path, void (*progress)(uint32_t done, uint32_t n),
 			     struct pt_error *err)
@@ -282,12 +312,7 @@ enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layo
 	if (st == PT_OK) {
 		EVP_DigestFinal_ex(md, d, NULL);
 		hex(d, sha);
-		cJSON *j = manifest_json(l, &p, &id, base_name(pack_path), sha);
-		char *text = j ? cJSON_Print(j) : NULL;
-		st = text ? pt_safe_write_file(man, text, strlen(text), 0644, err)
-			  : pt_error_set(err, PT_E_NOMEM, "manifest");
-		free(text); /* cJSON's allocation */
-		cJSON_Delete(j);
+		st = write_manifest(l, &p, &id, pack_path, man, sha, err);
 	}
 	if (in >= 0)
 		close(in);

@@ -757,3 +757,12 @@ void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cac
 	}
 	pt_expert_cache_stats(s->cache, moe_index, out);
 }
+
+void pt_expert_store_resident(pt_expert_store *s, uint32_t moe_index, uint8_t *resident,
+			      uint32_t n_expert)
+{
+	if (s->cache)
+		pt_expert_cache_resident(s->cache, moe_index, resident, n_expert);
+	else
+		memset(resident, moe_index < s->lay->n_moe ? 1 : 0, n_expert);
+}

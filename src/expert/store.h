@@ -110,5 +110,9 @@ double pt_expert_store_io_busy_s(pt_expert_store *s);
 
 /* Cache counters by MoE index (UINT32_MAX: total); zeros in mmap mode. */
 void pt_expert_store_stats(pt_expert_store *s, uint32_t moe_index, struct pt_cache_stats *out);
+/* Which experts of MoE layer moe_index are in memory: a READY cache slot (cache modes) or,
+ * in mmap mode, every one (the mapping holds them all).  Thread-safe, like the counters. */
+void pt_expert_store_resident(pt_expert_store *s, uint32_t moe_index, uint8_t *resident,
+			      uint32_t n_expert);
 
 #endif

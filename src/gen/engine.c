@@ -12,6 +12,7 @@
 #include "expert/plan.h"
 #include "expert/store.h"
 #include "expert/trace.h"
+#include "expert/usage.h"
 #include "kern/kern.h"
 #include "kern/pool.h"
 #include "model/forward.h"
@@ -38,6 +39,7 @@ struct pt_engine {
 	pt_expert_store *store;
 	struct pt_expert_provider prov;
 	pt_trace_writer *trace;
+	pt_expert_usage *usage; /* routing counts for the heat map (pt_engine_layer_experts) */
 	struct pt_error trace_err;
 	bool trace_failed;
 	pt_fwd *f;
@@ -107,6 +109,7 @@ static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32
 {
 	pt_engine *e = ctx;
 	uint32_t ex[PT_TRACE_MAX_K];
+	pt_expert_usage_note(e->usage, layer, n, k, ids);
 	if (e->o.on_route)
 		e->o.on_route(e->o.route_ctx, layer, pos0, n, k, ids);
 	for (uint32_t r = 0; r < n && e->trace && !e->trace_failed; r++) {
@@ -172,8 +175,28 @@ static uint64_t expert_bytes_total(const struct pt_expert_layout *l)
 	return t;
 }
 
+struct pt_engine_snap {
+	int64_t pos;
+	uint32_t *toks;  /* [pos] */
+	void *kv;        /* pt_fwd_snapshot_bytes(pos) */
+	uint64_t kv_bytes;
+	uint64_t bytes;  /* everything the snapshot holds */
+};
+
+/* opts.prompt_cache_seqs: room for that many snapshots of a whole context (each the KV
+ * bytes of one sequence plus its tokens), unless prompt_cache_bytes says otherwise. */
+static void size_prompt_cache(pt_engine *e)
+{
+	if (e->o.prompt_cache_bytes || !e->o.prompt_cache_seqs)
+		return;
+	const uint64_t one = kv_bytes(&e->m->hp, e->n_ctx, e->n_batch, e->o.kv_type) +
+			     (uint64_t)e->n_ctx * sizeof(uint32_t) + sizeof(struct pt_engine_snap);
+	e->o.prompt_cache_bytes = one * e->o.prompt_cache_seqs;
+}
+
 static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_error *err)
 {
+	size_prompt_cache(e);
 	const struct pt_hparams *hp = &e->m->hp;
 	const uint64_t fsize = pt_gguf_file_size(e->m->g);
 	const char *src = "--memory";
@@ -361,10 +384,9 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 {
 	struct pt_fwd_opts fo = { .n_ctx = e->n_ctx, .n_batch = e->n_batch,
 				  .kv_type = e->o.kv_type, .pool = e->pool, .experts = &e->prov,
-				  .on_route = e->o.trace_path || e->o.on_route ? on_route : NULL,
-				  .route_ctx = e, .n_seq = e->n_seq };
-	enum pt_status st = PT_OK;
-	if (e->o.trace_path)
+				  .on_route = on_route, .route_ctx = e, .n_seq = e->n_seq };
+	enum pt_status st = pt_expert_usage_create(&e->lay, &e->usage, err);
+	if (st == PT_OK && e->o.trace_path)
 		st = pt_trace_writer_open(e->o.trace_path, false, &e->trace, err);
 	if (st == PT_OK)
 		st = pt_fwd_create(e->m, &fo, &e->f, err);
@@ -461,6 +483,7 @@ void pt_engine_close(pt_engine *e)
 	struct pt_error ignore = { 0 };
 	pt_fwd_destroy(e->f);
 	pt_trace_writer_close(e->trace, &ignore);
+	pt_expert_usage_destroy(e->usage);
 	pt_expert_store_close(e->store);
 	if (e->have_pack)
 		pt_pack_free(&e->pack);
@@ -630,14 +653,6 @@ enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err)
 
 /* --- prompt cache: snapshots of a sequence --- */
 
-struct pt_engine_snap {
-	int64_t pos;
-	uint32_t *toks;  /* [pos] */
-	void *kv;        /* pt_fwd_snapshot_bytes(pos) */
-	uint64_t kv_bytes;
-	uint64_t bytes;  /* everything the snapshot holds */
-};
-
 uint64_t pt_engine_snap_size(const pt_engine *e, int64_t n_tokens)
 {
 	if (n_tokens < 0)
@@ -793,6 +808,28 @@ void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint6
 	*hits = cs.hits;
 	*misses = cs.misses;
 	*bytes_read = cs.bytes_read;
+}
+
+uint32_t pt_engine_n_moe_layers(const pt_engine *e, uint32_t *n_expert, uint32_t *layers)
+{
+	if (n_expert)
+		*n_expert = e->lay.n_moe ? e->lay.n_expert : 0;
+	for (uint32_t i = 0; layers && i < e->lay.n_moe; i++)
+		layers[i] = e->lay.moe[i].layer;
+	return e->lay.n_moe;
+}
+
+bool pt_engine_layer_experts(const pt_engine *e, uint32_t moe_layer, uint8_t *resident,
+			     uint32_t *uses, uint32_t n_expert)
+{
+	if (moe_layer >= e->lay.n_moe || n_expert != e->lay.n_expert)
+		return false;
+	if (e->store)
+		pt_expert_store_resident(e->store, moe_layer, resident, n_expert);
+	else
+		memset(resident, 1, n_expert); /* mapped: the mapping holds every expert */
+	pt_expert_usage_read(e->usage, moe_layer, uses, n_expert);
+	return true;
 }
 
 static double rate(uint64_t n, double s)

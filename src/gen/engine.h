@@ -43,7 +43,10 @@ struct pt_engine_opts {
 	/* added by multiseq (the server's --parallel and prompt cache): */
 	uint32_t n_seq;              /* sequences, each with its own KV cache and history (0: 1);
 					the plan counts n_seq KV caches */
-	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none) */
+	uint64_t prompt_cache_bytes; /* set aside in the plan for KV snapshots (0: none, or
+					prompt_cache_seqs whole-context snapshots) */
+	uint32_t prompt_cache_seqs;  /* with prompt_cache_bytes 0: room for this many snapshots
+					of a full context (--cache-prompts N) */
 };
 
 #define PT_ENGINE_MAX_SEQ 256
@@ -167,6 +170,20 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out);
 /* Per-MoE-layer cache counters (i < n_moe_layers), for --stats-json. */
 void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint64_t *misses,
 			   uint64_t *bytes_read);
+
+/* MoE layers of the model (0 for a dense one); *n_expert (may be NULL) = routed experts per
+ * MoE layer; layers (may be NULL, else [n_moe]) receives each MoE layer's model layer index. */
+uint32_t pt_engine_n_moe_layers(const pt_engine *e, uint32_t *n_expert, uint32_t *layers);
+/* The expert heat map of MoE layer moe_layer (< pt_engine_n_moe_layers): resident[e] = 1
+ * when expert e's bytes are in memory the engine holds (a READY cache slot; in mapped mode
+ * every expert, as the mapping holds them all), uses[e] = tokens routed to it since open
+ * (each token at the layer counts its k experts, prefill included; saturating).  false, with
+ * the outputs untouched, for a bad layer or n_expert other than the model's.
+ * Thread-safe: may be called from another thread (the HTTP server's) while this engine
+ * evaluates: residency is copied under the cache's lock and the counts are relaxed atomics,
+ * so a copy taken mid-token can hold part of that token.  Unlike pt_engine_stats. */
+bool pt_engine_layer_experts(const pt_engine *e, uint32_t moe_layer, uint8_t *resident,
+			     uint32_t *uses, uint32_t n_expert);
 
 /* The counters as text lines (each prefixed "particle: ") and as one JSON object with a
  * per-layer array, for --verbose and --stats-json. */

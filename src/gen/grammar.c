@@ -672,10 +672,9 @@ static enum pt_status compile_object(struct comp *c, const cJSON *s, uint32_t no
 	g->nodes[node].korder = g->n_korder;
 	for (uint32_t i = 0; i < n; i++)
 		g->korder[g->n_korder + i] = i;
-	{
+	if (n > 1) {
 		struct kctx k = { g, g->props + g->nodes[node].lo };
-		if (n > 1)
-			qsort_r(g->korder + g->n_korder, n, sizeof *g->korder, cmp_key, &k);
+		qsort_r(g->korder + g->n_korder, n, sizeof *g->korder, cmp_key, &k);
 	}
 	g->n_korder += n;
 	if (addl != GR_NONE)

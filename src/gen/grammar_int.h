@@ -97,7 +97,8 @@ struct gr_set {
 	uint32_t *off, *len; /* per stack: frames offset and count */
 	struct gr_frame *fr;
 	uint32_t n_fr, cap_fr;
-	uint32_t *htab;      /* [GR_HASH_CAP] stack indexes, once the set is big */
+	uint32_t *htab;      /* [GR_HASH_CAP] gen << 11 | stack index, once the set is big */
+	uint32_t gen;        /* entries of other generations are empty: clearing is O(1) */
 	bool hashed;
 	bool nomem;          /* an append failed: the set is incomplete */
 };

@@ -38,8 +38,10 @@ void gr_set_free(struct gr_set *s)
 
 void gr_set_clear(struct gr_set *s)
 {
-	if (s->hashed)
-		memset(s->htab, 0xff, GR_HASH_CAP * sizeof *s->htab);
+	if (s->hashed && ++s->gen >= (1u << 21)) {
+		memset(s->htab, 0, GR_HASH_CAP * sizeof *s->htab);
+		s->gen = 1;
+	}
 	s->hashed = false;
 	s->n = 0;
 	s->n_fr = 0;
@@ -60,13 +62,22 @@ static bool same(const struct gr_set *s, uint32_t i, const struct gr_frame *fr, 
 	return s->len[i] == n && memcmp(s->fr + s->off[i], fr, n * sizeof *fr) == 0;
 }
 
-/* Index slot of stack fr in the hash table: where it is, or the empty slot to put it. */
+#define HIDX_BITS 11 /* > log2(GR_MAX_STACKS) */
+#define HIDX_MASK ((1u << HIDX_BITS) - 1)
+_Static_assert(GR_MAX_STACKS <= (1 << HIDX_BITS), "stack index fits the hash entry");
+
+/* Slot of stack fr in the hash table: where it is, or the empty slot to put it. */
 static uint32_t *hslot(const struct gr_set *s, const struct gr_frame *fr, uint32_t n)
 {
 	uint32_t h = hash_frames(fr, n) & (GR_HASH_CAP - 1);
-	while (s->htab[h] != UINT32_MAX && !same(s, s->htab[h], fr, n))
+	while ((s->htab[h] >> HIDX_BITS) == s->gen && !same(s, s->htab[h] & HIDX_MASK, fr, n))
 		h = (h + 1) & (GR_HASH_CAP - 1);
 	return &s->htab[h];
+}
+
+static inline bool slot_used(const struct gr_set *s, const uint32_t *slot)
+{
+	return (*slot >> HIDX_BITS) == s->gen;
 }
 
 /* Small sets dedupe by scanning; from GR_HASH_FROM stacks on, through a hash table, so a
@@ -76,7 +87,7 @@ static bool set_push(struct gr_set *s, const struct gr_frame *fr, uint32_t n)
 	uint32_t *slot = NULL;
 	if (s->hashed) {
 		slot = hslot(s, fr, n);
-		if (*slot != UINT32_MAX)
+		if (slot_used(s, slot))
 			return true;
 	} else {
 		for (uint32_t i = 0; i < s->n; i++)
@@ -117,19 +128,19 @@ static bool set_push(struct gr_set *s, const struct gr_frame *fr, uint32_t n)
 	s->off[s->n] = s->n_fr;
 	s->len[s->n] = n;
 	if (slot)
-		*slot = s->n;
+		*slot = s->gen << HIDX_BITS | s->n;
 	s->n++;
 	s->n_fr += n;
 	if (!s->hashed && s->n >= GR_HASH_FROM) {
 		if (!s->htab) {
-			s->htab = pt_mallocn(GR_HASH_CAP, sizeof *s->htab);
+			s->htab = pt_calloc(GR_HASH_CAP, sizeof *s->htab);
 			if (!s->htab)
 				return true; /* stay linear */
-			memset(s->htab, 0xff, GR_HASH_CAP * sizeof *s->htab);
+			s->gen = 1;
 		}
 		s->hashed = true;
 		for (uint32_t i = 0; i < s->n; i++)
-			*hslot(s, s->fr + s->off[i], s->len[i]) = i;
+			*hslot(s, s->fr + s->off[i], s->len[i]) = s->gen << HIDX_BITS | i;
 	}
 	return true;
 }

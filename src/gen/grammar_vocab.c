@@ -204,9 +204,13 @@ enum pt_status pt_grammar_vocab_build(const struct pt_tok *tok, pt_grammar_vocab
 		}
 		if (attr & (PT_TOKATTR_CONTROL | PT_TOKATTR_UNKNOWN | PT_TOKATTR_UNUSED))
 			continue;
-		if (pt_tok_piece(tok, (int32_t)t, false, buf, sizeof buf, &len, NULL) != PT_OK ||
-		    len == 0 || len > PT_GRAMMAR_MAX_TOKEN_BYTES)
-			continue;
+		enum pt_status ps = pt_tok_piece(tok, (int32_t)t, false, buf, sizeof buf, &len, NULL);
+		if (ps == PT_E_NOMEM) {
+			st = pt_error_set(err, PT_E_NOMEM, "grammar vocab: out of memory");
+			goto out;
+		}
+		if (ps != PT_OK || len == 0 || len > PT_GRAMMAR_MAX_TOKEN_BYTES)
+			continue; /* too long to ever be needed: never allowed */
 		if (used + len > cap) {
 			while (used + len > cap)
 				cap *= 2;
@@ -298,7 +302,7 @@ enum pt_status pt_grammar_state_new(const pt_grammar *g, const pt_grammar_vocab 
 	if (v) {
 		uint32_t d = v->all.max_depth + 2;
 		s->depth = pt_calloc(d, sizeof *s->depth);
-		s->n_depth = d;
+		s->n_depth = s->depth ? d : 0;
 	}
 	if ((v && !s->depth) || !gr_set_start(&s->cur, g)) {
 		pt_grammar_state_free(s);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gen/grammar.h"
 #include "token/tok.h"
 #include "util/alloc.h"
 
@@ -283,11 +284,16 @@ static enum pt_status sample_next(pt_gen_slot *s, const float *logits)
 		finish(s, PT_STOP_CANCELLED);
 		return PT_OK;
 	}
-	const int32_t id = s->o.sample ? s->o.sample(s->o.sample_ctx, s->sampler, logits)
-				       : pt_sampler_sample(s->sampler, logits);
+	const int32_t id = s->o.sample  ? s->o.sample(s->o.sample_ctx, s->sampler, logits)
+			   : s->o.grammar ? pt_sampler_sample_constrained(s->sampler, logits,
+									  s->o.grammar)
+					  : pt_sampler_sample(s->sampler, logits);
 	if (id < 0 || (uint32_t)id >= s->n_vocab) {
 		if (s->o.sample)
 			pt_error_set(&s->err, PT_E_INVALID, "the token choice gave id %d", id);
+		else if (s->o.grammar)
+			pt_error_set(&s->err, PT_E_INVALID, "no token the grammar allows has a "
+				     "finite logit");
 		else
 			pt_error_set(&s->err, PT_E_INVALID, "every logit is NaN or -inf");
 		return fail(s, PT_E_INVALID, &s->err);
@@ -297,6 +303,9 @@ static enum pt_status sample_next(pt_gen_slot *s, const float *logits)
 		return PT_OK;
 	}
 	enum pt_status rc = PT_OK;
+	if (s->o.grammar && !s->o.sample &&
+	    (rc = pt_grammar_state_accept(s->o.grammar, id, &s->err)) != PT_OK)
+		return fail(s, rc, &s->err);
 	const enum pt_stop_reason stop = take(s, id, &rc);
 	s->st.gen_tokens = (uint32_t)s->n_ids;
 	if (s->st.gen_tokens == 1)

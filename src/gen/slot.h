@@ -64,6 +64,11 @@ struct pt_gen_slot_opts {
 	 * slot (PT_E_INVALID). */
 	int32_t (*sample)(void *ctx, pt_sampler *s, const float *logits);
 	void *sample_ctx;
+	/* Optional constraint (gen/grammar.h; used when sample is NULL): ids are chosen by
+	 * pt_sampler_sample_constrained and accepted into the state as they are taken; no
+	 * allowed id with a finite logit fails the slot.  The state belongs to the caller (one
+	 * per reply, fresh at start). */
+	struct pt_grammar_state *grammar;
 	/* Optional: told every sampled id with its raw logits before the id's text is emitted
 	 * (logprobs, a grammar's accept); false cancels (the id is not taken). */
 	bool (*on_token)(void *ctx, int32_t id, const float *logits);

@@ -65,6 +65,13 @@ enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *er
 /* Same over a caller buffer that must outlive the handle (fuzzing, tests). */
 enum pt_status pt_gguf_open_memory(const void *data, size_t size, pt_gguf **out,
 				   struct pt_error *err);
+/* Validates the first avail bytes of a file of file_size bytes (a download in progress):
+ * header, metadata and tensor infos fully, every tensor range against file_size.  Tensor
+ * data pointers are NULL for tensors not wholly inside the prefix.  When the prefix ends
+ * inside the header/metadata/infos, fails with *need_more = true (fetch more and retry);
+ * any other failure is the file's fault.  data must outlive the handle. */
+enum pt_status pt_gguf_open_prefix(const void *data, size_t avail, uint64_t file_size,
+				   pt_gguf **out, bool *need_more, struct pt_error *err);
 void pt_gguf_close(pt_gguf *g); /* NULL-safe */
 
 uint32_t pt_gguf_version(const pt_gguf *g);

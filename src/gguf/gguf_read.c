@@ -38,6 +38,7 @@ struct pt_gguf {
 	uint64_t data_offset;
 	uint64_t n_kv;
 	uint64_t n_tensors;
+	uint64_t avail;  /* bytes present at base: size, or less for a prefix open */
 	struct pt_gguf_kv *kvs;
 	struct pt_gguf_tensor *tensors;
 	struct pt_gguf_index kv_index;
@@ -47,10 +48,23 @@ struct pt_gguf {
 /* Bounded cursor: every test is written `n > size - pos`. */
 struct cursor {
 	const uint8_t *base;
-	uint64_t size;
+	uint64_t size;  /* bytes present */
 	uint64_t pos;
 	const struct pt_gguf_limits *lim;
+	uint64_t full;  /* the file's size (> size only for a prefix open) */
+	bool hit_end;   /* a read needed bytes past size that the full file would have */
 };
+
+/* n bytes at pos are missing from the buffer; in a prefix open, notes whether the full
+ * file would hold them (so the caller fetches more instead of refusing the file). */
+static bool short_of(struct cursor *c, uint64_t n)
+{
+	if (n <= c->size - c->pos)
+		return false;
+	if (c->full > c->size && n <= c->full - c->pos)
+		c->hit_end = true;
+	return true;
+}
 
 struct pt_gguf_limits pt_gguf_default_limits(void)
 {
@@ -90,7 +104,7 @@ static uint32_t rd_u32(const uint8_t *p)
 
 static enum pt_status need(struct cursor *c, uint64_t n, const char *what, struct pt_error *err)
 {
-	if (n > c->size - c->pos)
+	if (short_of(c, n))
 		return pt_error_at(err, PT_E_FORMAT, c->pos,
 				   "truncated file: %s needs %llu bytes, %llu left", what,
 				   (unsigned long long)n, (unsigned long long)(c->size - c->pos));
@@ -131,7 +145,7 @@ static enum pt_status get_str(struct cursor *c, struct pt_str *s, const char *wh
 		return pt_error_at(err, PT_E_LIMIT, at, "%s length %llu exceeds the limit %llu",
 				   what, (unsigned long long)len,
 				   (unsigned long long)c->lim->max_string);
-	if (len > c->size - c->pos)
+	if (short_of(c, len))
 		return pt_error_at(err, PT_E_FORMAT, at,
 				   "%s length %llu runs past the end of the file", what,
 				   (unsigned long long)len);
@@ -159,6 +173,10 @@ static int key_len(const struct pt_str s)
 static enum pt_status check_header(struct cursor *c, pt_gguf *g, struct pt_error *err)
 {
 	uint32_t v;
+	if (c->size < 4 && c->full >= 4) {
+		c->hit_end = true;
+		return pt_error_at(err, PT_E_FORMAT, 0, "truncated file: no magic yet");
+	}
 	if (c->size < 4 || memcmp(c->base, GGUF_MAGIC, 4) != 0)
 		return pt_error_at(err, PT_E_FORMAT, 0, "bad magic: not a GGUF file");
 	c->pos = 4;
@@ -183,7 +201,7 @@ static enum pt_status check_header(struct cursor *c, pt_gguf *g, struct pt_error
 
 static enum pt_status check_counts(struct cursor *c, const pt_gguf *g, struct pt_error *err)
 {
-	uint64_t left = c->size - c->pos;
+	uint64_t left = c->full - c->pos;
 	if (g->n_tensors > c->lim->max_tensors)
 		return pt_error_at(err, PT_E_LIMIT, 8, "tensor count %llu exceeds the limit %llu",
 				   (unsigned long long)g->n_tensors,
@@ -195,12 +213,12 @@ static enum pt_status check_counts(struct cursor *c, const pt_gguf *g, struct pt
 	if (g->n_tensors > left / MIN_TENSOR_BYTES)
 		return pt_error_at(err, PT_E_FORMAT, 8,
 				   "tensor count %llu too large for a %llu-byte file",
-				   (unsigned long long)g->n_tensors, (unsigned long long)c->size);
+				   (unsigned long long)g->n_tensors, (unsigned long long)c->full);
 	if (g->n_kv > left / MIN_KV_BYTES ||
 	    g->n_kv * MIN_KV_BYTES > left - g->n_tensors * MIN_TENSOR_BYTES)
 		return pt_error_at(err, PT_E_FORMAT, 16,
 				   "metadata count %llu too large for a %llu-byte file",
-				   (unsigned long long)g->n_kv, (unsigned long long)c->size);
+				   (unsigned long long)g->n_kv, (unsigned long long)c->full);
 	return PT_OK;
 }
 
@@ -227,10 +245,13 @@ static enum pt_status parse_array(struct cursor *c, struct pt_gguf_kv *kv, struc
 				   key_len(kv->key), kv->key.ptr, (unsigned long long)count,
 				   (unsigned long long)c->lim->max_array);
 	esize = et == PT_GGUF_STRING ? 8 : pt_gguf_scalar_size(et);
-	if (count > (c->size - c->pos) / esize)
+	if (count > (c->size - c->pos) / esize) {
+		if (c->full > c->size && count <= (c->full - c->pos) / esize)
+			c->hit_end = true;
 		return pt_error_at(err, PT_E_FORMAT, at,
 				   "key '%.*s': array of %llu elements runs past the end of the file",
 				   key_len(kv->key), kv->key.ptr, (unsigned long long)count);
+	}
 	kv->arr_type = (enum pt_gguf_vtype)et;
 	kv->arr_count = count;
 	kv->value = c->base + c->pos;
@@ -463,27 +484,37 @@ static enum pt_status check_layout(pt_gguf *g, uint64_t infos_end, struct pt_err
 					   "tensor '%.*s': data (%llu bytes) runs past the end of "
 					   "the file", nl, t->name.ptr, (unsigned long long)t->nbytes);
 		t->file_offset = g->data_offset + t->offset;
-		t->data = g->base + t->file_offset;
+		/* a prefix open has no data bytes yet past avail */
+		t->data = t->file_offset + t->nbytes <= g->avail ? g->base + t->file_offset : NULL;
 		/* cannot overflow: nbytes <= room < 2^64 - alignment */
 		expect = pad_to(t->offset + t->nbytes, g->alignment);
 	}
 	return PT_OK;
 }
 
-static enum pt_status parse(pt_gguf *g, const struct pt_gguf_limits *lim, struct pt_error *err)
+static enum pt_status parse_cursor(struct cursor *cp, pt_gguf *g, struct pt_error *err)
 {
-	struct cursor c = { g->base, g->size, 0, lim };
-	enum pt_status st = check_header(&c, g, err);
+	enum pt_status st = check_header(cp, g, err);
 	if (st == PT_OK)
-		st = check_counts(&c, g, err);
+		st = check_counts(cp, g, err);
 	if (st == PT_OK)
-		st = parse_kvs(&c, g, err);
+		st = parse_kvs(cp, g, err);
 	if (st == PT_OK)
 		st = check_alignment(g, err);
 	if (st == PT_OK)
-		st = parse_tensors(&c, g, err);
+		st = parse_tensors(cp, g, err);
 	if (st == PT_OK)
-		st = check_layout(g, c.pos, err);
+		st = check_layout(g, cp->pos, err);
+	return st;
+}
+
+static enum pt_status parse(pt_gguf *g, const struct pt_gguf_limits *lim, bool *hit_end,
+			    struct pt_error *err)
+{
+	struct cursor c = { g->base, g->avail, 0, lim, g->size, false };
+	enum pt_status st = parse_cursor(&c, g, err);
+	if (hit_end)
+		*hit_end = c.hit_end;
 	return st;
 }
 
@@ -517,7 +548,8 @@ enum pt_status pt_gguf_open_memory_limits(const void *data, size_t size,
 	g->fd = -1;
 	g->base = data;
 	g->size = size;
-	st = parse(g, lim ? lim : &def, err);
+	g->avail = size;
+	st = parse(g, lim ? lim : &def, NULL, err);
 	if (st != PT_OK) {
 		pt_gguf_close(g);
 		return st;
@@ -544,6 +576,7 @@ static enum pt_status map_file(pt_gguf *g, const char *path, struct pt_error *er
 	if (!S_ISREG(st.st_mode))
 		return pt_error_set(err, PT_E_IO, "%s is not a regular file", path);
 	g->size = (uint64_t)st.st_size;
+	g->avail = g->size;
 	if (g->size == 0) {
 		g->base = (const uint8_t *)"";
 		return PT_OK;
@@ -570,7 +603,7 @@ enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *er
 	st = g->path ? map_file(g, path, err)
 		     : pt_error_set(err, PT_E_NOMEM, "out of memory opening %s", path);
 	if (st == PT_OK)
-		st = parse(g, &lim, err);
+		st = parse(g, &lim, NULL, err);
 	if (st != PT_OK) {
 		pt_gguf_close(g);
 		return st;
@@ -615,4 +648,30 @@ bool pt_str_eq(struct pt_str s, const char *cstr)
 {
 	size_t n = strlen(cstr);
 	return s.len == n && (n == 0 || memcmp(s.ptr, cstr, n) == 0);
+}
+
+enum pt_status pt_gguf_open_prefix(const void *data, size_t avail, uint64_t file_size,
+				   pt_gguf **out, bool *need_more, struct pt_error *err)
+{
+	struct pt_gguf_limits lim = pt_gguf_default_limits();
+	pt_gguf *g;
+	enum pt_status st;
+	*out = NULL;
+	*need_more = false;
+	if (avail > file_size)
+		return pt_error_set(err, PT_E_INVALID, "gguf prefix longer than the file");
+	g = pt_calloc(1, sizeof *g);
+	if (!g)
+		return pt_error_set(err, PT_E_NOMEM, "out of memory opening GGUF");
+	g->fd = -1;
+	g->base = data;
+	g->size = file_size;
+	g->avail = avail;
+	st = parse(g, &lim, need_more, err);
+	if (st != PT_OK) {
+		pt_gguf_close(g);
+		return st;
+	}
+	*out = g;
+	return PT_OK;
 }

@@ -26,7 +26,8 @@ struct pt_fwd_opts {
 	const struct pt_expert_provider *experts; /* NULL: the model's mmap provider */
 	uint32_t attn_block;   /* keys per split-K attention block; 0: 1024 */
 	/* Routing observer (traces, routing reports; may be NULL): called once per MoE layer
-	 * and chunk with the chosen experts ids[n][k] of rows at positions pos0 .. pos0+n-1. */
+	 * and chunk with the chosen experts ids[n][k] of rows at positions pos0 .. pos0+n-1
+	 * (a decode batch: once per row, n = 1, that row's sequence position). */
 	void (*on_route)(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32_t k,
 			 const int *ids);
 	void *route_ctx;

@@ -181,6 +181,7 @@ struct stream {
 	pt_http_read_fn read;
 	void *ctx;
 	void (*free_fn)(void *ctx);
+	bool endless;        /* ends when the server starts stopping (resp->endless) */
 };
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -195,6 +196,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			       : n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
 		if (!fd_alive(s->fd) || atomic_load(&s->h->stop_hard))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (s->endless && atomic_load(&s->h->stop_soft))
+			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (now_s() - t0 < 0.001) { /* a reader that does not block: do not spin */
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 			nanosleep(&ts, NULL);
@@ -259,6 +262,7 @@ static enum MHD_Result send_resp(struct pt_http_conn *cn, struct pt_http_resp *r
 			s->read = resp->read;
 			s->ctx = resp->read_ctx;
 			s->free_fn = resp->read_free;
+			s->endless = resp->endless;
 			r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s,
 							      stream_free);
 			if (!r)
@@ -488,6 +492,33 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
 	*req_cls = NULL;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decoding of the URL and query arguments, except %00: a NUL would cut the path
+ * short ("/v1/models%00x" must not be "/v1/models"), so it stays as the three characters. */
+static size_t unescape(void *cls, struct MHD_Connection *mc, char *s)
+{
+	(void)cls;
+	(void)mc;
+	char *r = s, *w = s;
+	while (*r) {
+		int hi, lo;
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+		    (hi | lo) != 0) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -544,6 +575,9 @@ enum pt_status pt_http_start(const struct pt_http_opts *o, const struct pt_route
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_EXTERNAL_LOGGER, log_mhd, h,
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, 128u,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
+				/* 1: HTTP/1.1 requests need Host, framing errors are refused */
+				MHD_OPTION_STRICT_FOR_CLIENT, 1,
 				MHD_OPTION_END);
 	if (!h->d) {
 		int e = errno;

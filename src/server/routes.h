@@ -61,6 +61,9 @@ struct pt_http_resp {
 	pt_http_read_fn read;       /* streaming body instead of body (status must be set) */
 	void *read_ctx;
 	void (*read_free)(void *ctx);
+	bool endless;               /* a stream with no natural end (GET /v1/stats/stream): the
+				       core ends it as soon as the server starts stopping, instead
+				       of waiting for it through the grace period */
 };
 
 /* Adds a response header (dropped silently past PT_HTTP_MAX_RESP_HEADERS; values are

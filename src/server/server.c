@@ -1,11 +1,14 @@
 /* server.c - the server object: chat template and special-token text from the engine's
  * tokenizer, the route table, the scheduler and the HTTP core, the snapshot API. */
 #include "server/srv_int.h"
+#include "server/stats.h"
+#include "server/webui.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "model/model.h"
 #include "token/tok.h"
 #include "util/alloc.h"
 
@@ -33,6 +36,8 @@ static enum pt_status load_template(pt_server *s, struct pt_error *err)
 	const char *src = s->o.template_src ? s->o.template_src : pt_tok_chat_template(s->tok);
 	s->bos_text = token_text(s->tok, pt_tok_bos(s->tok), s->bos_buf, sizeof s->bos_buf);
 	s->eos_text = token_text(s->tok, pt_tok_eos(s->tok), s->eos_buf, sizeof s->eos_buf);
+	s->template_src = src;
+	s->chat_format = pt_chat_format_detect(src, pt_engine_model(s->e)->hp.arch_name);
 	if (!src)
 		return PT_OK; /* chat requests then answer 400; completions work */
 	size_t len = strlen(src);
@@ -47,7 +52,11 @@ static enum pt_status register_routes(pt_server *s, struct pt_error *err)
 	enum pt_status st = pt_srv_register_api(s, err);
 	if (st == PT_OK && s->o.metrics)
 		st = pt_srv_register_metrics(s, err);
-	/* web UI (issue 14): `if (st == PT_OK && !s->o.no_webui) st = pt_webui_register(s, err);` */
+	/* web UI (issue 14): the page unless --no-webui; the stats stream is API, always on */
+	if (st == PT_OK && !s->o.no_webui)
+		st = pt_webui_register(s, err);
+	if (st == PT_OK)
+		st = pt_stats_register(s, err);
 	return st;
 }
 
@@ -69,6 +78,7 @@ enum pt_status pt_server_create(pt_engine *e, const struct pt_server_opts *o, pt
 	s->seed_state = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)s << 16);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->engine_mu, NULL);
+	pthread_mutex_init(&s->gvocab_mu, NULL);
 	pthread_cond_init(&s->queue_cv, NULL);
 	s->snap.n_slots = s->o.parallel;
 	s->snap.max_queue = s->o.max_queue;
@@ -126,6 +136,8 @@ void pt_server_destroy(pt_server *s)
 		return;
 	pt_server_stop(s, 0);
 	pt_tmpl_destroy(s->tmpl);
+	pt_grammar_vocab_free(s->gvocab);
+	pthread_mutex_destroy(&s->gvocab_mu);
 	pt_free(s->layer);
 	pthread_cond_destroy(&s->queue_cv);
 	pthread_mutex_destroy(&s->engine_mu);

@@ -103,10 +103,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_complete_parses(feed, feed_len);
 	/* tokens: two feed bytes pick each token; the mask must agree and never dead-end */
 	pt_grammar_state *st = NULL;
-	char *out = pt_malloc(128 * PT_GRAMMAR_MAX_TOKEN_BYTES + 1);
+	char *out = pt_malloc(16 * PT_GRAMMAR_MAX_TOKEN_BYTES + 1);
 	size_t out_len = 0;
 	if (out && pt_grammar_state_new(g, vocab, &st, NULL) == PT_OK) {
-		for (size_t i = 0; i + 1 < feed_len && i < 256; i += 2) {
+		for (size_t i = 0; i + 1 < feed_len && i < 32; i += 2) {
 			int32_t tok = (int32_t)((feed[i] | (uint8_t)feed[i + 1] << 8) % n_vocab);
 			pt_grammar_state_mask(st, mask);
 			size_t allowed = 0;

@@ -306,6 +306,14 @@ static void check_snapshot(enum pt_arch arch, const char *name)
 	pt_engine *e = open_n(path, 2, false, 0, &err);
 	REQUIRE(e != NULL);
 	const uint64_t one = pt_engine_snap_size(e, 40);
+	CHECK(pt_engine_snap_budget(e) == 0 && one > pt_engine_snap_size(e, 39));
+	pt_engine_close(e);
+	/* --cache-prompts N: room for N whole-context snapshots */
+	struct pt_engine_opts co = { .model_path = path, .threads = 1, .n_ctx = CTX, .n_batch = 8,
+				     .memory_budget = 1ull << 30, .no_lock = true, .n_seq = 2,
+				     .prompt_cache_seqs = 3 };
+	REQUIRE(pt_engine_open(&co, &e, &err) == PT_OK);
+	CHECK(pt_engine_snap_budget(e) == 3 * pt_engine_snap_size(e, CTX));
 	pt_engine_close(e);
 	e = open_n(path, 2, false, one + one / 2, &err);
 	pt_engine *ref = open_n(path, 1, false, 0, &err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gen/engine.h"
+#include "gen/grammar.h"
 #include "gen/slot.h"
 #include "model/mkmodel.h"
 #include "test.h"
@@ -276,5 +277,55 @@ PT_TEST(test_gen_slot_hooks_cancel_and_reuse)
 	CHECK(pt_gen_slot_create(e, 2, &o1, &x, &err) == PT_E_INVALID && x == NULL);
 	pt_gen_slot_destroy(s[0]);
 	pt_gen_slot_destroy(s[1]);
+	pt_engine_close(e);
+}
+
+/* A grammar-constrained slot (any JSON object) decoded in a batch with an unconstrained one:
+ * every id it takes is one the grammar allowed, and its text is a valid JSON-object prefix. */
+PT_TEST(test_gen_slot_grammar_in_a_batch)
+{
+	const char *path = model(PT_ARCH_GEMMA4, "slot_gr.gguf");
+	REQUIRE(path != NULL);
+	pt_engine *e = engine(path, 2);
+	REQUIRE(e != NULL);
+	struct pt_error err = { 0 };
+	pt_grammar *g = NULL;
+	pt_grammar_vocab *v = NULL;
+	pt_grammar_state *gs = NULL, *check = NULL;
+	REQUIRE(pt_grammar_json_object(&g, &err) == PT_OK);
+	REQUIRE(pt_grammar_vocab_build(pt_engine_tok(e), &v, &err) == PT_OK);
+	REQUIRE(pt_grammar_state_new(g, v, &gs, &err) == PT_OK);
+	REQUIRE(pt_grammar_state_new(g, v, &check, &err) == PT_OK);
+	struct sink t0 = { .n = 0 }, t1 = { .n = 0 };
+	struct pt_gen_slot_opts o0 = opts_for(0, true, &t0), o1 = opts_for(1, false, &t1);
+	o0.grammar = gs;
+	o0.max_new = 24;
+	pt_gen_slot *s[2];
+	REQUIRE(pt_gen_slot_create(e, 0, &o0, &s[0], &err) == PT_OK);
+	REQUIRE(pt_gen_slot_create(e, 1, &o1, &s[1], &err) == PT_OK);
+	int32_t p[64], q[64];
+	make_prompt(1, p);
+	make_prompt(2, q);
+	REQUIRE(pt_gen_slot_start(s[0], NULL, p, plen(1), &err) == PT_OK);
+	REQUIRE(pt_gen_slot_start(s[1], NULL, q, plen(2), &err) == PT_OK);
+	while (pt_gen_slot_busy(s[0]) || pt_gen_slot_busy(s[1]))
+		REQUIRE(pt_gen_step(e, s, 2, &err) == PT_OK);
+	const struct pt_gen_stats *st = pt_gen_slot_stats(s[0]);
+	CHECK(st->gen_tokens > 0);
+	CHECK(st->stop == PT_STOP_EOS || st->stop == PT_STOP_MAX_NEW);
+	for (uint32_t i = 0; i < st->gen_tokens; i++)
+		CHECK(pt_grammar_state_accept(check, pt_gen_slot_ids(s[0])[i], &err) == PT_OK);
+	size_t w = 0;
+	while (w < t0.n && strchr(" \t\r\n", t0.buf[w]))
+		w++;
+	CHECK(w < t0.n && t0.buf[w] == '{');
+	CHECK(st->stop != PT_STOP_EOS || pt_grammar_state_finished(gs));
+	CHECK(pt_gen_slot_stats(s[1])->gen_tokens > 0);
+	pt_gen_slot_destroy(s[0]);
+	pt_gen_slot_destroy(s[1]);
+	pt_grammar_state_free(gs);
+	pt_grammar_state_free(check);
+	pt_grammar_vocab_free(v);
+	pt_grammar_free(g);
 	pt_engine_close(e);
 }

@@ -13,6 +13,7 @@
 
 #include "model/arch.h"
 #include "model/vocab.h"
+#include "server/chatparse.h"
 #include "token/hf_import.h"
 #include "util/alloc.h"
 
@@ -1313,4 +1314,121 @@ PT_TEST(test_grammar_wide_schemas)
 	pt_free(parts);
 	pt_free(alts);
 	pt_free(buf);
+}
+
+/* Every allocation failure while compiling, indexing and matching is a clean PT_E_NOMEM (or
+ * a sound, smaller result), never a crash or a leak (ASan checks the leaks). */
+PT_TEST(test_grammar_allocation_failures)
+{
+	const char *schema = walk_schemas[3]; /* recursive $defs with arrays and numbers */
+	cJSON *j = cJSON_Parse(schema);
+	pt_tok *t = compact_tok(PT_ARCH_QWEN3MOE);
+	REQUIRE(j && t);
+	int ok = 0, nomem = 0;
+	pt_grammar_vocab *v0 = NULL;
+	struct pt_error e0 = { 0 };
+	REQUIRE(pt_grammar_vocab_build(t, &v0, &e0) == PT_OK);
+	for (uint64_t k = 1; k < 300; k++) {
+		pt_grammar *g = NULL;
+		pt_grammar_state *s = NULL;
+		struct pt_error e = { 0 };
+		pt_alloc_fail_at(k);
+		enum pt_status st = pt_grammar_from_schema(j, &g, &e);
+		if (st == PT_OK)
+			st = pt_grammar_state_new(g, v0, &s, &e);
+		if (st == PT_OK) {
+			uint8_t m[4096];
+			if (pt_grammar_vocab_n(v0) <= sizeof m)
+				pt_grammar_state_mask(s, m);
+			st = pt_grammar_state_accept_bytes(s, "{\"v\":1,\"kids\":[{\"v\":2}]}", 24, &e);
+		}
+		pt_alloc_fail_at(0);
+		if (st == PT_OK)
+			ok++;
+		else if (st == PT_E_NOMEM)
+			nomem++;
+		else
+			pt_test_fail(__FILE__, __LINE__, "fail at %llu: %d %s", (unsigned long long)k,
+				     st, e.msg);
+		pt_grammar_state_free(s);
+		pt_grammar_free(g);
+	}
+	CHECK(nomem > 0 && ok > 0);
+	/* the vocabulary index: every 7th allocation of its build */
+	for (uint64_t k = 1; k < 4000; k += 7) {
+		pt_grammar_vocab *v = NULL;
+		struct pt_error e = { 0 };
+		pt_alloc_fail_at(k);
+		enum pt_status st = pt_grammar_vocab_build(t, &v, &e);
+		pt_alloc_fail_at(0);
+		if (st != PT_OK && st != PT_E_NOMEM)
+			pt_test_fail(__FILE__, __LINE__, "vocab fail at %llu: %s", (unsigned long long)k,
+				     e.msg);
+		if (st == PT_OK)
+			CHECK_EQ_INT(pt_grammar_vocab_n(v), pt_grammar_vocab_n(v0));
+		pt_grammar_vocab_free(v);
+	}
+	pt_grammar_vocab_free(v0);
+	CHECK(nomem > 0 && ok > 0);
+	cJSON_Delete(j);
+	pt_tok_destroy(t);
+}
+
+/* The whole tool-forcing path: the toolcall branch's alternatives for Qwen3/Hermes, random
+ * walks, and its parser must read back exactly one call to an offered tool whose arguments
+ * validate against that tool's parameters. */
+PT_TEST(test_grammar_forced_tool_calls_parse_back)
+{
+	static const char tools_json[] =
+		"[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":"
+		"{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":"
+		"16},\"days\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":7}},\"required\":"
+		"[\"city\"]}}},{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]";
+	cJSON *tools = cJSON_Parse(tools_json);
+	pt_grammar *g = NULL;
+	struct pt_error e = { 0 };
+	REQUIRE(tools);
+	REQUIRE(pt_chat_tool_grammar(PT_CHAT_HERMES, tools, NULL, &g, &e) == PT_OK);
+	pt_tok *t = compact_tok(PT_ARCH_QWEN3MOE);
+	pt_grammar_vocab *v = NULL;
+	REQUIRE(t && pt_grammar_vocab_build(t, &v, &e) == PT_OK);
+	struct walker w;
+	REQUIRE(walker_init(&w, v, 5150));
+	const char *names[] = { "get_weather", "now" };
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tools, 0), "function"),
+		"parameters");
+	for (int k = 0; k < 24; k++) {
+		size_t len;
+		char *out = walk(&w, g, 40, &len);
+		if (!out)
+			break;
+		struct pt_chat_parser_opts o = { .format = PT_CHAT_HERMES, .tools = true,
+						 .tool_names = names, .n_tool_names = 2 };
+		pt_chat_parser *p = NULL;
+		struct pt_chat_result r;
+		memset(&r, 0, sizeof r);
+		REQUIRE(pt_chat_parser_new(&o, &p, &e) == PT_OK);
+		pt_chat_parser_feed(p, out, len, NULL, NULL);
+		REQUIRE(pt_chat_parser_finish(p, NULL, NULL, &r, &e) == PT_OK);
+		bool ok = r.n_calls == 1;
+		if (ok) {
+			cJSON *args = cJSON_Parse(r.calls[0].arguments);
+			if (strcmp(r.calls[0].name, "get_weather") == 0)
+				ok = args && valid(params, args, params, 0);
+			else
+				ok = args && cJSON_IsObject(args) && strcmp(r.calls[0].name, "now") == 0;
+			cJSON_Delete(args);
+		}
+		if (!ok)
+			pt_test_fail(__FILE__, __LINE__, "forced call did not parse back: %s", out);
+		pt_chat_result_free(&r);
+		pt_chat_parser_free(p);
+		pt_free(out);
+	}
+	walker_free(&w);
+	pt_grammar_vocab_free(v);
+	pt_tok_destroy(t);
+	pt_grammar_free(g);
+	cJSON_Delete(tools);
 }

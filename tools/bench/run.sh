@@ -11,10 +11,14 @@
 #      exit or interrupt; its routing report (`particle routing --json`) is recorded per level;
 #   C. routing: `small` qwen3moe at several --router-skew levels (one file, rerouted in
 #      place), routing report (text + generated) and a run with the expert cache at ~40 %.
+#   S. `particle serve` (tools/bench/server_bench.mjs): aggregate decode tok/s with 1, 2, 4, 8
+#      concurrent streams, --parallel 1 vs $SERVER_PARALLEL, expert bytes read per generated
+#      token, TTFT of a ~4000-token follow-up turn with and without prefix reuse; on the
+#      `full` qwen3moe under $CAP (in its cgroup) and in RAM on the `small` one.
 # Needs root (cgroups, drop_caches).  Every record goes to $OUT/results.jsonl with the load
 # average at its start; exit 2 without root.
 # Environment: REPS (3), THREADS (2), CAP (6G), FULL_DIR (/work/models-full), SMALL_DIR
-# (models), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
+# (models), SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
 # ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
@@ -39,7 +43,7 @@ if [ -n "${DISK_BPS:-}" ] && [ ! -w /sys/fs/cgroup/blkio ]; then
 fi
 BLK_FILE=
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
-: "${SMALL_DIR:=models}" "${SECTIONS:=A B C}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
+: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
@@ -269,11 +273,55 @@ section_c() {
 	restore
 }
 
+# section_s: the server under concurrent load.  Records carry "kind" (streams | followup).
+# Streams at --parallel 1 and $SERVER_PARALLEL (context 1024: every sequence's KV is in the
+# plan); then the follow-up TTFT at --parallel 1 with a ~4000-token history.
+s_run() { # s_run WHERE LABEL PARALLEL BENCH-ARGS...
+	where=$1 label=$2 par=$3; shift 3
+	if [ "$where" = ram ]; then
+		m="$SMALL_DIR/small-qwen3moe-q4_k_m.gguf"
+		[ -f "$m" ] || $P mkmodel --arch qwen3moe --preset small --quant q4_k_m -o "$m" || return 1
+		set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "$label" "$@" \
+			-- --parallel "$par" -t "$THREADS"
+	else
+		m="$FULL_DIR/full-qwen3moe-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/qwen3moe-full-q4_k_m.gguf"
+		[ -f "$m" ] || { echo "bench: S: no full qwen3moe in $FULL_DIR" >&2; return 0; }
+		BLK_FILE=$m
+		set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "$label" "$@" \
+			-- --parallel "$par" -t "$THREADS" --memory $(( $(bytes "$CAP") - 256 * 1048576 ))
+	fi
+	la=$(loadavg)
+	drop_caches
+	if [ "$where" = cap ]; then
+		in_cgroup "srv$par" "$(bytes "$CAP")" "$OUT/s.out" "$@" >/dev/null
+	else
+		"$@" >"$OUT/s.out" 2>"$OUT/s.out.err"
+	fi
+	rc=$?
+	while IFS= read -r line; do
+		echo "$line" >"$OUT/s.one"
+		record S particle "$m" "{\"load\": $la, \"parallel\": $par, \"where\": \"$where\"}" \
+			"$OUT/s.one" "$rc"
+	done <"$OUT/s.out"
+	echo "bench: S $label: rc $rc"
+}
+section_s() {
+	for where in ram cap; do
+		gen=64
+		[ "$where" = cap ] && gen=32
+		for par in 1 ${SERVER_PARALLEL:-4}; do
+			s_run "$where" "$where-p$par" "$par" --history 0 --gen "$gen"
+		done
+		s_run "$where" "$where-followup" 1 --streams "" --history 4000
+	done
+}
+
 [ -x "$P" ] || { echo "bench: build $P first (make)" >&2; exit 1; }
 facts
 for s in $SECTIONS; do
 	case $s in
-	A) section_a ;; B) section_b ;; C) section_c ;;
+	A) section_a ;; B) section_b ;; C) section_c ;; S) section_s ;;
 	*) echo "bench: unknown section $s" >&2; exit 2 ;;
 	esac
 done

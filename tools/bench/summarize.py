@@ -110,13 +110,40 @@ def routing_table(recs):
             lru(g) if g else "-"))
 
 
+def server_table(recs):
+    """Section S (`particle serve`): aggregate tok/s per stream count, expert MiB read per
+    generated token, and the follow-up TTFT with and without prefix reuse (medians)."""
+    rs = [r for r in recs if r["section"] == "S" and r.get("result") and r["rc"] == 0]
+    if not rs:
+        return
+    g = {}
+    for r in rs:
+        o = r["result"]
+        key = (o.get("label"), o["kind"], o.get("streams") or o.get("how"))
+        g.setdefault(key, []).append(o)
+    print()
+    print("| server | measure | value | expert MiB/token | TTFT ms |")
+    print("|---|---|---|---|---|")
+    for (label, kind, what), os_ in sorted(g.items(), key=lambda kv: str(kv[0])):
+        if kind == "streams":
+            print("| %s | %s streams | %.2f tok/s | %.2f | %.0f |" % (
+                label, what, med([o["aggregate_tps"] for o in os_]),
+                med([o["expert_bytes_per_token"] for o in os_]) / 1048576,
+                med([med(o["ttft_ms"]) for o in os_])))
+        else:
+            print("| %s | follow-up %s (%d tokens, %d cached) | | | %.0f |" % (
+                label, what, os_[0]["prompt_tokens"], os_[0]["cached_tokens"],
+                med([o["ttft_ms"] for o in os_])))
+
+
 def main():
     recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
     facts = json.load(open(sys.argv[2]))
     rows = summarize(recs)
     json.dump({"facts": facts, "summary": rows, "runs": recs}, open(sys.argv[3], "w"), indent=1)
-    table([s for s in rows if s["engine"] != "routing"])
+    table([s for s in rows if s["engine"] != "routing" and s["section"] != "S"])
     routing_table(recs)
+    server_table(recs)
 
 
 if __name__ == "__main__":
