@@ -16,7 +16,8 @@ static void help(FILE *f)
 		"Writes a synthetic checkpoint with the architecture's real tensor set and shapes,\n"
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
-		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 (required);\n"
+		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe\n"
+		"                     (required; glm4moe full = GLM-4.5-Air, also 'glm-4.5-air');\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
 		"  --preset NAME      tiny | small | full (default tiny): tiny = a few MB, every\n"
@@ -33,6 +34,7 @@ static void help(FILE *f)
 		"                     attention context that the router reads; docs/MODELS.md);\n"
 		"                     'real' = the per-arch level matching published routing of\n"
 		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f\n"
+		"                     (glm4moe: no published routing statistics; %.0f)\n"
 		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
 		"                     only the tensors and the key the level changes; the result is\n"
 		"                     byte-identical to a fresh file at that level.  Refuses other\n"
@@ -52,14 +54,15 @@ static void help(FILE *f)
 		"  -o, --output FILE  output path (required)\n"
 		"  -h, --help         this help\n",
 		pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE), pt_mkmodel_real_skew(PT_ARCH_BAILINGMOE2),
-		pt_mkmodel_real_skew(PT_ARCH_GEMMA4), PT_MKMODEL_MAX_THREADS);
+		pt_mkmodel_real_skew(PT_ARCH_GEMMA4), pt_mkmodel_real_skew(PT_ARCH_GLM4MOE),
+		PT_MKMODEL_MAX_THREADS);
 }
 
 static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4)", v);
+			     "sarvam_moe, gemma4, glm4moe)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;
