@@ -164,8 +164,8 @@ PT_TEST(test_expert_profile_engine_warmup)
 	const uint32_t nv = m->hp.n_vocab, k = m->hp.n_expert_used, ne = m->hp.n_expert;
 	pt_model_close(m);
 	const uint32_t slots = k + (ne - k) / 3; /* room to warm a third of the rest */
-	float *a = pt_mallocn((size_t)(N_TOK - 6) * nv, sizeof(float));
-	float *b = pt_mallocn((size_t)(N_TOK - 6) * nv, sizeof(float));
+	float *a = pt_mallocn((size_t)(N_TOK - 7) * nv, sizeof(float));
+	float *b = pt_mallocn((size_t)(N_TOK - 7) * nv, sizeof(float));
 	REQUIRE(a && b);
 	uint32_t w0 = 0, w1 = 0, w2 = 0;
 	/* 1: no profile yet (none warmed; this run writes it) */
@@ -177,13 +177,13 @@ PT_TEST(test_expert_profile_engine_warmup)
 	REQUIRE(warm >= 0);
 	CHECK(w1 > 0);
 	CHECK(w1 <= (slots - k) * 48);
-	CHECK(memcmp(a, b, (size_t)(N_TOK - 6) * nv * sizeof(float)) == 0);
+	CHECK(memcmp(a, b, (size_t)(N_TOK - 7) * nv * sizeof(float)) == 0);
 	CHECK(warm > cold);
 	/* 3: --no-profile: nothing warmed, the same logits again */
 	const double off = run(dir, false, slots, b, nv, &w2);
 	CHECK_EQ_INT(w2, 0);
 	CHECK(off >= 0 && off < warm);
-	CHECK(memcmp(a, b, (size_t)(N_TOK - 6) * nv * sizeof(float)) == 0);
+	CHECK(memcmp(a, b, (size_t)(N_TOK - 7) * nv * sizeof(float)) == 0);
 	pt_free(a);
 	pt_free(b);
 }
