@@ -1,13 +1,12 @@
-/* ops_avx2.c - AVX2 twins of forward-pass operators (see ops.h): each computes every element
- * with the same operations as its scalar reference in ops.c, so results never depend on the
- * level.  The exponential is pt_kern_expf's, lane for lane (kern/exp_avx2.h). */
+/* swiglu_avx2.c - AVX2 twin of the forward pass's SwiGLU (model/ops.c pt_op_swiglu_ref):
+ * every element with the same operations as the scalar reference, so results never depend on
+ * the level (kept in src/kern so x86 intrinsics stay in one folder).  The exponential is pt_kern_expf's, lane for lane (kern/exp_avx2.h). */
 #include <immintrin.h>
 
 #include "kern/exp_avx2.h"
 #include "kern/kern.h"
-#include "model/ops.h"
 
-void pt_op_swiglu_avx2(float *out, const float *gate, const float *up, int n)
+void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n)
 {
 	const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
 	int i = 0;
