@@ -17,5 +17,5 @@ void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n)
 		_mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
 	}
 	for (; i < n; i++)
-		out[i] = pt_op_silu(gate[i]) * up[i];
+		out[i] = gate[i] / (1.0f + pt_kern_expf(-gate[i])) * up[i]; /* pt_op_silu */
 }
