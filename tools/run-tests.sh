@@ -44,6 +44,8 @@ for t in tests/cli/test_*.sh; do
 	suite "cli $(basename "$t") " env PARTICLE=build/particle sh "$t"
 	suite "cli $(basename "$t") (ASan+UBSan)" env PARTICLE=build/asan/particle sh "$t"
 done
+# aarch64 kernels under qemu-user (issue 19; installs its arm64 packages, cross-builds first)
+suite "aarch64 kernel subset (qemu-user)" sh tools/test-arm64.sh
 for t in tests/oracle/test_*.sh; do
 	[ -f "$t" ] || continue
 	suite "oracle $(basename "$t")" env PARTICLE=build/particle sh "$t"
