@@ -3,7 +3,7 @@
 # As root: installs what is missing (apt-get).  Otherwise: prints the exact apt-get line and
 # fails, so `make demo` / `make test` never half-work on a machine that lacks them.
 set -u
-PKGS="build-essential clang libclang-rt-14-dev pkg-config libpcre2-dev liburing-dev libssl-dev libcjson-dev libedit-dev libmicrohttpd-dev libcurl4-openssl-dev nginx chromium python3-jinja2"
+PKGS="build-essential clang libclang-rt-14-dev pkg-config libpcre2-dev liburing-dev libssl-dev libcjson-dev libedit-dev libmicrohttpd-dev libcurl4-openssl-dev nginx chromium python3-jinja2 gcc-aarch64-linux-gnu qemu-user"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
