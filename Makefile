@@ -18,6 +18,12 @@ CC      := $(ARCH)-linux-gnu-gcc
 endif
 BUILD   ?= build/$(ARCH)
 endif
+# CUDA=1 (issue 16): the CUDA backend (src/cuda, nvcc) in its own build folder, so CPU-only
+# and CUDA objects never mix.
+CUDA    ?=
+ifeq ($(CUDA),1)
+BUILD   ?= build/cuda
+endif
 BUILD   ?= build
 SAN     ?=
 NPROC   := $(shell nproc 2>/dev/null || echo 2)
@@ -66,7 +72,31 @@ LIB      := $(BUILD)/libparticle.a
 BIN      := $(BUILD)/particle
 TESTBIN  := $(BUILD)/pt_test
 
-.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models
+# ---- CUDA backend (make CUDA=1): src/cuda/*.cu through nvcc, sm_90 code + compute_90 PTX ----
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+NVFLAGS   := -std=c++17 -O2 -g -Iinclude -Isrc -MMD -MP \
+             -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 \
+             -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+CUDA_TEST := $(BUILD)/cuda_test_kern
+ifeq ($(CUDA),1)
+LIB_OBJ   += $(patsubst %.cu,$(BUILD)/obj/%.o,$(sort $(wildcard src/cuda/*.cu)))
+BASEFLAGS += -DPT_CUDA=1
+LDLIBS    += $(CUDA_LDLIBS)
+endif
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	@echo "  NVCC $<"
+	@$(NVCC) $(NVFLAGS) -c $< -o $@
+# The kernel test (tests/cuda): only libparticle's quant/kern/model objects and cudart, so the
+# binary runs on a GPU machine without this host's other libraries.  Run it where a GPU is.
+.PHONY: cuda-test
+cuda-test: $(CUDA_TEST)
+$(CUDA_TEST): $(BUILD)/obj/tests/cuda/test_cuda_kern.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(CUDA_LDLIBS)
+
+.PHONY: all deps oracle test test-bin demo fuzz clean bench bench-kern bench-batch models soak
 all: $(BIN) $(LIB)
 
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
@@ -104,7 +134,7 @@ $(BUILD)/embed_assets: tools/embed_assets.c
 # The README's picture of the UI: the browser test's chat screenshot (needs chromium).
 .PHONY: screenshots
 screenshots: all
-	WEBUI_SHOTS=build/webui PARTICLE=$(BIN) sh tests/cli/test_webui.sh
+	WEBUI_SHOTS=build/webui WEBUI_MODEL=$(DEMO_MODEL) PARTICLE=$(BIN) sh tests/cli/test_webui.sh
 	cp build/webui/overview.png docs/webui.png
 $(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(BUILD)/embed_assets
 	@mkdir -p $(BUILD)/gen/gz
@@ -164,10 +194,22 @@ test: deps oracle
 	$(MAKE) -j$(NPROC) fuzz
 	@sh tools/run-tests.sh
 
-DEMO_MODEL ?= models/demo-qwen3moe-small-q4_k_m.gguf
+# `particle serve` under load: 8 clients for 10 minutes (streaming, cancellation, errors;
+# every answer checked; RSS and fds back to their warm-up level).  make test runs 20 s of it.
+soak: all
+	SERVER_SUITES=test_soak SOAK_SECONDS=$${SOAK_SECONDS:-600} PARTICLE=build/particle sh tests/cli/test_server.sh
+
+DEMO_MODEL ?= models-demo/demo-qwen3moe-q8_0.gguf
 demo: deps
 	$(MAKE) -j$(NPROC) all
 	@sh tools/demo.sh "$(DEMO_MODEL)"
+
+# Retrains the committed demo model (tools/train/, ~1 hour on 2 cores; models-demo/MANIFEST.md).
+.PHONY: demo-model
+demo-model:
+	@sh tools/deps.sh train
+	$(MAKE) -j$(NPROC) all
+	sh tools/train/make-demo-model.sh
 
 clean:
 	rm -rf build

@@ -7,7 +7,11 @@ cd "$(dirname "$0")/.." || exit 2
 total_pass=0
 total_fail=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Per-user state (expert-popularity profiles, lock PID files, the models directory) goes to a
+# scratch cache for the run: tests never touch the real ~/.cache, nor see its profiles.
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
+trap 'rm -f "$log"; rm -rf "$XDG_CACHE_HOME"' EXIT
 
 suite() { # suite NAME COMMAND...
 	name=$1; shift
@@ -44,6 +48,13 @@ for t in tests/cli/test_*.sh; do
 	suite "cli $(basename "$t") " env PARTICLE=build/particle sh "$t"
 	suite "cli $(basename "$t") (ASan+UBSan)" env PARTICLE=build/asan/particle sh "$t"
 done
+# CUDA backend (issue 16): where nvcc exists, `make CUDA=1` must build (no GPU needed) and
+# its binary must pass the GPU flag tests; the kernel test itself needs a GPU (tests/cuda).
+if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
+	suite "cuda build (make CUDA=1 all cuda-test)" make -s CUDA=1 -j"$(nproc)" all cuda-test
+	[ -x build/cuda/particle ] && suite "cli test_gpu.sh (CUDA build)" \
+		env PARTICLE=build/cuda/particle sh tests/cli/test_gpu.sh
+fi
 # aarch64 kernels under qemu-user (issue 19; installs its arm64 packages, cross-builds first)
 suite "aarch64 kernel subset (qemu-user)" sh tools/test-arm64.sh
 for t in tests/oracle/test_*.sh; do

@@ -27,6 +27,8 @@ int pt_cmd_mkvocab(int argc, char **argv);
 int pt_cmd_tokenize(int argc, char **argv);
 int pt_cmd_detokenize(int argc, char **argv);
 int pt_cmd_template(int argc, char **argv);
+int pt_cmd_pull(int argc, char **argv);
+int pt_cmd_list(int argc, char **argv);
 int pt_cmd_serve(int argc, char **argv);
 
 /* Prints "particle: error: <msg>" on stderr (one line). */
@@ -47,6 +49,23 @@ bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out);
  * after printing the error for a bad value. */
 struct pt_engine_opts;
 int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo);
+
+/* The GPU flags shared by run, eval and bench (src/cli/gpu_opts.c): --gpu, --gpu-layers
+ * N|all, --vram SIZE, --gpu-device I; any of them turns the GPU on. */
+struct pt_cli_gpu {
+	bool on;
+	bool layers_set; /* --gpu-layers given; otherwise all layers */
+	int64_t layers;  /* --gpu-layers: -1 = all */
+	uint64_t vram;   /* bytes; 0 = free memory less headroom */
+	int device;
+};
+/* f is one of the GPU flags: returns 1 when it took no value (--gpu), 2 when it took v, 0
+ * when f is not a GPU flag, -1 after printing the error for a bad or missing value. */
+int pt_cli_gpu_flag(const char *f, const char *v, struct pt_cli_gpu *g);
+/* After parsing: 0 when no GPU flag was given, else the exit code after the one-line error
+ * (a CPU-only build: how to build with CUDA; a CUDA build: no driver / no device / too little
+ * VRAM, or that the GPU model path does not exist yet). */
+int pt_cli_gpu_check(const struct pt_cli_gpu *g);
 
 /* The routing report of `particle routing` (also `mkmodel --routing-report`): returns an
  * exit code. */

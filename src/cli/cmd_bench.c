@@ -3,6 +3,7 @@
  * time to first token, peak RSS, expert hit rate, bytes read per token and the I/O floor:
  * missed-expert bytes per token / disk bandwidth, i.e. the fastest the disk allows. */
 #include "cli/cli.h"
+#include "cli/models.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,15 +14,21 @@
 #include <unistd.h>
 
 #include "expert/probe.h"
+#include "gen/decode_bytes.h"
 #include "gen/engine.h"
+#include "kern/membw.h"
 #include "kern/pool.h"
 #include "util/alloc.h"
 
 struct bench_args {
 	const char *model;
+	struct pt_cli_gpu gpu; /* --gpu and friends (issue 16) */
 	uint64_t prompt, gen, threads, batch;
 	uint64_t probe_mib, probe_depth; /* disk probe: MiB per trial, reads in flight */
 	double disk_bw_mbs; /* 0: measure */
+	double membw_bps;   /* --membw-bps: memory read bandwidth for the limit (0: none) */
+	uint64_t membw_mib; /* --membw: probe buffer */
+	bool membw;         /* --membw: run only the memory-bandwidth probe */
 	bool json;
 	struct pt_engine_opts eo;
 };
@@ -35,6 +42,7 @@ struct bench_result {
 	double dec_wait_s, dec_busy_s, dec_head_s;  /* decode phase: blocked on reads, reads
 						       in flight, output head */
 	struct pt_disk_probe_result probe;
+	struct pt_decode_bytes dbytes; /* per decoded token, at the decode's middle position */
 	char io_engine[200]; /* st.io_engine copied: the engine is closed before the report */
 	uint32_t first_token, last_token;
 };
@@ -46,7 +54,7 @@ static void help(void)
 	       "through the engine, then greedy decode, and reports prefill and decode tok/s,\n"
 	       "time to first token, peak RSS, expert hit rate, expert bytes read per decoded\n"
 	       "token and the I/O floor (those bytes / disk bandwidth, seconds per token).\n\n"
-	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt-tokens N      prompt length (default 512)\n"
 	       "  --gen N                generated tokens, greedy (default 128)\n"
 	       "  --threads N            threads (default: online CPUs)\n"
@@ -67,9 +75,26 @@ static void help(void)
 	       "                         flight replaces either when higher (source \"store\")\n"
 	       "  --probe-mib N          disk probe: MiB read per trial (default 128)\n"
 	       "  --probe-depth N        disk probe: reads in flight (default 16)\n"
+	       "  --gpu                  use the CUDA backend (make CUDA=1 builds;\n"
+	       "                         the GPU model path is not there yet: issue 16)\n"
+	       "  --gpu-layers N|all     layers on the GPU (default all; implies --gpu)\n"
+	       "  --vram SIZE            device memory budget (implies --gpu)\n"
+	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
+	       "  --membw                only probe memory read bandwidth (no model): a\n"
+	       "                         STREAM-like read of a buffer >> caches at 1 and 2\n"
+	       "                         threads (and --threads), best of 5 passes\n"
+	       "  --membw-mib N          the probe's buffer (default 1024)\n"
+	       "  --membw-bps B          memory read bandwidth (bytes/s, e.g. from --membw) for\n"
+	       "                         decode_fraction_of_membw: decode tok/s x bytes each\n"
+	       "                         token reads (weights, output head, k experts per MoE\n"
+	       "                         layer, KV) / B\n"
 	       "  --no-lock              do not take the single-process model lock\n"
+	       "  --no-profile           do not read or write the expert-popularity profile\n"
+	       "                         (warms the cache at start: compare cold runs with it)\n"
 	       "  --json                 one JSON object on stdout instead of text\n"
 	       "  -h, --help             this help\n\n"
+	       "llama-bench spellings are accepted too: -p/--n-prompt (--prompt-tokens),\n"
+	       "-n/--n-gen (--gen), -t (--threads), -b/--batch-size (--batch).\n\n"
 	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
 	       "layer's experts (for A/B runs); PARTICLE_CPU=scalar|avx2|avx512 caps the kernels.\n");
 }
@@ -81,19 +106,23 @@ static int parse_value(struct bench_args *a, const char *f, const char *v)
 		return eng > 0 ? 0 : PT_EXIT_USAGE;
 	if (!strcmp(f, "-m") || !strcmp(f, "--model"))
 		a->model = v;
-	else if (!strcmp(f, "--prompt-tokens"))
+	else if (!strcmp(f, "--prompt-tokens") || !strcmp(f, "-p") || !strcmp(f, "--n-prompt"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->prompt) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--gen"))
+	else if (!strcmp(f, "--gen") || !strcmp(f, "-n") || !strcmp(f, "--n-gen"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->gen) ? 0 : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--threads"))
+	else if (!strcmp(f, "--threads") || !strcmp(f, "-t"))
 		return pt_cli_parse_u64(f, v, 1, PT_POOL_MAX_THREADS, &a->threads) ? 0
 										    : PT_EXIT_USAGE;
-	else if (!strcmp(f, "--batch"))
+	else if (!strcmp(f, "--batch") || !strcmp(f, "-b") || !strcmp(f, "--batch-size"))
 		return pt_cli_parse_u64(f, v, 1, 4096, &a->batch) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--probe-mib"))
 		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->probe_mib) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--probe-depth"))
 		return pt_cli_parse_u64(f, v, 1, 256, &a->probe_depth) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--membw-mib"))
+		return pt_cli_parse_u64(f, v, 1, 1u << 20, &a->membw_mib) ? 0 : PT_EXIT_USAGE;
+	else if (!strcmp(f, "--membw-bps"))
+		return pt_cli_parse_f64(f, v, 1, 1e15, &a->membw_bps) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--disk-bw"))
 		return pt_cli_parse_f64(f, v, 1e-3, 1e9, &a->disk_bw_mbs) ? 0 : PT_EXIT_USAGE;
 	else {
@@ -107,6 +136,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->prompt = 512;
+	a->eo.use_profile = true; /* --no-profile turns it off */
 	a->gen = 128;
 	long nc = sysconf(_SC_NPROCESSORS_ONLN);
 	a->threads = nc > 0 ? (uint64_t)nc : 1;
@@ -116,8 +146,23 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			help();
 			return -1;
 		}
+		if (!strcmp(f, "--no-profile")) {
+			a->eo.use_profile = false;
+			continue;
+		}
+		if (!strcmp(f, "--membw")) {
+			a->membw = true;
+			continue;
+		}
 		if (!strcmp(f, "--json") || !strcmp(f, "--no-lock")) {
 			*(f[2] == 'j' ? &a->json : &a->eo.no_lock) = true;
+			continue;
+		}
+		const int g = pt_cli_gpu_flag(f, i + 1 < argc ? argv[i + 1] : NULL, &a->gpu);
+		if (g < 0)
+			return PT_EXIT_USAGE;
+		if (g) {
+			i += g - 1;
 			continue;
 		}
 		if (f[0] != '-') {
@@ -132,11 +177,14 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		if (rc)
 			return rc;
 	}
-	if (!a->model) {
+	if (!a->membw_mib)
+		a->membw_mib = 1024;
+	if (!a->model && !a->membw) {
 		pt_cli_error("bench: -m MODEL is required");
 		return PT_EXIT_USAGE;
 	}
-	return 0;
+	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
+	return pt_cli_gpu_check(&a->gpu);
 }
 
 static double now_s(void)
@@ -233,6 +281,7 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	}
 	r->decode_s = now_s() - t1;
 	r->last_token = tok;
+	pt_engine_decode_bytes(e, (int64_t)(a->prompt + a->gen / 2), &r->dbytes);
 	pt_engine_stats(e, &r->st);
 	snprintf(r->io_engine, sizeof r->io_engine, "%s", r->st.io_engine ? r->st.io_engine : "");
 	r->st.io_engine = r->io_engine;
@@ -260,6 +309,19 @@ static double ratio(double a, double b)
 static void json_io(const struct bench_args *a, const struct bench_result *r)
 {
 	const double gen = (double)a->gen;
+	const struct pt_decode_bytes *d = &r->dbytes;
+	printf(", \"decode_bytes_per_token\": %llu, \"decode_bytes\": {\"weights\": %llu, "
+	       "\"head\": %llu, \"embd_row\": %llu, \"experts\": %llu, \"kv\": %llu}",
+	       (unsigned long long)d->total, (unsigned long long)d->weights,
+	       (unsigned long long)d->head, (unsigned long long)d->embd_row,
+	       (unsigned long long)d->experts, (unsigned long long)d->kv);
+	if (a->membw_bps > 0)
+		printf(", \"membw_bytes_per_s\": %.0f, \"decode_membw_limit_tps\": %.4f, "
+		       "\"decode_fraction_of_membw\": %.4f", a->membw_bps,
+		       a->membw_bps / (double)d->total,
+		       gen / r->decode_s * (double)d->total / a->membw_bps);
+	else
+		printf(", \"membw_bytes_per_s\": null, \"decode_fraction_of_membw\": null");
 	printf(", \"read_ahead\": %llu, \"read_ahead_used\": %llu, \"read_ahead_wasted\": %llu, "
 	       "\"read_ahead_dropped\": %llu",
 	       (unsigned long long)r->st.ahead_reads, (unsigned long long)r->st.ahead_used,
@@ -333,6 +395,44 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		printf("probe      best %.1f MB/s, median %.1f MB/s (%s)\n", r->probe.best_bps / 1e6,
 		       r->probe.median_bps / 1e6, r->probe.how);
 	printf("memory     peak RSS %.1f MiB\n", (double)r->st.peak_rss_bytes * mib);
+	printf("limit      %.1f MiB read per decoded token (weights %.1f, head %.1f, experts "
+	       "%.1f, KV %.1f)", (double)r->dbytes.total * mib, (double)r->dbytes.weights * mib,
+	       (double)r->dbytes.head * mib, (double)r->dbytes.experts * mib,
+	       (double)r->dbytes.kv * mib);
+	if (a->membw_bps > 0)
+		printf("; at %.2f GB/s: %.2f tok/s at most, decode at %.0f%% of it",
+		       a->membw_bps / 1e9, a->membw_bps / (double)r->dbytes.total,
+		       100.0 * dc * (double)r->dbytes.total / a->membw_bps);
+	printf("\n");
+}
+
+/* --membw: the read-bandwidth probe alone at 1, 2 and --threads threads (issue 21's
+ * physical limit, measured in the same `make bench` run as the decode it bounds). */
+static int membw_only(const struct bench_args *a)
+{
+	uint32_t ts[3] = { 1, 2, (uint32_t)a->threads }, nt = a->threads > 2 ? 3 : 2;
+	struct pt_error err = { 0 };
+	if (a->json)
+		printf("{\"membw_buffer_bytes\": %llu",
+		       (unsigned long long)(a->membw_mib << 20));
+	for (uint32_t i = 0; i < nt; i++) {
+		struct pt_membw_result m;
+		if (pt_membw_probe(a->membw_mib << 20, ts[i], 5, &m, &err) != PT_OK) {
+			if (a->json)
+				printf("}\n");
+			return pt_cli_fail(&err);
+		}
+		if (a->json)
+			printf(", \"membw_%ut_bytes_per_s\": %.0f, \"membw_%ut_median_bytes_per_s\": %.0f",
+			       ts[i], m.best_bps, ts[i], m.median_bps);
+		else
+			printf("membw      %u thread%s: best %.2f GB/s, median %.2f GB/s (%llu MiB, "
+			       "%u passes)\n", ts[i], ts[i] > 1 ? "s" : "", m.best_bps / 1e9,
+			       m.median_bps / 1e9, (unsigned long long)a->membw_mib, m.passes);
+	}
+	if (a->json)
+		printf("}\n");
+	return PT_EXIT_OK;
 }
 
 int pt_cmd_bench(int argc, char **argv)
@@ -341,6 +441,8 @@ int pt_cmd_bench(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc < 0 ? PT_EXIT_OK : rc;
+	if (a.membw)
+		return membw_only(&a);
 	struct pt_error err = { 0 };
 	struct bench_result r = { 0 };
 	enum pt_status st = measure_disk(&a, &r, false, &err);

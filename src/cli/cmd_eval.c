@@ -2,6 +2,7 @@
  * JSON line per position with the top-K next-token log-probabilities, optionally writes the
  * raw logits and compares against an oracle dump (mean/max KL, top-1 agreement). */
 #include "cli/cli.h"
+#include "cli/models.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 struct eval_args {
 	const char *model, *prompt, *tokens, *tokens_file, *logits_out, *probs_out, *compare;
+	struct pt_cli_gpu gpu; /* --gpu and friends (issue 16) */
 	uint64_t top, threads, batch, n_ctx;
 	enum pt_kv_type kv_type;
 	double max_mean_kl, min_top1;
@@ -33,7 +35,7 @@ static void help(void)
 	       "Runs the model teacher-forced over the tokens and prints one JSON line per\n"
 	       "position: {\"pos\":P,\"token\":T,\"top\":[[id,logprob],...]} (the distribution of the\n"
 	       "token after position P).\n\n"
-	       "  -m, --model FILE       GGUF model (required)\n"
+	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt TEXT          text, tokenized with the model's tokenizer (BOS/EOS as the\n"
 	       "                         vocabulary asks, special-token text parsed)\n"
 	       "  --tokens LIST          token ids separated by commas or spaces\n"
@@ -67,7 +69,13 @@ static void help(void)
 	       "  --pack-cache-size SIZE cap of the pack cache (default 4G)\n"
 	       "  --trace-experts FILE   write the routing trace (for particle cachesim)\n"
 	       "  --stats-json FILE      write the counters (per layer and total) as JSON\n"
+	       "  --gpu                  use the CUDA backend (make CUDA=1 builds;\n"
+	       "                         the GPU model path is not there yet: issue 16)\n"
+	       "  --gpu-layers N|all     layers on the GPU (default all; implies --gpu)\n"
+	       "  --vram SIZE            device memory budget (implies --gpu)\n"
+	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
+	       "  --no-profile           do not read or write the expert-popularity profile\n"
 	       "  --verbose              plan line, I/O engine and model card at start, the\n"
 	       "                         counters at the end (stderr)\n"
 	       "  -h, --help             this help\n");
@@ -76,6 +84,7 @@ static void help(void)
 static int parse_args(int argc, char **argv, struct eval_args *a)
 {
 	memset(a, 0, sizeof(*a));
+	a->eo.use_profile = true; /* --no-profile turns it off */
 	a->top = 5;
 	a->batch = 128;
 	a->max_mean_kl = 1e-3;
@@ -88,9 +97,21 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 			help();
 			return -1;
 		}
+		if (!strcmp(f, "--no-profile")) {
+			a->eo.use_profile = false;
+			i--; /* no value */
+			continue;
+		}
 		if (!strcmp(f, "--no-lock") || !strcmp(f, "--verbose")) {
 			*(f[2] == 'n' ? &a->eo.no_lock : &a->eo.verbose) = true;
 			i--; /* no value */
+			continue;
+		}
+		const int g = pt_cli_gpu_flag(f, v, &a->gpu);
+		if (g < 0)
+			return PT_EXIT_USAGE;
+		if (g) {
+			i += g - 2; /* the loop steps by 2 */
 			continue;
 		}
 		if (f[0] != '-') {
@@ -163,11 +184,12 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		pt_cli_error("eval: -m MODEL is required");
 		return PT_EXIT_USAGE;
 	}
+	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
 	if (!!a->prompt + !!a->tokens + !!a->tokens_file != 1) {
 		pt_cli_error("eval: give exactly one of --prompt, --tokens, --tokens-file");
 		return PT_EXIT_USAGE;
 	}
-	return 0;
+	return pt_cli_gpu_check(&a->gpu);
 }
 
 /* Parses ids separated by commas/whitespace; *out is pt_malloc'd. */

@@ -15,14 +15,16 @@ static void usage(FILE *f)
 		"usage: particle inspect FILE [--json] [--tensors]\n\n"
 		"Validates a GGUF file (header, metadata, tensor infos, layout) and describes it:\n"
 		"architecture, hyper-parameters, tokenizer, tensor bytes by type, and resident\n"
-		"bytes versus routed-expert bytes (experts per layer, bytes per expert).\n\n"
+		"bytes versus routed-expert bytes (experts per layer, bytes per expert).\n"
+		"FILE may be any part of a split model (NAME-00002-of-00003.gguf): every part is\n"
+		"opened and validated and the parts are listed (with --tensors, each tensor's part).\n\n"
 		"options:\n"
 		"  --json      print one JSON object instead of text (default: text)\n"
 		"  --tensors   also list every tensor: name, type, shape, offset, bytes\n"
 		"              (default: off)\n"
 		"  -h, --help  show this help\n\n"
-		"exit codes: 0 valid file, 1 I/O error (missing file, permission), 2 invalid\n"
-		"file or bad usage\n");
+		"exit codes: 0 valid file, 1 I/O error (missing file or split part, permission),\n"
+		"2 invalid file (or a split part that disagrees) or bad usage\n");
 }
 
 static int run(const char *path, bool json, bool tensors)

@@ -16,7 +16,8 @@ static void help(FILE *f)
 		"Writes a synthetic checkpoint with the architecture's real tensor set and shapes,\n"
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
-		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 (required);\n"
+		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe\n"
+		"                     (required; glm4moe full = GLM-4.5-Air, also 'glm-4.5-air');\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
 		"  --preset NAME      tiny | small | full (default tiny): tiny = a few MB, every\n"
@@ -33,6 +34,7 @@ static void help(FILE *f)
 		"                     attention context that the router reads; docs/MODELS.md);\n"
 		"                     'real' = the per-arch level matching published routing of\n"
 		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f\n"
+		"                     (glm4moe: no published routing statistics; %.0f)\n"
 		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
 		"                     only the tensors and the key the level changes; the result is\n"
 		"                     byte-identical to a fresh file at that level.  Refuses other\n"
@@ -44,21 +46,47 @@ static void help(FILE *f)
 		"  --progress         progress bar on stderr (default: only when stderr is a tty)\n"
 		"  --routing-report   after writing, print the routing report of 256 tokens of a\n"
 		"                     fixed text (as `particle routing`)\n"
+		"  --split-max-size SIZE  write a split model (llama.cpp's gguf-split): OUT-00001-\n"
+		"                     of-0000N.gguf ..., a part closed before a tensor would take\n"
+		"                     its tensor bytes over SIZE (N, NM = N*10^6, NG = N*10^9\n"
+		"                     bytes, as gguf-split), at least one tensor per part\n"
+		"  --split-max-tensors N  split every N tensors instead\n"
 		"  -o, --output FILE  output path (required)\n"
 		"  -h, --help         this help\n",
 		pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE), pt_mkmodel_real_skew(PT_ARCH_BAILINGMOE2),
-		pt_mkmodel_real_skew(PT_ARCH_GEMMA4), PT_MKMODEL_MAX_THREADS);
+		pt_mkmodel_real_skew(PT_ARCH_GEMMA4), pt_mkmodel_real_skew(PT_ARCH_GLM4MOE),
+		PT_MKMODEL_MAX_THREADS);
 }
 
 static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4)", v);
+			     "sarvam_moe, gemma4, glm4moe)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;
 	return 0;
+}
+
+#define PT_GGUF_MAX_TENSORS_CLI (1u << 20)
+
+/* gguf-split's sizes: N bytes, NM (10^6) or NG (10^9); positive. */
+static bool parse_split_size(const char *v, uint64_t *out)
+{
+	uint64_t n = 0, mul = 1;
+	size_t i = 0;
+	for (; v[i] >= '0' && v[i] <= '9' && n < (1ull << 40); i++)
+		n = n * 10 + (uint64_t)(v[i] - '0');
+	if (v[i] == 'M' || v[i] == 'G')
+		mul = v[i++] == 'M' ? 1000000ull : 1000000000ull;
+	if (i == 0 || v[i] != '\0' || n == 0 || n >= (1ull << 40)) {
+		pt_cli_error("--split-max-size expects a positive size such as 64M or 2G "
+			     "(10^6 / 10^9 bytes, as gguf-split) or a byte count, got '%s'", v);
+		return false;
+	}
+	*out = n * mul;
+	return true;
 }
 
 struct flags {
@@ -116,6 +144,13 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, struct flags 
 			if (!pt_cli_parse_u64(a, v, 1, PT_MKMODEL_MAX_THREADS, &u))
 				return -1;
 			o->threads = (unsigned)u;
+		} else if (!strcmp(a, "--split-max-size")) {
+			if (!parse_split_size(v, &o->split_max_size))
+				return -1;
+		} else if (!strcmp(a, "--split-max-tensors")) {
+			if (!pt_cli_parse_u64(a, v, 1, PT_GGUF_MAX_TENSORS_CLI, &u))
+				return -1;
+			o->split_max_tensors = (uint32_t)u;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
 			o->out_path = v;
 		} else {
@@ -168,6 +203,15 @@ int pt_cmd_mkmodel(int argc, char **argv)
 	}
 	if (strcmp(o.preset, "tiny") && strcmp(o.preset, "small") && strcmp(o.preset, "full")) {
 		pt_cli_error("--preset: unknown preset '%s' (tiny, small, full)", o.preset);
+		return PT_EXIT_USAGE;
+	}
+	if (o.split_max_size && o.split_max_tensors) {
+		pt_cli_error("give --split-max-size or --split-max-tensors, not both");
+		return PT_EXIT_USAGE;
+	}
+	if ((o.split_max_size || o.split_max_tensors) && fl.report) {
+		pt_cli_error("--routing-report with a split output: run 'particle routing -m "
+			     "OUT-00001-of-0000N.gguf' instead");
 		return PT_EXIT_USAGE;
 	}
 	if (pt_mkmodel_write(&o, &err) != PT_OK)

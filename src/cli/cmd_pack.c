@@ -18,7 +18,8 @@ static void help(FILE *f)
 		"down, per-expert scales) contiguous and 4 KiB aligned, so a cache miss is one\n"
 		"read, plus PACK.json holding sizes and SHA-256 of the model's identity (size,\n"
 		"mtime, header+metadata+tensor infos) and of the pack.  The runtime uses a pack\n"
-		"only when its manifest matches the model.\n\n"
+		"only when its manifest matches the model.  A split model is named by any part;\n"
+		"its pack is NAME-00001-of-0000N.gguf.xpack (the identity is part 1's).\n\n"
 		"options:\n"
 		"  -o PACK     pack file (default: MODEL.gguf.xpack; manifest PACK.json)\n"
 		"  --verify    check an existing pack: recompute its SHA-256 and compare the\n"
@@ -105,6 +106,13 @@ int pt_cmd_pack(int argc, char **argv)
 		help(stderr);
 		return PT_EXIT_USAGE;
 	}
+	/* a split model goes by its first part, whichever part was named */
+	char first[4096];
+	if (!pt_gguf_split_first_path(model, first, sizeof first)) {
+		pt_cli_error("pack: model path too long");
+		return PT_EXIT_USAGE;
+	}
+	model = first;
 	if (!out) {
 		pt_pack_default_path(model, def, sizeof def);
 		out = def;

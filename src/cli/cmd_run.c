@@ -3,6 +3,7 @@
  * budget check before loading, prompt building (raw or through the chat template), the
  * SIGINT handling, the stats footer and --stats-json. */
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "cli/input.h"
 #include "cli/run.h"
 
@@ -28,11 +29,13 @@
 
 struct opts {
 	const char *model, *prompt, *messages, *tmpl, *stats_json, *io, *policy, *kv;
+	struct pt_cli_gpu gpu; /* --gpu and friends (issue 16) */
 	const char *stops[MAX_STOPS];
 	size_t n_stops;
 	struct pt_sampler_opts so;
 	uint64_t max_new, max_ctx, threads, memory, slots, batch;
 	bool raw, no_lock, quiet, verbose;
+	bool no_profile; /* --no-profile: no expert-popularity profile (issue 21) */
 };
 
 /* SIGINT: the first one during generation asks the loop to stop after the current token; a
@@ -69,8 +72,9 @@ static void help(void)
 	       "a terminal: interactive chat (/new fresh chat, /stats, /quit; Ctrl-C stops a reply,\n"
 	       "Ctrl-C at the prompt or twice within a second exits; when the context is full the\n"
 	       "oldest turns are dropped, with a notice).\n\n"
-	       "  -m, --model PATH          GGUF model (default: $PARTICLE_MODEL)\n"
-	       "  --prompt TEXT             raw completion of TEXT\n"
+	       "  -m, --model PATH          GGUF model, or a name in the models directory\n"
+	       "                            (particle list; default: $PARTICLE_MODEL)\n"
+	       "  -p, --prompt TEXT         raw completion of TEXT\n"
 	       "  --messages FILE|-         chat: messages JSON file, '-' = stdin\n"
 	       "  --template FILE           Jinja chat template instead of the model's\n"
 	       "  --raw                     interactive raw completion: each line on its own\n"
@@ -92,12 +96,22 @@ static void help(void)
 	       "  --cache-policy P          lfu|lru (default lfu)\n"
 	       "  --kv-type T               f16|f32 (default f16)\n"
 	       "  --batch N                 prefill chunk in tokens (default 128)\n"
+	       "  --gpu                     use the CUDA backend (make CUDA=1 builds;\n"
+	       "                            the GPU model path is not there yet: issue 16)\n"
+	       "  --gpu-layers N|all        layers on the GPU (default all; implies --gpu)\n"
+	       "  --vram SIZE               device memory budget (implies --gpu)\n"
+	       "  --gpu-device I            CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
+	       "  --no-profile              do not read or write the expert-popularity profile\n"
+	       "                            (warms the expert cache at start; results unchanged)\n"
 	       "  --quiet                   no stats footer\n"
 	       "  --verbose                 print the load plan (model, budget, I/O, CPU)\n"
 	       "  --stats-json FILE         write the stats, per-layer counters and ids as JSON\n"
 	       "                            (interactive: rewritten after every reply)\n"
 	       "  -h, --help                this text\n\n"
+	       "llama.cpp spellings are accepted too: -p (--prompt), -n/--n-predict (--max-new),\n"
+	       "-c/--ctx-size (--max-context), -t/--threads, --temp (--temperature),\n"
+	       "--repeat-penalty (--repetition-penalty), -s (--seed), -b/--batch-size (--batch).\n\n"
 	       "exit codes: 0 ok, 1 runtime failure (also: model locked by another process, the\n"
 	       "message names its PID), 2 bad input or usage, 130 cancelled (Ctrl-C)\n",
 	       MAX_STOPS);
@@ -126,9 +140,11 @@ static int float_flag(struct opts *o, const char *a, const char *v)
 {
 	static const struct { const char *name; double lo, hi; size_t off; } t[] = {
 		{ "--temperature", 0, 100, offsetof(struct pt_sampler_opts, temperature) },
+		{ "--temp", 0, 100, offsetof(struct pt_sampler_opts, temperature) }, /* llama.cpp */
 		{ "--top-p", 0, 1, offsetof(struct pt_sampler_opts, top_p) },
 		{ "--min-p", 0, 1, offsetof(struct pt_sampler_opts, min_p) },
 		{ "--repetition-penalty", 0.01, 100, offsetof(struct pt_sampler_opts, repeat_penalty) },
+		{ "--repeat-penalty", 0.01, 100, offsetof(struct pt_sampler_opts, repeat_penalty) },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		if (strcmp(a, t[i].name) != 0)
@@ -146,19 +162,19 @@ static int float_flag(struct opts *o, const char *a, const char *v)
 static int int_flag(struct opts *o, const char *a, const char *v)
 {
 	uint64_t x;
-	if (is(a, "-n", "--max-new"))
+	if (is(a, "-n", "--max-new") || strcmp(a, "--n-predict") == 0)
 		return pt_cli_parse_u64(a, v, 0, UINT32_MAX, &o->max_new) ? 1 : -1;
-	if (is(a, "-c", "--max-context"))
+	if (is(a, "-c", "--max-context") || strcmp(a, "--ctx-size") == 0)
 		return pt_cli_parse_u64(a, v, 1, UINT32_MAX, &o->max_ctx) ? 1 : -1;
 	if (is(a, "-t", "--threads"))
 		return pt_cli_parse_u64(a, v, 0, 1024, &o->threads) ? 1 : -1;
 	if (is(a, NULL, "--expert-slots"))
 		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->slots) ? 1 : -1;
-	if (is(a, NULL, "--batch"))
+	if (is(a, "-b", "--batch") || strcmp(a, "--batch-size") == 0)
 		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->batch) ? 1 : -1;
 	if (is(a, NULL, "--memory"))
 		return pt_cli_parse_size(a, v, &o->memory) ? 1 : -1;
-	if (is(a, NULL, "--seed"))
+	if (is(a, "-s", "--seed"))
 		return pt_cli_parse_u64(a, v, 0, UINT64_MAX, &o->so.seed) ? 1 : -1;
 	if (is(a, NULL, "--top-k")) {
 		if (!pt_cli_parse_u64(a, v, 0, UINT32_MAX, &x))
@@ -180,7 +196,7 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 {
 	static const struct { const char *s, *l; size_t off; } t[] = {
 		{ "-m", "--model", offsetof(struct opts, model) },
-		{ NULL, "--prompt", offsetof(struct opts, prompt) },
+		{ "-p", "--prompt", offsetof(struct opts, prompt) },
 		{ NULL, "--messages", offsetof(struct opts, messages) },
 		{ NULL, "--template", offsetof(struct opts, tmpl) },
 		{ NULL, "--stats-json", offsetof(struct opts, stats_json) },
@@ -208,6 +224,7 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 static int bool_flag(struct opts *o, const char *a)
 {
 	bool *b = strcmp(a, "--raw") == 0 ? &o->raw : strcmp(a, "--no-lock") == 0 ? &o->no_lock
+		: strcmp(a, "--no-profile") == 0 ? &o->no_profile
 		: strcmp(a, "--quiet") == 0 ? &o->quiet : strcmp(a, "--verbose") == 0 ? &o->verbose
 		: NULL;
 	if (b)
@@ -239,7 +256,7 @@ static int check_opts(const struct opts *o)
 		pt_cli_error("run: no model: give -m MODEL or set PARTICLE_MODEL");
 		return PT_EXIT_USAGE;
 	}
-	return 0;
+	return pt_cli_gpu_check(&o->gpu);
 }
 
 /* Returns 0 to go on, -1 after --help, or an exit code. */
@@ -254,6 +271,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		if (bool_flag(o, a))
 			continue;
+		const int g = pt_cli_gpu_flag(a, i + 1 < argc ? argv[i + 1] : NULL, &o->gpu);
+		if (g < 0)
+			return PT_EXIT_USAGE;
+		if (g) {
+			i += g - 1;
+			continue;
+		}
 		if (a[0] != '-' || i + 1 >= argc) {
 			pt_cli_error(a[0] == '-' ? "run: %s needs a value" :
 				     "run: unexpected argument '%.60s' (see 'particle run --help')", a);
@@ -268,6 +292,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return PT_EXIT_USAGE;
 		i++;
 	}
+	if (o->model) /* a name in the models directory */
+		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);
 }
 
@@ -570,6 +596,7 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
 	eo.cache_policy = o->policy;
 	eo.no_lock = o->no_lock;
+	eo.use_profile = !o->no_profile;
 	eo.log = o->verbose ? stderr : NULL;
 	eo.verbose = o->verbose;
 	if (pt_engine_open(&eo, e, &err) != PT_OK)

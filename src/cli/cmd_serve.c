@@ -1,11 +1,14 @@
 /* cmd_serve.c - `particle serve`: an OpenAI-compatible HTTP server over one model.  Owns
  * the flags (llama.cpp's spellings accepted as aliases), loading and planning the model
  * BEFORE listening, the one "listening" line, the loopback/API-key warning and the
- * SIGINT/SIGTERM graceful stop.  The server itself is src/server. */
+ * SIGINT/SIGTERM graceful stop (SIGINT while the model loads: exit 130 at once).  The server itself is src/server. */
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "cli/input.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -21,10 +24,11 @@ struct opts {
 	const char *model, *host, *api_key, *api_key_file, *alias, *tmpl_file, *io, *policy, *kv;
 	const char *reasoning;
 	uint64_t port, max_ctx, threads, memory, slots, batch, parallel, max_queue, timeout;
-	uint64_t max_body, max_conns;
+	uint64_t max_body, max_conns, cache_prompts;
 	int64_t max_new;
 	struct pt_sampler_opts so;
 	bool seed_given, no_lock, verbose, quiet, no_webui, no_metrics, log_requests;
+	bool no_profile; /* --no-profile (issue 21) */
 	const char *cors[PT_HTTP_MAX_CORS];
 	size_t n_cors;
 };
@@ -45,9 +49,14 @@ static void help(void)
 	       "  --api-key KEY             require 'Authorization: Bearer KEY' (401 otherwise;\n"
 	       "                            /health stays open)\n"
 	       "  --api-key-file FILE       the key from the first line of FILE\n"
-	       "  --alias NAME              model id in /v1/models and responses (default: the\n"
+	       "  -a, --alias NAME          model id in /v1/models and responses (default: the\n"
 	       "                            file name without .gguf)\n"
-	       "  -np, --parallel N         generation slots (default 1; only 1 in this build)\n"
+	       "  -np, --parallel N         requests generated at once, their decode steps\n"
+	       "                            batched in one forward pass (default 1, at most %d)\n"
+	       "  --cache-prompts N         extra KV sequences kept as a prompt cache: a request\n"
+	       "                            continues the cached conversation sharing the longest\n"
+	       "                            prefix with it, LRU (default 0: each slot keeps only\n"
+	       "                            its last conversation); counted in the memory plan\n"
 	       "  --max-queue N             requests waiting for a slot; more get 503 with\n"
 	       "                            Retry-After (default 16)\n"
 	       "  --timeout S               a request must arrive whole within S seconds, and an\n"
@@ -62,9 +71,11 @@ static void help(void)
 	       "  --no-metrics              no GET /metrics\n"
 	       "  --no-webui                no web UI at / (the chat page with a live status\n"
 	       "                            panel; GET /v1/stats/stream stays)\n"
-	       "  --log-requests            one line per request on stderr\n\n"
+	       "  --log-requests            one line per request on stderr\n"
+	       "  --quiet                   no notices on stderr (the stop notice)\n\n"
 	       "model and memory (as `particle run`):\n"
-	       "  -m, --model PATH          GGUF model (default: $PARTICLE_MODEL)\n"
+	       "  -m, --model PATH          GGUF model, or a name in the models directory\n"
+	       "                            (particle list; default: $PARTICLE_MODEL)\n"
 	       "  -c, --ctx-size, --max-context N  KV cache positions, bounded by the model's\n"
 	       "                            (default 4096)\n"
 	       "  -t, --threads N           compute threads, 0 = online cores (default 0)\n"
@@ -75,6 +86,7 @@ static void help(void)
 	       "  --kv-type T               f16|f32 (default f16)\n"
 	       "  -b, --batch N             prefill chunk in tokens (default 128)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
+	       "  --no-profile              do not read or write the expert-popularity profile\n"
 	       "  --verbose                 print the load plan\n\n"
 	       "request defaults (each request may override them):\n"
 	       "  -n, --n-predict, --max-new N  tokens to generate, -1 = until EOS or the\n"
@@ -88,7 +100,39 @@ static void help(void)
 	       "  -s, --seed N              seed for requests without one (default: random)\n"
 	       "  -h, --help                this text\n\n"
 	       "exit codes: 0 stopped by SIGINT/SIGTERM, 1 runtime failure (model, port in use),\n"
-	       "2 bad usage\n", PT_HTTP_MAX_CORS);
+	       "130 interrupted while the model was loading, "
+	       "2 bad usage\n", PT_SERVER_MAX_SLOTS, PT_HTTP_MAX_CORS);
+}
+
+/* SIGINT/SIGTERM may land on any thread (the engine's pool, the HTTP threads): the handler
+ * only records it and wakes the main thread through a pipe.  Before the server listens (the
+ * model is loading) it exits at once. */
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t got_signal, serving;
+
+static void on_signal(int sig)
+{
+	if (!serving)
+		_exit(PT_EXIT_CANCELLED);
+	got_signal = sig;
+	ssize_t w = write(sig_pipe[1], "x", 1);
+	(void)w;
+}
+
+static int install_signals(void)
+{
+	struct sigaction sa;
+	if (pipe2(sig_pipe, O_CLOEXEC) != 0) {
+		pt_cli_error("serve: cannot create a pipe: %s", strerror(errno));
+		return PT_EXIT_FAIL;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return 0;
 }
 
 static bool is(const char *a, const char *s, const char *l, const char *l2)
@@ -129,6 +173,7 @@ static int int_flag(struct opts *o, const char *a, const char *v)
 		{ NULL, "--max-queue", NULL, 0, 100000, offsetof(struct opts, max_queue) },
 		{ NULL, "--timeout", NULL, 1, 86400, offsetof(struct opts, timeout) },
 		{ NULL, "--max-connections", NULL, 2, 10000, offsetof(struct opts, max_conns) },
+		{ NULL, "--cache-prompts", NULL, 0, 64, offsetof(struct opts, cache_prompts) },
 	};
 	uint64_t x;
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -212,6 +257,7 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 static int bool_flag(struct opts *o, const char *a)
 {
 	bool *b = !strcmp(a, "--no-lock") ? &o->no_lock : !strcmp(a, "--verbose") ? &o->verbose
+		: !strcmp(a, "--no-profile") ? &o->no_profile
 		: !strcmp(a, "--quiet") ? &o->quiet : !strcmp(a, "--no-webui") ? &o->no_webui
 		: !strcmp(a, "--no-metrics") ? &o->no_metrics
 		: !strcmp(a, "--log-requests") ? &o->log_requests : NULL;
@@ -269,12 +315,6 @@ static int check_opts(const struct opts *o)
 		pt_cli_error("serve: give --api-key or --api-key-file, not both");
 		return PT_EXIT_USAGE;
 	}
-	if (o->parallel > 1) {
-		pt_cli_error("serve: --parallel %llu: this build has one generation slot "
-			     "(multi-sequence batching is not merged yet)",
-			     (unsigned long long)o->parallel);
-		return PT_EXIT_USAGE;
-	}
 	return 0;
 }
 
@@ -303,6 +343,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return PT_EXIT_USAGE;
 		i++;
 	}
+	if (o->model) /* a name in the models directory */
+		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);
 }
 
@@ -343,8 +385,10 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
 	eo.cache_policy = o->policy;
 	eo.no_lock = o->no_lock;
+	eo.use_profile = !o->no_profile;
 	eo.log = o->verbose ? stderr : NULL;
 	eo.verbose = o->verbose;
+	eo.n_seq = (uint32_t)(o->parallel + o->cache_prompts);
 	if (pt_engine_open(&eo, e, &err) != PT_OK)
 		return pt_cli_fail(&err);
 	return 0;
@@ -381,17 +425,22 @@ static bool loopback(const char *host)
 	       !strncmp(host, "127.", 4);
 }
 
-/* The model id: --alias, else the file name without its directory and .gguf. */
+/* The model id: --alias, else the file name without its directory and .gguf (a split
+ * model's without -0000K-of-0000N.gguf, whichever part was named). */
 static void model_id(const struct opts *o, char *out, size_t cap)
 {
+	char first[4096];
 	if (o->alias) {
 		snprintf(out, cap, "%s", o->alias);
 		return;
 	}
-	const char *b = strrchr(o->model, '/');
-	b = b ? b + 1 : o->model;
+	const char *m = pt_gguf_split_first_path(o->model, first, sizeof first) ? first : o->model;
+	const char *b = strrchr(m, '/');
+	b = b ? b + 1 : m;
 	size_t n = strlen(b);
-	if (n > 5 && strcmp(b + n - 5, ".gguf") == 0)
+	if (n > 20 && strcmp(b + n - 5, ".gguf") == 0 && memcmp(b + n - 20, "-00001-of-", 10) == 0)
+		n -= 20; /* "-00001-of-0000N.gguf" */
+	else if (n > 5 && strcmp(b + n - 5, ".gguf") == 0)
 		n -= 5;
 	snprintf(out, cap, "%.*s", (int)n, b);
 }
@@ -434,16 +483,11 @@ static int serve(const struct opts *o, pt_engine *e, const char *key, const char
 	fill_server_opts(o, key, tmpl, id, &so);
 	if (pt_server_create(e, &so, &s, &err) != PT_OK)
 		return pt_cli_fail(&err);
-	/* Every thread started from here on inherits the blocked signals; this one waits. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (pt_server_listen(s, &err) != PT_OK) {
 		pt_server_destroy(s);
 		return pt_cli_fail(&err);
 	}
+	serving = 1; /* from here a signal stops the server gracefully (before the URL line) */
 	if (!key && !loopback(o->host))
 		fprintf(stderr, "particle: warning: listening on %s without --api-key: anyone who "
 				"can reach this address can use the model\n", o->host);
@@ -451,8 +495,10 @@ static int serve(const struct opts *o, pt_engine *e, const char *key, const char
 	printf("particle: serving %s at http://%s%s%s:%u (OpenAI API under /v1; Ctrl-C stops)\n",
 	       id, v6 ? "[" : "", o->host, v6 ? "]" : "", pt_server_port(s));
 	fflush(stdout);
-	int sig = 0;
-	sigwait(&set, &sig);
+	char c;
+	while (read(sig_pipe[0], &c, 1) < 0 && errno == EINTR)
+		; /* until SIGINT/SIGTERM (the handler writes one byte) */
+	int sig = got_signal;
 	if (!o->quiet)
 		fprintf(stderr, "particle: %s: finishing running requests, then stopping\n",
 			sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -481,7 +527,7 @@ int pt_cmd_serve(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	pt_engine *e = NULL;
-	if ((rc = open_engine(&o, &e)) == 0)
+	if ((rc = install_signals()) == 0 && (rc = open_engine(&o, &e)) == 0)
 		rc = serve(&o, e, key ? key : o.api_key, tmpl);
 	pt_engine_close(e);
 	pt_free(key);

@@ -1,7 +1,9 @@
 /* cmd_template.c - `particle template`: renders a chat template (the model's
  * tokenizer.chat_template or --template FILE) over OpenAI-style messages, the way llama.cpp
- * passes variables: messages, tools (only when non-empty), add_generation_prompt (only when
- * true), bos_token, eos_token, plus --var NAME=JSON extras (which override). */
+ * passes variables: messages, tools (only when non-empty), add_generation_prompt (always
+ * set, true or false: Hugging Face's apply_chat_template semantics, since some templates
+ * default it to true when undefined), bos_token, eos_token, plus --var NAME=JSON extras
+ * (which override). */
 #include "cli/cli.h"
 #include "cli/input.h"
 
@@ -40,7 +42,8 @@ static void help(void)
 	       "                         optional)\n"
 	       "  --bos-token S          bos_token text (default: the model's, else empty)\n"
 	       "  --eos-token S          eos_token text (default: the model's, else empty)\n"
-	       "  --no-generation-prompt leave add_generation_prompt undefined (default: true)\n"
+	       "  --no-generation-prompt add_generation_prompt = false, passed explicitly\n"
+	       "                         (default: true)\n"
 	       "  --object-arguments     parse tool_calls[].function.arguments JSON strings into\n"
 	       "                         objects (llama.cpp does so for templates such as Llama 3.1\n"
 	       "                         that expect objects; default: passed as given, like HF)\n"
@@ -175,8 +178,7 @@ static int build_vars(const struct opts *o, cJSON *conv, cJSON *vars)
 		cJSON_AddItemToObject(vars, "tools", tools);
 	else
 		cJSON_Delete(tools);
-	if (!o->no_gen)
-		cJSON_AddTrueToObject(vars, "add_generation_prompt");
+	cJSON_AddBoolToObject(vars, "add_generation_prompt", !o->no_gen);
 	cJSON_AddStringToObject(vars, "bos_token", o->bos ? o->bos : "");
 	cJSON_AddStringToObject(vars, "eos_token", o->eos ? o->eos : "");
 	for (size_t i = 0; i < o->nvars; i++)

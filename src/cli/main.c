@@ -23,6 +23,8 @@ static const struct command commands[] = {
 	{ "detokenize", pt_cmd_detokenize, "token ids -> text with a model's tokenizer" },
 	{ "mkvocab", pt_cmd_mkvocab, "write a vocab-only GGUF from a Hugging Face tokenizer dir" },
 	{ "template", pt_cmd_template, "render a chat template over a conversation" },
+	{ "pull", pt_cmd_pull, "download a model (URL or hf:OWNER/REPO/FILE.gguf), resumable, verified" },
+	{ "list", pt_cmd_list, "models in the models directory: size, arch, quant, pack" },
 	{ "serve", pt_cmd_serve, "OpenAI-compatible HTTP server (chat, completions, SSE)" },
 };
 

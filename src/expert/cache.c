@@ -11,6 +11,9 @@
 
 enum slot_state { SLOT_EMPTY = 0, SLOT_LOADING = 1, SLOT_READY = 2 };
 
+#define AHEAD_GUESS 1 /* slot_ahead: read on a guess of this token's routing */
+#define AHEAD_WARM 2  /* slot_ahead: read at start from the popularity profile */
+
 struct layer_state {
 	int32_t *slot_expert;   /* [slots] expert held or being loaded, -1 = none */
 	uint8_t *slot_state;    /* [slots] enum slot_state */
@@ -250,7 +253,7 @@ static void take_slot(struct layer_state *l, int32_t s)
 	if (l->slot_state[s] == SLOT_READY) {
 		l->expert_slot[l->slot_expert[s]] = -1;
 		l->st.evictions++;
-		l->st.ahead_wasted += l->slot_ahead[s];
+		l->st.ahead_wasted += l->slot_ahead[s] != 0;
 	} else {
 		l->st.slots_used++;
 	}
@@ -276,9 +279,14 @@ enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
 		if (refs[i].hit) {
 			l->slot_pins[refs[i].slot]++;
 			l->slot_last[refs[i].slot] = l->clock;
-			if (l->slot_ahead[refs[i].slot]) { /* read for this request, ahead of it */
-				l->slot_ahead[refs[i].slot] = 0;
+			const uint32_t sl = refs[i].slot;
+			/* read for this request, ahead of it: a miss; a profile warm-up read
+			 * that landed before the request is a hit (read before anyone asked) */
+			if (l->slot_ahead[sl] == AHEAD_GUESS ||
+			    (l->slot_ahead[sl] == AHEAD_WARM && l->slot_state[sl] == SLOT_LOADING))
 				l->st.misses++;
+			if (l->slot_ahead[sl]) {
+				l->slot_ahead[sl] = 0;
 				l->st.ahead_used++;
 			}
 		}
@@ -302,9 +310,26 @@ enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
 	return PT_OK;
 }
 
+
+static uint32_t take_ahead(pt_expert_cache *c, uint32_t layer, const uint32_t *experts,
+			   uint32_t n, uint32_t max, struct pt_cache_ref *refs, uint8_t mark);
+
 uint32_t pt_expert_cache_acquire_ahead(pt_expert_cache *c, uint32_t layer,
 				       const uint32_t *experts, uint32_t n, uint32_t max,
 				       struct pt_cache_ref *refs)
+{
+	return take_ahead(c, layer, experts, n, max, refs, AHEAD_GUESS);
+}
+
+uint32_t pt_expert_cache_acquire_warm(pt_expert_cache *c, uint32_t layer,
+				      const uint32_t *experts, uint32_t n, uint32_t max,
+				      struct pt_cache_ref *refs)
+{
+	return take_ahead(c, layer, experts, n, max, refs, AHEAD_WARM);
+}
+
+static uint32_t take_ahead(pt_expert_cache *c, uint32_t layer, const uint32_t *experts,
+			   uint32_t n, uint32_t max, struct pt_cache_ref *refs, uint8_t mark)
 {
 	struct layer_state *l = &c->layers[layer];
 	uint32_t m = 0;
@@ -324,7 +349,7 @@ uint32_t pt_expert_cache_acquire_ahead(pt_expert_cache *c, uint32_t layer,
 		take_slot(l, s);
 		l->slot_expert[s] = (int32_t)e;
 		l->slot_state[s] = SLOT_LOADING;
-		l->slot_ahead[s] = 1;
+		l->slot_ahead[s] = mark;
 		l->slot_last[s] = l->clock;
 		l->expert_slot[e] = s;
 		l->st.ahead_reads++;

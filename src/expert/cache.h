@@ -87,6 +87,12 @@ enum pt_status pt_expert_cache_acquire(pt_expert_cache *c, uint32_t layer,
 uint32_t pt_expert_cache_acquire_ahead(pt_expert_cache *c, uint32_t layer,
 				       const uint32_t *experts, uint32_t n, uint32_t max,
 				       struct pt_cache_ref *refs);
+/* As acquire_ahead, for the popularity profile's warm-up at start (expert/profile.h): the
+ * same slots and counters, except that a later acquire finding the read landed (READY)
+ * counts a hit - the bytes were read before the request, as a warm cache holds them. */
+uint32_t pt_expert_cache_acquire_warm(pt_expert_cache *c, uint32_t layer,
+				      const uint32_t *experts, uint32_t n, uint32_t max,
+				      struct pt_cache_ref *refs);
 /* Drops a read-ahead whose read was never submitted (slot LOADING, unpinned): the slot is
  * empty again.  Returns false (and changes nothing) for any other slot. */
 bool pt_expert_cache_cancel_ahead(pt_expert_cache *c, uint32_t layer, uint32_t slot);

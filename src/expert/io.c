@@ -52,7 +52,7 @@ static void file_change(const struct io_file *f, char *buf, size_t n)
 static enum step fail(pt_io *io, struct io_slot *s, uint32_t ri, int sys, const char *what)
 {
 	char why[512];
-	const struct io_file *f = &io->files[s->job.file];
+	const struct io_file *f = &io->files[pt_io_range_file(&s->job, ri)];
 	file_change(f, why, sizeof why);
 	pthread_mutex_lock(&io->mu);
 	if (!s->failed) {
@@ -75,7 +75,7 @@ enum step pt_io_range_result(pt_io *io, uint32_t si, uint32_t ri, int64_t res)
 {
 	struct io_slot *s = &io->slots[si];
 	const struct pt_io_range *r = &s->job.r[ri];
-	const struct io_file *f = &io->files[s->job.file];
+	const struct io_file *f = &io->files[pt_io_range_file(&s->job, ri)];
 	if (io->cfg.fault)
 		res = io->cfg.fault(io->cfg.fault_ctx, s->job.tag, ri, r->offset + s->done[ri], res);
 	if (res == -EAGAIN || res == -EINTR) {
@@ -269,16 +269,17 @@ uint64_t pt_io_busy_ns(const pt_io *io)
 
 static enum pt_status check_job(const pt_io *io, const struct pt_io_job *j, struct pt_error *err)
 {
-	if (j->file >= io->n_files)
-		return pt_error_set(err, PT_E_INVALID, "expert %u of layer %u: no file %u", j->expert,
-				    j->layer, j->file);
-	const struct io_file *f = &io->files[j->file];
 	if (j->n_ranges == 0 || j->n_ranges > PT_IO_MAX_RANGES)
 		return pt_error_set(err, PT_E_INVALID, "expert %u of layer %u: %u read ranges",
 				    j->expert, j->layer, j->n_ranges);
 	for (uint32_t i = 0; i < j->n_ranges; i++) {
 		const struct pt_io_range *r = &j->r[i];
+		const uint32_t fi = pt_io_range_file(j, i);
 		uint64_t end;
+		if (fi >= io->n_files)
+			return pt_error_set(err, PT_E_INVALID, "expert %u of layer %u: no file %u",
+					    j->expert, j->layer, fi);
+		const struct io_file *f = &io->files[fi];
 		if (r->need > r->len || r->len == 0 || r->len > (1u << 30) ||
 		    pt_add_overflow(r->offset, r->need, &end) || end > f->size)
 			return pt_error_at(err, PT_E_FORMAT, r->offset,

@@ -26,7 +26,7 @@
  * disks we meet, not the page size (arm64 kernels with 16 / 64 KiB pages still take 4 KiB
  * aligned O_DIRECT I/O; buffers come from page-aligned mmap, so they are aligned anyway). */
 #define PT_IO_ALIGN 4096u
-#define PT_IO_MAX_FILES 2
+#define PT_IO_MAX_FILES 258 /* a split model's parts (PT_GGUF_MAX_PARTS) + a pack cache */
 
 enum pt_io_mode { PT_IO_DIRECT = 0, PT_IO_BUFFERED = 1, PT_IO_MMAP = 2 };
 
@@ -39,6 +39,7 @@ struct pt_io_range {
 	uint64_t len;    /* bytes to read (may extend past EOF when aligned) */
 	uint64_t need;   /* bytes that must arrive (<= len); a short read at EOF past it is fine */
 	uint8_t *dst;
+	uint32_t file; /* 0: the job's file; else this file (a split model's part) */
 };
 
 struct pt_io_job {
@@ -49,6 +50,12 @@ struct pt_io_job {
 	uint32_t file; /* 0: the file the engine was opened on; else from pt_io_add_file */
 	struct pt_io_range r[PT_IO_MAX_RANGES];
 };
+
+/* The file range ri of job j reads. */
+static inline uint32_t pt_io_range_file(const struct pt_io_job *j, uint32_t ri)
+{
+	return j->r[ri].file ? j->r[ri].file : j->file;
+}
 
 /* Test hook, called with each read's result (bytes or -errno) before the engine looks at it;
  * returns the result to use (shorter count, -EIO, -EAGAIN ...). */

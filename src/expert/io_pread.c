@@ -26,7 +26,8 @@ static void read_range(pt_io *io, uint32_t si, uint32_t ri)
 	enum step step;
 	do {
 		uint64_t at = s->done[ri];
-		ssize_t got = pread(io->files[s->job.file].fd, r->dst + at, r->len - at, (off_t)(r->offset + at));
+		const int fd = io->files[pt_io_range_file(&s->job, ri)].fd;
+		ssize_t got = pread(fd, r->dst + at, r->len - at, (off_t)(r->offset + at));
 		step = pt_io_range_result(io, si, ri, got < 0 ? -(int64_t)errno : (int64_t)got);
 	} while (step == STEP_AGAIN);
 	pt_io_range_finished(io, si);

@@ -30,8 +30,8 @@ static enum pt_status queue_read(pt_io *io, uint32_t si, uint32_t ri, struct pt_
 		if (!sqe)
 			return pt_error_set(err, PT_E_IO, "io_uring queue full");
 	}
-	io_uring_prep_read(sqe, io->files[s->job.file].fd, rg->dst + s->done[ri], (unsigned)(rg->len - s->done[ri]),
-			   rg->offset + s->done[ri]);
+	io_uring_prep_read(sqe, io->files[pt_io_range_file(&s->job, ri)].fd, rg->dst + s->done[ri],
+			   (unsigned)(rg->len - s->done[ri]), rg->offset + s->done[ri]);
 	io_uring_sqe_set_data64(sqe, (uint64_t)si << 8 | ri);
 	r->unsubmitted++;
 	return PT_OK;

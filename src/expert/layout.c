@@ -81,6 +81,7 @@ static enum pt_status add_tensor(struct pt_expert_layout *l, const struct pt_ggu
 	p->kind = kind_of(rest);
 	snprintf(p->name, sizeof p->name, "%.*s", (int)t->name.len, t->name.ptr);
 	p->type = t->type;
+	p->file = t->part;
 	p->file_offset = t->file_offset;
 	p->stride = t->nbytes / ne_last;
 	m->expert_bytes += p->stride;
@@ -108,6 +109,17 @@ enum pt_status pt_expert_layout_from_gguf(const pt_gguf *g, struct pt_expert_lay
 	memset(out, 0, sizeof *out);
 	out->data_offset = pt_gguf_data_offset(g);
 	out->file_size = pt_gguf_file_size(g);
+	out->n_files = pt_gguf_part_count(g);
+	out->files = pt_calloc(out->n_files, sizeof *out->files);
+	if (!out->files)
+		return pt_error_set(err, PT_E_NOMEM, "expert layout: file list");
+	for (uint32_t i = 0; i < out->n_files; i++) {
+		const char *path = pt_gguf_part_path(g, i);
+		if (path && !(out->files[i] = pt_strdup(path))) {
+			pt_expert_layout_free(out);
+			return pt_error_set(err, PT_E_NOMEM, "expert layout: file list");
+		}
+	}
 	for (uint64_t i = 0; i < pt_gguf_tensor_count(g); i++) {
 		const struct pt_gguf_tensor *t = pt_gguf_tensor_at(g, i);
 		int64_t layer = parse_name(&t->name, rest, sizeof rest);
@@ -133,6 +145,11 @@ void pt_expert_layout_free(struct pt_expert_layout *l)
 	pt_free(l->moe);
 	l->moe = NULL;
 	l->n_moe = 0;
+	for (uint32_t i = 0; l->files && i < l->n_files; i++)
+		pt_free(l->files[i]);
+	pt_free(l->files);
+	l->files = NULL;
+	l->n_files = 0;
 }
 
 int32_t pt_expert_layout_find(const struct pt_expert_layout *l, uint32_t layer)

@@ -4,7 +4,8 @@
  * blk.L.*_exps* tensor of >= 2 dims whose last dimension is n_expert, e.g. per-expert scales)
  * as (file offset, bytes per expert).  Expert e of a part is the slice [offset + e*stride,
  * offset + (e+1)*stride).  A pack replaces the parts' sources with one blob per expert
- * (pack.h).  The layout copies what it needs; it does not keep the GGUF open.
+ * (pack.h).  The layout copies what it needs; it does not keep the GGUF open.  A split model's
+ * slices name their part (file) as well: the readers open layout->files[part].
  */
 #ifndef PT_EXPERT_LAYOUT_H
 #define PT_EXPERT_LAYOUT_H
@@ -28,7 +29,8 @@ struct pt_expert_part {
 	enum pt_expert_part_kind kind;
 	char name[64];        /* tensor name */
 	uint32_t type;        /* enum pt_type */
-	uint64_t file_offset; /* first byte of expert 0 */
+	uint32_t file;        /* which file of the layout (split part; 0 for a single file) */
+	uint64_t file_offset; /* first byte of expert 0, within that file */
 	uint64_t stride;      /* bytes per expert */
 };
 
@@ -44,7 +46,9 @@ struct pt_expert_layout {
 	uint32_t n_moe;             /* MoE layers, in model order */
 	struct pt_expert_layer *moe; /* [n_moe] */
 	uint64_t data_offset;       /* GGUF data section (end of the header/metadata/infos) */
-	uint64_t file_size;
+	uint64_t file_size;         /* all files together */
+	uint32_t n_files;           /* 1, or the parts of a split model */
+	char **files;               /* [n_files] paths (NULL entries for memory opens) */
 };
 
 /* Builds the layout from every blk.N.*_exps* tensor.  n_expert comes from the tensors (all

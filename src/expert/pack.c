@@ -165,7 +165,8 @@ static enum pt_status write_all(int fd, const uint8_t *src, uint64_t n, const ch
 }
 
 /* Writes every blob of the plan to fd, hashing as it goes. */
-static enum pt_status write_blobs(int in, const char *model, int out, const char *tmp,
+static enum pt_status write_blobs(const int *in, const char *const *model, int out,
+				  const char *tmp,
 				  const struct pt_expert_layout *l, const struct pt_pack *p,
 				  EVP_MD_CTX *md, void (*progress)(uint32_t, uint32_t),
 				  struct pt_error *err)
@@ -182,9 +183,10 @@ static enum pt_status write_blobs(int in, const char *model, int out, const char
 		for (uint32_t e = 0; st == PT_OK && e < l->n_expert; e++) {
 			memset(blob, 0, p->layers[m].stride);
 			for (uint32_t i = 0; st == PT_OK && i < L->n_parts; i++)
-				st = pread_all(in, blob + p->layers[m].part_off[i], L->part[i].stride,
-					       L->part[i].file_offset + e * L->part[i].stride, model,
-					       err);
+				st = pread_all(in[L->part[i].file], blob + p->layers[m].part_off[i],
+					       L->part[i].stride,
+					       L->part[i].file_offset + e * L->part[i].stride,
+					       model[L->part[i].file], err);
 			if (st == PT_OK)
 				st = write_all(out, blob, p->layers[m].stride, tmp, err);
 			if (st == PT_OK && !EVP_DigestUpdate(md, blob, p->layers[m].stride))
@@ -249,6 +251,36 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
+static enum pt_status write_manifest(const struct pt_expert_layout *l, const struct pt_pack *p,
+				     const struct identity *id, const char *pack_path,
+				     const char *man, const char *sha, struct pt_error *err)
+{
+	cJSON *j = manifest_json(l, p, id, base_name(pack_path), sha);
+	char *text = j ? cJSON_Print(j) : NULL;
+	enum pt_status st = text ? pt_safe_write_file(man, text, strlen(text), 0644, err)
+				 : pt_error_set(err, PT_E_NOMEM, "manifest");
+	free(text); /* cJSON's allocation */
+	cJSON_Delete(j);
+	return st;
+}
+
+enum pt_status pt_pack_write_manifest(const char *model_path, const struct pt_expert_layout *l,
+				      const char *pack_path, const char sha[65],
+				      struct pt_error *err)
+{
+	struct pt_pack p = { 0 };
+	struct identity id;
+	char man[4200];
+	pt_pack_manifest_path(pack_path, man, sizeof man);
+	enum pt_status st = source_identity(model_path, l->data_offset, &id, err);
+	if (st == PT_OK)
+		st = pt_pack_plan(l, &p, err);
+	if (st == PT_OK)
+		st = write_manifest(l, &p, &id, pack_path, man, sha, err);
+	pt_pack_free(&p);
+	return st;
+}
+
 enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layout *l,
 			     const char *pack_path, void (*progress)(uint32_t done, uint32_t n),
 			     struct pt_error *err)
@@ -258,9 +290,15 @@ enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layo
 	struct pt_safe_file out = { .fd = -1 };
 	char man[4200], sha[65];
 	unsigned char d[32];
-	int in = -1;
+	/* a split model's parts: slices name their file (the layout's files; else the model) */
+	const uint32_t nf = l->n_files > 1 ? l->n_files : 1;
+	int *in = pt_mallocn(nf, sizeof *in);
+	const char **names = pt_mallocn(nf, sizeof *names);
+	uint32_t n_open = 0;
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	enum pt_status st = md ? PT_OK : pt_error_set(err, PT_E_NOMEM, "sha256");
+	enum pt_status st = md && in && names ? PT_OK : pt_error_set(err, PT_E_NOMEM, "sha256");
+	for (uint32_t i = 0; st == PT_OK && i < nf; i++)
+		names[i] = nf > 1 && l->files[i] ? l->files[i] : model_path;
 	pt_pack_manifest_path(pack_path, man, sizeof man);
 	if (st == PT_OK && l->n_moe == 0)
 		st = pt_error_set(err, PT_E_FORMAT, "%s has no routed-expert tensors", model_path);
@@ -268,29 +306,28 @@ enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layo
 		st = source_identity(model_path, l->data_offset, &id, err);
 	if (st == PT_OK)
 		st = pt_pack_plan(l, &p, err);
-	if (st == PT_OK && (in = open(model_path, O_RDONLY | O_CLOEXEC)) < 0)
-		st = pt_error_sys(err, PT_E_IO, errno, "cannot open %s", model_path);
+	for (; st == PT_OK && n_open < nf; n_open++)
+		if ((in[n_open] = open(names[n_open], O_RDONLY | O_CLOEXEC)) < 0)
+			st = pt_error_sys(err, PT_E_IO, errno, "cannot open %s", names[n_open]);
 	/* temp name + rename (safefile.h): a link planted at the pack's name is replaced */
 	if (st == PT_OK)
 		st = pt_safe_create(&out, pack_path, 0644, err);
 	if (st == PT_OK && !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
 		st = pt_error_set(err, PT_E_NOMEM, "sha256");
 	if (st == PT_OK)
-		st = write_blobs(in, model_path, out.fd, out.tmp_path, l, &p, md, progress, err);
+		st = write_blobs(in, names, out.fd, out.tmp_path, l, &p, md, progress, err);
 	if (st == PT_OK)
 		st = pt_safe_commit(&out, err);
 	if (st == PT_OK) {
 		EVP_DigestFinal_ex(md, d, NULL);
 		hex(d, sha);
-		cJSON *j = manifest_json(l, &p, &id, base_name(pack_path), sha);
-		char *text = j ? cJSON_Print(j) : NULL;
-		st = text ? pt_safe_write_file(man, text, strlen(text), 0644, err)
-			  : pt_error_set(err, PT_E_NOMEM, "manifest");
-		free(text); /* cJSON's allocation */
-		cJSON_Delete(j);
+		st = write_manifest(l, &p, &id, pack_path, man, sha, err);
 	}
-	if (in >= 0)
-		close(in);
+	for (uint32_t i = 0; i < n_open; i++)
+		if (in[i] >= 0)
+			close(in[i]);
+	pt_free(in);
+	pt_free(names);
 	pt_safe_abort(&out); /* no-op after commit */
 	EVP_MD_CTX_free(md);
 	pt_pack_free(&p);

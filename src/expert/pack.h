@@ -51,6 +51,11 @@ enum pt_status pt_pack_plan(const struct pt_expert_layout *l, struct pt_pack *ou
 enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layout *l,
 			     const char *pack_path, void (*progress)(uint32_t done, uint32_t n),
 			     struct pt_error *err);
+/* Writes only the manifest of an already written pack file whose SHA-256 is sha (used when
+ * the pack was built elsewhere, e.g. while downloading: pack_stream.h). */
+enum pt_status pt_pack_write_manifest(const char *model_path, const struct pt_expert_layout *l,
+				      const char *pack_path, const char sha[65],
+				      struct pt_error *err);
 /* Loads the manifest of pack_path and checks it against the model (identity and layout) and
  * the pack file's size; full_hash also hashes the pack file.  model_path NULL: check only the
  * pack against its manifest.  PT_E_FORMAT (corrupt or mismatching pack) naming what differs. */

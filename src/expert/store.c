@@ -36,6 +36,7 @@ struct pt_expert_store {
 	struct pt_io_job *jobs;
 	bool failed;
 	bool ahead_on; /* read-ahead hints are acted on */
+	bool warming;  /* profile warm-up reads may be in flight (reaped before an acquire) */
 	/* Read-ahead is submitted only while no demand read is in flight: submitted together,
 	 * the guesses share the disk with the reads a layer blocks on and all finish at about
 	 * the same time (docs/PERFORMANCE.md, "Demand reads first"). */
@@ -98,7 +99,7 @@ static void geometry(const pt_expert_store *s, uint32_t m, uint32_t e, uint8_t *
 		uint64_t len = A4K(off + L->part[i].stride) - aoff;
 		job->r[i] = (struct pt_io_range){ .offset = aoff, .len = len,
 						  .need = off + L->part[i].stride - aoff,
-						  .dst = slot + cursor };
+						  .dst = slot + cursor, .file = L->part[i].file };
 		view->part[i] = slot + cursor + (off - aoff);
 		cursor += len;
 	}
@@ -151,6 +152,14 @@ static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 		st = pt_error_set(err, PT_E_NOMEM, "expert store read-ahead queue");
 	if (st == PT_OK)
 		st = pt_io_open(&ic, &s->io, err);
+	/* a split model's other parts: io file i is the layout's file i (geometry's .file) */
+	for (uint32_t i = 1; st == PT_OK && !s->pack && i < s->lay->n_files; i++) {
+		uint32_t id = 0;
+		st = pt_io_add_file(s->io, s->lay->files[i], &id, err);
+		if (st == PT_OK && id != i)
+			st = pt_error_set(err, PT_E_INVALID, "expert store: file %u opened as %u", i,
+					  id);
+	}
 	if (st == PT_OK && c->pack_cache_dir)
 		st = open_pcache(s, cc.slot_bytes, err);
 	if (st != PT_OK)
@@ -473,6 +482,12 @@ enum pt_status pt_expert_store_prefetch(pt_expert_store *s, uint32_t layer,
 		end_batch(s);
 	if (s->n_pend)
 		flush_pcache(s);
+	if (s->warming) { /* warm-up reads that landed count as hits: publish them first */
+		struct pt_error e = { 0 };
+		if (reap(s, false, &e) != PT_OK)
+			pt_error_clear(&e); /* sticky: reported below */
+		s->warming = pt_io_pending(s->io) > 0;
+	}
 	s->batch_moe = (uint32_t)m;
 	if (!s->cache) { /* mmap: everything is "ready" */
 		for (uint32_t i = 0; i < n && i < s->lay->n_expert; i++)
@@ -608,8 +623,9 @@ enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t 
 		const struct pt_expert_layer *L = &s->lay->moe[m];
 		out->n_parts = L->n_parts;
 		for (uint32_t i = 0; i < L->n_parts; i++)
-			out->part[i] = s->cfg.map_base + L->part[i].file_offset +
-				       (uint64_t)expert * L->part[i].stride;
+			out->part[i] = (s->cfg.map_bases ? s->cfg.map_bases[L->part[i].file]
+							  : s->cfg.map_base) +
+				       L->part[i].file_offset + (uint64_t)expert * L->part[i].stride;
 		return PT_OK;
 	}
 	pthread_mutex_lock(&s->mu);
@@ -696,6 +712,33 @@ void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *e
 	if (nr && !defer && submit(s, (uint32_t)m, s->refs, nr, true, &e) != PT_OK)
 		pt_error_clear(&e); /* submit made the failure sticky: the next get reports it */
 	pthread_mutex_unlock(&s->mu);
+}
+
+uint32_t pt_expert_store_warm(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
+			      uint32_t n, uint32_t reserve)
+{
+	int32_t m = moe_of(s, layer);
+	struct pt_error e = { 0 };
+	if (m < 0 || !s->cache)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	const uint32_t slots = s->cfg.slots_per_layer;
+	const uint32_t busy = pt_io_pending(s->io) + s->n_deferred;
+	const uint32_t qfree = s->max_deferred > busy ? s->max_deferred - busy : 0;
+	uint32_t room = slots > reserve ? slots - reserve : 0;
+	room = room < qfree ? room : qfree;
+	const uint32_t nr = s->failed ? 0 : pt_expert_cache_acquire_warm(s->cache, (uint32_t)m,
+									 experts, n, room, s->refs);
+	const bool defer = demand_in_flight(s); /* demand reads first */
+	for (uint32_t i = 0; defer && i < nr; i++)
+		s->deferred[s->n_deferred++] = (struct deferred_read){ (uint32_t)m,
+								       s->refs[i].expert,
+								       s->refs[i].slot };
+	if (nr && !defer && submit(s, (uint32_t)m, s->refs, nr, true, &e) != PT_OK)
+		pt_error_clear(&e); /* sticky: the next get reports it */
+	s->warming |= nr > 0;
+	pthread_mutex_unlock(&s->mu);
+	return nr;
 }
 
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer)

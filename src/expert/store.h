@@ -34,6 +34,8 @@ struct pt_expert_store_config {
 	enum pt_cache_policy policy;
 	const uint8_t *map_base;  /* mmap mode: the model mapping */
 	uint64_t map_size;
+	const uint8_t *const *map_bases; /* mmap mode, split model: each part's mapping (by
+					    layout file); NULL: map_base for every file */
 	uint32_t io_threads;      /* pread fallback pool */
 	bool force_pread;
 	const char *pack_cache_dir; /* lazy pack cache on fast disk (NULL: none) */
@@ -91,6 +93,14 @@ void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
  * or with no_read_ahead.  A read failure is sticky like any other. */
 void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
 			   uint32_t n);
+
+/* Profile warm-up at start (expert/profile.h): reads layer's experts[0..n) (most wanted
+ * first) that are absent, at most slots_per_layer - reserve of them, as read-ahead does
+ * (victim slots, deferred while demand reads are in flight, so they never delay one); an
+ * expert whose warm read has landed by the time it is routed to counts as a hit.  Returns
+ * the reads started; 0 in mmap mode or after a failure. */
+uint32_t pt_expert_store_warm(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
+			      uint32_t n, uint32_t reserve);
 
 /* Prefill: reorders the union of experts a chunk needs on layer (distinct ids) into waves
  * that fit the free slots, resident experts first (pt_expert_cache_waves); prefetch, get,

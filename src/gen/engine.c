@@ -4,15 +4,18 @@
 #include "gen/engine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "expert/plan.h"
+#include "expert/profile.h"
 #include "expert/store.h"
 #include "expert/trace.h"
 #include "expert/usage.h"
+#include "gen/decode_bytes.h"
 #include "kern/kern.h"
 #include "kern/pool.h"
 #include "model/forward.h"
@@ -28,6 +31,7 @@
 
 struct pt_engine {
 	struct pt_engine_opts o;
+	char *model_path; /* o.model_path after open: a split model's first part */
 	struct pt_model *m;
 	pt_tok *tok;
 	struct pt_model_lock lock;
@@ -55,6 +59,9 @@ struct pt_engine {
 	char io_engine[160];
 	enum pt_cache_policy policy;
 	uint64_t prefill_tokens, decode_tokens, prefill_ns, decode_ns;
+	struct pt_profile prof; /* expert popularity: loaded at open, saved at close */
+	char prof_path[4096];   /* "" when no profile is kept */
+	uint32_t prof_warmed;   /* warm-up reads started at open */
 };
 
 /* --- provider over the store --- */
@@ -274,6 +281,7 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 		.pack = e->have_pack ? &e->pack : NULL, .mode = mode,
 		.slots_per_layer = e->plan.slots_per_layer, .policy = e->policy,
 		.map_base = pt_gguf_base(e->m->g), .map_size = pt_gguf_file_size(e->m->g),
+		.map_bases = pt_gguf_part_bases(e->m->g),
 		.io_threads = 4, .pack_cache_dir = e->o.pack_cache_dir,
 		/* PARTICLE_IO=pread: the pread pool instead of io_uring (tests, comparisons) */
 		.force_pread = getenv("PARTICLE_IO") && !strcmp(getenv("PARTICLE_IO"), "pread"),
@@ -412,6 +420,14 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	enum pt_status st = pt_kern_init(err);
 	if (st == PT_OK)
 		st = pt_model_open(o->model_path, &e->m, err);
+	/* a split model opened by any part: its first part names it from here on (the lock,
+	 * the default pack name, the pack cache identity and the store's reads) */
+	if (st == PT_OK && pt_gguf_part_count(e->m->g) > 1) {
+		if (!(e->model_path = pt_strdup(pt_gguf_part_path(e->m->g, 0))))
+			st = pt_error_set(err, PT_E_NOMEM, "engine: model path");
+		else
+			e->o.model_path = e->model_path;
+	}
 	if (st == PT_OK && !pt_gguf_find_kv(e->m->g, "tokenizer.ggml.model"))
 		st = pt_error_set(err, PT_E_FORMAT, "%s has no tokenizer (tokenizer.ggml.model)",
 				  o->model_path);
@@ -456,6 +472,87 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	return st == PT_OK ? open_fwd(e, err) : st;
 }
 
+/* --- expert-popularity profile (expert/profile.h) --- */
+
+/* Where this model's profile lives: o.profile_dir (or the per-user cache dir) / identity
+ * hash .prof.  Failure only means no profile (said in verbose mode). */
+static bool profile_path(pt_engine *e, uint64_t *id)
+{
+	struct pt_error err = { 0 };
+	char dir[3800];
+	const int fd = open(e->o.model_path, O_RDONLY | O_CLOEXEC);
+	enum pt_status st = fd >= 0 ? pt_profile_identity(fd, id, &err)
+				    : pt_error_set(&err, PT_E_IO, "cannot open the model");
+	if (fd >= 0)
+		close(fd);
+	if (st == PT_OK && e->o.profile_dir)
+		snprintf(dir, sizeof dir, "%s", e->o.profile_dir);
+	else if (st == PT_OK)
+		st = pt_user_dir("profiles", dir, sizeof dir, &err);
+	if (st != PT_OK) {
+		say(e, "particle: expert profile off: %s%s\n", err.msg, "");
+		return false;
+	}
+	snprintf(e->prof_path, sizeof e->prof_path, "%s/%016llx.prof", dir,
+		 (unsigned long long)*id);
+	return true;
+}
+
+/* Loads the profile and starts the warm-up: per MoE layer its most used experts, as many
+ * as the slots hold beside one token's k (the reads run at read-ahead priority while the
+ * caller tokenizes and starts the prompt). */
+static void profile_start(pt_engine *e)
+{
+	uint64_t id = 0;
+	if (!e->o.use_profile || !e->lay.n_moe || !profile_path(e, &id))
+		return;
+	struct pt_error err = { 0 };
+	bool missing = false;
+	if (pt_profile_load(e->prof_path, id, e->lay.n_moe, e->lay.n_expert, &e->prof, &missing,
+			    &err) != PT_OK) {
+		if (!missing)
+			say(e, "particle: expert profile ignored: %s%s\n", err.msg, "");
+		if (pt_profile_init(&e->prof, e->lay.n_moe, e->lay.n_expert, id, &err) != PT_OK)
+			e->prof_path[0] = 0;
+		return;
+	}
+	const uint32_t k = e->m->hp.n_expert_used, slots = e->plan.slots_per_layer;
+	uint32_t *top = pt_mallocn(e->lay.n_expert, sizeof *top);
+	for (uint32_t i = 0; top && e->store && slots > k && i < e->lay.n_moe; i++) {
+		const uint32_t n = pt_profile_top(&e->prof, i, top, slots - k);
+		e->prof_warmed += pt_expert_store_warm(e->store, e->lay.moe[i].layer, top, n, k);
+	}
+	pt_free(top);
+	char n[16];
+	snprintf(n, sizeof n, "%u", e->prof_warmed);
+	if (e->prof_warmed)
+		say(e, "particle: expert profile: warming %s experts%s\n", n, "");
+}
+
+/* Adds this run's routing counts to the profile and writes it (0600, atomic). */
+static void profile_save(pt_engine *e)
+{
+	if (!e->prof_path[0] || !e->prof.uses || !e->usage)
+		return;
+	uint32_t *uses = pt_mallocn(e->lay.n_expert, sizeof *uses);
+	uint64_t any = 0;
+	for (uint32_t i = 0; uses && i < e->lay.n_moe; i++) {
+		pt_expert_usage_read(e->usage, i, uses, e->lay.n_expert);
+		for (uint32_t x = 0; x < e->lay.n_expert; x++)
+			any += uses[x];
+		pt_profile_add(&e->prof, i, uses);
+	}
+	pt_free(uses);
+	struct pt_error err = { 0 };
+	if (any && pt_profile_save(e->prof_path, &e->prof, &err) != PT_OK)
+		say(e, "particle: expert profile not saved: %s%s\n", err.msg, "");
+}
+
+uint32_t pt_engine_profile_warmed(const pt_engine *e)
+{
+	return e->prof_warmed;
+}
+
 enum pt_status pt_engine_open(const struct pt_engine_opts *o, pt_engine **out,
 			      struct pt_error *err)
 {
@@ -472,6 +569,7 @@ enum pt_status pt_engine_open(const struct pt_engine_opts *o, pt_engine **out,
 		pt_engine_close(e);
 		return st;
 	}
+	profile_start(e);
 	*out = e;
 	return PT_OK;
 }
@@ -481,6 +579,8 @@ void pt_engine_close(pt_engine *e)
 	if (!e)
 		return;
 	struct pt_error ignore = { 0 };
+	profile_save(e);
+	pt_profile_free(&e->prof);
 	pt_fwd_destroy(e->f);
 	pt_trace_writer_close(e->trace, &ignore);
 	pt_expert_usage_destroy(e->usage);
@@ -496,6 +596,7 @@ void pt_engine_close(pt_engine *e)
 	for (uint32_t s = 0; e->toks && s < e->n_seq; s++)
 		pt_free(e->toks[s]);
 	pt_free(e->toks);
+	pt_free(e->model_path);
 	pt_free(e->batch_logits);
 	pt_free(e);
 }
@@ -903,4 +1004,9 @@ enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 	if (pt_safe_commit(&out, err) != PT_OK)
 		return PT_E_IO;
 	return PT_OK;
+}
+
+void pt_engine_decode_bytes(const pt_engine *e, int64_t n_past, struct pt_decode_bytes *out)
+{
+	pt_decode_bytes(e->m, &e->lay, e->o.kv_type, n_past, out);
 }

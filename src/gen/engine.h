@@ -47,6 +47,11 @@ struct pt_engine_opts {
 					prompt_cache_seqs whole-context snapshots) */
 	uint32_t prompt_cache_seqs;  /* with prompt_cache_bytes 0: room for this many snapshots
 					of a full context (--cache-prompts N) */
+	/* added by perf (issue 21): the persisted expert-popularity profile (expert/profile.h):
+	 * read at open to warm the expert cache, this run's counts added and written at close.
+	 * Off unless asked (the CLI asks unless --no-profile); never changes results. */
+	bool use_profile;
+	const char *profile_dir;     /* NULL: pt_user_dir("profiles") */
 };
 
 #define PT_ENGINE_MAX_SEQ 256
@@ -87,6 +92,7 @@ struct pt_engine_stats {
 };
 
 typedef struct pt_engine pt_engine;
+struct pt_decode_bytes;
 
 /* Loads and validates the model, plans memory (refusing with numbers when the budget cannot
  * hold resident + KV + top-k slots per layer), takes the model lock, opens the expert store. */
@@ -190,5 +196,12 @@ bool pt_engine_layer_experts(const pt_engine *e, uint32_t moe_layer, uint8_t *re
 void pt_engine_print_stats(const pt_engine *e, FILE *fp);
 enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 					  struct pt_error *err);
+
+/* added by perf (issue 21): the bytes one token decoded at position n_past must read from
+ * memory - weights, output head, routed experts, KV (gen/decode_bytes.h). */
+void pt_engine_decode_bytes(const pt_engine *e, int64_t n_past, struct pt_decode_bytes *out);
+
+/* Warm-up reads the profile started at open (0: none, mmap mode, or no profile). */
+uint32_t pt_engine_profile_warmed(const pt_engine *e);
 
 #endif

@@ -54,17 +54,30 @@ struct pt_gguf_tensor {
 	uint64_t file_offset;    /* absolute offset of the first data byte */
 	uint64_t nbytes;
 	const uint8_t *data;     /* in the mapping */
+	uint32_t part;           /* split models: the part (0-based) holding the data; else 0 */
 };
 
 typedef struct pt_gguf pt_gguf;
 
-/* Opens and validates path.  On failure *out is NULL and err names what, where (key or tensor)
+/* Opens and validates path.  A split model (llama.cpp's gguf-split: NAME-00002-of-00003.gguf
+ * with split.no / split.count / split.tensors.count) is opened from any of its parts: every
+ * part is opened and validated, and the handle is part 1's metadata with every part's tensors
+ * (file_offset is within the tensor's own part; data points into that part's mapping).  A
+ * missing part is PT_E_IO, a part that disagrees (name, split.no, split.count, tensor count,
+ * duplicate tensor) PT_E_FORMAT, both naming the part.  On failure *out is NULL and err names what, where (key or tensor)
  * and the byte offset.  Codes: PT_E_IO (open/mmap), PT_E_FORMAT, PT_E_UNSUPPORTED (valid GGUF
  * but e.g. an unknown tensor type), PT_E_LIMIT, PT_E_NOMEM. */
 enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *err);
 /* Same over a caller buffer that must outlive the handle (fuzzing, tests). */
 enum pt_status pt_gguf_open_memory(const void *data, size_t size, pt_gguf **out,
 				   struct pt_error *err);
+/* Validates the first avail bytes of a file of file_size bytes (a download in progress):
+ * header, metadata and tensor infos fully, every tensor range against file_size.  Tensor
+ * data pointers are NULL for tensors not wholly inside the prefix.  When the prefix ends
+ * inside the header/metadata/infos, fails with *need_more = true (fetch more and retry);
+ * any other failure is the file's fault.  data must outlive the handle. */
+enum pt_status pt_gguf_open_prefix(const void *data, size_t avail, uint64_t file_size,
+				   pt_gguf **out, bool *need_more, struct pt_error *err);
 void pt_gguf_close(pt_gguf *g); /* NULL-safe */
 
 uint32_t pt_gguf_version(const pt_gguf *g);
@@ -74,6 +87,21 @@ uint64_t pt_gguf_data_offset(const pt_gguf *g); /* absolute offset of the data s
 const uint8_t *pt_gguf_base(const pt_gguf *g);  /* first byte of the file mapping */
 int pt_gguf_fd(const pt_gguf *g);                /* -1 for memory opens */
 const char *pt_gguf_path(const pt_gguf *g);      /* NULL for memory opens */
+/* pt_gguf_file_size is the sum over the parts; base/fd/path/data_offset/alignment are part
+ * 1's.  The parts (i < pt_gguf_part_count; a single file is one part): */
+#define PT_GGUF_MAX_PARTS 256
+uint32_t pt_gguf_part_count(const pt_gguf *g);
+const char *pt_gguf_part_path(const pt_gguf *g, uint32_t i);
+int pt_gguf_part_fd(const pt_gguf *g, uint32_t i);
+uint64_t pt_gguf_part_size(const pt_gguf *g, uint32_t i);
+const uint8_t *pt_gguf_part_base(const pt_gguf *g, uint32_t i);
+const uint8_t *const *pt_gguf_part_bases(const pt_gguf *g); /* [pt_gguf_part_count] */
+uint64_t pt_gguf_part_data_offset(const pt_gguf *g, uint32_t i);
+uint64_t pt_gguf_part_tensor_count(const pt_gguf *g, uint32_t i);
+/* By name alone: when path is NAME-0000K-of-0000N.gguf with 1 <= K <= N, N > 1, writes
+ * NAME-00001-of-0000N.gguf (the name a split model goes by: its pack, its lock); else copies
+ * path.  False (and out "") when out is too small. */
+bool pt_gguf_split_first_path(const char *path, char *out, size_t n);
 
 /* Metadata. */
 uint64_t pt_gguf_kv_count(const pt_gguf *g);

@@ -345,8 +345,11 @@ static void print_tensors(const pt_gguf *g, FILE *f)
 		char name[PT_GGUF_MAX_NAME * 4 + 8], shape[128];
 		pt_gguf_display_str(t->name, name, sizeof name - 4);
 		fmt_shape(t, shape, sizeof shape);
-		fprintf(f, "  %-40s %-7s [%s] offset %" PRIu64 " bytes %" PRIu64 "\n", name,
+		fprintf(f, "  %-40s %-7s [%s] offset %" PRIu64 " bytes %" PRIu64, name,
 			pt_type_name(t->type), shape, t->offset, t->nbytes);
+		if (pt_gguf_part_count(g) > 1)
+			fprintf(f, " part %u", t->part + 1);
+		fputc('\n', f);
 	}
 }
 
@@ -358,6 +361,13 @@ enum pt_status pt_gguf_desc_print(const pt_gguf *g, const struct pt_gguf_desc *d
 	fmt_bytes(d->file_bytes, b1, sizeof b1);
 	fprintf(f, "file: %s, GGUF v%u, alignment %u, %" PRIu64 " metadata keys\n", b1,
 		d->version, d->alignment, d->kv_count);
+	for (uint32_t i = 0; pt_gguf_part_count(g) > 1 && i < pt_gguf_part_count(g); i++) {
+		fmt_bytes(pt_gguf_part_size(g, i), b1, sizeof b1);
+		fprintf(f, "split part %u of %u: %s, %s, %" PRIu64 " tensors\n", i + 1,
+			pt_gguf_part_count(g),
+			pt_gguf_part_path(g, i) ? pt_gguf_part_path(g, i) : "(memory)", b1,
+			pt_gguf_part_tensor_count(g, i));
+	}
 	fprintf(f, "architecture: %s\n", d->arch.ptr ? s : "-");
 	pt_gguf_display_str(d->name, s, SHOW_MAX);
 	fprintf(f, "name: %s\n", d->name.ptr ? s : "-");
@@ -547,8 +557,31 @@ static bool json_tensors(const pt_gguf *g, cJSON *root)
 		}
 		if (!shape || !add_u64(o, "offset", t->offset) || !add_u64(o, "bytes", t->nbytes))
 			return false;
+		if (pt_gguf_part_count(g) > 1 && !add_u64(o, "part", t->part + 1))
+			return false;
 	}
 	return true;
+}
+
+/* A split model's parts (1-based, as in the file names); nothing for a single file. */
+static bool json_parts(const pt_gguf *g, cJSON *root)
+{
+	if (pt_gguf_part_count(g) <= 1)
+		return true;
+	cJSON *arr = cJSON_AddArrayToObject(root, "parts");
+	for (uint32_t i = 0; arr && i < pt_gguf_part_count(g); i++) {
+		cJSON *o = cJSON_CreateObject();
+		if (!o)
+			return false;
+		cJSON_AddItemToArray(arr, o);
+		const char *path = pt_gguf_part_path(g, i);
+		if (!add_u64(o, "part", i + 1) ||
+		    (path && !cJSON_AddStringToObject(o, "path", path)) ||
+		    !add_u64(o, "bytes", pt_gguf_part_size(g, i)) ||
+		    !add_u64(o, "tensors", pt_gguf_part_tensor_count(g, i)))
+			return false;
+	}
+	return arr != NULL;
 }
 
 static bool json_fill(const pt_gguf *g, const struct pt_gguf_desc *d, bool with_tensors,
@@ -569,7 +602,7 @@ static bool json_fill(const pt_gguf *g, const struct pt_gguf_desc *d, bool with_
 	       add_u64(r, "bytes_per_expert", d->bytes_per_expert) &&
 	       add_u64(r, "bytes_per_expert_min", d->bytes_per_expert_min) &&
 	       json_types(d, r) && json_hparams(d, r) && json_tokenizer(d, r) &&
-	       json_metadata(g, r) && (!with_tensors || json_tensors(g, r));
+	       json_metadata(g, r) && json_parts(g, r) && (!with_tensors || json_tensors(g, r));
 }
 
 enum pt_status pt_gguf_desc_json(const pt_gguf *g, const struct pt_gguf_desc *d,

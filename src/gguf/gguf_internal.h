@@ -51,6 +51,36 @@ int64_t pt_gguf_index_find(const struct pt_gguf_index *idx, const char *name, ui
 int64_t pt_gguf_index_insert(struct pt_gguf_index *idx, uint32_t i, pt_gguf_key_fn key_at,
 			     const void *ctx);
 
+/* ---- split models (gguf_split.c) ---- */
+
+/* One file, no split handling (what pt_gguf_open was before split models). */
+enum pt_status pt_gguf_open_file(const char *path, pt_gguf **out, struct pt_error *err);
+
+/* What a part's split.* keys say.  is_split is false without split.count or with count 1. */
+struct pt_gguf_split_info {
+	bool is_split;
+	uint32_t no;            /* split.no, 0-based */
+	uint32_t count;         /* split.count */
+	bool has_tensors_count;
+	int64_t tensors_count;  /* split.tensors.count */
+};
+enum pt_status pt_gguf_split_info(const pt_gguf *g, struct pt_gguf_split_info *out,
+				  struct pt_error *err);
+
+/* Parses the gguf-split name PREFIX-NNNNN-of-MMMMM.gguf: *no1 = NNNNN (1-based), *count =
+ * MMMMM, *prefix_len = strlen(PREFIX).  False when path does not end that way. */
+bool pt_gguf_split_name(const char *path, uint32_t *no1, uint32_t *count, size_t *prefix_len);
+
+/* Checks n opened parts (parts[i] must say split.no i, split.count n, and agree on
+ * split.tensors.count, which must equal the total) and joins them into parts[0] (ownership of
+ * all parts passes to the result).  names[i] names part i in messages.  On failure every part
+ * is closed. */
+enum pt_status pt_gguf_join(pt_gguf **parts, uint32_t n, const char *const *names,
+			    pt_gguf **out, struct pt_error *err);
+/* The merge itself (gguf_read.c): duplicate names across parts -> PT_E_FORMAT. */
+enum pt_status pt_gguf_merge_parts(pt_gguf **parts, uint32_t n, const char *const *names,
+				   struct pt_error *err);
+
 /* Payload bytes of a scalar value type; 0 for STRING, ARRAY and unknown ids. */
 uint64_t pt_gguf_scalar_size(uint32_t vtype);
 

@@ -38,19 +38,39 @@ struct pt_gguf {
 	uint64_t data_offset;
 	uint64_t n_kv;
 	uint64_t n_tensors;
+	uint64_t avail;  /* bytes present at base: size, or less for a prefix open */
 	struct pt_gguf_kv *kvs;
 	struct pt_gguf_tensor *tensors;
 	struct pt_gguf_index kv_index;
 	struct pt_gguf_index tensor_index;
+	/* A split model (gguf_split.c): this handle is part 0 (metadata, the merged tensor
+	 * table); parts[0] == this handle, the others are owned and closed with it. */
+	uint32_t n_parts;
+	pt_gguf **parts;
+	const uint8_t **part_bases;
+	uint64_t total_size;
 };
 
 /* Bounded cursor: every test is written `n > size - pos`. */
 struct cursor {
 	const uint8_t *base;
-	uint64_t size;
+	uint64_t size;  /* bytes present */
 	uint64_t pos;
 	const struct pt_gguf_limits *lim;
+	uint64_t full;  /* the file's size (> size only for a prefix open) */
+	bool hit_end;   /* a read needed bytes past size that the full file would have */
 };
+
+/* n bytes at pos are missing from the buffer; in a prefix open, notes whether the full
+ * file would hold them (so the caller fetches more instead of refusing the file). */
+static bool short_of(struct cursor *c, uint64_t n)
+{
+	if (n <= c->size - c->pos)
+		return false;
+	if (c->full > c->size && n <= c->full - c->pos)
+		c->hit_end = true;
+	return true;
+}
 
 struct pt_gguf_limits pt_gguf_default_limits(void)
 {
@@ -90,7 +110,7 @@ static uint32_t rd_u32(const uint8_t *p)
 
 static enum pt_status need(struct cursor *c, uint64_t n, const char *what, struct pt_error *err)
 {
-	if (n > c->size - c->pos)
+	if (short_of(c, n))
 		return pt_error_at(err, PT_E_FORMAT, c->pos,
 				   "truncated file: %s needs %llu bytes, %llu left", what,
 				   (unsigned long long)n, (unsigned long long)(c->size - c->pos));
@@ -131,7 +151,7 @@ static enum pt_status get_str(struct cursor *c, struct pt_str *s, const char *wh
 		return pt_error_at(err, PT_E_LIMIT, at, "%s length %llu exceeds the limit %llu",
 				   what, (unsigned long long)len,
 				   (unsigned long long)c->lim->max_string);
-	if (len > c->size - c->pos)
+	if (short_of(c, len))
 		return pt_error_at(err, PT_E_FORMAT, at,
 				   "%s length %llu runs past the end of the file", what,
 				   (unsigned long long)len);
@@ -159,6 +179,10 @@ static int key_len(const struct pt_str s)
 static enum pt_status check_header(struct cursor *c, pt_gguf *g, struct pt_error *err)
 {
 	uint32_t v;
+	if (c->size < 4 && c->full >= 4) {
+		c->hit_end = true;
+		return pt_error_at(err, PT_E_FORMAT, 0, "truncated file: no magic yet");
+	}
 	if (c->size < 4 || memcmp(c->base, GGUF_MAGIC, 4) != 0)
 		return pt_error_at(err, PT_E_FORMAT, 0, "bad magic: not a GGUF file");
 	c->pos = 4;
@@ -183,7 +207,7 @@ static enum pt_status check_header(struct cursor *c, pt_gguf *g, struct pt_error
 
 static enum pt_status check_counts(struct cursor *c, const pt_gguf *g, struct pt_error *err)
 {
-	uint64_t left = c->size - c->pos;
+	uint64_t left = c->full - c->pos;
 	if (g->n_tensors > c->lim->max_tensors)
 		return pt_error_at(err, PT_E_LIMIT, 8, "tensor count %llu exceeds the limit %llu",
 				   (unsigned long long)g->n_tensors,
@@ -195,12 +219,12 @@ static enum pt_status check_counts(struct cursor *c, const pt_gguf *g, struct pt
 	if (g->n_tensors > left / MIN_TENSOR_BYTES)
 		return pt_error_at(err, PT_E_FORMAT, 8,
 				   "tensor count %llu too large for a %llu-byte file",
-				   (unsigned long long)g->n_tensors, (unsigned long long)c->size);
+				   (unsigned long long)g->n_tensors, (unsigned long long)c->full);
 	if (g->n_kv > left / MIN_KV_BYTES ||
 	    g->n_kv * MIN_KV_BYTES > left - g->n_tensors * MIN_TENSOR_BYTES)
 		return pt_error_at(err, PT_E_FORMAT, 16,
 				   "metadata count %llu too large for a %llu-byte file",
-				   (unsigned long long)g->n_kv, (unsigned long long)c->size);
+				   (unsigned long long)g->n_kv, (unsigned long long)c->full);
 	return PT_OK;
 }
 
@@ -227,10 +251,13 @@ static enum pt_status parse_array(struct cursor *c, struct pt_gguf_kv *kv, struc
 				   key_len(kv->key), kv->key.ptr, (unsigned long long)count,
 				   (unsigned long long)c->lim->max_array);
 	esize = et == PT_GGUF_STRING ? 8 : pt_gguf_scalar_size(et);
-	if (count > (c->size - c->pos) / esize)
+	if (count > (c->size - c->pos) / esize) {
+		if (c->full > c->size && count <= (c->full - c->pos) / esize)
+			c->hit_end = true;
 		return pt_error_at(err, PT_E_FORMAT, at,
 				   "key '%.*s': array of %llu elements runs past the end of the file",
 				   key_len(kv->key), kv->key.ptr, (unsigned long long)count);
+	}
 	kv->arr_type = (enum pt_gguf_vtype)et;
 	kv->arr_count = count;
 	kv->value = c->base + c->pos;
@@ -463,27 +490,37 @@ static enum pt_status check_layout(pt_gguf *g, uint64_t infos_end, struct pt_err
 					   "tensor '%.*s': data (%llu bytes) runs past the end of "
 					   "the file", nl, t->name.ptr, (unsigned long long)t->nbytes);
 		t->file_offset = g->data_offset + t->offset;
-		t->data = g->base + t->file_offset;
+		/* a prefix open has no data bytes yet past avail */
+		t->data = t->file_offset + t->nbytes <= g->avail ? g->base + t->file_offset : NULL;
 		/* cannot overflow: nbytes <= room < 2^64 - alignment */
 		expect = pad_to(t->offset + t->nbytes, g->alignment);
 	}
 	return PT_OK;
 }
 
-static enum pt_status parse(pt_gguf *g, const struct pt_gguf_limits *lim, struct pt_error *err)
+static enum pt_status parse_cursor(struct cursor *cp, pt_gguf *g, struct pt_error *err)
 {
-	struct cursor c = { g->base, g->size, 0, lim };
-	enum pt_status st = check_header(&c, g, err);
+	enum pt_status st = check_header(cp, g, err);
 	if (st == PT_OK)
-		st = check_counts(&c, g, err);
+		st = check_counts(cp, g, err);
 	if (st == PT_OK)
-		st = parse_kvs(&c, g, err);
+		st = parse_kvs(cp, g, err);
 	if (st == PT_OK)
 		st = check_alignment(g, err);
 	if (st == PT_OK)
-		st = parse_tensors(&c, g, err);
+		st = parse_tensors(cp, g, err);
 	if (st == PT_OK)
-		st = check_layout(g, c.pos, err);
+		st = check_layout(g, cp->pos, err);
+	return st;
+}
+
+static enum pt_status parse(pt_gguf *g, const struct pt_gguf_limits *lim, bool *hit_end,
+			    struct pt_error *err)
+{
+	struct cursor c = { g->base, g->avail, 0, lim, g->size, false };
+	enum pt_status st = parse_cursor(&c, g, err);
+	if (hit_end)
+		*hit_end = c.hit_end;
 	return st;
 }
 
@@ -491,6 +528,10 @@ void pt_gguf_close(pt_gguf *g)
 {
 	if (!g)
 		return;
+	for (uint32_t i = 1; i < g->n_parts; i++)
+		pt_gguf_close(g->parts[i]);
+	pt_free(g->parts);
+	pt_free(g->part_bases);
 	pt_gguf_index_fini(&g->kv_index);
 	pt_gguf_index_fini(&g->tensor_index);
 	pt_free(g->kvs);
@@ -517,7 +558,8 @@ enum pt_status pt_gguf_open_memory_limits(const void *data, size_t size,
 	g->fd = -1;
 	g->base = data;
 	g->size = size;
-	st = parse(g, lim ? lim : &def, err);
+	g->avail = size;
+	st = parse(g, lim ? lim : &def, NULL, err);
 	if (st != PT_OK) {
 		pt_gguf_close(g);
 		return st;
@@ -544,6 +586,7 @@ static enum pt_status map_file(pt_gguf *g, const char *path, struct pt_error *er
 	if (!S_ISREG(st.st_mode))
 		return pt_error_set(err, PT_E_IO, "%s is not a regular file", path);
 	g->size = (uint64_t)st.st_size;
+	g->avail = g->size;
 	if (g->size == 0) {
 		g->base = (const uint8_t *)"";
 		return PT_OK;
@@ -556,7 +599,7 @@ static enum pt_status map_file(pt_gguf *g, const char *path, struct pt_error *er
 	return PT_OK;
 }
 
-enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *err)
+enum pt_status pt_gguf_open_file(const char *path, pt_gguf **out, struct pt_error *err)
 {
 	struct pt_gguf_limits lim = pt_gguf_default_limits();
 	pt_gguf *g;
@@ -570,7 +613,7 @@ enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *er
 	st = g->path ? map_file(g, path, err)
 		     : pt_error_set(err, PT_E_NOMEM, "out of memory opening %s", path);
 	if (st == PT_OK)
-		st = parse(g, &lim, err);
+		st = parse(g, &lim, NULL, err);
 	if (st != PT_OK) {
 		pt_gguf_close(g);
 		return st;
@@ -580,7 +623,7 @@ enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *er
 }
 
 uint32_t pt_gguf_version(const pt_gguf *g) { return g->version; }
-uint64_t pt_gguf_file_size(const pt_gguf *g) { return g->size; }
+uint64_t pt_gguf_file_size(const pt_gguf *g) { return g->n_parts > 1 ? g->total_size : g->size; }
 uint32_t pt_gguf_alignment(const pt_gguf *g) { return g->alignment; }
 uint64_t pt_gguf_data_offset(const pt_gguf *g) { return g->data_offset; }
 const uint8_t *pt_gguf_base(const pt_gguf *g) { return g->base; }
@@ -611,8 +654,123 @@ const struct pt_gguf_tensor *pt_gguf_find_tensor(const pt_gguf *g, const char *n
 	return i < 0 ? NULL : &g->tensors[i];
 }
 
+/* ---- split models: the parts' own fields, and the merge ---------------------------- */
+
+uint32_t pt_gguf_part_count(const pt_gguf *g) { return g->n_parts > 1 ? g->n_parts : 1; }
+
+static const pt_gguf *part_of(const pt_gguf *g, uint32_t i)
+{
+	return g->n_parts > 1 && i < g->n_parts ? g->parts[i] : g;
+}
+
+const char *pt_gguf_part_path(const pt_gguf *g, uint32_t i) { return part_of(g, i)->path; }
+int pt_gguf_part_fd(const pt_gguf *g, uint32_t i) { return part_of(g, i)->fd; }
+uint64_t pt_gguf_part_size(const pt_gguf *g, uint32_t i) { return part_of(g, i)->size; }
+const uint8_t *pt_gguf_part_base(const pt_gguf *g, uint32_t i) { return part_of(g, i)->base; }
+uint64_t pt_gguf_part_data_offset(const pt_gguf *g, uint32_t i)
+{
+	return part_of(g, i)->data_offset;
+}
+uint64_t pt_gguf_part_tensor_count(const pt_gguf *g, uint32_t i)
+{
+	if (g->n_parts <= 1)
+		return i == 0 ? g->n_tensors : 0;
+	uint64_t n = 0; /* part 0's own table was replaced by the merged one */
+	for (uint64_t t = 0; t < g->n_tensors; t++)
+		n += g->tensors[t].part == i;
+	return n;
+}
+const uint8_t *const *pt_gguf_part_bases(const pt_gguf *g)
+{
+	return g->n_parts > 1 ? g->part_bases : &g->base;
+}
+
+enum pt_status pt_gguf_merge_parts(pt_gguf **parts, uint32_t n, const char *const *names,
+				   struct pt_error *err)
+{
+	pt_gguf *g = parts[0];
+	uint64_t total = 0, size = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		total += parts[i]->n_tensors; /* each <= PT_GGUF_MAX_TENSORS: no overflow */
+		size += parts[i]->size;
+	}
+	if (total > PT_GGUF_MAX_TENSORS)
+		return pt_error_set(err, PT_E_LIMIT, "split model: %llu tensors exceed the limit %u",
+				    (unsigned long long)total, PT_GGUF_MAX_TENSORS);
+	struct pt_gguf_tensor *all = pt_calloc(total ? total : 1, sizeof *all);
+	pt_gguf **own = pt_calloc(n, sizeof *own);
+	const uint8_t **bases = pt_calloc(n, sizeof *bases);
+	struct pt_gguf_index idx = { 0 };
+	enum pt_status st = (all && own && bases)
+				    ? pt_gguf_index_init(&idx, total, err)
+				    : pt_error_set(err, PT_E_NOMEM, "out of memory joining a split model");
+	uint64_t k = 0;
+	/* the index's key function reads g->tensors: point it at the merged table while filling */
+	struct pt_gguf_tensor *mine = g->tensors;
+	g->tensors = all;
+	for (uint32_t i = 0; st == PT_OK && i < n; i++) {
+		for (uint64_t t = 0; st == PT_OK && t < parts[i]->n_tensors; t++, k++) {
+			all[k] = (i == 0 ? mine : parts[i]->tensors)[t];
+			all[k].part = i;
+			int64_t dup = pt_gguf_index_insert(&idx, (uint32_t)k, tensor_key_at, g);
+			if (dup >= 0)
+				st = pt_error_set(err, PT_E_FORMAT,
+						  "split model: tensor '%.*s' is in %s and again in %s",
+						  key_len(all[k].name), all[k].name.ptr,
+						  names[all[dup].part], names[i]);
+		}
+	}
+	if (st != PT_OK) {
+		g->tensors = mine;
+		pt_gguf_index_fini(&idx);
+		pt_free(all);
+		pt_free(own);
+		pt_free(bases);
+		return st;
+	}
+	pt_free(mine);
+	pt_gguf_index_fini(&g->tensor_index);
+	g->tensor_index = idx;
+	g->n_tensors = total;
+	for (uint32_t i = 0; i < n; i++) {
+		own[i] = parts[i];
+		bases[i] = parts[i]->base;
+	}
+	g->parts = own;
+	g->part_bases = bases;
+	g->n_parts = n;
+	g->total_size = size;
+	return PT_OK;
+}
+
 bool pt_str_eq(struct pt_str s, const char *cstr)
 {
 	size_t n = strlen(cstr);
 	return s.len == n && (n == 0 || memcmp(s.ptr, cstr, n) == 0);
+}
+
+enum pt_status pt_gguf_open_prefix(const void *data, size_t avail, uint64_t file_size,
+				   pt_gguf **out, bool *need_more, struct pt_error *err)
+{
+	struct pt_gguf_limits lim = pt_gguf_default_limits();
+	pt_gguf *g;
+	enum pt_status st;
+	*out = NULL;
+	*need_more = false;
+	if (avail > file_size)
+		return pt_error_set(err, PT_E_INVALID, "gguf prefix longer than the file");
+	g = pt_calloc(1, sizeof *g);
+	if (!g)
+		return pt_error_set(err, PT_E_NOMEM, "out of memory opening GGUF");
+	g->fd = -1;
+	g->base = data;
+	g->size = file_size;
+	g->avail = avail;
+	st = parse(g, &lim, need_more, err);
+	if (st != PT_OK) {
+		pt_gguf_close(g);
+		return st;
+	}
+	*out = g;
+	return PT_OK;
 }

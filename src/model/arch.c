@@ -15,11 +15,17 @@ static const struct pt_arch_ops *const arch_ops[PT_ARCH_COUNT] = {
 	[PT_ARCH_QWEN3MOE] = &pt_arch_qwen3moe_ops,
 	[PT_ARCH_BAILINGMOE2] = &pt_arch_bailingmoe2_ops,
 	[PT_ARCH_GEMMA4] = &pt_arch_gemma4_ops,
+	[PT_ARCH_GLM4MOE] = &pt_arch_glm4moe_ops,
 };
 
 const char *pt_arch_name(enum pt_arch a)
 {
 	return (unsigned)a < PT_ARCH_COUNT ? arch_ops[a]->name : "?";
+}
+
+const struct pt_arch_recipe *pt_arch_recipe(enum pt_arch a)
+{
+	return &arch_ops[(unsigned)a < PT_ARCH_COUNT ? a : 0]->recipe;
 }
 
 int pt_arch_from_name(const char *name, enum pt_arch *out)
@@ -251,7 +257,7 @@ enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer
 	} while (0)
 	TRY(pt_key_u32(w, hp, "context_length", hp->n_ctx_train, err));
 	TRY(pt_key_u32(w, hp, "embedding_length", hp->n_embd, err));
-	TRY(pt_key_u32(w, hp, "block_count", hp->n_layer, err));
+	TRY(pt_key_u32(w, hp, "block_count", hp->n_layer + hp->n_layer_nextn, err));
 	if (hp->n_ff)
 		TRY(pt_key_u32(w, hp, "feed_forward_length", hp->n_ff, err));
 	TRY(pt_key_u32(w, hp, "attention.head_count", hp->n_head, err));
@@ -319,6 +325,8 @@ static void detect_layout(const pt_gguf *g, struct pt_hparams *hp)
 	hp->fused_gate_up_exps = has_tensor(g, "blk.%u.ffn_gate_up_exps.weight", moe);
 	hp->has_exp_probs_b = has_tensor(g, "blk.%u.exp_probs_b.bias", moe);
 	hp->has_layer_output_scale = has_tensor(g, "blk.%u.layer_output_scale.weight", 0);
+	hp->has_attn_bias = has_tensor(g, "blk.%u.attn_q.bias", 0);
+	hp->has_qk_norm = has_tensor(g, "blk.%u.attn_q_norm.weight", 0);
 	/* gemma4 full-attention layers without attn_v use V = K (attention_k_eq_v). */
 	for (uint32_t l = 0; hp->arch == PT_ARCH_GEMMA4 && l < hp->n_layer; l++)
 		if (!hp->is_swa[l]) {

@@ -23,7 +23,8 @@ enum pt_arch {
 	PT_ARCH_QWEN3MOE = 0,
 	PT_ARCH_BAILINGMOE2 = 1, /* Sarvam 30B; also written/read as "sarvam_moe" */
 	PT_ARCH_GEMMA4 = 2,
-	PT_ARCH_COUNT = 3,
+	PT_ARCH_GLM4MOE = 3,     /* GLM-4.5 / 4.5-Air / 4.6 */
+	PT_ARCH_COUNT = 4,
 };
 
 /* llama.cpp's gating enum (llama-hparams.h). */
@@ -56,6 +57,8 @@ struct pt_hparams {
 	uint32_t n_expert_groups;  /* expert_group_count; only > 1 activates grouping */
 	uint32_t n_group_used;
 	uint32_t n_layer_dense_lead; /* leading_dense_block_count */
+	uint32_t n_layer_nextn;    /* glm4moe nextn_predict_layers: blocks after the trunk,
+				      counted in block_count, never computed */
 	uint32_t head_dim_k;       /* attention.key_length (full-attention layers) */
 	uint32_t head_dim_v;
 	uint32_t head_dim_k_swa;   /* key_length_swa (gemma4 sliding layers) */
@@ -80,7 +83,55 @@ struct pt_hparams {
 	bool has_exp_probs_b;       /* router selection bias */
 	bool has_layer_output_scale;
 	bool k_eq_v_full;           /* gemma4: full layers have no attn_v (V = raw K) */
+	bool has_attn_bias;         /* attn_q/k/v.bias (glm4moe) */
+	bool has_qk_norm;           /* attn_q_norm / attn_k_norm (optional in glm4moe) */
 };
+
+/* ---- the layer recipe: how the forward pass composes an arch's layer ----
+ * Every difference between archs that is not visible in the tensor table is a field here,
+ * filled once in the arch's own file (qwen3moe.c ...).  What the tensor table already says
+ * is read from the loaded weights instead: which norms exist (attn/ffn pre-norms, per-head
+ * Q/K norms, post-attention / post-FFN norms), Q/K/V/O biases, K=V layers (no attn_v), the
+ * shared expert, the router selection bias, leading dense layers (no router), the layer
+ * output scale and the RoPE factors.  Per-layer shapes (head dims, sliding pattern, partial
+ * rotary width, RoPE bases) come from struct pt_hparams. */
+enum pt_act {
+	PT_ACT_SWIGLU = 0,          /* silu(gate) * up */
+	PT_ACT_GEGLU,               /* gelu(gate) * up (tanh approximation) */
+};
+
+enum pt_router_input {
+	PT_ROUTER_IN_FFN_NORM = 0,  /* the ffn-normed rows (experts see the same rows) */
+	PT_ROUTER_IN_SCALED_RESIDUAL, /* weightless RMSNorm(x) / sqrt(n_embd) * router scale;
+					 experts see RMSNorm(x; pre_ffw_norm_2) (Gemma 4) */
+};
+
+enum pt_ffn_form {
+	PT_FFN_SERIAL = 0,          /* dense MLP on dense layers, else routed experts (+ the
+				       shared expert when present), summed into the residual */
+	PT_FFN_PARALLEL,            /* Gemma 4: always-on dense MLP (post_ffw_norm_1) beside
+				       the routed experts (post_ffw_norm_2), sum post-normed */
+};
+
+struct pt_arch_recipe {
+	bool embd_scale_sqrt;       /* token embeddings times sqrt(n_embd) */
+	bool v_norm;                /* weightless per-head RMSNorm of V */
+	float attn_scale;           /* score scale; 0: 1/sqrt(head_dim_k) */
+	bool rope_freqs_full;       /* rope_freqs divides the frequencies of full layers */
+	enum pt_act act;            /* routed experts, shared expert and dense MLP */
+	/* routing: gating, normalisation and scale as the file's keys say (hparams), or
+	 * hard-coded softmax with normalised top-k weights and no scale */
+	bool route_from_keys;
+	enum pt_router_input router_in;
+	enum pt_ffn_form ffn;
+	bool final_softcap;         /* hparams final_logit_softcap applies to the logits */
+	/* the pre-FFN norm is stored as post_attention_norm (GLM), not ffn_norm; there is then
+	 * no norm of the attention output */
+	bool ffn_norm_post_attention;
+};
+
+/* The recipe of a (valid) arch. */
+const struct pt_arch_recipe *pt_arch_recipe(enum pt_arch a);
 
 /* Where a tensor lives at run time. */
 enum pt_tensor_role {
@@ -88,6 +139,7 @@ enum pt_tensor_role {
 	PT_ROLE_EXPERT = 1,        /* routed expert slabs: streamed into the expert cache */
 	PT_ROLE_EXPERT_SCALE = 2,  /* per-expert scalars ({n_expert}) */
 	PT_ROLE_ROUTER = 3,        /* ffn_gate_inp (+ scale), exp_probs_b */
+	PT_ROLE_SKIP = 4,          /* in the file, never bound nor read (glm4moe NextN blocks) */
 };
 
 /* llama-quant.cpp name categories (GGUF-AND-QUANTS.md 7.2) plus "not quantizable". */
@@ -119,6 +171,7 @@ enum pt_tensor_init {
 	PT_INIT_ONES,              /* scale vectors near 1 (gemma4 router/expert scales) */
 	PT_INIT_ROPE_FREQS,        /* gemma4 proportional rope factors (1 then 1e30) */
 	PT_INIT_LAYER_SCALE,       /* gemma4 layer_output_scale */
+	PT_INIT_BIAS,              /* projection biases: small values around 0 */
 };
 
 struct pt_tensor_desc {
@@ -140,7 +193,7 @@ struct pt_tensor_list {
 
 /* ---- arch identification ---- */
 const char *pt_arch_name(enum pt_arch a); /* canonical GGUF name */
-/* Accepts "qwen3moe", "bailingmoe2", "sarvam_moe", "sarvam-moe", "gemma4". */
+/* Accepts "qwen3moe", "bailingmoe2", "sarvam_moe", "sarvam-moe", "gemma4", "glm4moe". */
 int pt_arch_from_name(const char *name, enum pt_arch *out);
 
 /* ---- hyper-parameters ---- */

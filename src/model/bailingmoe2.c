@@ -185,6 +185,8 @@ static enum pt_status bailing_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 
 const struct pt_arch_ops pt_arch_bailingmoe2_ops = {
 	.name = "bailingmoe2",
+	.recipe = { .act = PT_ACT_SWIGLU, .route_from_keys = true,
+		    .router_in = PT_ROUTER_IN_FFN_NORM, .ffn = PT_FFN_SERIAL },
 	.preset = bailing_preset,
 	.tensors = bailing_tensors,
 	.write_keys = bailing_write_keys,

@@ -3,9 +3,11 @@
  * One chunk of B tokens flows through every layer as [B][n] row blocks: norms per row,
  * projections as one pt_kern_matmul over the B rows, K/V of all rows stored before any row
  * attends (causality comes from each row's own position range), attention one task per
- * (row, head), MoE rows grouped by expert.  The arch differences are data (which tensors
- * exist, per-layer head dims and RoPE) plus three branches: Gemma 4's embedding scale,
- * V norm, post-norms and dual FFN; Bailing's dense lead layers and shared expert. */
+ * (row, head), MoE rows grouped by expert.  The arch differences are data: which tensors
+ * exist (norms, shared expert, dense layers, ...), per-layer shapes from the hparams, and
+ * the arch's layer recipe (struct pt_arch_recipe in model/arch.h: embedding scale, V norm,
+ * score scale, activation, routing, router input, serial or parallel FFN, logit softcap).
+ * Nothing here tests which arch it runs. */
 #include "model/forward.h"
 
 #include <math.h>
@@ -45,6 +47,7 @@ struct fwd_seq {
 
 struct pt_fwd {
 	const struct pt_model *m;
+	const struct pt_arch_recipe *rc; /* the arch's layer recipe */
 	const struct pt_expert_provider *prov;
 	pt_pool *pool;
 	uint32_t n_batch, n_ctx, n_threads;
@@ -305,7 +308,7 @@ static const void *xq_of(struct xq_cache *c, const struct pt_kern_mat *w)
 
 static pt_kern_glu_fn glu_fn(const pt_fwd *f)
 {
-	return f->m->hp.arch == PT_ARCH_GEMMA4 ? pt_op_geglu : pt_op_swiglu;
+	return f->rc->act == PT_ACT_GEGLU ? pt_op_geglu : pt_op_swiglu;
 }
 
 static enum pt_status no_xq(const struct pt_kern_mat *w, struct pt_error *err)
@@ -403,10 +406,11 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	const struct pt_layer_weights *L = &m->layers[il];
 	const uint32_t n_head = hp->n_head, n_kv = hp->n_head_kv[il];
 	const uint32_t hd_k = pt_hparams_head_dim_k(hp, il), hd_v = pt_hparams_head_dim_v(hp, il);
-	const bool swa = hp->is_swa[il], gemma = hp->arch == PT_ARCH_GEMMA4;
+	const struct pt_arch_recipe *rc = f->rc;
+	const bool swa = hp->is_swa[il];
 	const uint32_t n_rot = swa ? hp->n_rot_swa : hp->n_rot;
 	const float base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
-	const float *ff = (!swa && gemma) ? m->rope_freqs : NULL;
+	const float *ff = (!swa && rc->rope_freqs_full) ? m->rope_freqs : NULL;
 
 	norm_rows(f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
 	enum pt_status st = qkv_proj(f, L, n, n_head * hd_k, n_kv * hd_k, n_kv * hd_v, err);
@@ -416,11 +420,17 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 		float *q = f->q + (size_t)r * f->w_qk, *k = f->k + (size_t)r * f->n_k;
 		float *v = f->v + (size_t)r * f->w_qk;
 		float *cs = f->rope_cs;
+		if (L->bq)
+			add_rows(q, L->bq, (size_t)n_head * hd_k);
+		if (L->bk)
+			add_rows(k, L->bk, (size_t)n_kv * hd_k);
+		if (L->bv)
+			add_rows(v, L->bv, (size_t)n_kv * hd_v);
 		if (L->q_norm)
 			pt_op_rmsnorm_heads(q, L->q_norm, (int)n_head, (int)hd_k, hp->rms_eps);
 		if (L->k_norm)
 			pt_op_rmsnorm_heads(k, L->k_norm, (int)n_kv, (int)hd_k, hp->rms_eps);
-		if (gemma)
+		if (rc->v_norm)
 			pt_op_rmsnorm_heads(v, NULL, (int)n_kv, (int)hd_v, hp->rms_eps);
 		pt_op_rope_cache(cs, (int)n_rot, f->rpos[r], base, ff);
 		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
@@ -430,7 +440,7 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, n,
 			       n_head / n_kv, 1 };
 	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
-	t.a.scale = gemma ? 1.0f : 1.0f / sqrtf((float)hd_k);
+	t.a.scale = rc->attn_scale > 0.0f ? rc->attn_scale : 1.0f / sqrtf((float)hd_k);
 	t.a.softcap = 0.0f;
 	/* a batch of decodes keeps each row's one-row numerics, however many rows */
 	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS && !f->decode_rows;
@@ -451,6 +461,8 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	st = mm(f, &L->wo, f->att, n, f->t1, err);
 	if (st != PT_OK)
 		return st;
+	for (uint32_t r = 0; L->bo && r < n; r++)
+		add_rows(f->t1 + (size_t)r * hp->n_embd, L->bo, hp->n_embd);
 	if (L->post_attn_norm)
 		norm_rows(f->t1, f->t1, L->post_attn_norm, n, hp->n_embd, hp->rms_eps);
 	add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
@@ -477,10 +489,7 @@ static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct p
 		st = mm_once(f, &a, u, in, n, f->up, err);
 	if (st != PT_OK)
 		return st;
-	if (f->m->hp.arch == PT_ARCH_GEMMA4)
-		pt_op_geglu(f->gate, f->gate, f->up, (int)(nf * n));
-	else
-		pt_op_swiglu(f->gate, f->gate, f->up, (int)(nf * n));
+	glu_fn(f)(f->gate, f->gate, f->up, (int)(nf * n));
 	return mm(f, d, f->gate, n, out, err);
 }
 
@@ -493,8 +502,8 @@ static void route_row(pt_fwd *f, const struct pt_layer_weights *L, float *logits
 	enum pt_op_gating gating = (enum pt_op_gating)hp->gating;
 	bool norm = hp->expert_weights_norm;
 	float scale = hp->expert_weights_scale;
-	if (hp->arch != PT_ARCH_BAILINGMOE2) {
-		/* qwen3moe and gemma4 hard-code softmax, normalisation and no scale */
+	if (!f->rc->route_from_keys) {
+		/* the arch's graph hard-codes softmax, normalisation and no scale */
 		gating = PT_OP_GATING_SOFTMAX;
 		norm = true;
 		scale = 0.0f;
@@ -511,9 +520,9 @@ static void route(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n)
 		route_row(f, L, f->rl + (size_t)r * E, f->ids + (size_t)r * k, f->rw + (size_t)r * k);
 }
 
-/* Gemma 4's router input: the weightless RMSNorm of x times 1/sqrt(n_embd) times
+/* The scaled-residual router input (Gemma 4): the weightless RMSNorm of x times 1/sqrt(n_embd) times
  * ffn_gate_inp.scale, into out (n rows). */
-static void gemma4_router_in(pt_fwd *f, const struct pt_layer_weights *L, const float *x,
+static void scaled_router_in(pt_fwd *f, const struct pt_layer_weights *L, const float *x,
 			     float *out, uint32_t n)
 {
 	const struct pt_hparams *hp = &f->m->hp;
@@ -543,8 +552,8 @@ static void read_ahead(pt_fwd *f, uint32_t il, uint32_t n)
 	if (!f->prov->ahead || il + 1 >= hp->n_layer || !f->m->layers[il + 1].is_moe || k > 64)
 		return;
 	const struct pt_layer_weights *N = &f->m->layers[il + 1];
-	if (hp->arch == PT_ARCH_GEMMA4)
-		gemma4_router_in(f, N, f->x, f->spec_x, n);
+	if (f->rc->router_in == PT_ROUTER_IN_SCALED_RESIDUAL)
+		scaled_router_in(f, N, f->x, f->spec_x, n);
 	else
 		norm_rows(f->spec_x, f->x, N->ffn_norm, n, hp->n_embd, hp->rms_eps);
 	if (mm(f, &N->router, f->spec_x, n, f->spec_l, &ignore) != PT_OK)
@@ -790,8 +799,8 @@ typedef enum pt_status (*overlap_fn)(pt_fwd *f, const struct pt_layer_weights *L
 
 static enum pt_status shared_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
 				    struct pt_error *err);
-static enum pt_status gemma4_dense(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
-				   struct pt_error *err);
+static enum pt_status parallel_dense(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+				     struct pt_error *err);
 
 /* The overlapped work as an FFN to fold into the first decode group (false: run it apart). */
 static bool fold_overlap(pt_fwd *f, const struct pt_layer_weights *L, overlap_fn overlap,
@@ -799,10 +808,10 @@ static bool fold_overlap(pt_fwd *f, const struct pt_layer_weights *L, overlap_fn
 {
 	if (overlap == shared_expert)
 		*sh = (struct ffn_ref){ &L->sh_gate, &L->sh_up, &L->sh_down, f->h, f->t2, NULL };
-	else if (overlap == gemma4_dense)
+	else if (overlap == parallel_dense)
 		*sh = (struct ffn_ref){ &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, f->t1,
 					L->post_ffw_norm_1 };
-	return overlap == shared_expert || overlap == gemma4_dense;
+	return overlap == shared_expert || overlap == parallel_dense;
 }
 
 /* Decode wave: the experts in groups, each group what is ready behind one blocking next
@@ -1047,9 +1056,9 @@ static enum pt_status shared_expert(pt_fwd *f, const struct pt_layer_weights *L,
 	return mlp(f, &L->sh_gate, &L->sh_up, &L->sh_down, f->h, n, f->t2, err);
 }
 
-/* Gemma 4's always-on MLP on f->h into f->t1, post-normed. */
-static enum pt_status gemma4_dense(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
-				   struct pt_error *err)
+/* The parallel FFN's always-on MLP (Gemma 4) on f->h into f->t1, post-normed. */
+static enum pt_status parallel_dense(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
+				     struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	enum pt_status st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
@@ -1058,7 +1067,7 @@ static enum pt_status gemma4_dense(pt_fwd *f, const struct pt_layer_weights *L, 
 	return st;
 }
 
-/* Router on router_in, experts on in (qwen3moe, bailingmoe2: both the ffn-normed rows). */
+/* Serial FFN: router on router_in, experts on in (both the ffn-normed rows). */
 static enum pt_status moe(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
 			  const float *router_in, const float *in, uint32_t n, float *out,
 			  struct pt_error *err)
@@ -1070,21 +1079,21 @@ static enum pt_status moe(pt_fwd *f, const struct pt_layer_weights *L, uint32_t 
 	return experts(f, L, il, in, n, out, L->sh_gate.data ? shared_expert : NULL, err);
 }
 
-/* Gemma 4: router input is the weightless RMSNorm of the residual x1 (f->x) times
+/* Parallel FFN (Gemma 4): router input is the weightless RMSNorm of the residual x1 (f->x) times
  * 1/sqrt(n_embd) times ffn_gate_inp.scale; experts see RMSNorm(x1; pre_ffw_norm_2).
  * Result in f->t2. */
-static enum pt_status moe_gemma4(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
-				 uint32_t n, struct pt_error *err)
+static enum pt_status moe_parallel(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				   uint32_t n, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t D = hp->n_embd;
-	gemma4_router_in(f, L, f->x, f->h2, n);
+	scaled_router_in(f, L, f->x, f->h2, n);
 	enum pt_status st = mm(f, &L->router, f->h2, n, f->rl, err);
 	if (st != PT_OK)
 		return st;
 	route(f, L, n);
 	norm_rows(f->h2, f->x, L->pre_ffw_norm_2, n, D, hp->rms_eps);
-	return experts(f, L, il, f->h2, n, f->t2, gemma4_dense, err);
+	return experts(f, L, il, f->h2, n, f->t2, parallel_dense, err);
 }
 
 static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
@@ -1094,12 +1103,12 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 	const size_t cnt = (size_t)n * hp->n_embd;
 	enum pt_status st = PT_OK;
 	norm_rows(f->h, f->x, L->ffn_norm, n, hp->n_embd, hp->rms_eps);
-	if (hp->arch == PT_ARCH_GEMMA4) {
+	if (f->rc->ffn == PT_FFN_PARALLEL) {
 		/* the dense MLP runs inside the MoE step, while the expert reads are in flight */
 		if (!L->is_moe)
 			st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
 		else
-			st = moe_gemma4(f, L, il, n, err);
+			st = moe_parallel(f, L, il, n, err);
 		if (st == PT_OK && L->is_moe) {
 			norm_rows(f->t2, f->t2, L->post_ffw_norm_2, n, hp->n_embd, hp->rms_eps);
 			add_rows(f->t1, f->t2, cnt);
@@ -1139,7 +1148,7 @@ static enum pt_status head(pt_fwd *f, uint32_t r0, uint32_t n, float *logits,
 	norm_rows(f->h, f->x + (size_t)r0 * hp->n_embd, m->output_norm, rows, hp->n_embd,
 		  hp->rms_eps);
 	enum pt_status st = mm(f, &m->output, f->h, rows, logits, err);
-	if (st == PT_OK && hp->arch == PT_ARCH_GEMMA4 && hp->final_logit_softcap > 0.0f)
+	if (st == PT_OK && f->rc->final_softcap && hp->final_logit_softcap > 0.0f)
 		pt_op_softcap(logits, (int)((size_t)rows * m->output.rows), hp->final_logit_softcap);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	f->head_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
@@ -1156,7 +1165,7 @@ static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float
 	for (uint32_t r = 0; st == PT_OK && r < n; r++) {
 		float *x = f->x + (size_t)r * hp->n_embd;
 		st = pt_model_embed_row(m, tokens[r], x, err);
-		if (st == PT_OK && hp->arch == PT_ARCH_GEMMA4) {
+		if (st == PT_OK && f->rc->embd_scale_sqrt) {
 			const float s = sqrtf((float)hp->n_embd);
 			for (uint32_t i = 0; i < hp->n_embd; i++)
 				x[i] *= s;
@@ -1498,6 +1507,7 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	if (!f)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate the context");
 	f->m = m;
+	f->rc = pt_arch_recipe(m->hp.arch);
 	f->pool = opts->pool;
 	f->n_threads = pt_pool_threads(opts->pool);
 	f->prov = opts->experts ? opts->experts : &m->mmap_provider;

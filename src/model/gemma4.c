@@ -272,6 +272,11 @@ static enum pt_status gemma_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 
 const struct pt_arch_ops pt_arch_gemma4_ops = {
 	.name = "gemma4",
+	/* Q/K norms carry the score scale; softmax top-k, normalised, no scale */
+	.recipe = { .embd_scale_sqrt = true, .v_norm = true, .attn_scale = 1.0f,
+		    .rope_freqs_full = true, .act = PT_ACT_GEGLU,
+		    .router_in = PT_ROUTER_IN_SCALED_RESIDUAL, .ffn = PT_FFN_PARALLEL,
+		    .final_softcap = true },
 	.preset = gemma_preset,
 	.tensors = gemma_tensors,
 	.write_keys = gemma_write_keys,

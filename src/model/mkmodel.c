@@ -238,6 +238,10 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = 1.0f + 0.05f * unit(&s);
 		break;
+	case PT_INIT_BIAS:
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = 0.05f * unit(&s);
+		break;
 	case PT_INIT_ROUTER_BIAS: /* a mild static popularity (real exp_probs_b are not 0) */
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = (float)(BIAS_PER_SKEW * skew * popularity(ts, i, n));
@@ -513,30 +517,114 @@ static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct p
 	return PT_OK;
 }
 
+/* Part of each tensor (gguf-split's rule, see mkmodel.h); returns the number of parts. */
+static uint32_t plan_parts(const struct pt_mkmodel_opts *o, const struct pt_tensor_list *l,
+			   const uint32_t *types, uint32_t *part)
+{
+	uint32_t cur = 0, in_part = 0;
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < l->n; i++) {
+		uint64_t rb = 0;
+		pt_type_row_bytes(types[i], l->t[i].ne[0], &rb); /* checked by the caller */
+		const uint64_t n = (rb * l->t[i].ne[1] * l->t[i].ne[2] * l->t[i].ne[3] + 31) / 32 * 32;
+		bool cut = false;
+		if (o->split_max_size)
+			cut = in_part > 0 && bytes + n > o->split_max_size;
+		else if (o->split_max_tensors)
+			cut = i > 0 && i % o->split_max_tensors == 0;
+		if (cut) {
+			cur++;
+			in_part = 0;
+			bytes = 0;
+		}
+		part[i] = cur;
+		in_part++;
+		bytes += n;
+	}
+	return cur + 1;
+}
+
+static enum pt_status set_u16(pt_gguf_writer *w, const char *key, uint32_t v,
+			      struct pt_error *err)
+{
+	const uint8_t le[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+	return pt_gguf_writer_set_raw(w, key, PT_GGUF_U16, le, 2, err);
+}
+
+/* One output file: the whole model, or part p of n (tensors with part[i] == p). */
+static enum pt_status write_part(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
+				 const struct vocab *v, const struct pt_tensor_list *l,
+				 const uint32_t *types, const uint32_t *part, uint32_t p,
+				 uint32_t n, const char *path, struct writer *wr,
+				 struct pt_error *err)
+{
+	/* parts after the first carry only the split keys (no general.alignment), as gguf-split */
+	enum pt_status st = pt_gguf_writer_create(path, p == 0 ? 32 : 0, &wr->w, err);
+	if (st == PT_OK && p == 0)
+		st = write_meta(o, hp, v, wr->w, err);
+	if (st == PT_OK && part) {
+		st = set_u16(wr->w, "split.no", p, err);
+		if (st == PT_OK)
+			st = set_u16(wr->w, "split.count", n, err);
+		if (st == PT_OK)
+			st = pt_gguf_writer_set_i32(wr->w, "split.tensors.count", (int32_t)l->n, err);
+	}
+	for (uint32_t i = 0; st == PT_OK && i < l->n; i++)
+		if (!part || part[i] == p)
+			st = pt_gguf_writer_add_tensor(wr->w, l->t[i].name, l->t[i].n_dims,
+						       l->t[i].ne, types[i], err);
+	if (st == PT_OK)
+		st = pt_gguf_writer_begin_data(wr->w, err);
+	for (uint32_t i = 0; st == PT_OK && i < l->n; i++)
+		if (!part || part[i] == p)
+			st = write_tensor(wr, &l->t[i], types[i], err);
+	enum pt_status dst = drain(wr, err);
+	st = st != PT_OK ? st : dst;
+	if (st == PT_OK)
+		st = pt_gguf_writer_finish(wr->w, err);
+	return st;
+}
+
 static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
 				 const struct vocab *v, const struct pt_tensor_list *l,
 				 const uint32_t *types, struct writer *wr, struct pt_error *err)
 {
-	enum pt_status st = pt_gguf_writer_create(o->out_path, 32, &wr->w, err);
-	if (st == PT_OK)
-		st = write_meta(o, hp, v, wr->w, err);
-	for (uint32_t i = 0; st == PT_OK && i < l->n; i++) {
+	for (uint32_t i = 0; i < l->n; i++) {
 		uint64_t rb;
 		if (pt_type_row_bytes(types[i], l->t[i].ne[0], &rb) != 0)
 			return pt_error_set(err, PT_E_INVALID, "%s: bad row for %s", l->t[i].name,
 					    pt_type_name(types[i]));
 		wr->total += rb * l->t[i].ne[1] * l->t[i].ne[2];
-		st = pt_gguf_writer_add_tensor(wr->w, l->t[i].name, l->t[i].n_dims, l->t[i].ne,
-					       types[i], err);
 	}
-	if (st == PT_OK)
-		st = pt_gguf_writer_begin_data(wr->w, err);
-	for (uint32_t i = 0; st == PT_OK && i < l->n; i++)
-		st = write_tensor(wr, &l->t[i], types[i], err);
-	enum pt_status dst = drain(wr, err);
-	st = st != PT_OK ? st : dst;
-	if (st == PT_OK)
-		st = pt_gguf_writer_finish(wr->w, err);
+	if (!o->split_max_size && !o->split_max_tensors)
+		return write_part(o, hp, v, l, types, NULL, 0, 1, o->out_path, wr, err);
+	uint32_t *part = pt_mallocn(l->n ? l->n : 1, sizeof *part);
+	if (!part)
+		return pt_error_set(err, PT_E_NOMEM, "out of memory");
+	const uint32_t n = plan_parts(o, l, types, part);
+	size_t plen = strlen(o->out_path);
+	if (plen >= 5 && !strcmp(o->out_path + plen - 5, ".gguf"))
+		plen -= 5;
+	char *path = pt_malloc(plen + 24);
+	enum pt_status st = path ? PT_OK : pt_error_set(err, PT_E_NOMEM, "out of memory");
+	if (st == PT_OK && n > PT_GGUF_MAX_PARTS)
+		st = pt_error_set(err, PT_E_INVALID, "the split would make %u parts, at most %d", n,
+				  PT_GGUF_MAX_PARTS);
+	uint32_t done = 0;
+	for (uint32_t p = 0; st == PT_OK && p < n; p++) {
+		snprintf(path, plen + 24, "%.*s-%05u-of-%05u.gguf", (int)plen, o->out_path, p + 1, n);
+		st = write_part(o, hp, v, l, types, part, p, n, path, wr, err);
+		pt_gguf_writer_destroy(wr->w); /* removes the file unless finished */
+		wr->w = NULL;
+		done += st == PT_OK;
+	}
+	/* a failed split leaves no parts behind that could pass for a whole model */
+	for (uint32_t p = 0; st != PT_OK && path && p < done; p++) {
+		snprintf(path, plen + 24, "%.*s-%05u-of-%05u.gguf", (int)plen, o->out_path, p + 1, n);
+		unlink(path);
+	}
+	pt_free(path);
+	pt_free(part);
 	return st;
 }
 
@@ -772,6 +860,12 @@ enum pt_status pt_mkmodel_reroute(const struct pt_mkmodel_opts *o, struct pt_err
 	enum pt_status st = pt_model_lock_acquire(&lk, o->out_path, NULL, err);
 	if (st == PT_OK)
 		st = pt_gguf_open(o->out_path, &g, err);
+	/* the tensors it rewrites could sit in any part: split models are refused, not handled */
+	if (st == PT_OK && pt_gguf_part_count(g) > 1)
+		st = pt_error_set(err, PT_E_UNSUPPORTED,
+				  "--reroute: %s is part of a %u-part split model; reroute the "
+				  "single file (mkmodel without --split-max-size) instead",
+				  o->out_path, pt_gguf_part_count(g));
 	if (st == PT_OK)
 		st = identify(g, &fo, preset, &hpf, &skew_off, err);
 	if (st == PT_OK && o->skew_real)

@@ -27,6 +27,13 @@ struct pt_mkmodel_opts {
 	const char *out_path;
 	unsigned threads;       /* quantization threads, 1..PT_MKMODEL_MAX_THREADS */
 	bool progress;          /* progress bar on stderr */
+	/* Split output (llama.cpp's gguf-split rules): a new part starts before a tensor whose
+	 * 32-padded bytes would take the part's tensor bytes over split_max_size, or every
+	 * split_max_tensors tensors; at least one tensor per part.  Parts are written as
+	 * PREFIX-00001-of-0000N.gguf ..., PREFIX = out_path without ".gguf"; part 1 holds the
+	 * metadata; every part split.no / split.count / split.tensors.count.  0 = one file. */
+	uint64_t split_max_size;
+	uint32_t split_max_tensors;
 };
 
 /* Writes opts->out_path.  On failure the partial file is removed. */

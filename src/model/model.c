@@ -183,6 +183,14 @@ static enum pt_status bind_layer(const struct pt_model *m, int il, struct pt_lay
 	L->k_norm = vec(m, "blk.%d.attn_k_norm.weight", il);
 	L->post_attn_norm = vec(m, "blk.%d.post_attention_norm.weight", il);
 	L->ffn_norm = vec(m, "blk.%d.ffn_norm.weight", il);
+	if (pt_arch_recipe(m->hp.arch)->ffn_norm_post_attention) {
+		L->ffn_norm = L->post_attn_norm;
+		L->post_attn_norm = NULL;
+	}
+	L->bq = vec(m, "blk.%d.attn_q.bias", il);
+	L->bk = vec(m, "blk.%d.attn_k.bias", il);
+	L->bv = vec(m, "blk.%d.attn_v.bias", il);
+	L->bo = vec(m, "blk.%d.attn_output.bias", il);
 	L->post_ffw_norm = vec(m, "blk.%d.post_ffw_norm.weight", il);
 	L->pre_ffw_norm_2 = vec(m, "blk.%d.pre_ffw_norm_2.weight", il);
 	L->post_ffw_norm_1 = vec(m, "blk.%d.post_ffw_norm_1.weight", il);

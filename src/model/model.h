@@ -68,6 +68,7 @@ struct pt_layer_weights {
 	const float *ffn_norm, *post_ffw_norm, *pre_ffw_norm_2, *post_ffw_norm_1,
 		*post_ffw_norm_2;
 	struct pt_kern_mat wq, wk, wv, wqkv, wo; /* absent: data NULL */
+	const float *bq, *bk, *bv, *bo;          /* projection biases (absent: NULL) */
 	struct pt_kern_mat ffn_gate, ffn_up, ffn_down;  /* dense / always-on MLP */
 	struct pt_kern_mat sh_gate, sh_up, sh_down;     /* shared expert */
 	struct pt_kern_mat router;                      /* ffn_gate_inp, F32 */

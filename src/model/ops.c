@@ -89,6 +89,45 @@ void pt_op_rope_cache(float *cs, int n_rot, int64_t pos, float base,
 	}
 }
 
+static float yarn_corr_dim(int n_rot, uint32_t n_ctx_orig, float beta, float base)
+{
+	return (float)n_rot * logf((float)n_ctx_orig / (beta * 2.0f * (float)M_PI)) /
+	       (2.0f * logf(base));
+}
+
+void pt_op_yarn_corr_dims(int n_rot, uint32_t n_ctx_orig, float base, float beta_fast,
+			  float beta_slow, float *low, float *high)
+{
+	const float lo = floorf(yarn_corr_dim(n_rot, n_ctx_orig, beta_fast, base));
+	const float hi = ceilf(yarn_corr_dim(n_rot, n_ctx_orig, beta_slow, base));
+	*low = lo > 0.0f ? lo : 0.0f;
+	*high = hi < (float)(n_rot - 1) ? hi : (float)(n_rot - 1);
+}
+
+void pt_op_rope_cache_yarn(float *cs, int n_rot, int64_t pos, float base,
+			   const float *freq_factors, const struct pt_yarn *y)
+{
+	const float theta_scale = powf(base, -2.0f / (float)n_rot);
+	float mscale = y->attn_factor;
+	if (y->ext_factor != 0.0f)
+		mscale *= 1.0f + 0.1f * logf(1.0f / y->freq_scale);
+	float theta = (float)pos;
+	for (int i = 0; i < n_rot / 2; i++) {
+		const float ff = freq_factors ? freq_factors[i] : 1.0f;
+		const float extrap = theta / ff;
+		float t = y->freq_scale * extrap;
+		if (y->ext_factor != 0.0f) {
+			const float r = ((float)i - y->corr_low) /
+					fmaxf(0.001f, y->corr_high - y->corr_low);
+			const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, r))) * y->ext_factor;
+			t = t * (1.0f - mix) + extrap * mix;
+		}
+		cs[2 * i] = cosf(t) * mscale;
+		cs[2 * i + 1] = sinf(t) * mscale;
+		theta *= theta_scale;
+	}
+}
+
 void pt_op_rope_apply(float *x, int n_head, int head_dim, int n_rot, enum pt_rope_mode mode,
 		      const float *cs)
 {

@@ -30,6 +30,25 @@ enum pt_rope_mode {
  * layers: factors 1e30 make the pair an identity). */
 void pt_op_rope_cache(float *cs, int n_rot, int64_t pos, float base,
 		      const float *freq_factors);
+/* YaRN RoPE scaling as ggml computes it (rope_yarn, ggml_rope_yarn_corr_dims): the
+ * interpolated angle freq_scale * theta is mixed with the extrapolated theta by
+ * ramp(i) * ext_factor, ramp(i) = 1 - clamp((i - low) / max(0.001, high - low), 0, 1) over
+ * pair i, and cos/sin are scaled by attn_factor * (1 + 0.1 ln(1 / freq_scale)) when
+ * ext_factor != 0 (else by attn_factor).  With freq_scale 1, ext_factor 0, attn_factor 1
+ * the table equals pt_op_rope_cache's bit for bit.  Building block for the gpt-oss and
+ * deepseek2 families (not yet wired into an arch). */
+struct pt_yarn {
+	float freq_scale;  /* 1 / rope.scaling.factor */
+	float ext_factor;  /* 1 for "yarn" scaling, else 0 */
+	float attn_factor; /* runtime magnitude factor (see ARCHITECTURES-NEXT.md 0.2) */
+	float corr_low, corr_high; /* from pt_op_yarn_corr_dims */
+};
+/* low = max(0, floor(d(beta_fast))), high = min(n_rot - 1, ceil(d(beta_slow))) with
+ * d(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln base), in float as ggml. */
+void pt_op_yarn_corr_dims(int n_rot, uint32_t n_ctx_orig, float base, float beta_fast,
+			  float beta_slow, float *low, float *high);
+void pt_op_rope_cache_yarn(float *cs, int n_rot, int64_t pos, float base,
+			   const float *freq_factors, const struct pt_yarn *y);
 /* Rotates the first n_rot elements of each of n_head vectors of head_dim with a table from
  * pt_op_rope_cache; elements past n_rot are untouched. */
 void pt_op_rope_apply(float *x, int n_head, int head_dim, int n_rot, enum pt_rope_mode mode,

@@ -120,6 +120,8 @@ static enum pt_status qwen_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 
 const struct pt_arch_ops pt_arch_qwen3moe_ops = {
 	.name = "qwen3moe",
+	/* softmax top-k, normalised weights, no scale: hard-coded in llama.cpp's graph */
+	.recipe = { .act = PT_ACT_SWIGLU, .router_in = PT_ROUTER_IN_FFN_NORM, .ffn = PT_FFN_SERIAL },
 	.preset = qwen_preset,
 	.tensors = qwen_tensors,
 	.write_keys = qwen_write_keys,

@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,6 +59,7 @@ struct pt_http {
 	atomic_bool stop_hard;    /* handlers must return now */
 	atomic_uint busy;
 	struct pt_http_counters c; /* under mu */
+	bool loopback;            /* bound to a loopback address: Host names checked */
 };
 
 static double now_s(void)
@@ -322,6 +325,33 @@ static bool key_ok(const pt_http *h, struct MHD_Connection *mc)
 	return diff == 0;
 }
 
+/* DNS rebinding: a web page on another site can make the browser resolve its own name to
+ * 127.0.0.1 and reach a loopback server as "same origin".  A server bound to loopback only
+ * answers requests addressed to a loopback name (the Host header the browser sends names
+ * the attacker's domain), as Ollama does.  No Host (HTTP/1.0 tools): allowed. */
+static bool host_is_loopback(const char *host)
+{
+	char name[256];
+	size_t n;
+	if (!host)
+		return true;
+	if (host[0] == '[') { /* [v6]:port */
+		const char *end = strchr(host, ']');
+		return end && (size_t)(end - host - 1) == 3 && strncmp(host + 1, "::1", 3) == 0;
+	}
+	n = strcspn(host, ":");
+	if (n == 0 || n >= sizeof name)
+		return false;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	if (strcasecmp(name, "localhost") == 0)
+		return true;
+	unsigned a, b, c, d;
+	char tail;
+	return sscanf(name, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 &&
+	       c < 256 && d < 256;
+}
+
 static enum MHD_Result preflight(struct pt_http_conn *cn)
 {
 	struct pt_http_resp resp = { 0 };
@@ -349,6 +379,13 @@ static enum MHD_Result first_call(struct pt_http_conn *cn, const char *url, cons
 	if (atomic_load(&h->stop_soft)) {
 		cn->answered = true;
 		return send_error(cn, 503, "the server is shutting down%s", "");
+	}
+	if (h->loopback &&
+	    !host_is_loopback(MHD_lookup_connection_value(cn->mc, MHD_HEADER_KIND, "Host"))) {
+		cn->answered = true;
+		return send_error(cn, 403, "Host header names no loopback address: this server is "
+				  "bound to loopback and answers only requests for localhost / 127.0.0.1 / "
+				  "[::1] (DNS rebinding protection)%s", "");
 	}
 	if (strcmp(method, "OPTIONS") == 0) {
 		cn->answered = true;
@@ -492,6 +529,33 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
 	*req_cls = NULL;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decoding of the URL and query arguments, except %00: a NUL would cut the path
+ * short ("/v1/models%00x" must not be "/v1/models"), so it stays as the three characters. */
+static size_t unescape(void *cls, struct MHD_Connection *mc, char *s)
+{
+	(void)cls;
+	(void)mc;
+	char *r = s, *w = s;
+	while (*r) {
+		int hi, lo;
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+		    (hi | lo) != 0) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -533,6 +597,10 @@ enum pt_status pt_http_start(const struct pt_http_opts *o, const struct pt_route
 		return pt_error_set(err, PT_E_NOMEM, "out of memory for the HTTP server");
 	h->o = *o;
 	h->routes = routes;
+	if (ss.ss_family == AF_INET)
+		h->loopback = (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	else if (ss.ss_family == AF_INET6)
+		h->loopback = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
 	pthread_mutex_init(&h->mu, NULL);
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
@@ -548,6 +616,9 @@ enum pt_status pt_http_start(const struct pt_http_opts *o, const struct pt_route
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_EXTERNAL_LOGGER, log_mhd, h,
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, 128u,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
+				/* 1: HTTP/1.1 requests need Host, framing errors are refused */
+				MHD_OPTION_STRICT_FOR_CLIENT, 1,
 				MHD_OPTION_END);
 	if (!h->d) {
 		int e = errno;

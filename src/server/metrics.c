@@ -106,6 +106,15 @@ static void on_metrics(void *ctx, const struct pt_http_req *req, struct pt_http_
 	       (double)sn.engine.misses);
 	metric(&b, "expert_bytes_read_total", "counter", "expert bytes read from storage",
 	       (double)sn.engine.bytes_read);
+	metric(&b, "decode_tokens_total", "counter", "tokens decoded (rows of decode passes)",
+	       (double)sn.engine.decode_tokens);
+	metric(&b, "decode_steps_total", "counter", "decode passes (a batch of --parallel rows is one)",
+	       (double)sn.engine.decode_steps);
+	metric(&b, "expert_gets_total", "counter",
+	       "routed-expert fetches (one per expert per layer per pass, however many rows use it)",
+	       (double)sn.engine.expert_gets);
+	metric(&b, "engine_sequences", "gauge", "KV sequences (--parallel + --cache-prompts)",
+	       sn.engine.n_seq);
 	metric(&b, "uptime_seconds", "gauge", "seconds since the server started", sn.uptime_s);
 	static const char *const names[3] = { "expert_layer_hits_total", "expert_layer_misses_total",
 					      "expert_layer_bytes_read_total" };

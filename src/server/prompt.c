@@ -77,7 +77,7 @@ enum pt_status pt_srv_render_chat(pt_server *s, const struct pt_req *r, bool add
 }
 
 enum pt_status pt_srv_encode_chat(pt_server *s, const struct pt_req *r, int32_t **ids,
-				  size_t *n, struct pt_error *err)
+				  size_t *n, char **out_text, size_t *out_len, struct pt_error *err)
 {
 	char *text = NULL;
 	size_t len = 0, start = 0, keep = 0;
@@ -90,7 +90,12 @@ enum pt_status pt_srv_encode_chat(pt_server *s, const struct pt_req *r, int32_t 
 	pt_tmpl_strip_special(text, len, s->bos_text, pt_tok_add_bos(s->tok), s->eos_text,
 			      pt_tok_add_eos(s->tok), &start, &keep);
 	st = pt_tok_encode_alloc(s->tok, text + start, keep, true, true, ids, n, err);
-	pt_free(text);
+	if (st == PT_OK && out_text) {
+		*out_text = text;
+		*out_len = len;
+	} else {
+		pt_free(text);
+	}
 	return st;
 }
 

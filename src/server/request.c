@@ -242,7 +242,7 @@ static bool get_sampling(const cJSON *o, struct pt_req *r, struct pt_req_error *
 
 static bool get_stream(const cJSON *o, struct pt_req *r, struct pt_req_error *e)
 {
-	if (!get_bool(o, "stream", &r->stream, e))
+	if (!get_bool(o, "stream", &r->stream, e) || !get_bool(o, "cache_prompt", &r->cache_prompt, e))
 		return false;
 	const cJSON *so = field(o, "stream_options");
 	if (!so)
@@ -572,6 +572,11 @@ static bool get_ids(const cJSON *a, const char *name, struct pt_req *r, struct p
 static bool get_prompt(const cJSON *root, struct pt_req *r, struct pt_req_error *e)
 {
 	const cJSON *p = field(root, "prompt");
+	const cJSON *echo = field(root, "echo"), *suffix = field(root, "suffix");
+	if ((echo && !cJSON_IsFalse(echo)) ||
+	    (suffix && !(cJSON_IsString(suffix) && !suffix->valuestring[0])))
+		return fail(e, 400, echo ? "echo" : "suffix", "unsupported",
+			    "'echo' and 'suffix' are not supported");
 	if (!p)
 		return fail(e, 400, "prompt", "missing_field", "'prompt' is required");
 	if (cJSON_IsArray(p) && p->child && cJSON_IsString(p->child)) {
@@ -594,10 +599,6 @@ static bool get_prompt(const cJSON *root, struct pt_req *r, struct pt_req_error 
 		return false;
 	if (!r->n_ids)
 		return fail(e, 400, "prompt", "invalid_value", "'prompt' is empty");
-	const cJSON *echo = field(root, "echo"), *suffix = field(root, "suffix");
-	if ((echo && cJSON_IsTrue(echo)) || (suffix && !(cJSON_IsString(suffix) && !suffix->valuestring[0])))
-		return fail(e, 400, echo ? "echo" : "suffix", "unsupported",
-			    "'echo' and 'suffix' are not supported");
 	return true;
 }
 
@@ -648,6 +649,7 @@ bool pt_req_decode(enum pt_req_kind kind, const char *body, size_t len,
 	out->add_generation_prompt = true;
 	out->reasoning_format = -1;
 	out->parallel_tool_calls = true;
+	out->cache_prompt = true;
 	if (!d->seed_given)
 		out->sampler.seed = UINT64_MAX; /* the server draws one */
 	if (len > d->max_body)

@@ -71,6 +71,8 @@ struct pt_req {
 	char *stops[PT_REQ_MAX_STOPS];
 	size_t n_stops;
 	bool stream, include_usage;
+	bool cache_prompt;           /* llama.cpp's cache_prompt (default true): false evaluates
+					the whole prompt, reusing no cached prefix */
 	bool logprobs;
 	uint32_t top_logprobs;
 };

@@ -39,13 +39,27 @@ const struct pt_route *pt_routes_find(const struct pt_routes *t, const char *met
 	const struct pt_route *best = NULL;
 	size_t best_len = 0;
 	bool known = false;
+	/* An exact route for the path (any method) hides every prefix route: GET on a POST-only
+	 * API path is 405, not the web UI's catch-all. */
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pt_route *r = &t->r[i];
-		bool hit = r->prefix ? prefix_match(r->path, path) : strcmp(r->path, path) == 0;
-		if (!hit)
+		if (r->prefix || strcmp(r->path, path) != 0)
 			continue;
-		/* An exact route for the path hides any prefix route's methods. */
-		size_t len = r->prefix ? strlen(r->path) : (size_t)-1;
+		if (strcmp(r->method, method) == 0)
+			best = r;
+		else
+			known = true;
+	}
+	if (best || known) {
+		if (path_known)
+			*path_known = !best && known;
+		return best;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pt_route *r = &t->r[i];
+		if (!r->prefix || !prefix_match(r->path, path))
+			continue;
+		size_t len = strlen(r->path);
 		if (strcmp(r->method, method) != 0) {
 			known = true;
 			continue;
@@ -56,7 +70,7 @@ const struct pt_route *pt_routes_find(const struct pt_routes *t, const char *met
 		}
 	}
 	if (path_known)
-		*path_known = known;
+		*path_known = !best && known;
 	return best;
 }
 

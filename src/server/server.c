@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/model.h"
 #include "token/tok.h"
 #include "util/alloc.h"
 
@@ -36,6 +37,8 @@ static enum pt_status load_template(pt_server *s, struct pt_error *err)
 	const char *src = s->o.template_src ? s->o.template_src : pt_tok_chat_template(s->tok);
 	s->bos_text = token_text(s->tok, pt_tok_bos(s->tok), s->bos_buf, sizeof s->bos_buf);
 	s->eos_text = token_text(s->tok, pt_tok_eos(s->tok), s->eos_buf, sizeof s->eos_buf);
+	s->template_src = src;
+	s->chat_format = pt_chat_format_detect(src, pt_engine_model(s->e)->hp.arch_name);
 	if (!src)
 		return PT_OK; /* chat requests then answer 400; completions work */
 	size_t len = strlen(src);
@@ -76,6 +79,7 @@ enum pt_status pt_server_create(pt_engine *e, const struct pt_server_opts *o, pt
 	s->seed_state = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)s << 16);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->engine_mu, NULL);
+	pthread_mutex_init(&s->gvocab_mu, NULL);
 	pthread_cond_init(&s->queue_cv, NULL);
 	s->snap.n_slots = s->o.parallel;
 	s->snap.max_queue = s->o.max_queue;
@@ -133,6 +137,8 @@ void pt_server_destroy(pt_server *s)
 		return;
 	pt_server_stop(s, 0);
 	pt_tmpl_destroy(s->tmpl);
+	pt_grammar_vocab_free(s->gvocab);
+	pthread_mutex_destroy(&s->gvocab_mu);
 	pt_free(s->layer);
 	pthread_cond_destroy(&s->queue_cv);
 	pthread_mutex_destroy(&s->engine_mu);

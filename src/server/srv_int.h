@@ -11,8 +11,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "gen/grammar.h"
 #include "gen/sample.h"
-#include "gen/session.h"
+#include "gen/slot.h"
+#include "server/chatparse.h"
 #include "server/server.h"
 #include "token/tmpl.h"
 
@@ -42,6 +44,9 @@ struct pt_job {
 	size_t n_stops;
 	bool want_logprobs;
 	uint32_t top_logprobs;
+	bool no_reuse;               /* cache_prompt false: evaluate the whole prompt */
+	pt_grammar *grammar;         /* constrained decoding (owned; NULL: none) */
+	pt_grammar_state *gstate;    /* its state, used by the scheduler thread only */
 	/* under s->mu */
 	enum pt_job_state state;
 	char *text;                  /* reply text emitted so far (stop strings removed) */
@@ -58,12 +63,33 @@ struct pt_job {
 	double t_queued;
 };
 
+/* One engine sequence with its step-wise generation slot and the job it runs (NULL: free;
+ * its KV rows then stay as the cache of the last conversation on it). */
+struct srv_slot {
+	pt_server *s;
+	pt_gen_slot *gs;
+	uint32_t seq;
+	uint32_t view;               /* index in the snapshot's slot table while busy */
+	uint32_t n_vocab;
+	struct pt_job *j;
+	float *work;                 /* penalised logits */
+	uint16_t *counts;            /* occurrences in the penalty window */
+	int32_t *window;             /* ring of the last repeat_last_n ids */
+	uint32_t wlen, wpos, wcap;
+	double t0;
+	uint64_t last_used;          /* LRU among free sequences */
+};
+
 struct pt_server {
 	pt_engine *e;
 	const struct pt_tok *tok;
 	pt_tmpl *tmpl;               /* NULL: no chat template (chat answers 400) */
 	char bos_buf[256], eos_buf[256];
 	const char *bos_text, *eos_text;
+	const char *template_src;    /* the chat template's text (NULL: none) */
+	enum pt_chat_format chat_format; /* tool-call / reasoning syntax of the template */
+	pthread_mutex_t gvocab_mu;
+	pt_grammar_vocab *gvocab;    /* built on first use of constrained decoding */
 	struct pt_server_opts o;
 	char model_id[256];
 	struct pt_routes routes;
@@ -76,7 +102,11 @@ struct pt_server {
 	pthread_cond_t queue_cv;
 	struct pt_job *q_head, *q_tail;
 	uint32_t q_len;
-	struct pt_job *running;      /* the slot's job (parallel 1) */
+	struct srv_slot slots[PT_ENGINE_MAX_SEQ];
+	uint32_t n_slots;            /* engine sequences: --parallel + --cache-prompts */
+	uint32_t n_active;           /* slots generating (<= --parallel) */
+	uint64_t use_clock;
+	double last_publish;
 	pthread_t worker;
 	bool worker_running;
 	atomic_bool stopping;
@@ -102,14 +132,25 @@ uint64_t pt_srv_random_seed(pt_server *s);
 /* Prompt building (prompt.c). */
 enum pt_status pt_srv_render_chat(pt_server *s, const struct pt_req *r, bool add_gen,
 				  char **text, size_t *len, struct pt_error *err);
+/* text (may be NULL): receives the rendered prompt (pt_malloc'd) for the reply parser. */
 enum pt_status pt_srv_encode_chat(pt_server *s, const struct pt_req *r, int32_t **ids,
-				  size_t *n, struct pt_error *err);
+				  size_t *n, char **text, size_t *text_len, struct pt_error *err);
 enum pt_status pt_srv_encode_text(pt_server *s, const char *text, size_t len, bool add_special,
 				  bool parse_special, int32_t **ids, size_t *n,
 				  struct pt_error *err);
 
-/* Routes (api.c, metrics.c). */
+/* Shared by the endpoints (api.c). */
+struct cJSON;
+struct cJSON *pt_srv_add_clean_string(struct cJSON *obj, const char *key, const char *s, size_t n);
+void pt_srv_status_error(struct pt_http_resp *resp, enum pt_status st, const struct pt_error *err,
+			 const char *what);
+bool pt_srv_decode(pt_server *s, enum pt_req_kind kind, const struct pt_http_req *req,
+		   struct pt_req *r, struct pt_http_resp *resp);
+void pt_srv_random_id(pt_server *s, const char *prefix, char *out, size_t cap);
+
+/* Routes (api.c, completions.c, metrics.c). */
 enum pt_status pt_srv_register_api(pt_server *s, struct pt_error *err);
+enum pt_status pt_srv_register_completions(pt_server *s, struct pt_error *err);
 enum pt_status pt_srv_register_metrics(pt_server *s, struct pt_error *err);
 
 #endif

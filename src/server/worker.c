@@ -1,10 +1,16 @@
-/* worker.c - the scheduler thread: takes jobs from the bounded FIFO queue and runs them on
- * the engine.  The generation loop mirrors pt_session_generate (src/gen/session.c) step for
- * step (prefix reuse, prefill, sampler primed with the prompt tail, the stop/UTF-8 filter),
- * so greedy output equals `particle run`; it is written out here because the server needs
- * each step's logits (logprobs, presence/frequency penalties, constrained decoding) and a
- * cancel check between prefill chunks.  When the step-wise multi-sequence slot API lands
- * (multiseq), run_job is the one place that changes. */
+/* worker.c - the scheduler thread: a bounded FIFO queue of jobs in front of the generation
+ * slots (src/gen/slot.h).  The engine has --parallel + --cache-prompts sequences; at most
+ * --parallel of them generate at once, and every pt_gen_step evaluates the pending prompt
+ * chunks and then ONE batched decode pass for all generating slots (one expert read serves
+ * every row routed to it).  A sequence keeps its conversation's KV rows after its job, so the
+ * free sequences are the prompt cache: a new job takes the free sequence whose history
+ * shares the longest prefix with its prompt (else the least recently used one), and only the
+ * rest of the prompt is evaluated.
+ *
+ * Per-token hooks of the slot API: presence/frequency penalties on a copy of the logits
+ * before the sampler's chain, log-probabilities of the raw logits, the reply text appended
+ * to the job under the server lock.  Greedy output does not depend on the batching, the
+ * sequence a job runs on or what ran before (the engine guarantees byte-identical rows). */
 #include "server/srv_int.h"
 
 #include <math.h>
@@ -12,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gen/textout.h"
+#include "gen/slot.h"
 #include "token/tok.h"
 #include "util/alloc.h"
 
@@ -39,6 +45,8 @@ static void job_free(struct pt_job *j)
 	pt_free(j->stops);
 	pt_free(j->text);
 	pt_free(j->lps);
+	pt_grammar_state_free(j->gstate);
+	pt_grammar_free(j->grammar);
 	pthread_cond_destroy(&j->cv);
 	pt_free(j);
 }
@@ -67,7 +75,7 @@ enum pt_status pt_srv_submit(pt_server *s, struct pt_job *j, struct pt_error *er
 		pthread_mutex_unlock(&s->mu);
 		return pt_error_set(err, PT_E_CANCELLED, "the server is shutting down");
 	}
-	uint32_t free_slots = s->running ? 0 : 1;
+	uint32_t free_slots = s->o.parallel > s->n_active ? s->o.parallel - s->n_active : 0;
 	if (s->q_len >= s->o.max_queue + free_slots) {
 		s->snap.requests_rejected++;
 		pthread_mutex_unlock(&s->mu);
@@ -121,8 +129,13 @@ void pt_srv_release(pt_server *s, struct pt_job *j)
 
 /* ---- publishing state ------------------------------------------------------------------- */
 
-static void publish_engine(pt_server *s)
+/* At most every 50 ms (pt_engine_stats reads /proc), and always when forced. */
+static void publish_engine(pt_server *s, bool force)
 {
+	double t = now_s();
+	if (!force && t - s->last_publish < 0.05)
+		return;
+	s->last_publish = t;
 	struct pt_engine_stats es;
 	pt_engine_stats(s->e, &es);
 	uint32_t n = es.n_moe_layers < s->n_layers ? es.n_moe_layers : s->n_layers;
@@ -138,48 +151,37 @@ static void publish_engine(pt_server *s)
 	}
 }
 
-static void slot_progress(pt_server *s, const struct pt_job *j, const struct pt_gen_stats *st,
-			  uint32_t prefill_done, bool prefilling, double t_start, double t_dec)
+/* Under s->mu. */
+static void slot_progress_locked(pt_server *s, uint32_t k)
 {
-	struct pt_server_slot_info *si = &s->snap.slots[0];
-	pthread_mutex_lock(&s->mu);
+	struct srv_slot *sl = &s->slots[k];
+	struct pt_server_slot_info *si = &s->snap.slots[sl->view];
+	const struct pt_gen_stats *st = pt_gen_slot_stats(sl->gs);
+	double t = now_s();
 	si->busy = true;
-	si->request_id = j->id;
-	si->prefilling = prefilling;
-	si->prompt_tokens = (uint32_t)j->n_prompt;
+	si->request_id = sl->j->id;
+	si->prefilling = pt_gen_slot_state(sl->gs) == PT_SLOT_PREFILL;
+	si->prompt_tokens = (uint32_t)sl->j->n_prompt;
 	si->cached_tokens = st->reused_tokens;
-	si->prefill_done = prefill_done;
+	size_t left = pt_gen_slot_prefill_left(sl->gs);
+	size_t todo = sl->j->n_prompt - st->reused_tokens;
+	si->prefill_done = (uint32_t)(todo > left ? todo - left : 0);
 	si->gen_tokens = st->gen_tokens;
 	si->ttft_s = st->ttft_s;
-	double t = now_s();
-	si->age_s = t - t_start;
+	si->age_s = t - sl->t0;
 	si->prefill_tps = st->prefill_s > 0 ? st->prefill_tokens / st->prefill_s : 0;
-	si->decode_tps = st->gen_tokens > 1 && t > t_dec ? (st->gen_tokens - 1) / (t - t_dec) : 0;
-	pthread_mutex_unlock(&s->mu);
+	si->decode_tps = st->gen_tokens > 1 && st->decode_s > 0 ? (st->gen_tokens - 1) / st->decode_s : 0;
 }
 
-/* ---- the generation loop ---------------------------------------------------------------- */
+/* ---- per-token hooks -------------------------------------------------------------------- */
 
-struct run {
-	pt_server *s;
-	struct pt_job *j;
-	pt_sampler *sampler;
-	pt_textout *out;
-	float *logits, *work;        /* raw logits, penalised copy */
-	uint32_t n_vocab;
-	uint16_t *counts;            /* presence/frequency: occurrences in the penalty window */
-	int32_t *window;             /* ring of the last repeat_last_n ids */
-	uint32_t wlen, wpos, wcap;
-	char piece[256];
-};
-
-/* textout callback: the reply text grows (under s->mu, so readers see whole updates). */
+/* The reply text grows (under s->mu, so readers see whole updates). */
 static bool on_text(void *ctx, const char *text, size_t len)
 {
-	struct run *r = ctx;
-	struct pt_job *j = r->j;
+	struct srv_slot *sl = ctx;
+	struct pt_job *j = sl->j;
 	bool ok = true;
-	pthread_mutex_lock(&r->s->mu);
+	pthread_mutex_lock(&sl->s->mu);
 	if (j->len + len + 1 > j->cap) {
 		size_t cap = j->cap ? j->cap : 256;
 		while (cap < j->len + len + 1)
@@ -198,63 +200,65 @@ static bool on_text(void *ctx, const char *text, size_t len)
 		j->text[j->len] = 0;
 		pthread_cond_broadcast(&j->cv);
 	}
-	pthread_mutex_unlock(&r->s->mu);
-	return ok;
+	pthread_mutex_unlock(&sl->s->mu);
+	return ok && !atomic_load(&j->cancel);
 }
 
-static void window_push(struct run *r, int32_t id)
+static void window_push(struct srv_slot *sl, int32_t id)
 {
-	if (!r->wcap)
+	if (!sl->wcap)
 		return;
-	if (r->wlen == r->wcap) {
-		int32_t old = r->window[r->wpos];
-		if (old >= 0 && (uint32_t)old < r->n_vocab && r->counts[old])
-			r->counts[old]--;
+	if (sl->wlen == sl->wcap) {
+		int32_t old = sl->window[sl->wpos];
+		if (old >= 0 && (uint32_t)old < sl->n_vocab && sl->counts[old])
+			sl->counts[old]--;
 	} else {
-		r->wlen++;
+		sl->wlen++;
 	}
-	r->window[r->wpos] = id;
-	r->wpos = (r->wpos + 1) % r->wcap;
-	if (id >= 0 && (uint32_t)id < r->n_vocab && r->counts[id] < UINT16_MAX)
-		r->counts[id]++;
+	sl->window[sl->wpos] = id;
+	sl->wpos = (sl->wpos + 1) % sl->wcap;
+	if (id >= 0 && (uint32_t)id < sl->n_vocab && sl->counts[id] < UINT16_MAX)
+		sl->counts[id]++;
 }
 
-/* OpenAI presence/frequency penalties over the penalty window, on a copy of the logits; the
- * sampler's own chain (repetition penalty, top-k ...) then runs on the copy. */
-static const float *penalised(struct run *r)
+/* OpenAI presence/frequency penalties over the penalty window on a copy of the logits, then
+ * the sampler's own chain (repetition penalty, top-k ...). */
+static int32_t sample_hook(void *ctx, pt_sampler *smp, const float *logits)
 {
-	const struct pt_job *j = r->j;
-	if (j->presence_penalty == 0 && j->frequency_penalty == 0)
-		return r->logits;
-	memcpy(r->work, r->logits, r->n_vocab * sizeof *r->work);
-	for (uint32_t i = 0; i < r->wlen; i++) {
-		int32_t id = r->window[i];
-		if (id < 0 || (uint32_t)id >= r->n_vocab || r->counts[id] == 0)
-			continue;
-		/* each distinct id once: recompute from the counts */
-		r->work[id] = r->logits[id] - (float)r->counts[id] * j->frequency_penalty -
-			      j->presence_penalty;
+	struct srv_slot *sl = ctx;
+	const struct pt_job *j = sl->j;
+	const float *l = logits;
+	if (j->presence_penalty != 0 || j->frequency_penalty != 0) {
+		memcpy(sl->work, logits, sl->n_vocab * sizeof *sl->work);
+		for (uint32_t i = 0; i < sl->wlen; i++) {
+			int32_t id = sl->window[i];
+			if (id >= 0 && (uint32_t)id < sl->n_vocab && sl->counts[id])
+				sl->work[id] = logits[id] - (float)sl->counts[id] * j->frequency_penalty -
+					       j->presence_penalty;
+		}
+		l = sl->work;
 	}
-	return r->work;
+	if (j->gstate) /* response_format / forced tool calls: only tokens that keep it valid */
+		return pt_sampler_sample_constrained(smp, l, j->gstate);
+	return pt_sampler_sample(smp, l);
 }
 
 /* log-softmax of the raw logits for the sampled id and the top n alternatives. */
-static void record_logprobs(struct run *r, int32_t id)
+static void record_logprobs(struct srv_slot *sl, int32_t id, const float *l)
 {
-	struct pt_job *j = r->j;
-	const float *l = r->logits;
+	struct pt_job *j = sl->j;
 	float mx = -INFINITY;
-	for (uint32_t i = 0; i < r->n_vocab; i++)
+	for (uint32_t i = 0; i < sl->n_vocab; i++)
 		if (l[i] > mx)
 			mx = l[i];
 	double sum = 0;
-	for (uint32_t i = 0; i < r->n_vocab; i++)
+	for (uint32_t i = 0; i < sl->n_vocab; i++)
 		sum += isfinite(l[i]) ? exp((double)l[i] - mx) : 0;
 	float lse = mx + (float)log(sum > 0 ? sum : 1);
-	struct pt_job_lp lp = { .id = id };
+	struct pt_job_lp lp = { .id = id, .text_end = SIZE_MAX };
 	lp.logprob = isfinite(l[id]) ? l[id] - lse : -9999.0f;
 	uint32_t k = j->top_logprobs;
-	for (uint32_t i = 0; i < r->n_vocab && k; i++) { /* insertion into a small sorted list */
+	for (uint32_t i = 0; i < sl->n_vocab && k; i++) { /* insertion into a small sorted list */
 		if (!isfinite(l[i]))
 			continue;
 		float v = l[i] - lse;
@@ -269,7 +273,9 @@ static void record_logprobs(struct run *r, int32_t id)
 		lp.top_lp[p] = v;
 		lp.top_id[p] = (int32_t)i;
 	}
-	pthread_mutex_lock(&r->s->mu);
+	pthread_mutex_lock(&sl->s->mu);
+	if (j->n_lps)	/* the previous token's text is out by now */
+		j->lps[j->n_lps - 1].text_end = j->len;
 	if (j->n_lps == j->cap_lps) {
 		size_t cap = j->cap_lps ? j->cap_lps * 2 : 64;
 		struct pt_job_lp *p = pt_reallocn(j->lps, cap, sizeof *p);
@@ -280,220 +286,158 @@ static void record_logprobs(struct run *r, int32_t id)
 	}
 	if (j->n_lps < j->cap_lps)
 		j->lps[j->n_lps++] = lp;
-	pthread_mutex_unlock(&r->s->mu);
+	pthread_mutex_unlock(&sl->s->mu);
 }
 
-static void lp_text_end(struct run *r)
+static bool token_hook(void *ctx, int32_t id, const float *logits)
 {
-	struct pt_job *j = r->j;
-	pthread_mutex_lock(&r->s->mu);
-	if (j->n_lps)
-		j->lps[j->n_lps - 1].text_end = j->len;
-	pthread_mutex_unlock(&r->s->mu);
+	struct srv_slot *sl = ctx;
+	if (sl->j->want_logprobs)
+		record_logprobs(sl, id, logits);
+	window_push(sl, id);
+	if (sl->j->gstate && pt_grammar_state_accept(sl->j->gstate, id, NULL) != PT_OK)
+		return false; /* cannot happen: the sampler only picks allowed tokens */
+	return !atomic_load(&sl->j->cancel);
 }
 
-/* One sampled id: history, penalty window, text.  Returns the stop it causes. */
-static enum pt_stop_reason take(struct run *r, int32_t id, enum pt_status *rc,
-				struct pt_error *err)
-{
-	const struct pt_tok *tok = r->s->tok;
-	pt_sampler_accept(r->sampler, id);
-	window_push(r, id);
-	if (pt_tok_is_eog(tok, id))
-		return PT_STOP_EOS;
-	size_t len = 0;
-	*rc = pt_tok_piece(tok, id, false, r->piece, sizeof r->piece, &len, err);
-	if (*rc == PT_E_LIMIT) { /* a very long piece: render it whole */
-		pt_error_clear(err);
-		char *big = pt_malloc(len);
-		*rc = big ? pt_tok_piece(tok, id, false, big, len, &len, err)
-			  : pt_error_set(err, PT_E_NOMEM, "out of memory for a token piece");
-		bool stop = *rc == PT_OK && pt_textout_feed(r->out, big, len, NULL);
-		pt_free(big);
-		return stop ? PT_STOP_STRING : PT_STOP_NONE;
-	}
-	if (*rc == PT_OK && pt_textout_feed(r->out, r->piece, len, NULL))
-		return PT_STOP_STRING;
-	return PT_STOP_NONE;
-}
+/* ---- slots ------------------------------------------------------------------------------ */
 
-static enum pt_status eval_locked(pt_server *s, const int32_t *ids, uint32_t n, float *logits,
-				  struct pt_error *err)
+/* The free sequence for a new prompt: the one whose history shares the longest prefix with
+ * it, when that prefix is worth it (at least half the prompt, or the whole history, so
+ * nothing cached is lost); else the least recently used one (never-used ones first), so a
+ * new conversation does not evict another's cache for a shared template header. */
+static uint32_t pick_slot(pt_server *s, const int32_t *prompt, size_t n, bool no_reuse)
 {
-	pthread_mutex_lock(&s->engine_mu);
-	enum pt_status rc = pt_engine_eval(s->e, (const uint32_t *)ids, n, logits, false, err);
-	pthread_mutex_unlock(&s->engine_mu);
-	return rc;
-}
-
-/* Prefix reuse and prefill in chunks of a multiple of the engine's n_batch (so the engine
- * splits the prompt exactly as one call would), checking for a cancel between chunks. */
-static enum pt_status prefill(struct run *r, struct pt_gen_stats *st, double t_start,
-			      struct pt_error *err)
-{
-	pt_server *s = r->s;
-	struct pt_job *j = r->j;
-	size_t n = j->n_prompt;
-	uint32_t n_ctx = pt_engine_n_ctx(s->e);
-	if (n == 0)
-		return pt_error_set(err, PT_E_INVALID, "the prompt is empty");
-	if (n > n_ctx)
-		return pt_error_set(err, PT_E_LIMIT, "prompt of %zu tokens does not fit the context "
-				    "of %u tokens", n, n_ctx);
-	pthread_mutex_lock(&s->engine_mu);
-	int64_t pos = pt_engine_pos(s->e);
-	size_t keep = pt_session_common_prefix(j->prompt, n, pt_engine_tokens(s->e),
-					       pos > 0 ? (size_t)pos : 0);
-	if (keep == n)
-		keep = n - 1;
-	enum pt_status rc = PT_OK;
-	if ((int64_t)keep != pos)
-		rc = pt_engine_rewind(s->e, (int64_t)keep, err);
-	pthread_mutex_unlock(&s->engine_mu);
-	st->prompt_tokens = (uint32_t)n;
-	st->reused_tokens = (uint32_t)keep;
-	st->prefill_tokens = (uint32_t)(n - keep);
-	st->reply_pos = (int64_t)n;
-	size_t chunk = (size_t)(s->o.n_batch ? s->o.n_batch : 128) * 4;
-	double t0 = now_s();
-	for (size_t at = keep; rc == PT_OK && at < n; at += chunk) {
-		if (atomic_load(&j->cancel)) {
-			st->stop = PT_STOP_CANCELLED;
-			break;
+	uint32_t best = UINT32_MAX, lru = UINT32_MAX;
+	size_t best_len = 0, best_pos = 0;
+	for (uint32_t k = 0; k < s->n_slots; k++) {
+		if (s->slots[k].j)
+			continue;
+		int64_t pos = pt_engine_seq_pos(s->e, s->slots[k].seq);
+		size_t hist = pos > 0 ? (size_t)pos : 0;
+		size_t l = pt_gen_common_prefix(prompt, n, pt_engine_seq_tokens(s->e, s->slots[k].seq),
+						hist);
+		if (best == UINT32_MAX || l > best_len) {
+			best = k;
+			best_len = l;
+			best_pos = hist;
 		}
-		size_t m = n - at < chunk ? n - at : chunk;
-		slot_progress(s, j, st, (uint32_t)(at - keep), true, t_start, t0);
-		rc = eval_locked(s, j->prompt + at, (uint32_t)m, r->logits, err);
-		st->prefill_s = now_s() - t0;
-		publish_engine(s);
+		if (lru == UINT32_MAX || s->slots[k].last_used < s->slots[lru].last_used)
+			lru = k;
 	}
-	return rc;
+	if (!no_reuse && best_len > 0 && (2 * best_len >= n || best_len == best_pos))
+		return best;
+	return lru;
 }
 
-static enum pt_status run_setup(struct run *r, struct pt_error *err)
+/* A view index (0..parallel-1) for the snapshot's slot table. */
+static uint32_t free_view(pt_server *s)
 {
-	struct pt_job *j = r->j;
-	r->n_vocab = pt_engine_n_vocab(r->s->e);
-	r->logits = pt_mallocn(r->n_vocab, sizeof *r->logits);
-	r->work = pt_mallocn(r->n_vocab, sizeof *r->work);
-	r->counts = pt_calloc(r->n_vocab, sizeof *r->counts);
-	r->wcap = j->sampler.repeat_last_n;
-	r->window = pt_mallocn(r->wcap ? r->wcap : 1, sizeof *r->window);
-	if (!r->logits || !r->work || !r->counts || !r->window)
-		return pt_error_set(err, PT_E_NOMEM, "out of memory for a generation");
-	enum pt_status rc = pt_sampler_create(&j->sampler, r->n_vocab, &r->sampler, err);
-	if (rc == PT_OK)
-		rc = pt_textout_create((const char *const *)j->stops, j->n_stops, on_text, r,
-				       &r->out, err);
-	return rc;
-}
-
-static void run_teardown(struct run *r)
-{
-	pt_sampler_destroy(r->sampler);
-	pt_textout_destroy(r->out);
-	pt_free(r->logits);
-	pt_free(r->work);
-	pt_free(r->counts);
-	pt_free(r->window);
-}
-
-static enum pt_status generate(struct run *r, struct pt_gen_stats *st, double t0,
-			       struct pt_error *err)
-{
-	pt_server *s = r->s;
-	struct pt_job *j = r->j;
-	enum pt_status rc = prefill(r, st, t0, err);
-	if (rc != PT_OK || st->stop == PT_STOP_CANCELLED)
-		return rc;
-	/* The penalty window sees the prompt's tail, as in pt_session. */
-	pt_sampler_reset(r->sampler);
-	uint32_t w = j->sampler.repeat_last_n;
-	for (size_t i = j->n_prompt > w ? j->n_prompt - w : 0; i < j->n_prompt; i++) {
-		pt_sampler_accept(r->sampler, j->prompt[i]);
-		window_push(r, j->prompt[i]);
+	for (uint32_t v = 0; v < s->o.parallel && v < PT_SERVER_MAX_SLOTS; v++) {
+		bool used = false;
+		for (uint32_t k = 0; k < s->n_slots; k++)
+			used |= s->slots[k].j && s->slots[k].view == v;
+		if (!used)
+			return v;
 	}
-	uint32_t n_ctx = pt_engine_n_ctx(s->e);
-	double t1 = now_s();
-	while (rc == PT_OK && st->stop == PT_STOP_NONE) {
-		if (atomic_load(&j->cancel)) {
-			st->stop = PT_STOP_CANCELLED;
-			break;
-		}
-		int32_t id = pt_sampler_sample(r->sampler, penalised(r));
-		if (id < 0)
-			return pt_error_set(err, PT_E_INVALID, "every logit is NaN or -inf");
-		if (j->want_logprobs)
-			record_logprobs(r, id);
-		st->stop = take(r, id, &rc, err);
-		if (j->want_logprobs)
-			lp_text_end(r);
-		st->gen_tokens++;
-		if (st->gen_tokens == 1)
-			st->ttft_s = now_s() - t0;
-		slot_progress(s, j, st, st->prefill_tokens, false, t0, t1);
-		if (rc != PT_OK || st->stop != PT_STOP_NONE)
-			break;
-		if (j->max_new && st->gen_tokens >= j->max_new)
-			st->stop = PT_STOP_MAX_NEW;
-		else if (pt_engine_pos(s->e) >= (int64_t)n_ctx)
-			st->stop = PT_STOP_CONTEXT;
-		else if (atomic_load(&j->cancel))
-			st->stop = PT_STOP_CANCELLED;
-		else
-			rc = eval_locked(s, &id, 1, r->logits, err);
-		publish_engine(s);
-	}
-	st->decode_s = now_s() - t1;
-	if (rc == PT_OK && st->stop != PT_STOP_CANCELLED)
-		pt_textout_finish(r->out);
-	return rc;
+	return 0;
 }
 
-static void run_job(pt_server *s, struct pt_job *j)
+/* Starts job j on slot k.  Returns false when the start failed (the job is then done). */
+static bool start_job(pt_server *s, uint32_t k, struct pt_job *j)
 {
-	struct run r = { .s = s, .j = j };
-	struct pt_gen_stats st = { 0 };
+	struct srv_slot *sl = &s->slots[k];
+	struct pt_gen_slot_opts o = { 0 };
 	struct pt_error err = { 0 };
-	double t0 = now_s();
-	enum pt_status rc = run_setup(&r, &err);
+	sl->j = j;
+	sl->t0 = now_s();
+	sl->wcap = j->sampler.repeat_last_n;
+	sl->wlen = sl->wpos = 0;
+	memset(sl->counts, 0, sl->n_vocab * sizeof *sl->counts);
+	pt_free(sl->window);
+	sl->window = pt_mallocn(sl->wcap ? sl->wcap : 1, sizeof *sl->window);
+	enum pt_status rc = sl->window ? PT_OK : pt_error_set(&err, PT_E_NOMEM, "out of memory");
+	if (rc == PT_OK) {
+		/* the penalty window sees the prompt's tail, as the slot's sampler does */
+		for (size_t i = j->n_prompt > sl->wcap ? j->n_prompt - sl->wcap : 0; i < j->n_prompt; i++)
+			window_push(sl, j->prompt[i]);
+		o.sampler = j->sampler;
+		o.max_new = j->max_new;
+		o.stops = (const char *const *)j->stops;
+		o.n_stops = j->n_stops;
+		o.emit = on_text;
+		o.emit_ctx = sl;
+		o.prefill_chunk = (s->o.n_batch ? s->o.n_batch : 128) * 4;
+		o.sample = sample_hook;
+		o.sample_ctx = sl;
+		o.on_token = token_hook;
+		o.token_ctx = sl;
+		pthread_mutex_lock(&s->engine_mu);
+		if (j->no_reuse) /* cache_prompt false: nothing of the history is kept */
+			rc = pt_engine_seq_rewind(s->e, sl->seq, 0, &err);
+		if (rc == PT_OK)
+			rc = pt_gen_slot_start(sl->gs, &o, j->prompt, j->n_prompt, &err);
+		pthread_mutex_unlock(&s->engine_mu);
+	}
 	if (rc == PT_OK)
-		rc = generate(&r, &st, t0, &err);
-	run_teardown(&r);
+		return true;
 	pthread_mutex_lock(&s->mu);
-	j->st = st;
 	j->rc = rc;
 	j->err = err;
 	j->state = PT_JOB_DONE;
 	pthread_cond_broadcast(&j->cv);
+	sl->j = NULL;
+	s->n_active--;
+	unref_locked(j);
+	pthread_mutex_unlock(&s->mu);
+	return false;
+}
+
+/* A slot that stopped: its job gets the stats and the status; the slot becomes free. */
+static void finish_job(pt_server *s, uint32_t k)
+{
+	struct srv_slot *sl = &s->slots[k];
+	struct pt_job *j = sl->j;
+	const struct pt_gen_stats *st = pt_gen_slot_stats(sl->gs);
+	bool failed = pt_gen_slot_state(sl->gs) == PT_SLOT_FAILED;
+	pthread_mutex_lock(&s->mu);
+	if (j->n_lps)
+		j->lps[j->n_lps - 1].text_end = j->len;
+	j->st = *st;
+	j->rc = failed ? (pt_gen_slot_error(sl->gs)->code ? pt_gen_slot_error(sl->gs)->code
+							  : PT_E_INVALID) : PT_OK;
+	if (failed)
+		j->err = *pt_gen_slot_error(sl->gs);
+	j->state = PT_JOB_DONE;
+	pthread_cond_broadcast(&j->cv);
 	struct pt_server_snapshot *sn = &s->snap;
-	memset(&sn->slots[0], 0, sizeof sn->slots[0]);
-	sn->slots_busy = 0;
-	if (rc == PT_OK && st.stop != PT_STOP_CANCELLED) {
+	memset(&sn->slots[sl->view], 0, sizeof sn->slots[0]);
+	if (!failed && st->stop != PT_STOP_CANCELLED) {
 		sn->requests_ok++;
-		sn->last_ttft_s = st.ttft_s;
-		sn->last_decode_tps = st.decode_s > 0 ? st.gen_tokens / st.decode_s : 0;
-		sn->last_prefill_tps = st.prefill_s > 0 ? st.prefill_tokens / st.prefill_s : 0;
-	} else if (st.stop == PT_STOP_CANCELLED) {
+		sn->last_ttft_s = st->ttft_s;
+		sn->last_decode_tps = st->decode_s > 0 ? st->gen_tokens / st->decode_s : 0;
+		sn->last_prefill_tps = st->prefill_s > 0 ? st->prefill_tokens / st->prefill_s : 0;
+	} else if (st->stop == PT_STOP_CANCELLED) {
 		sn->requests_cancelled++;
 	}
-	sn->prompt_tokens_total += st.prompt_tokens;
-	sn->cached_tokens_total += st.reused_tokens;
-	sn->gen_tokens_total += st.gen_tokens;
-	sn->prefill_s_total += st.prefill_s;
-	sn->decode_s_total += st.decode_s;
+	sn->prompt_tokens_total += st->prompt_tokens;
+	sn->cached_tokens_total += st->reused_tokens;
+	sn->gen_tokens_total += st->gen_tokens;
+	sn->prefill_s_total += st->prefill_s;
+	sn->decode_s_total += st->decode_s;
+	sl->j = NULL;
+	sl->last_used = ++s->use_clock;
+	s->n_active--;
+	sn->slots_busy = s->n_active;
+	unref_locked(j);
 	pthread_mutex_unlock(&s->mu);
 }
 
-static void *worker_main(void *arg)
+/* Takes queued jobs into free slots (up to --parallel generating).  Under s->mu on entry
+ * and exit; starts them without it. */
+static void admit(pt_server *s)
 {
-	pt_server *s = arg;
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		while (!s->q_head && !atomic_load(&s->stopping))
-			pthread_cond_wait(&s->queue_cv, &s->mu);
-		if (!s->q_head)
-			break; /* stopping and nothing left */
+	while (s->q_head && s->n_active < s->o.parallel) {
 		struct pt_job *j = s->q_head;
 		s->q_head = j->next;
 		if (!s->q_head)
@@ -501,40 +445,118 @@ static void *worker_main(void *arg)
 		s->q_len--;
 		j->next = NULL;
 		j->state = PT_JOB_RUNNING;
-		s->running = j;
+		s->n_active++;
 		s->snap.queue_depth = s->q_len;
-		s->snap.slots_busy = 1;
+		s->snap.slots_busy = s->n_active;
+		uint32_t view = free_view(s);
 		pthread_mutex_unlock(&s->mu);
-		run_job(s, j);
+		uint32_t k = pick_slot(s, j->prompt, j->n_prompt, j->no_reuse);
+		s->slots[k].view = view;
+		start_job(s, k, j);
 		pthread_mutex_lock(&s->mu);
-		s->running = NULL;
-		unref_locked(j);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	pt_server *s = arg;
+	pt_gen_slot *busy[PT_ENGINE_MAX_SEQ];
+	uint32_t idx[PT_ENGINE_MAX_SEQ];
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		admit(s);
+		if (s->n_active == 0) {
+			if (atomic_load(&s->stopping) && !s->q_head)
+				break;
+			pthread_cond_wait(&s->queue_cv, &s->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&s->mu);
+		size_t n = 0;
+		for (uint32_t k = 0; k < s->n_slots; k++) {
+			struct srv_slot *sl = &s->slots[k];
+			if (!sl->j)
+				continue;
+			if (atomic_load(&sl->j->cancel))
+				pt_gen_slot_cancel(sl->gs);
+			busy[n] = sl->gs;
+			idx[n++] = k;
+		}
+		struct pt_error err = { 0 };
+		pthread_mutex_lock(&s->engine_mu);
+		pt_gen_step(s->e, busy, n, &err); /* a failing slot becomes FAILED; the others go on */
+		pthread_mutex_unlock(&s->engine_mu);
+		for (size_t i = 0; i < n; i++) {
+			struct srv_slot *sl = &s->slots[idx[i]];
+			if (pt_gen_slot_busy(sl->gs)) {
+				pthread_mutex_lock(&s->mu);
+				slot_progress_locked(s, idx[i]);
+				pthread_mutex_unlock(&s->mu);
+			} else {
+				finish_job(s, idx[i]);
+			}
+		}
+		publish_engine(s, false);
+		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
+	publish_engine(s, true);
 	return NULL;
 }
 
 enum pt_status pt_srv_start_worker(pt_server *s, struct pt_error *err)
 {
+	s->n_slots = pt_engine_n_seq(s->e);
+	if (s->n_slots > PT_ENGINE_MAX_SEQ)
+		s->n_slots = PT_ENGINE_MAX_SEQ;
+	if (s->o.parallel > s->n_slots)
+		return pt_error_set(err, PT_E_INVALID, "--parallel %u needs the engine opened with "
+				    "that many sequences (it has %u)", s->o.parallel, s->n_slots);
+	uint32_t n_vocab = pt_engine_n_vocab(s->e);
+	struct pt_gen_slot_opts o = { 0 };
+	pt_sampler_opts_default(&o.sampler);
+	for (uint32_t k = 0; k < s->n_slots; k++) {
+		struct srv_slot *sl = &s->slots[k];
+		sl->s = s;
+		sl->seq = k;
+		sl->n_vocab = n_vocab;
+		sl->work = pt_mallocn(n_vocab, sizeof *sl->work);
+		sl->counts = pt_calloc(n_vocab, sizeof *sl->counts);
+		if (!sl->work || !sl->counts)
+			return pt_error_set(err, PT_E_NOMEM, "out of memory for the generation slots");
+		enum pt_status st = pt_gen_slot_create(s->e, k, &o, &sl->gs, err);
+		if (st != PT_OK)
+			return st;
+	}
 	if (pthread_create(&s->worker, NULL, worker_main, s) != 0)
 		return pt_error_set(err, PT_E_NOMEM, "cannot start the generation thread");
 	s->worker_running = true;
 	return PT_OK;
 }
 
-/* Cancels whatever is queued or running and joins the scheduler. */
+/* Cancels whatever is queued or running and joins the scheduler; frees the slots. */
 void pt_srv_stop_worker(pt_server *s)
 {
-	if (!s->worker_running)
-		return;
-	pthread_mutex_lock(&s->mu);
-	atomic_store(&s->stopping, true);
-	for (struct pt_job *j = s->q_head; j; j = j->next)
-		atomic_store(&j->cancel, 1);
-	if (s->running)
-		atomic_store(&s->running->cancel, 1);
-	pthread_cond_broadcast(&s->queue_cv);
-	pthread_mutex_unlock(&s->mu);
-	pthread_join(s->worker, NULL);
-	s->worker_running = false;
+	if (s->worker_running) {
+		pthread_mutex_lock(&s->mu);
+		atomic_store(&s->stopping, true);
+		for (struct pt_job *j = s->q_head; j; j = j->next)
+			atomic_store(&j->cancel, 1);
+		for (uint32_t k = 0; k < s->n_slots; k++)
+			if (s->slots[k].j)
+				atomic_store(&s->slots[k].j->cancel, 1);
+		pthread_cond_broadcast(&s->queue_cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->worker, NULL);
+		s->worker_running = false;
+	}
+	for (uint32_t k = 0; k < s->n_slots; k++) {
+		struct srv_slot *sl = &s->slots[k];
+		pt_gen_slot_destroy(sl->gs);
+		pt_free(sl->work);
+		pt_free(sl->counts);
+		pt_free(sl->window);
+		memset(sl, 0, sizeof *sl);
+	}
+	s->n_slots = 0;
 }

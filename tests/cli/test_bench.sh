@@ -78,4 +78,27 @@ then ok; else bad "probe json"; fi
 expect_exit 0 "bench probe flags" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json \
 	--probe-mib 1 --probe-depth 2
 expect_grep "$TMP/out" '"disk_probe": "[^"]*2 x [0-9]* KiB random reads, 4 x [0-9.]* MiB' "probe flags used"
+# Issue 21: the memory-bandwidth probe alone, and a run's bytes per token against it
+expect_exit 0 "bench --membw" -- "$PARTICLE" bench --membw --membw-mib 8 --threads 2 --json
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["membw_buffer_bytes"] == 8 << 20, o
+assert o["membw_1t_bytes_per_s"] > 0 and o["membw_2t_bytes_per_s"] > 0, o
+assert o["membw_1t_median_bytes_per_s"] <= o["membw_1t_bytes_per_s"], o
+PY
+then ok; else bad "membw json"; fi
+expect_exit 0 "bench --membw-bps --no-profile" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 \
+	--gen 2 --disk-bw 100 --membw-bps 1e10 --no-profile --json
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+d = o["decode_bytes"]
+assert o["decode_bytes_per_token"] == d["weights"] + d["head"] + d["embd_row"] + d["experts"] + d["kv"], o
+assert min(d.values()) > 0 and o["membw_bytes_per_s"] == 1e10, o
+f = o["decode_tps"] * o["decode_bytes_per_token"] / 1e10
+assert abs(o["decode_fraction_of_membw"] - f) <= 1e-3 * f + 1e-4, o
+PY
+then ok; else bad "decode bytes json"; fi
+expect_exit 2 "bench --membw-bps 0" -- "$PARTICLE" bench -m "$M" --membw-bps 0
 finish

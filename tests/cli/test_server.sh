@@ -7,9 +7,9 @@
 
 # ---- help and usage errors (no model needed) ----
 expect_exit 0 "serve --help" -- "$PARTICLE" serve --help
-for f in --model --host --port --api-key --api-key-file --alias --parallel --max-queue --timeout \
+for f in --model --host --port --api-key --api-key-file --alias --parallel --cache-prompts --max-queue --timeout \
 	--max-body --max-connections --cors --chat-template-file --reasoning-format --no-metrics \
-	--no-webui --log-requests --ctx-size --threads --memory --expert-slots --io --cache-policy \
+	--no-webui --log-requests --quiet --ctx-size --threads --memory --expert-slots --io --cache-policy \
 	--kv-type --batch --no-lock --n-predict --temp --top-k --top-p --min-p --repeat-penalty \
 	--repeat-last-n --seed PARTICLE_MODEL; do
 	expect_grep "$TMP/out" -- "$f" "serve --help documents $f"
@@ -26,7 +26,7 @@ if ! "$PARTICLE" mkmodel --arch qwen3moe --preset tiny --quant f32 -o "$M" >/dev
 	finish
 	exit 1
 fi
-for bad_args in "--port 70000" "--port x" "--parallel 0" "--max-body 1" "--timeout 0" "--cors" \
+for bad_args in "--port 70000" "--port x" "--parallel 0" "--parallel 17" "--cache-prompts 65" "--max-body 1" "--timeout 0" "--cors" \
 	"--reasoning-format weird" "--temp -1" "--bogus 1" "--api-key ''" "--io fast"; do
 	# shellcheck disable=SC2086
 	eval "set -- $bad_args"
@@ -37,6 +37,20 @@ expect_exit 2 "--api-key-file that is empty" -- "$PARTICLE" serve -m "$M" --api-
 expect_exit 1 "missing model file" -- "$PARTICLE" serve -m "$TMP/nope.gguf"
 expect_one_error_line "missing model file"
 
+# ---- llama.cpp spellings of run/bench flags (aliases) ----
+expect_exit 0 "run with llama.cpp flags" -- "$PARTICLE" run -m "$M" --no-lock --quiet -p "The sky" --temp 0 \
+	--n-predict 6 --ctx-size 128 --repeat-penalty 1.1 -s 5 -b 32 -t 1
+cp "$TMP/out" "$TMP/alias.out"
+expect_exit 0 "run with particle flags" -- "$PARTICLE" run -m "$M" --no-lock --quiet --prompt "The sky" \
+	--temperature 0 --max-new 6 --max-context 128 --repetition-penalty 1.1 --seed 5 --batch 32 --threads 1
+if cmp -s "$TMP/out" "$TMP/alias.out" && [ -s "$TMP/out" ]; then ok; else bad "aliases give another answer"; fi
+expect_exit 0 "run --help" -- "$PARTICLE" run --help
+for f in "-p" "--n-predict" "--ctx-size" "--temp" "--repeat-penalty" "--batch-size"; do
+	expect_grep "$TMP/out" -- "$f" "run --help lists the alias $f"
+done
+expect_exit 0 "bench with llama-bench flags" -- "$PARTICLE" bench -m "$M" --no-lock -p 8 -n 2 -t 1 -b 8 --disk-bw 1000 --json
+expect_grep "$TMP/out" '"prompt_tokens": *8' "bench -p sets the prompt length"
+
 # ---- the node suites ----
 NODE_MODULES=tools/oracle/node_modules
 if [ ! -d "$NODE_MODULES/openai" ] || ! command -v node >/dev/null 2>&1; then
@@ -45,7 +59,10 @@ if [ ! -d "$NODE_MODULES/openai" ] || ! command -v node >/dev/null 2>&1; then
 	exit 1
 fi
 export PARTICLE PT_MODEL="$M" PT_TMP="$TMP"
-for s in ${SERVER_SUITES:-test_api test_hostile test_soak test_signals}; do
+# The sanitizer build runs the same suites with a shorter soak (make test runs both builds).
+case "$PARTICLE" in *asan*|*tsan*) : "${SOAK_SECONDS:=8}" ;; esac
+[ -n "${SOAK_SECONDS:-}" ] && export SOAK_SECONDS
+for s in ${SERVER_SUITES:-test_api test_constrained test_parallel test_hostile test_soak test_signals}; do
 	f="tests/server/$s.mjs"
 	[ -f "$f" ] || { bad "no suite $f"; continue; }
 	timeout 600 node --test --test-concurrency=1 --test-reporter=tap "$f" >"$TMP/$s.tap" 2>&1

@@ -18,6 +18,16 @@ expect_exit 0 "no generation prompt, tools, var" -- "$PARTICLE" template --templ
 printf '[system:You can call tools.][user:What'"'"'s the weather in Paris?]2!' >"$TMP/want"
 if cmp -s "$TMP/out" "$TMP/want"; then ok; else bad "tools/var output: $(cat "$TMP/out")"; fi
 
+# --no-generation-prompt passes add_generation_prompt as an explicit false (HF semantics):
+# a template that defaults an undefined variable to true must still see false.
+printf '{%%- if add_generation_prompt is defined %%}D{{ add_generation_prompt }}{%%- else %%}U{%%- endif %%}' >"$TMP/agp.jinja"
+expect_exit 0 "explicit add_generation_prompt=false" -- "$PARTICLE" template --template "$TMP/agp.jinja" --messages $T/02-no-system.json --no-generation-prompt
+printf 'DFalse' >"$TMP/want"
+if cmp -s "$TMP/out" "$TMP/want"; then ok; else bad "explicit false: $(cat "$TMP/out")"; fi
+expect_exit 0 "explicit add_generation_prompt=true" -- "$PARTICLE" template --template "$TMP/agp.jinja" --messages $T/02-no-system.json
+printf 'DTrue' >"$TMP/want"
+if cmp -s "$TMP/out" "$TMP/want"; then ok; else bad "explicit true: $(cat "$TMP/out")"; fi
+
 printf '[{"type":"function","function":{"name":"f"}}]' >"$TMP/tools.json"
 expect_exit 0 "--tools overrides" -- "$PARTICLE" template --template "$TMP/t.jinja" --messages $T/04-tools-defined.json --tools "$TMP/tools.json"
 expect_grep "$TMP/out" "<gen>1" "--tools file used"

@@ -7,7 +7,10 @@
 . "$(dirname "$0")/lib.sh"
 SHOTS=${WEBUI_SHOTS:-build/webui}
 M="$TMP/tiny.gguf"
-if ! "$PARTICLE" mkmodel --arch qwen3moe --preset tiny --quant q8_0 -o "$M" >/dev/null 2>"$TMP/mk.err"; then
+# WEBUI_MODEL (make screenshots: the trained demo model, so the pictures show English)
+if [ -n "${WEBUI_MODEL:-}" ]; then
+	cp "$WEBUI_MODEL" "$M" || { bad "cannot copy $WEBUI_MODEL"; finish; exit 1; }
+elif ! "$PARTICLE" mkmodel --arch qwen3moe --preset tiny --quant q8_0 -o "$M" >/dev/null 2>"$TMP/mk.err"; then
 	bad "mkmodel failed: $(head -c 300 "$TMP/mk.err")"
 	finish
 	exit 1

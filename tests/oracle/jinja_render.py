@@ -3,8 +3,8 @@
 Hugging Face transformers does (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
 loopcontrols, raise_exception, strftime_now, tojson = json.dumps(ensure_ascii=False, ...),
 {% generation %} renders its body) and passes variables exactly like `particle template`:
-messages, tools (only when non-empty), add_generation_prompt (only when true), bos_token,
-eos_token, then --var NAME=JSON overrides.  Writes the prompt (UTF-8) to stdout; on a
+messages, tools (only when non-empty), add_generation_prompt (always, true or false, as
+transformers' apply_chat_template does), bos_token, eos_token, then --var NAME=JSON overrides.  Writes the prompt (UTF-8) to stdout; on a
 template error prints one line to stderr and exits 3."""
 import argparse
 import json
@@ -122,8 +122,7 @@ def render(a):
     ctx = {"messages": msgs}
     if tools:
         ctx["tools"] = tools
-    if not a.no_generation_prompt:
-        ctx["add_generation_prompt"] = True
+    ctx["add_generation_prompt"] = not a.no_generation_prompt
     ctx["bos_token"] = a.bos_token
     ctx["eos_token"] = a.eos_token
     for spec in a.var:

@@ -108,6 +108,15 @@ test('a follow-up turn reuses the KV prefix: usage.prompt_tokens_details.cached_
   assert.equal(r2.choices[0].message.content, runParticle(['--messages', file, '--temperature', '0', '-n', '8']));
 });
 
+test('cache_prompt false evaluates the whole prompt and gives the same answer', async () => {
+  const a = await http(srv, 'POST', '/v1/chat/completions', { messages: hi, temperature: 0, max_tokens: 8 });
+  const b = await http(srv, 'POST', '/v1/chat/completions', { messages: hi, temperature: 0, max_tokens: 8, cache_prompt: false });
+  assert.equal(b.json.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.equal(b.json.choices[0].message.content, a.json.choices[0].message.content);
+  const bad = await http(srv, 'POST', '/v1/chat/completions', { messages: hi, cache_prompt: 'no' });
+  assert.equal(bad.status, 400);
+});
+
 test('stop strings cut the answer before the stop and report finish_reason stop', async () => {
   const base = await ai.chat.completions.create({ model: 'tiny', messages: hi, temperature: 0, max_tokens: 40 });
   const text = base.choices[0].message.content;
@@ -199,6 +208,17 @@ test('/tokenize and /detokenize round-trip; with_pieces', async () => {
   assert.equal(d.json.content, 'Hello world');
   const p = await http(srv, 'POST', '/tokenize', { content: 'Hello world', with_pieces: true });
   assert.equal(p.json.tokens.map((x) => x.piece).join(''), 'Hello world');
+});
+
+test('model text with NUL and control bytes survives as JSON escapes (no truncation)', async () => {
+  const ids = Array.from({ length: 64 }, (_, i) => i); // byte-level vocabulary: bytes 0..63
+  const d = await http(srv, 'POST', '/detokenize', { tokens: ids });
+  assert.equal(d.status, 200);
+  assert.ok(d.text.includes('\\u0000'));
+  assert.equal(d.json.content.length, 64);
+  assert.equal(d.json.content.charCodeAt(0), 0);
+  const back = await http(srv, 'POST', '/tokenize', { content: 'a\u0001b' });
+  assert.equal(back.status, 200);
 });
 
 test('/apply-template: add_generation_prompt false is passed explicitly; chat_template_kwargs reach the template', async () => {

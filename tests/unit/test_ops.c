@@ -112,6 +112,39 @@ PT_TEST(test_ops_rope_angle_is_repeated_float_product)
 	}
 }
 
+PT_TEST(test_ops_rope_yarn)
+{
+	/* Neutral parameters: the plain table, bit for bit. */
+	float cs[128], ref[128];
+	const struct pt_yarn none = { 1.0f, 0.0f, 1.0f, 0.0f, 0.0f };
+	pt_op_rope_cache(ref, 64, 777, 150000.0f, NULL);
+	pt_op_rope_cache_yarn(cs, 64, 777, 150000.0f, NULL, &none);
+	CHECK(memcmp(cs, ref, 64 * sizeof(float)) == 0);
+	/* gpt-oss-like: factor 32 over 4096 positions, base 150000, 64 rotated dims.  Against
+	 * a double-precision evaluation of the YaRN formula (corr dims recomputed in double). */
+	float lo, hi;
+	pt_op_yarn_corr_dims(64, 4096, 150000.0f, 32.0f, 1.0f, &lo, &hi);
+	const double dlo = floor(64 * log(4096 / (2 * M_PI * 32)) / (2 * log(150000.0)));
+	const double dhi = ceil(64 * log(4096 / (2 * M_PI * 1)) / (2 * log(150000.0)));
+	CHECK(lo == (float)(dlo > 0 ? dlo : 0) && hi == (float)(dhi < 63 ? dhi : 63));
+	CHECK(lo < hi && hi <= 63.0f);
+	const struct pt_yarn y = { 1.0f / 32.0f, 1.0f, 1.0f, lo, hi };
+	const long pos = 3001;
+	pt_op_rope_cache_yarn(cs, 64, pos, 150000.0f, NULL, &y);
+	const double mag = 1.0 + 0.1 * log(32.0);
+	for (int i = 0; i < 32; i++) {
+		const double ext = pos * pow(150000.0, -2.0 * i / 64.0), inter = ext / 32.0;
+		double r = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+		r = r < 0 ? 0 : r > 1 ? 1 : r;
+		const double mix = 1.0 - r, th = inter * (1.0 - mix) + ext * mix;
+		CHECK_NEAR(cs[2 * i], cos(th) * mag, 2e-3);
+		CHECK_NEAR(cs[2 * i + 1], sin(th) * mag, 2e-3);
+	}
+	/* low pairs (fast) keep the extrapolated angle, high pairs the interpolated one */
+	const double e0 = (double)pos;
+	CHECK_NEAR(cs[0], cos(e0) * mag, 2e-3);
+}
+
 PT_TEST(test_ops_softmax_sigmoid_silu)
 {
 	float x[50];

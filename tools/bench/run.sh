@@ -1,7 +1,12 @@
 #!/bin/sh
 # run.sh - `make bench`: particle against llama.cpp (tools/oracle/oracle.mjs bench, the same
 # GGUF, the same thread count), alternating runs, medians in tools/bench/summarize.py.
-#   A. in RAM: `small` Q4_K_M of each arch (prompt 512, gen 128);
+#   A. in RAM: `small` Q4_K_M of each arch (prompt 512, gen 128), then the `full` checkpoints
+#      that fit MemAvailable (plus a 4,096-token prompt); against node-llama-cpp and against
+#      llama.cpp's own llama-bench built from source (tools/bench/llama_bench.sh: repack and
+#      no-repack builds, 1 and 2 threads; the best is the "llama.cpp best" baseline); each
+#      round starts with the memory-bandwidth probe (particle bench --membw) whose figure
+#      gives particle's decode_fraction_of_membw;
 #   B. memory-capped: `full` Q4_K_M models, each process in its own cgroup-v1 memory cgroup
 #      (page cache counts) at $CAP, page cache dropped before every run; llama.cpp with its
 #      default mmap vs particle with --memory just under the cap; then llama.cpp's smallest
@@ -11,10 +16,17 @@
 #      exit or interrupt; its routing report (`particle routing --json`) is recorded per level;
 #   C. routing: `small` qwen3moe at several --router-skew levels (one file, rerouted in
 #      place), routing report (text + generated) and a run with the expert cache at ~40 %.
+#   S. `particle serve` (tools/bench/server_bench.mjs): aggregate decode tok/s with 1, 2, 4, 8
+#      concurrent streams, --parallel 1 vs $SERVER_PARALLEL, expert bytes read per generated
+#      token, TTFT of a ~4000-token follow-up turn with and without prefix reuse; on the
+#      `full` qwen3moe under $CAP (in its cgroup) and in RAM on the `small` one.
 # Needs root (cgroups, drop_caches).  Every record goes to $OUT/results.jsonl with the load
 # average at its start; exit 2 without root.
 # Environment: REPS (3), THREADS (2), CAP (6G), FULL_DIR (/work/models-full), SMALL_DIR
-# (models), SECTIONS ("A B C"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
+# (models), PROFILE (0: particle runs with --no-profile; 1: the expert profile warms them),
+# FULL_PROMPTS ("512,4096": llama-bench prompt sizes on full models), LLAMA_SRC (llama.cpp
+# source for llama-bench: git dir / bundle; default node-llama-cpp's bundle),
+# SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
 # ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
@@ -39,11 +51,16 @@ if [ -n "${DISK_BPS:-}" ] && [ ! -w /sys/fs/cgroup/blkio ]; then
 fi
 BLK_FILE=
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
-: "${SMALL_DIR:=models}" "${SECTIONS:=A B C}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
+: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
+: "${FULL_PROMPTS:=512,4096}"
 P=build/particle
+# The expert-popularity profile (issue 21) warms the cache from earlier runs: off here so
+# that every rep is as cold as the first (PROFILE=1 keeps it on, to measure the warm-up).
+NOPROF=--no-profile
+[ "${PROFILE:-0}" = 1 ] && NOPROF=
 ORACLE="node tools/oracle/oracle.mjs"
 mkdir -p "$OUT" "$SMALL_DIR"
 RES="$OUT/results.jsonl"
@@ -132,23 +149,79 @@ a_run() {
 # In RAM: particle with --io mmap (the file fits, as llama.cpp's default mmap), particle with
 # the engine's streaming store ("particle-direct"; the default maps a model that fits), $BASELINE, llama.cpp; then both
 # at one thread ("-1t": no barrier spinning, the fair figure on a loaded host).
+# llama.cpp's own llama-bench (tools/bench/llama_bench.sh: built from source in $OUT), both
+# builds (repack / no repack) at 1 and 2 threads: summarize.py takes the best of the four as
+# the "llama.cpp-best" baseline; the node-llama-cpp rows stay beside it ("llama.cpp").
+LB_OK=
+lb_runs() { # MODEL REP PROMPTS
+	[ -n "$LB_OK" ] || return 0
+	for v in repack norepack; do
+		for t in 1 2; do
+			la=$(loadavg)
+			sh tools/bench/llama_bench.sh run "$OUT" "$v" "$1" "$t" "$3" 128 \
+				>"$OUT/a.out" 2>"$OUT/a.err"
+			record A "llama-bench-$v-${t}t" "$1" "{\"rep\": $2, \"load\": $la}" "$OUT/a.out" $?
+		done
+	done
+}
+
+# a_model MODEL PROMPTS: one in-RAM model, $REPS alternating rounds.
+a_model() {
+	m=$1 lpp=$2
+	r=1
+	while [ "$r" -le "$REPS" ]; do
+		# the physical limit in the same round: memory read bandwidth at 1, 2 and $THREADS
+		# threads; particle's decode_fraction_of_membw uses the $THREADS figure
+		la=$(loadavg)
+		$P bench --membw --json --threads "$THREADS" >"$OUT/a.out" 2>"$OUT/a.err"
+		record A membw "$m" "{\"rep\": $r, \"load\": $la}" "$OUT/a.out" $?
+		bw=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' \
+			"$OUT/a.out" "$THREADS" 2>/dev/null) || bw=
+		pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock $NOPROF ${bw:+--membw-bps $bw}"
+		a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
+		a_run particle-direct "$m" $r $P $pb --threads "$THREADS" --io direct
+		[ -n "$BASELINE" ] &&
+			a_run particle-baseline "$m" $r $BASELINE $pb --threads "$THREADS" --io mmap
+		a_run llama.cpp "$m" $r $ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128
+		a_run particle-1t "$m" $r $P $pb --threads 1 --io mmap
+		a_run llama.cpp-1t "$m" $r $ORACLE bench "$m" --threads 1 --prompt 512 --gen 128
+		case ",$lpp," in *,4096,*) # the long prompt (llama-bench's pp4096 beside it)
+			a_run particle-pp4096 "$m" $r $P bench -m "$m" --prompt-tokens 4096 --gen 1 \
+				--json --no-lock $NOPROF --threads "$THREADS" --io mmap ;;
+		esac
+		lb_runs "$m" $r "$lpp"
+		echo "bench: A $m rep $r done (load $la)"
+		r=$((r + 1))
+	done
+}
+
 section_a() {
+	if sh tools/bench/llama_bench.sh build "$OUT"; then LB_OK=1; else
+		echo "bench: llama-bench unavailable; section A compares with node-llama-cpp only" >&2
+	fi
 	for arch in qwen3moe gemma4 bailingmoe2; do
 		m="$SMALL_DIR/small-$arch-q4_k_m.gguf"
 		[ -f "$m" ] || $P mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" || return 1
-		r=1
-		while [ "$r" -le "$REPS" ]; do
-			pb="bench -m $m --prompt-tokens 512 --gen 128 --json --no-lock"
-			a_run particle "$m" $r $P $pb --threads "$THREADS" --io mmap
-			a_run particle-direct "$m" $r $P $pb --threads "$THREADS" --io direct
-			[ -n "$BASELINE" ] &&
-				a_run particle-baseline "$m" $r $BASELINE $pb --threads "$THREADS" --io mmap
-			a_run llama.cpp "$m" $r $ORACLE bench "$m" --threads "$THREADS" --prompt 512 --gen 128
-			a_run particle-1t "$m" $r $P $pb --threads 1 --io mmap
-			a_run llama.cpp-1t "$m" $r $ORACLE bench "$m" --threads 1 --prompt 512 --gen 128
-			echo "bench: A $arch rep $r done (load $la)"
-			r=$((r + 1))
-		done
+		a_model "$m" 512
+	done
+	# the `full` checkpoints in RAM too (experts mapped): only when the file fits in
+	# MemAvailable with 2 GiB to spare (llama.cpp's repack build copies the repacked weights)
+	for arch in $FULL_ARCHS; do
+		m="$FULL_DIR/full-$arch-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/$arch-full-q4_k_m.gguf"
+		if [ ! -f "$m" ]; then
+			echo "bench: A: no full $arch checkpoint in $FULL_DIR; skipped (make it with: $P" \
+				"mkmodel --arch $arch --preset full --quant q4_k_m -o $m, needs ~20 GB disk)" >&2
+			continue
+		fi
+		avail=$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+		size=$(stat -c %s "$m")
+		if [ $((avail * 1024)) -lt $((size + (2 << 30))) ]; then
+			echo "bench: A: $m ($size bytes) does not fit MemAvailable $((avail * 1024)) with" \
+				"2 GiB to spare; in-RAM run skipped" >&2
+			continue
+		fi
+		a_model "$m" "$FULL_PROMPTS"
 	done
 }
 
@@ -162,7 +235,7 @@ cap_pair() {
 		# a throttled disk's rate is known: the floor uses it (the probe's short trials
 		# burst above a blkio limit)
 		in_cgroup pt_bench_particle "$clim" "$OUT/b.out" $P bench -m "$cm" --threads "$THREADS" \
-			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock \
+			--prompt-tokens "$CAP_PROMPT" --gen "$CAP_GEN" --memory "$budget" --json --no-lock $NOPROF \
 			${DISK_BPS:+--disk-bw $((DISK_BPS / 1000000))}
 		rc=$?
 		record B particle "$cm" "{\"rep\": $cr, \"load\": $la, \"cap\": $clim, \"skew\": \"$csk\", \"disk_bps\": ${DISK_BPS:-0}, $CGX}" \
@@ -261,7 +334,7 @@ section_c() {
 		la=$(loadavg)
 		drop_caches
 		$P bench -m "$m" --threads "$THREADS" --prompt-tokens 64 --gen 128 --expert-slots 13 \
-			--io direct --json >"$OUT/c.out" 2>"$OUT/c.err"
+			--io direct --json $NOPROF >"$OUT/c.out" 2>"$OUT/c.err"
 		record C particle "$m" "{\"skew\": \"$s\", \"load\": $la, \"expert_slots\": 13}" \
 			"$OUT/c.out" $?
 		echo "bench: C skew $s done"
@@ -269,11 +342,55 @@ section_c() {
 	restore
 }
 
+# section_s: the server under concurrent load.  Records carry "kind" (streams | followup).
+# Streams at --parallel 1 and $SERVER_PARALLEL (context 1024: every sequence's KV is in the
+# plan); then the follow-up TTFT at --parallel 1 with a ~4000-token history.
+s_run() { # s_run WHERE LABEL PARALLEL BENCH-ARGS...
+	where=$1 label=$2 par=$3; shift 3
+	if [ "$where" = ram ]; then
+		m="$SMALL_DIR/small-qwen3moe-q4_k_m.gguf"
+		[ -f "$m" ] || $P mkmodel --arch qwen3moe --preset small --quant q4_k_m -o "$m" || return 1
+		set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "$label" "$@" \
+			-- --parallel "$par" -t "$THREADS"
+	else
+		m="$FULL_DIR/full-qwen3moe-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/qwen3moe-full-q4_k_m.gguf"
+		[ -f "$m" ] || { echo "bench: S: no full qwen3moe in $FULL_DIR" >&2; return 0; }
+		BLK_FILE=$m
+		set -- node tools/bench/server_bench.mjs --particle "$P" --model "$m" --label "$label" "$@" \
+			-- --parallel "$par" -t "$THREADS" --memory $(( $(bytes "$CAP") - 256 * 1048576 ))
+	fi
+	la=$(loadavg)
+	drop_caches
+	if [ "$where" = cap ]; then
+		in_cgroup "srv$par" "$(bytes "$CAP")" "$OUT/s.out" "$@" >/dev/null
+	else
+		"$@" >"$OUT/s.out" 2>"$OUT/s.out.err"
+	fi
+	rc=$?
+	while IFS= read -r line; do
+		echo "$line" >"$OUT/s.one"
+		record S particle "$m" "{\"load\": $la, \"parallel\": $par, \"where\": \"$where\"}" \
+			"$OUT/s.one" "$rc"
+	done <"$OUT/s.out"
+	echo "bench: S $label: rc $rc"
+}
+section_s() {
+	for where in ram cap; do
+		gen=64
+		[ "$where" = cap ] && gen=32
+		for par in 1 ${SERVER_PARALLEL:-4}; do
+			s_run "$where" "$where-p$par" "$par" --history 0 --gen "$gen"
+		done
+		s_run "$where" "$where-followup" 1 --streams "" --history 4000
+	done
+}
+
 [ -x "$P" ] || { echo "bench: build $P first (make)" >&2; exit 1; }
 facts
 for s in $SECTIONS; do
 	case $s in
-	A) section_a ;; B) section_b ;; C) section_c ;;
+	A) section_a ;; B) section_b ;; C) section_c ;; S) section_s ;;
 	*) echo "bench: unknown section $s" >&2; exit 2 ;;
 	esac
 done

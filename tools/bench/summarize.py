@@ -37,7 +37,8 @@ def summarize(recs):
                   "bytes_read_per_token", "io_floor_s_per_token", "time_over_floor",
                   "memory_budget_bytes", "disk_bw_bytes_per_s", "decode_io_busy_s_per_token",
                   "decode_read_wait_s_per_token", "decode_compute_s_per_token",
-                  "decode_read_bw_bytes_per_s", "decode_head_s_per_token"):
+                  "decode_read_bw_bytes_per_s", "decode_head_s_per_token",
+                  "decode_bytes_per_token", "decode_fraction_of_membw", "membw_bytes_per_s"):
             v = med(field(rs, k))
             if v is not None:
                 s[k] = v
@@ -63,7 +64,59 @@ def summarize(recs):
             for k in ("prefill_tps", "decode_tps"):
                 if s.get(k) and o.get(k):
                     s[k.replace("_tps", "_ratio_vs_llama")] = s[k] / o[k]
+            s["baseline"] = "node-llama-cpp (%s)" % partner
+    best_baseline(out)
     return out
+
+
+def best_baseline(out):
+    """llama.cpp's best configuration per model (issue 21): the highest median of the four
+    llama-bench runs (repack / no-repack build x 1 / 2 threads), per phase; particle's
+    ratios against it as *_ratio_vs_llama_best, with the configuration named."""
+    best = {}
+    for s in out:
+        if s["section"] != "A" or not s["engine"].startswith("llama-bench-"):
+            continue
+        for k in ("prefill_tps", "decode_tps"):
+            b = best.setdefault((s["model"], k), (0.0, None))
+            if s.get(k) and s[k] > b[0]:
+                best[(s["model"], k)] = (s[k], s["engine"])
+    # llama-bench's decode against the same limit: particle's byte count for the model
+    # (the same file) and the round's bandwidth probe at the run's thread count
+    dbpt = {s["model"]: s["decode_bytes_per_token"] for s in out
+            if s["section"] == "A" and s["engine"] == "particle" and s.get("decode_bytes_per_token")}
+    bw = {s["model"]: s["membw_bytes_per_s"] for s in out
+          if s["section"] == "A" and s["engine"] == "particle" and s.get("membw_bytes_per_s")}
+    for s in out:
+        if s["engine"].startswith("llama-bench-") and s.get("decode_tps") and \
+                s["model"] in dbpt and s["model"] in bw:
+            s["decode_fraction_of_membw"] = s["decode_tps"] * dbpt[s["model"]] / bw[s["model"]]
+    for s in out:
+        if s["section"] != "A" or not s["engine"].startswith("particle"):
+            continue
+        for k in ("prefill_tps", "decode_tps"):
+            v, eng = best.get((s["model"], k), (0.0, None))
+            if s.get(k) and v > 0:
+                s[k.replace("_tps", "_ratio_vs_llama_best")] = s[k] / v
+                s[k.replace("_tps", "_baseline_best")] = eng
+
+
+def best_table(rows):
+    """Particle against llama.cpp's best llama-bench configuration, and decode against the
+    memory-bandwidth limit (bench --json's decode_fraction_of_membw)."""
+    if not rows:
+        return
+    fmt = lambda v, f: "-" if v is None else f % v
+    print("\n| model | engine | decode vs llama.cpp best | its config | prefill vs best | its config "
+          "| decode GB/token | fraction of membw limit |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in rows:
+        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            s["model"], s["engine"], fmt(s.get("decode_ratio_vs_llama_best"), "%.2fx"),
+            s.get("decode_baseline_best") or "-", fmt(s.get("prefill_ratio_vs_llama_best"), "%.2fx"),
+            s.get("prefill_baseline_best") or "-",
+            fmt(s.get("decode_bytes_per_token") and s["decode_bytes_per_token"] / 1e9, "%.3f"),
+            fmt(s.get("decode_fraction_of_membw"), "%.2f")))
 
 
 def table(rows):
@@ -110,13 +163,41 @@ def routing_table(recs):
             lru(g) if g else "-"))
 
 
+def server_table(recs):
+    """Section S (`particle serve`): aggregate tok/s per stream count, expert MiB read per
+    generated token, and the follow-up TTFT with and without prefix reuse (medians)."""
+    rs = [r for r in recs if r["section"] == "S" and r.get("result") and r["rc"] == 0]
+    if not rs:
+        return
+    g = {}
+    for r in rs:
+        o = r["result"]
+        key = (o.get("label"), o["kind"], o.get("streams") or o.get("how"))
+        g.setdefault(key, []).append(o)
+    print()
+    print("| server | measure | value | expert MiB/token | TTFT ms |")
+    print("|---|---|---|---|---|")
+    for (label, kind, what), os_ in sorted(g.items(), key=lambda kv: str(kv[0])):
+        if kind == "streams":
+            print("| %s | %s streams | %.2f tok/s | %.2f | %.0f |" % (
+                label, what, med([o["aggregate_tps"] for o in os_]),
+                med([o["expert_bytes_per_token"] for o in os_]) / 1048576,
+                med([med(o["ttft_ms"]) for o in os_])))
+        else:
+            print("| %s | follow-up %s (%d tokens, %d cached) | | | %.0f |" % (
+                label, what, os_[0]["prompt_tokens"], os_[0]["cached_tokens"],
+                med([o["ttft_ms"] for o in os_])))
+
+
 def main():
     recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
     facts = json.load(open(sys.argv[2]))
     rows = summarize(recs)
     json.dump({"facts": facts, "summary": rows, "runs": recs}, open(sys.argv[3], "w"), indent=1)
-    table([s for s in rows if s["engine"] != "routing"])
+    table([s for s in rows if s["engine"] != "routing" and s["section"] != "S"])
+    best_table([s for s in rows if s.get("decode_ratio_vs_llama_best") or s.get("decode_fraction_of_membw")])
     routing_table(recs)
+    server_table(recs)
 
 
 if __name__ == "__main__":

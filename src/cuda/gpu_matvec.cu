@@ -1,0 +1,272 @@
+/* gpu_matvec.cu - quantized matrix-vector product for decode: y = W x.
+ *
+ * One warp per output row, four rows per 128-thread block.  Lane l takes elements
+ * l, l + 32, l + 64, ... of the row, dequantizes each exactly as ggml's dequantize_row_*
+ * does (same float operations in the same order; the block byte layouts of
+ * src/quant/blocks.h, read here as bytes because that header is C11), multiplies by x and
+ * accumulates in float; the 32 partial sums are then combined by a fixed butterfly.  The
+ * order depends only on the row length, so results are deterministic.
+ *
+ * F32/F16/Q8_0 take one element per lane per step (coalesced); the K-quants take eight
+ * consecutive elements of one sub-block per lane (matvec_kq_kernel).  Nothing is vectorized
+ * or tuned for bandwidth yet (docs/BENCHMARKS.md section 7). */
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "cuda/gpu.h"
+#include "cuda/gpu_internal.h"
+
+/* ggml type ids (src/quant/types.h). */
+enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14 };
+
+__device__ __forceinline__ float h2f(const uint8_t *p)
+{
+	__half_raw r;
+	r.x = (unsigned short)(p[0] | (p[1] << 8));
+	return __half2float(__half(r));
+}
+
+/* The 6-bit scale and min of sub-block j of Q4_K/Q5_K (pt_get_scale_min_k4). */
+__device__ __forceinline__ void scale_min_k4(int j, const uint8_t *s, int *sc, int *m)
+{
+	if (j < 4) {
+		*sc = s[j] & 63;
+		*m = s[j + 4] & 63;
+	} else {
+		*sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+		*m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+	}
+}
+
+/* Element e (0..255) of a Q4_K block: d, dmin at 0, 2; scales at 4; qs at 16. */
+__device__ __forceinline__ float deq_q4_K(const uint8_t *b, int e)
+{
+	const int c = e >> 6, hi = (e >> 5) & 1, l = e & 31;
+	int sc, m;
+	scale_min_k4(2 * c + hi, b + 4, &sc, &m);
+	const float d = h2f(b) * (float)sc, mn = h2f(b + 2) * (float)m;
+	const uint8_t q = b[16 + 32 * c + l];
+	return d * (float)(hi ? q >> 4 : q & 0xF) - mn;
+}
+
+/* Q5_K: d, dmin at 0, 2; scales at 4; qh at 16 (32 bytes); qs at 48. */
+__device__ __forceinline__ float deq_q5_K(const uint8_t *b, int e)
+{
+	const int c = e >> 6, hi = (e >> 5) & 1, l = e & 31;
+	int sc, m;
+	scale_min_k4(2 * c + hi, b + 4, &sc, &m);
+	const float d = h2f(b) * (float)sc, mn = h2f(b + 2) * (float)m;
+	const uint8_t q = b[48 + 32 * c + l];
+	const int h = (b[16 + l] >> (2 * c + hi)) & 1;
+	return d * (float)((hi ? q >> 4 : q & 0xF) + (h << 4)) - mn;
+}
+
+/* Q6_K: ql at 0 (128), qh at 128 (64), int8 scales at 192 (16), d at 208. */
+__device__ __forceinline__ float deq_q6_K(const uint8_t *b, int e)
+{
+	const int h = e >> 7, g = (e >> 5) & 3, l = e & 31;
+	const uint8_t ql = b[64 * h + l + 32 * (g & 1)];
+	const int lo = g >= 2 ? ql >> 4 : ql & 0xF;
+	const int hb = (b[128 + 32 * h + l] >> (2 * g)) & 3;
+	const int q = (lo | (hb << 4)) - 32;
+	const int8_t sc = (int8_t)b[192 + 8 * h + (l >> 4) + 2 * g];
+	return h2f(b + 208) * (float)sc * (float)q;
+}
+
+template <int T>
+__device__ __forceinline__ float deq(const uint8_t *row, uint32_t e)
+{
+	if (T == T_F32)
+		return ((const float *)row)[e];
+	if (T == T_F16)
+		return h2f(row + 2 * (size_t)e);
+	if (T == T_Q8_0) {
+		const uint8_t *b = row + 34 * (size_t)(e >> 5);
+		return (float)(int8_t)b[2 + (e & 31)] * h2f(b);
+	}
+	if (T == T_Q4_K)
+		return deq_q4_K(row + 144 * (size_t)(e >> 8), e & 255);
+	if (T == T_Q5_K)
+		return deq_q5_K(row + 176 * (size_t)(e >> 8), e & 255);
+	return deq_q6_K(row + 210 * (size_t)(e >> 8), e & 255);
+}
+
+template <int T>
+__global__ void __launch_bounds__(128) matvec_kernel(const uint8_t *__restrict__ w,
+						     size_t row_bytes, uint32_t rows, uint32_t cols,
+						     const float *__restrict__ x,
+						     float *__restrict__ y)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const uint8_t *row = w + (size_t)r * row_bytes;
+	float acc = 0.0f;
+	for (uint32_t e = lane; e < cols; e += 32)
+		acc = fmaf(deq<T>(row, e), x[e], acc);
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	if (lane == 0)
+		y[r] = acc;
+}
+
+/* K-quant rows (256-element super-blocks): lane l decodes elements 8l..8l+7 of each block,
+ * which share one sub-block scale, so the scales are unpacked once per lane and block
+ * instead of once per element.  Each value is still ggml's dequantized float; the lane sums
+ * its 8 products in order, block after block (cols/32 fused steps per lane, as in the
+ * per-element kernel), then the same butterfly. */
+template <int T>
+__device__ __forceinline__ void deq8(const uint8_t *b, int lane, float v[8])
+{
+	const int e0 = 8 * lane;
+	if (T == T_Q4_K || T == T_Q5_K) {
+		const int c = e0 >> 6, hi = (e0 >> 5) & 1, l0 = e0 & 31;
+		int sc, m;
+		scale_min_k4(2 * c + hi, b + 4, &sc, &m);
+		const float d = h2f(b) * (float)sc, mn = h2f(b + 2) * (float)m;
+		const uint8_t *q = b + (T == T_Q4_K ? 16 : 48) + 32 * c + l0;
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			int n = hi ? q[i] >> 4 : q[i] & 0xF;
+			if (T == T_Q5_K)
+				n += ((b[16 + l0 + i] >> (2 * c + hi)) & 1) << 4;
+			v[i] = d * (float)n - mn;
+		}
+	} else { /* Q6_K */
+		const int h = e0 >> 7, g = (e0 >> 5) & 3, l0 = e0 & 31;
+		const uint8_t *ql = b + 64 * h + l0 + 32 * (g & 1), *qh = b + 128 + 32 * h + l0;
+		const float d = h2f(b + 208) * (float)(int8_t)b[192 + 8 * h + (l0 >> 4) + 2 * g];
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			const int lo = g >= 2 ? ql[i] >> 4 : ql[i] & 0xF;
+			const int q = (lo | (((qh[i] >> (2 * g)) & 3) << 4)) - 32;
+			v[i] = d * (float)q;
+		}
+	}
+}
+
+/* Q4_K with wide loads (rows 8-byte aligned, x 16-byte aligned: checked at launch): lane l
+ * reads its 8 quant bytes as one 8-byte load and its 8 activations as two 16-byte loads, and
+ * two super-blocks are decoded before their products are summed so more loads are in
+ * flight.  Same values, same per-lane summation order as matvec_kq_kernel<T_Q4_K>. */
+__global__ void __launch_bounds__(128) matvec_q4_K_wide(const uint8_t *__restrict__ w,
+							size_t row_bytes, uint32_t rows,
+							uint32_t cols, const float *__restrict__ x,
+							float *__restrict__ y)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const uint8_t *row = w + (size_t)r * row_bytes;
+	const int e0 = 8 * lane, c = e0 >> 6, hi = (e0 >> 5) & 1, l0 = e0 & 31;
+	const uint32_t nb = cols / 256;
+	float acc = 0.0f;
+	for (uint32_t blk = 0; blk < nb; blk += 2) {
+		float v[2][8];
+		const int nblk = blk + 1 < nb ? 2 : 1;
+#pragma unroll
+		for (int k = 0; k < 2; k++) {
+			if (k >= nblk)
+				break;
+			const uint8_t *b = row + (size_t)(blk + k) * 144;
+			int sc, m;
+			scale_min_k4(2 * c + hi, b + 4, &sc, &m);
+			const float d = h2f(b) * (float)sc, mn = h2f(b + 2) * (float)m;
+			const uint2 qq = *(const uint2 *)(b + 16 + 32 * c + l0);
+#pragma unroll
+			for (int i = 0; i < 8; i++) {
+				const uint32_t word = i < 4 ? qq.x : qq.y;
+				const uint32_t byte = (word >> (8 * (i & 3))) & 0xFF;
+				v[k][i] = d * (float)(hi ? byte >> 4 : byte & 0xF) - mn;
+			}
+		}
+#pragma unroll
+		for (int k = 0; k < 2; k++) {
+			if (k >= nblk)
+				break;
+			const float4 *xb = (const float4 *)(x + (size_t)(blk + k) * 256 + e0);
+			const float4 x0 = xb[0], x1 = xb[1];
+			acc = fmaf(v[k][0], x0.x, acc);
+			acc = fmaf(v[k][1], x0.y, acc);
+			acc = fmaf(v[k][2], x0.z, acc);
+			acc = fmaf(v[k][3], x0.w, acc);
+			acc = fmaf(v[k][4], x1.x, acc);
+			acc = fmaf(v[k][5], x1.y, acc);
+			acc = fmaf(v[k][6], x1.z, acc);
+			acc = fmaf(v[k][7], x1.w, acc);
+		}
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	if (lane == 0)
+		y[r] = acc;
+}
+
+template <int T>
+__global__ void __launch_bounds__(128) matvec_kq_kernel(const uint8_t *__restrict__ w,
+							size_t row_bytes, uint32_t rows,
+							uint32_t cols, const float *__restrict__ x,
+							float *__restrict__ y)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const uint32_t bytes = T == T_Q4_K ? 144 : T == T_Q5_K ? 176 : 210;
+	const uint8_t *row = w + (size_t)r * row_bytes;
+	float acc = 0.0f;
+	for (uint32_t blk = 0; blk < cols / 256; blk++) {
+		float v[8];
+		deq8<T>(row + (size_t)blk * bytes, lane, v);
+		const float *xb = x + (size_t)blk * 256 + 8 * lane;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			acc = fmaf(v[i], xb[i], acc);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	if (lane == 0)
+		y[r] = acc;
+}
+
+extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t cols,
+					size_t row_bytes, const void *dw, const float *dx,
+					float *dy, struct pt_error *err)
+{
+	uint32_t blk, bytes;
+	switch (type) {
+	case T_F32: blk = 1, bytes = 4; break;
+	case T_F16: blk = 1, bytes = 2; break;
+	case T_Q8_0: blk = 32, bytes = 34; break;
+	case T_Q4_K: blk = 256, bytes = 144; break;
+	case T_Q5_K: blk = 256, bytes = 176; break;
+	case T_Q6_K: blk = 256, bytes = 210; break;
+	default:
+		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA matvec: no kernel for type %u",
+				    type);
+	}
+	if (rows == 0 || cols == 0 || rows > (1u << 30) || cols > (1u << 30) || cols % blk ||
+	    row_bytes < cols / blk * bytes)
+		return pt_error_set(err, PT_E_INVALID,
+				    "CUDA matvec: bad shape %llu x %llu (row bytes %zu)",
+				    (unsigned long long)rows, (unsigned long long)cols, row_bytes);
+	const dim3 grid((unsigned)((rows + 3) / 4)), block(128);
+	const uint8_t *w = (const uint8_t *)dw;
+	const uint32_t R = (uint32_t)rows, C = (uint32_t)cols;
+	switch (type) {
+	case T_F32: matvec_kernel<T_F32><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_F16: matvec_kernel<T_F16><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q8_0: matvec_kernel<T_Q8_0><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q4_K:
+		if ((((uintptr_t)w | row_bytes) & 7) == 0 && ((uintptr_t)dx & 15) == 0)
+			matvec_q4_K_wide<<<grid, block>>>(w, row_bytes, R, C, dx, dy);
+		else
+			matvec_kq_kernel<T_Q4_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy);
+		break;
+	case T_Q5_K: matvec_kq_kernel<T_Q5_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	default: matvec_kq_kernel<T_Q6_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	}
+	return pt_gpu_launched(err, "matvec launch");
+}

@@ -1,0 +1,209 @@
+/* glm4moe.c - GLM-4.5 / 4.5-Air / 4.6 description (ARCHITECTURES-NEXT.md 2): Q/K/V biases,
+ * optional per-head Q/K norms, partial NEOX RoPE (rope.dimension_count < head dim), the
+ * pre-FFN norm stored as post_attention_norm, leading dense layers, sigmoid routing with a
+ * selection-only bias (exp_probs_b, required), normalised and scaled top-k weights, shared
+ * expert(s).  The NextN / MTP blocks appended after the n_layer trunk blocks
+ * (nextn_predict_layers) are described so the file checks, and never bound or computed. */
+#include "model/arch_impl.h"
+
+#include <string.h>
+
+struct preset {
+	const char *name;
+	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot;
+	uint32_t n_ff, n_ff_exp, n_expert, n_used, n_nextn;
+};
+
+/* tiny: dense layer 0 + 2 MoE layers and one NextN block; small: realistic ratios;
+ * full: GLM-4.5-Air (46 trunk layers + 1 NextN block, as the published GGUFs keep it). */
+static const struct preset presets[] = {
+	{ "tiny", 0, 4096, 256, 3, 4, 2, 64, 32, 512, 256, 16, 4, 1 },
+	{ "small", 0, 32768, 1024, 6, 16, 4, 64, 32, 2048, 256, 64, 8, 1 },
+	{ "full", 151552, 131072, 4096, 46, 96, 8, 128, 64, 10944, 1408, 128, 8, 1 },
+};
+
+static enum pt_status glm_preset(const char *name, struct pt_hparams *hp, struct pt_error *err)
+{
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		const struct preset *p = &presets[i];
+		if (strcmp(name, p->name) != 0 && !(i == 2 && strcmp(name, "glm-4.5-air") == 0))
+			continue;
+		hp->n_vocab = p->n_vocab;
+		hp->n_ctx_train = p->n_ctx;
+		hp->n_embd = p->n_embd;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
+		hp->n_layer_nextn = p->n_nextn;
+		hp->n_head = p->n_head;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			hp->n_head_kv[l] = p->n_head_kv;
+		hp->head_dim_k = hp->head_dim_v = p->head_dim;
+		hp->n_rot = p->n_rot;
+		hp->n_ff = p->n_ff;
+		hp->n_ff_exp = p->n_ff_exp;
+		hp->n_expert = p->n_expert;
+		hp->n_expert_used = p->n_used;
+		hp->n_expert_shared = 1;
+		hp->n_layer_dense_lead = 1;
+		hp->rope_freq_base = 1000000.0f;
+		hp->rms_eps = 1e-5f;
+		hp->gating = PT_GATING_SIGMOID;
+		hp->expert_weights_norm = true;
+		hp->expert_weights_scale = 1.0f;
+		hp->has_exp_probs_b = true;
+		hp->has_attn_bias = true;
+		return PT_OK;
+	}
+	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+}
+
+#define ADD(...)                                                                           \
+	do {                                                                               \
+		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
+			return st;                                                         \
+	} while (0)
+
+/* One block's tensors; role is PT_ROLE_SKIP for NextN blocks (never bound). */
+static enum pt_status block_tensors(const struct pt_hparams *hp, uint32_t i, bool nextn,
+				    struct pt_tensor_list *l, struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const int32_t L = (int32_t)i;
+	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
+	const uint64_t hd = hp->head_dim_k, q = hp->n_head * hd;
+	const uint64_t kv = (uint64_t)hp->n_head_kv[nextn ? 0 : i] * hd;
+	const uint64_t S = F * hp->n_expert_shared;
+	const enum pt_tensor_role R = nextn ? PT_ROLE_SKIP : PT_ROLE_RESIDENT;
+	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.attn_norm.weight", i);
+	ADD(L, R, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err, "blk.%u.attn_q.weight", i);
+	ADD(L, R, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_k.weight", i);
+	ADD(L, R, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_v.weight", i);
+	if (hp->has_attn_bias) {
+		ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, q, 0, 0, err, "blk.%u.attn_q.bias", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_k.bias", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_v.bias", i);
+	}
+	ADD(L, R, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err,
+	    "blk.%u.attn_output.weight", i);
+	if (hp->has_qk_norm) {
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_q_norm.weight", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_k_norm.weight", i);
+	}
+	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.post_attention_norm.weight",
+	    i);
+	if (!nextn && !pt_hparams_is_moe_layer(hp, i)) {
+		ADD(L, R, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
+		    "blk.%u.ffn_gate.weight", i);
+		ADD(L, R, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
+		    "blk.%u.ffn_up.weight", i);
+		ADD(L, R, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
+		    "blk.%u.ffn_down.weight", i);
+		return PT_OK;
+	}
+	ADD(L, nextn ? R : PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
+	    "blk.%u.ffn_gate_inp.weight", i);
+	ADD(L, nextn ? R : PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER_BIAS, X, 0, 0, err,
+	    "blk.%u.exp_probs_b.bias", i);
+	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
+	    "blk.%u.ffn_gate_exps.weight", i);
+	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
+	    "blk.%u.ffn_up_exps.weight", i);
+	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
+	    "blk.%u.ffn_down_exps.weight", i);
+	if (hp->n_expert_shared) {
+		ADD(L, R, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, S, 0, err,
+		    "blk.%u.ffn_gate_shexp.weight", i);
+		ADD(L, R, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, S, 0, err,
+		    "blk.%u.ffn_up_shexp.weight", i);
+		ADD(L, R, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, S, E, 0, err,
+		    "blk.%u.ffn_down_shexp.weight", i);
+	}
+	if (!nextn)
+		return PT_OK;
+	/* the NextN head (llama.cpp: TENSOR_SKIP; no optional embed_tokens written) */
+	ADD(L, R, PT_CAT_OTHER, PT_INIT_WEIGHT, 2 * E, E, 0, err, "blk.%u.nextn.eh_proj.weight",
+	    i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.nextn.enorm.weight", i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.nextn.hnorm.weight", i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+	    "blk.%u.nextn.shared_head_norm.weight", i);
+	return PT_OK;
+}
+
+static enum pt_status glm_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
+				  struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const uint64_t E = hp->n_embd, V = hp->n_vocab;
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
+	    "token_embd.weight");
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
+	if (!hp->tied_embeddings)
+		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
+		    "output.weight");
+	for (uint32_t i = 0; i < hp->n_layer + hp->n_layer_nextn; i++)
+		if ((st = block_tensors(hp, i, i >= hp->n_layer, l, err)) != PT_OK)
+			return st;
+	return PT_OK;
+}
+#undef ADD
+
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+
+static enum pt_status glm_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
+				     struct pt_error *err)
+{
+	enum pt_status st;
+	TRY(pt_key_u32(w, hp, "rope.dimension_count", hp->n_rot, err));
+	TRY(pt_key_u32(w, hp, "vocab_size", hp->n_vocab, err));
+	TRY(pt_key_u32(w, hp, "expert_shared_count", hp->n_expert_shared, err));
+	TRY(pt_key_u32(w, hp, "leading_dense_block_count", hp->n_layer_dense_lead, err));
+	TRY(pt_key_u32(w, hp, "expert_gating_func", (uint32_t)hp->gating, err));
+	TRY(pt_key_f32(w, hp, "expert_weights_scale", hp->expert_weights_scale, err));
+	TRY(pt_key_bool(w, hp, "expert_weights_norm", hp->expert_weights_norm, err));
+	TRY(pt_key_u32(w, hp, "nextn_predict_layers", hp->n_layer_nextn, err));
+	return PT_OK;
+}
+
+static enum pt_status glm_read_keys(const pt_gguf *g, struct pt_hparams *hp,
+				    struct pt_error *err)
+{
+	enum pt_status st;
+	uint32_t gating = 0;
+	TRY(pt_rkey_u32(g, hp, "expert_feed_forward_length", true, &hp->n_ff_exp, err));
+	TRY(pt_rkey_u32(g, hp, "expert_shared_count", true, &hp->n_expert_shared, err));
+	TRY(pt_rkey_u32(g, hp, "leading_dense_block_count", false, &hp->n_layer_dense_lead, err));
+	TRY(pt_rkey_u32(g, hp, "expert_gating_func", false, &gating, err));
+	TRY(pt_rkey_f32(g, hp, "expert_weights_scale", false, &hp->expert_weights_scale, err));
+	TRY(pt_rkey_bool(g, hp, "expert_weights_norm", &hp->expert_weights_norm, err));
+	TRY(pt_rkey_u32(g, hp, "expert_group_count", false, &hp->n_expert_groups, err));
+	TRY(pt_rkey_u32(g, hp, "expert_group_used_count", false, &hp->n_group_used, err));
+	TRY(pt_rkey_u32(g, hp, "nextn_predict_layers", false, &hp->n_layer_nextn, err));
+	if (gating == PT_GATING_NONE)
+		gating = PT_GATING_SIGMOID; /* llama.cpp's default for this arch */
+	if (gating != PT_GATING_SOFTMAX && gating != PT_GATING_SIGMOID)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "%s.expert_gating_func = %u unsupported",
+				    hp->arch_name, gating);
+	hp->gating = (enum pt_gating)gating;
+	/* block_count counts the NextN blocks; the trunk is the rest */
+	if (hp->n_layer_nextn >= hp->n_layer)
+		return pt_error_set(err, PT_E_FORMAT, "%s.nextn_predict_layers = %u of %u blocks",
+				    hp->arch_name, hp->n_layer_nextn, hp->n_layer);
+	hp->n_layer -= hp->n_layer_nextn;
+	return PT_OK;
+}
+#undef TRY
+
+const struct pt_arch_ops pt_arch_glm4moe_ops = {
+	.name = "glm4moe",
+	.recipe = { .act = PT_ACT_SWIGLU, .route_from_keys = true,
+		    .router_in = PT_ROUTER_IN_FFN_NORM, .ffn = PT_FFN_SERIAL,
+		    .ffn_norm_post_attention = true },
+	.preset = glm_preset,
+	.tensors = glm_tensors,
+	.write_keys = glm_write_keys,
+	.read_keys = glm_read_keys,
+};

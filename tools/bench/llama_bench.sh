@@ -1,0 +1,107 @@
+#!/bin/sh
+# llama_bench.sh - llama.cpp's own `llama-bench`, built from llama.cpp's public source in
+# `make bench`'s scratch directory (never into the project), as the in-RAM baseline beside
+# the node-llama-cpp path (issue 21).
+#
+#   sh tools/bench/llama_bench.sh build SCRATCH
+#       Clones the source into SCRATCH/llama.cpp-src and builds `llama-bench` twice with cmake:
+#       SCRATCH/llama.cpp-repack (GGML_CPU_REPACK=ON, llama.cpp's default: Q4_0/IQ4_NL/Q4_K
+#       weights repacked at load into interleaved rows, a copy outside the mmap) and
+#       SCRATCH/llama.cpp-norepack (GGML_CPU_REPACK=OFF: weights used in place from the mmap).
+#       This llama-bench version has no run-time switch for repacking (`-r` is
+#       --repetitions; the model parameter use_extra_bufts is not exposed), hence two builds.
+#       Writes SCRATCH/llama.cpp.commit (the commit built).  An existing build is reused
+#       when its commit matches.
+#   sh tools/bench/llama_bench.sh run SCRATCH VARIANT MODEL THREADS PROMPTS GEN
+#       One llama-bench run (VARIANT repack|norepack; PROMPTS e.g. 512 or 512,4096), jsonl
+#       converted to one JSON line {"prefill_tps", "decode_tps", "pp": {N: tok/s}, ...} on
+#       stdout (the shape run.sh's record() reads; prefill_tps is the first prompt size).
+#
+# Source: $LLAMA_SRC (a git directory, a bundle or a checkout: e.g. the snapshot the `fetch`
+# tool brings under /work/.mirror), else the git bundle node-llama-cpp ships
+# (tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle: llama.cpp's public
+# source at the release node-llama-cpp runs, so both baselines are the same llama.cpp).
+# cmake (Debian `cmake`) is installed here when missing, for the bench only.
+set -eu
+cmd=$1 S=$2
+SRC=$S/llama.cpp-src
+
+default_src() {
+	b=tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle
+	[ -f "$b" ] && { echo "$b"; return; }
+	echo ""
+}
+
+need_cmake() {
+	command -v cmake >/dev/null 2>&1 && return 0
+	echo "llama-bench: cmake missing; installing Debian cmake for the bench" >&2
+	if [ "$(id -u)" -eq 0 ]; then
+		apt-get install -y cmake >&2 || return 1
+	else
+		echo "llama-bench: not root: install cmake (apt-get install cmake)" >&2
+		return 1
+	fi
+}
+
+build() {
+	src=${LLAMA_SRC:-$(default_src)}
+	if [ -z "$src" ]; then
+		echo "llama-bench: no llama.cpp source (set LLAMA_SRC, or make oracle for" \
+			"node-llama-cpp's bundle); skipped" >&2
+		return 1
+	fi
+	need_cmake || return 1
+	mkdir -p "$S"
+	if [ ! -d "$SRC/.git" ]; then
+		rm -rf "$SRC"
+		git -c advice.detachedHead=false clone -q "$src" "$SRC" >&2 || { echo "llama-bench: clone of $src failed" >&2; return 1; }
+	fi
+	commit=$(git -C "$SRC" rev-parse HEAD)
+	for v in repack norepack; do
+		b=$S/llama.cpp-$v
+		[ -x "$b/bin/llama-bench" ] && [ "$(cat "$b/commit" 2>/dev/null)" = "$commit" ] && continue
+		on=ON; [ "$v" = norepack ] && on=OFF
+		echo "llama-bench: building $v (commit $commit) in $b" >&2
+		nice cmake -S "$SRC" -B "$b" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+			-DGGML_CPU_REPACK=$on -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+			-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF \
+			>"$b.cmake.log" 2>&1 || { echo "llama-bench: cmake failed ($b.cmake.log)" >&2; return 1; }
+		nice cmake --build "$b" --target llama-bench -j "$(nproc)" >"$b.build.log" 2>&1 ||
+			{ echo "llama-bench: build failed ($b.build.log)" >&2; return 1; }
+		echo "$commit" >"$b/commit"
+	done
+	echo "$commit" >"$S/llama.cpp.commit"
+	echo "llama-bench: built commit $commit from $src" >&2
+}
+
+run() {
+	v=$1 m=$2 t=$3 pp=$4 tg=$5
+	bin=$S/llama.cpp-$v/bin/llama-bench
+	[ -x "$bin" ] || { echo "llama-bench: $bin not built" >&2; return 1; }
+	"$bin" -m "$m" -t "$t" -p "$pp" -n "$tg" -r 1 -o jsonl -ngl 0 >"$S/lb.jsonl" ||
+		return 1
+	python3 - "$S/lb.jsonl" "$v" "$t" "$(cat "$S/llama.cpp.commit")" "$pp" <<'PY'
+import json, sys
+path, variant, threads, commit, pps = sys.argv[1:6]
+pp, tg = {}, None
+for line in open(path):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    o = json.loads(line)
+    if o.get("n_gen", 0) == 0 and o.get("n_prompt", 0) > 0:
+        pp[str(o["n_prompt"])] = o["avg_ts"]
+    elif o.get("n_prompt", 0) == 0 and o.get("n_gen", 0) > 0:
+        tg = o["avg_ts"]
+first = pps.split(",")[0]
+print(json.dumps({"prefill_tps": pp.get(first), "decode_tps": tg, "pp": pp,
+                  "threads": int(threads), "build": "llama-bench " + variant,
+                  "llama_cpp_commit": commit, "api": "llama-bench (llama.cpp C API, -o jsonl)"}))
+PY
+}
+
+case $cmd in
+build) build ;;
+run) shift 2; run "$@" ;;
+*) echo "usage: llama_bench.sh build|run SCRATCH ..." >&2; exit 2 ;;
+esac
