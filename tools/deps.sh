@@ -3,7 +3,7 @@
 # As root: installs what is missing (apt-get).  Otherwise: prints the exact apt-get line and
 # fails, so `make demo` / `make test` never half-work on a machine that lacks them.
 set -u
-PKGS="build-essential clang libclang-rt-14-dev pkg-config libpcre2-dev liburing-dev libssl-dev libcjson-dev libedit-dev libmicrohttpd-dev libcurl4-openssl-dev nginx chromium python3-jinja2"
+PKGS="build-essential clang libclang-rt-14-dev pkg-config libpcre2-dev liburing-dev libssl-dev libcjson-dev libedit-dev libmicrohttpd-dev libcurl4-openssl-dev nginx chromium python3-jinja2 gcc-aarch64-linux-gnu qemu-user"
 # `make demo-model` (tools/train/): torch (Debian's, with OpenBLAS: the generic BLAS is 5x slower)
 # and the packages the training text comes from (tools/train/DATA.md).
 [ "${1:-}" = train ] && PKGS="$PKGS python3-torch python3-numpy libopenblas0-openmp fortunes fortunes-min wordnet-base"

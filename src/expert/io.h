@@ -22,6 +22,9 @@
 #include "util/status.h"
 
 #define PT_IO_MAX_RANGES 8
+/* O_DIRECT alignment of offsets, lengths and buffers: the largest logical block size of the
+ * disks we meet, not the page size (arm64 kernels with 16 / 64 KiB pages still take 4 KiB
+ * aligned O_DIRECT I/O; buffers come from page-aligned mmap, so they are aligned anyway). */
 #define PT_IO_ALIGN 4096u
 #define PT_IO_MAX_FILES 258 /* a split model's parts (PT_GGUF_MAX_PARTS) + a pack cache */
 

@@ -10,8 +10,10 @@
 
 #include "quant/types.h"
 
+#if defined(PT_KERN_X86)
 void pt_kern_quantize_q8_k_avx2(const float *x, uint8_t *out, size_t n);
 int pt_kern_q8_block_avx2(const float *x, int8_t *qs, float *d_out);
+#endif
 
 /* ggml's nearest_int: round half to even via the 1.5*2^23 trick (|x| <= 4194303). */
 static inline int nearest_int(float fval)
@@ -56,7 +58,11 @@ typedef int (*q8_block_fn)(const float *x, int8_t *qs, float *d_out);
 
 static q8_block_fn q8_block_at_level(void)
 {
-	return pt_kern_level() >= PT_KERN_LEVEL_AVX2 ? pt_kern_q8_block_avx2 : q8_block;
+#if defined(PT_KERN_X86)
+	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2)
+		return pt_kern_q8_block_avx2;
+#endif
+	return q8_block;
 }
 
 static void quantize_q8_0(const float *x, uint8_t *out, size_t n)
@@ -142,10 +148,13 @@ void pt_kern_quantize_row(enum pt_type act_type, const float *x, void *out, size
 		return;
 	case PT_TYPE_Q8_K:
 		assert(n % QKK == 0);
-		if (pt_kern_level() >= PT_KERN_LEVEL_AVX2)
+#if defined(PT_KERN_X86)
+		if (pt_kern_level() >= PT_KERN_LEVEL_AVX2) {
 			pt_kern_quantize_q8_k_avx2(x, o, n);
-		else
-			quantize_q8_k(x, o, n);
+			return;
+		}
+#endif
+		quantize_q8_k(x, o, n);
 		return;
 	default:
 		assert(!"not an activation format");

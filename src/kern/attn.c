@@ -137,6 +137,7 @@ static const struct pt_kern_attn_ops scalar_ops = {
 	dots, softmax, vacc_f16, vacc_f32, scale_f32, axpy_f32, f16_to_f32, f32_to_f16,
 };
 
+#if defined(PT_KERN_X86)
 static const struct pt_kern_attn_ops avx2_ops = {
 	pt_kern_attn_dots_avx2,	    pt_kern_attn_softmax_avx2, pt_kern_attn_vacc_f16_avx2,
 	pt_kern_attn_vacc_f32_avx2, pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
@@ -148,14 +149,19 @@ static const struct pt_kern_attn_ops avx512_ops = {
 	pt_kern_attn_vacc_f32_avx512, pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
 	pt_kern_f16_to_f32_avx2,      pt_kern_f32_to_f16_avx2,
 };
+#endif
 
 const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level)
 {
 	if (level > pt_kern_level_max())
 		return NULL;
+#if defined(PT_KERN_X86)
 	if (level >= PT_KERN_LEVEL_AVX512)
 		return &avx512_ops;
-	return level >= PT_KERN_LEVEL_AVX2 ? &avx2_ops : &scalar_ops;
+	if (level >= PT_KERN_LEVEL_AVX2)
+		return &avx2_ops;
+#endif
+	return &scalar_ops; /* aarch64: no NEON attention twins yet (issue 19) */
 }
 
 const struct pt_kern_attn_ops *pt_kern_attn_ops(uint32_t dim)

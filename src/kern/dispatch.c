@@ -5,10 +5,16 @@
  * extension its files are compiled with (see Makefile ISA_AVX2 / ISA_AVX512) is present.
  * The tables are built once for every level; a type without a kernel at some level uses the
  * next lower level's, down to the scalar reference, which exists for every supported type.
+ * aarch64 (issue 19): getauxval(AT_HWCAP / AT_HWCAP2) instead of CPUID: ASIMD for neon,
+ * ASIMDDP for dotprod, I8MM for i8mm (the kernel reports only what it saves state for).
  */
 #include "kern/kern_internal.h"
 
+#if defined(PT_KERN_X86)
 #include <cpuid.h>
+#elif defined(PT_KERN_ARM64)
+#include <sys/auxv.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +27,7 @@ struct cpu_info {
 	int avx512_ok; /* the above + AVX-512 F BW VL DQ VNNI + OS ZMM state */
 	int has_vnni;
 	int has_bf16;
+	int max_level; /* highest usable level */
 	char brand[49];
 	char name[PT_KERN_LEVEL_COUNT][200]; /* pt_kern_cpu_name() per selected level */
 };
@@ -31,6 +38,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic int current_level = -1;
 static _Atomic int level_cap = PT_KERN_LEVEL_COUNT; /* test hook, see kern_internal.h */
 
+#if defined(PT_KERN_X86)
 static uint64_t xgetbv0(void)
 {
 	uint32_t lo, hi;
@@ -83,6 +91,19 @@ static void detect_cpu(void)
 	(void)b1, (void)c1, (void)d1;
 	cpu.avx2_ok = ymm_os && avx2 && fma && f16c && bmi2;
 	cpu.avx512_ok = cpu.avx2_ok && zmm_os && f && dq && bw && vl && cpu.has_vnni;
+	cpu.max_level = cpu.avx512_ok ? PT_KERN_LEVEL_AVX512
+				      : cpu.avx2_ok ? PT_KERN_LEVEL_AVX2 : PT_KERN_LEVEL_SCALAR;
+}
+
+static void describe_cpu(void)
+{
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++)
+		snprintf(cpu.name[lv], sizeof cpu.name[lv], "%s (%s%s%s%s)",
+			 pt_kern_level_name((enum pt_kern_level)lv),
+			 cpu.brand[0] ? cpu.brand : "unknown CPU",
+			 cpu.avx2_ok ? "; avx2 fma f16c" : "; no avx2",
+			 cpu.avx512_ok ? " avx512f/bw/vl/dq vnni" : "",
+			 cpu.has_bf16 ? " avx512_bf16" : "");
 }
 
 static const pt_kern_dot_fn *level_fns(int level)
@@ -93,6 +114,90 @@ static const pt_kern_dot_fn *level_fns(int level)
 	default: return pt_kern_dot_scalar;
 	}
 }
+
+/* dot4 and tile only from the same level as dot: they must be bit-identical to it */
+static void level_extras(int use, struct pt_kern_ops *o, int t)
+{
+	if (use == PT_KERN_LEVEL_AVX2) {
+		o->dot4 = pt_kern_dot4_avx2[t];
+		o->tile = pt_kern_tile_avx2[t];
+	} else if (use == PT_KERN_LEVEL_AVX512) {
+		o->dot4 = pt_kern_dot4_avx512[t];
+		o->tile = pt_kern_tile_avx512[t];
+	}
+}
+
+#elif defined(PT_KERN_ARM64)
+
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1UL << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1UL << 13)
+#endif
+
+static int has_asimd, has_dotprod, has_i8mm;
+
+static void detect_cpu(void)
+{
+	unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+	has_asimd = (hw & HWCAP_ASIMD) != 0;
+	has_dotprod = has_asimd && (hw & HWCAP_ASIMDDP) != 0;
+	has_i8mm = has_dotprod && (hw2 & HWCAP2_I8MM) != 0;
+	cpu.max_level = has_i8mm      ? PT_KERN_LEVEL_I8MM
+			: has_dotprod ? PT_KERN_LEVEL_DOTPROD
+			: has_asimd   ? PT_KERN_LEVEL_NEON : PT_KERN_LEVEL_SCALAR;
+}
+
+static void describe_cpu(void)
+{
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++)
+		snprintf(cpu.name[lv], sizeof cpu.name[lv], "%s (aarch64%s%s%s)",
+			 pt_kern_level_name((enum pt_kern_level)lv), has_asimd ? "; asimd" : "; no asimd",
+			 has_dotprod ? " dotprod" : "", has_i8mm ? " i8mm" : "");
+}
+
+static const pt_kern_dot_fn *level_fns(int level)
+{
+	switch (level) {
+	case PT_KERN_LEVEL_NEON: return pt_kern_dot_neon;
+	case PT_KERN_LEVEL_DOTPROD: return pt_kern_dot_dotprod;
+	case PT_KERN_LEVEL_I8MM: return pt_kern_dot_i8mm;
+	default: return pt_kern_dot_scalar;
+	}
+}
+
+static void level_extras(int use, struct pt_kern_ops *o, int t)
+{
+	(void)use, (void)o, (void)t; /* no dot4 / tiles on aarch64 yet */
+}
+
+#else /* any other architecture: the scalar reference only */
+
+static void detect_cpu(void)
+{
+	cpu.max_level = PT_KERN_LEVEL_SCALAR;
+}
+
+static void describe_cpu(void)
+{
+	snprintf(cpu.name[0], sizeof cpu.name[0], "scalar (no SIMD level for this architecture)");
+}
+
+static const pt_kern_dot_fn *level_fns(int level)
+{
+	(void)level;
+	return pt_kern_dot_scalar;
+}
+
+static void level_extras(int use, struct pt_kern_ops *o, int t)
+{
+	(void)use, (void)o, (void)t;
+}
+#endif
 
 static void build_tables(void)
 {
@@ -107,14 +212,7 @@ static void build_tables(void)
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
 								 level_fns(use)[t], NULL,
 								 (enum pt_kern_level)use, { NULL, 0, 0 } };
-			/* dot4 only from the same level as dot: it must be bit-identical to it */
-			if (use == PT_KERN_LEVEL_AVX2) {
-				ops_table[lv][t].dot4 = pt_kern_dot4_avx2[t];
-				ops_table[lv][t].tile = pt_kern_tile_avx2[t];
-			} else if (use == PT_KERN_LEVEL_AVX512) {
-				ops_table[lv][t].dot4 = pt_kern_dot4_avx512[t];
-				ops_table[lv][t].tile = pt_kern_tile_avx512[t];
-			}
+			level_extras(use, &ops_table[lv][t], t);
 		}
 	}
 }
@@ -123,20 +221,13 @@ static void init_once(void)
 {
 	detect_cpu();
 	build_tables();
-	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++)
-		snprintf(cpu.name[lv], sizeof cpu.name[lv], "%s (%s%s%s%s)",
-			 pt_kern_level_name((enum pt_kern_level)lv),
-			 cpu.brand[0] ? cpu.brand : "unknown CPU",
-			 cpu.avx2_ok ? "; avx2 fma f16c" : "; no avx2",
-			 cpu.avx512_ok ? " avx512f/bw/vl/dq vnni" : "",
-			 cpu.has_bf16 ? " avx512_bf16" : "");
+	describe_cpu();
 }
 
 enum pt_kern_level pt_kern_level_max(void)
 {
 	pthread_once(&once, init_once);
-	int lv = cpu.avx512_ok ? PT_KERN_LEVEL_AVX512
-			       : cpu.avx2_ok ? PT_KERN_LEVEL_AVX2 : PT_KERN_LEVEL_SCALAR;
+	int lv = cpu.max_level;
 	int cap = atomic_load(&level_cap);
 	return (enum pt_kern_level)(lv < cap ? lv : cap);
 }
@@ -152,8 +243,14 @@ const char *pt_kern_level_name(enum pt_kern_level level)
 {
 	switch (level) {
 	case PT_KERN_LEVEL_SCALAR: return "scalar";
+#if defined(PT_KERN_X86)
 	case PT_KERN_LEVEL_AVX2: return "avx2";
 	case PT_KERN_LEVEL_AVX512: return "avx512";
+#elif defined(PT_KERN_ARM64)
+	case PT_KERN_LEVEL_NEON: return "neon";
+	case PT_KERN_LEVEL_DOTPROD: return "dotprod";
+	case PT_KERN_LEVEL_I8MM: return "i8mm";
+#endif
 	default: return "?";
 	}
 }
@@ -170,6 +267,14 @@ enum pt_status pt_kern_set_level(enum pt_kern_level level, struct pt_error *err)
 	return PT_OK;
 }
 
+#if defined(PT_KERN_X86)
+#define LEVEL_NAMES "scalar, avx2 or avx512"
+#elif defined(PT_KERN_ARM64)
+#define LEVEL_NAMES "scalar, neon, dotprod or i8mm"
+#else
+#define LEVEL_NAMES "scalar"
+#endif
+
 enum pt_status pt_kern_init(struct pt_error *err)
 {
 	const char *env = getenv("PARTICLE_CPU");
@@ -181,7 +286,7 @@ enum pt_status pt_kern_init(struct pt_error *err)
 				break;
 		if (lv == PT_KERN_LEVEL_COUNT)
 			return pt_error_set(err, PT_E_INVALID,
-					    "PARTICLE_CPU=%s: expected scalar, avx2 or avx512", env);
+					    "PARTICLE_CPU=%s: expected %s", env, LEVEL_NAMES);
 		want = (enum pt_kern_level)lv;
 		if (want > pt_kern_level_max())
 			return pt_error_set(err, PT_E_UNSUPPORTED,

@@ -16,6 +16,8 @@
  *
  * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
  * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference, AVX2 and AVX-512 for all of them).
+ * aarch64 (dot_neon_impl.h): NEON and dotprod (SDOT) dots for all of them, no dot4, tiles or
+ * attention / activation twins yet (those run the scalar code); i8mm runs the dotprod dots.
  * dot4 (four activation rows per weight decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 Q5_0 IQ4_NL MXFP4
  * Q6_K; AVX-512 every type but IQ4_XS.  Register tiles (several weight rows x several tokens per
  * call, used by pt_kern_matmul for two or more tokens before dot4): AVX-512 Q4_K Q6_K at
@@ -38,11 +40,29 @@
 #include "particle.h"
 #include "quant/types.h"
 
+/* The levels are per architecture (the Makefile compiles only that architecture's kernel
+ * files): x86-64 scalar / avx2 / avx512, aarch64 scalar / neon / dotprod / i8mm, anything
+ * else scalar only.  Level 0 is always the scalar reference. */
+#if defined(__x86_64__)
+#define PT_KERN_X86 1
+#elif defined(__aarch64__)
+#define PT_KERN_ARM64 1
+#endif
+
 enum pt_kern_level {
 	PT_KERN_LEVEL_SCALAR = 0,
+#if defined(PT_KERN_X86)
 	PT_KERN_LEVEL_AVX2 = 1,   /* AVX2 + FMA + F16C + BMI2 */
 	PT_KERN_LEVEL_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI, on top of the AVX2 set */
 	PT_KERN_LEVEL_COUNT = 3,
+#elif defined(PT_KERN_ARM64)
+	PT_KERN_LEVEL_NEON = 1,    /* Advanced SIMD (every aarch64 CPU) */
+	PT_KERN_LEVEL_DOTPROD = 2, /* + SDOT (HWCAP_ASIMDDP, Armv8.2+) */
+	PT_KERN_LEVEL_I8MM = 3,    /* + SMMLA (HWCAP2_I8MM); no own kernels yet: dotprod's */
+	PT_KERN_LEVEL_COUNT = 4,
+#else
+	PT_KERN_LEVEL_COUNT = 1,
+#endif
 };
 
 /* Dot product of n elements (a multiple of the weight block size): w is one row of weight
@@ -80,7 +100,7 @@ struct pt_kern_ops {
 /* ---- CPU level ------------------------------------------------------------------------- */
 
 /* Detects the CPU (CPUID + XGETBV: the OS must save YMM / ZMM state) and selects the level:
- * PARTICLE_CPU=scalar|avx2|avx512 forces one, otherwise the best available.  Fails with
+ * PARTICLE_CPU=scalar|avx2|avx512 (aarch64: scalar|neon|dotprod|i8mm) forces one, otherwise the best available.  Fails with
  * PT_E_INVALID for an unknown PARTICLE_CPU value and PT_E_UNSUPPORTED for a level this CPU
  * lacks (the level is then left unchanged).  Safe to call more than once; call it once at
  * start-up from one thread.  Without a call, the first kernel use selects the best level and
@@ -92,7 +112,7 @@ enum pt_status pt_kern_set_level(enum pt_kern_level level, struct pt_error *err)
 enum pt_kern_level pt_kern_level(void);
 /* Highest level the CPU and OS support. */
 enum pt_kern_level pt_kern_level_max(void);
-/* "scalar", "avx2", "avx512". */
+/* "scalar", "avx2", "avx512"; aarch64 "scalar", "neon", "dotprod", "i8mm". */
 const char *pt_kern_level_name(enum pt_kern_level level);
 /* Human-readable CPU description for --verbose, e.g. "avx512 (AMD EPYC 9B14; avx2 fma f16c
  * avx512f/bw/vl/dq vnni)"; a static string valid for the process lifetime. */
@@ -229,5 +249,11 @@ const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level);
  * polynomial by FMA Horner, then 2^k applied in two exact-or-once-rounded halves (so
  * subnormal results round once).  Within 1 ulp of a correctly rounded expf; NaN in, NaN out. */
 float pt_kern_expf(float x);
+
+#if defined(PT_KERN_X86)
+/* out[i] = x / (1 + pt_kern_expf(-x)) * up[i], x = gate[i]: model/ops.c's pt_op_swiglu_ref
+ * bit for bit, 8 lanes (swiglu_avx2.c).  Only at level avx2 or above. */
+void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n);
+#endif
 
 #endif

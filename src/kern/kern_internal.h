@@ -43,7 +43,7 @@ static inline uint16_t kern_u16(const uint8_t *p)
 static inline uint32_t kern_u32(const uint8_t *p)
 {
 	uint32_t v;
-	memcpy(&v, p, 4); /* little-endian host (x86-64) */
+	memcpy(&v, p, 4); /* little-endian host (x86-64, aarch64) */
 	return v;
 }
 
@@ -124,6 +124,10 @@ void pt_kern_test_cap_level(enum pt_kern_level level);
 extern const pt_kern_dot_fn pt_kern_dot_scalar[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT];
+/* aarch64 (dot_neon.c, dot_dotprod.c; the i8mm level has no own kernels yet: all NULL) */
+extern const pt_kern_dot_fn pt_kern_dot_neon[PT_TYPE_COUNT];
+extern const pt_kern_dot_fn pt_kern_dot_dotprod[PT_TYPE_COUNT];
+extern const pt_kern_dot_fn pt_kern_dot_i8mm[PT_TYPE_COUNT];
 /* Four-activation variants, NULL where a level has none (matvec then calls dot 4 times). */
 extern const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT];

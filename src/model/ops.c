@@ -181,10 +181,13 @@ void pt_op_swiglu_ref(float *out, const float *gate, const float *up, int n)
 
 void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
 {
-	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2)
-		pt_op_swiglu_avx2(out, gate, up, n);
-	else
-		pt_op_swiglu_ref(out, gate, up, n);
+#if defined(PT_KERN_X86)
+	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2) {
+		pt_kern_swiglu_avx2(out, gate, up, n);
+		return;
+	}
+#endif
+	pt_op_swiglu_ref(out, gate, up, n);
 }
 
 /* gelu of every F16 value (ggml's GELU table, F16 entries) stored as the floats those

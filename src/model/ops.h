@@ -61,10 +61,9 @@ float pt_op_sigmoid(float x);
 /* silu(x) = x / (1 + e^-x) with pt_kern_expf. */
 float pt_op_silu(float x);
 /* out[i] = silu(gate[i]) * up[i]; out may alias gate.  At the AVX2 level and above through
- * pt_op_swiglu_avx2, bit-identical to the scalar reference pt_op_swiglu_ref. */
+ * pt_kern_swiglu_avx2 (x86-64), bit-identical to the scalar reference pt_op_swiglu_ref. */
 void pt_op_swiglu(float *out, const float *gate, const float *up, int n);
 void pt_op_swiglu_ref(float *out, const float *gate, const float *up, int n);
-void pt_op_swiglu_avx2(float *out, const float *gate, const float *up, int n);
 /* GELU as ggml's CPU backend computes it: x <= -10 -> 0, x >= 10 -> x, otherwise x is rounded
  * to F16 and looked up in a 65536-entry F16 table of the tanh approximation. */
 float pt_op_gelu(float x);

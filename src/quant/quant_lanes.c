@@ -4,7 +4,9 @@
 #define PT_LANES 4
 #include "quant/quant_lanes_impl.h"
 
+#if defined(__x86_64__)
 #include <cpuid.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,9 @@ void pt_quant_make_qx_quants_sse(int n, int nmax, const float *x, int8_t *L, flo
  * checks the OS saves the AVX state, cpuid covers the features clang's builtin cannot name. */
 static int detect_avx2(void)
 {
+#if !defined(__x86_64__)
+	return 0; /* quant_lanes_avx2.c is built on x86-64 only (Makefile ARCH) */
+#else
 	unsigned a, b, c, d;
 	const char *force = getenv("PARTICLE_CPU"); /* house-wide override: scalar|avx2|avx512 */
 	if (force && strcmp(force, "scalar") == 0)
@@ -36,6 +41,7 @@ static int detect_avx2(void)
 	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) /* F16C */
 		return 0;
 	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 8)); /* BMI2 */
+#endif
 }
 
 /* Cached: cpuid traps to the hypervisor on virtual machines.  Racing first calls store the
@@ -55,18 +61,24 @@ void pt_quant_make_qkx2_quants_x8(int n, int nmax, const float *x, const float *
 				  float *scales, float *the_mins, float rmin, float rdelta,
 				  int nstep, int use_mad)
 {
-	if (pt_quant_have_avx2())
+#if defined(__x86_64__)
+	if (pt_quant_have_avx2()) {
 		pt_quant_make_qkx2_quants_avx2(n, nmax, x, w, L, scales, the_mins, rmin, rdelta,
 					       nstep, use_mad);
-	else
-		pt_quant_make_qkx2_quants_sse(n, nmax, x, w, L, scales, the_mins, rmin, rdelta,
+		return;
+	}
+#endif
+	pt_quant_make_qkx2_quants_sse(n, nmax, x, w, L, scales, the_mins, rmin, rdelta,
 					      nstep, use_mad);
 }
 
 void pt_quant_make_qx_quants_x8(int n, int nmax, const float *x, int8_t *L, float *scales)
 {
-	if (pt_quant_have_avx2())
+#if defined(__x86_64__)
+	if (pt_quant_have_avx2()) {
 		pt_quant_make_qx_quants_avx2(n, nmax, x, L, scales);
-	else
-		pt_quant_make_qx_quants_sse(n, nmax, x, L, scales);
+		return;
+	}
+#endif
+	pt_quant_make_qx_quants_sse(n, nmax, x, L, scales);
 }

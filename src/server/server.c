@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "model/model.h"
 #include "token/tok.h"
@@ -156,7 +157,9 @@ static uint64_t rss_now(void)
 	if (fscanf(f, "%llu %llu", &pages, &rss) != 2)
 		rss = 0;
 	fclose(f);
-	return rss * 4096ull;
+	/* statm counts pages: 4 KiB on x86-64, 16 / 64 KiB on some arm64 kernels */
+	long page = sysconf(_SC_PAGESIZE);
+	return rss * (unsigned long long)(page > 0 ? page : 4096);
 }
 
 void pt_server_snapshot(pt_server *s, struct pt_server_snapshot *out)

@@ -40,7 +40,7 @@ PT_TEST(test_attn_dots_levels_bit_identical)
 	static uint16_t kb[4][512 * BLK];
 	static float q[9][512], a[9 * LD], b[9 * LD];
 	uint32_t seed = 7;
-	for (int lv = PT_KERN_LEVEL_AVX2; lv < PT_KERN_LEVEL_COUNT; lv++) {
+	for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
 		if (!ops)
 			continue; /* the CPU lacks the level */
@@ -82,7 +82,7 @@ PT_TEST(test_attn_softmax_levels_bit_identical)
 	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
 	static float dots[5 * LD], ms_a[5 * LD], vs_a[5 * LD], ms_b[5 * LD], vs_b[5 * LD];
 	uint32_t seed = 11;
-	for (int lv = PT_KERN_LEVEL_AVX2; lv < PT_KERN_LEVEL_COUNT; lv++) {
+	for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
 		if (!ops)
 			continue;
@@ -116,7 +116,7 @@ PT_TEST(test_attn_vacc_levels_bit_identical)
 	static uint16_t v[LD][512];
 	static float acc_a[9 * 512], acc_b[9 * 512], ms[9 * LD], vs[9 * LD];
 	uint32_t seed = 5;
-	for (int lv = PT_KERN_LEVEL_AVX2; lv < PT_KERN_LEVEL_COUNT; lv++) {
+	for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
 		if (!ops)
 			continue;

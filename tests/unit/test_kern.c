@@ -571,9 +571,17 @@ PT_TEST(test_kern_dot_low_bit_integer_sums_exact)
 			}
 		}
 	}
+#if defined(PT_KERN_X86)
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
 		for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
 			CHECK(pt_kern_ops_at(PT_KERN_LEVEL_AVX512, types[ti])->level == PT_KERN_LEVEL_AVX512);
+#elif defined(PT_KERN_ARM64)
+	/* every type has its own neon and dotprod kernel; i8mm runs dotprod's */
+	for (int lv = PT_KERN_LEVEL_NEON; lv <= (int)pt_kern_level_max(); lv++)
+		for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+			CHECK((int)pt_kern_ops_at((enum pt_kern_level)lv, types[ti])->level ==
+			      (lv == PT_KERN_LEVEL_I8MM ? PT_KERN_LEVEL_DOTPROD : lv));
+#endif
 }
 
 /* ---- matvec / matmul -------------------------------------------------------------------- */
@@ -712,12 +720,26 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 	CHECK_EQ_INT(pt_kern_level(), PT_KERN_LEVEL_SCALAR);
 	CHECK(pt_kern_ops(PT_TYPE_Q4_K)->level == PT_KERN_LEVEL_SCALAR);
 	CHECK_CONTAINS(pt_kern_cpu_name(), "scalar (");
+#if defined(PT_KERN_X86)
+#define FIRST_SIMD "avx2"
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2) {
 		setenv("PARTICLE_CPU", "avx2", 1);
 		CHECK_EQ_INT(pt_kern_init(&err), PT_OK);
 		CHECK_EQ_INT(pt_kern_level(), PT_KERN_LEVEL_AVX2);
 		CHECK(pt_kern_ops(PT_TYPE_Q4_K)->level == PT_KERN_LEVEL_AVX2);
 	}
+#elif defined(PT_KERN_ARM64)
+#define FIRST_SIMD "neon"
+	static const char *const arm_names[] = { "neon", "dotprod", "i8mm" };
+	for (int lv = PT_KERN_LEVEL_NEON; lv <= (int)pt_kern_level_max(); lv++) {
+		setenv("PARTICLE_CPU", arm_names[lv - 1], 1);
+		CHECK_EQ_INT(pt_kern_init(&err), PT_OK);
+		CHECK_EQ_INT(pt_kern_level(), lv);
+		CHECK_EQ_STR(pt_kern_level_name(pt_kern_level()), arm_names[lv - 1]);
+		CHECK((int)pt_kern_ops(PT_TYPE_Q4_K)->level ==
+		      (lv == PT_KERN_LEVEL_I8MM ? PT_KERN_LEVEL_DOTPROD : lv));
+	}
+#endif
 	setenv("PARTICLE_CPU", "avx9", 1);
 	CHECK_EQ_INT(pt_kern_init(&err), PT_E_INVALID);
 	CHECK_CONTAINS(err.msg, "PARTICLE_CPU=avx9");
@@ -725,13 +747,16 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 	/* a level above what the CPU offers is refused, whatever this machine has: cap it */
 	enum pt_kern_level before = pt_kern_level();
 	pt_kern_test_cap_level(PT_KERN_LEVEL_SCALAR);
-	setenv("PARTICLE_CPU", "avx2", 1);
+#ifdef FIRST_SIMD
+	setenv("PARTICLE_CPU", FIRST_SIMD, 1);
 	CHECK_EQ_INT(pt_kern_init(&err), PT_E_UNSUPPORTED);
-	CHECK_CONTAINS(err.msg, "PARTICLE_CPU=avx2: this CPU supports at most scalar");
+	CHECK_CONTAINS(err.msg, "PARTICLE_CPU=" FIRST_SIMD ": this CPU supports at most scalar");
 	CHECK_EQ_INT(pt_kern_level(), PT_KERN_LEVEL_SCALAR);
-	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_AVX2, PT_TYPE_Q4_K) == NULL);
+	CHECK(pt_kern_ops_at((enum pt_kern_level)1, PT_TYPE_Q4_K) == NULL);
 	pt_error_clear(&err);
-	CHECK_EQ_INT(pt_kern_set_level(PT_KERN_LEVEL_AVX512, &err), PT_E_UNSUPPORTED);
+	CHECK_EQ_INT(pt_kern_set_level((enum pt_kern_level)(PT_KERN_LEVEL_COUNT - 1), &err),
+		     PT_E_UNSUPPORTED);
+#endif
 	CHECK_CONTAINS(err.msg, "not supported by this CPU");
 	pt_error_clear(&err);
 	pt_kern_test_cap_level(PT_KERN_LEVEL_COUNT);
@@ -802,12 +827,16 @@ PT_TEST(test_kern_dot4_matches_dot)
 			}
 		}
 	}
+#if defined(PT_KERN_X86)
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2)
 		CHECK(seen >= 3);
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
 		for (size_t ti = 0; ti < N_TYPES; ti++) /* every quantized type has an AVX-512 dot4 */
 			CHECK(all_types[ti] == PT_TYPE_IQ4_XS ||
 			      pt_kern_ops_at(PT_KERN_LEVEL_AVX512, all_types[ti])->dot4 != NULL);
+#else
+	(void)seen; /* no dot4 outside x86-64 yet */
+#endif
 }
 
 /* The register tile equals dot bit for bit for every shape it takes (1..rows weight rows x
@@ -862,6 +891,7 @@ PT_TEST(test_kern_tile_matches_dot)
 				}
 		}
 	}
+#if defined(PT_KERN_X86)
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
 		CHECK(seen >= 3);
 	/* the prefill types have an AVX2 tile (AVX2-only CPUs), so the loop above covered them */
@@ -873,6 +903,9 @@ PT_TEST(test_kern_tile_matches_dot)
 			CHECK(o->level == PT_KERN_LEVEL_AVX2 && o->tile.fn != NULL);
 		}
 	}
+#else
+	(void)seen; /* no register tiles outside x86-64 yet */
+#endif
 }
 
 /* Tiled matmul at every tile edge: odd and even row counts, 1..17 tokens (partial token

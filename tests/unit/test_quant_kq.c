@@ -432,6 +432,12 @@ static const struct {
 /* 300 rounds of 8 sub-blocks per configuration: the lane versions (level 0: SSE2 4-lane,
  * 1: AVX2 8-lane, 2: the dispatching entry point) against 8 scalar calls; returns the
  * number of mismatching results. */
+#if !defined(__x86_64__)
+/* No AVX2 twin outside x86-64 (Makefile ARCH); pt_quant_have_avx2() is 0, level 1 never runs. */
+#define pt_quant_make_qkx2_quants_avx2 pt_quant_make_qkx2_quants_sse
+#define pt_quant_make_qx_quants_avx2 pt_quant_make_qx_quants_sse
+#endif
+
 static int lane_mismatches(int level)
 {
 	float x[256], w[256], sc1[8], sc2[8], mn1[8], mn2[8];
