@@ -406,7 +406,7 @@ static int pull_file(const struct opts *o, const char *dir, const char *url, con
 		return PT_EXIT_USAGE;
 	}
 	pt_gguf *g = NULL;
-	st = pt_gguf_open(partial, &g, &err);
+	st = pt_gguf_open_one(partial, &g, &err); /* the other parts land on their own */
 	if (st == PT_OK)
 		st = check_split(g, name, split_no, split_count, &err);
 	pt_gguf_close(g);
@@ -443,7 +443,7 @@ static int verify_file(const struct opts *o)
 	uint32_t no = 0, count = 0;
 	const char *base = strrchr(o->verify, '/');
 	base = base ? base + 1 : o->verify;
-	enum pt_status st = pt_gguf_open(o->verify, &g, &err);
+	enum pt_status st = pt_gguf_open_one(o->verify, &g, &err);
 	if (st == PT_OK && !pt_source_split_name(base, &stem, &no, &count))
 		no = count = 0;
 	if (st == PT_OK)

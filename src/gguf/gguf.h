@@ -68,6 +68,10 @@ typedef struct pt_gguf pt_gguf;
  * and the byte offset.  Codes: PT_E_IO (open/mmap), PT_E_FORMAT, PT_E_UNSUPPORTED (valid GGUF
  * but e.g. an unknown tensor type), PT_E_LIMIT, PT_E_NOMEM. */
 enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *err);
+/* One file on its own, validated like any GGUF: a single-file model, or ONE part of a split
+ * model whose split keys are read but not followed to the other parts (`particle pull`
+ * checks each part as it lands, under its .partial name). */
+enum pt_status pt_gguf_open_one(const char *path, pt_gguf **out, struct pt_error *err);
 /* Same over a caller buffer that must outlive the handle (fuzzing, tests). */
 enum pt_status pt_gguf_open_memory(const void *data, size_t size, pt_gguf **out,
 				   struct pt_error *err);

@@ -188,6 +188,11 @@ static enum pt_status open_parts(pt_gguf *have, uint32_t no, uint32_t count, con
 	return st;
 }
 
+enum pt_status pt_gguf_open_one(const char *path, pt_gguf **out, struct pt_error *err)
+{
+	return pt_gguf_open_file(path, out, err);
+}
+
 enum pt_status pt_gguf_open(const char *path, pt_gguf **out, struct pt_error *err)
 {
 	pt_gguf *g;
