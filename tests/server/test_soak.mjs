@@ -103,7 +103,10 @@ test(`soak: ${CLIENTS} clients for ${SECONDS} s, every answer checked, RSS and f
     assert.ok(cancelled > 0 && errors > 0);
     assert.ok(warm, 'warm-up sample taken');
     // a few percent, with a floor of 4 MiB for allocator noise on a small process
-    assert.ok(after.rss <= warm.rss * 1.05 + 4 * 1048576, `RSS ${warm.rss} after warm-up, ${after.rss} at the end`);
+    // Under ASan the freed-memory quarantine (256 MiB by default) grows RSS by design, so
+    // there LeakSanitizer at exit is the leak check and RSS is not compared.
+    if (!/\b(asan|tsan)\b/.test(process.env.PARTICLE || ''))
+      assert.ok(after.rss <= warm.rss * 1.05 + 4 * 1048576, `RSS ${warm.rss} after warm-up, ${after.rss} at the end`);
     assert.ok(after.fds <= warm.fds + 2, `fds ${warm.fds} after warm-up, ${after.fds} at the end`);
     assert.ok(after.fds <= idle.fds, `fds ${idle.fds} idle before, ${after.fds} idle after: a leak`);
     console.log(`# soak: ${checked} answers checked, ${cancelled} cancelled, ${errors} errors; RSS ${(warm.rss / 1048576).toFixed(1)} -> ${(after.rss / 1048576).toFixed(1)} MiB, fds ${warm.fds} -> ${after.fds} (idle ${idle.fds} -> ${after.fds})`);
