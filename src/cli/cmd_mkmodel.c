@@ -16,8 +16,10 @@ static void help(FILE *f)
 		"Writes a synthetic checkpoint with the architecture's real tensor set and shapes,\n"
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
-		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe\n"
-		"                     (required; glm4moe full = GLM-4.5-Air, also 'glm-4.5-air');\n"
+		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe |\n"
+		"                     gpt-oss (required; glm4moe full = GLM-4.5-Air, also\n"
+		"                     'glm-4.5-air'; gpt-oss full = gpt-oss-120b, also\n"
+		"                     'gpt-oss-120b', and preset 'gpt-oss-20b');\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
 		"  --preset NAME      tiny | small | full (default tiny): tiny = a few MB, every\n"
@@ -25,8 +27,9 @@ static void help(FILE *f)
 		"                     full = the flagship's real dimensions (~15-20 GB at q4_k_m)\n"
 		"  --layers N         number of layers (default: the preset's)\n"
 		"  --quant MIX        f32 | f16 | bf16 | q8_0 | q6_k | q4_k_m | q5_k_m | q4_0 |\n"
-		"                     iq4_xs | mxfp4 | q3_k_m | q3_k_l | q2_k (default q4_k_m);\n"
-		"                     llama.cpp's mixture rules\n"
+		"                     iq4_xs | mxfp4 | q3_k_m | q3_k_l | q2_k (default q4_k_m;\n"
+		"                     gpt-oss: mxfp4, its published mixture: MXFP4 experts, other\n"
+		"                     matrices Q8_0); llama.cpp's mixture rules\n"
 		"  --seed N           weight seed (default 1)\n"
 		"  --router-skew S    routing locality, 0..16 or 'real' (default 0 = memoryless,\n"
 		"                     uniform routing): > 0 makes consecutive tokens reuse experts\n"
@@ -34,7 +37,7 @@ static void help(FILE *f)
 		"                     attention context that the router reads; docs/MODELS.md);\n"
 		"                     'real' = the per-arch level matching published routing of\n"
 		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f\n"
-		"                     (glm4moe: no published routing statistics; %.0f)\n"
+		"                     (glm4moe, gpt-oss: no published routing statistics; %.0f)\n"
 		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
 		"                     only the tensors and the key the level changes; the result is\n"
 		"                     byte-identical to a fresh file at that level.  Refuses other\n"
@@ -62,7 +65,7 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4, glm4moe)", v);
+			     "sarvam_moe, gemma4, glm4moe, gpt-oss)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;
@@ -90,7 +93,7 @@ static bool parse_split_size(const char *v, uint64_t *out)
 }
 
 struct flags {
-	bool have_arch, report;
+	bool have_arch, report, have_quant;
 	const char *reroute;
 	const char *creation_flag; /* a flag --reroute does not take */
 };
@@ -127,6 +130,7 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, struct flags 
 				return -1;
 			o->n_layer = (uint32_t)u;
 		} else if (!strcmp(a, "--quant")) {
+			fl->have_quant = true;
 			if (pt_mix_from_name(v, &o->mix) != 0) {
 				pt_cli_error("--quant: unknown mixture '%s'", v);
 				return -1;
@@ -201,10 +205,13 @@ int pt_cmd_mkmodel(int argc, char **argv)
 		pt_cli_error("mkmodel needs --arch and -o (see 'particle mkmodel --help')");
 		return PT_EXIT_USAGE;
 	}
-	if (strcmp(o.preset, "tiny") && strcmp(o.preset, "small") && strcmp(o.preset, "full")) {
-		pt_cli_error("--preset: unknown preset '%s' (tiny, small, full)", o.preset);
+	struct pt_hparams php;
+	if (pt_arch_preset(o.arch, o.preset, o.n_layer, &php, &err) != PT_OK) {
+		pt_cli_error("--preset: %s", err.msg);
 		return PT_EXIT_USAGE;
 	}
+	if (!fl.have_quant)
+		o.mix = pt_arch_default_mix(o.arch);
 	if (o.split_max_size && o.split_max_tensors) {
 		pt_cli_error("give --split-max-size or --split-max-tensors, not both");
 		return PT_EXIT_USAGE;

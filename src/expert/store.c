@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quant/types.h"
 #include "util/alloc.h"
 
 struct pt_expert_store;
@@ -637,26 +638,57 @@ enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t 
 	return st;
 }
 
-enum pt_status pt_expert_store_get_mats(pt_expert_store *s, uint32_t layer, uint32_t expert,
-					const void **gate, const void **up, const void **down,
-					struct pt_error *err)
+/* Which bias a part is (0 gate, 1 up, 2 down), or -1: "blk.N.ffn_<x>_exps.bias". */
+static int bias_index(const char *name)
+{
+	static const char *const suffix[3] = { ".ffn_gate_exps.bias", ".ffn_up_exps.bias",
+						".ffn_down_exps.bias" };
+	const size_t n = strlen(name);
+	for (int i = 0; i < 3; i++) {
+		const size_t k = strlen(suffix[i]);
+		if (n > k && strcmp(name + n - k, suffix[i]) == 0)
+			return i;
+	}
+	return -1;
+}
+
+enum pt_status pt_expert_store_get_mats_b(pt_expert_store *s, uint32_t layer, uint32_t expert,
+					  const void **gate, const void **up, const void **down,
+					  const float **bias, struct pt_error *err)
 {
 	struct pt_expert_view v;
 	int32_t m = moe_of(s, layer);
 	enum pt_status st = pt_expert_store_get(s, layer, expert, &v, err);
 	*gate = *up = *down = NULL;
+	if (bias)
+		bias[0] = bias[1] = bias[2] = NULL;
 	if (st != PT_OK)
 		return st;
 	for (uint32_t i = 0; i < v.n_parts; i++) {
-		enum pt_expert_part_kind k = s->lay->moe[m].part[i].kind;
-		if (k == PT_PART_GATE || k == PT_PART_GATE_UP)
+		const struct pt_expert_part *P = &s->lay->moe[m].part[i];
+		const int b = P->kind == PT_PART_OTHER && bias ? bias_index(P->name) : -1;
+		if (P->kind == PT_PART_GATE || P->kind == PT_PART_GATE_UP)
 			*gate = v.part[i];
-		else if (k == PT_PART_UP)
+		else if (P->kind == PT_PART_UP)
 			*up = v.part[i];
-		else if (k == PT_PART_DOWN)
+		else if (P->kind == PT_PART_DOWN)
 			*down = v.part[i];
+		else if (b >= 0 && (P->type != PT_TYPE_F32 || ((uintptr_t)v.part[i] & 3u))) {
+			pt_expert_store_release(s, layer, expert);
+			return pt_error_set(err, PT_E_FORMAT, "expert %u of layer %u: %s slice not F32 "
+					    "or misaligned", expert, layer, P->name);
+		} else if (b >= 0) {
+			bias[b] = (const float *)v.part[i];
+		}
 	}
 	return PT_OK;
+}
+
+enum pt_status pt_expert_store_get_mats(pt_expert_store *s, uint32_t layer, uint32_t expert,
+					const void **gate, const void **up, const void **down,
+					struct pt_error *err)
+{
+	return pt_expert_store_get_mats_b(s, layer, expert, gate, up, down, NULL, err);
 }
 
 void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert)

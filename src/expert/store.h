@@ -84,6 +84,12 @@ enum pt_status pt_expert_store_get(pt_expert_store *s, uint32_t layer, uint32_t 
 enum pt_status pt_expert_store_get_mats(pt_expert_store *s, uint32_t layer, uint32_t expert,
 					const void **gate, const void **up, const void **down,
 					struct pt_error *err);
+/* get_mats plus the expert's bias slices (parts named blk.L.ffn_{gate,up,down}_exps.bias,
+ * gpt-oss; F32), bias[0..2] = gate, up, down, NULL where the layer has none.  A slice that
+ * is not 4-byte aligned in slot memory (a corrupt pack manifest) is PT_E_FORMAT. */
+enum pt_status pt_expert_store_get_mats_b(pt_expert_store *s, uint32_t layer, uint32_t expert,
+					  const void **gate, const void **up, const void **down,
+					  const float **bias, struct pt_error *err);
 void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert);
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
 

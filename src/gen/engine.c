@@ -69,8 +69,13 @@ struct pt_engine {
 static enum pt_status sp_get(void *ctx, uint32_t layer, uint32_t expert,
 			     struct pt_expert_ptrs *out, struct pt_error *err)
 {
-	return pt_expert_store_get_mats(ctx, layer, expert, &out->gate, &out->up, &out->down,
-					err);
+	const float *b[3];
+	enum pt_status st = pt_expert_store_get_mats_b(ctx, layer, expert, &out->gate, &out->up,
+						       &out->down, b, err);
+	out->gate_b = b[0];
+	out->up_b = b[1];
+	out->down_b = b[2];
+	return st;
 }
 
 static void sp_release(void *ctx, uint32_t layer, uint32_t expert)

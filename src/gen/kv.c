@@ -368,6 +368,20 @@ void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_
 	a->m = m;
 }
 
+void pt_attn_sink(struct pt_attn_part *p, float sink, uint32_t head_dim_v)
+{
+	float ms = 1.0f, vs = 1.0f;
+	if (sink > p->m) {
+		ms = expf(p->m - sink);
+		p->m = sink;
+		for (uint32_t i = 0; i < head_dim_v; i++)
+			p->acc[i] *= ms;
+	} else {
+		vs = expf(sink - p->m);
+	}
+	p->s = p->s * ms + vs;
+}
+
 void pt_attn_finish(const struct pt_attn_part *p, uint32_t head_dim_v, float *out)
 {
 	const float inv = p->s == 0.0f ? 0.0f : 1.0f / p->s;

@@ -124,6 +124,11 @@ void pt_attn_group(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const floa
 		   const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch);
 /* Merges b into a exactly: both rescaled to the larger max. */
 void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_t head_dim_v);
+/* Folds a per-head attention sink (gpt-oss attn_sinks: a learned logit, not scaled, that
+ * only adds e^sink to the softmax denominator) into a head's finished key range, as ggml's
+ * flash attention does after its key loop: sink > m: acc and s scaled by expf(m - sink),
+ * m = sink, s += 1; else s += expf(sink - m). */
+void pt_attn_sink(struct pt_attn_part *p, float sink, uint32_t head_dim_v);
 /* out = acc / s (zeros if no key was seen). */
 void pt_attn_finish(const struct pt_attn_part *p, uint32_t head_dim_v, float *out);
 

@@ -196,6 +196,8 @@ struct pt_kern_glu {
 	const void *xq;          /* the activation in gate's partner format */
 	const void *xq_up;       /* the same activation in up's partner format (unused if fused) */
 	float *y;                /* [nf] = act(gate xq, up xq_up) */
+	/* optional biases [nf] added to the gate / up dots before act (gpt-oss experts) */
+	const float *bias_gate, *bias_up;
 };
 /* Gated feed-forward inputs for every entry of the set: each task computes the gate and up
  * dots of its rows and applies act, bit-identical to two pt_kern_matvec_q calls and act over

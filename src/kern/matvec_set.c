@@ -28,6 +28,7 @@ struct seg {
 	const struct pt_kern_ops *ops, *uops;
 	const void *xq, *xq_up;
 	float *y;
+	const float *bg, *bu; /* optional gate / up biases */
 	uint64_t rows;   /* output rows of this product */
 	size_t up_off;   /* byte offset of up row r from gate row r, fused gate_up */
 };
@@ -76,6 +77,10 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 			}
 			gv[r - c0] = s->ops->dot(g->cols, gd + r * g->row_bytes, s->xq);
 			uv[r - c0] = s->uops->dot(ucols, ud + r * urb, s->xq_up);
+			if (s->bg)
+				gv[r - c0] += s->bg[r];
+			if (s->bu)
+				uv[r - c0] += s->bu[r];
 		}
 		act(s->y + c0, gv, uv, (int)(c1 - c0));
 	}
@@ -151,7 +156,7 @@ enum pt_status pt_kern_matvec_set(const struct pt_kern_mv *set, uint32_t n, pt_p
 		if (st != PT_OK)
 			return st;
 		segs[i] = (struct seg){ &set[i].w, NULL, ops, NULL, set[i].xq, NULL, set[i].y,
-					set[i].w.rows, 0 };
+					NULL, NULL, set[i].w.rows, 0 };
 		total += set[i].w.rows;
 		rb = set[i].w.row_bytes > rb ? set[i].w.row_bytes : rb;
 	}
@@ -184,8 +189,8 @@ enum pt_status pt_kern_glu_set(const struct pt_kern_glu *set, uint32_t n, pt_ker
 		    (!fused && (g->up.rows != nf || g->up.cols != g->gate.cols)))
 			return pt_error_set(err, PT_E_INVALID, "gate/up shapes disagree");
 		segs[i] = (struct seg){ &g->gate, fused ? NULL : &g->up, ops, uops, g->xq,
-					fused ? g->xq : g->xq_up, g->y, nf,
-					(size_t)nf * g->gate.row_bytes };
+					fused ? g->xq : g->xq_up, g->y, g->bias_gate, g->bias_up,
+					nf, (size_t)nf * g->gate.row_bytes };
 		total += nf;
 		const size_t ub = fused ? g->gate.row_bytes : g->up.row_bytes;
 		rb = g->gate.row_bytes + ub > rb ? g->gate.row_bytes + ub : rb;

@@ -24,7 +24,8 @@ enum pt_arch {
 	PT_ARCH_BAILINGMOE2 = 1, /* Sarvam 30B; also written/read as "sarvam_moe" */
 	PT_ARCH_GEMMA4 = 2,
 	PT_ARCH_GLM4MOE = 3,     /* GLM-4.5 / 4.5-Air / 4.6 */
-	PT_ARCH_COUNT = 4,
+	PT_ARCH_GPTOSS = 4,      /* gpt-oss-20b / gpt-oss-120b ("gpt-oss") */
+	PT_ARCH_COUNT = 5,
 };
 
 /* llama.cpp's gating enum (llama-hparams.h). */
@@ -33,6 +34,13 @@ enum pt_gating {
 	PT_GATING_SOFTMAX = 1,
 	PT_GATING_SIGMOID = 2,
 	PT_GATING_SOFTMAX_WEIGHT = 3,
+};
+
+/* rope.scaling.type (llama.cpp's LLAMA_ROPE_SCALING_TYPE_*: none, linear, yarn). */
+enum pt_rope_scaling {
+	PT_ROPE_SCALING_NONE = 0, /* no key: plain RoPE */
+	PT_ROPE_SCALING_LINEAR,
+	PT_ROPE_SCALING_YARN,
 };
 
 /* Every hyper-parameter any of the three archs reads, with llama.cpp's defaults applied by
@@ -85,6 +93,12 @@ struct pt_hparams {
 	bool k_eq_v_full;           /* gemma4: full layers have no attn_v (V = raw K) */
 	bool has_attn_bias;         /* attn_q/k/v.bias (glm4moe) */
 	bool has_qk_norm;           /* attn_q_norm / attn_k_norm (optional in glm4moe) */
+	/* RoPE scaling (rope.scaling.type / factor / original_context_length / attn_factor):
+	 * freq_scale = 1 / factor, YaRN's correction dims from the original context */
+	enum pt_rope_scaling rope_scaling;
+	float rope_scaling_factor;  /* 0 = none */
+	uint32_t rope_n_ctx_orig;   /* 0 = context_length */
+	float rope_scaling_attn_factor; /* 1 unless the key says otherwise */
 };
 
 /* ---- the layer recipe: how the forward pass composes an arch's layer ----
@@ -98,6 +112,7 @@ struct pt_hparams {
 enum pt_act {
 	PT_ACT_SWIGLU = 0,          /* silu(gate) * up */
 	PT_ACT_GEGLU,               /* gelu(gate) * up (tanh approximation) */
+	PT_ACT_SWIGLU_OAI,          /* gpt-oss: min(g,7) sigma(1.702 min(g,7)) (clamp(u,-7,7)+1) */
 };
 
 enum pt_router_input {
@@ -122,6 +137,9 @@ struct pt_arch_recipe {
 	/* routing: gating, normalisation and scale as the file's keys say (hparams), or
 	 * hard-coded softmax with normalised top-k weights and no scale */
 	bool route_from_keys;
+	/* with !route_from_keys: top-k of the raw logits, softmax over the k (llama.cpp's
+	 * SOFTMAX_WEIGHT; gpt-oss), no normalisation, expert_weights_scale */
+	bool route_softmax_weight;
 	enum pt_router_input router_in;
 	enum pt_ffn_form ffn;
 	bool final_softcap;         /* hparams final_logit_softcap applies to the logits */
@@ -193,7 +211,8 @@ struct pt_tensor_list {
 
 /* ---- arch identification ---- */
 const char *pt_arch_name(enum pt_arch a); /* canonical GGUF name */
-/* Accepts "qwen3moe", "bailingmoe2", "sarvam_moe", "sarvam-moe", "gemma4", "glm4moe". */
+/* Accepts "qwen3moe", "bailingmoe2", "sarvam_moe", "sarvam-moe", "gemma4", "glm4moe",
+ * "gpt-oss". */
 int pt_arch_from_name(const char *name, enum pt_arch *out);
 
 /* ---- hyper-parameters ---- */
@@ -253,6 +272,9 @@ enum pt_mix {
 };
 
 int pt_mix_from_name(const char *name, enum pt_mix *out);
+/* The mixture mkmodel writes without --quant: the arch's published one (gpt-oss: mxfp4),
+ * else q4_k_m. */
+enum pt_mix pt_arch_default_mix(enum pt_arch a);
 const char *pt_mix_name(enum pt_mix m);
 uint32_t pt_mix_file_type(enum pt_mix m); /* llama_ftype for general.file_type */
 /* Storage type (enum pt_type) of every tensor in l for mixture m, written to types[]

@@ -8,6 +8,7 @@
 struct pt_arch_ops {
 	const char *name;
 	struct pt_arch_recipe recipe; /* how the forward pass composes the layer */
+	bool mix_mxfp4;               /* published files: MXFP4 experts (mkmodel's default) */
 	/* Fills hp for a preset (defaults already applied); PT_E_INVALID for unknown presets. */
 	enum pt_status (*preset)(const char *preset, struct pt_hparams *hp,
 				 struct pt_error *err);
@@ -25,6 +26,7 @@ extern const struct pt_arch_ops pt_arch_qwen3moe_ops;
 extern const struct pt_arch_ops pt_arch_bailingmoe2_ops;
 extern const struct pt_arch_ops pt_arch_gemma4_ops;
 extern const struct pt_arch_ops pt_arch_glm4moe_ops;
+extern const struct pt_arch_ops pt_arch_gptoss_ops;
 
 /* Appends a tensor; name is printf-formatted.  ne2 = 0 means 2-D, ne1 = 0 means 1-D. */
 enum pt_status pt_tl_add(struct pt_tensor_list *l, int32_t layer, enum pt_tensor_role role,

@@ -82,6 +82,7 @@ struct pt_fwd {
 	uint32_t attn_block;
 	size_t attn_scratch_n;
 	float *rope_cs;      /* [n_batch][max n_rot] */
+	struct pt_yarn *yarn; /* per layer, when the file scales RoPE (NULL: plain RoPE) */
 	void *act;           /* activation quantization scratch */
 	size_t act_bytes;
 	/* decode (single-row) products: one row in each partner format an input needs, and
@@ -107,6 +108,7 @@ struct attn_task {
 	uint32_t n_rows;   /* rows of the chunk */
 	uint32_t group;    /* query heads per KV head */
 	uint32_t n_sub;    /* head groups per KV head: tasks take group / n_sub heads each */
+	const float *sinks; /* per-head sink logits (gpt-oss), NULL: none */
 };
 
 /* Keys per split-K block.  Block boundaries depend only on the query position, and blocks
@@ -169,7 +171,9 @@ static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 		}
 	}
 	for (uint32_t i = 0; i < n_q; i++) {
-		const struct pt_attn_part tot = { w.tm[i], w.ts[i], w.tacc + (size_t)i * t->hd_v };
+		struct pt_attn_part tot = { w.tm[i], w.ts[i], w.tacc + (size_t)i * t->hd_v };
+		if (t->sinks)
+			pt_attn_sink(&tot, t->sinks[h0 + i], t->hd_v);
 		pt_attn_finish(&tot, t->hd_v,
 			       f->att + (size_t)row * f->w_qk + (size_t)(h0 + i) * t->hd_v);
 	}
@@ -211,6 +215,8 @@ static void attn_merge_row(pt_fwd *f, const struct attn_task *t)
 			const struct pt_attn_part part = { slot[0], slot[1], slot + 2 };
 			pt_attn_merge(&tot, &part, t->hd_v);
 		}
+		if (t->sinks)
+			pt_attn_sink(&tot, t->sinks[h], t->hd_v);
 		pt_attn_finish(&tot, t->hd_v, f->att + (size_t)h * t->hd_v);
 	}
 }
@@ -308,7 +314,11 @@ static const void *xq_of(struct xq_cache *c, const struct pt_kern_mat *w)
 
 static pt_kern_glu_fn glu_fn(const pt_fwd *f)
 {
-	return f->rc->act == PT_ACT_GEGLU ? pt_op_geglu : pt_op_swiglu;
+	switch (f->rc->act) {
+	case PT_ACT_GEGLU: return pt_op_geglu;
+	case PT_ACT_SWIGLU_OAI: return pt_op_swiglu_oai;
+	default: return pt_op_swiglu;
+	}
 }
 
 static enum pt_status no_xq(const struct pt_kern_mat *w, struct pt_error *err)
@@ -432,13 +442,16 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 			pt_op_rmsnorm_heads(k, L->k_norm, (int)n_kv, (int)hd_k, hp->rms_eps);
 		if (rc->v_norm)
 			pt_op_rmsnorm_heads(v, NULL, (int)n_kv, (int)hd_v, hp->rms_eps);
-		pt_op_rope_cache(cs, (int)n_rot, f->rpos[r], base, ff);
+		if (f->yarn)
+			pt_op_rope_cache_yarn(cs, (int)n_rot, f->rpos[r], base, ff, &f->yarn[il]);
+		else
+			pt_op_rope_cache(cs, (int)n_rot, f->rpos[r], base, ff);
 		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_kv_store(&f->seqs[f->rseq[r]].kv, il, f->rpos[r], k, v);
 	}
 	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, n,
-			       n_head / n_kv, 1 };
+			       n_head / n_kv, 1, L->attn_sinks };
 	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
 	t.a.scale = rc->attn_scale > 0.0f ? rc->attn_scale : 1.0f / sqrtf((float)hd_k);
 	t.a.softcap = 0.0f;
@@ -477,7 +490,8 @@ static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct p
 	const uint32_t nf = (uint32_t)g->rows;
 	if (n == 1) { /* decode: gate, up and the activation in one dispatch */
 		struct xq_cache c = { .buf = f->xqb, .x = in };
-		struct pt_kern_glu gs = { *g, *u, xq_of(&c, g), xq_of(&c, u), f->gate };
+		struct pt_kern_glu gs = { *g, *u, xq_of(&c, g), xq_of(&c, u), f->gate, NULL,
+					  NULL };
 		if (!gs.xq || !gs.xq_up)
 			return no_xq(gs.xq ? u : g, err);
 		enum pt_status st = pt_kern_glu_set(&gs, 1, glu_fn(f), f->pool, err);
@@ -502,7 +516,13 @@ static void route_row(pt_fwd *f, const struct pt_layer_weights *L, float *logits
 	enum pt_op_gating gating = (enum pt_op_gating)hp->gating;
 	bool norm = hp->expert_weights_norm;
 	float scale = hp->expert_weights_scale;
-	if (!f->rc->route_from_keys) {
+	if (L->router_b) /* ffn_gate_inp.bias: part of the logits, before any gating */
+		add_rows(logits, L->router_b, hp->n_expert);
+	if (!f->rc->route_from_keys && f->rc->route_softmax_weight) {
+		/* top-k of the raw logits, softmax over the k, no normalisation */
+		gating = PT_OP_GATING_SOFTMAX_WEIGHT;
+		norm = false;
+	} else if (!f->rc->route_from_keys) {
 		/* the arch's graph hard-codes softmax, normalisation and no scale */
 		gating = PT_OP_GATING_SOFTMAX;
 		norm = true;
@@ -628,6 +648,10 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 			st = mm_in(f, &u, cnt, f->up, err);
 		if (st != PT_OK)
 			return st;
+		for (uint32_t c = 0; p->gate_b && c < cnt; c++)
+			add_rows(f->gate + (size_t)c * nf, p->gate_b, nf);
+		for (uint32_t c = 0; p->up_b && c < cnt; c++)
+			add_rows(f->up + (size_t)c * nf, p->up_b, nf);
 		glu(f->gate, f->gate, f->up, nf * cnt);
 	} else {
 		const struct pt_kern_mat gu = expert_mat(&L->gate_up_exps, p->gate);
@@ -643,7 +667,10 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 		}
 	}
 	const struct pt_kern_mat d = expert_mat(&L->down_exps, p->down);
-	return mm(f, &d, f->gate, cnt, f->t3, err);
+	st = mm(f, &d, f->gate, cnt, f->t3, err);
+	for (uint32_t c = 0; st == PT_OK && p->down_b && c < cnt; c++)
+		add_rows(f->t3 + (size_t)c * d.rows, p->down_b, d.rows);
+	return st;
 }
 
 /* dst = (y * s) * w, or y * w without a per-expert scale s (the loop split so each
@@ -729,13 +756,15 @@ static enum pt_status group_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 		gs[j].xq = xq_of(&c, &gs[j].gate);
 		gs[j].xq_up = fused ? gs[j].xq : xq_of(&c, &gs[j].up);
 		gs[j].y = f->dg + (size_t)j * f->w_ff;
+		gs[j].bias_gate = p[j].gate_b;
+		gs[j].bias_up = p[j].up_b;
 		ds[j] = (struct pt_kern_mv){ expert_mat(&L->down_exps, p[j].down), NULL,
 					     f->dy + (size_t)j * D };
 	}
 	if (sh) {
 		cs.x = sh->in;
 		gs[ne] = (struct pt_kern_glu){ *sh->g, *sh->u, xq_of(&cs, sh->g), xq_of(&cs, sh->u),
-					       f->dg + (size_t)ne * f->w_ff };
+					       f->dg + (size_t)ne * f->w_ff, NULL, NULL };
 		ds[ne] = (struct pt_kern_mv){ *sh->d, NULL, sh->out };
 	}
 	for (uint32_t j = 0; j < ns; j++)
@@ -755,6 +784,9 @@ static enum pt_status group_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 	}
 	if (st == PT_OK)
 		st = pt_kern_matvec_set(ds, ns, f->pool, err);
+	for (uint32_t j = 0; st == PT_OK && j < ne; j++)
+		if (p[j].down_b)
+			add_rows(f->dy + (size_t)j * D, p[j].down_b, D);
 	if (st == PT_OK && sh && sh->post_norm)
 		norm_rows(sh->out, sh->out, sh->post_norm, 1, D, f->m->hp.rms_eps);
 	return st;
@@ -858,6 +890,7 @@ static enum pt_status rows_group(pt_fwd *f, const struct pt_layer_weights *L, ui
 	struct pt_kern_mv ds[PT_KERN_SET_MAX] = { 0 };
 	struct pt_expert_ptrs p[PT_KERN_SET_MAX];
 	int slot_of_entry[PT_KERN_SET_MAX];
+	const float *down_b[PT_KERN_SET_MAX];
 	for (uint32_t j = 0, total = 0; j < ne; j++) /* wave_rows's invariant */
 		if ((total += f->eoff[ex[j] + 1] - f->eoff[ex[j]]) > PT_KERN_SET_MAX)
 			return pt_error_set(err, PT_E_INVALID, "forward: expert group too large");
@@ -875,8 +908,10 @@ static enum pt_status rows_group(pt_fwd *f, const struct pt_layer_weights *L, ui
 		const struct pt_kern_mat d = expert_mat(&L->down_exps, p[j].down);
 		for (uint32_t c = f->eoff[ex[j]]; c < f->eoff[ex[j] + 1]; c++, m++) {
 			const uint8_t *xq = f->xin + (size_t)(f->rows[c] / k) * f->xin_row;
-			gs[m] = (struct pt_kern_glu){ g, u, xq, xq, f->bdg + (size_t)m * f->w_ff };
+			gs[m] = (struct pt_kern_glu){ g, u, xq, xq, f->bdg + (size_t)m * f->w_ff,
+						      p[j].gate_b, p[j].up_b };
 			ds[m] = (struct pt_kern_mv){ d, NULL, f->bdy + (size_t)m * D };
+			down_b[m] = p[j].down_b;
 			slot_of_entry[m] = f->rows[c];
 		}
 	}
@@ -897,6 +932,9 @@ static enum pt_status rows_group(pt_fwd *f, const struct pt_layer_weights *L, ui
 	}
 	if (st == PT_OK)
 		st = pt_kern_matvec_set(ds, m, f->pool, err);
+	for (uint32_t j = 0; st == PT_OK && j < m; j++)
+		if (down_b[j])
+			add_rows(f->bdy + (size_t)j * D, down_b[j], D);
 	for (uint32_t j = 0; f->prov->release && j < got; j++)
 		f->prov->release(f->prov->ctx, il, ex[j]);
 	for (uint32_t j = 0, m2 = 0; st == PT_OK && j < ne; j++) {
@@ -1499,6 +1537,42 @@ static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error
 	return st;
 }
 
+/* RoPE scaling constants per layer as llama.cpp's context computes them (llama_context
+ * constructor; ARCHITECTURES-NEXT.md 0.2): freq_scale = 1 / factor, ext_factor 1 for YaRN,
+ * attn_factor = mscale(factor) / (1 + 0.1 ln factor) * rope.scaling.attn_factor (no
+ * rope_yarn_log_mul key is read), correction dims from each layer's rotated width, base and
+ * the original context with beta_fast 32, beta_slow 1. */
+static enum pt_status rope_scaling(pt_fwd *f, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const float ropescale = hp->rope_scaling_factor;
+	if (hp->rope_scaling == PT_ROPE_SCALING_NONE ||
+	    (hp->rope_scaling == PT_ROPE_SCALING_LINEAR && (ropescale == 0.0f || ropescale == 1.0f)))
+		return PT_OK;
+	f->yarn = pt_calloc(hp->n_layer, sizeof(*f->yarn));
+	if (!f->yarn)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate RoPE tables");
+	const float freq_scale = ropescale == 0.0f ? 1.0f : 1.0f / ropescale;
+	const float ext = hp->rope_scaling == PT_ROPE_SCALING_YARN ? 1.0f : 0.0f;
+	float attn = 1.0f;
+	if (ext != 0.0f) {
+		const float factor = 1.0f / freq_scale;
+		attn = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * logf(factor) + 1.0f;
+		attn *= 1.0f / (1.0f + 0.1f * logf(factor));
+	}
+	attn *= hp->rope_scaling_attn_factor;
+	const uint32_t n_orig = hp->rope_n_ctx_orig ? hp->rope_n_ctx_orig : hp->n_ctx_train;
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		const bool swa = hp->is_swa[il];
+		struct pt_yarn *y = &f->yarn[il];
+		*y = (struct pt_yarn){ freq_scale, ext, attn, 0.0f, 0.0f };
+		pt_op_yarn_corr_dims((int)(swa ? hp->n_rot_swa : hp->n_rot), n_orig,
+				     swa ? hp->rope_freq_base_swa : hp->rope_freq_base, 32.0f, 1.0f,
+				     &y->corr_low, &y->corr_high);
+	}
+	return PT_OK;
+}
+
 enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts *opts,
 			     pt_fwd **out, struct pt_error *err)
 {
@@ -1532,6 +1606,8 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	enum pt_status st = kv_create(f, opts->kv_type, err);
 	if (st == PT_OK)
 		st = alloc_buffers(f, err);
+	if (st == PT_OK)
+		st = rope_scaling(f, err);
 	if (st != PT_OK) {
 		pt_fwd_destroy(f);
 		return st;
@@ -1557,6 +1633,7 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->uni);
 	pt_free(f->wave_end);
 	pt_free(f->eoff);
+	pt_free(f->yarn);
 	pt_free(f->parts);
 	pt_free(f->act);
 	for (size_t i = 0; i < XQ_SLOTS; i++)

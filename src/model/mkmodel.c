@@ -288,6 +288,17 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 		router_rows(hp, d, ts, skew, out);
 		return;
 	}
+	if (d->init != PT_INIT_WEIGHT && d->init != PT_INIT_EMBED && d->n_dims > 1 &&
+	    d->init == PT_INIT_BIAS) {
+		/* 2-D biases (gpt-oss per-expert biases): a stream per row, so the bytes do not
+		 * depend on how rows are cut into chunks; row 0 keeps the tensor's own stream */
+		for (uint64_t r = 0; r < nrows; r++) {
+			const uint64_t row = row0 + r;
+			small_rows(hp, d, row ? ts ^ (row * 0xd1b54a32d192ed03ull) : ts, skew, n0,
+				   out + r * n0);
+		}
+		return;
+	}
 	if (d->init != PT_INIT_WEIGHT && d->init != PT_INIT_EMBED) {
 		small_rows(hp, d, ts, skew, n0 * nrows, out);
 		if (skew > 0)

@@ -48,10 +48,12 @@ static enum pt_status check_types(const struct pt_model *m, struct pt_error *err
 		if (!t)
 			continue; /* optional tensors absent: the shape check already ruled */
 		const char *tn = pt_type_name(t->type);
-		if (d->n_dims == 1 && t->type != PT_TYPE_F32) {
+		const size_t nl = strlen(d->name);
+		const bool bias = nl > 5 && strcmp(d->name + nl - 5, ".bias") == 0;
+		if ((d->n_dims == 1 || bias) && t->type != PT_TYPE_F32) {
 			st = pt_error_set(err, PT_E_UNSUPPORTED,
-					  "tensor %s: type %s, expected F32 for a 1-D tensor", d->name,
-					  tn);
+					  "tensor %s: type %s, expected F32 for a 1-D tensor or a bias",
+					  d->name, tn);
 		} else if (strcmp(d->name, "token_embd.weight") == 0) {
 			const struct pt_type_traits *tr = pt_type_traits(t->type);
 			if (!tr || !tr->can_dequant)
@@ -199,6 +201,11 @@ static enum pt_status bind_layer(const struct pt_model *m, int il, struct pt_lay
 	L->exp_probs_b = vec(m, "blk.%d.exp_probs_b.bias", il);
 	L->down_exps_scale = vec(m, "blk.%d.ffn_down_exps.scale", il);
 	L->layer_out_scale = vec(m, "blk.%d.layer_output_scale.weight", il);
+	L->attn_sinks = vec(m, "blk.%d.attn_sinks.weight", il);
+	L->router_b = vec(m, "blk.%d.ffn_gate_inp.bias", il);
+	L->gate_exps_b = vec(m, "blk.%d.ffn_gate_exps.bias", il);
+	L->up_exps_b = vec(m, "blk.%d.ffn_up_exps.bias", il);
+	L->down_exps_b = vec(m, "blk.%d.ffn_down_exps.bias", il);
 	L->is_moe = L->router.data != NULL;
 	return st;
 }
@@ -219,6 +226,11 @@ static enum pt_status mmap_get(void *ctx, uint32_t layer, uint32_t expert,
 		out->up = L->up_exps.data + (size_t)expert * L->up_exps.expert_bytes;
 	}
 	out->down = L->down_exps.data + (size_t)expert * L->down_exps.expert_bytes;
+	/* bias rows match the weights' output widths (pt_arch_check_tensors) */
+	out->gate_b = L->gate_exps_b ? L->gate_exps_b + (size_t)expert * L->gate_exps.rows : NULL;
+	out->up_b = L->up_exps_b ? L->up_exps_b + (size_t)expert * L->up_exps.rows : NULL;
+	out->down_b = L->down_exps_b ? L->down_exps_b + (size_t)expert * L->down_exps.rows
+				     : NULL;
 	return PT_OK;
 }
 

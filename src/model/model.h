@@ -22,6 +22,9 @@ struct pt_expert_ptrs {
 	const void *gate;
 	const void *up;
 	const void *down;
+	/* the expert's slices of ffn_{gate,up,down}_exps.bias (gpt-oss; NULL when absent):
+	 * added to the gate / up / down outputs, read with the expert's weights */
+	const float *gate_b, *up_b, *down_b;
 };
 
 /* Where expert weights come from.  Today: the mapping (pt_model_mmap_provider).  The
@@ -76,6 +79,10 @@ struct pt_layer_weights {
 	const float *exp_probs_b;     /* selection bias [n_expert] */
 	const float *down_exps_scale; /* gemma4 per-expert output scale [n_expert] */
 	const float *layer_out_scale; /* gemma4 layer_output_scale [1] */
+	const float *attn_sinks;      /* gpt-oss per-head sink logits [n_head] */
+	const float *router_b;        /* gpt-oss ffn_gate_inp.bias [n_expert], added to the
+					 router logits before selection */
+	const float *gate_exps_b, *up_exps_b, *down_exps_b; /* [n_expert][width] (mapping) */
 	struct pt_expert_mat gate_exps, up_exps, gate_up_exps, down_exps;
 	bool is_moe;
 };

@@ -190,6 +190,18 @@ void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
 	pt_op_swiglu_ref(out, gate, up, n);
 }
 
+void pt_op_swiglu_oai(float *out, const float *gate, const float *up, int n)
+{
+	for (int i = 0; i < n; i++) {
+		/* std::min(g, limit) and std::clamp(u, -limit, limit), NaN behaviour included */
+		const float x = PT_OAI_LIMIT < gate[i] ? PT_OAI_LIMIT : gate[i];
+		const float u = up[i];
+		const float y = u < -PT_OAI_LIMIT ? -PT_OAI_LIMIT : PT_OAI_LIMIT < u ? PT_OAI_LIMIT : u;
+		const float glu = x / (1.0f + expf(PT_OAI_ALPHA * (-x)));
+		out[i] = glu * (y + 1.0f);
+	}
+}
+
 /* gelu of every F16 value (ggml's GELU table, F16 entries) stored as the floats those
  * entries convert to: constant data derived from the formula, built once per process (not
  * model state). */

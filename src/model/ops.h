@@ -64,6 +64,12 @@ float pt_op_silu(float x);
  * pt_kern_swiglu_avx2 (x86-64), bit-identical to the scalar reference pt_op_swiglu_ref. */
 void pt_op_swiglu(float *out, const float *gate, const float *up, int n);
 void pt_op_swiglu_ref(float *out, const float *gate, const float *up, int n);
+/* gpt-oss's clamped SwiGLU as ggml's swiglu_oai computes it (alpha 1.702, limit 7, both
+ * hard-coded by llama.cpp's build_moe_ffn): x = min(gate, 7), y = clamp(up, -7, 7),
+ * out = x / (1 + expf(1.702 * -x)) * (y + 1), with libm expf; out may alias gate. */
+#define PT_OAI_ALPHA 1.702f
+#define PT_OAI_LIMIT 7.0f
+void pt_op_swiglu_oai(float *out, const float *gate, const float *up, int n);
 /* GELU as ggml's CPU backend computes it: x <= -10 -> 0, x >= 10 -> x, otherwise x is rounded
  * to F16 and looked up in a 65536-entry F16 table of the tanh approximation. */
 float pt_op_gelu(float x);

@@ -281,6 +281,37 @@ static enum pt_status sarvam_vocab(struct pt_vocab *v, struct pt_error *err)
 	return PT_OK;
 }
 
+/* o200k_harmony's added tokens (tokenizer_config.json of openai/gpt-oss: ids 199998 ...
+ * 200018 in the real vocabulary; reserved slots left out), after the ordinary vocabulary
+ * as there.  bos <|startoftext|>, eos <|return|>, pad <|endoftext|>; no BOS added. */
+static enum pt_status oss_vocab(struct pt_vocab *v, struct pt_error *err)
+{
+	static const struct special sp[] = {
+		{ "<|startoftext|>", PT_TOKTYPE_CONTROL }, { "<|endoftext|>", PT_TOKTYPE_CONTROL },
+		{ "<|return|>", PT_TOKTYPE_CONTROL }, { "<|constrain|>", PT_TOKTYPE_CONTROL },
+		{ "<|channel|>", PT_TOKTYPE_CONTROL }, { "<|start|>", PT_TOKTYPE_CONTROL },
+		{ "<|end|>", PT_TOKTYPE_CONTROL }, { "<|message|>", PT_TOKTYPE_CONTROL },
+		{ "<|call|>", PT_TOKTYPE_CONTROL }, { "<|endofprompt|>", PT_TOKTYPE_CONTROL },
+	};
+	enum pt_status st;
+	v->model = "gpt2";
+	v->pre = "gpt-4o";
+	v->chat_template = pt_template_gptoss;
+	if ((st = byte_symbols(v, false, err)) != PT_OK ||
+	    (st = add_word_merges(v, "\xc4\xa0", err)) != PT_OK)
+		return st;
+	if (add_merge(v, "\xc4\x8a", "\xc4\x8a") != 0 ||
+	    add_token(v, "\xc4\x8a\xc4\x8a", PT_TOKTYPE_NORMAL, true) < 0)
+		return nomem(err);
+	if ((st = add_specials(v, sp, sizeof sp / sizeof sp[0], err)) != PT_OK)
+		return st;
+	v->bos = pt_vocab_find(v, "<|startoftext|>");
+	v->eos = pt_vocab_find(v, "<|return|>");
+	v->pad = pt_vocab_find(v, "<|endoftext|>");
+	v->add_bos = false;
+	return PT_OK;
+}
+
 enum pt_status pt_vocab_compact(enum pt_arch arch, uint32_t pad_to, struct pt_vocab *v,
 				struct pt_error *err)
 {
@@ -295,6 +326,7 @@ enum pt_status pt_vocab_compact(enum pt_arch arch, uint32_t pad_to, struct pt_vo
 	/* GLM-4.5's own vocabulary (pre "glm4") is not in the fixtures: the Qwen2 family's
 	 * byte-level BPE, from which GLM's is derived, stands in */
 	case PT_ARCH_GLM4MOE: st = qwen_vocab(v, err); break;
+	case PT_ARCH_GPTOSS: st = oss_vocab(v, err); break;
 	default: st = pt_error_set(err, PT_E_INVALID, "no vocabulary for this architecture");
 	}
 	while (st == PT_OK && v->n < pad_to) {

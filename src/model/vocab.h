@@ -3,7 +3,8 @@
  * special tokens, token types, special ids and real chat template (TOKENIZERS.md 2).
  *   qwen3moe:    tokenizer.ggml.model gpt2, pre qwen2, GPT-2 byte-level strings (Ġ = space)
  *   bailingmoe2: model gpt2, pre sarvam-moe, SentencePiece-style strings (▁ = space)
- *   gemma4:      model gemma4 (pre implied), ▁ strings, <0xNN> byte-fallback tokens */
+ *   gemma4:      model gemma4 (pre implied), ▁ strings, <0xNN> byte-fallback tokens
+ *   gpt-oss:     model gpt2, pre gpt-4o (o200k), GPT-2 byte-level strings, harmony specials */
 #ifndef PT_MODEL_VOCAB_H
 #define PT_MODEL_VOCAB_H
 
@@ -34,6 +35,7 @@ struct pt_vocab {
 extern const char pt_template_qwen3[];
 extern const char pt_template_gemma4[];
 extern const char pt_template_sarvam[];
+extern const char pt_template_gptoss[];
 
 /* Builds the family's compact vocabulary; pad_to > n appends "[PADi]" UNUSED tokens up to
  * pad_to entries (full presets keep the real vocabulary size). */

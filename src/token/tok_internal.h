@@ -17,6 +17,8 @@ enum tok_split {
 	SPLIT_QWEN2,    /* same scanner with single digits */
 	SPLIT_NEWLINES, /* [^\n]+|[\n]+ (gemma4, sarvam-moe) */
 	SPLIT_DEFAULT,  /* the four-regex "default" list: PCRE2 for the std::regex ones */
+	SPLIT_GPT4O,    /* gpt-4o / o200k (llama.cpp's rewritten regex, std::regex on the
+			   collapsed text): PCRE2 on the same collapsed text */
 };
 
 #define TOK_MAX_REGEX 4

@@ -207,6 +207,7 @@ static enum pt_status configure(struct pt_tok *t, const struct pt_vocab_spec *s,
 					     "megrez", NULL };
 	static const char *const llama3[] = { "llama3", "llama-v3", "llama-bpe", NULL };
 	static const char *const gpt2[] = { "gpt-2", NULL };
+	static const char *const gpt4o[] = { "gpt-4o", "llama4", "kanana2", "talkie", NULL };
 	const char *model = s->model ? s->model : "";
 	const char *pre = s->pre ? s->pre : "";
 	t->bos = t->eos = t->eot = t->eom = t->unk = t->sep = t->pad = -1;
@@ -234,6 +235,8 @@ static enum pt_status configure(struct pt_tok *t, const struct pt_vocab_spec *s,
 		} else if (strcmp(pre, "gemma4") == 0) {
 			t->split = SPLIT_NEWLINES, t->escape_ws = true, t->byte_encode = false;
 			t->newline_words = true;
+		} else if (pre_is(pre, gpt4o)) {
+			t->split = SPLIT_GPT4O, t->clean_spaces = false;
 		} else if (strcmp(pre, "sarvam-moe") == 0) {
 			t->split = SPLIT_NEWLINES, t->escape_ws = true, t->byte_encode = false;
 			t->clean_spaces = false;

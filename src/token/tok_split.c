@@ -244,15 +244,30 @@ enum pt_status tok_split_compile(struct pt_tok *t, struct pt_error *err)
 		"[\\xD10-9]+",
 		"[0-9][0-9][0-9]",
 	};
-	if (t->split != SPLIT_DEFAULT)
+	/* LLAMA_VOCAB_PRE_TYPE_GPT4O: llama.cpp's rewrite of the o200k regex (the case-
+	 * insensitive contractions spelled out, "upper" letters = letters not a-z, "lower" =
+	 * letters not A-Z, \p{M} dropped), then collapsed as unicode_regex_split does: \p{L}
+	 * -> [\xD2A-Za-z], \p{N} -> [\xD10-9], inside a class without the brackets. */
+	static const char *const gpt4o[] = {
+		"[^\\r\\n\\xD2A-Za-z\\xD10-9]?((?=[\\xD2A-Za-z])([^a-z]))*((?=[\\xD2A-Za-z])([^A-Z]))+"
+		"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+		"|[^\\r\\n\\xD2A-Za-z\\xD10-9]?((?=[\\xD2A-Za-z])([^a-z]))+((?=[\\xD2A-Za-z])([^A-Z]))*"
+		"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+		"|[\\xD10-9]{1,3}| ?[^\\s\\xD2A-Za-z\\xD10-9]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	};
+	const char *const *list = pats;
+	int n = 4;
+	if (t->split == SPLIT_GPT4O)
+		list = gpt4o, n = 1;
+	else if (t->split != SPLIT_DEFAULT)
 		return PT_OK;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < n; i++) {
 		t->n_re = i + 1;
-		if (!pats[i])
+		if (!list[i])
 			continue;
 		int ec;
 		PCRE2_SIZE eo;
-		t->re[i] = pcre2_compile((PCRE2_SPTR)pats[i], PCRE2_ZERO_TERMINATED, 0, &ec, &eo,
+		t->re[i] = pcre2_compile((PCRE2_SPTR)list[i], PCRE2_ZERO_TERMINATED, 0, &ec, &eo,
 					 NULL);
 		if (!t->re[i])
 			return pt_error_set(err, PT_E_NOMEM, "pre-tokenizer regex %d failed (%d)", i, ec);
@@ -309,7 +324,7 @@ enum pt_status tok_split_words(const struct pt_tok *t, const uint32_t *cps, size
 	for (size_t i = 0; i < n; i++)
 		fl[i] = pt_tok_uflags(cps[i]);
 	enum pt_status st = PT_OK;
-	if (t->split == SPLIT_DEFAULT) {
+	if (t->split == SPLIT_DEFAULT || t->split == SPLIT_GPT4O) {
 		cur.v = pt_malloc(sizeof *cur.v);
 		if (!cur.v)
 			st = pt_error_set(err, PT_E_NOMEM, "out of memory");

@@ -114,7 +114,7 @@ PT_TEST(test_kern_set_glu_equals_two_matvecs_and_act)
 	static const enum pt_type ut[NG] = { PT_TYPE_Q6_K, PT_TYPE_Q4_K, PT_TYPE_Q4_K, PT_TYPE_Q5_0 };
 	static const uint64_t nf[NG] = { 200, 67, 37, 96 };
 	pt_pool *pools[3] = { NULL, NULL, NULL };
-	struct pt_kern_glu set[NG];
+	struct pt_kern_glu set[NG] = { 0 };
 	float x[COLS], *ref[NG], *tmp = pt_mallocn(2 * 200, sizeof(float));
 	void *xg[NG], *xu[NG];
 	REQUIRE(tmp);
@@ -184,7 +184,7 @@ PT_TEST(test_kern_set_rejects_bad_sets)
 	CHECK_EQ_INT(pt_kern_matvec_set(mv, 2, NULL, &err), PT_E_INVALID);
 	CHECK(y[0] == 42.0f); /* nothing ran: the checks come first */
 	g = (struct pt_kern_glu){ { PT_TYPE_Q4_K, 4, 256, 144, w }, { PT_TYPE_Q4_K, 3, 256, 144, w },
-				  x, x, y };
+				  x, x, y, NULL, NULL };
 	CHECK_EQ_INT(pt_kern_glu_set(&g, 1, test_act, NULL, &err), PT_E_INVALID);
 	g.up.data = NULL;
 	g.gate.rows = 5; /* fused gate_up needs an even row count */

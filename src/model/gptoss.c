@@ -1,0 +1,189 @@
+/* gptoss.c - gpt-oss-20b / gpt-oss-120b description (ARCHITECTURES-NEXT.md 1; llama.cpp
+ * src/models/openai-moe.cpp): biases on Q/K/V/O, a learned per-head attention sink
+ * (attn_sinks), sliding-window (even layers) and full (odd layers) attention, the pre-FFN
+ * norm stored as post_attention_norm, a biased router whose top-k raw logits are
+ * softmaxed over the k (SOFTMAX_WEIGHT, no normalisation), experts with per-expert gate /
+ * up / down biases (streamed with the expert), the clamped SwiGLU (swiglu_oai: alpha 1.702,
+ * limit 7), YaRN RoPE (rope.scaling.*, read generically in arch.c) and MXFP4 experts in
+ * the published files (the "mxfp4" mixture: experts MXFP4, other matrices Q8_0). */
+#include "model/arch_impl.h"
+
+#include <string.h>
+
+struct preset {
+	const char *name, *alias;
+	uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim;
+	uint32_t n_ff_exp, n_expert, n_used;
+};
+
+/* tiny: 2 sliding + 2 full layers, a window (128) shorter than the oracle's 200 tokens;
+ * small: realistic ratios; full: gpt-oss-120b (also "gpt-oss-120b"); gpt-oss-20b.  All
+ * with the published RoPE: base 150000, YaRN factor 32 over an original context of 4096. */
+static const struct preset presets[] = {
+	{ "tiny", NULL, 0, 256, 4, 8, 2, 64, 256, 16, 4 },
+	{ "small", NULL, 0, 1024, 6, 16, 4, 64, 1024, 32, 4 },
+	{ "full", "gpt-oss-120b", 201088, 2880, 36, 64, 8, 64, 2880, 128, 4 },
+	{ "gpt-oss-20b", NULL, 201088, 2880, 24, 64, 8, 64, 2880, 32, 4 },
+};
+
+#define OSS_N_SWA 128
+#define OSS_SWA_PERIOD 2
+#define OSS_CTX 131072
+#define OSS_CTX_ORIG 4096
+#define OSS_YARN_FACTOR 32.0f
+#define OSS_ROPE_BASE 150000.0f
+
+/* llama_hparams::set_swa_pattern(period, dense_first = false): layer il slides iff
+ * period == 0 or il % period < period - 1. */
+static void swa_pattern(struct pt_hparams *hp, uint32_t period)
+{
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		hp->is_swa[l] = period == 0 || l % period < period - 1;
+}
+
+static enum pt_status oss_preset(const char *name, struct pt_hparams *hp, struct pt_error *err)
+{
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		const struct preset *p = &presets[i];
+		if (strcmp(name, p->name) != 0 && !(p->alias && strcmp(name, p->alias) == 0))
+			continue;
+		hp->n_vocab = p->n_vocab;
+		hp->n_ctx_train = OSS_CTX;
+		hp->n_embd = p->n_embd;
+		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
+		hp->n_head = p->n_head;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			hp->n_head_kv[l] = p->n_head_kv;
+		hp->head_dim_k = hp->head_dim_v = hp->n_rot = hp->n_rot_swa = p->head_dim;
+		hp->n_ff_exp = p->n_ff_exp;
+		hp->n_expert = p->n_expert;
+		hp->n_expert_used = p->n_used;
+		hp->n_swa = OSS_N_SWA;
+		swa_pattern(hp, OSS_SWA_PERIOD);
+		hp->rope_freq_base = hp->rope_freq_base_swa = OSS_ROPE_BASE;
+		hp->rope_scaling = PT_ROPE_SCALING_YARN;
+		hp->rope_scaling_factor = OSS_YARN_FACTOR;
+		hp->rope_n_ctx_orig = OSS_CTX_ORIG;
+		hp->rms_eps = 1e-5f;
+		hp->gating = PT_GATING_SOFTMAX_WEIGHT;
+		hp->has_attn_bias = true;
+		return PT_OK;
+	}
+	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full = "
+			    "gpt-oss-120b, gpt-oss-20b)", name);
+}
+
+#define ADD(...)                                                                           \
+	do {                                                                               \
+		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
+			return st;                                                         \
+	} while (0)
+
+static enum pt_status block_tensors(const struct pt_hparams *hp, uint32_t i,
+				    struct pt_tensor_list *l, struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const int32_t L = (int32_t)i;
+	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
+	const uint64_t hd = hp->head_dim_k, q = hp->n_head * hd, kv = hp->n_head_kv[i] * hd;
+	const enum pt_tensor_role R = PT_ROLE_RESIDENT;
+	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.attn_norm.weight", i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.post_attention_norm.weight",
+	    i);
+	ADD(L, R, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err, "blk.%u.attn_q.weight", i);
+	ADD(L, R, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_k.weight", i);
+	ADD(L, R, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_v.weight", i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, q, 0, 0, err, "blk.%u.attn_q.bias", i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_k.bias", i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_v.bias", i);
+	ADD(L, R, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err, "blk.%u.attn_output.weight",
+	    i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, E, 0, 0, err, "blk.%u.attn_output.bias", i);
+	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, hp->n_head, 0, 0, err, "blk.%u.attn_sinks.weight",
+	    i);
+	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
+	    "blk.%u.ffn_gate_inp.weight", i);
+	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_BIAS, X, 0, 0, err, "blk.%u.ffn_gate_inp.bias",
+	    i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
+	    "blk.%u.ffn_gate_exps.weight", i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
+	    "blk.%u.ffn_up_exps.weight", i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
+	    "blk.%u.ffn_down_exps.weight", i);
+	/* per-expert biases: {width, n_expert} F32, sliced and streamed with the expert */
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_NONE, PT_INIT_BIAS, F, X, 0, err,
+	    "blk.%u.ffn_gate_exps.bias", i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_NONE, PT_INIT_BIAS, F, X, 0, err, "blk.%u.ffn_up_exps.bias",
+	    i);
+	ADD(L, PT_ROLE_EXPERT, PT_CAT_NONE, PT_INIT_BIAS, E, X, 0, err,
+	    "blk.%u.ffn_down_exps.bias", i);
+	return PT_OK;
+}
+
+static enum pt_status oss_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
+				  struct pt_error *err)
+{
+	enum pt_status st = PT_OK;
+	const uint64_t E = hp->n_embd, V = hp->n_vocab;
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
+	    "token_embd.weight");
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
+	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err, "output.weight");
+	for (uint32_t i = 0; i < hp->n_layer; i++)
+		if ((st = block_tensors(hp, i, l, err)) != PT_OK)
+			return st;
+	return PT_OK;
+}
+#undef ADD
+
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+
+/* What the converter writes beyond the generic keys (no sliding_window_pattern: the loader's
+ * default period 2). */
+static enum pt_status oss_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
+				     struct pt_error *err)
+{
+	enum pt_status st;
+	TRY(pt_key_u32(w, hp, "attention.sliding_window", hp->n_swa, err));
+	if (hp->rope_freq_base_swa != hp->rope_freq_base)
+		TRY(pt_key_f32(w, hp, "rope.freq_base_swa", hp->rope_freq_base_swa, err));
+	return PT_OK;
+}
+
+static enum pt_status oss_read_keys(const pt_gguf *g, struct pt_hparams *hp,
+				    struct pt_error *err)
+{
+	enum pt_status st;
+	uint32_t period = OSS_SWA_PERIOD;
+	TRY(pt_rkey_u32(g, hp, "expert_feed_forward_length", true, &hp->n_ff_exp, err));
+	TRY(pt_rkey_u32(g, hp, "attention.sliding_window", true, &hp->n_swa, err));
+	TRY(pt_rkey_u32(g, hp, "attention.sliding_window_pattern", false, &period, err));
+	hp->rope_freq_base_swa = hp->rope_freq_base;
+	TRY(pt_rkey_f32(g, hp, "rope.freq_base_swa", false, &hp->rope_freq_base_swa, err));
+	if (hp->n_swa == 0)
+		return pt_error_set(err, PT_E_FORMAT, "%s.attention.sliding_window = 0",
+				    hp->arch_name);
+	swa_pattern(hp, period);
+	/* sliding layers rotate like full ones (same dims, same YaRN scaling) */
+	hp->n_rot_swa = hp->n_rot;
+	hp->gating = PT_GATING_SOFTMAX_WEIGHT; /* hard-coded by the graph; no key is read */
+	return PT_OK;
+}
+#undef TRY
+
+const struct pt_arch_ops pt_arch_gptoss_ops = {
+	.name = "gpt-oss",
+	.mix_mxfp4 = true,
+	.recipe = { .act = PT_ACT_SWIGLU_OAI, .route_from_keys = false,
+		    .route_softmax_weight = true, .router_in = PT_ROUTER_IN_FFN_NORM,
+		    .ffn = PT_FFN_SERIAL, .ffn_norm_post_attention = true },
+	.preset = oss_preset,
+	.tensors = oss_tensors,
+	.write_keys = oss_write_keys,
+	.read_keys = oss_read_keys,
+};
