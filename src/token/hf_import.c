@@ -193,6 +193,8 @@ static enum pt_status detect_family(struct hf_vocab *v, const cJSON *tj,
 		model = "gpt2";
 		if (!re)
 			pre_name = "gpt-2";
+		else if (strstr(re, "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"))
+			pre_name = "gpt-4o"; /* o200k (gpt-4o, gpt-oss; llama.cpp's chkhsh name) */
 		else if (strstr(re, "\\p{N}{1,3}") && strstr(re, "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"))
 			pre_name = "llama-bpe";
 		else if (strstr(re, "\\p{N}|") && strstr(re, "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"))

