@@ -62,7 +62,7 @@ export PARTICLE PT_MODEL="$M" PT_TMP="$TMP"
 # The sanitizer build runs the same suites with a shorter soak (make test runs both builds).
 case "$PARTICLE" in *asan*|*tsan*) : "${SOAK_SECONDS:=8}" ;; esac
 [ -n "${SOAK_SECONDS:-}" ] && export SOAK_SECONDS
-for s in ${SERVER_SUITES:-test_api test_constrained test_parallel test_hostile test_soak test_signals test_demo_model}; do
+for s in ${SERVER_SUITES:-test_api test_constrained test_parallel test_hostile test_soak test_signals test_demo_model test_gptoss}; do
 	f="tests/server/$s.mjs"
 	[ -f "$f" ] || { bad "no suite $f"; continue; }
 	timeout 600 node --test --test-concurrency=1 --test-reporter=tap "$f" >"$TMP/$s.tap" 2>&1
