@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kern/kern.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 
@@ -186,6 +187,67 @@ static void check_halves(void *lib)
 	report(!bad_f2b, "f32->bf16 4M values incl. ties", "", NULL);
 }
 
+/* gpt-oss expert rows (2880 = 90 MXFP4 blocks) against ggml-cpu itself (argv[2], a
+ * libggml-cpu-*.so): the MXFP4 x Q8_0 dot of ggml's generic reference equals particle's
+ * scalar dot bit for bit, and every SIMD level particle has stays within 1e-5 of
+ * sum |w a| of it; particle's Q8_0 activation rows equal ggml's quantize_row_q8_0 bytes. */
+typedef void (*vec_dot_fn)(int, float *, size_t, const void *, size_t, const void *, size_t,
+			   int);
+typedef void (*quant_row_fn)(const float *, void *, int64_t);
+static void check_mxfp4_dot(const char *cpu_path)
+{
+	void *cpu = dlopen(cpu_path, RTLD_NOW | RTLD_LOCAL);
+	vec_dot_fn gdot = cpu ? (vec_dot_fn)dlsym(cpu, "ggml_vec_dot_mxfp4_q8_0_generic") : NULL;
+	quant_row_fn gq8 = cpu ? (quant_row_fn)dlsym(cpu, "quantize_row_q8_0") : NULL;
+	void (*cpu_init)(void) = cpu ? (void (*)(void))dlsym(cpu, "ggml_cpu_init") : NULL;
+	if (!gdot || !gq8 || !cpu_init) {
+		report(0, "mxfp4 dot", cpu_path, dlerror());
+		return;
+	}
+	cpu_init(); /* ggml-cpu's fp16 table */
+	struct pt_error err = { 0 };
+	if (pt_kern_init(&err) != PT_OK) {
+		report(0, "mxfp4 dot", "kernels", err.msg);
+		return;
+	}
+	enum { N = 2880, ROWS = 64 };
+	uint8_t w[ROWS][N / 32 * 17], a[N / 32 * 34], ga[N / 32 * 34];
+	float x[N];
+	int bad_ref = 0, bad_simd = 0, bad_q8 = 0;
+	for (int r = 0; r < ROWS; r++) {
+		for (size_t i = 0; i < sizeof w[r]; i++)
+			w[r][i] = (uint8_t)next();
+		for (int b = 0; b < N / 32; b++) /* real exponents: weights of magnitude ~2^-6 */
+			w[r][b * 17] = (uint8_t)(112 + next() % 20);
+	}
+	for (int t = 0; t < 16; t++) {
+		for (int i = 0; i < N; i++)
+			x[i] = gauss() * (t + 1);
+		pt_kern_quantize_row(PT_TYPE_Q8_0, x, a, N);
+		gq8(x, ga, N);
+		bad_q8 += memcmp(a, ga, sizeof a) != 0;
+		for (int r = 0; r < ROWS; r++) {
+			float ref = 0, sa = 0, tmp[N];
+			gdot(N, &ref, 0, w[r], 0, ga, 0, 1);
+			const struct pt_kern_ops *sc = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_MXFP4);
+			float ours = sc->dot(N, w[r], ga);
+			bad_ref += memcmp(&ours, &ref, 4) != 0;
+			pt_quant_dequant_row(PT_TYPE_MXFP4, w[r], tmp, N, &err);
+			for (int i = 0; i < N; i++)
+				sa += fabsf(tmp[i] * x[i]);
+			for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv <= (int)pt_kern_level_max(); lv++) {
+				const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv,
+									     PT_TYPE_MXFP4);
+				if (o && fabsf(o->dot(N, w[r], ga) - ref) > 1e-5f * (sa + 1e-30f))
+					bad_simd++;
+			}
+		}
+	}
+	report(!bad_ref, "mxfp4 dot (2880) scalar == ggml generic", "", NULL);
+	report(!bad_simd, "mxfp4 dot (2880) every SIMD level within 1e-5", "", NULL);
+	report(!bad_q8, "q8_0 activation rows == ggml quantize_row_q8_0", "", NULL);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -209,6 +271,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		check_type(lib, qchunk, types[i], x);
 	check_halves(lib);
+	if (argc > 2)
+		check_mxfp4_dot(argv[2]);
 	free(x);
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail != 0;

@@ -24,4 +24,6 @@ if ! ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -ffp-contract=off -Wall -Wextra -Werro
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-"$tmp/qvg" "$lib"
+# ggml-cpu's x86-64 baseline build: its generic MXFP4 dot is the scalar reference
+cpu=$(dirname "$lib")/libggml-cpu-x64.so
+"$tmp/qvg" "$lib" "$cpu"
