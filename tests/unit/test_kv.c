@@ -262,3 +262,33 @@ PT_TEST(test_kv_group_attention_bit_identical_to_sequential_reference)
 	pt_free(scratch);
 	pt_kv_fini(&kv);
 }
+
+/* Attention sinks (gpt-oss): folding sink sigma into a head's (m, s, acc) equals a softmax
+ * whose denominator has e^sigma added - both when sigma is below the max and above it. */
+PT_TEST(test_kv_attention_sink_fold)
+{
+	const float sc[3] = { 0.3f, -0.2f, 0.9f }, v[3][2] = { { 1, 2 }, { -1, 0.5f }, { 3, -2 } };
+	const float sinks[2] = { 0.1f, 4.0f };
+	for (int t = 0; t < 2; t++) {
+		float acc[2] = { 0, 0 }, m = 0.9f, s = 0;
+		for (int j = 0; j < 3; j++) {
+			const float e = expf(sc[j] - m);
+			s += e;
+			acc[0] += e * v[j][0];
+			acc[1] += e * v[j][1];
+		}
+		struct pt_attn_part p = { m, s, acc };
+		pt_attn_sink(&p, sinks[t], 2);
+		float out[2];
+		pt_attn_finish(&p, 2, out);
+		double den = exp(sinks[t]), num[2] = { 0, 0 };
+		for (int j = 0; j < 3; j++) {
+			den += exp(sc[j]);
+			num[0] += exp(sc[j]) * v[j][0];
+			num[1] += exp(sc[j]) * v[j][1];
+		}
+		CHECK(fabs(out[0] - num[0] / den) < 1e-6);
+		CHECK(fabs(out[1] - num[1] / den) < 1e-6);
+		CHECK(p.m == (t ? 4.0f : 0.9f));
+	}
+}

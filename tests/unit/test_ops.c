@@ -419,3 +419,42 @@ PT_TEST(test_ops_moe_route_sigmoid_bias_scale_clamp)
 	CHECK(vid[0] == 1 && vid[1] == 3);
 	CHECK(rel_err(vw[0], 1 / (1 + exp(-1.0))) < 1e-6);
 }
+
+/* gpt-oss's swiglu_oai: the gate clamped from above only, up from both sides, alpha 1.702;
+ * against a double evaluation, the clamps exactly, NaN gates stay NaN (std::min). */
+PT_TEST(test_ops_swiglu_oai_clamps)
+{
+	const float g[] = { -3.0f, 0.0f, 1.5f, 6.9f, 7.0f, 12.0f, -40.0f, 2.0f, 3.0f };
+	const float u[] = { 0.5f, 9.0f, -9.0f, 1.0f, -7.0f, 100.0f, 3.0f, -0.25f, NAN };
+	float o[9];
+	pt_op_swiglu_oai(o, g, u, 9);
+	for (int i = 0; i < 8; i++) {
+		const double x = g[i] > 7.0f ? 7.0 : g[i];
+		const double y = u[i] < -7.0f ? -7.0 : u[i] > 7.0f ? 7.0 : u[i];
+		const double want = x / (1.0 + exp(-1.702 * x)) * (y + 1.0);
+		CHECK(fabs(o[i] - want) <= 1e-6 * (fabs(want) + 1e-3));
+	}
+	CHECK(o[5] == o[5] && fabsf(o[5] - 7.0f / (1.0f + expf(-1.702f * 7.0f)) * 8.0f) < 1e-4f);
+	CHECK(isnan(o[8])); /* std::clamp(NaN) is NaN */
+	float nan_g = NAN, one = 1.0f, out;
+	pt_op_swiglu_oai(&out, &nan_g, &one, 1);
+	CHECK(isnan(out));
+	/* in place (out aliases gate), as the forward pass calls it */
+	float gg[9];
+	memcpy(gg, g, sizeof gg);
+	pt_op_swiglu_oai(gg, gg, u, 9);
+	CHECK(memcmp(gg, o, sizeof o) == 0);
+}
+
+/* SOFTMAX_WEIGHT routing (gpt-oss): top-k of the raw logits, softmax over the k only, no
+ * normalisation, no scale. */
+PT_TEST(test_ops_moe_route_softmax_weight)
+{
+	float l[6] = { 0.5f, 2.0f, -1.0f, 1.0f, 3.0f, 0.0f }, scratch[6], w[2];
+	int ids[2];
+	pt_op_moe_route(l, 6, PT_OP_GATING_SOFTMAX_WEIGHT, NULL, 2, false, 0.0f, scratch, ids, w);
+	CHECK_EQ_INT(ids[0], 4);
+	CHECK_EQ_INT(ids[1], 1);
+	CHECK(fabs(w[0] - 1.0 / (1.0 + exp(-1.0))) < 1e-6);
+	CHECK(fabs(w[0] + w[1] - 1.0) < 1e-6);
+}
