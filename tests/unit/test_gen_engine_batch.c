@@ -201,6 +201,14 @@ PT_TEST(test_gen_engine_batch_gemma4)
 	check_batch_equals_single(PT_ARCH_GEMMA4, PT_MIX_Q4_K_M, "b_g_q4k.gguf");
 }
 
+/* gpt-oss: the batched rows carry the per-expert gate/up biases in the glu set and add the
+ * down bias per (expert, row) product; sinks and YaRN per row. */
+PT_TEST(test_gen_engine_batch_gptoss)
+{
+	check_batch_equals_single(PT_ARCH_GPTOSS, PT_MIX_F16, "b_o_f16.gguf");
+	check_batch_equals_single(PT_ARCH_GPTOSS, PT_MIX_MXFP4, "b_o_mx.gguf");
+}
+
 /* Four sequences with the same history route to the same experts: one batched step fetches
  * each expert once (k per MoE layer), and the store reads at most that many. */
 PT_TEST(test_gen_engine_batch_shares_expert_reads)
