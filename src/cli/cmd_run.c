@@ -6,6 +6,7 @@
 #include "cli/models.h"
 #include "cli/input.h"
 #include "cli/run.h"
+#include "server/chatparse.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 
 #include "expert/plan.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "token/tok.h"
 #include "util/alloc.h"
 #include "util/limits.h"
@@ -104,11 +106,14 @@ static void help(void)
 	       "  --no-lock                 do not take the single-process model lock\n"
 	       "  --no-profile              do not read or write the expert-popularity profile\n"
 	       "                            (warms the expert cache at start; results unchanged)\n"
-	       "  --quiet                   no stats footer\n"
+	       "  --quiet                   no stats footer (and no harmony reasoning on stderr)\n"
 	       "  --verbose                 print the load plan (model, budget, I/O, CPU)\n"
 	       "  --stats-json FILE         write the stats, per-layer counters and ids as JSON\n"
 	       "                            (interactive: rewritten after every reply)\n"
 	       "  -h, --help                this text\n\n"
+	       "Chat with a harmony template (gpt-oss): the final channel (or plain text) is the\n"
+	       "reply on stdout, the analysis channel goes to stderr as reasoning; headers are\n"
+	       "not shown (the history keeps the raw reply).\n\n"
 	       "llama.cpp spellings are accepted too: -p (--prompt), -n/--n-predict (--max-new),\n"
 	       "-c/--ctx-size (--max-context), -t/--threads, --temp (--temperature),\n"
 	       "--repeat-penalty (--repetition-penalty), -s (--seed), -b/--batch-size (--batch).\n\n"
@@ -354,9 +359,35 @@ enum pt_status pt_run_encode_chat(struct pt_run *r, const cJSON *messages, int32
 
 /* ---- output and stats ------------------------------------------------------------------- */
 
+/* Harmony reply events: content to stdout; reasoning (the analysis channel) to stderr unless
+ * --quiet, ended by a newline before the content resumes. */
+static void on_chat_event(void *ctx, const struct pt_chat_event *ev)
+{
+	struct pt_run *r = ctx;
+	if (ev->kind == PT_CHAT_REASONING) {
+		if (!r->quiet && ev->len) {
+			fwrite(ev->text, 1, ev->len, stderr);
+			r->reasoning_open = true;
+		}
+		return;
+	}
+	if (ev->kind != PT_CHAT_CONTENT || !ev->len)
+		return;
+	if (r->reasoning_open) {
+		fputc('\n', stderr);
+		r->reasoning_open = false;
+	}
+	fwrite(ev->text, 1, ev->len, stdout);
+	fflush(stdout);
+}
+
 static bool emit_stdout(void *ctx, const char *text, size_t len)
 {
-	(void)ctx;
+	struct pt_run *r = ctx;
+	if (r && r->chat) {
+		pt_chat_parser_feed(r->chat, text, len, on_chat_event, r);
+		return !ferror(stdout);
+	}
 	return fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0;
 }
 
@@ -497,9 +528,27 @@ enum pt_status pt_run_generate(struct pt_run *r, const int32_t *ids, size_t n,
 			       struct pt_gen_stats *st, struct pt_error *err)
 {
 	*r->cancel = 0;
+	if (r->harmony && !r->raw && r->tmpl) {
+		const struct pt_chat_parser_opts co = { .format = PT_CHAT_HARMONY, .reasoning = true };
+		enum pt_status pst = pt_chat_parser_new(&co, &r->chat, err);
+		if (pst != PT_OK)
+			return pst;
+		r->reasoning_open = false;
+	}
 	*r->generating = 1;
 	enum pt_status rc = pt_session_generate(r->session, ids, n, st, err);
 	*r->generating = 0;
+	if (r->chat) {
+		struct pt_chat_result res = { 0 };
+		enum pt_status fst = pt_chat_parser_finish(r->chat, on_chat_event, r, &res, err);
+		pt_chat_result_free(&res);
+		pt_chat_parser_free(r->chat);
+		r->chat = NULL;
+		if (r->reasoning_open)
+			fputc('\n', stderr);
+		if (rc == PT_OK)
+			rc = fst;
+	}
 	if (rc != PT_OK)
 		return rc;
 	r->turns++;
@@ -644,6 +693,8 @@ static int load_template(const struct opts *o, struct pt_run *r)
 	}
 	if (pt_tmpl_parse(src, len, &r->tmpl, &err) != PT_OK)
 		rc = pt_cli_fail(&err);
+	r->harmony = pt_chat_format_detect(src, pt_engine_model(r->engine)->hp.arch_name) ==
+		     PT_CHAT_HARMONY;
 	pt_free(src);
 	r->bos_text = token_text(tok, pt_tok_bos(tok), r->bos_buf, sizeof r->bos_buf);
 	r->eos_text = token_text(tok, pt_tok_eos(tok), r->eos_buf, sizeof r->eos_buf);
@@ -659,6 +710,7 @@ static int create_session(const struct opts *o, struct pt_run *r)
 	so.stops = o->stops;
 	so.n_stops = o->n_stops;
 	so.emit = emit_stdout;
+	so.emit_ctx = r;
 	so.cancel = r->cancel;
 	if (pt_session_create(r->engine, &so, &r->session, &err) != PT_OK)
 		return pt_cli_fail(&err);

@@ -21,6 +21,11 @@ struct pt_run {
 	const char *bos_text, *eos_text; /* NULL when the vocab has none */
 	char bos_buf[256], eos_buf[256];
 	bool quiet, verbose, raw, interactive;
+	/* chat with a harmony template (gpt-oss): the reply goes through the server's harmony
+	 * parser per reply (chat): final/plain text to stdout, analysis to stderr as reasoning */
+	bool harmony;
+	struct pt_chat_parser *chat;
+	bool reasoning_open;      /* reasoning text was written to stderr since the last line */
 	const char *stats_json;   /* --stats-json FILE (NULL: none) */
 	volatile sig_atomic_t *cancel;
 	volatile sig_atomic_t *generating;
