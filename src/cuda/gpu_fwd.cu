@@ -21,6 +21,8 @@ extern "C" {
 #include "cuda/gpu_fwd.h"
 #include "expert/plan.h"
 #include "expert/vstore.h"
+#include "kern/kern.h"
+#include "quant/quant.h"
 #include "util/alloc.h"
 }
 #include "cuda/gpu_internal.h"
@@ -29,6 +31,7 @@ namespace {
 
 struct dmat {
 	uint32_t type;
+	uint32_t act;     /* the CPU path's activation format for the stored type */
 	uint64_t rows, cols;
 	size_t row_bytes;
 	const uint8_t *d; /* NULL: absent */
@@ -70,7 +73,7 @@ struct pt_gpu_fwd {
 	const float *output_norm, *rope_freqs;
 	dmat output;
 	float *x, *h, *h2, *t1, *t2, *q, *k, *v, *att, *qkv, *gb, *ub, *ab, *xg, *xa, *yk, *rl,
-		*scores, *logits, *w;
+		*scores, *logits, *w, *xr, *xr2;
 	int32_t *ids;
 	float *hx, *hlogits; /* pinned */
 	int32_t *hids;       /* pinned */
@@ -137,24 +140,51 @@ static enum pt_status no_kernel(uint32_t t, const char *what, struct pt_error *e
 			    pt_type_name((enum pt_type)t));
 }
 
+static uint32_t act_of(uint32_t type)
+{
+	const struct pt_kern_ops *ops = pt_kern_ops((enum pt_type)type);
+	return ops ? (uint32_t)ops->act_type : (uint32_t)PT_TYPE_F32;
+}
+
+/* A resident matrix; a type without a device kernel is dequantized to F32 on load (its
+ * activation format stays the stored type's, as on the CPU). */
 static enum pt_status up_mat(pt_gpu_fwd *g, const struct pt_kern_mat *h, dmat *out,
 			     struct pt_error *err)
 {
 	memset(out, 0, sizeof *out);
 	if (!h->data)
 		return PT_OK;
-	if (!type_ok(h->type))
-		return no_kernel(h->type, "a resident matrix", err);
 	out->type = h->type;
+	out->act = act_of(h->type);
 	out->rows = h->rows;
 	out->cols = h->cols;
 	out->row_bytes = h->row_bytes;
-	const size_t bytes = (size_t)h->rows * h->row_bytes;
+	const bool deq = !type_ok(h->type);
+	if (deq && !pt_type_traits(h->type)->can_dequant)
+		return no_kernel(h->type, "a resident matrix", err);
+	if (deq) {
+		out->type = PT_TYPE_F32;
+		out->row_bytes = (size_t)h->cols * 4;
+	}
+	const size_t bytes = (size_t)out->rows * out->row_bytes;
 	void *d;
 	enum pt_status st = dalloc(g, &d, bytes, err);
-	if (st == PT_OK && d)
-		st = cuda_ok(cudaMemcpy(d, h->data, bytes, cudaMemcpyHostToDevice), "upload", err);
 	out->d = (const uint8_t *)d;
+	if (st != PT_OK || !d)
+		return st;
+	if (!deq)
+		return cuda_ok(cudaMemcpy(d, h->data, bytes, cudaMemcpyHostToDevice), "upload", err);
+	float *tmp = (float *)pt_mallocn(h->cols, sizeof(float));
+	if (!tmp)
+		return pt_error_set(err, PT_E_NOMEM, "CUDA: out of memory");
+	for (uint64_t r = 0; st == PT_OK && r < h->rows; r++) {
+		st = pt_quant_dequant_row(h->type, (const uint8_t *)h->data + r * h->row_bytes, tmp,
+					  h->cols, err);
+		if (st == PT_OK)
+			st = cuda_ok(cudaMemcpy((uint8_t *)d + r * out->row_bytes, tmp, out->row_bytes,
+						cudaMemcpyHostToDevice), "upload", err);
+	}
+	pt_free(tmp);
 	return st;
 }
 
@@ -259,24 +289,28 @@ static uint64_t kv_bytes(const pt_gpu_fwd *g)
 }
 
 /* Float buffers of the token loop, in order of the table in alloc_scratch. */
-static void scratch_sizes(const pt_gpu_fwd *g, size_t n[20])
+#define N_SCRATCH 22
+static void scratch_sizes(const pt_gpu_fwd *g, size_t n[N_SCRATCH])
 {
 	const struct pt_hparams *hp = &g->m->hp;
 	const size_t D = hp->n_embd, K = hp->n_expert_used ? hp->n_expert_used : 1;
 	const size_t E = hp->n_expert ? hp->n_expert : 1, F = g->w_ff ? g->w_ff : 1;
 	const size_t qkv = (size_t)g->w_qk + 2 * (size_t)g->n_k;
-	const size_t v[20] = { D, D, D, D, D, g->w_qk, g->n_k, g->n_k, g->w_qk, qkv,
-			       (K + 1) * 2 * F, F, F, K * F, D, K * D, 2 * E,
-			       (size_t)hp->n_head * g->n_ctx, g->m->output.rows, K };
+	size_t xr = D > g->w_qk ? D : g->w_qk;
+	xr = xr > F ? xr : F;
+	const size_t v[N_SCRATCH] = { D, D, D, D, D, g->w_qk, g->n_k, g->n_k, g->w_qk, qkv,
+				      (K + 1) * 2 * F, F, F, K * F, D, K * D, 2 * E,
+				      (size_t)hp->n_head * g->n_ctx, g->m->output.rows, K, xr,
+				      K * F };
 	memcpy(n, v, sizeof v);
 }
 
 static uint64_t scratch_bytes(const pt_gpu_fwd *g)
 {
-	size_t n[20];
+	size_t n[N_SCRATCH];
 	uint64_t b = 0;
 	scratch_sizes(g, n);
-	for (int i = 0; i < 20; i++)
+	for (int i = 0; i < N_SCRATCH; i++)
 		b += (n[i] * 4 + 255) / 256 * 256;
 	return b + (uint64_t)g->m->hp.n_layer * 64 * 32 + (uint64_t)g->m->hp.n_layer *
 		   g->m->hp.n_expert * 32;
@@ -284,13 +318,14 @@ static uint64_t scratch_bytes(const pt_gpu_fwd *g)
 
 static enum pt_status alloc_scratch(pt_gpu_fwd *g, struct pt_error *err)
 {
-	size_t n[20];
+	size_t n[N_SCRATCH];
 	scratch_sizes(g, n);
-	float **bufs[20] = { &g->x, &g->h, &g->h2, &g->t1, &g->t2, &g->q, &g->k, &g->v, &g->att,
-			     &g->qkv, &g->gb, &g->ub, &g->xa, &g->ab, &g->xg, &g->yk, &g->rl,
-			     &g->scores, &g->logits, &g->w };
+	float **bufs[N_SCRATCH] = { &g->x, &g->h, &g->h2, &g->t1, &g->t2, &g->q, &g->k, &g->v,
+				    &g->att, &g->qkv, &g->gb, &g->ub, &g->xa, &g->ab, &g->xg,
+				    &g->yk, &g->rl, &g->scores, &g->logits, &g->w, &g->xr,
+				    &g->xr2 };
 	enum pt_status st = PT_OK;
-	for (int i = 0; st == PT_OK && i < 20; i++)
+	for (int i = 0; st == PT_OK && i < N_SCRATCH; i++)
 		st = dalloc(g, (void **)bufs[i], n[i] * sizeof(float), err);
 	void *p;
 	if (st == PT_OK && (st = dalloc(g, &p, 64 * sizeof(int32_t), err)) == PT_OK)
@@ -365,8 +400,27 @@ static enum pt_status issue_copies(pt_gpu_fwd *g, struct pt_error *err)
 	return st;
 }
 
-static enum pt_status mv(const dmat *w, const float *x, float *y, struct pt_error *err)
+static enum pt_status round_in(float *y, const float *x, uint64_t n, uint32_t act,
+			       struct pt_error *err)
 {
+	if (!pt_gpu_act_round(y, x, (int)n, act))
+		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: activation format %s "
+				    "for %llu values", pt_type_name((enum pt_type)act),
+				    (unsigned long long)n);
+	return PT_OK;
+}
+
+/* y = W x, x first rounded through W's activation format into g->xr (as the CPU path's
+ * product quantizes it). */
+static enum pt_status mv(pt_gpu_fwd *g, const dmat *w, const float *x, float *y,
+			 struct pt_error *err)
+{
+	if (w->act != PT_TYPE_F32) {
+		enum pt_status st = round_in(g->xr, x, w->cols, w->act, err);
+		if (st != PT_OK)
+			return st;
+		x = g->xr;
+	}
 	return pt_gpu_matvec(w->type, w->rows, w->cols, w->row_bytes, w->d, x, y, err);
 }
 
@@ -379,13 +433,13 @@ static bool geglu(const pt_gpu_fwd *g)
 static enum pt_status mlp(pt_gpu_fwd *g, const dmat *gt, const dmat *up, const dmat *dn,
 			  const float *in, float *out, struct pt_error *err)
 {
-	enum pt_status st = mv(gt, in, g->gb, err);
+	enum pt_status st = mv(g, gt, in, g->gb, err);
 	if (st == PT_OK)
-		st = mv(up, in, g->ub, err);
+		st = mv(g, up, in, g->ub, err);
 	if (st != PT_OK)
 		return st;
 	pt_gpu_glu(g->xa, g->gb, g->ub, (int)gt->rows, 1, 0, geglu(g));
-	return mv(dn, g->xa, out, err);
+	return mv(g, dn, g->xa, out, err);
 }
 
 static void norm(float *y, const float *x, const float *w, int n, int rows, float eps)
@@ -410,14 +464,14 @@ static enum pt_status attention(pt_gpu_fwd *g, uint32_t il, struct pt_error *err
 
 	norm(g->h, g->x, L->attn_norm, D, 1, hp->rms_eps);
 	if (L->wqkv.d) {
-		st = mv(&L->wqkv, g->h, g->qkv, err);
+		st = mv(g, &L->wqkv, g->h, g->qkv, err);
 		q = g->qkv, k = g->qkv + nq, v = g->qkv + nq + nk;
 	} else {
-		st = mv(&L->wq, g->h, q, err);
+		st = mv(g, &L->wq, g->h, q, err);
 		if (st == PT_OK)
-			st = mv(&L->wk, g->h, k, err);
+			st = mv(g, &L->wk, g->h, k, err);
 		if (st == PT_OK && L->wv.d)
-			st = mv(&L->wv, g->h, v, err);
+			st = mv(g, &L->wv, g->h, v, err);
 		else if (st == PT_OK) /* K=V layers: V is the raw K projection */
 			st = cuda_ok(cudaMemcpyAsync(v, k, (size_t)nv * 4, cudaMemcpyDeviceToDevice,
 						     g->s), "copy", err);
@@ -438,6 +492,10 @@ static enum pt_status attention(pt_gpu_fwd *g, uint32_t il, struct pt_error *err
 		norm(v, v, NULL, hv, nkv, hp->rms_eps);
 	pt_gpu_rope_neox(q, nh, hk, n_rot, g->pos, base, ff);
 	pt_gpu_rope_neox(k, nkv, hk, n_rot, g->pos, base, ff);
+	/* the CPU path's default F16 cache: K, V and the query rounded to F16 */
+	pt_gpu_act_round(q, q, nq, PT_TYPE_F16);
+	pt_gpu_act_round(k, k, nk, PT_TYPE_F16);
+	pt_gpu_act_round(v, v, nv, PT_TYPE_F16);
 	const int64_t row = g->pos % L->cap;
 	st = cuda_ok(cudaMemcpyAsync(L->kc + row * nk, k, (size_t)nk * 4, cudaMemcpyDeviceToDevice,
 				     g->s), "KV store", err);
@@ -452,7 +510,7 @@ static enum pt_status attention(pt_gpu_fwd *g, uint32_t il, struct pt_error *err
 	const float scale = g->rc->attn_scale > 0.0f ? g->rc->attn_scale : 1.0f / sqrtf((float)hk);
 	pt_gpu_attention(q, L->kc, L->vc, g->att, g->scores, nh, nkv, hk, hv, first,
 			 g->pos + 1 - first, L->cap, scale, g->n_ctx);
-	st = mv(&L->wo, g->att, g->t1, err);
+	st = mv(g, &L->wo, g->att, g->t1, err);
 	if (st != PT_OK)
 		return st;
 	if (L->bo)
@@ -469,33 +527,41 @@ static enum pt_status expert_batch(pt_gpu_fwd *g, uint32_t il, const struct pt_g
 				   uint32_t n, const float *in, struct pt_error *err)
 {
 	const struct pt_layer_weights *H = &g->m->layers[il];
-	const size_t D = g->m->hp.n_embd;
-	enum pt_status st;
+	const size_t D = g->m->hp.n_embd, K = g->m->hp.n_expert_used;
+	enum pt_status st = PT_OK;
 	if (n == 0)
 		return PT_OK;
 	const struct pt_expert_mat *dn = &H->down_exps;
 	const uint32_t nf = (uint32_t)dn->cols;
-	if (H->gate_up_exps.data) {
-		const struct pt_expert_mat *gu = &H->gate_up_exps;
-		st = pt_gpu_matvec_batch(gu->type, gu->rows, gu->cols, gu->row_bytes, desc, n, 0, in,
-					 0, g->gb, 2 * (size_t)nf, err);
+	const bool fused = H->gate_up_exps.data != NULL;
+	const struct pt_expert_mat *mats[2] = { fused ? &H->gate_up_exps : &H->gate_exps,
+						fused ? NULL : &H->up_exps };
+	for (int i = 0; st == PT_OK && i < 2; i++) {
+		const struct pt_expert_mat *x = mats[i];
+		if (!x)
+			continue;
+		const uint32_t act = act_of(x->type);
+		const float *xin = in;
+		if (act != PT_TYPE_F32) {
+			st = round_in(g->xr, in, x->cols, act, err);
+			xin = g->xr;
+		}
 		if (st == PT_OK)
-			pt_gpu_glu_batch(g->ab, g->gb, g->gb + nf, (int)nf, 2 * (size_t)nf, desc,
-					 (int)n, geglu(g));
-	} else {
-		const struct pt_expert_mat *gt = &H->gate_exps, *up = &H->up_exps;
-		st = pt_gpu_matvec_batch(gt->type, gt->rows, gt->cols, gt->row_bytes, desc, n, 0, in,
-					 0, g->gb, 2 * (size_t)nf, err);
-		if (st == PT_OK)
-			st = pt_gpu_matvec_batch(up->type, up->rows, up->cols, up->row_bytes, desc, n, 1,
-						 in, 0, g->gb + nf, 2 * (size_t)nf, err);
-		if (st == PT_OK)
-			pt_gpu_glu_batch(g->ab, g->gb, g->gb + nf, (int)nf, 2 * (size_t)nf, desc,
-					 (int)n, geglu(g));
+			st = pt_gpu_matvec_batch(x->type, x->rows, x->cols, x->row_bytes, desc, n, i,
+						 xin, 0, g->gb + (size_t)i * nf, 2 * (size_t)nf, err);
 	}
 	if (st == PT_OK)
-		st = pt_gpu_matvec_batch(dn->type, dn->rows, dn->cols, dn->row_bytes, desc, n, 2,
-					 g->ab, nf, g->yk, D, err);
+		pt_gpu_glu_batch(g->ab, g->gb, g->gb + nf, (int)nf, 2 * (size_t)nf, desc, (int)n,
+				 geglu(g));
+	const uint32_t act = act_of(dn->type);
+	const float *din = g->ab;
+	if (st == PT_OK && act != PT_TYPE_F32) { /* every rank's row; each rounds alone */
+		st = round_in(g->xr2, g->ab, K * nf, act, err);
+		din = g->xr2;
+	}
+	if (st == PT_OK)
+		st = pt_gpu_matvec_batch(dn->type, dn->rows, dn->cols, dn->row_bytes, desc, n, 2, din,
+					 nf, g->yk, D, err);
 	return st;
 }
 
@@ -514,7 +580,7 @@ static enum pt_status experts(pt_gpu_fwd *g, uint32_t il, const float *rin, cons
 		wnorm = true;
 		wscale = 0.0f;
 	}
-	enum pt_status st = mv(&L->router, rin, g->rl, err);
+	enum pt_status st = mv(g, &L->router, rin, g->rl, err);
 	if (st == PT_OK)
 		st = pt_gpu_route_ex(g->rl, E, K, gating, L->exp_probs_b, wnorm, wscale, g->ids, g->w,
 				     err);
@@ -631,7 +697,7 @@ static enum pt_status step(pt_gpu_fwd *g, uint32_t tok, float *logits, struct pt
 	}
 	if (st == PT_OK && logits) {
 		norm(g->h, g->x, g->output_norm, (int)hp->n_embd, 1, hp->rms_eps);
-		st = mv(&g->output, g->h, g->logits, err);
+		st = mv(g, &g->output, g->h, g->logits, err);
 		const int nv = (int)g->output.rows;
 		if (st == PT_OK && g->rc->final_softcap && hp->final_logit_softcap > 0.0f)
 			pt_gpu_softcap(g->logits, nv, hp->final_logit_softcap);
@@ -742,11 +808,15 @@ static enum pt_status plan(pt_gpu_fwd *g, const struct pt_gpu_fwd_opts *o,
 	in->n_expert = hp->n_expert;
 	in->slots_override = o->expert_slots;
 	st = pt_plan_compute(in, p, err);
-	if (st != PT_OK) {
-		struct pt_error e2 = *err;
-		return pt_error_set(err, st, "CUDA device %d (%s, %.1f GiB free): %s", info->device,
-				    info->name, info->free_bytes / 1073741824.0, e2.msg);
+	if (st == PT_E_LIMIT) { /* too little VRAM: a runtime failure (exit 1), with the numbers */
+		const struct pt_error e2 = *err;
+		err->code = PT_OK;
+		return pt_error_set(err, PT_E_NOMEM, "VRAM on CUDA device %d (%s, %.1f GiB free): %s",
+				    info->device, info->name, info->free_bytes / 1073741824.0,
+				    e2.msg);
 	}
+	if (st != PT_OK)
+		return st;
 	return PT_OK;
 }
 

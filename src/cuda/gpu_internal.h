@@ -50,6 +50,10 @@ void pt_gpu_glu(float *out, const float *gate, const float *up, int nf, int n_ro
 /* pt_gpu_glu on the ranks of n entries of desc (row r = the entry's rank). */
 void pt_gpu_glu_batch(float *out, const float *gate, const float *up, int nf, size_t in_stride,
 		      const struct pt_gpu_xdesc *desc, int n, bool geglu);
+/* y = x rounded through activation format act_type (enum pt_type: F32, F16, Q8_0, Q8_1,
+ * Q8_K) as the CPU path quantizes a product's input; false for another format or a length
+ * that is not a multiple of its block.  y may be x. */
+bool pt_gpu_act_round(float *y, const float *x, int n, uint32_t act_type);
 /* NEOX RoPE of n_head vectors at pos with optional frequency factors (device, n_rot/2). */
 void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, int64_t pos, float base,
 		      const float *dff);

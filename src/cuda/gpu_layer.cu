@@ -262,3 +262,90 @@ void pt_gpu_glu_batch(float *out, const float *gate, const float *up, int nf, si
 	const dim3 grid(blocks(nf, 256), (unsigned)n);
 	glu_batch_kernel<<<grid, 256, 0, pt_gpu_stream>>>(out, gate, up, nf, in_stride, desc, geglu);
 }
+
+/* ---- activations rounded through the weights' partner format (kern.h act_type), as the
+ * CPU path quantizes them before its dot products: y = the float value each quantized
+ * element stands for.  Q8_0/Q8_1: per 32, d = amax/127 stored as F16, q = rint(x * 127/amax)
+ * (pt_kern_quantize_row's q8_block); Q8_K: per 256, iscale = -127/max (max = the first
+ * element of largest magnitude), q = min(nearest(iscale x), 127), d = 1/iscale; F16: the F16
+ * rounding.  Only the summation order then separates a device product from the CPU's. ---- */
+__global__ void round_f16_kernel(float *y, const float *x, int n)
+{
+	const int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] = __half2float(__float2half_rn(x[i]));
+}
+
+/* One warp per 32-element block. */
+__global__ void round_q8_0_kernel(float *y, const float *x, int n)
+{
+	const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (b * 32 >= n)
+		return;
+	const float v = x[b * 32 + lane];
+	float amax = fabsf(v);
+	for (int o = 16; o > 0; o >>= 1)
+		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+	const float d = __fdiv_rn(amax, 127.0f);
+	const float id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+	const float q = rintf(fminf(fmaxf(__fmul_rn(v, id), -127.0f), 127.0f));
+	y[b * 32 + lane] = __fmul_rn(__half2float(__float2half_rn(d)), q);
+}
+
+/* One 256-thread block per 256-element block. */
+__global__ void __launch_bounds__(256) round_q8_K_kernel(float *y, const float *x, int n)
+{
+	__shared__ float sa[256];
+	__shared__ int si[256];
+	const int i = blockIdx.x * 256 + threadIdx.x;
+	const float v = x[i];
+	sa[threadIdx.x] = fabsf(v);
+	si[threadIdx.x] = threadIdx.x;
+	__syncthreads();
+	for (int s = 128; s > 0; s >>= 1) {
+		if ((int)threadIdx.x < s) {
+			const float o = sa[threadIdx.x + s];
+			const int oi = si[threadIdx.x + s];
+			if (o > sa[threadIdx.x] || (o == sa[threadIdx.x] && oi < si[threadIdx.x])) {
+				sa[threadIdx.x] = o;
+				si[threadIdx.x] = oi;
+			}
+		}
+		__syncthreads();
+	}
+	const float amax = sa[0], mx = x[blockIdx.x * 256 + si[0]];
+	if (amax == 0.0f) {
+		y[i] = 0.0f;
+		return;
+	}
+	const float iscale = __fdiv_rn(-127.0f, mx);
+	const float q = fminf(rintf(__fmul_rn(iscale, v)), 127.0f);
+	y[i] = __fmul_rn(__fdiv_rn(1.0f, iscale), q);
+}
+
+bool pt_gpu_act_round(float *y, const float *x, int n, uint32_t act_type)
+{
+	switch (act_type) {
+	case 0: /* F32: as it is */
+		if (y != x)
+			cudaMemcpyAsync(y, x, (size_t)n * 4, cudaMemcpyDeviceToDevice, pt_gpu_stream);
+		return true;
+	case 1: /* F16 */
+		round_f16_kernel<<<blocks(n, 256), 256, 0, pt_gpu_stream>>>(y, x, n);
+		return true;
+	case 8: /* Q8_0 */
+	case 9: /* Q8_1: the same quants and F16 d */
+		if (n % 32)
+			return false;
+		round_q8_0_kernel<<<blocks(n / 32, 8), 256, 0, pt_gpu_stream>>>(y, x, n);
+		return true;
+	case 15: /* Q8_K */
+		if (n % 256)
+			return false;
+		round_q8_K_kernel<<<n / 256, 256, 0, pt_gpu_stream>>>(y, x, n);
+		return true;
+	default:
+		return false;
+	}
+}

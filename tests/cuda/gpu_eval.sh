@@ -61,7 +61,7 @@ done
 m="$W/qwen3moe-tiny-q4_k_m.gguf"
 "$P" eval --gpu --vram 1M -m "$m" --tokens 1,2,3 >/dev/null 2>"$W/e1"; rc=$?
 echo "  --vram 1M: rc $rc: $(cat "$W/e1")"
-[ $rc = 1 ] && grep -q "too small" "$W/e1" && ok || bad "--vram 1M"
+[ $rc = 1 ] && grep -q "VRAM on CUDA device.*too small" "$W/e1" && ok || bad "--vram 1M"
 "$P" eval --gpu-device 7 -m "$m" --tokens 1,2,3 >/dev/null 2>"$W/e2"; rc=$?
 echo "  --gpu-device 7: rc $rc: $(cat "$W/e2")"
 [ $rc = 1 ] && grep -q "visible" "$W/e2" && ok || bad "--gpu-device 7"
