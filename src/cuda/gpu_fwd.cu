@@ -129,14 +129,14 @@ static enum pt_status up_f32(pt_gpu_fwd *g, const float *h, size_t n, const floa
 
 static bool type_ok(uint32_t t)
 {
-	return t == PT_TYPE_F32 || t == PT_TYPE_F16 || t == PT_TYPE_Q8_0 || t == PT_TYPE_Q4_K ||
-	       t == PT_TYPE_Q5_K || t == PT_TYPE_Q6_K;
+	return t == PT_TYPE_F32 || t == PT_TYPE_F16 || t == PT_TYPE_Q4_0 || t == PT_TYPE_Q5_0 ||
+	       t == PT_TYPE_Q8_0 || t == PT_TYPE_Q4_K || t == PT_TYPE_Q5_K || t == PT_TYPE_Q6_K;
 }
 
 static enum pt_status no_kernel(uint32_t t, const char *what, struct pt_error *err)
 {
 	return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: %s is %s, which has no device "
-			    "kernel yet (F32, F16, Q8_0, Q4_K, Q5_K, Q6_K)", what,
+			    "kernel yet (F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K)", what,
 			    pt_type_name((enum pt_type)t));
 }
 
@@ -289,6 +289,16 @@ static uint64_t kv_bytes(const pt_gpu_fwd *g)
 }
 
 /* Float buffers of the token loop, in order of the table in alloc_scratch. */
+static size_t hdv_max(const pt_gpu_fwd *g)
+{
+	size_t m = 0;
+	for (uint32_t il = 0; il < g->m->hp.n_layer; il++) {
+		const size_t v = pt_hparams_head_dim_v(&g->m->hp, il);
+		m = v > m ? v : m;
+	}
+	return m;
+}
+
 #define N_SCRATCH 22
 static void scratch_sizes(const pt_gpu_fwd *g, size_t n[N_SCRATCH])
 {
@@ -300,7 +310,8 @@ static void scratch_sizes(const pt_gpu_fwd *g, size_t n[N_SCRATCH])
 	xr = xr > F ? xr : F;
 	const size_t v[N_SCRATCH] = { D, D, D, D, D, g->w_qk, g->n_k, g->n_k, g->w_qk, qkv,
 				      (K + 1) * 2 * F, F, F, K * F, D, K * D, 2 * E,
-				      (size_t)hp->n_head * g->n_ctx, g->m->output.rows, K, xr,
+				      (size_t)hp->n_head * ((g->n_ctx + 255) / 256) * (2 + hdv_max(g)),
+				      g->m->output.rows, K, xr,
 				      K * F };
 	memcpy(n, v, sizeof v);
 }

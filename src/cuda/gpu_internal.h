@@ -59,7 +59,8 @@ void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, int64_t pos
 		      const float *dff);
 /* One-row attention of n_head query heads over key positions [first, first + count) of a
  * layer's cache (rows cap apart in a ring: position p at row p % cap; K rows n_kv*hd_k
- * floats, V rows n_kv*hd_v); scores is [n_head][score_n] scratch. */
+ * floats, V rows n_kv*hd_v); scores is scratch of n_head * ceil(count / 256) * (2 + hd_v)
+ * floats (score_n: its size per head, unused). */
 void pt_gpu_attention(const float *q, const float *kc, const float *vc, float *out,
 		      float *scores, int n_head, int n_kv, int hd_k, int hd_v, int64_t first,
 		      int64_t count, int64_t cap, float scale, int64_t score_n);

@@ -141,23 +141,30 @@ void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, int64_t pos
 									 dff);
 }
 
-/* One 256-thread block per query head: scores by warps (lanes over the head dimension,
- * butterfly), max and the double sum of exponentials by fixed trees, then each output
- * dimension by one thread over the positions in order. */
-__global__ void __launch_bounds__(256) attn_kernel(const float *q, const float *kc,
-						   const float *vc, float *out, float *scores,
-						   int group, int n_kv, int hd_k, int hd_v,
-						   long first, long count, long cap, float scale,
-						   long score_n)
+/* Split-K attention: grid (head, chunk of ATT_CHUNK positions); each block scores its chunk
+ * (warps over positions, lanes over the head dimension, butterfly), takes the chunk's max
+ * and double sum of exponentials by fixed trees and its weighted V sum (threads over the
+ * dimensions, positions in order), and writes the partial (m, s, acc[hd_v]); a second kernel
+ * merges a head's chunks in order.  Chunk boundaries depend only on the query's position,
+ * so the result does not depend on anything else. */
+#define ATT_CHUNK 256
+__global__ void __launch_bounds__(256) attn_chunk_kernel(const float *q, const float *kc,
+							 const float *vc, float *parts, int group,
+							 int n_kv, int hd_k, int hd_v, long first,
+							 long count, long cap, float scale,
+							 int n_chunks)
 {
 	__shared__ double sh[256];
 	__shared__ float fm[256];
-	const int h = blockIdx.x, kvh = h / group;
+	__shared__ float sc[ATT_CHUNK];
+	const int h = blockIdx.x, c = blockIdx.y, kvh = h / group;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	const long p0 = (long)c * ATT_CHUNK;
+	const int n = (int)(count - p0 < ATT_CHUNK ? count - p0 : ATT_CHUNK);
 	const float *qh = q + (size_t)h * hd_k;
-	float *sc = scores + (size_t)h * score_n;
-	for (long p = warp; p < count; p += 8) {
-		const float *kr = kc + (size_t)((first + p) % cap) * n_kv * hd_k + (size_t)kvh * hd_k;
+	for (int p = warp; p < n; p += 8) {
+		const float *kr = kc + (size_t)((first + p0 + p) % cap) * n_kv * hd_k +
+				  (size_t)kvh * hd_k;
 		float acc = 0.0f;
 		for (int d = lane; d < hd_k; d += 32)
 			acc = fmaf(qh[d], kr[d], acc);
@@ -167,31 +174,52 @@ __global__ void __launch_bounds__(256) attn_kernel(const float *q, const float *
 			sc[p] = __fmul_rn(acc, scale);
 	}
 	__syncthreads();
-	float mx = -INFINITY;
-	for (long p = threadIdx.x; p < count; p += 256)
-		mx = fmaxf(mx, sc[p]);
-	fm[threadIdx.x] = mx;
+	fm[threadIdx.x] = (int)threadIdx.x < n ? sc[threadIdx.x] : -INFINITY;
 	__syncthreads();
-	for (int s = 128; s > 0; s >>= 1) {
-		if ((int)threadIdx.x < s)
-			fm[threadIdx.x] = fmaxf(fm[threadIdx.x], fm[threadIdx.x + s]);
+	for (int st = 128; st > 0; st >>= 1) {
+		if ((int)threadIdx.x < st)
+			fm[threadIdx.x] = fmaxf(fm[threadIdx.x], fm[threadIdx.x + st]);
 		__syncthreads();
 	}
-	mx = fm[0];
+	const float mx = fm[0];
 	double s = 0.0;
-	for (long p = threadIdx.x; p < count; p += 256) {
-		const float e = expf(__fsub_rn(sc[p], mx));
-		sc[p] = e;
-		s += (double)e;
+	if ((int)threadIdx.x < n) {
+		const float e = expf(__fsub_rn(sc[threadIdx.x], mx));
+		sc[threadIdx.x] = e;
+		s = (double)e;
 	}
-	s = sum_256(s, sh); /* its barriers also publish sc[] to the block */
-	const float sum = (float)s;
+	s = sum_256(s, sh); /* its barriers publish sc[] */
+	float *part = parts + ((size_t)h * n_chunks + c) * (2 + hd_v);
+	if (threadIdx.x == 0) {
+		part[0] = mx;
+		part[1] = (float)s;
+	}
 	for (int d = threadIdx.x; d < hd_v; d += 256) {
 		float acc = 0.0f;
-		for (long p = 0; p < count; p++)
-			acc = fmaf(sc[p], vc[(size_t)((first + p) % cap) * n_kv * hd_v +
+		for (int p = 0; p < n; p++)
+			acc = fmaf(sc[p], vc[(size_t)((first + p0 + p) % cap) * n_kv * hd_v +
 					     (size_t)kvh * hd_v + d], acc);
-		out[(size_t)h * hd_v + d] = __fdiv_rn(acc, sum);
+		part[2 + d] = acc;
+	}
+}
+
+/* One block per head: the chunks' partials merged in order (online softmax), then
+ * out = acc / sum. */
+__global__ void attn_merge_kernel(const float *parts, float *out, int hd_v, int n_chunks)
+{
+	const int h = blockIdx.x;
+	const float *ph = parts + (size_t)h * n_chunks * (2 + hd_v);
+	for (int d = threadIdx.x; d < hd_v; d += blockDim.x) {
+		float m = ph[0], s = ph[1], acc = ph[2 + d];
+		for (int c = 1; c < n_chunks; c++) {
+			const float *pc = ph + (size_t)c * (2 + hd_v);
+			const float m2 = fmaxf(m, pc[0]);
+			const float a = expf(__fsub_rn(m, m2)), b = expf(__fsub_rn(pc[0], m2));
+			s = __fadd_rn(__fmul_rn(s, a), __fmul_rn(pc[1], b));
+			acc = __fadd_rn(__fmul_rn(acc, a), __fmul_rn(pc[2 + d], b));
+			m = m2;
+		}
+		out[(size_t)h * hd_v + d] = __fdiv_rn(acc, s);
 	}
 }
 
@@ -199,9 +227,14 @@ void pt_gpu_attention(const float *q, const float *kc, const float *vc, float *o
 		      float *scores, int n_head, int n_kv, int hd_k, int hd_v, int64_t first,
 		      int64_t count, int64_t cap, float scale, int64_t score_n)
 {
-	attn_kernel<<<n_head, 256, 0, pt_gpu_stream>>>(q, kc, vc, out, scores, n_head / n_kv, n_kv,
-						       hd_k, hd_v, first, count, cap, scale,
-						       score_n);
+	/* scores holds the partials: n_head * n_chunks * (2 + hd_v) floats */
+	const int n_chunks = (int)((count + ATT_CHUNK - 1) / ATT_CHUNK);
+	const dim3 grid((unsigned)n_head, (unsigned)n_chunks);
+	attn_chunk_kernel<<<grid, 256, 0, pt_gpu_stream>>>(q, kc, vc, scores, n_head / n_kv, n_kv,
+							   hd_k, hd_v, first, count, cap, scale,
+							   n_chunks);
+	attn_merge_kernel<<<n_head, 128, 0, pt_gpu_stream>>>(scores, out, hd_v, n_chunks);
+	(void)score_n;
 }
 
 __global__ void combine_kernel(float *out, const float *y, int n, int k, const int32_t *ids,

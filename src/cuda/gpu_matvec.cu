@@ -17,7 +17,8 @@
 #include "cuda/gpu_internal.h"
 
 /* ggml type ids (src/quant/types.h). */
-enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14 };
+enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q5_0 = 6, T_Q8_0 = 8, T_Q4_K = 12, T_Q5_K = 13,
+       T_Q6_K = 14 };
 
 __device__ __forceinline__ float h2f(const uint8_t *p)
 {
@@ -83,6 +84,20 @@ __device__ __forceinline__ float deq(const uint8_t *row, uint32_t e)
 	if (T == T_Q8_0) {
 		const uint8_t *b = row + 34 * (size_t)(e >> 5);
 		return (float)(int8_t)b[2 + (e & 31)] * h2f(b);
+	}
+	if (T == T_Q4_0) { /* d, then 16 bytes: element j low nibble, j + 16 high (minus 8) */
+		const uint8_t *b = row + 18 * (size_t)(e >> 5);
+		const int j = e & 31;
+		const int q = (j < 16 ? b[2 + j] & 0xF : b[2 + j - 16] >> 4) - 8;
+		return (float)q * h2f(b);
+	}
+	if (T == T_Q5_0) { /* d, 32 high bits, 16 bytes of low nibbles (minus 16) */
+		const uint8_t *b = row + 22 * (size_t)(e >> 5);
+		const int j = e & 31;
+		const uint32_t qh = b[2] | (b[3] << 8) | (b[4] << 16) | ((uint32_t)b[5] << 24);
+		const int q = ((j < 16 ? b[6 + j] & 0xF : b[6 + j - 16] >> 4) |
+			       (int)(((qh >> j) & 1) << 4)) - 16;
+		return (float)q * h2f(b);
 	}
 	if (T == T_Q4_K)
 		return deq_q4_K(row + 144 * (size_t)(e >> 8), e & 255);
@@ -240,6 +255,8 @@ extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t c
 	case T_F32: blk = 1, bytes = 4; break;
 	case T_F16: blk = 1, bytes = 2; break;
 	case T_Q8_0: blk = 32, bytes = 34; break;
+	case T_Q4_0: blk = 32, bytes = 18; break;
+	case T_Q5_0: blk = 32, bytes = 22; break;
 	case T_Q4_K: blk = 256, bytes = 144; break;
 	case T_Q5_K: blk = 256, bytes = 176; break;
 	case T_Q6_K: blk = 256, bytes = 210; break;
@@ -259,6 +276,8 @@ extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t c
 	case T_F32: matvec_kernel<T_F32><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_F16: matvec_kernel<T_F16><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_Q8_0: matvec_kernel<T_Q8_0><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q4_0: matvec_kernel<T_Q4_0><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q5_0: matvec_kernel<T_Q5_0><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_Q4_K:
 		if ((((uintptr_t)w | row_bytes) & 7) == 0 && ((uintptr_t)dx & 15) == 0)
 			matvec_q4_K_wide<<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy);
@@ -320,7 +339,7 @@ enum pt_status pt_gpu_matvec_batch(uint32_t type, uint64_t rows, uint64_t cols,
 	uint32_t blk;
 	switch (type) {
 	case T_F32: case T_F16: blk = 1; break;
-	case T_Q8_0: blk = 32; break;
+	case T_Q8_0: case T_Q4_0: case T_Q5_0: blk = 32; break;
 	case T_Q4_K: case T_Q5_K: case T_Q6_K: blk = 256; break;
 	default:
 		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA matvec: no kernel for type %u",
@@ -338,6 +357,8 @@ enum pt_status pt_gpu_matvec_batch(uint32_t type, uint64_t rows, uint64_t cols,
 	case T_F32: PT_MVB(T_F32); break;
 	case T_F16: PT_MVB(T_F16); break;
 	case T_Q8_0: PT_MVB(T_Q8_0); break;
+	case T_Q4_0: PT_MVB(T_Q4_0); break;
+	case T_Q5_0: PT_MVB(T_Q5_0); break;
 	case T_Q4_K: PT_MVB(T_Q4_K); break;
 	case T_Q5_K: PT_MVB(T_Q5_K); break;
 	default: PT_MVB(T_Q6_K); break;
