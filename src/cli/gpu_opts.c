@@ -3,9 +3,9 @@
  *
  * A CPU-only build (the default `make`) refuses them with how to get a CUDA build.  A
  * `make CUDA=1` build opens the device and reports a missing driver, a missing device or an
- * out-of-range --gpu-device as one line with the numbers; the model path on the GPU does not
- * exist yet (this is the kernel slice of issue 16), so it then fails with a line saying so
- * instead of silently running on the CPU. */
+ * out-of-range --gpu-device as one line with the numbers.  `eval` then runs on the GPU
+ * (src/cuda/gpu_fwd.h, all layers: --gpu-layers N < all is refused); `run` and `bench` do
+ * not run on the GPU yet and fail with a line saying so instead of silently using the CPU. */
 #include <stdio.h>
 #include <string.h>
 
@@ -91,13 +91,14 @@ int pt_cli_gpu_ready(const struct pt_cli_gpu *g)
 	pt_cli_error("this build has no CUDA backend; rebuild with make CUDA=1");
 	return PT_EXIT_USAGE;
 #else
-	if (g->layers_set && g->layers >= 0) {
+	struct pt_gpu_info info;
+	const int rc = device_usable(g, &info);
+	if (rc == 0 && g->layers_set && g->layers >= 0) {
 		pt_cli_error("--gpu-layers %lld: only all layers on the GPU are supported yet "
 			     "(--gpu-layers all)", (long long)g->layers);
 		return PT_EXIT_USAGE;
 	}
-	struct pt_gpu_info info;
-	return device_usable(g, &info);
+	return rc;
 #endif
 }
 
