@@ -72,7 +72,7 @@ static void help(void)
 	       "  --gpu                  run on the CUDA backend (make CUDA=1 builds): resident\n"
 	       "                         core and KV cache in VRAM, experts all resident or in\n"
 	       "                         a VRAM cache (--cache-policy); one decode step a token\n"
-	       "  --gpu-layers N|all     layers on the GPU (default all; implies --gpu)\n"
+	       "  --gpu-layers N|all     layers on the GPU (only all for now; implies --gpu)\n"
 	       "  --vram SIZE            device memory budget (implies --gpu)\n"
 	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --gpu-expert-slots N   expert slots per MoE layer in VRAM (default: planned\n"
