@@ -840,6 +840,18 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 	if (hp->n_expert_used > 64)
 		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: top-%u routing",
 				    hp->n_expert_used);
+	/* layer parts the device pass does not compute yet (gpt-oss): refuse, never approximate */
+	const struct pt_arch_recipe *rc = pt_arch_recipe(hp->arch);
+	bool oss = rc->act == PT_ACT_SWIGLU_OAI || rc->route_softmax_weight ||
+		   hp->rope_scaling != PT_ROPE_SCALING_NONE;
+	for (uint32_t l = 0; !oss && l < hp->n_layer; l++) {
+		const struct pt_layer_weights *W = &m->layers[l];
+		oss = W->attn_sinks || W->router_b || W->gate_exps_b || W->up_exps_b || W->down_exps_b;
+	}
+	if (oss)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: %s needs attention sinks, "
+				    "expert biases, swiglu_oai or scaled RoPE, which have no device "
+				    "kernels yet (run it on the CPU)", hp->arch_name);
 	struct pt_gpu_info info;
 	enum pt_status st = pt_gpu_open(o->device, &info, err);
 	if (st != PT_OK)
