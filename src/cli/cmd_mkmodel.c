@@ -51,6 +51,9 @@ static void help(FILE *f)
 		"                     its tensor bytes over SIZE (N, NM = N*10^6, NG = N*10^9\n"
 		"                     bytes, as gguf-split), at least one tensor per part\n"
 		"  --split-max-tensors N  split every N tensors instead\n"
+		"  --size-only        print the tensor data bytes the file would hold (the file is\n"
+		"                     that plus a few MiB of metadata) and write nothing; -o not\n"
+		"                     needed (what a script checks against free disk space)\n"
 		"  -o, --output FILE  output path (required)\n"
 		"  -h, --help         this help\n",
 		pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE), pt_mkmodel_real_skew(PT_ARCH_BAILINGMOE2),
@@ -93,6 +96,7 @@ struct flags {
 	bool have_arch, report;
 	const char *reroute;
 	const char *creation_flag; /* a flag --reroute does not take */
+	bool size_only;
 };
 
 /* Returns -1 on a bad flag (error printed), 1 for --help, 0 otherwise. */
@@ -103,6 +107,10 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, struct flags 
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 			return 1;
+		if (!strcmp(a, "--size-only")) {
+			fl->size_only = true;
+			continue;
+		}
 		if (!strcmp(a, "--progress") || !strcmp(a, "--routing-report")) {
 			*(a[2] == 'p' ? &o->progress : &fl->report) = true;
 			continue;
@@ -195,8 +203,19 @@ int pt_cmd_mkmodel(int argc, char **argv)
 	const bool have_skew = o.router_skew >= 0 || o.skew_real;
 	if (o.router_skew < 0)
 		o.router_skew = 0;
+	if (fl.reroute && fl.size_only) {
+		pt_cli_error("--size-only describes a new file; --reroute rewrites one");
+		return PT_EXIT_USAGE;
+	}
 	if (fl.reroute)
 		return reroute(&o, &fl, have_skew);
+	if (fl.size_only && fl.have_arch && !fl.reroute) {
+		uint64_t bytes = 0;
+		if (pt_mkmodel_size(&o, &bytes, &err) != PT_OK)
+			return pt_cli_fail(&err);
+		printf("%llu\n", (unsigned long long)bytes);
+		return PT_EXIT_OK;
+	}
 	if (!fl.have_arch || !o.out_path) {
 		pt_cli_error("mkmodel needs --arch and -o (see 'particle mkmodel --help')");
 		return PT_EXIT_USAGE;
