@@ -76,7 +76,7 @@ done
 
 # Routing locality (--router-skew): the calibrated level and the maximum still load and
 # give non-degenerate distributions.
-for arch in qwen3moe bailingmoe2 gemma4; do
+for arch in qwen3moe bailingmoe2 gemma4 glm4moe; do
 	for s in real 16; do
 		m="$TMP/$arch-tiny-skew.gguf"
 		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny --router-skew $s -o "$m" 2>"$TMP/err"; then

@@ -16,7 +16,10 @@
 #     $BIG_TIMEOUT seconds (a 60 GB mmap'd model pages through a 6 GiB cap or 24 GiB of RAM
 #     once per token: it may not finish); a cut run is recorded with rc 124.
 # Every skip is recorded too (engine "skip", result.reason), so summarize.py lists it.
-# Environment: BIG_MODELS, BIG_REPS (2), BIG_TIMEOUT (1800), BIG_PROMPT (32), BIG_GEN (32).
+# The file runs at routing level $BIG_SKEW (default `real`, switched in place by `mkmodel
+# --reroute` and restored to 0 afterwards, as section B does).
+# Environment: BIG_MODELS, BIG_REPS (2), BIG_TIMEOUT (1800), BIG_PROMPT (32), BIG_GEN (32),
+# BIG_SKEW (real).
 
 # d_skip MODEL-LABEL REASON: message and record.
 d_skip() {
@@ -54,6 +57,11 @@ d_model() {
 			return 0
 		fi
 	fi
+	# routing at $BIG_SKEW (default the calibrated `real` level), restored to 0 afterwards
+	# (run.sh's restore, also on exit or interrupt)
+	sk=${BIG_SKEW:-real}
+	[ "$sk" != 0 ] && REROUTED=$m
+	reroute "$m" "$sk" || { restore; d_skip "$label" "reroute to skew $sk failed"; return 0; }
 	lim=$(bytes "$CAP") BLK_FILE=$m
 	budget=$((lim - lim / 20)) # just under the cap: 95 %
 	r=1
@@ -64,13 +72,13 @@ d_model() {
 			--prompt-tokens "${BIG_PROMPT:-32}" --gen "${BIG_GEN:-32}" --memory "$budget" --json \
 			--no-lock $NOPROF
 		rc=$?
-		record D particle "$m" "{\"rep\": $r, \"load\": $la, \"cap\": $lim, $CGX}" "$OUT/d.out" $rc
+		record D particle "$m" "{\"rep\": $r, \"load\": $la, \"cap\": $lim, \"skew\": \"$sk\", $CGX}" "$OUT/d.out" $rc
 		drop_caches
 		la=$(loadavg)
 		in_cgroup pt_bench_llama "$lim" "$OUT/d.out" timeout "${BIG_TIMEOUT:-1800}" $ORACLE bench \
 			"$m" --threads "$THREADS" --prompt "${BIG_PROMPT:-32}" --gen "${BIG_GEN:-32}"
 		rc=$?
-		record D llama.cpp "$m" "{\"rep\": $r, \"load\": $la, \"cap\": $lim, \"timeout_s\": ${BIG_TIMEOUT:-1800}, $CGX}" \
+		record D llama.cpp "$m" "{\"rep\": $r, \"load\": $la, \"cap\": $lim, \"skew\": \"$sk\", \"timeout_s\": ${BIG_TIMEOUT:-1800}, $CGX}" \
 			"$OUT/d.out" $rc
 		echo "bench: D $m rep $r done (llama.cpp at the cap: rc $rc)"
 		r=$((r + 1))
@@ -81,9 +89,10 @@ d_model() {
 	timeout "${BIG_TIMEOUT:-1800}" $ORACLE bench "$m" --threads "$THREADS" \
 		--prompt "${BIG_PROMPT:-32}" --gen "${BIG_GEN:-32}" >"$OUT/d.out" 2>"$OUT/d.out.err"
 	rc=$?
-	record D llama.cpp-all-ram "$m" "{\"load\": $la, \"timeout_s\": ${BIG_TIMEOUT:-1800}}" \
+	record D llama.cpp-all-ram "$m" "{\"load\": $la, \"skew\": \"$sk\", \"timeout_s\": ${BIG_TIMEOUT:-1800}}" \
 		"$OUT/d.out" $rc
 	echo "bench: D $m llama.cpp with all RAM: rc $rc"
+	restore
 }
 
 section_d() {

@@ -214,8 +214,9 @@ def big_table(recs, rows):
         p = by.get((model, "particle"))
         print("| %s | %s | %s | %s | %s | %s |" % (
             model, outcome(p),
-            fmt(p and p.get("io_floor_s_per_token") and p["io_floor_s_per_token"] * 1e3, "%.1f"),
-            fmt(p and p.get("time_over_floor"), "%.2fx"),
+            fmt(p and p.get("io_floor_s_per_token") and p["io_floor_s_per_token"] * 1e3 or None,
+                "%.1f"),  # 0: nothing read (every expert fit the budget)
+            fmt(p and p.get("time_over_floor") or None, "%.2fx"),
             outcome(by.get((model, "llama.cpp"))), outcome(by.get((model, "llama.cpp-all-ram")))))
     for r in skips:
         print("| %s | skipped: %s | | | | |" % (r["model"], (r.get("result") or {}).get("reason")))
