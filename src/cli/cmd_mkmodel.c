@@ -20,7 +20,8 @@ static void help(FILE *f)
 		"                     (required; glm4moe full = GLM-4.5-Air, also 'glm-4.5-air');\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
-		"  --preset NAME      tiny | small | full (default tiny): tiny = a few MB, every\n"
+		"  --preset NAME      tiny | small | full (default tiny), or the real model's name\n"
+		"                     (glm-4.5-air = glm4moe full): tiny = a few MB, every\n"
 		"                     feature of the arch; small = 100-500 MB, realistic ratios;\n"
 		"                     full = the flagship's real dimensions (~15-20 GB at q4_k_m;\n"
 		"                     glm4moe = GLM-4.5-Air, 72 GB)\n"
@@ -222,10 +223,8 @@ int pt_cmd_mkmodel(int argc, char **argv)
 		pt_cli_error("mkmodel needs --arch and -o (see 'particle mkmodel --help')");
 		return PT_EXIT_USAGE;
 	}
-	if (strcmp(o.preset, "tiny") && strcmp(o.preset, "small") && strcmp(o.preset, "full")) {
-		pt_cli_error("--preset: unknown preset '%s' (tiny, small, full)", o.preset);
-		return PT_EXIT_USAGE;
-	}
+	/* the preset name is the arch's to judge: tiny | small | full, and the real model's
+	 * name where the arch has one (glm4moe: glm-4.5-air); unknown ones exit 2 */
 	if (o.split_max_size && o.split_max_tensors) {
 		pt_cli_error("give --split-max-size or --split-max-tensors, not both");
 		return PT_EXIT_USAGE;
