@@ -205,10 +205,16 @@ static void size_prompt_cache(pt_engine *e)
 static void note_skipped(pt_engine *e, int n)
 {
 	char b[PT_PLAN_SIZE_LEN];
-	if (e->m->skipped_bytes && n > 0 && (size_t)n < sizeof e->plan_line)
+	const uint32_t nn = e->m->hp.n_layer_nextn;
+	if (!e->m->skipped_bytes || n <= 0 || (size_t)n >= sizeof e->plan_line)
+		return;
+	if (nn)
 		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
-			 "; %u NextN block%s (%s) not computed, not resident, no slots",
-			 e->m->hp.n_layer_nextn, e->m->hp.n_layer_nextn == 1 ? "" : "s",
+			 "; %u NextN block%s (%s) not computed, not resident, no slots", nn,
+			 nn == 1 ? "" : "s", pt_plan_size(e->m->skipped_bytes, b));
+	else
+		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
+			 "; tensors never computed (%s): not resident, no slots",
 			 pt_plan_size(e->m->skipped_bytes, b));
 }
 
