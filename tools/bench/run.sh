@@ -16,6 +16,9 @@
 #      exit or interrupt; its routing report (`particle routing --json`) is recorded per level;
 #   C. routing: `small` qwen3moe at several --router-skew levels (one file, rerouted in
 #      place), routing report (text + generated) and a run with the expert cache at ~40 %.
+#   D. issue 17's full shapes that do not fit RAM at all (gpt-oss-120b ~61 GB, GLM-4.5-Air
+#      ~60-70 GB at Q4_K_M): particle under $CAP, llama.cpp under the same cap and with all
+#      the RAM, with a timeout; the disk space is checked first (tools/bench/big_moe.sh);
 #   S. `particle serve` (tools/bench/server_bench.mjs): aggregate decode tok/s with 1, 2, 4, 8
 #      concurrent streams, --parallel 1 vs $SERVER_PARALLEL, expert bytes read per generated
 #      token, TTFT of a ~4000-token follow-up turn with and without prefix reuse; on the
@@ -26,9 +29,7 @@
 # (models), PROFILE (0: particle runs with --no-profile; 1: the expert profile warms them),
 # FULL_PROMPTS ("512,4096": llama-bench prompt sizes on full models), LLAMA_SRC (llama.cpp
 # source for llama-bench: git dir / bundle; default node-llama-cpp's bundle),
-# SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4 gpt-oss"; gpt-oss = gpt-oss-120b at its
-# published mxfp4 mixture, full-gpt-oss-mxfp4.gguf, ~63 GB, written here when missing and the
-# disk has room, else skipped with a message), CAP_PROMPT (32),
+# SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S D"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
 # ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
@@ -53,37 +54,12 @@ if [ -n "${DISK_BPS:-}" ] && [ ! -w /sys/fs/cgroup/blkio ]; then
 fi
 BLK_FILE=
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
-: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4 gpt-oss}"
+: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S D}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
 : "${FULL_PROMPTS:=512,4096}"
 P=build/particle
-
-# full_model ARCH: the path of ARCH's full checkpoint (gpt-oss: its published mxfp4 mixture,
-# written on first use when the disk holds it with 4 GB to spare; q4_k_m for the others).
-full_model() {
-	if [ "$1" != gpt-oss ]; then
-		fm="$FULL_DIR/full-$1-q4_k_m.gguf"
-		[ -f "$fm" ] || fm="$FULL_DIR/$1-full-q4_k_m.gguf"
-		echo "$fm"
-		return
-	fi
-	fm="$FULL_DIR/full-gpt-oss-mxfp4.gguf"
-	if [ ! -f "$fm" ]; then
-		mkdir -p "$FULL_DIR"
-		need=67000000000 # 63 GB of tensors (MXFP4 experts, Q8_0 rest) + 4 GB to spare
-		free=$(df -P -B1 "$FULL_DIR" | awk 'NR == 2 { print $4 }')
-		if [ "${free:-0}" -lt "$need" ]; then
-			echo "bench: gpt-oss-120b needs $need bytes free in $FULL_DIR, $free there;" \
-				"skipped" >&2
-		else
-			$P mkmodel --arch gpt-oss --preset full --quant mxfp4 --threads "$THREADS" \
-				-o "$fm" >&2 || rm -f "$fm"
-		fi
-	fi
-	echo "$fm"
-}
 # The expert-popularity profile (issue 21) warms the cache from earlier runs: off here so
 # that every rep is as cold as the first (PROFILE=1 keeps it on, to measure the warm-up).
 NOPROF=--no-profile
@@ -234,7 +210,8 @@ section_a() {
 	# the `full` checkpoints in RAM too (experts mapped): only when the file fits in
 	# MemAvailable with 2 GiB to spare (llama.cpp's repack build copies the repacked weights)
 	for arch in $FULL_ARCHS; do
-		m=$(full_model "$arch")
+		m="$FULL_DIR/full-$arch-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/$arch-full-q4_k_m.gguf"
 		if [ ! -f "$m" ]; then
 			echo "bench: A: no full $arch checkpoint in $FULL_DIR; skipped (make it with: $P" \
 				"mkmodel --arch $arch --preset full --quant q4_k_m -o $m, needs ~20 GB disk)" >&2
@@ -309,7 +286,8 @@ routing_report() {
 section_b() {
 	lim=$(bytes "$CAP")
 	for arch in $FULL_ARCHS; do
-		m=$(full_model "$arch")
+		m="$FULL_DIR/full-$arch-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/$arch-full-q4_k_m.gguf"
 		if [ ! -f "$m" ]; then
 			echo "bench: $FULL_DIR/full-$arch-q4_k_m.gguf missing: make it with: $P mkmodel" \
 				"--arch $arch --preset full --quant q4_k_m -o $m (needs ~20 GB of disk); skipped" >&2
@@ -416,6 +394,7 @@ facts
 for s in $SECTIONS; do
 	case $s in
 	A) section_a ;; B) section_b ;; C) section_c ;; S) section_s ;;
+	D) . tools/bench/big_moe.sh && section_d ;;
 	*) echo "bench: unknown section $s" >&2; exit 2 ;;
 	esac
 done
