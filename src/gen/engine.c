@@ -137,13 +137,15 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 	const uint64_t el = t == PT_KV_F32 ? 4 : 2;
 	uint64_t total = 0;
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		if (pt_hparams_is_recurrent(hp, il))
+			continue; /* a recurrent state instead (below) */
 		const uint64_t cap =
 			pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0, n_batch);
 		const uint64_t row = (uint64_t)hp->n_head_kv[il] *
 				     (pt_hparams_head_dim_k(hp, il) + pt_hparams_head_dim_v(hp, il));
 		total += cap * row * el;
 	}
-	return total;
+	return total + pt_hparams_rs_bytes(hp);
 }
 
 /* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),

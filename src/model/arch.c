@@ -16,6 +16,7 @@ static const struct pt_arch_ops *const arch_ops[PT_ARCH_COUNT] = {
 	[PT_ARCH_BAILINGMOE2] = &pt_arch_bailingmoe2_ops,
 	[PT_ARCH_GEMMA4] = &pt_arch_gemma4_ops,
 	[PT_ARCH_GLM4MOE] = &pt_arch_glm4moe_ops,
+	[PT_ARCH_QWEN35MOE] = &pt_arch_qwen35moe_ops,
 };
 
 const char *pt_arch_name(enum pt_arch a)
@@ -98,6 +99,33 @@ bool pt_hparams_is_moe_layer(const struct pt_hparams *hp, uint32_t layer)
 bool pt_hparams_has_attn_v(const struct pt_hparams *hp, uint32_t layer)
 {
 	return !(hp->k_eq_v_full && !hp->is_swa[layer]);
+}
+
+bool pt_hparams_is_recurrent(const struct pt_hparams *hp, uint32_t layer)
+{
+	return layer < hp->n_layer && hp->is_recr[layer];
+}
+
+uint64_t pt_hparams_conv_dim(const struct pt_hparams *hp)
+{
+	return 2ull * hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+}
+
+uint64_t pt_hparams_rs_floats(const struct pt_hparams *hp, uint32_t layer)
+{
+	if (!pt_hparams_is_recurrent(hp, layer))
+		return 0;
+	const uint64_t dv = hp->ssm_dt_rank ? hp->ssm_d_inner / hp->ssm_dt_rank : 0;
+	return (uint64_t)(hp->ssm_d_conv - 1) * pt_hparams_conv_dim(hp) +
+	       (uint64_t)hp->ssm_dt_rank * dv * hp->ssm_d_state;
+}
+
+uint64_t pt_hparams_rs_bytes(const struct pt_hparams *hp)
+{
+	uint64_t t = 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		t += pt_hparams_rs_floats(hp, l) * sizeof(float);
+	return t;
 }
 
 static enum pt_status check_width(const char *what, uint64_t v, struct pt_error *err)
