@@ -19,12 +19,9 @@ uint32_t pt_dn_key_head(const struct pt_dn_geom *g, uint32_t h)
 	return g->tiled ? h % g->n_k : h / (g->n_v / g->n_k);
 }
 
-static float dot(const float *a, const float *b, uint32_t n)
+static const struct pt_kern_dn_ops *ops_of(const struct pt_dn_geom *g)
 {
-	float s = 0.0f;
-	for (uint32_t i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
+	return g->ops ? g->ops : pt_kern_dn_ops();
 }
 
 /* x / max(||x||, eps), the sum of squares in double (ggml_compute_forward_l2_norm_f32) */
@@ -72,18 +69,12 @@ void pt_dn_gates(const struct pt_dn_geom *g, const float *dt, const float *ssm_a
 void pt_dn_step(const struct pt_dn_geom *g, float *S, const float *q, const float *k,
 		const float *v, float gate, float beta, float *o)
 {
+	const struct pt_kern_dn_ops *K = ops_of(g);
 	const uint32_t dk = g->d_k;
 	const float eg = expf(gate), scale = 1.0f / sqrtf((float)g->d_v);
 	/* every row j of S is independent: decay, read with k, rank-1 update, read with q */
-	for (uint32_t j = 0; j < g->d_v; j++) {
-		float *r = S + (size_t)j * dk;
-		for (uint32_t i = 0; i < dk; i++)
-			r[i] *= eg;
-		const float d = (v[j] - dot(r, k, dk)) * beta;
-		for (uint32_t i = 0; i < dk; i++)
-			r[i] += k[i] * d;
-		o[j] = dot(r, q, dk) * scale;
-	}
+	for (uint32_t j = 0; j < g->d_v; j++)
+		o[j] = K->row_step(S + (size_t)j * dk, k, q, eg, v[j], beta, dk) * scale;
 }
 
 size_t pt_dn_chunk_scratch_floats(const struct pt_dn_geom *g)
@@ -103,6 +94,7 @@ static void chunk_one(const struct pt_dn_geom *g, float *S, uint32_t C, const fl
 		      const float *k, size_t sqk, const float *v, size_t sv, const float *gate,
 		      const float *beta, size_t sg, float *o, size_t so, float *scr)
 {
+	const struct pt_kern_dn_ops *K = ops_of(g);
 	const uint32_t dk = g->d_k, dv = g->d_v;
 	const float scale = 1.0f / sqrtf((float)dv);
 	float *G = scr, *A = G + DN_CHUNK, *U = A + (size_t)DN_CHUNK * DN_CHUNK;
@@ -118,12 +110,9 @@ static void chunk_one(const struct pt_dn_geom *g, float *S, uint32_t C, const fl
 		for (uint32_t i = 0; i < dk; i++)
 			wt[i] = (bt * eg) * kt[i];
 		for (uint32_t s = 0; s < t; s++) {
-			const float a = bt * expf(G[t] - G[s]) * dot(kt, k + s * sqk, dk);
-			const float *us = U + (size_t)s * dv, *ws = Wm + (size_t)s * dk;
-			for (uint32_t j = 0; j < dv; j++)
-				ut[j] -= a * us[j];
-			for (uint32_t i = 0; i < dk; i++)
-				wt[i] -= a * ws[i];
+			const float a = bt * expf(G[t] - G[s]) * K->dot(kt, k + s * sqk, dk);
+			K->axpy(ut, U + (size_t)s * dv, -a, dv);
+			K->axpy(wt, Wm + (size_t)s * dk, -a, dk);
 		}
 	}
 	/* delta = U - W S0^T, and the S0 part of the outputs, before S changes */
@@ -133,18 +122,16 @@ static void chunk_one(const struct pt_dn_geom *g, float *S, uint32_t C, const fl
 		const float eg = expf(G[t]);
 		for (uint32_t j = 0; j < dv; j++) {
 			const float *r = S + (size_t)j * dk;
-			ut[j] -= dot(r, wt, dk);
-			ot[j] = eg * dot(r, qt, dk);
+			ut[j] -= K->dot(r, wt, dk);
+			ot[j] = eg * K->dot(r, qt, dk);
 		}
 	}
 	for (uint32_t t = 0; t < C; t++) {
 		const float *qt = q + t * sqk;
 		float *ot = o + t * so;
 		for (uint32_t s = 0; s <= t; s++) {
-			const float m = expf(G[t] - G[s]) * dot(qt, k + s * sqk, dk);
-			const float *us = U + (size_t)s * dv;
-			for (uint32_t j = 0; j < dv; j++)
-				ot[j] += m * us[j];
+			const float m = expf(G[t] - G[s]) * K->dot(qt, k + s * sqk, dk);
+			K->axpy(ot, U + (size_t)s * dv, m, dv);
 		}
 		for (uint32_t j = 0; j < dv; j++)
 			ot[j] *= scale;
@@ -156,12 +143,8 @@ static void chunk_one(const struct pt_dn_geom *g, float *S, uint32_t C, const fl
 		float *r = S + (size_t)j * dk;
 		for (uint32_t i = 0; i < dk; i++)
 			r[i] *= ec;
-		for (uint32_t s = 0; s < C; s++) {
-			const float f = A[s] * U[(size_t)s * dv + j];
-			const float *ks = k + s * sqk;
-			for (uint32_t i = 0; i < dk; i++)
-				r[i] += f * ks[i];
-		}
+		for (uint32_t s = 0; s < C; s++)
+			K->axpy(r, k + s * sqk, A[s] * U[(size_t)s * dv + j], dk);
 	}
 }
 

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kern/kern.h"
+
 struct pt_dn_geom {
 	uint32_t n_k, n_v;    /* key (and query) heads, value heads */
 	uint32_t d_k, d_v;    /* head dims (equal in every known file) */
@@ -25,6 +27,7 @@ struct pt_dn_geom {
 	uint32_t conv_dim;    /* 2 n_k d_k + n_v d_v: the q | k | v channels */
 	bool tiled;           /* value head h reads key head h mod n_k, else h / (n_v / n_k) */
 	float eps;            /* L2-norm epsilon (the model's RMS eps) */
+	const struct pt_kern_dn_ops *ops; /* inner loops (kern.h); NULL: the current level */
 };
 
 size_t pt_dn_state_floats(const struct pt_dn_geom *g);

@@ -1631,7 +1631,7 @@ static enum pt_status alloc_linear(pt_fwd *f, struct pt_error *err)
 	f->dn = (struct pt_dn_geom){ hp->ssm_n_group, hp->ssm_dt_rank, hp->ssm_d_state,
 				     hp->ssm_d_inner / hp->ssm_dt_rank, hp->ssm_d_conv,
 				     (uint32_t)pt_hparams_conv_dim(hp), f->rc->ssm_heads_tiled,
-				     hp->rms_eps };
+				     hp->rms_eps, NULL };
 	const size_t C = f->dn.conv_dim, V = hp->ssm_d_inner, H = hp->ssm_dt_rank;
 	float **bufs[] = { &f->lin_qkv, &f->lin_y, &f->lin_z, &f->lin_b, &f->lin_a, &f->lin_o };
 	const size_t n[] = { B * C, B * C, B * V, B * H, B * H, B * V };

@@ -29,12 +29,18 @@ static void l2(float *x, uint32_t n)
 		x[i] = (float)(x[i] / sqrt(s));
 }
 
-/* n tokens of one head through n pt_dn_step calls and through pt_dn_chunk (chunks of 64
- * and a ragged tail) from the same random state: outputs and final states agree to
- * rounding. */
-static void check_chunk(uint32_t dk, uint32_t n, float decay)
+/* n tokens of one head through n pt_dn_step calls at the scalar level (the reference) and
+ * through pt_dn_chunk (chunks of 64 and a ragged tail; chunked) or pt_dn_step at the given
+ * level, from the same random state: outputs and final states agree to rounding. */
+static void check_chunk_at(uint32_t dk, uint32_t n, float decay, enum pt_kern_level lv,
+			   bool chunked)
 {
-	const struct pt_dn_geom g = { 1, 1, dk, dk, 4, 3 * dk, true, 1e-6f };
+	const struct pt_dn_geom ref = { 1, 1, dk, dk, 4, 3 * dk, true, 1e-6f,
+					pt_kern_dn_ops_at(PT_KERN_LEVEL_SCALAR) };
+	struct pt_dn_geom g = ref;
+	g.ops = pt_kern_dn_ops_at(lv);
+	if (!g.ops)
+		return; /* the CPU lacks the level */
 	uint64_t s = 42 + dk + n;
 	float *q = pt_mallocn((size_t)n * dk, sizeof(float)), *k = pt_mallocn((size_t)n * dk, 4);
 	float *v = pt_mallocn((size_t)n * dk, 4), *gt = pt_mallocn(n, 4), *bt = pt_mallocn(n, 4);
@@ -56,8 +62,11 @@ static void check_chunk(uint32_t dk, uint32_t n, float decay)
 	for (uint32_t i = 0; i < dk * dk; i++)
 		S1[i] = S2[i] = 0.3f * rnd(&s);
 	for (uint32_t t = 0; t < n; t++)
-		pt_dn_step(&g, S1, q + t * dk, k + t * dk, v + t * dk, gt[t], bt[t], o1 + t * dk);
-	pt_dn_chunk(&g, S2, n, q, k, dk, v, dk, gt, bt, 1, o2, dk, scr);
+		pt_dn_step(&ref, S1, q + t * dk, k + t * dk, v + t * dk, gt[t], bt[t], o1 + t * dk);
+	if (chunked)
+		pt_dn_chunk(&g, S2, n, q, k, dk, v, dk, gt, bt, 1, o2, dk, scr);
+	for (uint32_t t = 0; !chunked && t < n; t++)
+		pt_dn_step(&g, S2, q + t * dk, k + t * dk, v + t * dk, gt[t], bt[t], o2 + t * dk);
 	double emax = 0, omax = 0, smax = 0, es = 0;
 	for (uint32_t i = 0; i < n * dk; i++) {
 		emax = fmax(emax, fabs((double)o1[i] - o2[i]));
@@ -68,11 +77,20 @@ static void check_chunk(uint32_t dk, uint32_t n, float decay)
 		smax = fmax(smax, fabs((double)S1[i]));
 	}
 	if (!(emax <= 1e-4 * omax + 1e-6 && es <= 1e-4 * smax + 1e-6))
-		pt_test_fail(__FILE__, __LINE__, "dk %u n %u decay %g: output err %g (max %g), "
-			     "state err %g (max %g)", dk, n, decay, emax, omax, es, smax);
+		pt_test_fail(__FILE__, __LINE__, "%s %s dk %u n %u decay %g: output err %g (max %g), "
+			     "state err %g (max %g)", pt_kern_level_name(lv),
+			     chunked ? "chunked" : "steps", dk, n, decay, emax, omax, es, smax);
 	float *bufs[] = { q, k, v, gt, bt, o1, o2, S1, S2, scr };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		pt_free(bufs[i]);
+}
+
+static void check_chunk(uint32_t dk, uint32_t n, float decay)
+{
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
+		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, true);
+		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, false);
+	}
 }
 
 PT_TEST(test_dn_chunk_matches_token_steps)
@@ -82,12 +100,13 @@ PT_TEST(test_dn_chunk_matches_token_steps)
 	check_chunk(64, 150, -0.2f);
 	check_chunk(128, 70, -3.0f);   /* strong decay: e^G underflows within a chunk */
 	check_chunk(16, 200, -0.01f);  /* almost no decay: the state grows */
+	check_chunk(20, 33, -0.3f);    /* vector tails */
 }
 
 PT_TEST(test_dn_conv_window_and_heads)
 {
 	/* conv over the window (w . [s0 s1 s2 x]) then silu; the window shifts in x */
-	const struct pt_dn_geom g = { 1, 2, 2, 2, 4, 8, true, 1e-6f };
+	const struct pt_dn_geom g = { 1, 2, 2, 2, 4, 8, true, 1e-6f, NULL };
 	float w[8 * 4], conv[8 * 3] = { 0 }, x[8], y[8];
 	for (int i = 0; i < 32; i++)
 		w[i] = (float)(i % 4) * 0.25f;
@@ -99,7 +118,7 @@ PT_TEST(test_dn_conv_window_and_heads)
 	CHECK(fabsf(y[7] - z / (1.0f + expf(-z))) < 1e-6f); /* a v channel: not normalised */
 	CHECK(fabsf(y[0] * y[0] + y[1] * y[1] - 1.0f) < 1e-5f); /* q head L2-normalised */
 	/* tiled value heads: h mod n_k; grouped: h / (n_v / n_k) */
-	const struct pt_dn_geom t = { 2, 4, 8, 8, 4, 64, true, 1e-6f };
+	const struct pt_dn_geom t = { 2, 4, 8, 8, 4, 64, true, 1e-6f, NULL };
 	struct pt_dn_geom gr = t;
 	gr.tiled = false;
 	CHECK(pt_dn_key_head(&t, 1) == 1 && pt_dn_key_head(&t, 2) == 0);
