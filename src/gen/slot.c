@@ -204,6 +204,10 @@ enum pt_status pt_gen_slot_start(pt_gen_slot *s, const struct pt_gen_slot_opts *
 		rc = pt_engine_seq_rewind(s->e, s->seq, (int64_t)keep, err);
 		replayed = pt_engine_seq_last_replay(s->e, s->seq);
 	}
+	/* recurrent state: keep the reuse point too - the next prompt that edits this one's new
+	 * part (a regenerated or edited last message) restores it instead of replaying */
+	if (rc == PT_OK && keep > 0)
+		rc = pt_engine_seq_checkpoint(s->e, s->seq, err);
 	if (rc != PT_OK)
 		return rc;
 	memcpy(s->prompt, prompt, n * sizeof *prompt);
