@@ -746,21 +746,14 @@ static void count_time(pt_engine *e, uint32_t n, bool decode, uint64_t dt)
 	}
 }
 
-enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *tokens,
-				  uint32_t n, float *logits, bool all_logits, struct pt_error *err)
+/* pt_fwd_seq_eval, cut with recurrent layers at the periodic checkpoint positions (one is
+ * taken at each). */
+static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *tokens, uint32_t n,
+			       float *logits, bool all_logits, struct pt_error *err)
 {
-	if (seq >= e->n_seq)
-		return bad_seq(e, seq, err);
 	const int64_t pos = pt_fwd_seq_pos(e->f, seq);
-	if (n == 0)
-		return pt_error_set(err, PT_E_INVALID, "engine: no tokens to evaluate");
-	if ((uint64_t)pos + n > e->n_ctx)
-		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
-				    (long long)pos, n, e->n_ctx);
-	const uint64_t t0 = pt_io_now_ns();
-	enum pt_status st = PT_OK;
-	/* with recurrent layers: cut at the periodic checkpoint positions, one taken at each */
 	const size_t nv = pt_engine_n_vocab(e);
+	enum pt_status st = PT_OK;
 	for (uint32_t i = 0; st == PT_OK && i < n;) {
 		const int64_t at = pos + i, next = ckpt_next(e, at);
 		const uint32_t c = next - at < (int64_t)(n - i) ? (uint32_t)(next - at) : n - i;
@@ -774,17 +767,32 @@ enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *to
 		if (st == PT_OK && at + c == next)
 			st = ckpt_take(e, seq, false, err);
 	}
+	return st;
+}
+
+enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *tokens,
+				  uint32_t n, float *logits, bool all_logits, struct pt_error *err)
+{
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
+	const int64_t pos = pt_fwd_seq_pos(e->f, seq);
+	if (n == 0)
+		return pt_error_set(err, PT_E_INVALID, "engine: no tokens to evaluate");
+	if ((uint64_t)pos + n > e->n_ctx)
+		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
+				    (long long)pos, n, e->n_ctx);
+	const uint64_t t0 = pt_io_now_ns();
+	enum pt_status st = eval_cut(e, seq, tokens, n, logits, all_logits, err);
 	count_time(e, n, n == 1, pt_io_now_ns() - t0);
 	if (st == PT_OK && e->trace_failed)
 		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
 	if (st != PT_OK) {
 		/* a chunk may have failed mid-way: keep what completed, history in step */
 		const int64_t done = pt_fwd_seq_pos(e->f, seq);
-		memmove(e->toks[seq] + pos, tokens, (size_t)(done - pos) * sizeof *tokens);
+		memcpy(e->toks[seq] + pos, tokens, (size_t)(done - pos) * sizeof *tokens);
 		return st;
 	}
-	/* memmove: a rewind replays the history from its own place */
-	memmove(e->toks[seq] + pos, tokens, (size_t)n * sizeof *tokens);
+	memcpy(e->toks[seq] + pos, tokens, (size_t)n * sizeof *tokens);
 	return PT_OK;
 }
 
@@ -849,9 +857,8 @@ enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
 	} else {
 		st = pt_fwd_seq_truncate(e->f, seq, 0, err);
 	}
-	if (st == PT_OK && pos > from)
-		st = pt_engine_seq_eval(e, seq, e->toks[seq] + from, (uint32_t)(pos - from), NULL,
-					false, err);
+	if (st == PT_OK && pos > from) /* the history already holds these tokens */
+		st = eval_cut(e, seq, e->toks[seq] + from, (uint32_t)(pos - from), NULL, false, err);
 	e->last_replay[seq] = (uint32_t)(pos - from);
 	e->replayed += (uint64_t)(pos - from);
 	return st;

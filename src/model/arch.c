@@ -349,7 +349,10 @@ static void detect_layout(const pt_gguf *g, struct pt_hparams *hp)
 {
 	uint32_t moe = hp->n_layer_dense_lead < hp->n_layer ? hp->n_layer_dense_lead : 0;
 	hp->tied_embeddings = !has_tensor(g, "output.weight", 0);
-	hp->fused_qkv = has_tensor(g, "blk.%u.attn_qkv.weight", 0);
+	uint32_t full = 0; /* a full-attention layer (linear-attention ones have attn_qkv too) */
+	while (full < hp->n_layer && hp->is_recr[full])
+		full++;
+	hp->fused_qkv = full < hp->n_layer && has_tensor(g, "blk.%u.attn_qkv.weight", full);
 	hp->fused_gate_up_exps = has_tensor(g, "blk.%u.ffn_gate_up_exps.weight", moe);
 	hp->has_exp_probs_b = has_tensor(g, "blk.%u.exp_probs_b.bias", moe);
 	hp->has_layer_output_scale = has_tensor(g, "blk.%u.layer_output_scale.weight", 0);

@@ -27,7 +27,10 @@ static void detect_layout(struct pt_model *m)
 {
 	struct pt_hparams *hp = &m->hp;
 	hp->tied_embeddings = !pt_gguf_find_tensor(m->g, "output.weight");
-	hp->fused_qkv = tensor(m, "blk.%d.attn_qkv.weight", 0) != NULL;
+	uint32_t full = 0; /* a full-attention layer (linear-attention ones have attn_qkv too) */
+	while (full < hp->n_layer && hp->is_recr[full])
+		full++;
+	hp->fused_qkv = full < hp->n_layer && tensor(m, "blk.%d.attn_qkv.weight", (int)full);
 	hp->has_layer_output_scale = tensor(m, "blk.%d.layer_output_scale.weight", 0) != NULL;
 	hp->has_exp_probs_b = false;
 	hp->fused_gate_up_exps = false;
