@@ -16,8 +16,10 @@ static void help(FILE *f)
 		"Writes a synthetic checkpoint with the architecture's real tensor set and shapes,\n"
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
-		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe\n"
-		"                     (required; glm4moe full = GLM-4.5-Air, also 'glm-4.5-air');\n"
+		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe |\n"
+		"                     qwen35moe (required; glm4moe full = GLM-4.5-Air, also\n"
+		"                     'glm-4.5-air'; qwen35moe full = Qwen3.5-35B-A3B, preset\n"
+		"                     397b = Qwen3.5-397B-A17B's published shape, ~220 GB);\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
 		"  --preset NAME      tiny | small | full (default tiny), or the real model's name\n"
@@ -68,7 +70,7 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4, glm4moe)", v);
+			     "sarvam_moe, gemma4, glm4moe, qwen35moe)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;

@@ -256,4 +256,20 @@ float pt_kern_expf(float x);
 void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n);
 #endif
 
+/* ---- linear-attention (Gated DeltaNet) inner loops (model/deltanet.c) ------------------
+ * F32 vectors.  The scalar level sums in index order; the SIMD levels keep vector partial
+ * sums (as ggml_vec_dot_f32 does), so dots differ between levels in the last bits (the
+ * model's tests compare levels with a tolerance). */
+struct pt_kern_dn_ops {
+	float (*dot)(const float *a, const float *b, uint32_t n);
+	void (*axpy)(float *y, const float *x, float a, uint32_t n); /* y += a * x */
+	/* one row of the delta rule: r *= eg; d = (v - r . k) * beta; r += d * k; returns
+	 * r . q (the updated row) */
+	float (*row_step)(float *r, const float *k, const float *q, float eg, float v,
+			  float beta, uint32_t n);
+};
+const struct pt_kern_dn_ops *pt_kern_dn_ops(void);
+/* Ops at an explicit level (tests); NULL where the CPU lacks the level. */
+const struct pt_kern_dn_ops *pt_kern_dn_ops_at(enum pt_kern_level level);
+
 #endif
