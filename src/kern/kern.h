@@ -254,6 +254,9 @@ float pt_kern_expf(float x);
 /* out[i] = x / (1 + pt_kern_expf(-x)) * up[i], x = gate[i]: model/ops.c's pt_op_swiglu_ref
  * bit for bit, 8 lanes (swiglu_avx2.c).  Only at level avx2 or above. */
 void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n);
+#elif defined(PT_KERN_ARM64)
+/* The same on 4 aarch64 Advanced SIMD lanes (attn_neon.c), at level neon or above. */
+void pt_kern_swiglu_neon(float *out, const float *gate, const float *up, int n);
 #endif
 
 #endif
