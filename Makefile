@@ -48,13 +48,14 @@ endif
 ISA_AVX2   := -mavx2 -mfma -mf16c -mbmi2
 ISA_AVX512 := $(ISA_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 ISA_DOTPROD := -march=armv8.2-a+dotprod
+ISA_I8MM   := -march=armv8.2-a+dotprod+i8mm
 
 ifeq ($(ARCH),aarch64)
 ARCH_SKIP := %_avx2.c %_avx512.c
 else ifeq ($(ARCH),x86_64)
-ARCH_SKIP := %_neon.c %_dotprod.c
+ARCH_SKIP := %_neon.c %_dotprod.c %_i8mm.c
 else
-ARCH_SKIP := %_avx2.c %_avx512.c %_neon.c %_dotprod.c
+ARCH_SKIP := %_avx2.c %_avx512.c %_neon.c %_dotprod.c %_i8mm.c
 endif
 
 LIB_SRC  := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/cuda/*'))
@@ -102,6 +103,7 @@ all: $(BIN) $(LIB)
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
 $(BUILD)/obj/%_avx512.o: ISA = $(ISA_AVX512)
 $(BUILD)/obj/%_dotprod.o: ISA = $(ISA_DOTPROD)
+$(BUILD)/obj/%_i8mm.o: ISA = $(ISA_I8MM)
 ifeq ($(ARCH),aarch64)
 # Debian's aarch64 gcc 12 stops with an internal compiler error (vect_transform_reduction)
 # vectorizing double reductions in test_kv.c and test_model.c: tests are not vectorized.

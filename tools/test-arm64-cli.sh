@@ -73,6 +73,15 @@ for lv in scalar neon dotprod i8mm; do
 		--top 0 --compare "$TMP/x86.bin" --max-mean-kl 1e-3 --min-top1 0.93 --verbose
 	expect_grep "$TMP/err" "$lv" "PARTICLE_CPU=$lv named in --verbose"
 done
+# the SMMLA prefill tiles (i8mm) equal the dotprod dots bit for bit: the same logits
+for q in q8_0 q4_k_m; do
+	"$X86" mkmodel --arch qwen3moe --preset tiny --quant $q -o "$TMP/$q.gguf" >/dev/null 2>&1
+	for lv in dotprod i8mm; do
+		expect_exit 0 "$q $lv prefill" -- env PARTICLE_CPU=$lv "$PARTICLE" eval -m "$TMP/$q.gguf" \
+			--tokens "$T" --top 0 --batch 32 --logits-out "$TMP/$lv.bin"
+	done
+	if cmp -s "$TMP/dotprod.bin" "$TMP/i8mm.bin"; then ok; else bad "$q: i8mm prefill logits differ from dotprod"; fi
+done
 expect_exit 2 "i8mm refused on cortex-a53" -- env QEMU_CPU=cortex-a53 PARTICLE_CPU=i8mm \
 	"$PARTICLE" eval -m "$M" --tokens 1,2 --top 0
 expect_one_error_line "i8mm refused on cortex-a53"
