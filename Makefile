@@ -189,6 +189,19 @@ $(ORACLE_STAMP): tools/oracle/package.json tools/oracle/package-lock.json
 	cd tools/oracle && npm ci --omit=optional --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The aarch64 oracle (issue 19): node-llama-cpp's linux-arm64 llama.cpp and the official arm64
+# node from npm, pinned by tools/oracle-arm64/package-lock.json, run under qemu-user.
+ORACLE_ARM64_STAMP := tools/oracle-arm64/node_modules/.particle-installed
+.PHONY: oracle-arm64 test-arm64-oracle
+oracle-arm64: $(ORACLE_ARM64_STAMP)
+$(ORACLE_ARM64_STAMP): tools/oracle-arm64/package.json tools/oracle-arm64/package-lock.json
+	cd tools/oracle-arm64 && npm ci --force --os=linux --cpu=arm64 --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+test-arm64-oracle: oracle-arm64 all
+	sh tools/deps-arm64.sh
+	nice $(MAKE) ARCH=aarch64 all
+	sh tools/test-arm64-oracle.sh
+
 test: deps oracle
 	$(MAKE) -j$(NPROC) test-bin
 	$(MAKE) -j$(NPROC) BUILD=build/asan CC=clang SAN=1 CFLAGS="-O1 -g" test-bin
