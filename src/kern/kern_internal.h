@@ -131,6 +131,8 @@ extern const pt_kern_dot_fn pt_kern_dot_i8mm[PT_TYPE_COUNT];
 /* Four-activation variants, NULL where a level has none (matvec then calls dot 4 times). */
 extern const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_dot4_neon[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_dot4_dotprod[PT_TYPE_COUNT];
 /* Register tiles (tile_*.c), empty where a level has none for the type. */
 extern const struct pt_kern_tile pt_kern_tile_avx2[PT_TYPE_COUNT];
 extern const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT];

@@ -169,7 +169,7 @@ static void tile_q4_k(size_t n, const void *w, size_t w_stride, uint32_t n_rows,
 			}
 		}
 		for (int r = 0; r < ROWS; r++)
-			for (int k = 0; k < TOKS; k++) { /* dot_q45_k's order */
+			for (int k = 0; k < TOKS; k++) { /* q45_k_body's order */
 				const float d8 = kern_f32(q[k] + oa);
 				s[r][k] += (h2f(x[r] + ow) * d8) * (float)lane(isum, r, k);
 				s[r][k] -= (h2f(x[r] + ow + 2) * d8) * (float)summ[r][k];
