@@ -1,6 +1,6 @@
 #!/bin/sh
 # test-arm64-oracle.sh - the aarch64 oracle comparison (issue 19; `make test-arm64-oracle`,
-# not in `make test`: about 2 minutes per model emulated, most of it node and llama.cpp
+# not in `make test`: about 4 minutes per model emulated, most of it node and llama.cpp
 # starting under qemu-user).  llama.cpp as node-llama-cpp 3.21.1's prebuilt linux-arm64
 # binary on the official arm64 node 20.20.2 (tools/oracle-arm64), and the aarch64 particle,
 # both under qemu-user -cpu max, on a tiny model of each architecture (Q8_0; glm4moe F16),
