@@ -17,9 +17,10 @@ static void help(FILE *f)
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
 		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe |\n"
-		"                     gpt-oss (required; glm4moe full = GLM-4.5-Air, also\n"
-		"                     'glm-4.5-air'; gpt-oss full = gpt-oss-120b, also\n"
-		"                     'gpt-oss-120b', and preset 'gpt-oss-20b');\n"
+		"                     qwen35moe | gpt-oss (required; glm4moe full = GLM-4.5-Air,\n"
+		"                     also 'glm-4.5-air'; qwen35moe full = Qwen3.5-35B-A3B, preset\n"
+		"                     397b = Qwen3.5-397B-A17B's published shape, ~220 GB; gpt-oss\n"
+		"                     full = gpt-oss-120b, also 'gpt-oss-120b', and 'gpt-oss-20b');\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
 		"  --preset NAME      tiny | small | full (default tiny), or the real model's name\n"
@@ -73,7 +74,7 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4, glm4moe, gpt-oss)", v);
+			     "sarvam_moe, gemma4, glm4moe, qwen35moe, gpt-oss)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;

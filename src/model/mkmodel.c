@@ -245,6 +245,10 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = 0.05f * unit(&s);
 		break;
+	case PT_INIT_SSM_A: /* per-token decay exp(softplus(.) * a) ~ 0.5 .. 0.95 */
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = -0.55f + 0.45f * unit(&s);
+		break;
 	case PT_INIT_ROUTER_BIAS: /* a mild static popularity (real exp_probs_b are not 0) */
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = (float)(BIAS_PER_SKEW * skew * popularity(ts, i, n));

@@ -85,6 +85,17 @@ struct pt_layer_weights {
 	const float *gate_exps_b, *up_exps_b, *down_exps_b; /* [n_expert][width] (mapping) */
 	struct pt_expert_mat gate_exps, up_exps, gate_up_exps, down_exps;
 	bool is_moe;
+	/* shared-expert gate (qwen35moe): the shared expert's output times
+	 * sigmoid(sh_gate_inp . h), [n_embd] */
+	const float *sh_gate_inp;
+	/* linear attention (Gated DeltaNet; a layer with ssm_conv1d): qkv (attn_qkv), z
+	 * (attn_gate), beta / alpha projections, output (ssm_out) */
+	bool is_recr;
+	struct pt_kern_mat ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
+	const float *ssm_conv1d; /* [conv_dim][d_conv], F32 */
+	const float *ssm_dt;     /* [n_v] dt bias */
+	const float *ssm_a;      /* [n_v] -exp(A_log) */
+	const float *ssm_norm;   /* [d_v], shared by the value heads */
 };
 
 struct pt_model {
@@ -93,6 +104,9 @@ struct pt_model {
 	const struct pt_gguf_tensor *tok_embd;
 	const float *output_norm;
 	const float *rope_freqs; /* gemma4 full layers */
+	/* IMROPE sections (qwen35moe) that leave pairs unrotated for text positions (p, p, p,
+	 * 0): freq factors 1 / INFINITY per pair; NULL when every pair rotates (plain NEOX) */
+	float *rope_sect_ff;
 	struct pt_kern_mat output; /* the lm head: output.weight or token_embd when tied */
 	struct pt_layer_weights *layers;
 	struct pt_expert_provider mmap_provider;

@@ -359,6 +359,12 @@ enum pt_status pt_vocab_compact(enum pt_arch arch, uint32_t pad_to, struct pt_vo
 	case PT_ARCH_GEMMA4: st = gemma_vocab(v, err); break;
 	case PT_ARCH_BAILINGMOE2: st = sarvam_vocab(v, err); break;
 	case PT_ARCH_GLM4MOE: st = glm_vocab(v, err); break;
+	/* Qwen3.5's own vocabulary (248320 tokens) is not in the fixtures nor in an npm package
+	 * here: Qwen3's and its template stand in, with Qwen3.5's pre-tokenizer */
+	case PT_ARCH_QWEN35MOE:
+		st = qwen_vocab(v, err);
+		v->pre = "qwen35"; /* Qwen3.5's splitter: combining marks join letters */
+		break;
 	case PT_ARCH_GPTOSS: st = oss_vocab(v, err); break;
 	default: st = pt_error_set(err, PT_E_INVALID, "no vocabulary for this architecture");
 	}

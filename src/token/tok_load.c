@@ -229,6 +229,8 @@ static enum pt_status configure(struct pt_tok *t, const struct pt_vocab_spec *s,
 			t->split = SPLIT_DEFAULT;
 		} else if (pre_is(pre, qwen2)) {
 			t->split = SPLIT_QWEN2, t->clean_spaces = false;
+		} else if (strcmp(pre, "qwen35") == 0) { /* Qwen3.5 / 3.6 */
+			t->split = SPLIT_QWEN35, t->clean_spaces = false;
 		} else if (pre_is(pre, llama3)) {
 			t->split = SPLIT_LLAMA3, t->ignore_merges = true, t->add_bos = true;
 		} else if (pre_is(pre, gpt2)) {
