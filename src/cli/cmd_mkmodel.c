@@ -17,7 +17,10 @@ static void help(FILE *f)
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
 		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe\n"
-		"                     (required; glm4moe full = GLM-4.5-Air, also 'glm-4.5-air');\n"
+		"                     | deepseek2 (required; glm4moe full = GLM-4.5-Air, also\n"
+		"                     'glm-4.5-air'; deepseek2 full = DeepSeek-V2-Lite, also\n"
+		"                     'deepseek-v2-lite'; 'deepseek-v3' / 'deepseek-r1' / 'kimi-k2'\n"
+		"                     are the true sizes, 350-600 GB, for make bench only);\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
 		"  --preset NAME      tiny | small | full (default tiny): tiny = a few MB, every\n"
@@ -34,7 +37,7 @@ static void help(FILE *f)
 		"                     attention context that the router reads; docs/MODELS.md);\n"
 		"                     'real' = the per-arch level matching published routing of\n"
 		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f\n"
-		"                     (glm4moe: no published routing statistics; %.0f)\n"
+		"                     (glm4moe, deepseek2: no published routing statistics; %.0f)\n"
 		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
 		"                     only the tensors and the key the level changes; the result is\n"
 		"                     byte-identical to a fresh file at that level.  Refuses other\n"
@@ -62,7 +65,7 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4, glm4moe)", v);
+			     "sarvam_moe, gemma4, glm4moe, deepseek2)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;

@@ -24,7 +24,8 @@ enum pt_arch {
 	PT_ARCH_BAILINGMOE2 = 1, /* Sarvam 30B; also written/read as "sarvam_moe" */
 	PT_ARCH_GEMMA4 = 2,
 	PT_ARCH_GLM4MOE = 3,     /* GLM-4.5 / 4.5-Air / 4.6 */
-	PT_ARCH_COUNT = 4,
+	PT_ARCH_DEEPSEEK2 = 4,   /* DeepSeek-V2-Lite / V3 / R1, Kimi K2 (MLA) */
+	PT_ARCH_COUNT = 5,
 };
 
 /* llama.cpp's gating enum (llama-hparams.h). */
@@ -85,6 +86,20 @@ struct pt_hparams {
 	bool k_eq_v_full;           /* gemma4: full layers have no attn_v (V = raw K) */
 	bool has_attn_bias;         /* attn_q/k/v.bias (glm4moe) */
 	bool has_qk_norm;           /* attn_q_norm / attn_k_norm (optional in glm4moe) */
+	/* Multi-head latent attention (deepseek2): the KV cache row is the compressed latent
+	 * (kv_lora_rank) then the shared RoPE key (n_rot); key_length / value_length /
+	 * head_count_kv are the cache's (kv_lora + n_rot, kv_lora, 1) as the files store them,
+	 * the *_mla lengths the per-head Q/K (nope + rope) and V widths after decompression. */
+	uint32_t q_lora_rank;       /* 0: attn_q directly (V2-Lite) */
+	uint32_t kv_lora_rank;      /* 0: not MLA */
+	uint32_t head_dim_k_mla;
+	uint32_t head_dim_v_mla;
+	/* RoPE scaling (rope.scaling.*): YaRN with its factor, original context and the
+	 * deepseek2 log multiplier as stored (0.1 * mscale_all_dim) */
+	bool rope_yarn;
+	float rope_scaling_factor;  /* 0 or 1: none */
+	uint32_t rope_orig_ctx;     /* original_context_length (0: context_length) */
+	float rope_yarn_log_mul;
 };
 
 /* ---- the layer recipe: how the forward pass composes an arch's layer ----
@@ -113,6 +128,12 @@ enum pt_ffn_form {
 				       the routed experts (post_ffw_norm_2), sum post-normed */
 };
 
+enum pt_attn_form {
+	PT_ATTN_MHA = 0,            /* Q/K/V projections (or fused qkv), GQA over K/V heads */
+	PT_ATTN_MLA,                /* deepseek2 latent attention, up-projections absorbed:
+				       one cached latent + RoPE key per token (MQA) */
+};
+
 struct pt_arch_recipe {
 	bool embd_scale_sqrt;       /* token embeddings times sqrt(n_embd) */
 	bool v_norm;                /* weightless per-head RMSNorm of V */
@@ -128,6 +149,8 @@ struct pt_arch_recipe {
 	/* the pre-FFN norm is stored as post_attention_norm (GLM), not ffn_norm; there is then
 	 * no norm of the attention output */
 	bool ffn_norm_post_attention;
+	enum pt_attn_form attn;
+	bool rope_adjacent;         /* RoPE on adjacent pairs (ggml NORM), not NEOX halves */
 };
 
 /* The recipe of a (valid) arch. */
@@ -211,6 +234,10 @@ uint32_t pt_hparams_head_dim_k(const struct pt_hparams *hp, uint32_t layer);
 uint32_t pt_hparams_head_dim_v(const struct pt_hparams *hp, uint32_t layer);
 bool pt_hparams_is_moe_layer(const struct pt_hparams *hp, uint32_t layer);
 bool pt_hparams_has_attn_v(const struct pt_hparams *hp, uint32_t layer);
+/* MLA: V is the first head_dim_v values of the cached K row (no V array). */
+bool pt_hparams_v_in_k(const struct pt_hparams *hp);
+/* Values one position occupies in layer's KV cache (K, plus V unless it lives in K). */
+uint64_t pt_hparams_kv_values(const struct pt_hparams *hp, uint32_t layer);
 
 /* Writes every key the arch reads (with the hp->arch_name prefix). */
 enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer *w,

@@ -300,6 +300,17 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 		sd *= hg.logit;
 	if (d->cat == PT_CAT_ATTN_OUTPUT || d->cat == PT_CAT_FFN_DOWN)
 		sd *= RESID_GAIN / sqrt(2.0 * hp->n_layer);
+	/* MLA's k_b is applied transposed (the absorbed query sums over its rows, the latent
+	 * width): scaled by that width so the decompressed keys k_b c have unit elements and
+	 * the scores the spread of ordinary attention (1/sqrt(fan_in) made them sqrt(latent /
+	 * nope) times sharper: small Q4_K_M self-KL 6e-3) */
+	if (hp->kv_lora_rank && strstr(d->name, ".attn_k_b."))
+		sd = 1.0 / sqrt((double)hp->kv_lora_rank);
+	/* routed weights scaled by expert_weights_scale (DeepSeek-V3 2.5): the experts' down
+	 * projections carry 1/scale so the routed branch keeps every arch's size and a flipped
+	 * expert moves the residual as little */
+	if (d->role == PT_ROLE_EXPERT && d->cat == PT_CAT_FFN_DOWN && hp->expert_weights_scale > 1.0f)
+		sd /= hp->expert_weights_scale;
 	if (d->init == PT_INIT_EMBED)
 		sd = hp->tied_embeddings ? hg.logit / hg.final_norm / sqrt((double)n0) : 1.0;
 	const bool head = d->cat == PT_CAT_OUTPUT ||
