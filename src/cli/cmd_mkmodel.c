@@ -204,9 +204,13 @@ int pt_cmd_mkmodel(int argc, char **argv)
 		pt_cli_error("mkmodel needs --arch and -o (see 'particle mkmodel --help')");
 		return PT_EXIT_USAGE;
 	}
-	if (strcmp(o.preset, "tiny") && strcmp(o.preset, "small") && strcmp(o.preset, "full")) {
-		pt_cli_error("--preset: unknown preset '%s' (tiny, small, full)", o.preset);
-		return PT_EXIT_USAGE;
+	{ /* the arch knows its presets (tiny, small, full and model names such as kimi-k2) */
+		struct pt_hparams hp;
+		struct pt_error perr = { 0 };
+		if (pt_arch_preset(o.arch, o.preset, 0, &hp, &perr) != PT_OK) {
+			pt_cli_error("--preset: %s", perr.msg);
+			return PT_EXIT_USAGE;
+		}
 	}
 	if (o.split_max_size && o.split_max_tensors) {
 		pt_cli_error("give --split-max-size or --split-max-tensors, not both");

@@ -20,6 +20,8 @@ struct preset {
 };
 
 /* tiny / small: V3-style (q LoRA, sigmoid + bias, 4-of-8 style groups) at test sizes;
+ * tiny-lite: V2-Lite's layout (attn_q, softmax, mscale_all_dim 0.707) at test widths, with
+ * its 27 layers (llama.cpp reads a file without q_lora_rank only at that depth);
  * full: DeepSeek-V2-Lite (no q LoRA, softmax, no groups); deepseek-v3 and kimi-k2 are the
  * true shapes (hundreds of GB: written only by make bench after its disk-space check). */
 static const struct preset presets[] = {
@@ -27,6 +29,8 @@ static const struct preset presets[] = {
 	  PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
 	{ "small", NULL, 0, 163840, 1024, 6, 16, 384, 256, 64, 32, 64, 2048, 256, 64, 6, 2, 1, 8,
 	  3, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
+	{ "tiny-lite", NULL, 0, 163840, 256, 27, 4, 0, 128, 64, 32, 64, 256, 128, 8, 2, 2, 1, 1,
+	  1, PT_GATING_SOFTMAX, false, false, 1.0f, 10000.0f, 40.0f, 0.0707f, 1e-6f },
 	{ "full", "deepseek-v2-lite", 102400, 163840, 2048, 27, 16, 0, 512, 128, 64, 128, 10944,
 	  1408, 64, 6, 2, 1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f, 10000.0f, 40.0f,
 	  0.0707f, 1e-6f },
@@ -79,7 +83,7 @@ static enum pt_status ds_preset(const char *name, struct pt_hparams *hp, struct 
 		hp->rms_eps = p->eps;
 		return PT_OK;
 	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full = "
+	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, tiny-lite, small, full = "
 			    "deepseek-v2-lite, deepseek-v3, kimi-k2)", name);
 }
 

@@ -26,6 +26,8 @@
 #include "util/lock.h"
 #include "util/safefile.h"
 
+#include <sys/statvfs.h>
+
 /* Conditioning (docs/MODELS.md): the gains below keep the synthetic models from being
  * chaotic, i.e. from turning a last-bit difference (an activation's Q8 rounding step, a
  * GELU-table F16 step, a near-tied router choice) into a different prediction, so two correct
@@ -596,6 +598,29 @@ static enum pt_status write_part(const struct pt_mkmodel_opts *o, const struct p
 	return st;
 }
 
+/* The output's filesystem must hold the tensor bytes plus 64 MiB (metadata, vocabulary,
+ * margin) before anything is written: the true-size presets (deepseek-v3, kimi-k2: hundreds
+ * of GB) are refused up front, not after hours at a full disk. */
+static enum pt_status check_space(const char *out_path, uint64_t bytes, struct pt_error *err)
+{
+	char dir[4096];
+	const char *slash = strrchr(out_path, '/');
+	struct statvfs vfs;
+	if (slash)
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash == out_path ? 1 : slash - out_path),
+			 out_path);
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (statvfs(dir, &vfs) != 0)
+		return PT_OK; /* the writer reports a bad directory itself */
+	const uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize, need = bytes + (64u << 20);
+	if (need > avail)
+		return pt_error_set(err, PT_E_IO, "not enough free space in %s for the model: need "
+				    "%.1f GiB, %.1f GiB available", dir, need / 1073741824.0,
+				    avail / 1073741824.0);
+	return PT_OK;
+}
+
 static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
 				 const struct vocab *v, const struct pt_tensor_list *l,
 				 const uint32_t *types, struct writer *wr, struct pt_error *err)
@@ -607,6 +632,9 @@ static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct p
 					    pt_type_name(types[i]));
 		wr->total += rb * l->t[i].ne[1] * l->t[i].ne[2];
 	}
+	enum pt_status sst = check_space(o->out_path, wr->total, err);
+	if (sst != PT_OK)
+		return sst;
 	if (!o->split_max_size && !o->split_max_tensors)
 		return write_part(o, hp, v, l, types, NULL, 0, 1, o->out_path, wr, err);
 	uint32_t *part = pt_mallocn(l->n ? l->n : 1, sizeof *part);

@@ -86,6 +86,16 @@ for arch in qwen3moe gemma4 bailingmoe2 glm4moe deepseek2; do
 		bad "$arch small q4_k_m: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
 	fi
 	rm -f "$m"
+	if [ "$arch" = deepseek2 ]; then # V2-Lite's layout: attn_q, softmax, mscale_all_dim 0.707
+		m="$TMP/$arch-lite.gguf"
+		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny-lite --quant f16 -o "$m" \
+			>"$TMP/mk.out" 2>"$TMP/mk.err"; then
+			run_eval "$arch tiny-lite f16" "$m" 1e-3
+		else
+			bad "$arch tiny-lite: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
+		fi
+		rm -f "$m"
+	fi
 	m="$TMP/$arch-q4_k_m.gguf"
 	if [ -f "$m" ]; then
 		for t in 1 2; do
