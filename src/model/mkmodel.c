@@ -310,8 +310,9 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 		sd = 1.0 / sqrt((double)hp->kv_lora_rank);
 	/* routed weights scaled by expert_weights_scale (DeepSeek-V3 2.5): the experts' down
 	 * projections carry 1/scale so the routed branch keeps every arch's size and a flipped
-	 * expert moves the residual as little */
-	if (d->role == PT_ROLE_EXPERT && d->cat == PT_CAT_FFN_DOWN && hp->expert_weights_scale > 1.0f)
+	 * expert moves the residual as little (bailingmoe2's files keep their measured gains) */
+	if (hp->arch == PT_ARCH_DEEPSEEK2 && d->role == PT_ROLE_EXPERT &&
+	    d->cat == PT_CAT_FFN_DOWN && hp->expert_weights_scale > 1.0f)
 		sd /= hp->expert_weights_scale;
 	if (d->init == PT_INIT_EMBED)
 		sd = hp->tied_embeddings ? hg.logit / hg.final_norm / sqrt((double)n0) : 1.0;
