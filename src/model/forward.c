@@ -67,6 +67,8 @@ struct pt_fwd {
 	 * gathered for its k_b / v_b product [n_rows][mg_w], YaRN and the score scale */
 	float *mq, *mqa, *mg_in, *mg_out;
 	uint32_t mq_w, mg_w;
+	uint8_t *mh_xq;  /* decode: every head's input row quantized, [n_head][mh_xrow] */
+	size_t mh_xrow;
 	struct pt_yarn yarn;
 	float kq_scale_mla;
 	/* row blocks, [n_rows][width] */
@@ -447,6 +449,29 @@ static enum pt_status per_head(pt_fwd *f, const struct pt_kern_mat *w, uint32_t 
 {
 	const uint32_t ci = (uint32_t)w->cols, co = (uint32_t)w->rows;
 	enum pt_status st = PT_OK;
+	const struct pt_kern_ops *ops = pt_kern_ops(w->type);
+	const size_t xrow = pt_kern_act_bytes(w, 1);
+	if (n == 1 && ops && xrow <= f->mh_xrow) {
+		/* decode: the heads' products as sets of single-row products (each the dot calls
+		 * pt_kern_matmul makes on the same quantized row), one dispatch per set */
+		struct pt_kern_mv set[PT_KERN_SET_MAX];
+		for (uint32_t h0 = 0; st == PT_OK && h0 < n_head; h0 += PT_KERN_SET_MAX) {
+			const uint32_t cnt = n_head - h0 < PT_KERN_SET_MAX ? n_head - h0
+									 : PT_KERN_SET_MAX;
+			for (uint32_t j = 0; j < cnt; j++) {
+				const float *x = in + (size_t)(h0 + j) * in_stride;
+				uint8_t *q = f->mh_xq + (size_t)(h0 + j) * f->mh_xrow;
+				if (ops->act_type != PT_TYPE_F32)
+					pt_kern_quantize_row(ops->act_type, x, q, ci);
+				set[j] = (struct pt_kern_mv){ head_mat(w, h0 + j),
+							      ops->act_type == PT_TYPE_F32 ? (const void *)x
+											   : q,
+							      out + (size_t)(h0 + j) * out_stride };
+			}
+			st = pt_kern_matvec_set(set, cnt, f->pool, err);
+		}
+		return st;
+	}
 	for (uint32_t h = 0; st == PT_OK && h < n_head; h++) {
 		const struct pt_kern_mat m = head_mat(w, h);
 		for (uint32_t r = 0; r < n; r++)
@@ -1568,7 +1593,13 @@ static enum pt_status alloc_mla(pt_fwd *f, struct pt_error *err)
 			    sizeof(float));
 	f->mg_in = pt_mallocn((size_t)f->n_rows * f->mg_w, sizeof(float));
 	f->mg_out = pt_mallocn((size_t)f->n_rows * f->mg_w, sizeof(float));
-	if (!f->mq || !f->mqa || !f->mg_in || !f->mg_out)
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		f->mh_xrow = umax(f->mh_xrow, pt_kern_act_bytes(&f->m->layers[il].wk_b, 1));
+		f->mh_xrow = umax(f->mh_xrow, pt_kern_act_bytes(&f->m->layers[il].wv_b, 1));
+	}
+	f->mh_xrow = (f->mh_xrow + 63) / 64 * 64;
+	f->mh_xq = pt_mallocn(hp->n_head, f->mh_xrow ? f->mh_xrow : 1);
+	if (!f->mq || !f->mqa || !f->mg_in || !f->mg_out || !f->mh_xq)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	/* llama_context: freq_scale = 1 / factor, ext_factor 1 for yarn; the attn_factor the
 	 * RoPE kernel gets is get_mscale(f, m) / get_mscale(f, mall) with the kernel's own
@@ -1737,6 +1768,7 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->mqa);
 	pt_free(f->mg_in);
 	pt_free(f->mg_out);
+	pt_free(f->mh_xq);
 	for (uint32_t s = 0; f->seqs && s < f->n_seq; s++)
 		pt_kv_fini(&f->seqs[s].kv);
 	pt_free(f->seqs);

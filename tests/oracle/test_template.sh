@@ -1,12 +1,14 @@
 #!/bin/sh
-# test_template.sh - every chat template in shared/fixtures/templates, rendered over every
+# test_template.sh - every chat template in shared/fixtures/templates (and
+# tests/fixtures/templates), rendered over every
 # conversation in tests/fixtures/conversations with four option sets (generation prompt on /
 # off, enable_thinking false / true), must come out of `particle template` byte-equal to
 # Python jinja2 configured as Hugging Face transformers does (tests/oracle/jinja_render.py).
 # A case where jinja2 raises must make particle fail (exit 2) and vice versa.
 . tests/cli/lib.sh
 python3 -c 'import jinja2' 2>/dev/null || { echo "python3 jinja2 missing"; echo "0 passed, 1 failed"; exit 1; }
-templates=$(ls "$PT_SHARED"/fixtures/templates/*.jinja | tr '\n' ',' | sed 's/,$//')
+# plus the repository's own fixtures (tests/fixtures/templates: templates not in shared/ yet)
+templates=$(ls "$PT_SHARED"/fixtures/templates/*.jinja tests/fixtures/templates/*.jinja | tr '\n' ',' | sed 's/,$//')
 convs=$(ls tests/fixtures/conversations/*.json | tr '\n' ',' | sed 's/,$//')
 [ -n "$templates" ] && [ -n "$convs" ] || { bad "no templates or conversations found"; finish; exit; }
 mkdir -p "$TMP/py"
