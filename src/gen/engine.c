@@ -207,6 +207,23 @@ static void size_prompt_cache(pt_engine *e)
 	e->o.prompt_cache_bytes = one * e->o.prompt_cache_seqs;
 }
 
+/* The plan line names what the file holds but the plan leaves out: blocks never computed. */
+static void note_skipped(pt_engine *e, int n)
+{
+	char b[PT_PLAN_SIZE_LEN];
+	const uint32_t nn = e->m->hp.n_layer_nextn;
+	if (!e->m->skipped_bytes || n <= 0 || (size_t)n >= sizeof e->plan_line)
+		return;
+	if (nn)
+		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
+			 "; %u NextN block%s (%s) not computed, not resident, no slots", nn,
+			 nn == 1 ? "" : "s", pt_plan_size(e->m->skipped_bytes, b));
+	else
+		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
+			 "; tensors never computed (%s): not resident, no slots",
+			 pt_plan_size(e->m->skipped_bytes, b));
+}
+
 static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_error *err)
 {
 	size_prompt_cache(e);
@@ -216,7 +233,8 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 	enum pt_status st = PT_OK;
 	e->pin = (struct pt_plan_input){
 		.budget = e->o.memory_budget,
-		.resident_bytes = fsize - expert_bytes_total(&e->lay),
+		/* blocks never computed (GLM's NextN) are neither resident nor cached */
+		.resident_bytes = fsize - expert_bytes_total(&e->lay) - e->m->skipped_bytes,
 		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type) * e->n_seq,
 		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq),
 		.slot_bytes = slot_bytes ? slot_bytes : 1,
@@ -235,8 +253,9 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		return st;
 	int n = pt_plan_format(&e->pin, &e->plan, e->plan_line, sizeof e->plan_line);
 	if (n > 0 && (size_t)n < sizeof e->plan_line)
-		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n, " (budget from %s)",
-			 src);
+		n += snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
+			      " (budget from %s)", src);
+	note_skipped(e, n);
 	return PT_OK;
 }
 
@@ -355,6 +374,7 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 			 "KV %s; budget %s not enforced", pt_plan_size(e->pin.resident_bytes, b[0]),
 			 pt_plan_size(expert_bytes_total(&e->lay), b[1]),
 			 pt_plan_size(e->pin.kv_bytes, b[2]), pt_plan_size(budget, b[3]));
+		note_skipped(e, (int)strlen(e->plan_line));
 	} else if (st != PT_OK) {
 		*err = pe;
 	} else if (auto_mmap) {
@@ -377,7 +397,7 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 	enum pt_io_mode mode;
 	enum pt_status st = parse_modes(e, &mode, err);
 	if (st == PT_OK)
-		st = pt_expert_layout_from_gguf(e->m->g, &e->lay, err);
+		st = pt_expert_layout_from_gguf_layers(e->m->g, e->m->hp.n_layer, &e->lay, err);
 	if (st == PT_OK && mode != PT_IO_MMAP && e->lay.n_moe)
 		st = open_pack(e, err);
 	if (st != PT_OK)

@@ -39,7 +39,7 @@ static void detect_layout(struct pt_model *m)
 	}
 }
 
-static enum pt_status check_types(const struct pt_model *m, struct pt_error *err)
+static enum pt_status check_types(struct pt_model *m, struct pt_error *err)
 {
 	struct pt_tensor_list l = { 0 };
 	enum pt_status st = pt_arch_tensors(&m->hp, &l, err);
@@ -49,7 +49,9 @@ static enum pt_status check_types(const struct pt_model *m, struct pt_error *err
 		if (!t)
 			continue; /* optional tensors absent: the shape check already ruled */
 		const char *tn = pt_type_name(t->type);
-		if (d->n_dims == 1 && t->type != PT_TYPE_F32) {
+		if (d->role == PT_ROLE_SKIP) {
+			m->skipped_bytes += t->nbytes; /* never bound: any type will do */
+		} else if (d->n_dims == 1 && t->type != PT_TYPE_F32) {
 			st = pt_error_set(err, PT_E_UNSUPPORTED,
 					  "tensor %s: type %s, expected F32 for a 1-D tensor", d->name,
 					  tn);
@@ -319,4 +321,11 @@ enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float 
 		return pt_error_set(err, PT_E_FORMAT, "token_embd.weight: bad row length");
 	return pt_quant_dequant_row((enum pt_type)t->type, t->data + (size_t)tok * rb, out,
 				    t->ne[0], err);
+}
+
+uint32_t pt_model_computed_layers(const pt_gguf *g)
+{
+	struct pt_hparams hp;
+	struct pt_error err = { 0 };
+	return pt_arch_read_hparams(g, &hp, &err) == PT_OK ? hp.n_layer : UINT32_MAX;
 }

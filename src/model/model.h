@@ -93,6 +93,9 @@ struct pt_model {
 	struct pt_kern_mat output; /* the lm head: output.weight or token_embd when tied */
 	struct pt_layer_weights *layers;
 	struct pt_expert_provider mmap_provider;
+	/* bytes of the tensors in the file that are never bound nor read (PT_ROLE_SKIP: GLM's
+	 * NextN blocks): not computed, not resident, no expert slots */
+	uint64_t skipped_bytes;
 };
 
 /* Opens path, reads and validates the hyper-parameters, checks every tensor's presence,
@@ -103,6 +106,11 @@ enum pt_status pt_model_open(const char *path, struct pt_model **out, struct pt_
 /* Same over an already-open GGUF; takes ownership of g (closed on failure too). */
 enum pt_status pt_model_from_gguf(pt_gguf *g, struct pt_model **out, struct pt_error *err);
 void pt_model_close(struct pt_model *m); /* NULL-safe */
+
+/* The blocks the forward pass computes (hp.n_layer: GLM's NextN blocks past the trunk are
+ * not), for building an expert layout without opening the model (pack, pull); UINT32_MAX
+ * (every block) when the file's hyper-parameters cannot be read. */
+uint32_t pt_model_computed_layers(const pt_gguf *g);
 
 /* Dequantizes embedding row tok (< n_vocab) into out[n_embd]. */
 enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float *out,
