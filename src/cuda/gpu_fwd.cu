@@ -848,6 +848,14 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 			return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: %s's linear-attention "
 					    "layers, attention output gate and gated shared expert have "
 					    "no device path yet (run it on the CPU)", hp->arch_name);
+	/* recipe parts the device layer does not compose yet (deepseek2) */
+	const struct pt_arch_recipe *rc = pt_arch_recipe(hp->arch);
+	if (rc->attn != PT_ATTN_MHA || rc->rope_adjacent || hp->n_expert_groups > 1)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: %s needs %s, not on the "
+				    "device yet (run it on the CPU)", hp->arch_name,
+				    rc->attn != PT_ATTN_MHA ? "multi-head latent attention"
+				    : hp->n_expert_groups > 1 ? "group-limited routing"
+							      : "adjacent-pair RoPE");
 	struct pt_gpu_info info;
 	enum pt_status st = pt_gpu_open(o->device, &info, err);
 	if (st != PT_OK)

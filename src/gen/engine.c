@@ -150,9 +150,8 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 			continue; /* a recurrent state instead (below) */
 		const uint64_t cap =
 			pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0, n_batch);
-		const uint64_t row = (uint64_t)hp->n_head_kv[il] *
-				     (pt_hparams_head_dim_k(hp, il) + pt_hparams_head_dim_v(hp, il));
-		total += cap * row * el;
+		/* MLA layers cache only the latent + RoPE key (V lives in K) */
+		total += cap * pt_hparams_kv_values(hp, il) * el;
 	}
 	return total + pt_hparams_rs_bytes(hp);
 }
@@ -176,8 +175,15 @@ static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uin
 		ff = hp->n_ff_exp * 2; /* a fused gate_up product */
 	if (hp->n_ff_shexp > ff)
 		ff = hp->n_ff_shexp;
+	if (hp->head_dim_k_mla > hd)
+		hd = hp->head_dim_k_mla;
 	const uint64_t wq = (uint64_t)hp->n_head * hd;
-	const uint64_t floats = n_batch * (7 * D + 6 * wq + 2 * ff + hp->n_expert + k * D + 2 * k) +
+	/* MLA: the full Q, the q_a rows and the per-head gather buffers */
+	const uint64_t mla = hp->kv_lora_rank ? (uint64_t)hp->n_head * hp->head_dim_k_mla +
+						hp->q_lora_rank + 2 * (hp->kv_lora_rank + hd)
+					      : 0;
+	const uint64_t floats = n_batch * (7 * D + 6 * wq + 2 * ff + hp->n_expert + k * D + 2 * k +
+					   mla) +
 				(uint64_t)hp->n_head * ((n_ctx + 1023) / 1024) * (2 + hd) +
 				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
 	/* activation quantization scratch: at most the widest row's bytes per batch row */

@@ -17,6 +17,7 @@ static const struct pt_arch_ops *const arch_ops[PT_ARCH_COUNT] = {
 	[PT_ARCH_GEMMA4] = &pt_arch_gemma4_ops,
 	[PT_ARCH_GLM4MOE] = &pt_arch_glm4moe_ops,
 	[PT_ARCH_QWEN35MOE] = &pt_arch_qwen35moe_ops,
+	[PT_ARCH_DEEPSEEK2] = &pt_arch_deepseek2_ops,
 };
 
 const char *pt_arch_name(enum pt_arch a)
@@ -126,6 +127,17 @@ uint64_t pt_hparams_rs_bytes(const struct pt_hparams *hp)
 	for (uint32_t l = 0; l < hp->n_layer; l++)
 		t += pt_hparams_rs_floats(hp, l) * sizeof(float);
 	return t;
+}
+
+bool pt_hparams_v_in_k(const struct pt_hparams *hp)
+{
+	return hp->kv_lora_rank > 0;
+}
+
+uint64_t pt_hparams_kv_values(const struct pt_hparams *hp, uint32_t layer)
+{
+	const uint64_t v = pt_hparams_v_in_k(hp) ? 0 : pt_hparams_head_dim_v(hp, layer);
+	return (uint64_t)hp->n_head_kv[layer] * (pt_hparams_head_dim_k(hp, layer) + v);
 }
 
 static enum pt_status check_width(const char *what, uint64_t v, struct pt_error *err)

@@ -25,7 +25,8 @@ enum pt_arch {
 	PT_ARCH_GEMMA4 = 2,
 	PT_ARCH_GLM4MOE = 3,     /* GLM-4.5 / 4.5-Air / 4.6 */
 	PT_ARCH_QWEN35MOE = 4,   /* Qwen3.5 MoE: Gated DeltaNet + gated full attention */
-	PT_ARCH_COUNT = 5,
+	PT_ARCH_DEEPSEEK2 = 5,   /* DeepSeek-V2-Lite / V3 / R1, Kimi K2 (MLA) */
+	PT_ARCH_COUNT = 6,
 };
 
 /* llama.cpp's gating enum (llama-hparams.h). */
@@ -96,6 +97,20 @@ struct pt_hparams {
 	uint32_t ssm_n_group;       /* ssm.group_count = key heads */
 	uint32_t full_attn_interval; /* full_attention_interval (written by mkmodel) */
 	uint32_t rope_sections[4];  /* rope.dimension_sections (IMROPE) */
+	/* Multi-head latent attention (deepseek2): the KV cache row is the compressed latent
+	 * (kv_lora_rank) then the shared RoPE key (n_rot); key_length / value_length /
+	 * head_count_kv are the cache's (kv_lora + n_rot, kv_lora, 1) as the files store them,
+	 * the *_mla lengths the per-head Q/K (nope + rope) and V widths after decompression. */
+	uint32_t q_lora_rank;       /* 0: attn_q directly (V2-Lite) */
+	uint32_t kv_lora_rank;      /* 0: not MLA */
+	uint32_t head_dim_k_mla;
+	uint32_t head_dim_v_mla;
+	/* RoPE scaling (rope.scaling.*): YaRN with its factor, original context and the
+	 * deepseek2 log multiplier as stored (0.1 * mscale_all_dim) */
+	bool rope_yarn;
+	float rope_scaling_factor;  /* 0 or 1: none */
+	uint32_t rope_orig_ctx;     /* original_context_length (0: context_length) */
+	float rope_yarn_log_mul;
 };
 
 /* Recurrent (linear-attention) layers: per-sequence state floats of layer l (conv window
@@ -132,6 +147,12 @@ enum pt_ffn_form {
 				       the routed experts (post_ffw_norm_2), sum post-normed */
 };
 
+enum pt_attn_form {
+	PT_ATTN_MHA = 0,            /* Q/K/V projections (or fused qkv), GQA over K/V heads */
+	PT_ATTN_MLA,                /* deepseek2 latent attention, up-projections absorbed:
+				       one cached latent + RoPE key per token (MQA) */
+};
+
 struct pt_arch_recipe {
 	bool embd_scale_sqrt;       /* token embeddings times sqrt(n_embd) */
 	bool v_norm;                /* weightless per-head RMSNorm of V */
@@ -153,6 +174,8 @@ struct pt_arch_recipe {
 	/* linear attention: value head h reads key head h mod n_k (tiled, qwen35moe) instead
 	 * of h / (n_v / n_k) (grouped) */
 	bool ssm_heads_tiled;
+	enum pt_attn_form attn;
+	bool rope_adjacent;         /* RoPE on adjacent pairs (ggml NORM), not NEOX halves */
 };
 
 /* The recipe of a (valid) arch. */
@@ -238,6 +261,10 @@ uint32_t pt_hparams_head_dim_k(const struct pt_hparams *hp, uint32_t layer);
 uint32_t pt_hparams_head_dim_v(const struct pt_hparams *hp, uint32_t layer);
 bool pt_hparams_is_moe_layer(const struct pt_hparams *hp, uint32_t layer);
 bool pt_hparams_has_attn_v(const struct pt_hparams *hp, uint32_t layer);
+/* MLA: V is the first head_dim_v values of the cached K row (no V array). */
+bool pt_hparams_v_in_k(const struct pt_hparams *hp);
+/* Values one position occupies in layer's KV cache (K, plus V unless it lives in K). */
+uint64_t pt_hparams_kv_values(const struct pt_hparams *hp, uint32_t layer);
 
 /* Writes every key the arch reads (with the hp->arch_name prefix). */
 enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer *w,

@@ -77,6 +77,10 @@ struct pt_layer_weights {
 	const float *down_exps_scale; /* gemma4 per-expert output scale [n_expert] */
 	const float *layer_out_scale; /* gemma4 layer_output_scale [1] */
 	struct pt_expert_mat gate_exps, up_exps, gate_up_exps, down_exps;
+	/* MLA (deepseek2): q_a -> q_a_norm -> q_b (or wq), kv_a_mqa -> kv_a_norm; k_b / v_b are
+	 * one matrix per head, head h at data + h * rows * row_bytes */
+	struct pt_kern_mat wq_a, wq_b, wkv_a, wk_b, wv_b;
+	const float *q_a_norm, *kv_a_norm;
 	bool is_moe;
 	/* shared-expert gate (qwen35moe): the shared expert's output times
 	 * sigmoid(sh_gate_inp . h), [n_embd] */
