@@ -380,7 +380,7 @@ static uint32_t next_chunk(uint32_t c, uint32_t lo)
  * mapping stays), else at least 3/4 of the expert slots remain.  An eighth: under a 6 GiB
  * cap the Sarvam-30B shape (~0.4 MB of buffers a row) gets 1024 rows and keeps most of the
  * budget for expert slots.  The buffers are touched only as far as a prompt fills them. */
-static void choose_batch(pt_engine *e, uint64_t slot)
+static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 {
 	struct pt_error ignore = { 0 };
 	const uint64_t cache_bytes = e->o.prompt_cache_bytes; /* make_plan sizes it per chunk */
@@ -391,12 +391,15 @@ static void choose_batch(pt_engine *e, uint64_t slot)
 	const uint32_t slots_lo = fits_lo ? e->plan.slots_per_layer : 0;
 	const uint64_t budget = e->pin.budget;
 	uint32_t c = e->n_ctx < PT_ENGINE_BATCH_MAX ? e->n_ctx : PT_ENGINE_BATCH_MAX;
+	/* --io mmap of a model whose experts do not all fit (the mapping takes memory the plan
+	 * cannot see), or a plan that fails even at 128 rows: the buffers get a sixteenth */
+	const uint64_t room = fits_lo && (all_lo || !mapped) ? budget / 8 : budget / 16;
 	for (; c > lo; c = next_chunk(c, lo)) {
-		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq) > budget / 8)
+		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq) > room)
 			continue;
 		e->n_batch = c;
 		e->o.prompt_cache_bytes = cache_bytes;
-		if (!fits_lo)
+		if (!fits_lo || (mapped && !all_lo))
 			break;
 		if (make_plan(e, slot, &ignore) == PT_OK &&
 		    (all_lo ? e->plan.all_experts
@@ -423,7 +426,7 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 	const uint64_t slot = e->lay.n_moe ? pt_expert_store_slot_bytes(&e->lay,
 						e->have_pack ? &e->pack : NULL) : 0;
 	if (e->auto_batch)
-		choose_batch(e, slot);
+		choose_batch(e, slot, mode == PT_IO_MMAP);
 	const bool auto_mmap = !e->o.io_mode && !e->o.expert_slots && e->lay.n_moe &&
 			       every_expert_fits(e, slot);
 	if (auto_mmap)
