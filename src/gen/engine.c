@@ -374,8 +374,8 @@ static uint32_t next_chunk(uint32_t c, uint32_t lo)
 	return p;
 }
 
-/* PT_ENGINE_BATCH_AUTO: the largest prefill chunk (min(n_ctx, 4096), then 2048, 1024, ...
- * rows) whose forward-pass buffers take at most an eighth of the budget and with which the
+/* PT_ENGINE_BATCH_AUTO: the largest prefill chunk (min(n_ctx, 4096, the rows that give
+ * ~128 tokens per routed expert), then 2048, 1024, ... rows) whose forward-pass buffers take at most an eighth of the budget and with which the
  * plan still holds where it held at 128 rows: every expert still fits where it did (the
  * mapping stays), else at least 3/4 of the expert slots remain.  An eighth: under a 6 GiB
  * cap the Sarvam-30B shape (~0.4 MB of buffers a row) gets 1024 rows and keeps most of the
@@ -391,6 +391,19 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 	const uint32_t slots_lo = fits_lo ? e->plan.slots_per_layer : 0;
 	const uint64_t budget = e->pin.budget;
 	uint32_t c = e->n_ctx < PT_ENGINE_BATCH_MAX ? e->n_ctx : PT_ENGINE_BATCH_MAX;
+	/* rows enough for ~128 tokens per routed expert on average: wider products gain
+	 * little past that (bench_kern experts: the Sarvam expert shapes at 96 vs 192 tokens),
+	 * while larger chunks stream more buffers (rank slots, norms) through DRAM instead of
+	 * the caches and fault in more pages (docs/PERFORMANCE.md, issue 21) */
+	const struct pt_hparams *hp = &e->m->hp;
+	if (hp->n_expert && hp->n_expert_used) {
+		uint64_t want = 512;
+		while (want * 2 * hp->n_expert_used <= 128ull * hp->n_expert &&
+		       want < PT_ENGINE_BATCH_MAX)
+			want *= 2;
+		if (c > want)
+			c = (uint32_t)want;
+	}
 	/* --io mmap of a model whose experts do not all fit (the mapping takes memory the plan
 	 * cannot see), or a plan that fails even at 128 rows: the buffers get a sixteenth */
 	const uint64_t room = fits_lo && (all_lo || !mapped) ? budget / 8 : budget / 16;
