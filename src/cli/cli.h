@@ -58,6 +58,7 @@ struct pt_cli_gpu {
 	int64_t layers;  /* --gpu-layers: -1 = all */
 	uint64_t vram;   /* bytes; 0 = free memory less headroom */
 	int device;
+	uint32_t slots;  /* --gpu-expert-slots: expert slots per MoE layer in VRAM (0: plan) */
 };
 /* f is one of the GPU flags: returns 1 when it took no value (--gpu), 2 when it took v, 0
  * when f is not a GPU flag, -1 after printing the error for a bad or missing value. */
@@ -66,6 +67,14 @@ int pt_cli_gpu_flag(const char *f, const char *v, struct pt_cli_gpu *g);
  * (a CPU-only build: how to build with CUDA; a CUDA build: no driver / no device / too little
  * VRAM, or that the GPU model path does not exist yet). */
 int pt_cli_gpu_check(const struct pt_cli_gpu *g);
+/* As pt_cli_gpu_check for a command that runs on the GPU (eval): 0 when the device is
+ * usable (or no GPU flag was given). */
+int pt_cli_gpu_ready(const struct pt_cli_gpu *g);
+struct pt_model;
+/* Evaluates n tokens on the GPU (src/cuda/gpu_fwd.h) into logits [n][n_vocab]; policy is
+ * --cache-policy (NULL: lfu); log: plan and counters (NULL: quiet).  Exit code. */
+int pt_cli_gpu_eval(const struct pt_cli_gpu *g, const struct pt_model *m, uint32_t n_ctx,
+		    const char *policy, FILE *log, const uint32_t *ids, uint32_t n, float *logits);
 
 /* The routing report of `particle routing` (also `mkmodel --routing-report`): returns an
  * exit code. */

@@ -69,11 +69,14 @@ static void help(void)
 	       "  --pack-cache-size SIZE cap of the pack cache (default 4G)\n"
 	       "  --trace-experts FILE   write the routing trace (for particle cachesim)\n"
 	       "  --stats-json FILE      write the counters (per layer and total) as JSON\n"
-	       "  --gpu                  use the CUDA backend (make CUDA=1 builds;\n"
-	       "                         the GPU model path is not there yet: issue 16)\n"
-	       "  --gpu-layers N|all     layers on the GPU (default all; implies --gpu)\n"
+	       "  --gpu                  run on the CUDA backend (make CUDA=1 builds): resident\n"
+	       "                         core and KV cache in VRAM, experts all resident or in\n"
+	       "                         a VRAM cache (--cache-policy); one decode step a token\n"
+	       "  --gpu-layers N|all     layers on the GPU (only all for now; implies --gpu)\n"
 	       "  --vram SIZE            device memory budget (implies --gpu)\n"
 	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
+	       "  --gpu-expert-slots N   expert slots per MoE layer in VRAM (default: planned\n"
+	       "                         from --vram; top-k to n_expert; implies --gpu)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --no-profile           do not read or write the expert-popularity profile\n"
 	       "  --verbose              plan line, I/O engine and model card at start, the\n"
@@ -189,7 +192,7 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		pt_cli_error("eval: give exactly one of --prompt, --tokens, --tokens-file");
 		return PT_EXIT_USAGE;
 	}
-	return pt_cli_gpu_check(&a->gpu);
+	return pt_cli_gpu_ready(&a->gpu);
 }
 
 /* Parses ids separated by commas/whitespace; *out is pt_malloc'd. */
@@ -501,6 +504,16 @@ int pt_cmd_eval(int argc, char **argv)
 		logits = pt_mallocn((size_t)n * nv, sizeof(float));
 		if (!logits)
 			st = pt_error_set(&err, PT_E_NOMEM, "cannot allocate %u x %u logits", n, nv);
+	}
+	if (st == PT_OK && a.gpu.on) { /* the CUDA backend on the engine's model */
+		rc = pt_cli_gpu_eval(&a.gpu, pt_engine_model(e), a.eo.n_ctx, a.eo.cache_policy,
+				     a.eo.verbose ? stderr : NULL, ids, n, logits);
+		if (rc == 0)
+			rc = report(&a, ids, n, logits, nv);
+		pt_free(logits);
+		pt_engine_close(e);
+		pt_free(ids);
+		return rc;
 	}
 	if (st == PT_OK)
 		st = pt_engine_eval(e, ids, n, logits, true, &err);

@@ -98,7 +98,7 @@ static void help(void)
 	       "  --batch N                 prefill chunk in tokens (default: as large as the\n"
 	       "                            memory plan allows, up to 4096)\n"
 	       "  --gpu                     use the CUDA backend (make CUDA=1 builds;\n"
-	       "                            the GPU model path is not there yet: issue 16)\n"
+	       "                            only eval runs on the GPU yet: issue 16)\n"
 	       "  --gpu-layers N|all        layers on the GPU (default all; implies --gpu)\n"
 	       "  --vram SIZE               device memory budget (implies --gpu)\n"
 	       "  --gpu-device I            CUDA device ordinal (default 0; implies --gpu)\n"

@@ -3,15 +3,17 @@
  *
  * A CPU-only build (the default `make`) refuses them with how to get a CUDA build.  A
  * `make CUDA=1` build opens the device and reports a missing driver, a missing device or an
- * out-of-range --gpu-device as one line with the numbers; the model path on the GPU does not
- * exist yet (this is the kernel slice of issue 16), so it then fails with a line saying so
- * instead of silently running on the CPU. */
+ * out-of-range --gpu-device as one line with the numbers.  `eval` then runs on the GPU
+ * (src/cuda/gpu_fwd.h, all layers: --gpu-layers N < all is refused); `run` and `bench` do
+ * not run on the GPU yet and fail with a line saying so instead of silently using the CPU. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #ifdef PT_CUDA
 #include "cuda/gpu.h"
+#include "cuda/gpu_fwd.h"
+#include "expert/cache.h"
 #endif
 
 int pt_cli_gpu_flag(const char *f, const char *v, struct pt_cli_gpu *g)
@@ -20,7 +22,8 @@ int pt_cli_gpu_flag(const char *f, const char *v, struct pt_cli_gpu *g)
 		g->on = true;
 		return 1;
 	}
-	if (strcmp(f, "--gpu-layers") && strcmp(f, "--vram") && strcmp(f, "--gpu-device"))
+	if (strcmp(f, "--gpu-layers") && strcmp(f, "--vram") && strcmp(f, "--gpu-device") &&
+	    strcmp(f, "--gpu-expert-slots"))
 		return 0;
 	if (!v) {
 		pt_cli_error("%s needs a value", f);
@@ -48,10 +51,91 @@ int pt_cli_gpu_flag(const char *f, const char *v, struct pt_cli_gpu *g)
 		}
 		return 2;
 	}
+	if (!strcmp(f, "--gpu-expert-slots")) {
+		if (!pt_cli_parse_u64(f, v, 1, 1u << 20, &x))
+			return -1;
+		g->slots = (uint32_t)x;
+		return 2;
+	}
 	if (!pt_cli_parse_u64(f, v, 0, 255, &x))
 		return -1;
 	g->device = (int)x;
 	return 2;
+}
+
+#ifdef PT_CUDA
+/* The device opened and the budget checked against its free memory. */
+static int device_usable(const struct pt_cli_gpu *g, struct pt_gpu_info *info)
+{
+	struct pt_error err = { 0 };
+	enum pt_status st = pt_gpu_open(g->device, info, &err);
+	if (st != PT_OK) {
+		pt_cli_error("--gpu: %s", err.msg);
+		return PT_EXIT_FAIL;
+	}
+	const double gib = 1073741824.0;
+	if (g->vram > info->free_bytes) {
+		pt_cli_error("--vram %.2f GiB exceeds the %.2f GiB free on CUDA device %d (%s)",
+			     g->vram / gib, info->free_bytes / gib, info->device, info->name);
+		return PT_EXIT_FAIL;
+	}
+	return 0;
+}
+#endif
+
+int pt_cli_gpu_ready(const struct pt_cli_gpu *g)
+{
+	if (!g->on)
+		return PT_EXIT_OK;
+#ifndef PT_CUDA
+	pt_cli_error("this build has no CUDA backend; rebuild with make CUDA=1");
+	return PT_EXIT_USAGE;
+#else
+	struct pt_gpu_info info;
+	const int rc = device_usable(g, &info);
+	if (rc == 0 && g->layers_set && g->layers >= 0) {
+		pt_cli_error("--gpu-layers %lld: only all layers on the GPU are supported yet "
+			     "(--gpu-layers all)", (long long)g->layers);
+		return PT_EXIT_USAGE;
+	}
+	return rc;
+#endif
+}
+
+int pt_cli_gpu_eval(const struct pt_cli_gpu *g, const struct pt_model *m, uint32_t n_ctx,
+		    const char *policy, FILE *log, const uint32_t *ids, uint32_t n, float *logits)
+{
+#ifndef PT_CUDA
+	(void)g, (void)m, (void)n_ctx, (void)policy, (void)log, (void)ids, (void)n, (void)logits;
+	pt_cli_error("this build has no CUDA backend; rebuild with make CUDA=1");
+	return PT_EXIT_USAGE;
+#else
+	struct pt_error err = { 0 };
+	enum pt_cache_policy pol = PT_CACHE_LFU;
+	if (policy && pt_cache_policy_parse(policy, &pol, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	struct pt_gpu_fwd_opts o = { g->device, g->vram, n_ctx, g->slots, (int)pol, log };
+	pt_gpu_fwd *gf = NULL;
+	enum pt_status st = pt_gpu_fwd_create(m, &o, &gf, &err);
+	if (st == PT_OK)
+		st = pt_gpu_fwd_eval(gf, ids, n, logits, true, &err);
+	if (st == PT_OK && log) {
+		struct pt_gpu_fwd_stats s;
+		pt_gpu_fwd_stats(gf, &s);
+		const uint64_t req = s.hits + s.misses;
+		fprintf(log, "particle: gpu: %llu tokens in %.3f s (%.1f tok/s, one decode step "
+			"each), expert hits %llu misses %llu (hit rate %.3f), %.1f MiB copied to "
+			"the device (%.3f MiB/token), %u slots/layer%s\n",
+			(unsigned long long)s.tokens, s.seconds, s.seconds > 0 ? s.tokens / s.seconds
+									       : 0.0,
+			(unsigned long long)s.hits, (unsigned long long)s.misses,
+			req ? (double)s.hits / (double)req : 1.0, s.bytes_copied / 1048576.0,
+			s.tokens ? s.bytes_copied / 1048576.0 / (double)s.tokens : 0.0,
+			s.slots_per_layer, s.all_resident ? " (every expert resident)" : "");
+	}
+	pt_gpu_fwd_destroy(gf);
+	return st == PT_OK ? 0 : pt_cli_fail(&err);
+#endif
 }
 
 int pt_cli_gpu_check(const struct pt_cli_gpu *g)
@@ -62,22 +146,13 @@ int pt_cli_gpu_check(const struct pt_cli_gpu *g)
 	pt_cli_error("this build has no CUDA backend; rebuild with make CUDA=1");
 	return PT_EXIT_USAGE;
 #else
-	struct pt_error err = { 0 };
 	struct pt_gpu_info info;
-	enum pt_status st = pt_gpu_open(g->device, &info, &err);
-	if (st != PT_OK) {
-		pt_cli_error("--gpu: %s", err.msg);
-		return PT_EXIT_FAIL;
-	}
-	const double gib = 1073741824.0;
-	if (g->vram > info.free_bytes) {
-		pt_cli_error("--vram %.2f GiB exceeds the %.2f GiB free on CUDA device %d (%s)",
-			     g->vram / gib, info.free_bytes / gib, info.device, info.name);
-		return PT_EXIT_FAIL;
-	}
-	pt_cli_error("--gpu: CUDA device %d (%s, %.1f GiB free) is usable, but particle cannot "
-		     "run a model on the GPU yet (issue 16: only the kernels exist); run without "
-		     "--gpu", info.device, info.name, info.free_bytes / gib);
+	const int rc = device_usable(g, &info);
+	if (rc)
+		return rc;
+	pt_cli_error("--gpu: CUDA device %d (%s, %.1f GiB free) is usable, but this command "
+		     "does not run on the GPU yet (only `particle eval --gpu` does: issue 16); run "
+		     "without --gpu", info.device, info.name, info.free_bytes / 1073741824.0);
 	return PT_EXIT_FAIL;
 #endif
 }

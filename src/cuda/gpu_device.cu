@@ -102,3 +102,4 @@ enum pt_status pt_gpu_launched(struct pt_error *err, const char *what)
 	cudaError_t e = cudaGetLastError();
 	return e == cudaSuccess ? PT_OK : pt_gpu_fail(err, e, what);
 }
+cudaStream_t pt_gpu_stream = 0;

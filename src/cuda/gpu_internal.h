@@ -11,4 +11,65 @@ enum pt_status pt_gpu_fail(struct pt_error *err, cudaError_t e, const char *what
 /* PT_OK, or the launch error of the kernel just queued. */
 enum pt_status pt_gpu_launched(struct pt_error *err, const char *what);
 
+/* The stream every pt_gpu_* launch goes to (0: the legacy default stream, as the kernel
+ * test uses; the forward pass sets its compute stream).  One thread drives the device. */
+extern cudaStream_t pt_gpu_stream;
+
+/* ---- the decode layer's operators (gpu_layer.cu, gpu_matvec.cu, gpu_ops.cu) ---- */
+
+/* One routed expert of a row for the batched products: its three matrices in the device
+ * pool (w[1] unused when gate_up is fused) and the top-k rank whose buffers it uses. */
+struct pt_gpu_xdesc {
+	const uint8_t *w[3];
+	int32_t rank;
+	int32_t pad;
+};
+
+/* y[rank][rows] = W_e x[rank] for each of n entries of ddesc (device memory), matrix
+ * `which` (0 gate, 1 up, 2 down) of each; x rows xs floats apart (0: one shared x), y rows
+ * ys floats apart.  Each row's sum is the single matvec's order for the type. */
+enum pt_status pt_gpu_matvec_batch(uint32_t type, uint64_t rows, uint64_t cols,
+				   size_t row_bytes, const struct pt_gpu_xdesc *ddesc,
+				   uint32_t n, int which, const float *dx, size_t xs, float *dy,
+				   size_t ys, struct pt_error *err);
+/* pt_op_moe_route on one row: gating 0 none, 1 softmax, 2 sigmoid, 3 softmax over the
+ * chosen weights; dbias (may be NULL) is added for the selection only, which then uses
+ * dlogits[n_expert .. 2 n_expert) as scratch. */
+enum pt_status pt_gpu_route_ex(float *dlogits, int n_expert, int k, int gating,
+			       const float *dbias, int norm, float scale, int32_t *dids,
+			       float *dweights, struct pt_error *err);
+
+void pt_gpu_add(float *y, const float *x, int n);                  /* y += x */
+void pt_gpu_scale_by(float *y, const float *s, int n);             /* y *= s[0] */
+void pt_gpu_mul_scaled(float *y, const float *x, float c, const float *w, int n); /* (x c) w */
+void pt_gpu_softcap(float *y, int n, float cap);
+/* GLU over n_rows rows: out[r][i] = act(gate[r*in_stride + i]) * up[r*in_stride + i], out
+ * rows nf apart; geglu: ggml's F16-table GELU, else SiLU. */
+void pt_gpu_glu(float *out, const float *gate, const float *up, int nf, int n_rows,
+		size_t in_stride, bool geglu);
+/* pt_gpu_glu on the ranks of n entries of desc (row r = the entry's rank). */
+void pt_gpu_glu_batch(float *out, const float *gate, const float *up, int nf, size_t in_stride,
+		      const struct pt_gpu_xdesc *desc, int n, bool geglu);
+/* y = x rounded through activation format act_type (enum pt_type: F32, F16, Q8_0, Q8_1,
+ * Q8_K) as the CPU path quantizes a product's input; false for another format or a length
+ * that is not a multiple of its block.  y may be x. */
+bool pt_gpu_act_round(float *y, const float *x, int n, uint32_t act_type);
+/* NEOX RoPE of n_head vectors at pos with optional frequency factors (device, n_rot/2). */
+void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, int64_t pos, float base,
+		      const float *dff);
+/* One-row attention of n_head query heads over key positions [first, first + count) of a
+ * layer's cache (rows cap apart in a ring: position p at row p % cap; K rows n_kv*hd_k
+ * floats, V rows n_kv*hd_v); scores is scratch of n_head * ceil(count / 256) * (2 + hd_v)
+ * floats (score_n: its size per head, unused). */
+void pt_gpu_attention(const float *q, const float *kc, const float *vc, float *out,
+		      float *scores, int n_head, int n_kv, int hd_k, int hd_v, int64_t first,
+		      int64_t count, int64_t cap, float scale, int64_t score_n);
+/* Routed outputs summed in rank order: out[i] = sum_j (y[j][i] * s[ids[j]]) * w[j] (no s:
+ * y * w), as forward.c's scale_row + rank-order sum. */
+void pt_gpu_combine(float *out, const float *y, int n, int k, const int32_t *ids,
+		    const float *w, const float *s);
+/* desc[j] = table[ids[j]] with rank j, for j < k (all experts resident). */
+void pt_gpu_resolve(struct pt_gpu_xdesc *desc, const struct pt_gpu_xdesc *table,
+		    const int32_t *ids, int k);
+
 #endif

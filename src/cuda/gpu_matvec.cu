@@ -17,7 +17,8 @@
 #include "cuda/gpu_internal.h"
 
 /* ggml type ids (src/quant/types.h). */
-enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14 };
+enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q5_0 = 6, T_Q8_0 = 8, T_Q4_K = 12, T_Q5_K = 13,
+       T_Q6_K = 14 };
 
 __device__ __forceinline__ float h2f(const uint8_t *p)
 {
@@ -83,6 +84,20 @@ __device__ __forceinline__ float deq(const uint8_t *row, uint32_t e)
 	if (T == T_Q8_0) {
 		const uint8_t *b = row + 34 * (size_t)(e >> 5);
 		return (float)(int8_t)b[2 + (e & 31)] * h2f(b);
+	}
+	if (T == T_Q4_0) { /* d, then 16 bytes: element j low nibble, j + 16 high (minus 8) */
+		const uint8_t *b = row + 18 * (size_t)(e >> 5);
+		const int j = e & 31;
+		const int q = (j < 16 ? b[2 + j] & 0xF : b[2 + j - 16] >> 4) - 8;
+		return (float)q * h2f(b);
+	}
+	if (T == T_Q5_0) { /* d, 32 high bits, 16 bytes of low nibbles (minus 16) */
+		const uint8_t *b = row + 22 * (size_t)(e >> 5);
+		const int j = e & 31;
+		const uint32_t qh = b[2] | (b[3] << 8) | (b[4] << 16) | ((uint32_t)b[5] << 24);
+		const int q = ((j < 16 ? b[6 + j] & 0xF : b[6 + j - 16] >> 4) |
+			       (int)(((qh >> j) & 1) << 4)) - 16;
+		return (float)q * h2f(b);
 	}
 	if (T == T_Q4_K)
 		return deq_q4_K(row + 144 * (size_t)(e >> 8), e & 255);
@@ -240,6 +255,8 @@ extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t c
 	case T_F32: blk = 1, bytes = 4; break;
 	case T_F16: blk = 1, bytes = 2; break;
 	case T_Q8_0: blk = 32, bytes = 34; break;
+	case T_Q4_0: blk = 32, bytes = 18; break;
+	case T_Q5_0: blk = 32, bytes = 22; break;
 	case T_Q4_K: blk = 256, bytes = 144; break;
 	case T_Q5_K: blk = 256, bytes = 176; break;
 	case T_Q6_K: blk = 256, bytes = 210; break;
@@ -256,17 +273,96 @@ extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t c
 	const uint8_t *w = (const uint8_t *)dw;
 	const uint32_t R = (uint32_t)rows, C = (uint32_t)cols;
 	switch (type) {
-	case T_F32: matvec_kernel<T_F32><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
-	case T_F16: matvec_kernel<T_F16><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
-	case T_Q8_0: matvec_kernel<T_Q8_0><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_F32: matvec_kernel<T_F32><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_F16: matvec_kernel<T_F16><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q8_0: matvec_kernel<T_Q8_0><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q4_0: matvec_kernel<T_Q4_0><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q5_0: matvec_kernel<T_Q5_0><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
 	case T_Q4_K:
 		if ((((uintptr_t)w | row_bytes) & 7) == 0 && ((uintptr_t)dx & 15) == 0)
-			matvec_q4_K_wide<<<grid, block>>>(w, row_bytes, R, C, dx, dy);
+			matvec_q4_K_wide<<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy);
 		else
-			matvec_kq_kernel<T_Q4_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy);
+			matvec_kq_kernel<T_Q4_K><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy);
 		break;
-	case T_Q5_K: matvec_kq_kernel<T_Q5_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
-	default: matvec_kq_kernel<T_Q6_K><<<grid, block>>>(w, row_bytes, R, C, dx, dy); break;
+	case T_Q5_K: matvec_kq_kernel<T_Q5_K><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	default: matvec_kq_kernel<T_Q6_K><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
 	}
 	return pt_gpu_launched(err, "matvec launch");
+}
+
+/* ---- batched expert products (decode): grid.y = entry, the entry's matrix and rank from a
+ * device descriptor; each row's sum is the single-matrix kernel's (matvec_kernel for
+ * F32/F16/Q8_0, matvec_kq_kernel for the K-quants), so an expert's output does not depend on
+ * how its row's experts were grouped into launches. ---- */
+template <int T>
+__global__ void __launch_bounds__(128) matvec_batch_kernel(const struct pt_gpu_xdesc *desc,
+							   int which, size_t row_bytes,
+							   uint32_t rows, uint32_t cols,
+							   const float *__restrict__ x, size_t xs,
+							   float *__restrict__ y, size_t ys)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const struct pt_gpu_xdesc d = desc[blockIdx.y];
+	const uint8_t *row = d.w[which] + (size_t)r * row_bytes;
+	const float *xr = x + (size_t)d.rank * xs;
+	float acc = 0.0f;
+	if (T == T_Q4_K || T == T_Q5_K || T == T_Q6_K) {
+		const uint32_t bytes = T == T_Q4_K ? 144 : T == T_Q5_K ? 176 : 210;
+		for (uint32_t blk = 0; blk < cols / 256; blk++) {
+			float v[8];
+			deq8<T>(row + (size_t)blk * bytes, lane, v);
+			const float *xb = xr + (size_t)blk * 256 + 8 * lane;
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				acc = fmaf(v[i], xb[i], acc);
+		}
+	} else {
+		for (uint32_t e = lane; e < cols; e += 32)
+			acc = fmaf(deq<T>(row, e), xr[e], acc);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	if (lane == 0)
+		y[(size_t)d.rank * ys + r] = acc;
+}
+
+enum pt_status pt_gpu_matvec_batch(uint32_t type, uint64_t rows, uint64_t cols,
+				   size_t row_bytes, const struct pt_gpu_xdesc *ddesc,
+				   uint32_t n, int which, const float *dx, size_t xs, float *dy,
+				   size_t ys, struct pt_error *err)
+{
+	if (n == 0)
+		return PT_OK;
+	uint32_t blk;
+	switch (type) {
+	case T_F32: case T_F16: blk = 1; break;
+	case T_Q8_0: case T_Q4_0: case T_Q5_0: blk = 32; break;
+	case T_Q4_K: case T_Q5_K: case T_Q6_K: blk = 256; break;
+	default:
+		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA matvec: no kernel for type %u",
+				    type);
+	}
+	if (rows == 0 || cols == 0 || rows > (1u << 30) || cols > (1u << 30) || cols % blk ||
+	    n > 65535 || which < 0 || which > 2)
+		return pt_error_set(err, PT_E_INVALID, "CUDA batched matvec: bad shape %llu x %llu",
+				    (unsigned long long)rows, (unsigned long long)cols);
+	const dim3 grid((unsigned)((rows + 3) / 4), n), block(128);
+	const uint32_t R = (uint32_t)rows, C = (uint32_t)cols;
+#define PT_MVB(T) matvec_batch_kernel<T><<<grid, block, 0, pt_gpu_stream>>>(ddesc, which, \
+		row_bytes, R, C, dx, xs, dy, ys)
+	switch (type) {
+	case T_F32: PT_MVB(T_F32); break;
+	case T_F16: PT_MVB(T_F16); break;
+	case T_Q8_0: PT_MVB(T_Q8_0); break;
+	case T_Q4_0: PT_MVB(T_Q4_0); break;
+	case T_Q5_0: PT_MVB(T_Q5_0); break;
+	case T_Q4_K: PT_MVB(T_Q4_K); break;
+	case T_Q5_K: PT_MVB(T_Q5_K); break;
+	default: PT_MVB(T_Q6_K); break;
+	}
+#undef PT_MVB
+	return pt_gpu_launched(err, "batched matvec launch");
 }

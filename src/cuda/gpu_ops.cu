@@ -47,7 +47,7 @@ extern "C" enum pt_status pt_gpu_rmsnorm(float *dy, const float *dx, const float
 {
 	if (n <= 0 || n_rows <= 0)
 		return pt_error_set(err, PT_E_INVALID, "CUDA rmsnorm: bad shape %d x %d", n_rows, n);
-	rmsnorm_kernel<<<n_rows, 256>>>(dy, dx, dw, n, eps);
+	rmsnorm_kernel<<<n_rows, 256, 0, pt_gpu_stream>>>(dy, dx, dw, n, eps);
 	return pt_gpu_launched(err, "rmsnorm launch");
 }
 
@@ -81,7 +81,7 @@ extern "C" enum pt_status pt_gpu_rope(float *dx, int n_head, int head_dim, int n
 	/* The scale is computed on the host with the CPU's powf, as pt_op_rope_cache does. */
 	const float theta_scale = powf(base, -2.0f / (float)n_rot);
 	const int total = n_head * (n_rot / 2);
-	rope_kernel<<<(total + 127) / 128, 128>>>(dx, n_head, head_dim, n_rot, mode == 2,
+	rope_kernel<<<(total + 127) / 128, 128, 0, pt_gpu_stream>>>(dx, n_head, head_dim, n_rot, mode == 2,
 						  (float)pos, theta_scale);
 	return pt_gpu_launched(err, "rope launch");
 }
@@ -90,7 +90,8 @@ extern "C" enum pt_status pt_gpu_rope(float *dx, int n_head, int head_dim, int n
  * (float)(1/sum)), then k rounds of a block arg-max (ties to the lower index, like
  * pt_op_topk), then the weight normalization of pt_op_moe_route. */
 __global__ void __launch_bounds__(256) route_kernel(float *logits, int n, int k, int norm,
-						    float scale, int32_t *ids, float *weights)
+						    float scale, int32_t *ids, float *weights,
+						    int gating, const float *bias)
 {
 	__shared__ double sh[256];
 	__shared__ float bv[256];
@@ -100,6 +101,13 @@ __global__ void __launch_bounds__(256) route_kernel(float *logits, int n, int k,
 	int32_t *id = ids + (size_t)blockIdx.x * k;
 	float *wt = weights + (size_t)blockIdx.x * k;
 
+	for (int i = threadIdx.x; i < n; i += 256)
+		taken[i] = 0;
+	if (gating == 2) /* sigmoid (pt_op_sigmoid) */
+		for (int i = threadIdx.x; i < n; i += 256)
+			l[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-l[i])));
+	__syncthreads();
+	if (gating == 1) {
 	float mx = -INFINITY;
 	for (int i = threadIdx.x; i < n; i += 256)
 		mx = fmaxf(mx, l[i]);
@@ -117,20 +125,28 @@ __global__ void __launch_bounds__(256) route_kernel(float *logits, int n, int k,
 		const float e = expf(__fsub_rn(l[i], mx));
 		l[i] = e;
 		s += (double)e;
-		taken[i] = 0;
 	}
 	s = block_sum_256(s, sh);
 	const float inv = (float)(1.0 / s);
 	for (int i = threadIdx.x; i < n; i += 256)
 		l[i] = __fmul_rn(l[i], inv);
+	}
 	__syncthreads();
+	/* selection scores: the probabilities plus the selection bias (weights stay l) */
+	float *sel = l;
+	if (bias) {
+		sel = l + n; /* the caller's logits buffer has room for 2n per row */
+		for (int i = threadIdx.x; i < n; i += 256)
+			sel[i] = __fadd_rn(l[i], bias[i]);
+		__syncthreads();
+	}
 
 	for (int j = 0; j < k; j++) {
 		float best = -INFINITY;
 		int bidx = n;
 		for (int i = threadIdx.x; i < n; i += 256)
-			if (!taken[i] && (l[i] > best || bidx == n)) {
-				best = l[i];
+			if (!taken[i] && (sel[i] > best || bidx == n)) {
+				best = sel[i];
 				bidx = i;
 			}
 		bv[threadIdx.x] = best;
@@ -157,6 +173,19 @@ __global__ void __launch_bounds__(256) route_kernel(float *logits, int n, int k,
 		__syncthreads();
 	}
 	if (threadIdx.x == 0) {
+		if (gating == 3) { /* softmax over the k chosen weights (pt_op_softmax) */
+			float m = -INFINITY;
+			for (int j = 0; j < k; j++)
+				m = fmaxf(m, wt[j]);
+			double ds = 0.0;
+			for (int j = 0; j < k; j++) {
+				wt[j] = expf(__fsub_rn(wt[j], m));
+				ds += (double)wt[j];
+			}
+			const float inv = (float)(1.0 / ds);
+			for (int j = 0; j < k; j++)
+				wt[j] = __fmul_rn(wt[j], inv);
+		}
 		if (norm) {
 			double ds = 0.0;
 			for (int j = 0; j < k; j++)
@@ -180,8 +209,22 @@ extern "C" enum pt_status pt_gpu_moe_route(float *dlogits, int n_expert, int n_t
 	if (n_expert <= 0 || n_expert > 1024 || n_tok <= 0 || k <= 0 || k > 32 || k > n_expert)
 		return pt_error_set(err, PT_E_INVALID, "CUDA moe_route: bad shape (%d experts, "
 				    "top %d, %d tokens)", n_expert, k, n_tok);
-	route_kernel<<<n_tok, 256>>>(dlogits, n_expert, k, norm, scale, dids, dweights);
+	route_kernel<<<n_tok, 256, 0, pt_gpu_stream>>>(dlogits, n_expert, k, norm, scale, dids,
+							  dweights, 1, NULL);
 	return pt_gpu_launched(err, "moe_route launch");
+}
+
+enum pt_status pt_gpu_route_ex(float *dlogits, int n_expert, int k, int gating,
+			       const float *dbias, int norm, float scale, int32_t *dids,
+			       float *dweights, struct pt_error *err)
+{
+	if (n_expert <= 0 || n_expert > 1024 || k <= 0 || k > 32 || k > n_expert ||
+	    gating < 0 || gating > 3)
+		return pt_error_set(err, PT_E_INVALID, "CUDA route: bad shape (%d experts, top %d, "
+				    "gating %d)", n_expert, k, gating);
+	route_kernel<<<1, 256, 0, pt_gpu_stream>>>(dlogits, n_expert, k, norm, scale, dids,
+						   dweights, gating, dbias);
+	return pt_gpu_launched(err, "route launch");
 }
 
 __global__ void swiglu_kernel(float *out, const float *gate, const float *up, int n)
@@ -198,6 +241,6 @@ extern "C" enum pt_status pt_gpu_swiglu(float *dout, const float *dgate, const f
 {
 	if (n <= 0)
 		return pt_error_set(err, PT_E_INVALID, "CUDA swiglu: bad length %d", n);
-	swiglu_kernel<<<(n + 255) / 256, 256>>>(dout, dgate, dup, n);
+	swiglu_kernel<<<(n + 255) / 256, 256, 0, pt_gpu_stream>>>(dout, dgate, dup, n);
 	return pt_gpu_launched(err, "swiglu launch");
 }

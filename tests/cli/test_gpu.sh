@@ -44,6 +44,14 @@ if [ $gpu_rc -eq 1 ]; then
 	if grep -q 'no NVIDIA driver\|no CUDA device' "$TMP/err"; then ok; else bad "cuda build without GPU: $(cat "$TMP/err")"; fi
 fi
 
+# --gpu-expert-slots: a GPU flag (eval), bounded.
+expect_exit $gpu_rc "eval --gpu-expert-slots 4" -- "$PARTICLE" eval -m /nonexistent.gguf --prompt hi --gpu-expert-slots 4
+expect_grep "$TMP/err" "$msg" "eval --gpu-expert-slots message"
+expect_exit 2 "eval --gpu-expert-slots 0" -- "$PARTICLE" eval -m x --prompt hi --gpu-expert-slots 0
+expect_grep "$TMP/err" "gpu-expert-slots" "eval --gpu-expert-slots 0 names the flag"
+"$PARTICLE" eval --help >"$TMP/out" 2>&1
+expect_grep "$TMP/out" '--gpu-expert-slots N' "eval --help"
+
 # The help of each command lists the flags.
 for c in run eval bench; do
 	"$PARTICLE" $c --help >"$TMP/out" 2>&1

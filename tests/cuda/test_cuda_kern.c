@@ -186,8 +186,8 @@ static void test_matvec_errors(void)
 {
 	struct pt_error err = { 0 };
 	float *d = dev_copy(NULL, 4096);
-	check(pt_gpu_matvec(PT_TYPE_Q4_0, 1, 32, 18, d, d, d, &err) == PT_E_UNSUPPORTED,
-	      "matvec: Q4_0 must be unsupported");
+	check(pt_gpu_matvec(PT_TYPE_Q4_1, 1, 32, 20, d, d, d, &err) == PT_E_UNSUPPORTED,
+	      "matvec: Q4_1 must be unsupported");
 	memset(&err, 0, sizeof err);
 	check(pt_gpu_matvec(PT_TYPE_Q4_K, 1, 100, 144, d, d, d, &err) == PT_E_INVALID,
 	      "matvec: 100 columns of Q4_K must be invalid");
@@ -393,7 +393,8 @@ int main(int argc, char **argv)
 	pt_gpu_open(device, &info, &err);
 
 	static const enum pt_type types[] = { PT_TYPE_F32, PT_TYPE_F16, PT_TYPE_Q8_0,
-					      PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K };
+					      PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K,
+					      PT_TYPE_Q4_0, PT_TYPE_Q5_0 };
 	static const uint32_t shapes[][2] = { { 1, 256 }, { 7, 512 }, { 33, 2816 },
 					      { 257, 1024 }, { 1023, 4096 }, { 4097, 2048 } };
 	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
