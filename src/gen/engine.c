@@ -412,7 +412,7 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 			continue;
 		e->n_batch = c;
 		e->o.prompt_cache_bytes = cache_bytes;
-		if (!fits_lo || (mapped && !all_lo))
+		if (!fits_lo || mapped) /* --io mmap: the mapping stays whatever the plan says */
 			break;
 		if (make_plan(e, slot, &ignore) == PT_OK &&
 		    (all_lo ? e->plan.all_experts
