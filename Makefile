@@ -48,13 +48,14 @@ endif
 ISA_AVX2   := -mavx2 -mfma -mf16c -mbmi2
 ISA_AVX512 := $(ISA_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 ISA_DOTPROD := -march=armv8.2-a+dotprod
+ISA_I8MM   := -march=armv8.2-a+dotprod+i8mm
 
 ifeq ($(ARCH),aarch64)
 ARCH_SKIP := %_avx2.c %_avx512.c
 else ifeq ($(ARCH),x86_64)
-ARCH_SKIP := %_neon.c %_dotprod.c
+ARCH_SKIP := %_neon.c %_dotprod.c %_i8mm.c
 else
-ARCH_SKIP := %_avx2.c %_avx512.c %_neon.c %_dotprod.c
+ARCH_SKIP := %_avx2.c %_avx512.c %_neon.c %_dotprod.c %_i8mm.c
 endif
 
 LIB_SRC  := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/cuda/*'))
@@ -102,6 +103,7 @@ all: $(BIN) $(LIB)
 $(BUILD)/obj/%_avx2.o: ISA = $(ISA_AVX2)
 $(BUILD)/obj/%_avx512.o: ISA = $(ISA_AVX512)
 $(BUILD)/obj/%_dotprod.o: ISA = $(ISA_DOTPROD)
+$(BUILD)/obj/%_i8mm.o: ISA = $(ISA_I8MM)
 ifeq ($(ARCH),aarch64)
 # Debian's aarch64 gcc 12 stops with an internal compiler error (vect_transform_reduction)
 # vectorizing double reductions in test_kv.c and test_model.c: tests are not vectorized.
@@ -186,6 +188,19 @@ oracle: $(ORACLE_STAMP)
 $(ORACLE_STAMP): tools/oracle/package.json tools/oracle/package-lock.json
 	cd tools/oracle && npm ci --omit=optional --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# The aarch64 oracle (issue 19): node-llama-cpp's linux-arm64 llama.cpp and the official arm64
+# node from npm, pinned by tools/oracle-arm64/package-lock.json, run under qemu-user.
+ORACLE_ARM64_STAMP := tools/oracle-arm64/node_modules/.particle-installed
+.PHONY: oracle-arm64 test-arm64-oracle
+oracle-arm64: $(ORACLE_ARM64_STAMP)
+$(ORACLE_ARM64_STAMP): tools/oracle-arm64/package.json tools/oracle-arm64/package-lock.json
+	cd tools/oracle-arm64 && npm ci --force --os=linux --cpu=arm64 --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+test-arm64-oracle: oracle-arm64 all
+	sh tools/deps-arm64.sh
+	nice $(MAKE) ARCH=aarch64 all
+	sh tools/test-arm64-oracle.sh
 
 test: deps oracle
 	$(MAKE) -j$(NPROC) test-bin

@@ -56,7 +56,7 @@ if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
 		env PARTICLE=build/cuda/particle sh tests/cli/test_gpu.sh
 fi
 # aarch64 kernels under qemu-user (issue 19; installs its arm64 packages, cross-builds first)
-suite "aarch64 kernel subset (qemu-user)" sh tools/test-arm64.sh
+suite "aarch64 kernels, CLI and streaming (qemu-user)" sh tools/test-arm64.sh
 for t in tests/oracle/test_*.sh; do
 	[ -f "$t" ] || continue
 	suite "oracle $(basename "$t")" env PARTICLE=build/particle sh "$t"

@@ -1,8 +1,10 @@
 #!/bin/sh
 # test-arm64.sh - the emulated aarch64 suite (issue 19; docs/TESTING.md "aarch64 under
-# emulation"): cross-builds build/aarch64/pt_test, then runs the kernel subset under
-# qemu-user twice: -cpu max (neon, dotprod and i8mm levels) and -cpu cortex-a53 (no dotprod:
-# the neon and scalar fallbacks).  Ends with one "N passed, N failed" line.
+# emulation"): cross-builds build/aarch64/pt_test and particle, then runs the kernel subset
+# under qemu-user twice: -cpu max (neon, dotprod and i8mm levels) and -cpu cortex-a53 (no
+# dotprod: the neon and scalar fallbacks), then the CLI and streaming subset
+# (tools/test-arm64-cli.sh; needs the x86-64 build/particle).  Ends with one "N passed, N
+# failed" line.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 sh tools/deps-arm64.sh || { echo "0 passed, 1 failed"; exit 1; }
@@ -11,10 +13,11 @@ if ! nice make -j2 ARCH=aarch64 test-bin >build/arm64-build.log 2>&1; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-# Threaded tests (pool spin-waits) take minutes each under qemu-user: not in the subset.
-SUBSET="test_kern_dot test_kern_quantize test_kern_particle_cpu test_kern_inline
-	test_kern_matvec_rejects test_kern_set_rejects test_kern_tile_matches test_act_
-	test_attn_dots test_attn_softmax test_attn_vacc test_attn_f16 test_quant_lane"
+# Every kernel test (each NEON level against the scalar reference), the pool, the
+# activation quantizers, SwiGLU / GeGLU and attention (not the 21M-point expf sweep: minutes
+# emulated; the SwiGLU and softmax tests cover the NEON exponential against the scalar one).
+SUBSET="test_kern test_pool test_act_ test_ops_swiglu test_ops_geglu test_attn_dots
+	test_attn_softmax test_attn_vacc test_attn_f16 test_quant_lane"
 pass=0 fail=0
 for cpu in max cortex-a53; do
 	out=$(QEMU_CPU=$cpu PT_QEMU_BIN=build/aarch64/pt_test sh tools/particle-qemu.sh $SUBSET 2>&1)
@@ -29,5 +32,17 @@ for cpu in max cortex-a53; do
 	echo "qemu -cpu $cpu: $line"
 	pass=$((pass + p)) fail=$((fail + f))
 done
+# the CLI and streaming subset (tools/test-arm64-cli.sh) needs the x86-64 particle too
+out=$(sh tools/test-arm64-cli.sh 2>&1)
+rc=$?
+line=$(echo "$out" | tail -1)
+p=$(echo "$line" | awk '$2 == "passed," {print $1}')
+f=$(echo "$line" | awk '$2 == "passed," {print $3}')
+if [ -z "$p" ] || [ "$rc" -ne 0 ]; then
+	echo "$out" | grep -A3 FAIL | head -40
+	p=${p:-0} f=$(( ${f:-0} + 1 ))
+fi
+echo "qemu CLI and streaming: $line"
+pass=$((pass + p)) fail=$((fail + f))
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

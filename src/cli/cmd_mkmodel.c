@@ -16,13 +16,17 @@ static void help(FILE *f)
 		"Writes a synthetic checkpoint with the architecture's real tensor set and shapes,\n"
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
-		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe\n"
-		"                     (required; glm4moe full = GLM-4.5-Air, also 'glm-4.5-air');\n"
+		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe |\n"
+		"                     qwen35moe (required; glm4moe full = GLM-4.5-Air, also\n"
+		"                     'glm-4.5-air'; qwen35moe full = Qwen3.5-35B-A3B, preset\n"
+		"                     397b = Qwen3.5-397B-A17B's published shape, ~220 GB);\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
-		"  --preset NAME      tiny | small | full (default tiny): tiny = a few MB, every\n"
+		"  --preset NAME      tiny | small | full (default tiny), or the real model's name\n"
+		"                     (glm-4.5-air = glm4moe full): tiny = a few MB, every\n"
 		"                     feature of the arch; small = 100-500 MB, realistic ratios;\n"
-		"                     full = the flagship's real dimensions (~15-20 GB at q4_k_m)\n"
+		"                     full = the flagship's real dimensions (~15-20 GB at q4_k_m;\n"
+		"                     glm4moe = GLM-4.5-Air, 72 GB)\n"
 		"  --layers N         number of layers (default: the preset's)\n"
 		"  --quant MIX        f32 | f16 | bf16 | q8_0 | q6_k | q4_k_m | q5_k_m | q4_0 |\n"
 		"                     iq4_xs | mxfp4 | q3_k_m | q3_k_l | q2_k (default q4_k_m);\n"
@@ -33,8 +37,9 @@ static void help(FILE *f)
 		"                     as trained routers do (n_embd/8 residual dimensions carry\n"
 		"                     attention context that the router reads; docs/MODELS.md);\n"
 		"                     'real' = the per-arch level matching published routing of\n"
-		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f\n"
-		"                     (glm4moe: no published routing statistics; %.0f)\n"
+		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f,\n"
+		"                     glm4moe %.1f (families without published routing\n"
+		"                     statistics reproduce Qwen3-30B-A3B's; docs/MODELS.md)\n"
 		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
 		"                     only the tensors and the key the level changes; the result is\n"
 		"                     byte-identical to a fresh file at that level.  Refuses other\n"
@@ -51,6 +56,9 @@ static void help(FILE *f)
 		"                     its tensor bytes over SIZE (N, NM = N*10^6, NG = N*10^9\n"
 		"                     bytes, as gguf-split), at least one tensor per part\n"
 		"  --split-max-tensors N  split every N tensors instead\n"
+		"  --size-only        print the tensor data bytes the file would hold (the file is\n"
+		"                     that plus a few MiB of metadata) and write nothing; -o not\n"
+		"                     needed (what a script checks against free disk space)\n"
 		"  -o, --output FILE  output path (required)\n"
 		"  -h, --help         this help\n",
 		pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE), pt_mkmodel_real_skew(PT_ARCH_BAILINGMOE2),
@@ -62,7 +70,7 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4, glm4moe)", v);
+			     "sarvam_moe, gemma4, glm4moe, qwen35moe)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;
@@ -93,6 +101,7 @@ struct flags {
 	bool have_arch, report;
 	const char *reroute;
 	const char *creation_flag; /* a flag --reroute does not take */
+	bool size_only;
 };
 
 /* Returns -1 on a bad flag (error printed), 1 for --help, 0 otherwise. */
@@ -103,6 +112,10 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, struct flags 
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 			return 1;
+		if (!strcmp(a, "--size-only")) {
+			fl->size_only = true;
+			continue;
+		}
 		if (!strcmp(a, "--progress") || !strcmp(a, "--routing-report")) {
 			*(a[2] == 'p' ? &o->progress : &fl->report) = true;
 			continue;
@@ -195,16 +208,25 @@ int pt_cmd_mkmodel(int argc, char **argv)
 	const bool have_skew = o.router_skew >= 0 || o.skew_real;
 	if (o.router_skew < 0)
 		o.router_skew = 0;
+	if (fl.reroute && fl.size_only) {
+		pt_cli_error("--size-only describes a new file; --reroute rewrites one");
+		return PT_EXIT_USAGE;
+	}
 	if (fl.reroute)
 		return reroute(&o, &fl, have_skew);
+	if (fl.size_only && fl.have_arch && !fl.reroute) {
+		uint64_t bytes = 0;
+		if (pt_mkmodel_size(&o, &bytes, &err) != PT_OK)
+			return pt_cli_fail(&err);
+		printf("%llu\n", (unsigned long long)bytes);
+		return PT_EXIT_OK;
+	}
 	if (!fl.have_arch || !o.out_path) {
 		pt_cli_error("mkmodel needs --arch and -o (see 'particle mkmodel --help')");
 		return PT_EXIT_USAGE;
 	}
-	if (strcmp(o.preset, "tiny") && strcmp(o.preset, "small") && strcmp(o.preset, "full")) {
-		pt_cli_error("--preset: unknown preset '%s' (tiny, small, full)", o.preset);
-		return PT_EXIT_USAGE;
-	}
+	/* the preset name is the arch's to judge: tiny | small | full, and the real model's
+	 * name where the arch has one (glm4moe: glm-4.5-air); unknown ones exit 2 */
 	if (o.split_max_size && o.split_max_tensors) {
 		pt_cli_error("give --split-max-size or --split-max-tensors, not both");
 		return PT_EXIT_USAGE;

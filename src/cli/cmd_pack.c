@@ -9,6 +9,7 @@
 #include "expert/layout.h"
 #include "expert/pack.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 
 static void help(FILE *f)
 {
@@ -43,7 +44,8 @@ static int write_pack(const char *model, const char *pack)
 	enum pt_status st = pt_gguf_open(model, &g, &err);
 	if (st != PT_OK)
 		return pt_cli_fail(&err);
-	st = pt_expert_layout_from_gguf(g, &lay, &err);
+	/* the computed blocks only: the engine never reads a NextN block's experts */
+	st = pt_expert_layout_from_gguf_layers(g, pt_model_computed_layers(g), &lay, &err);
 	pt_gguf_close(g);
 	if (st != PT_OK)
 		return pt_cli_fail(&err);

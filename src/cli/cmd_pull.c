@@ -16,6 +16,7 @@
 #include "expert/pack.h"
 #include "expert/pack_stream.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "net/download.h"
 #include "net/http.h"
 #include "net/ranges.h"
@@ -244,7 +245,7 @@ static enum pt_status check_head(void *ctx, int fd, uint64_t avail, uint64_t siz
 	st = check_split(g, j->name, j->split_no, j->split_count, err);
 	if (st == PT_OK && j->o->pack) {
 		struct pt_expert_layout lay;
-		st = pt_expert_layout_from_gguf(g, &lay, err);
+		st = pt_expert_layout_from_gguf_layers(g, pt_model_computed_layers(g), &lay, err);
 		if (st == PT_OK) {
 			st = pt_pack_stream_begin(&lay, j->pack_path, &j->pack, err);
 			pt_expert_layout_free(&lay);

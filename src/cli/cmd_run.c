@@ -381,9 +381,12 @@ void pt_run_print_stats(struct pt_run *r, const struct pt_gen_stats *st, FILE *f
 	struct pt_engine_stats es;
 	pt_engine_stats(r->engine, &es);
 	uint64_t uses = es.hits + es.misses;
-	fprintf(f, "[prompt %u tokens (%u reused), prefill %.1f tok/s, first token %.3f s | "
+	char replay[48] = "";
+	if (st->replayed_tokens) /* recurrent state: the kept tokens after its checkpoint */
+		snprintf(replay, sizeof replay, ", %u replayed", st->replayed_tokens);
+	fprintf(f, "[prompt %u tokens (%u reused%s), prefill %.1f tok/s, first token %.3f s | "
 		   "generated %u tokens, decode %.1f tok/s, stop: %s]\n",
-		st->prompt_tokens, st->reused_tokens,
+		st->prompt_tokens, st->reused_tokens, replay,
 		rate(st->prefill_tokens, st->prefill_s), st->ttft_s, st->gen_tokens,
 		rate(st->gen_tokens, st->decode_s), pt_stop_reason_name(st->stop));
 	if (mapped(&es)) { /* no expert cache: hits and reads would read 100 % and 0 */
@@ -439,6 +442,9 @@ static cJSON *stats_json(struct pt_run *r, const struct pt_gen_stats *st, const 
 	const char *text = pt_session_text(r->session, &len);
 	cJSON_AddNumberToObject(j, "prompt_tokens", st->prompt_tokens);
 	cJSON_AddNumberToObject(j, "reused_tokens", st->reused_tokens);
+	cJSON_AddNumberToObject(j, "replayed_tokens", st->replayed_tokens);
+	cJSON_AddNumberToObject(j, "checkpoint_bytes", (double)es.ckpt_bytes);
+	cJSON_AddNumberToObject(j, "checkpoints_restored", (double)es.ckpt_restored);
 	cJSON_AddNumberToObject(j, "prefill_tokens", st->prefill_tokens);
 	cJSON_AddNumberToObject(j, "prefill_tps", rate(st->prefill_tokens, st->prefill_s));
 	cJSON_AddNumberToObject(j, "ttft_s", st->ttft_s);

@@ -840,6 +840,14 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 	if (hp->n_expert_used > 64)
 		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: top-%u routing",
 				    hp->n_expert_used);
+	/* qwen35moe (issue 18): no device path for linear attention, the attention output gate
+	 * or the gated shared expert yet */
+	for (uint32_t il = 0; il < hp->n_layer; il++)
+		if (m->layers[il].is_recr || m->layers[il].sh_gate_inp ||
+		    pt_arch_recipe(hp->arch)->attn_out_gate)
+			return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: %s's linear-attention "
+					    "layers, attention output gate and gated shared expert have "
+					    "no device path yet (run it on the CPU)", hp->arch_name);
 	struct pt_gpu_info info;
 	enum pt_status st = pt_gpu_open(o->device, &info, err);
 	if (st != PT_OK)

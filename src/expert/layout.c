@@ -105,6 +105,13 @@ static int cmp_layer(const void *a, const void *b)
 enum pt_status pt_expert_layout_from_gguf(const pt_gguf *g, struct pt_expert_layout *out,
 					  struct pt_error *err)
 {
+	return pt_expert_layout_from_gguf_layers(g, UINT32_MAX, out, err);
+}
+
+enum pt_status pt_expert_layout_from_gguf_layers(const pt_gguf *g, uint32_t n_layer,
+						 struct pt_expert_layout *out,
+						 struct pt_error *err)
+{
 	char rest[80];
 	memset(out, 0, sizeof *out);
 	out->data_offset = pt_gguf_data_offset(g);
@@ -123,7 +130,7 @@ enum pt_status pt_expert_layout_from_gguf(const pt_gguf *g, struct pt_expert_lay
 	for (uint64_t i = 0; i < pt_gguf_tensor_count(g); i++) {
 		const struct pt_gguf_tensor *t = pt_gguf_tensor_at(g, i);
 		int64_t layer = parse_name(&t->name, rest, sizeof rest);
-		if (layer < 0)
+		if (layer < 0 || (uint64_t)layer >= n_layer)
 			continue;
 		enum pt_status st = add_tensor(out, t, (uint32_t)layer, rest, err);
 		if (st != PT_OK) {

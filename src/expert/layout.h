@@ -56,6 +56,12 @@ struct pt_expert_layout {
  * any inconsistency; a model without expert tensors gives n_moe = 0. */
 enum pt_status pt_expert_layout_from_gguf(const pt_gguf *g, struct pt_expert_layout *out,
 					  struct pt_error *err);
+/* The same over the computed layers only: blk.N with N < n_layer.  Blocks past them (GLM's
+ * NextN / multi-token-prediction block, loaded and never computed) get no slots, no budget
+ * and no pack entry.  n_layer UINT32_MAX = every block (pt_expert_layout_from_gguf). */
+enum pt_status pt_expert_layout_from_gguf_layers(const pt_gguf *g, uint32_t n_layer,
+						 struct pt_expert_layout *out,
+						 struct pt_error *err);
 void pt_expert_layout_free(struct pt_expert_layout *l);
 
 /* MoE index of model layer, or -1. */

@@ -18,7 +18,7 @@ static int fixed_bytes(const struct pt_plan_input *in, uint64_t *out)
 	uint64_t a, b;
 	if (pt_add_overflow(in->resident_bytes, in->kv_bytes, &a) ||
 	    pt_add_overflow(a, in->scratch_bytes, &b) ||
-	    pt_add_overflow(b, in->cache_bytes, out))
+	    pt_add_overflow(b, in->cache_bytes, &a) || pt_add_overflow(a, in->ckpt_bytes, out))
 		return 1;
 	return 0;
 }
@@ -32,13 +32,19 @@ static const char *seq_note(const struct pt_plan_input *in, char buf[32])
 	return buf;
 }
 
-/* " + prompt cache X" / ", prompt cache X" when one is set aside, else "". */
-static const char *cache_note(const struct pt_plan_input *in, const char *sep, char buf[64])
+/* " + prompt cache X" / ", prompt cache X" when one is set aside, then the same for the
+ * recurrent-state checkpoints, else "". */
+static const char *cache_note(const struct pt_plan_input *in, const char *sep, char buf[96])
 {
 	char b[PT_PLAN_SIZE_LEN];
+	char c[PT_PLAN_SIZE_LEN];
+	int n = 0;
 	buf[0] = 0;
 	if (in->cache_bytes)
-		snprintf(buf, 64, "%sprompt cache %s", sep, pt_plan_size(in->cache_bytes, b));
+		n = snprintf(buf, 96, "%sprompt cache %s", sep, pt_plan_size(in->cache_bytes, b));
+	if (in->ckpt_bytes && n >= 0 && n < 96)
+		snprintf(buf + n, 96 - (size_t)n, "%scheckpoints %s", sep,
+			 pt_plan_size(in->ckpt_bytes, c));
 	return buf;
 }
 
@@ -66,7 +72,7 @@ const char *pt_plan_size(uint64_t bytes, char buf[PT_PLAN_SIZE_LEN])
 static enum pt_status too_small(const struct pt_plan_input *in, uint32_t s, uint64_t need,
 				struct pt_error *err)
 {
-	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[64];
+	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[96];
 	return pt_error_set(err, PT_E_LIMIT,
 			    "memory budget %s too small: resident %s + KV %s%s + scratch %s%s + %u "
 			    "slots/layer x %u layers x %s needs %s (smallest budget that works: "
@@ -129,7 +135,7 @@ enum pt_status pt_plan_compute(const struct pt_plan_input *in, struct pt_plan *o
 
 int pt_plan_format(const struct pt_plan_input *in, const struct pt_plan *p, char *buf, size_t n)
 {
-	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[64];
+	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[96];
 	return snprintf(buf, n,
 			"resident %s, KV %s%s%s, %u slots/layer \u00d7 %u layers \u00d7 %s = %s, "
 			"total %s \u2264 budget %s%s",

@@ -26,6 +26,7 @@ struct pt_plan_input {
 	uint32_t slots_override; /* --expert-slots N; 0 = plan from the budget */
 	uint32_t n_seq;          /* sequences kv_bytes covers (0, 1: one; shown when > 1) */
 	uint64_t cache_bytes;    /* set aside for prompt-cache KV snapshots (shown when > 0) */
+	uint64_t ckpt_bytes;     /* recurrent-state checkpoints (shown when > 0) */
 };
 
 struct pt_plan {

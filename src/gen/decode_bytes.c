@@ -19,6 +19,18 @@ static bool is_expert_part(const struct pt_expert_layout *l, const struct pt_str
 	return false;
 }
 
+/* A tensor of a block the forward pass never computes (blk.N, N >= n_layer: GLM's NextN). */
+static bool is_skipped_block(const struct pt_hparams *hp, const struct pt_str *s)
+{
+	uint64_t n = 0;
+	size_t i = 4;
+	if (s->len < 6 || memcmp(s->ptr, "blk.", 4) != 0)
+		return false;
+	for (; i < s->len && s->ptr[i] >= '0' && s->ptr[i] <= '9' && n <= UINT32_MAX; i++)
+		n = n * 10 + (uint64_t)(s->ptr[i] - '0');
+	return i > 4 && i < s->len && s->ptr[i] == '.' && n >= hp->n_layer;
+}
+
 void pt_decode_bytes(const struct pt_model *m, const struct pt_expert_layout *l,
 		     enum pt_kv_type kv_type, int64_t n_past, struct pt_decode_bytes *out)
 {
@@ -34,7 +46,7 @@ void pt_decode_bytes(const struct pt_model *m, const struct pt_expert_layout *l,
 				out->head = t->nbytes;
 		} else if (is_name(&t->name, "output.weight")) {
 			out->head = t->nbytes;
-		} else if (!is_expert_part(l, &t->name)) {
+		} else if (!is_expert_part(l, &t->name) && !is_skipped_block(hp, &t->name)) {
 			out->weights += t->nbytes;
 		}
 	}

@@ -3,6 +3,8 @@
  * replays from. */
 #include "gen/engine.h"
 
+#include "gen/ckpt.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -63,6 +65,13 @@ struct pt_engine {
 	struct pt_profile prof; /* expert popularity: loaded at open, saved at close */
 	char prof_path[4096];   /* "" when no profile is kept */
 	uint32_t prof_warmed;   /* warm-up reads started at open */
+	/* recurrent-state checkpoints (NULL without recurrent layers), one set per sequence,
+	 * a copy buffer, and each sequence's last rewind's replayed tokens */
+	struct pt_ckpt_set *ck;
+	float *ck_buf;
+	uint32_t *last_replay;
+	uint32_t ck_every;
+	uint64_t replayed;
 };
 
 /* --- provider over the store --- */
@@ -138,13 +147,15 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 	const uint64_t el = t == PT_KV_F32 ? 4 : 2;
 	uint64_t total = 0;
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		if (pt_hparams_is_recurrent(hp, il))
+			continue; /* a recurrent state instead (below) */
 		const uint64_t cap =
 			pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0, n_batch);
 		const uint64_t row = (uint64_t)hp->n_head_kv[il] *
 				     (pt_hparams_head_dim_k(hp, il) + pt_hparams_head_dim_v(hp, il));
 		total += cap * row * el;
 	}
-	return total;
+	return total + pt_hparams_rs_bytes(hp);
 }
 
 /* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),
@@ -202,6 +213,39 @@ static void size_prompt_cache(pt_engine *e)
 	e->o.prompt_cache_bytes = one * e->o.prompt_cache_seqs;
 }
 
+/* The plan line names what the file holds but the plan leaves out: blocks never computed. */
+static void note_skipped(pt_engine *e, int n)
+{
+	char b[PT_PLAN_SIZE_LEN];
+	const uint32_t nn = e->m->hp.n_layer_nextn;
+	if (!e->m->skipped_bytes || n <= 0 || (size_t)n >= sizeof e->plan_line)
+		return;
+	if (nn)
+		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
+			 "; %u NextN block%s (%s) not computed, not resident, no slots", nn,
+			 nn == 1 ? "" : "s", pt_plan_size(e->m->skipped_bytes, b));
+	else
+		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
+			 "; tensors never computed (%s): not resident, no slots",
+			 pt_plan_size(e->m->skipped_bytes, b));
+}
+
+#define CKPT_EVERY_DEFAULT 512
+#define CKPT_MAX_DEFAULT 4
+
+/* Checkpoints per sequence (0 without recurrent layers) and their planned bytes. */
+static uint32_t ckpt_max(const pt_engine *e)
+{
+	if (pt_hparams_rs_bytes(&e->m->hp) == 0)
+		return 0;
+	return e->o.ckpt_max ? e->o.ckpt_max : CKPT_MAX_DEFAULT;
+}
+
+static uint64_t ckpt_plan_bytes(const pt_engine *e)
+{
+	return (uint64_t)ckpt_max(e) * e->n_seq * pt_hparams_rs_bytes(&e->m->hp);
+}
+
 static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_error *err)
 {
 	size_prompt_cache(e);
@@ -211,7 +255,8 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 	enum pt_status st = PT_OK;
 	e->pin = (struct pt_plan_input){
 		.budget = e->o.memory_budget,
-		.resident_bytes = fsize - expert_bytes_total(&e->lay),
+		/* blocks never computed (GLM's NextN) are neither resident nor cached */
+		.resident_bytes = fsize - expert_bytes_total(&e->lay) - e->m->skipped_bytes,
 		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type) * e->n_seq,
 		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq),
 		.slot_bytes = slot_bytes ? slot_bytes : 1,
@@ -221,6 +266,7 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		.slots_override = e->o.expert_slots,
 		.n_seq = e->n_seq,
 		.cache_bytes = e->o.prompt_cache_bytes,
+		.ckpt_bytes = ckpt_plan_bytes(e),
 	};
 	if (!e->pin.budget)
 		st = pt_plan_default_budget(NULL, &e->pin.budget, &src, err);
@@ -230,8 +276,9 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		return st;
 	int n = pt_plan_format(&e->pin, &e->plan, e->plan_line, sizeof e->plan_line);
 	if (n > 0 && (size_t)n < sizeof e->plan_line)
-		snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n, " (budget from %s)",
-			 src);
+		n += snprintf(e->plan_line + n, sizeof e->plan_line - (size_t)n,
+			      " (budget from %s)", src);
+	note_skipped(e, n);
 	return PT_OK;
 }
 
@@ -350,6 +397,7 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 			 "KV %s; budget %s not enforced", pt_plan_size(e->pin.resident_bytes, b[0]),
 			 pt_plan_size(expert_bytes_total(&e->lay), b[1]),
 			 pt_plan_size(e->pin.kv_bytes, b[2]), pt_plan_size(budget, b[3]));
+		note_skipped(e, (int)strlen(e->plan_line));
 	} else if (st != PT_OK) {
 		*err = pe;
 	} else if (auto_mmap) {
@@ -431,7 +479,7 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 	enum pt_io_mode mode;
 	enum pt_status st = parse_modes(e, &mode, err);
 	if (st == PT_OK)
-		st = pt_expert_layout_from_gguf(e->m->g, &e->lay, err);
+		st = pt_expert_layout_from_gguf_layers(e->m->g, e->m->hp.n_layer, &e->lay, err);
 	if (st == PT_OK && mode != PT_IO_MMAP && e->lay.n_moe)
 		st = open_pack(e, err);
 	if (st != PT_OK)
@@ -450,11 +498,51 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 	return st == PT_OK ? open_store(e, mode, err) : st;
 }
 
+static enum pt_status open_ckpt(pt_engine *e, struct pt_error *err)
+{
+	const uint64_t rs = pt_fwd_rs_bytes(e->f);
+	e->last_replay = pt_calloc(e->n_seq, sizeof *e->last_replay);
+	if (!e->last_replay)
+		return pt_error_set(err, PT_E_NOMEM, "engine: replay counters");
+	if (rs == 0)
+		return PT_OK;
+	e->ck_every = e->o.ckpt_every ? e->o.ckpt_every : CKPT_EVERY_DEFAULT;
+	e->ck = pt_calloc(e->n_seq, sizeof *e->ck);
+	e->ck_buf = pt_malloc(rs);
+	if (!e->ck || !e->ck_buf)
+		return pt_error_set(err, PT_E_NOMEM, "engine: checkpoint tables");
+	enum pt_status st = PT_OK;
+	for (uint32_t s = 0; st == PT_OK && s < e->n_seq; s++)
+		st = pt_ckpt_init(&e->ck[s], ckpt_max(e), rs / sizeof(float), err);
+	return st;
+}
+
+/* A checkpoint of seq's state at its position. */
+static enum pt_status ckpt_take(pt_engine *e, uint32_t seq, bool turn, struct pt_error *err)
+{
+	if (!e->ck)
+		return PT_OK;
+	enum pt_status st = pt_fwd_seq_rs_save(e->f, seq, e->ck_buf, err);
+	return st == PT_OK ? pt_ckpt_put(&e->ck[seq], pt_fwd_seq_pos(e->f, seq), turn, e->ck_buf,
+					 err)
+			   : st;
+}
+
+/* Periodic checkpoints: the next position after pos that is a multiple of the period
+ * (INT64_MAX without checkpoints). */
+static int64_t ckpt_next(const pt_engine *e, int64_t pos)
+{
+	if (!e->ck || e->ck_every == UINT32_MAX)
+		return INT64_MAX;
+	return (pos / e->ck_every + 1) * (int64_t)e->ck_every;
+}
+
 static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 {
 	struct pt_fwd_opts fo = { .n_ctx = e->n_ctx, .n_batch = e->n_batch,
 				  .kv_type = e->o.kv_type, .pool = e->pool, .experts = &e->prov,
-				  .on_route = on_route, .route_ctx = e, .n_seq = e->n_seq };
+				  .on_route = on_route, .route_ctx = e, .n_seq = e->n_seq,
+				  .dn_chunk_min = e->o.dn_chunk_min };
 	enum pt_status st = pt_expert_usage_create(&e->lay, &e->usage, err);
 	if (st == PT_OK && e->o.trace_path)
 		st = pt_trace_writer_open(e->o.trace_path, false, &e->trace, err);
@@ -473,6 +561,8 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 		if (!e->batch_logits)
 			st = pt_error_set(err, PT_E_NOMEM, "engine: batch logits");
 	}
+	if (st == PT_OK)
+		st = open_ckpt(e, err);
 	return st;
 }
 
@@ -659,6 +749,11 @@ void pt_engine_close(pt_engine *e)
 	for (uint32_t s = 0; e->toks && s < e->n_seq; s++)
 		pt_free(e->toks[s]);
 	pt_free(e->toks);
+	for (uint32_t s = 0; e->ck && s < e->n_seq; s++)
+		pt_ckpt_fini(&e->ck[s]);
+	pt_free(e->ck);
+	pt_free(e->ck_buf);
+	pt_free(e->last_replay);
 	pt_free(e->model_path);
 	pt_free(e->batch_logits);
 	pt_free(e);
@@ -739,6 +834,30 @@ static void count_time(pt_engine *e, uint32_t n, bool decode, uint64_t dt)
 	}
 }
 
+/* pt_fwd_seq_eval, cut with recurrent layers at the periodic checkpoint positions (one is
+ * taken at each). */
+static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *tokens, uint32_t n,
+			       float *logits, bool all_logits, struct pt_error *err)
+{
+	const int64_t pos = pt_fwd_seq_pos(e->f, seq);
+	const size_t nv = pt_engine_n_vocab(e);
+	enum pt_status st = PT_OK;
+	for (uint32_t i = 0; st == PT_OK && i < n;) {
+		const int64_t at = pos + i, next = ckpt_next(e, at);
+		const uint32_t c = next - at < (int64_t)(n - i) ? (uint32_t)(next - at) : n - i;
+		float *l = NULL;
+		if (logits && all_logits)
+			l = logits + (size_t)i * nv;
+		else if (logits && i + c == n)
+			l = logits;
+		st = pt_fwd_seq_eval(e->f, seq, tokens + i, c, l, all_logits, err);
+		i += c;
+		if (st == PT_OK && at + c == next)
+			st = ckpt_take(e, seq, false, err);
+	}
+	return st;
+}
+
 enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *tokens,
 				  uint32_t n, float *logits, bool all_logits, struct pt_error *err)
 {
@@ -751,7 +870,7 @@ enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *to
 		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
 				    (long long)pos, n, e->n_ctx);
 	const uint64_t t0 = pt_io_now_ns();
-	enum pt_status st = pt_fwd_seq_eval(e->f, seq, tokens, n, logits, all_logits, err);
+	enum pt_status st = eval_cut(e, seq, tokens, n, logits, all_logits, err);
 	count_time(e, n, n == 1, pt_io_now_ns() - t0);
 	if (st == PT_OK && e->trace_failed)
 		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
@@ -786,8 +905,12 @@ enum pt_status pt_engine_decode_batch(pt_engine *e, const uint32_t *seqs,
 	if (st == PT_OK && e->trace_failed)
 		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
 	/* a failed pass moves no position */
-	for (uint32_t i = 0; st == PT_OK && i < n; i++)
-		e->toks[seqs[i]][pt_fwd_seq_pos(e->f, seqs[i]) - 1] = tokens[i];
+	for (uint32_t i = 0; st == PT_OK && i < n; i++) {
+		const int64_t p = pt_fwd_seq_pos(e->f, seqs[i]);
+		e->toks[seqs[i]][p - 1] = tokens[i];
+		if (ckpt_next(e, p - 1) == p)
+			st = ckpt_take(e, seqs[i], false, err);
+	}
 	return st;
 }
 
@@ -802,17 +925,43 @@ enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
 	if (seq >= e->n_seq)
 		return bad_seq(e, seq, err);
 	struct pt_error e2 = { 0 };
+	e->last_replay[seq] = 0;
+	if (e->ck && pos >= 0 && pos <= pt_fwd_seq_pos(e->f, seq))
+		pt_ckpt_drop_after(&e->ck[seq], pos); /* states of a history that is gone */
 	enum pt_status st = pt_fwd_seq_truncate(e->f, seq, pos, &e2);
 	if (st != PT_E_LIMIT) {
 		if (st != PT_OK)
 			*err = e2;
 		return st;
 	}
-	/* a sliding ring lost part of the window: start over and replay the kept tokens */
-	st = pt_fwd_seq_truncate(e->f, seq, 0, err);
-	if (st == PT_OK && pos > 0)
-		st = pt_fwd_seq_eval(e->f, seq, e->toks[seq], (uint32_t)pos, NULL, false, err);
+	/* a sliding ring lost part of the window, or a recurrent state cannot go back: start
+	 * over from the nearest checkpoint (or from 0) and replay the kept tokens after it */
+	int64_t from = 0;
+	const struct pt_ckpt *c = e->ck ? pt_ckpt_find(&e->ck[seq], pos) : NULL;
+	if (c) {
+		st = pt_fwd_seq_rs_restore(e->f, seq, c->pos, c->state, err);
+		from = c->pos;
+		e->ck[seq].restored++;
+	} else {
+		st = pt_fwd_seq_truncate(e->f, seq, 0, err);
+	}
+	if (st == PT_OK && pos > from) /* the history already holds these tokens */
+		st = eval_cut(e, seq, e->toks[seq] + from, (uint32_t)(pos - from), NULL, false, err);
+	e->last_replay[seq] = (uint32_t)(pos - from);
+	e->replayed += (uint64_t)(pos - from);
 	return st;
+}
+
+enum pt_status pt_engine_seq_checkpoint(pt_engine *e, uint32_t seq, struct pt_error *err)
+{
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
+	return ckpt_take(e, seq, true, err);
+}
+
+uint32_t pt_engine_seq_last_replay(const pt_engine *e, uint32_t seq)
+{
+	return seq < e->n_seq ? e->last_replay[seq] : 0;
 }
 
 enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err)
@@ -886,6 +1035,10 @@ enum pt_status pt_engine_seq_restore(pt_engine *e, uint32_t seq, const pt_engine
 	enum pt_status st = pt_fwd_seq_load(e->f, seq, s->pos, s->kv, s->kv_bytes, err);
 	if (st == PT_OK)
 		memcpy(e->toks[seq], s->toks, (size_t)s->pos * sizeof *s->toks);
+	if (st == PT_OK && e->ck) { /* another history: its checkpoints start with this one */
+		pt_ckpt_drop_after(&e->ck[seq], -1);
+		st = ckpt_take(e, seq, true, err);
+	}
 	return st;
 }
 
@@ -926,6 +1079,12 @@ enum pt_status pt_engine_seq_copy(pt_engine *e, uint32_t dst, uint32_t src, int6
 	enum pt_status st = pt_fwd_seq_copy(e->f, dst, src, err);
 	if (st == PT_OK && dst != src)
 		memcpy(e->toks[dst], e->toks[src], (size_t)pos * sizeof **e->toks);
+	if (st == PT_OK && dst != src && e->ck) { /* src's checkpoints serve dst's rewind */
+		pt_ckpt_drop_after(&e->ck[dst], -1);
+		for (uint32_t i = 0; st == PT_OK && i < e->ck[src].n; i++)
+			st = pt_ckpt_put(&e->ck[dst], e->ck[src].c[i].pos, e->ck[src].c[i].turn,
+					 e->ck[src].c[i].state, err);
+	}
 	return st == PT_OK ? pt_engine_seq_rewind(e, dst, n_tokens, err) : st;
 }
 
@@ -965,7 +1124,13 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.n_seq = e->n_seq, .snap_bytes = e->snap_used,
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,
 		.ahead_wasted = cs.ahead_wasted, .ahead_dropped = cs.ahead_dropped,
+		.replayed_tokens = e->replayed,
 	};
+	for (uint32_t s = 0; e->ck && s < e->n_seq; s++) {
+		out->ckpt_bytes += pt_ckpt_bytes(&e->ck[s]);
+		out->ckpt_saved += e->ck[s].saved;
+		out->ckpt_restored += e->ck[s].restored;
+	}
 }
 
 void pt_engine_layer_stats(const pt_engine *e, uint32_t i, uint64_t *hits, uint64_t *misses,

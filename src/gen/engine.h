@@ -60,6 +60,13 @@ struct pt_engine_opts {
 	 * Off unless asked (the CLI asks unless --no-profile); never changes results. */
 	bool use_profile;
 	const char *profile_dir;     /* NULL: pt_user_dir("profiles") */
+	/* added by qwen35 (issue 18), models with recurrent (linear-attention) layers only:
+	 * state checkpoints every ckpt_every tokens (0: 512; UINT32_MAX: none) and at turn
+	 * ends (pt_engine_seq_checkpoint), at most ckpt_max per sequence (0: 4), counted in the
+	 * plan; dn_chunk_min as struct pt_fwd_opts (0: the chunked prefill from 16 rows) */
+	uint32_t ckpt_every;
+	uint32_t ckpt_max;
+	uint32_t dn_chunk_min;
 };
 
 #define PT_ENGINE_MAX_SEQ 256
@@ -97,6 +104,10 @@ struct pt_engine_stats {
 				       pass, however many rows it serves */
 	uint32_t n_seq;
 	uint64_t snap_bytes;        /* live prompt-cache snapshots */
+	/* added by qwen35: recurrent-state checkpoints (all sequences) */
+	uint64_t ckpt_bytes;        /* live checkpoints */
+	uint64_t ckpt_saved, ckpt_restored;
+	uint64_t replayed_tokens;   /* kept tokens evaluated again by rewinds */
 };
 
 typedef struct pt_engine pt_engine;
@@ -157,6 +168,15 @@ enum pt_status pt_engine_decode_batch(pt_engine *e, const uint32_t *seqs,
 /* The engine's [n_seq][n_vocab] logits buffer for decode batches (planned as scratch; NULL
  * when n_seq == 1); overwritten by each pt_engine_decode_batch(..., NULL, ...). */
 float *pt_engine_batch_logits(pt_engine *e);
+
+/* Recurrent-state checkpoints (models with linear-attention layers; no-ops otherwise).
+ * pt_engine_seq_checkpoint keeps the state at the sequence's position as a turn-end
+ * checkpoint (the session calls it when a prompt is in and when a reply ends); a rewind
+ * restores the nearest checkpoint at or before its target and replays the rest, and
+ * pt_engine_seq_last_replay says how many kept tokens the sequence's last rewind evaluated
+ * again (0 when none: a KV cache only moves its position). */
+enum pt_status pt_engine_seq_checkpoint(pt_engine *e, uint32_t seq, struct pt_error *err);
+uint32_t pt_engine_seq_last_replay(const pt_engine *e, uint32_t seq);
 
 /* Prompt cache.  A snapshot holds a sequence's whole state at its position: its tokens and
  * the KV slots they occupy (sliding rings as they are).  Restoring it into any sequence

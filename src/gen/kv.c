@@ -64,6 +64,8 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 	for (uint32_t il = 0; il < n_layer; il++) {
 		struct pt_kv_layer *L = &kv->layers[il];
 		L->d = descs[il];
+		if (L->d.n_kv_head == 0 && L->d.head_dim_k == 0 && L->d.head_dim_v == 0)
+			continue; /* a layer without a cache (recurrent state instead) */
 		if (L->d.n_kv_head == 0 || L->d.head_dim_k == 0 || L->d.head_dim_v == 0) {
 			pt_kv_fini(kv);
 			return pt_error_set(err, PT_E_INVALID, "KV cache: layer %u has a zero dimension",
@@ -128,6 +130,8 @@ void pt_kv_save(const struct pt_kv *kv, int64_t pos, void *buf)
 	for (uint32_t il = 0; il < kv->n_layer; il++) {
 		const struct pt_kv_layer *L = &kv->layers[il];
 		const uint64_t n = snap_slots(L, pos);
+		if (n == 0)
+			continue;
 		memcpy(d, L->k, n * L->row_k * esize(kv));
 		d += n * L->row_k * esize(kv);
 		memcpy(d, L->v, n * L->row_v * esize(kv));
@@ -141,6 +145,8 @@ void pt_kv_load(struct pt_kv *kv, int64_t pos, const void *buf)
 	for (uint32_t il = 0; il < kv->n_layer; il++) {
 		struct pt_kv_layer *L = &kv->layers[il];
 		const uint64_t n = snap_slots(L, pos);
+		if (n == 0)
+			continue;
 		memcpy(L->k, d, n * L->row_k * esize(kv));
 		d += n * L->row_k * esize(kv);
 		memcpy(L->v, d, n * L->row_v * esize(kv));
@@ -154,6 +160,8 @@ void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos)
 		const struct pt_kv_layer *S = &src->layers[il];
 		struct pt_kv_layer *D = &dst->layers[il];
 		const uint64_t n = snap_slots(S, pos);
+		if (n == 0)
+			continue;
 		memcpy(D->k, S->k, n * S->row_k * esize(src));
 		memcpy(D->v, S->v, n * S->row_v * esize(src));
 	}

@@ -62,7 +62,8 @@ struct pt_kv {
 	struct pt_kv_layer *layers;
 };
 
-/* Allocates the cache for n_layer layers.  n_batch is the largest prefill chunk (sizes the
+/* Allocates the cache for n_layer layers (a layer whose three dimensions are all 0 has no
+ * cache: a recurrent layer; it must never be stored to or attended).  n_batch is the largest prefill chunk (sizes the
  * sliding rings).  PT_E_INVALID on zero dimensions, PT_E_LIMIT/NOMEM on size overflow. */
 enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_layer,
 			  const struct pt_kv_layer_desc *descs, uint32_t n_ctx, uint32_t n_batch,

@@ -199,8 +199,15 @@ enum pt_status pt_gen_slot_start(pt_gen_slot *s, const struct pt_gen_slot_opts *
 					   pos > 0 ? (size_t)pos : 0);
 	if (keep == n)
 		keep = n - 1;
-	if ((int64_t)keep != pos)
+	uint32_t replayed = 0;
+	if ((int64_t)keep != pos) {
 		rc = pt_engine_seq_rewind(s->e, s->seq, (int64_t)keep, err);
+		replayed = pt_engine_seq_last_replay(s->e, s->seq);
+	}
+	/* recurrent state: keep the reuse point too - the next prompt that edits this one's new
+	 * part (a regenerated or edited last message) restores it instead of replaying */
+	if (rc == PT_OK && keep > 0)
+		rc = pt_engine_seq_checkpoint(s->e, s->seq, err);
 	if (rc != PT_OK)
 		return rc;
 	memcpy(s->prompt, prompt, n * sizeof *prompt);
@@ -216,6 +223,7 @@ enum pt_status pt_gen_slot_start(pt_gen_slot *s, const struct pt_gen_slot_opts *
 	memset(&s->st, 0, sizeof s->st);
 	s->st.prompt_tokens = (uint32_t)n;
 	s->st.reused_tokens = (uint32_t)keep;
+	s->st.replayed_tokens = replayed;
 	s->st.prefill_tokens = (uint32_t)(n - keep);
 	s->st.reply_pos = (int64_t)n;
 	s->t0 = t0;
@@ -236,6 +244,11 @@ static void finish(pt_gen_slot *s, enum pt_stop_reason why)
 	if (why != PT_STOP_CANCELLED)
 		pt_textout_finish(s->out);
 	s->state = PT_SLOT_DONE;
+	/* the end of a turn: a recurrent-state checkpoint for the next prompt's prefix (a cache:
+	 * when it cannot be kept, the next rewind replays more) */
+	struct pt_error ignore = { 0 };
+	if (why != PT_STOP_CANCELLED)
+		(void)pt_engine_seq_checkpoint(s->e, s->seq, &ignore);
 }
 
 static enum pt_status fail(pt_gen_slot *s, enum pt_status st, const struct pt_error *e)
@@ -346,6 +359,10 @@ static enum pt_status prefill_step(pt_gen_slot *s)
 	s->done += c;
 	if (s->done < s->n_prompt)
 		return PT_OK;
+	/* the prompt is in: checkpoint there too (a dropped or re-rendered reply rewinds to
+	 * about here) */
+	if ((rc = pt_engine_seq_checkpoint(s->e, s->seq, &s->err)) != PT_OK)
+		return fail(s, rc, &s->err);
 	return sample_next(s, s->logits);
 }
 

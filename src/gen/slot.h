@@ -38,6 +38,8 @@ const char *pt_stop_reason_name(enum pt_stop_reason r);
 struct pt_gen_stats {
 	uint32_t prompt_tokens;   /* ids of the prompt */
 	uint32_t reused_tokens;   /* KV rows kept from the sequence's history */
+	uint32_t replayed_tokens; /* of those, evaluated again (a recurrent state restored from a
+				     checkpoint before them, or a sliding ring replayed) */
 	uint32_t prefill_tokens;  /* prompt ids evaluated now */
 	double prefill_s;         /* evaluating them */
 	double ttft_s;            /* start -> first token's text handed on */

@@ -1,7 +1,7 @@
 /* act.c - activation quantizers: F32 rows to the partner formats of the dot products
  * (GGUF-AND-QUANTS.md section 6.2).  Quantized activations are identical whatever the
- * dispatch level: Q8_K (every K-quant product) and the Q8_0 / Q8_1 block have AVX2 twins
- * (act_avx2.c) that reproduce these bytes exactly (tested); the other formats have one
+ * dispatch level: Q8_K (every K-quant product) and the Q8_0 / Q8_1 block have AVX2 and NEON
+ * twins (act_avx2.c, act_neon.c) that reproduce these bytes exactly (tested); the other formats have one
  * implementation. */
 #include "kern/kern_internal.h"
 
@@ -13,6 +13,9 @@
 #if defined(PT_KERN_X86)
 void pt_kern_quantize_q8_k_avx2(const float *x, uint8_t *out, size_t n);
 int pt_kern_q8_block_avx2(const float *x, int8_t *qs, float *d_out);
+#elif defined(PT_KERN_ARM64)
+void pt_kern_quantize_q8_k_neon(const float *x, uint8_t *out, size_t n);
+int pt_kern_q8_block_neon(const float *x, int8_t *qs, float *d_out);
 #endif
 
 /* ggml's nearest_int: round half to even via the 1.5*2^23 trick (|x| <= 4194303). */
@@ -61,6 +64,9 @@ static q8_block_fn q8_block_at_level(void)
 #if defined(PT_KERN_X86)
 	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2)
 		return pt_kern_q8_block_avx2;
+#elif defined(PT_KERN_ARM64)
+	if (pt_kern_level() >= PT_KERN_LEVEL_NEON)
+		return pt_kern_q8_block_neon;
 #endif
 	return q8_block;
 }
@@ -151,6 +157,11 @@ void pt_kern_quantize_row(enum pt_type act_type, const float *x, void *out, size
 #if defined(PT_KERN_X86)
 		if (pt_kern_level() >= PT_KERN_LEVEL_AVX2) {
 			pt_kern_quantize_q8_k_avx2(x, o, n);
+			return;
+		}
+#elif defined(PT_KERN_ARM64)
+		if (pt_kern_level() >= PT_KERN_LEVEL_NEON) {
+			pt_kern_quantize_q8_k_neon(x, o, n);
 			return;
 		}
 #endif

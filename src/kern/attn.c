@@ -1,6 +1,7 @@
 /* attn.c - attention inner loops (key dots over transposed K blocks, online-softmax weights,
  * F16/F32 V accumulation, the attention exponential, F16 conversion): the scalar reference
- * and the level dispatch.  The AVX2 and AVX-512 twins (attn_avx2.c, attn_avx512.c) compute
+ * and the level dispatch.  The AVX2, AVX-512 and NEON twins (attn_avx2.c, attn_avx512.c,
+ * attn_neon.c) compute
  * every value the same way, so switching levels never changes a result
  * (tests/unit/test_attn.c). */
 #include <math.h>
@@ -149,6 +150,12 @@ static const struct pt_kern_attn_ops avx512_ops = {
 	pt_kern_attn_vacc_f32_avx512, pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
 	pt_kern_f16_to_f32_avx2,      pt_kern_f32_to_f16_avx2,
 };
+#elif defined(PT_KERN_ARM64)
+static const struct pt_kern_attn_ops neon_ops = {
+	pt_kern_attn_dots_neon,	    pt_kern_attn_softmax_neon, pt_kern_attn_vacc_f16_neon,
+	pt_kern_attn_vacc_f32_neon, pt_kern_attn_scale_f32_neon, pt_kern_attn_axpy_f32_neon,
+	pt_kern_f16_to_f32_neon,    pt_kern_f32_to_f16_neon,
+};
 #endif
 
 const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level)
@@ -160,8 +167,11 @@ const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level)
 		return &avx512_ops;
 	if (level >= PT_KERN_LEVEL_AVX2)
 		return &avx2_ops;
+#elif defined(PT_KERN_ARM64)
+	if (level >= PT_KERN_LEVEL_NEON)
+		return &neon_ops; /* Advanced SIMD only: the same ops at neon, dotprod, i8mm */
 #endif
-	return &scalar_ops; /* aarch64: no NEON attention twins yet (issue 19) */
+	return &scalar_ops;
 }
 
 const struct pt_kern_attn_ops *pt_kern_attn_ops(uint32_t dim)

@@ -105,4 +105,14 @@ void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS);
 void pt_kern_attn_vacc_f16_avx512(ATTN_VACC_ARGS);
 void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS);
 
+/* aarch64 Advanced SIMD (attn_neon.c): every aarch64 level */
+void pt_kern_attn_dots_neon(ATTN_DOTS_ARGS);
+void pt_kern_attn_softmax_neon(ATTN_SOFTMAX_ARGS);
+void pt_kern_attn_vacc_f16_neon(ATTN_VACC_ARGS);
+void pt_kern_attn_vacc_f32_neon(ATTN_VACC_ARGS);
+void pt_kern_attn_scale_f32_neon(float *acc, float ms, uint32_t n);
+void pt_kern_attn_axpy_f32_neon(float *acc, const float *v, float vs, uint32_t n);
+void pt_kern_f16_to_f32_neon(const uint16_t *x, float *y, uint32_t n);
+void pt_kern_f32_to_f16_neon(const float *x, uint16_t *y, uint32_t n);
+
 #endif

@@ -116,8 +116,9 @@ static const pt_kern_dot_fn *level_fns(int level)
 }
 
 /* dot4 and tile only from the same level as dot: they must be bit-identical to it */
-static void level_extras(int use, struct pt_kern_ops *o, int t)
+static void level_extras(int lv, int use, struct pt_kern_ops *o, int t)
 {
+	(void)lv;
 	if (use == PT_KERN_LEVEL_AVX2) {
 		o->dot4 = pt_kern_dot4_avx2[t];
 		o->tile = pt_kern_tile_avx2[t];
@@ -170,9 +171,16 @@ static const pt_kern_dot_fn *level_fns(int level)
 	}
 }
 
-static void level_extras(int use, struct pt_kern_ops *o, int t)
+/* dot4 from the dot's own level; the i8mm level runs the dotprod dots and dot4, and its
+ * SMMLA tiles are bit-identical to them. */
+static void level_extras(int lv, int use, struct pt_kern_ops *o, int t)
 {
-	(void)use, (void)o, (void)t; /* no dot4 / tiles on aarch64 yet */
+	if (use == PT_KERN_LEVEL_NEON)
+		o->dot4 = pt_kern_dot4_neon[t];
+	else if (use == PT_KERN_LEVEL_DOTPROD)
+		o->dot4 = pt_kern_dot4_dotprod[t];
+	if (lv == PT_KERN_LEVEL_I8MM && use == PT_KERN_LEVEL_DOTPROD)
+		o->tile = pt_kern_tile_i8mm[t];
 }
 
 #else /* any other architecture: the scalar reference only */
@@ -193,9 +201,9 @@ static const pt_kern_dot_fn *level_fns(int level)
 	return pt_kern_dot_scalar;
 }
 
-static void level_extras(int use, struct pt_kern_ops *o, int t)
+static void level_extras(int lv, int use, struct pt_kern_ops *o, int t)
 {
-	(void)use, (void)o, (void)t;
+	(void)lv, (void)use, (void)o, (void)t;
 }
 #endif
 
@@ -212,7 +220,7 @@ static void build_tables(void)
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
 								 level_fns(use)[t], NULL,
 								 (enum pt_kern_level)use, { NULL, 0, 0 } };
-			level_extras(use, &ops_table[lv][t], t);
+			level_extras(lv, use, &ops_table[lv][t], t);
 		}
 	}
 }

@@ -1,7 +1,8 @@
 /* dot_neon_impl.h - the aarch64 dot products, one body instantiated twice: dot_neon.c (plain
  * NEON, every aarch64 CPU: widening vmull_s8 + pairwise vpadalq_s16) and dot_dotprod.c
  * (compiled with +dotprod: vdotq_s32).  Included only by those two files, after defining
- * PT_NEON_DOTPROD (0 or 1) and PT_NEON_TABLE (the table's name).
+ * PT_NEON_DOTPROD (0 or 1), PT_NEON_TABLE and PT_NEON_DOT4_TABLE (the tables' names).
+ * dot4 (Q4_0 Q8_0 Q4_K Q5_K) is the dot's body with four activation rows.
  *
  * Per-block integer sums are exact (int8 x int8 products fit int16, pairs and quads are
  * widened into int32), the same integers as the scalar reference; the 32-blocks and IQ4_XS
@@ -104,20 +105,42 @@ static inline uint8x16_t bit5_16(uint32_t b)
 	return vandq_u8(vtstq_u8(v, vld1q_u8(m)), vdupq_n_u8(0x10));
 }
 
-static float dot_q4_0(size_t n, const void *vw, const void *va)
+/* The dot bodies with a dot4 twin take K activation rows (a, a + a_stride, ...; K 1 or 4, a
+ * constant after inlining): the weight block is decoded once, and each row's integer sums
+ * and float steps are the K = 1 sequence, so dot4's out[k] equals dot(a + k a_stride). */
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE void q4_0_body(size_t n, const uint8_t *x, const uint8_t *y, size_t as, const int K,
+		      float *out)
 {
-	const uint8_t *x = vw, *y = va;
 	const uint8x16_t m4 = vdupq_n_u8(0xF);
 	const int8x16_t s8 = vdupq_n_s8(8);
-	float sumf = 0.0f;
+	float sumf[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 	for (size_t ib = 0; ib < n / QK; ib++, x += Q4_0_B, y += Q8_0_B) {
 		uint8x16_t raw = vld1q_u8(x + 2);
 		int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, m4)), s8);
 		int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), s8);
-		int sumi = dot32(lo, hi, (const int8_t *)(y + 2));
-		sumf += ((float)sumi * h2f(x)) * h2f(y);
+		const float dx = h2f(x);
+		for (int k = 0; k < K; k++) {
+			const uint8_t *yk = y + k * as;
+			int sumi = dot32(lo, hi, (const int8_t *)(yk + 2));
+			sumf[k] += ((float)sumi * dx) * h2f(yk);
+		}
 	}
-	return sumf;
+	for (int k = 0; k < K; k++)
+		out[k] = sumf[k];
+}
+
+static float dot_q4_0(size_t n, const void *vw, const void *va)
+{
+	float r;
+	q4_0_body(n, vw, va, 0, 1, &r);
+	return r;
+}
+
+static void dot4_q4_0(size_t n, const void *w, const void *a, size_t as, float out[4])
+{
+	q4_0_body(n, w, a, as, 4, out);
 }
 
 static float dot_q4_1(size_t n, const void *vw, const void *va)
@@ -167,16 +190,34 @@ static float dot_q5_1(size_t n, const void *vw, const void *va)
 	return sumf;
 }
 
+INLINE void q8_0_body(size_t n, const uint8_t *x, const uint8_t *y, size_t as, const int K,
+		      float *out)
+{
+	float sumf[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+	for (size_t ib = 0; ib < n / QK; ib++, x += Q8_0_B, y += Q8_0_B) {
+		const int8x16_t w0 = vld1q_s8((const int8_t *)(x + 2));
+		const int8x16_t w1 = vld1q_s8((const int8_t *)(x + 18));
+		const float dx = h2f(x);
+		for (int k = 0; k < K; k++) {
+			const uint8_t *yk = y + k * as;
+			int sumi = dot32(w0, w1, (const int8_t *)(yk + 2));
+			sumf[k] += (float)sumi * (dx * h2f(yk));
+		}
+	}
+	for (int k = 0; k < K; k++)
+		out[k] = sumf[k];
+}
+
 static float dot_q8_0(size_t n, const void *vw, const void *va)
 {
-	const uint8_t *x = vw, *y = va;
-	float sumf = 0.0f;
-	for (size_t ib = 0; ib < n / QK; ib++, x += Q8_0_B, y += Q8_0_B) {
-		int sumi = dot32(vld1q_s8((const int8_t *)(x + 2)), vld1q_s8((const int8_t *)(x + 18)),
-				 (const int8_t *)(y + 2));
-		sumf += (float)sumi * (h2f(x) * h2f(y));
-	}
-	return sumf;
+	float r;
+	q8_0_body(n, vw, va, 0, 1, &r);
+	return r;
+}
+
+static void dot4_q8_0(size_t n, const void *w, const void *a, size_t as, float out[4])
+{
+	q8_0_body(n, w, a, as, 4, out);
 }
 
 /* 16 packed nibbles looked up in a 16-entry int8 table: elements 0-15 and 16-31. */
@@ -272,50 +313,77 @@ static float dot_q3_k(size_t n, const void *vw, const void *va)
 	return sumf;
 }
 
-/* Q4_K (five = 0) and Q5_K share everything but the fifth bit. */
-static inline float dot_q45_k(size_t n, const uint8_t *x, const uint8_t *y, int five)
+/* Q4_K (five = 0) and Q5_K share everything but the fifth bit; K activation rows. */
+INLINE void q45_k_body(size_t n, const uint8_t *x, const uint8_t *y, size_t as, int five,
+		       const int K, float *out)
 {
 	const size_t bb = five ? Q5K_B : Q4K_B;
 	const uint8x16_t m4 = vdupq_n_u8(0xF), b4 = vdupq_n_u8(0x10);
-	float sumf = 0.0f;
+	float sumf[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 	for (size_t i = 0; i < n / QKK; i++, x += bb, y += Q8K_B) {
 		const uint8_t *qh = x + 16, *qs = x + (five ? 48 : 16);
-		const int8_t *q8 = (const int8_t *)(y + Q8K_QS);
-		int isum = 0, summ = 0;
+		int isum[4] = { 0, 0, 0, 0 }, summ[4] = { 0, 0, 0, 0 };
 		for (int c = 0; c < 4; c++) {
 			uint8_t sc_lo, m_lo, sc_hi, m_hi;
 			kern_q4k_scale_min(x + 4, 2 * c, &sc_lo, &m_lo);
 			kern_q4k_scale_min(x + 4, 2 * c + 1, &sc_hi, &m_hi);
-			int32x4_t alo = vdupq_n_s32(0), ahi = vdupq_n_s32(0);
+			int8x16_t lo[2], hi[2];
 			for (int g = 0; g < 2; g++) {
 				uint8x16_t raw = vld1q_u8(qs + 32 * c + 16 * g);
-				uint8x16_t lo = vandq_u8(raw, m4), hi = vshrq_n_u8(raw, 4);
+				uint8x16_t l = vandq_u8(raw, m4), h4 = vshrq_n_u8(raw, 4);
 				if (five) {
 					uint8x16_t h = vld1q_u8(qh + 16 * g);
-					lo = vorrq_u8(lo, vandq_u8(vshlq_n_u8(vshlq_u8(h, vdupq_n_s8((int8_t)(-2 * c))), 4), b4));
-					hi = vorrq_u8(hi, vandq_u8(vshlq_n_u8(vshlq_u8(h, vdupq_n_s8((int8_t)(-2 * c - 1))), 4), b4));
+					l = vorrq_u8(l, vandq_u8(vshlq_n_u8(vshlq_u8(h, vdupq_n_s8((int8_t)(-2 * c))), 4), b4));
+					h4 = vorrq_u8(h4, vandq_u8(vshlq_n_u8(vshlq_u8(h, vdupq_n_s8((int8_t)(-2 * c - 1))), 4), b4));
 				}
-				alo = dot16(alo, vreinterpretq_s8_u8(lo), vld1q_s8(q8 + 64 * c + 16 * g));
-				ahi = dot16(ahi, vreinterpretq_s8_u8(hi), vld1q_s8(q8 + 64 * c + 32 + 16 * g));
+				lo[g] = vreinterpretq_s8_u8(l);
+				hi[g] = vreinterpretq_s8_u8(h4);
 			}
-			isum += sc_lo * vaddvq_s32(alo) + sc_hi * vaddvq_s32(ahi);
-			summ += (kern_i16(y + Q8K_BSUMS + 8 * c) + kern_i16(y + Q8K_BSUMS + 8 * c + 2)) * m_lo;
-			summ += (kern_i16(y + Q8K_BSUMS + 8 * c + 4) + kern_i16(y + Q8K_BSUMS + 8 * c + 6)) * m_hi;
+			for (int k = 0; k < K; k++) {
+				const uint8_t *yk = y + k * as;
+				const int8_t *q8 = (const int8_t *)(yk + Q8K_QS);
+				int32x4_t alo = vdupq_n_s32(0), ahi = vdupq_n_s32(0);
+				for (int g = 0; g < 2; g++) {
+					alo = dot16(alo, lo[g], vld1q_s8(q8 + 64 * c + 16 * g));
+					ahi = dot16(ahi, hi[g], vld1q_s8(q8 + 64 * c + 32 + 16 * g));
+				}
+				isum[k] += sc_lo * vaddvq_s32(alo) + sc_hi * vaddvq_s32(ahi);
+				summ[k] += (kern_i16(yk + Q8K_BSUMS + 8 * c) + kern_i16(yk + Q8K_BSUMS + 8 * c + 2)) * m_lo;
+				summ[k] += (kern_i16(yk + Q8K_BSUMS + 8 * c + 4) + kern_i16(yk + Q8K_BSUMS + 8 * c + 6)) * m_hi;
+			}
 		}
-		sumf += (h2f(x) * kern_f32(y)) * (float)isum;
-		sumf -= (h2f(x + 2) * kern_f32(y)) * (float)summ;
+		for (int k = 0; k < K; k++) {
+			const float d8 = kern_f32(y + k * as);
+			sumf[k] += (h2f(x) * d8) * (float)isum[k];
+			sumf[k] -= (h2f(x + 2) * d8) * (float)summ[k];
+		}
 	}
-	return sumf;
+	for (int k = 0; k < K; k++)
+		out[k] = sumf[k];
 }
 
 static float dot_q4_k(size_t n, const void *w, const void *a)
 {
-	return dot_q45_k(n, w, a, 0);
+	float r;
+	q45_k_body(n, w, a, 0, 0, 1, &r);
+	return r;
 }
 
 static float dot_q5_k(size_t n, const void *w, const void *a)
 {
-	return dot_q45_k(n, w, a, 1);
+	float r;
+	q45_k_body(n, w, a, 0, 1, 1, &r);
+	return r;
+}
+
+static void dot4_q4_k(size_t n, const void *w, const void *a, size_t as, float out[4])
+{
+	q45_k_body(n, w, a, as, 0, 4, out);
+}
+
+static void dot4_q5_k(size_t n, const void *w, const void *a, size_t as, float out[4])
+{
+	q45_k_body(n, w, a, as, 1, 4, out);
 }
 
 static float dot_q6_k(size_t n, const void *vw, const void *va)
@@ -377,4 +445,9 @@ const pt_kern_dot_fn PT_NEON_TABLE[PT_TYPE_COUNT] = {
 	[PT_TYPE_MXFP4] = dot_mxfp4,   [PT_TYPE_Q2_K] = dot_q2_k,     [PT_TYPE_Q3_K] = dot_q3_k,
 	[PT_TYPE_Q4_K] = dot_q4_k,     [PT_TYPE_Q5_K] = dot_q5_k,     [PT_TYPE_Q6_K] = dot_q6_k,
 	[PT_TYPE_IQ4_XS] = dot_iq4_xs,
+};
+
+const pt_kern_dot4_fn PT_NEON_DOT4_TABLE[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_0] = dot4_q4_0, [PT_TYPE_Q8_0] = dot4_q8_0,
+	[PT_TYPE_Q4_K] = dot4_q4_k, [PT_TYPE_Q5_K] = dot4_q5_k,
 };

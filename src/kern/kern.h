@@ -16,8 +16,11 @@
  *
  * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
  * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference, AVX2 and AVX-512 for all of them).
- * aarch64 (dot_neon_impl.h): NEON and dotprod (SDOT) dots for all of them, no dot4, tiles or
- * attention / activation twins yet (those run the scalar code); i8mm runs the dotprod dots.
+ * aarch64 (dot_neon_impl.h): NEON and dotprod (SDOT) dots for all of them; the i8mm level
+ * runs the dotprod dots plus SMMLA register tiles for Q8_0 Q4_0 Q4_K at 2 rows x 4 tokens
+ * (tile_i8mm.c, bit-identical to the dotprod dot); attention, SwiGLU and the Q8_K / Q8_0 /
+ * Q8_1 quantizers have NEON twins at every aarch64 level (attn_neon.c, act_neon.c,
+ * bit-identical to scalar).  No aarch64 dot4 yet (matmul calls the dot per token there).
  * dot4 (four activation rows per weight decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 Q5_0 IQ4_NL MXFP4
  * Q6_K; AVX-512 every type but IQ4_XS.  Register tiles (several weight rows x several tokens per
  * call, used by pt_kern_matmul for two or more tokens before dot4): AVX-512 Q4_K Q6_K at
@@ -254,6 +257,25 @@ float pt_kern_expf(float x);
 /* out[i] = x / (1 + pt_kern_expf(-x)) * up[i], x = gate[i]: model/ops.c's pt_op_swiglu_ref
  * bit for bit, 8 lanes (swiglu_avx2.c).  Only at level avx2 or above. */
 void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n);
+#elif defined(PT_KERN_ARM64)
+/* The same on 4 aarch64 Advanced SIMD lanes (attn_neon.c), at level neon or above. */
+void pt_kern_swiglu_neon(float *out, const float *gate, const float *up, int n);
 #endif
+
+/* ---- linear-attention (Gated DeltaNet) inner loops (model/deltanet.c) ------------------
+ * F32 vectors.  The scalar level sums in index order; the SIMD levels keep vector partial
+ * sums (as ggml_vec_dot_f32 does), so dots differ between levels in the last bits (the
+ * model's tests compare levels with a tolerance). */
+struct pt_kern_dn_ops {
+	float (*dot)(const float *a, const float *b, uint32_t n);
+	void (*axpy)(float *y, const float *x, float a, uint32_t n); /* y += a * x */
+	/* one row of the delta rule: r *= eg; d = (v - r . k) * beta; r += d * k; returns
+	 * r . q (the updated row) */
+	float (*row_step)(float *r, const float *k, const float *q, float eg, float v,
+			  float beta, uint32_t n);
+};
+const struct pt_kern_dn_ops *pt_kern_dn_ops(void);
+/* Ops at an explicit level (tests); NULL where the CPU lacks the level. */
+const struct pt_kern_dn_ops *pt_kern_dn_ops_at(enum pt_kern_level level);
 
 #endif

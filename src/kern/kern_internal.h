@@ -131,9 +131,13 @@ extern const pt_kern_dot_fn pt_kern_dot_i8mm[PT_TYPE_COUNT];
 /* Four-activation variants, NULL where a level has none (matvec then calls dot 4 times). */
 extern const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot4_fn pt_kern_dot4_avx512[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_dot4_neon[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_dot4_dotprod[PT_TYPE_COUNT];
 /* Register tiles (tile_*.c), empty where a level has none for the type. */
 extern const struct pt_kern_tile pt_kern_tile_avx2[PT_TYPE_COUNT];
 extern const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT];
+/* aarch64 SMMLA tiles (tile_i8mm.c), bit-identical to the dotprod dots the i8mm level runs */
+extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
 /* tile_avx512.c's Q4_K / Q6_K / Q5_0 / Q8_0 dot and dot4 (one body with the tile, so bit-identical). */
 float pt_kern_dot_q4_k_avx512(size_t n, const void *w, const void *a);
 void pt_kern_dot4_q4_k_avx512(size_t n, const void *w, const void *a, size_t s, float o[4]);

@@ -69,6 +69,8 @@ static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield"); /* the spin-wait hint, as pause */
 #endif
 }
 

@@ -16,6 +16,7 @@ static const struct pt_arch_ops *const arch_ops[PT_ARCH_COUNT] = {
 	[PT_ARCH_BAILINGMOE2] = &pt_arch_bailingmoe2_ops,
 	[PT_ARCH_GEMMA4] = &pt_arch_gemma4_ops,
 	[PT_ARCH_GLM4MOE] = &pt_arch_glm4moe_ops,
+	[PT_ARCH_QWEN35MOE] = &pt_arch_qwen35moe_ops,
 };
 
 const char *pt_arch_name(enum pt_arch a)
@@ -98,6 +99,33 @@ bool pt_hparams_is_moe_layer(const struct pt_hparams *hp, uint32_t layer)
 bool pt_hparams_has_attn_v(const struct pt_hparams *hp, uint32_t layer)
 {
 	return !(hp->k_eq_v_full && !hp->is_swa[layer]);
+}
+
+bool pt_hparams_is_recurrent(const struct pt_hparams *hp, uint32_t layer)
+{
+	return layer < hp->n_layer && hp->is_recr[layer];
+}
+
+uint64_t pt_hparams_conv_dim(const struct pt_hparams *hp)
+{
+	return 2ull * hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+}
+
+uint64_t pt_hparams_rs_floats(const struct pt_hparams *hp, uint32_t layer)
+{
+	if (!pt_hparams_is_recurrent(hp, layer))
+		return 0;
+	const uint64_t dv = hp->ssm_dt_rank ? hp->ssm_d_inner / hp->ssm_dt_rank : 0;
+	return (uint64_t)(hp->ssm_d_conv - 1) * pt_hparams_conv_dim(hp) +
+	       (uint64_t)hp->ssm_dt_rank * dv * hp->ssm_d_state;
+}
+
+uint64_t pt_hparams_rs_bytes(const struct pt_hparams *hp)
+{
+	uint64_t t = 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		t += pt_hparams_rs_floats(hp, l) * sizeof(float);
+	return t;
 }
 
 static enum pt_status check_width(const char *what, uint64_t v, struct pt_error *err)
@@ -321,7 +349,10 @@ static void detect_layout(const pt_gguf *g, struct pt_hparams *hp)
 {
 	uint32_t moe = hp->n_layer_dense_lead < hp->n_layer ? hp->n_layer_dense_lead : 0;
 	hp->tied_embeddings = !has_tensor(g, "output.weight", 0);
-	hp->fused_qkv = has_tensor(g, "blk.%u.attn_qkv.weight", 0);
+	uint32_t full = 0; /* a full-attention layer (linear-attention ones have attn_qkv too) */
+	while (full < hp->n_layer && hp->is_recr[full])
+		full++;
+	hp->fused_qkv = full < hp->n_layer && has_tensor(g, "blk.%u.attn_qkv.weight", full);
 	hp->fused_gate_up_exps = has_tensor(g, "blk.%u.ffn_gate_up_exps.weight", moe);
 	hp->has_exp_probs_b = has_tensor(g, "blk.%u.exp_probs_b.bias", moe);
 	hp->has_layer_output_scale = has_tensor(g, "blk.%u.layer_output_scale.weight", 0);

@@ -24,7 +24,8 @@ enum pt_arch {
 	PT_ARCH_BAILINGMOE2 = 1, /* Sarvam 30B; also written/read as "sarvam_moe" */
 	PT_ARCH_GEMMA4 = 2,
 	PT_ARCH_GLM4MOE = 3,     /* GLM-4.5 / 4.5-Air / 4.6 */
-	PT_ARCH_COUNT = 4,
+	PT_ARCH_QWEN35MOE = 4,   /* Qwen3.5 MoE: Gated DeltaNet + gated full attention */
+	PT_ARCH_COUNT = 5,
 };
 
 /* llama.cpp's gating enum (llama-hparams.h). */
@@ -85,7 +86,25 @@ struct pt_hparams {
 	bool k_eq_v_full;           /* gemma4: full layers have no attn_v (V = raw K) */
 	bool has_attn_bias;         /* attn_q/k/v.bias (glm4moe) */
 	bool has_qk_norm;           /* attn_q_norm / attn_k_norm (optional in glm4moe) */
+	/* Linear-attention (Gated DeltaNet) layers (qwen35moe; ssm.* keys).  is_recr[l]: layer
+	 * l is recurrent (conv + delta-rule state instead of a KV cache). */
+	bool is_recr[PT_ARCH_MAX_LAYERS];
+	uint32_t ssm_d_conv;        /* ssm.conv_kernel */
+	uint32_t ssm_d_inner;       /* ssm.inner_size = n_v_heads * head_v_dim */
+	uint32_t ssm_d_state;       /* ssm.state_size = head_k_dim = head_v_dim */
+	uint32_t ssm_dt_rank;       /* ssm.time_step_rank = value heads */
+	uint32_t ssm_n_group;       /* ssm.group_count = key heads */
+	uint32_t full_attn_interval; /* full_attention_interval (written by mkmodel) */
+	uint32_t rope_sections[4];  /* rope.dimension_sections (IMROPE) */
 };
+
+/* Recurrent (linear-attention) layers: per-sequence state floats of layer l (conv window
+ * (d_conv - 1) * conv_dim plus the delta-rule states n_v * d_v * d_k), 0 for others. */
+bool pt_hparams_is_recurrent(const struct pt_hparams *hp, uint32_t layer);
+uint64_t pt_hparams_conv_dim(const struct pt_hparams *hp);
+uint64_t pt_hparams_rs_floats(const struct pt_hparams *hp, uint32_t layer);
+/* Sum over every layer: one sequence's recurrent state in bytes (F32). */
+uint64_t pt_hparams_rs_bytes(const struct pt_hparams *hp);
 
 /* ---- the layer recipe: how the forward pass composes an arch's layer ----
  * Every difference between archs that is not visible in the tensor table is a field here,
@@ -128,6 +147,12 @@ struct pt_arch_recipe {
 	/* the pre-FFN norm is stored as post_attention_norm (GLM), not ffn_norm; there is then
 	 * no norm of the attention output */
 	bool ffn_norm_post_attention;
+	/* Q projection rows are per head [query (hd) | gate (hd)]; the attention output is
+	 * multiplied by sigmoid(gate) before attn_output (Qwen3.5 / Qwen3-Next) */
+	bool attn_out_gate;
+	/* linear attention: value head h reads key head h mod n_k (tiled, qwen35moe) instead
+	 * of h / (n_v / n_k) (grouped) */
+	bool ssm_heads_tiled;
 };
 
 /* The recipe of a (valid) arch. */
@@ -172,6 +197,7 @@ enum pt_tensor_init {
 	PT_INIT_ROPE_FREQS,        /* gemma4 proportional rope factors (1 then 1e30) */
 	PT_INIT_LAYER_SCALE,       /* gemma4 layer_output_scale */
 	PT_INIT_BIAS,              /* projection biases: small values around 0 */
+	PT_INIT_SSM_A,             /* linear-attention decay rates -exp(A_log): in [-1, -0.1] */
 };
 
 struct pt_tensor_desc {
@@ -193,7 +219,8 @@ struct pt_tensor_list {
 
 /* ---- arch identification ---- */
 const char *pt_arch_name(enum pt_arch a); /* canonical GGUF name */
-/* Accepts "qwen3moe", "bailingmoe2", "sarvam_moe", "sarvam-moe", "gemma4", "glm4moe". */
+/* Accepts "qwen3moe", "bailingmoe2", "sarvam_moe", "sarvam-moe", "gemma4", "glm4moe",
+ * "qwen35moe". */
 int pt_arch_from_name(const char *name, enum pt_arch *out);
 
 /* ---- hyper-parameters ---- */

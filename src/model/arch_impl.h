@@ -25,6 +25,7 @@ extern const struct pt_arch_ops pt_arch_qwen3moe_ops;
 extern const struct pt_arch_ops pt_arch_bailingmoe2_ops;
 extern const struct pt_arch_ops pt_arch_gemma4_ops;
 extern const struct pt_arch_ops pt_arch_glm4moe_ops;
+extern const struct pt_arch_ops pt_arch_qwen35moe_ops;
 
 /* Appends a tensor; name is printf-formatted.  ne2 = 0 means 2-D, ne1 = 0 means 1-D. */
 enum pt_status pt_tl_add(struct pt_tensor_list *l, int32_t layer, enum pt_tensor_role role,
@@ -45,6 +46,13 @@ enum pt_status pt_rkey_f32(const pt_gguf *g, const struct pt_hparams *hp, const 
 			   bool required, float *v, struct pt_error *err);
 enum pt_status pt_rkey_bool(const pt_gguf *g, const struct pt_hparams *hp, const char *suffix,
 			    bool *v, struct pt_error *err);
+/* The routing keys (route_keys.c): for a recipe that routes from keys, expert_feed_forward_length
+ * and expert_shared_count (required), leading_dense_block_count, expert_gating_func (absent or
+ * 0: default_gating; PT_GATING_NONE makes the key required; only softmax and sigmoid are
+ * supported), expert_weights_scale / _norm, expert_group_count / _used_count.  A recipe with
+ * fixed routing (route_from_keys false) gets softmax with normalised weights, no key read. */
+enum pt_status pt_arch_read_route_keys(const pt_gguf *g, struct pt_hparams *hp,
+				       enum pt_gating default_gating, struct pt_error *err);
 /* A per-layer u32 key stored as a scalar or an array of n_layer values. */
 enum pt_status pt_rkey_u32_layers(const pt_gguf *g, const struct pt_hparams *hp,
 				  const char *suffix, uint32_t *out, bool *found,

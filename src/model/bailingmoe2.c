@@ -158,29 +158,12 @@ static enum pt_status bailing_write_keys(const struct pt_hparams *hp, pt_gguf_wr
 static enum pt_status bailing_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 					struct pt_error *err)
 {
-	enum pt_status st;
-	uint32_t gating = 0;
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
-	TRY(pt_rkey_u32(g, hp, "expert_group_count", false, &hp->n_expert_groups, err));
-	TRY(pt_rkey_u32(g, hp, "expert_group_used_count", false, &hp->n_group_used, err));
-	TRY(pt_rkey_u32(g, hp, "expert_gating_func", true, &gating, err));
-	TRY(pt_rkey_u32(g, hp, "leading_dense_block_count", false, &hp->n_layer_dense_lead, err));
-	TRY(pt_rkey_u32(g, hp, "expert_feed_forward_length", true, &hp->n_ff_exp, err));
-	TRY(pt_rkey_u32(g, hp, "expert_shared_feed_forward_length", false, &hp->n_ff_shexp,
-			err));
-	TRY(pt_rkey_u32(g, hp, "expert_shared_count", true, &hp->n_expert_shared, err));
-	TRY(pt_rkey_f32(g, hp, "expert_weights_scale", false, &hp->expert_weights_scale, err));
-	TRY(pt_rkey_bool(g, hp, "expert_weights_norm", &hp->expert_weights_norm, err));
-#undef TRY
-	if (gating != PT_GATING_SOFTMAX && gating != PT_GATING_SIGMOID)
-		return pt_error_set(err, PT_E_UNSUPPORTED, "%s.expert_gating_func = %u unsupported",
-				    hp->arch_name, gating);
-	hp->gating = (enum pt_gating)gating;
-	return PT_OK;
+	/* expert_gating_func is required here (no llama.cpp default) */
+	enum pt_status st = pt_arch_read_route_keys(g, hp, PT_GATING_NONE, err);
+	if (st != PT_OK)
+		return st;
+	return pt_rkey_u32(g, hp, "expert_shared_feed_forward_length", false, &hp->n_ff_shexp,
+			   err);
 }
 
 const struct pt_arch_ops pt_arch_bailingmoe2_ops = {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "model/deltanet.h"
 #include "model/ops.h"
 #include "util/alloc.h"
 
@@ -39,9 +40,12 @@ struct ffn_ref {
 	const float *post_norm;
 };
 
-/* One sequence: its KV cache and the next position. */
+/* One sequence: its KV cache, its recurrent state (linear-attention layers: conv window and
+ * delta-rule matrices, f->rs_floats floats, layer il's at f->rs_off[il]) and the next
+ * position. */
 struct fwd_seq {
 	struct pt_kv kv;
+	float *rs;
 	int64_t pos;
 };
 
@@ -97,6 +101,16 @@ struct pt_fwd {
 	float *bdg, *bdy;
 	uint8_t *bxqd;
 	uint32_t w_qk, w_v, w_ff, n_k; /* widths */
+	float *agate;        /* attention output gates [n_rows][n_head * head_dim] */
+	/* linear attention: geometry, per-layer state offsets, projections [n_rows][...] of
+	 * qkv (raw and convolved), z, beta, alpha and the head outputs, per-thread chunk
+	 * scratch */
+	struct pt_dn_geom dn;
+	size_t *rs_off, rs_floats;
+	float *lin_qkv, *lin_y, *lin_z, *lin_b, *lin_a, *lin_o, *dn_scratch;
+	size_t dn_scratch_n;
+	uint32_t dn_chunk_min; /* prefill chunks of at least this many rows use the chunked
+				  delta rule (0: never) */
 };
 
 struct attn_task {
@@ -113,6 +127,9 @@ struct attn_task {
  * are merged in order, so results ignore the thread count and whether blocks ran as
  * separate tasks. */
 #define ATTN_BLOCK_DEFAULT 1024
+/* Prefill chunks of at least this many rows run the chunked delta rule (below it the
+ * per-token form costs about the same) */
+#define DN_CHUNK_MIN_DEFAULT 16
 
 /* Per-worker scratch of a task: pt_attn_group's part, then the block's (m, s, acc) and the
  * running total's, n_q heads each. */
@@ -410,16 +427,25 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	const bool swa = hp->is_swa[il];
 	const uint32_t n_rot = swa ? hp->n_rot_swa : hp->n_rot;
 	const float base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
-	const float *ff = (!swa && rc->rope_freqs_full) ? m->rope_freqs : NULL;
+	const float *ff = (!swa && rc->rope_freqs_full) ? m->rope_freqs : m->rope_sect_ff;
+
+	const bool gated = rc->attn_out_gate;
+	const uint32_t nq = n_head * hd_k;
 
 	norm_rows(f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
-	enum pt_status st = qkv_proj(f, L, n, n_head * hd_k, n_kv * hd_k, n_kv * hd_v, err);
+	enum pt_status st = qkv_proj(f, L, n, gated ? 2 * nq : nq, n_kv * hd_k, n_kv * hd_v, err);
 	if (st != PT_OK)
 		return st;
 	for (uint32_t r = 0; r < n; r++) {
 		float *q = f->q + (size_t)r * f->w_qk, *k = f->k + (size_t)r * f->n_k;
 		float *v = f->v + (size_t)r * f->w_qk;
 		float *cs = f->rope_cs;
+		/* gated Q rows are per head [query | gate]: gates aside, queries packed */
+		for (uint32_t h = 0; gated && h < n_head; h++) {
+			memcpy(f->agate + (size_t)r * nq + (size_t)h * hd_k, q + (size_t)h * 2 * hd_k + hd_k,
+			       hd_k * sizeof(float));
+			memmove(q + (size_t)h * hd_k, q + (size_t)h * 2 * hd_k, hd_k * sizeof(float));
+		}
 		if (L->bq)
 			add_rows(q, L->bq, (size_t)n_head * hd_k);
 		if (L->bk)
@@ -453,6 +479,13 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	} else {
 		pt_pool_run(f->pool, attn_fn, &t, n * n_kv * t.n_sub);
 	}
+	/* the output gate: attention output times sigmoid(gate), element by element */
+	for (uint32_t r = 0; gated && r < n; r++) {
+		float *o = f->att + (size_t)r * f->w_qk;
+		const float *gt = f->agate + (size_t)r * nq;
+		for (uint32_t i = 0; i < n_head * hd_v; i++)
+			o[i] *= pt_op_sigmoid(gt[i]);
+	}
 	/* attn output rows have stride w_qk; the projection wants packed rows */
 	const uint32_t w_att = n_head * hd_v;
 	for (uint32_t r = 1; r < n && w_att != f->w_qk; r++)
@@ -467,6 +500,77 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 		norm_rows(f->t1, f->t1, L->post_attn_norm, n, hp->n_embd, hp->rms_eps);
 	add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
 	return PT_OK;
+}
+
+/* Linear attention, one task per value head: every row of the chunk in order through the
+ * delta rule on its own sequence's state (token by token, or in the chunked form when the
+ * chunk is a prefill of at least dn_chunk_min rows of one sequence). */
+struct dn_task {
+	pt_fwd *f;
+	uint32_t il, n;
+	bool chunked;
+};
+
+static void dn_head_fn(void *ctx, uint32_t h, uint32_t worker)
+{
+	const struct dn_task *t = ctx;
+	pt_fwd *f = t->f;
+	const struct pt_dn_geom *g = &f->dn;
+	const size_t C = g->conv_dim, V = (size_t)g->n_v * g->d_v, K = (size_t)g->n_k * g->d_k;
+	const size_t conv_floats = (size_t)(g->d_conv - 1) * C, S_floats = (size_t)g->d_v * g->d_k;
+	const uint32_t kh = pt_dn_key_head(g, h);
+	const float *q = f->lin_y + (size_t)kh * g->d_k, *k = q + K;
+	const float *v = f->lin_y + 2 * K + (size_t)h * g->d_v;
+	if (t->chunked) {
+		float *S = f->seqs[f->rseq[0]].rs + f->rs_off[t->il] + conv_floats + h * S_floats;
+		pt_dn_chunk(g, S, t->n, q, k, C, v, C, f->lin_a + h, f->lin_b + h, g->n_v,
+			    f->lin_o + (size_t)h * g->d_v, V,
+			    f->dn_scratch + (size_t)worker * f->dn_scratch_n);
+		return;
+	}
+	for (uint32_t r = 0; r < t->n; r++) {
+		float *S = f->seqs[f->rseq[r]].rs + f->rs_off[t->il] + conv_floats + h * S_floats;
+		pt_dn_step(g, S, q + r * C, k + r * C, v + r * C, f->lin_a[(size_t)r * g->n_v + h],
+			   f->lin_b[(size_t)r * g->n_v + h], f->lin_o + r * V + (size_t)h * g->d_v);
+	}
+}
+
+/* A Gated DeltaNet layer (ARCHITECTURES-NEXT.md 4.3): projections over the chunk, the
+ * conv and gates row by row on each row's sequence, the delta rule per value head, the
+ * gated output norm, ssm_out, residual. */
+static enum pt_status linear_attention(pt_fwd *f, uint32_t il, uint32_t n,
+				       struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const struct pt_layer_weights *L = &f->m->layers[il];
+	const struct pt_dn_geom *g = &f->dn;
+	const size_t C = g->conv_dim, V = (size_t)g->n_v * g->d_v;
+	norm_rows(f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
+	struct act_once a = { 0 };
+	enum pt_status st = mm_once(f, &a, &L->ssm_qkv, f->h, n, f->lin_qkv, err);
+	if (st == PT_OK)
+		st = mm_once(f, &a, &L->ssm_z, f->h, n, f->lin_z, err);
+	if (st == PT_OK)
+		st = mm_once(f, &a, &L->ssm_beta, f->h, n, f->lin_b, err);
+	if (st == PT_OK)
+		st = mm_once(f, &a, &L->ssm_alpha, f->h, n, f->lin_a, err);
+	if (st != PT_OK)
+		return st;
+	for (uint32_t r = 0; r < n; r++) {
+		float *conv = f->seqs[f->rseq[r]].rs + f->rs_off[il];
+		pt_dn_conv_token(g, L->ssm_conv1d, conv, f->lin_qkv + r * C, f->lin_y + r * C);
+		pt_dn_gates(g, L->ssm_dt, L->ssm_a, f->lin_b + (size_t)r * g->n_v,
+			    f->lin_a + (size_t)r * g->n_v);
+	}
+	struct dn_task t = { f, il, n,
+			     !f->decode_rows && f->dn_chunk_min && n >= f->dn_chunk_min };
+	pt_pool_run(f->pool, dn_head_fn, &t, g->n_v);
+	for (uint32_t r = 0; r < n; r++)
+		pt_dn_out_norm(g, f->lin_o + r * V, L->ssm_norm, f->lin_z + r * V, hp->rms_eps);
+	st = mm(f, &L->ssm_out, f->lin_o, n, f->t1, err);
+	if (st == PT_OK)
+		add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
+	return st;
 }
 
 /* out = down(act(gate x) * (up x)) for n rows of in (width n_embd). */
@@ -1096,6 +1200,18 @@ static enum pt_status moe_parallel(pt_fwd *f, const struct pt_layer_weights *L, 
 	return experts(f, L, il, f->h2, n, f->t2, parallel_dense, err);
 }
 
+/* The shared expert's gate (qwen35moe): y *= sigmoid(w . h), one scalar per row (an F32
+ * product with a 1-D weight in llama.cpp). */
+static void shexp_gate(float *y, const float *h, const float *w, uint32_t D)
+{
+	float s = 0.0f;
+	for (uint32_t i = 0; i < D; i++)
+		s += w[i] * h[i];
+	const float g = pt_op_sigmoid(s);
+	for (uint32_t i = 0; i < D; i++)
+		y[i] *= g;
+}
+
 static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
@@ -1123,6 +1239,9 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 		st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
 	} else {
 		st = moe(f, L, il, f->h, f->h, n, f->t1, err); /* shared expert into t2 */
+		for (uint32_t r = 0; st == PT_OK && L->sh_gate_inp && r < n; r++)
+			shexp_gate(f->t2 + (size_t)r * hp->n_embd, f->h + (size_t)r * hp->n_embd,
+				   L->sh_gate_inp, hp->n_embd);
 		if (st == PT_OK && L->sh_gate.data)
 			add_rows(f->t1, f->t2, cnt);
 	}
@@ -1172,7 +1291,10 @@ static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float
 		}
 	}
 	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
-		st = attention(f, il, n, err);
+		if (m->layers[il].is_recr)
+			st = linear_attention(f, il, n, err);
+		else
+			st = attention(f, il, n, err);
 		if (st == PT_OK)
 			st = ffn(f, il, n, err);
 	}
@@ -1265,6 +1387,13 @@ enum pt_status pt_fwd_seq_truncate(pt_fwd *f, uint32_t seq, int64_t pos, struct 
 	if (pos < 0 || pos > S->pos)
 		return pt_error_set(err, PT_E_INVALID, "truncate to %lld: only %lld positions",
 				    (long long)pos, (long long)S->pos);
+	/* a recurrent state holds the whole prefix: it can only go back to the start (the
+	 * caller restores a checkpoint or replays) */
+	if (S->rs && pos != S->pos && pos != 0)
+		return pt_error_set(err, PT_E_LIMIT, "recurrent state cannot rewind from %lld to "
+				    "%lld", (long long)S->pos, (long long)pos);
+	if (S->rs && pos == 0 && S->pos != 0)
+		memset(S->rs, 0, f->rs_floats * sizeof(float));
 	for (uint32_t il = 0; il < S->kv.n_layer; il++) {
 		const struct pt_kv_layer *L = &S->kv.layers[il];
 		/* the ring holds positions [S->pos - cap, S->pos); the query at pos needs its
@@ -1311,7 +1440,37 @@ int64_t pt_fwd_seq_pos(const pt_fwd *f, uint32_t seq)
 
 uint64_t pt_fwd_snapshot_bytes(const pt_fwd *f, int64_t pos)
 {
-	return pt_kv_snapshot_bytes(&f->seqs[0].kv, pos);
+	return pt_kv_snapshot_bytes(&f->seqs[0].kv, pos) + f->rs_floats * sizeof(float);
+}
+
+uint64_t pt_fwd_rs_bytes(const pt_fwd *f)
+{
+	return f->rs_floats * sizeof(float);
+}
+
+enum pt_status pt_fwd_seq_rs_save(const pt_fwd *f, uint32_t seq, float *buf,
+				  struct pt_error *err)
+{
+	if (seq >= f->n_seq)
+		return bad_seq(f, seq, err);
+	if (f->rs_floats)
+		memcpy(buf, f->seqs[seq].rs, f->rs_floats * sizeof(float));
+	return PT_OK;
+}
+
+enum pt_status pt_fwd_seq_rs_restore(pt_fwd *f, uint32_t seq, int64_t pos, const float *buf,
+				     struct pt_error *err)
+{
+	if (seq >= f->n_seq)
+		return bad_seq(f, seq, err);
+	struct fwd_seq *S = &f->seqs[seq];
+	if (pos < 0 || pos > S->pos)
+		return pt_error_set(err, PT_E_INVALID, "restore to %lld: only %lld positions",
+				    (long long)pos, (long long)S->pos);
+	if (f->rs_floats)
+		memcpy(S->rs, buf, f->rs_floats * sizeof(float));
+	S->pos = pos; /* the KV rows below pos are unchanged */
+	return PT_OK;
 }
 
 enum pt_status pt_fwd_seq_save(const pt_fwd *f, uint32_t seq, void *buf, uint64_t size,
@@ -1324,6 +1483,9 @@ enum pt_status pt_fwd_seq_save(const pt_fwd *f, uint32_t seq, void *buf, uint64_
 		return pt_error_set(err, PT_E_INVALID, "KV snapshot: %llu bytes for %lld positions",
 				    (unsigned long long)size, (long long)S->pos);
 	pt_kv_save(&S->kv, S->pos, buf);
+	if (f->rs_floats)
+		memcpy((uint8_t *)buf + (size - f->rs_floats * sizeof(float)), S->rs,
+		       f->rs_floats * sizeof(float));
 	return PT_OK;
 }
 
@@ -1337,6 +1499,9 @@ enum pt_status pt_fwd_seq_load(pt_fwd *f, uint32_t seq, int64_t pos, const void 
 		return pt_error_set(err, PT_E_INVALID, "KV snapshot: %llu bytes for %lld positions",
 				    (unsigned long long)size, (long long)pos);
 	pt_kv_load(&S->kv, pos, buf);
+	if (f->rs_floats)
+		memcpy(S->rs, (const uint8_t *)buf + (size - f->rs_floats * sizeof(float)),
+		       f->rs_floats * sizeof(float));
 	S->pos = pos;
 	return PT_OK;
 }
@@ -1347,6 +1512,8 @@ enum pt_status pt_fwd_seq_copy(pt_fwd *f, uint32_t dst, uint32_t src, struct pt_
 		return bad_seq(f, dst >= f->n_seq ? dst : src, err);
 	if (dst != src) {
 		pt_kv_copy(&f->seqs[dst].kv, &f->seqs[src].kv, f->seqs[src].pos);
+		if (f->rs_floats)
+			memcpy(f->seqs[dst].rs, f->seqs[src].rs, f->rs_floats * sizeof(float));
 		f->seqs[dst].pos = f->seqs[src].pos;
 	}
 	return PT_OK;
@@ -1372,7 +1539,8 @@ static size_t act_need(const struct pt_model *m, uint32_t nb)
 		const struct pt_kern_mat *mats[] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
 						     &L->ffn_gate, &L->ffn_up, &L->ffn_down,
 						     &L->sh_gate, &L->sh_up, &L->sh_down,
-						     &L->router };
+						     &L->router, &L->ssm_qkv, &L->ssm_z,
+						     &L->ssm_beta, &L->ssm_alpha, &L->ssm_out };
 		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
 			if (mats[i]->data)
 				need = umax(need, pt_kern_act_bytes(mats[i], nb));
@@ -1408,6 +1576,9 @@ static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n
 		f->w_ff = (uint32_t)umax(f->w_ff, L->sh_gate.rows);
 		f->w_ff = (uint32_t)umax(f->w_ff, L->gate_exps.rows);
 		f->w_ff = (uint32_t)umax(f->w_ff, L->gate_up_exps.rows);
+		/* gated Q projections: [query | gate] per head, split after the product */
+		f->w_qk = (uint32_t)umax(f->w_qk, L->wq.rows);
+		*w_qkv = (uint32_t)umax(*w_qkv, L->wq.rows);
 	}
 }
 
@@ -1436,6 +1607,45 @@ static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 		if (!f->bdg || !f->bdy || !f->bxqd)
 			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	}
+	return PT_OK;
+}
+
+/* The attention gate rows and, with recurrent layers, the linear-attention rows, the chunk
+ * scratch per thread and each sequence's state (zeroed: the state before any token). */
+static enum pt_status alloc_linear(pt_fwd *f, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const size_t B = f->n_rows;
+	f->agate = pt_mallocn(B * hp->n_head * (size_t)(hp->head_dim_k ? hp->head_dim_k : 1),
+			      sizeof(float));
+	f->rs_off = pt_calloc(hp->n_layer, sizeof(size_t));
+	if (!f->agate || !f->rs_off)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	f->rs_floats = 0;
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		f->rs_off[il] = f->rs_floats;
+		f->rs_floats += (size_t)pt_hparams_rs_floats(hp, il);
+	}
+	if (f->rs_floats == 0)
+		return PT_OK;
+	f->dn = (struct pt_dn_geom){ hp->ssm_n_group, hp->ssm_dt_rank, hp->ssm_d_state,
+				     hp->ssm_d_inner / hp->ssm_dt_rank, hp->ssm_d_conv,
+				     (uint32_t)pt_hparams_conv_dim(hp), f->rc->ssm_heads_tiled,
+				     hp->rms_eps, NULL };
+	const size_t C = f->dn.conv_dim, V = hp->ssm_d_inner, H = hp->ssm_dt_rank;
+	float **bufs[] = { &f->lin_qkv, &f->lin_y, &f->lin_z, &f->lin_b, &f->lin_a, &f->lin_o };
+	const size_t n[] = { B * C, B * C, B * V, B * H, B * H, B * V };
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+		if (!(*bufs[i] = pt_mallocn(n[i], sizeof(float))))
+			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	f->dn_scratch_n = pt_dn_chunk_scratch_floats(&f->dn);
+	f->dn_scratch = pt_mallocn((size_t)f->n_threads * f->dn_scratch_n, sizeof(float));
+	if (!f->dn_scratch)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	for (uint32_t s = 0; s < f->n_seq; s++)
+		if (!(f->seqs[s].rs = pt_calloc(f->rs_floats, sizeof(float))))
+			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate the recurrent "
+					    "state (%zu floats)", f->rs_floats);
 	return PT_OK;
 }
 
@@ -1474,7 +1684,8 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end ||
 	    !f->spec_ids || !f->eoff || !f->rseq || !f->rpos)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
-	return alloc_decode(f, err);
+	enum pt_status st = alloc_linear(f, err);
+	return st == PT_OK ? alloc_decode(f, err) : st;
 }
 
 static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error *err)
@@ -1484,6 +1695,8 @@ static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error
 	if (!d)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate KV descriptors");
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		if (pt_hparams_is_recurrent(hp, il))
+			continue; /* no KV cache: the recurrent state (alloc_linear) */
 		d[il].n_kv_head = hp->n_head_kv[il];
 		d[il].head_dim_k = pt_hparams_head_dim_k(hp, il);
 		d[il].head_dim_v = pt_hparams_head_dim_v(hp, il);
@@ -1523,6 +1736,8 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	if (f->n_batch > f->n_ctx)
 		f->n_batch = f->n_ctx;
 	f->n_seq = opts->n_seq ? opts->n_seq : 1;
+	f->dn_chunk_min = opts->dn_chunk_min == UINT32_MAX ? 0 : opts->dn_chunk_min ?
+			  opts->dn_chunk_min : DN_CHUNK_MIN_DEFAULT;
 	if (f->n_seq > PT_FWD_MAX_SEQ) {
 		pt_free(f);
 		return pt_error_set(err, PT_E_INVALID, "forward: %u sequences (at most %u)",
@@ -1569,8 +1784,15 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->bxqd);
 	pt_free(f->xin);
 	pt_free(f->xgq);
-	for (uint32_t s = 0; f->seqs && s < f->n_seq; s++)
+	float *lin[] = { f->agate, f->lin_qkv, f->lin_y, f->lin_z, f->lin_b, f->lin_a, f->lin_o,
+			 f->dn_scratch };
+	for (size_t i = 0; i < sizeof(lin) / sizeof(lin[0]); i++)
+		pt_free(lin[i]);
+	pt_free(f->rs_off);
+	for (uint32_t s = 0; f->seqs && s < f->n_seq; s++) {
 		pt_kv_fini(&f->seqs[s].kv);
+		pt_free(f->seqs[s].rs);
+	}
 	pt_free(f->seqs);
 	pt_free(f);
 }

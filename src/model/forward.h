@@ -34,6 +34,10 @@ struct pt_fwd_opts {
 	/* Sequences, each with its own KV cache and position (0: 1).  The calls without a
 	 * sequence act on sequence 0. */
 	uint32_t n_seq;
+	/* Linear-attention layers: prefill chunks of at least this many rows of one sequence
+	 * use the chunked delta rule (0: the default 16; UINT32_MAX: never, token by token
+	 * as a decode does). */
+	uint32_t dn_chunk_min;
 };
 
 #define PT_FWD_MAX_SEQ 256
@@ -49,8 +53,9 @@ int64_t pt_fwd_pos(const pt_fwd *f);
 /* Wall time spent in the output head so far (final norm, lm head, softcap), in ns. */
 uint64_t pt_fwd_head_ns(const pt_fwd *f);
 /* Forgets positions pos.. (0 <= pos <= pt_fwd_pos).  Linear layers only move the position; a
- * sliding-window ring must still hold the window of pos, else PT_E_LIMIT and nothing changes
- * (the caller resets to 0 and replays the tokens it keeps). */
+ * sliding-window ring must still hold the window of pos, and a recurrent state can only go
+ * back to 0, else PT_E_LIMIT and nothing changes (the caller restores a checkpoint or
+ * resets to 0, and replays the tokens it keeps). */
 enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err);
 uint32_t pt_fwd_n_ctx(const pt_fwd *f);
 
@@ -93,7 +98,16 @@ enum pt_status pt_fwd_seq_save(const pt_fwd *f, uint32_t seq, void *buf, uint64_
 			       struct pt_error *err);
 enum pt_status pt_fwd_seq_load(pt_fwd *f, uint32_t seq, int64_t pos, const void *buf,
 			       uint64_t size, struct pt_error *err);
-/* dst becomes a copy of src (its KV rows and position). */
+/* Recurrent state (linear-attention layers; 0 bytes for other models): its size per
+ * sequence, a copy of sequence seq's, and putting one back: seq is then at pos (< its
+ * position; the KV rows below pos are kept), which must be the position the state was
+ * saved at - the caller's bookkeeping (the engine's checkpoints). */
+uint64_t pt_fwd_rs_bytes(const pt_fwd *f);
+enum pt_status pt_fwd_seq_rs_save(const pt_fwd *f, uint32_t seq, float *buf,
+				  struct pt_error *err);
+enum pt_status pt_fwd_seq_rs_restore(pt_fwd *f, uint32_t seq, int64_t pos, const float *buf,
+				     struct pt_error *err);
+/* dst becomes a copy of src (its KV rows, recurrent state and position). */
 enum pt_status pt_fwd_seq_copy(pt_fwd *f, uint32_t dst, uint32_t src, struct pt_error *err);
 
 #endif

@@ -262,9 +262,10 @@ static enum pt_status gemma_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 	if (hp->n_shared_kv_layers >= hp->n_layer)
 		return pt_error_set(err, PT_E_FORMAT, "%s.attention.shared_kv_layers = %u >= %u",
 				    hp->arch_name, hp->n_shared_kv_layers, hp->n_layer);
-	/* Hard-coded in llama.cpp's gemma4 graph: softmax, normalised, no scale. */
-	hp->gating = PT_GATING_SOFTMAX;
-	hp->expert_weights_norm = true;
+	/* the recipe fixes the routing (softmax, normalised, no scale): no key is read */
+	enum pt_status rst = pt_arch_read_route_keys(g, hp, PT_GATING_SOFTMAX, err);
+	if (rst != PT_OK)
+		return rst;
 	hp->rope_partial_full = 0.25f;
 	hp->k_eq_v_full = true; /* refined from the tensor table */
 	return PT_OK;

@@ -172,22 +172,9 @@ static enum pt_status glm_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 				    struct pt_error *err)
 {
 	enum pt_status st;
-	uint32_t gating = 0;
-	TRY(pt_rkey_u32(g, hp, "expert_feed_forward_length", true, &hp->n_ff_exp, err));
-	TRY(pt_rkey_u32(g, hp, "expert_shared_count", true, &hp->n_expert_shared, err));
-	TRY(pt_rkey_u32(g, hp, "leading_dense_block_count", false, &hp->n_layer_dense_lead, err));
-	TRY(pt_rkey_u32(g, hp, "expert_gating_func", false, &gating, err));
-	TRY(pt_rkey_f32(g, hp, "expert_weights_scale", false, &hp->expert_weights_scale, err));
-	TRY(pt_rkey_bool(g, hp, "expert_weights_norm", &hp->expert_weights_norm, err));
-	TRY(pt_rkey_u32(g, hp, "expert_group_count", false, &hp->n_expert_groups, err));
-	TRY(pt_rkey_u32(g, hp, "expert_group_used_count", false, &hp->n_group_used, err));
+	/* llama.cpp's default for this arch when expert_gating_func is absent: sigmoid */
+	TRY(pt_arch_read_route_keys(g, hp, PT_GATING_SIGMOID, err));
 	TRY(pt_rkey_u32(g, hp, "nextn_predict_layers", false, &hp->n_layer_nextn, err));
-	if (gating == PT_GATING_NONE)
-		gating = PT_GATING_SIGMOID; /* llama.cpp's default for this arch */
-	if (gating != PT_GATING_SOFTMAX && gating != PT_GATING_SIGMOID)
-		return pt_error_set(err, PT_E_UNSUPPORTED, "%s.expert_gating_func = %u unsupported",
-				    hp->arch_name, gating);
-	hp->gating = (enum pt_gating)gating;
 	/* block_count counts the NextN blocks; the trunk is the rest */
 	if (hp->n_layer_nextn >= hp->n_layer)
 		return pt_error_set(err, PT_E_FORMAT, "%s.nextn_predict_layers = %u of %u blocks",

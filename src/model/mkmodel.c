@@ -165,7 +165,8 @@ static double attn_out_gain(double skew, const char *name)
 
 /* Calibrated on `small` files with `particle routing --gen 128` against Qwen3-30B-A3B's
  * published next-token repeat 0.45, within-8 repeat 0.80 and LRU hit 0.90-0.95 at 40 %
- * residency (docs/MODELS.md has the measured table). */
+ * residency (docs/MODELS.md has the measured table).  Those are the only complete published
+ * figures: Sarvam, GLM, DeepSeek and gpt-oss have none, so their levels reproduce Qwen3's. */
 double pt_mkmodel_real_skew(enum pt_arch arch)
 {
 	switch (arch) {
@@ -173,6 +174,8 @@ double pt_mkmodel_real_skew(enum pt_arch arch)
 		return 10.0;
 	case PT_ARCH_GEMMA4:
 		return 1.5;
+	case PT_ARCH_GLM4MOE:
+		return 7.5; /* no published GLM routing statistics: the Qwen3 figures' level */
 	default:
 		return 8.0;
 	}
@@ -241,6 +244,10 @@ static void small_rows(const struct pt_hparams *hp, const struct pt_tensor_desc 
 	case PT_INIT_BIAS:
 		for (uint64_t i = 0; i < n; i++)
 			out[i] = 0.05f * unit(&s);
+		break;
+	case PT_INIT_SSM_A: /* per-token decay exp(softplus(.) * a) ~ 0.5 .. 0.95 */
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = -0.55f + 0.45f * unit(&s);
 		break;
 	case PT_INIT_ROUTER_BIAS: /* a mild static popularity (real exp_probs_b are not 0) */
 		for (uint64_t i = 0; i < n; i++)
@@ -585,17 +592,28 @@ static enum pt_status write_part(const struct pt_mkmodel_opts *o, const struct p
 	return st;
 }
 
-static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
-				 const struct vocab *v, const struct pt_tensor_list *l,
-				 const uint32_t *types, struct writer *wr, struct pt_error *err)
+/* Tensor data bytes of the file (unpadded). */
+static enum pt_status tensor_bytes(const struct pt_tensor_list *l, const uint32_t *types,
+				   uint64_t *total, struct pt_error *err)
 {
+	*total = 0;
 	for (uint32_t i = 0; i < l->n; i++) {
 		uint64_t rb;
 		if (pt_type_row_bytes(types[i], l->t[i].ne[0], &rb) != 0)
 			return pt_error_set(err, PT_E_INVALID, "%s: bad row for %s", l->t[i].name,
 					    pt_type_name(types[i]));
-		wr->total += rb * l->t[i].ne[1] * l->t[i].ne[2];
+		*total += rb * l->t[i].ne[1] * l->t[i].ne[2];
 	}
+	return PT_OK;
+}
+
+static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
+				 const struct vocab *v, const struct pt_tensor_list *l,
+				 const uint32_t *types, struct writer *wr, struct pt_error *err)
+{
+	enum pt_status tst = tensor_bytes(l, types, &wr->total, err);
+	if (tst != PT_OK)
+		return tst;
 	if (!o->split_max_size && !o->split_max_tensors)
 		return write_part(o, hp, v, l, types, NULL, 0, 1, o->out_path, wr, err);
 	uint32_t *part = pt_mallocn(l->n ? l->n : 1, sizeof *part);
@@ -708,6 +726,30 @@ enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error
 	}
 	pt_gguf_writer_destroy(wr.w); /* removes the file unless finished */
 	buffers_free(&wr);
+	pt_free(types);
+	pt_tensor_list_free(&l);
+	pt_vocab_free(&v.compact);
+	pt_vocab_spec_destroy(v.imported);
+	return st;
+}
+
+enum pt_status pt_mkmodel_size(const struct pt_mkmodel_opts *o, uint64_t *bytes,
+				struct pt_error *err)
+{
+	struct pt_hparams hp;
+	struct vocab v = { 0 };
+	struct pt_tensor_list l = { 0 };
+	uint32_t *types = NULL;
+	*bytes = 0;
+	enum pt_status st = prepare(o, &hp, &v, err);
+	if (st == PT_OK)
+		st = pt_arch_tensors(&hp, &l, err);
+	if (st == PT_OK && !(types = pt_mallocn(l.n ? l.n : 1, sizeof *types)))
+		st = pt_error_set(err, PT_E_NOMEM, "out of memory");
+	if (st == PT_OK) {
+		pt_mix_assign(o->mix, &hp, &l, types);
+		st = tensor_bytes(&l, types, bytes, err);
+	}
 	pt_free(types);
 	pt_tensor_list_free(&l);
 	pt_vocab_free(&v.compact);

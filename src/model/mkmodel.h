@@ -39,6 +39,12 @@ struct pt_mkmodel_opts {
 /* Writes opts->out_path.  On failure the partial file is removed. */
 enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error *err);
 
+/* The tensor data bytes pt_mkmodel_write would write for o (out_path unused, nothing
+ * written): the file is that plus its metadata (the vocabulary: at most a few MiB).  What a
+ * caller checks against free disk space before writing a full-size file. */
+enum pt_status pt_mkmodel_size(const struct pt_mkmodel_opts *o, uint64_t *bytes,
+				struct pt_error *err);
+
 /* Rewrites, in place, the tensors and the particle.mkmodel.router_skew value that
  * --router-skew changes in o->out_path, for o->router_skew (o->threads, o->progress; the
  * other fields come from the file).  Refuses a file whose general.name / particle.mkmodel.*

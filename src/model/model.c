@@ -3,6 +3,7 @@
  * place in the mapping, and the mmap expert provider. */
 #include "model/model.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +27,10 @@ static void detect_layout(struct pt_model *m)
 {
 	struct pt_hparams *hp = &m->hp;
 	hp->tied_embeddings = !pt_gguf_find_tensor(m->g, "output.weight");
-	hp->fused_qkv = tensor(m, "blk.%d.attn_qkv.weight", 0) != NULL;
+	uint32_t full = 0; /* a full-attention layer (linear-attention ones have attn_qkv too) */
+	while (full < hp->n_layer && hp->is_recr[full])
+		full++;
+	hp->fused_qkv = full < hp->n_layer && tensor(m, "blk.%d.attn_qkv.weight", (int)full);
 	hp->has_layer_output_scale = tensor(m, "blk.%d.layer_output_scale.weight", 0) != NULL;
 	hp->has_exp_probs_b = false;
 	hp->fused_gate_up_exps = false;
@@ -38,7 +42,7 @@ static void detect_layout(struct pt_model *m)
 	}
 }
 
-static enum pt_status check_types(const struct pt_model *m, struct pt_error *err)
+static enum pt_status check_types(struct pt_model *m, struct pt_error *err)
 {
 	struct pt_tensor_list l = { 0 };
 	enum pt_status st = pt_arch_tensors(&m->hp, &l, err);
@@ -48,7 +52,9 @@ static enum pt_status check_types(const struct pt_model *m, struct pt_error *err
 		if (!t)
 			continue; /* optional tensors absent: the shape check already ruled */
 		const char *tn = pt_type_name(t->type);
-		if (d->n_dims == 1 && t->type != PT_TYPE_F32) {
+		if (d->role == PT_ROLE_SKIP) {
+			m->skipped_bytes += t->nbytes; /* never bound: any type will do */
+		} else if (d->n_dims == 1 && t->type != PT_TYPE_F32) {
 			st = pt_error_set(err, PT_E_UNSUPPORTED,
 					  "tensor %s: type %s, expected F32 for a 1-D tensor", d->name,
 					  tn);
@@ -200,7 +206,60 @@ static enum pt_status bind_layer(const struct pt_model *m, int il, struct pt_lay
 	L->down_exps_scale = vec(m, "blk.%d.ffn_down_exps.scale", il);
 	L->layer_out_scale = vec(m, "blk.%d.layer_output_scale.weight", il);
 	L->is_moe = L->router.data != NULL;
+	L->sh_gate_inp = vec(m, "blk.%d.ffn_gate_inp_shexp.weight", il);
+	const struct pt_gguf_tensor *conv = tensor(m, "blk.%d.ssm_conv1d.weight", il);
+	if (st == PT_OK && conv) {
+		/* a linear-attention layer: attn_qkv is the conv input, not Q/K/V */
+		L->is_recr = true;
+		L->ssm_qkv = L->wqkv;
+		memset(&L->wqkv, 0, sizeof L->wqkv);
+		if (conv->type != PT_TYPE_F32)
+			return pt_error_set(err, PT_E_UNSUPPORTED, "tensor blk.%d.ssm_conv1d.weight: "
+					    "type %s, expected F32", il, pt_type_name(conv->type));
+		L->ssm_conv1d = (const float *)conv->data;
+		st = bind_mat(m, "blk.%d.attn_gate.weight", il, &L->ssm_z, err);
+		if (st == PT_OK)
+			st = bind_mat(m, "blk.%d.ssm_beta.weight", il, &L->ssm_beta, err);
+		if (st == PT_OK)
+			st = bind_mat(m, "blk.%d.ssm_alpha.weight", il, &L->ssm_alpha, err);
+		if (st == PT_OK)
+			st = bind_mat(m, "blk.%d.ssm_out.weight", il, &L->ssm_out, err);
+		L->ssm_dt = vec(m, "blk.%d.ssm_dt.bias", il);
+		L->ssm_a = vec(m, "blk.%d.ssm_a", il);
+		L->ssm_norm = vec(m, "blk.%d.ssm_norm.weight", il);
+	}
 	return st;
+}
+
+/* IMROPE (ggml_mrope_cache_init, interleaved): pair i of the rotated dims takes its angle
+ * from section (i mod sum) by i mod 3 while i < 3 * section, else from the 4th ("extra")
+ * position, which is 0 for text.  Pairs on the extra position do not rotate. */
+static enum pt_status rope_sections(struct pt_model *m, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &m->hp;
+	const uint32_t *sec = hp->rope_sections;
+	const uint32_t dims = sec[0] + sec[1] + sec[2] + sec[3];
+	if (dims == 0)
+		return PT_OK;
+	if (dims > hp->n_rot)
+		return pt_error_set(err, PT_E_FORMAT, "key %s.rope.dimension_sections: %u pairs > "
+				    "rope.dimension_count %u", hp->arch_name, dims, hp->n_rot);
+	bool any = false;
+	float *ff = pt_mallocn(hp->n_rot / 2, sizeof(float));
+	if (!ff)
+		return pt_error_set(err, PT_E_NOMEM, "cannot allocate rope factors");
+	for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
+		const uint32_t s = i % dims;
+		const bool rot = (s % 3 == 0 && s < 3 * sec[0]) || (s % 3 == 1 && s < 3 * sec[1]) ||
+				 (s % 3 == 2 && s < 3 * sec[2]);
+		ff[i] = rot ? 1.0f : INFINITY;
+		any = any || !rot;
+	}
+	if (!any)
+		pt_free(ff);
+	else
+		m->rope_sect_ff = ff;
+	return PT_OK;
 }
 
 static enum pt_status mmap_get(void *ctx, uint32_t layer, uint32_t expert,
@@ -236,6 +295,8 @@ static enum pt_status bind_all(struct pt_model *m, struct pt_error *err)
 		return pt_error_set(err, PT_E_NOMEM, "cannot allocate the layer table");
 	for (uint32_t il = 0; st == PT_OK && il < m->hp.n_layer; il++)
 		st = bind_layer(m, (int)il, &m->layers[il], err);
+	if (st == PT_OK)
+		st = rope_sections(m, err);
 	m->mmap_provider.ctx = m;
 	m->mmap_provider.get = mmap_get;
 	m->mmap_provider.release = NULL;
@@ -287,6 +348,7 @@ void pt_model_close(struct pt_model *m)
 	if (!m)
 		return;
 	pt_free(m->layers);
+	pt_free(m->rope_sect_ff);
 	pt_gguf_close(m->g);
 	pt_free(m);
 }
@@ -303,4 +365,11 @@ enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float 
 		return pt_error_set(err, PT_E_FORMAT, "token_embd.weight: bad row length");
 	return pt_quant_dequant_row((enum pt_type)t->type, t->data + (size_t)tok * rb, out,
 				    t->ne[0], err);
+}
+
+uint32_t pt_model_computed_layers(const pt_gguf *g)
+{
+	struct pt_hparams hp;
+	struct pt_error err = { 0 };
+	return pt_arch_read_hparams(g, &hp, &err) == PT_OK ? hp.n_layer : UINT32_MAX;
 }

@@ -78,6 +78,17 @@ struct pt_layer_weights {
 	const float *layer_out_scale; /* gemma4 layer_output_scale [1] */
 	struct pt_expert_mat gate_exps, up_exps, gate_up_exps, down_exps;
 	bool is_moe;
+	/* shared-expert gate (qwen35moe): the shared expert's output times
+	 * sigmoid(sh_gate_inp . h), [n_embd] */
+	const float *sh_gate_inp;
+	/* linear attention (Gated DeltaNet; a layer with ssm_conv1d): qkv (attn_qkv), z
+	 * (attn_gate), beta / alpha projections, output (ssm_out) */
+	bool is_recr;
+	struct pt_kern_mat ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
+	const float *ssm_conv1d; /* [conv_dim][d_conv], F32 */
+	const float *ssm_dt;     /* [n_v] dt bias */
+	const float *ssm_a;      /* [n_v] -exp(A_log) */
+	const float *ssm_norm;   /* [d_v], shared by the value heads */
 };
 
 struct pt_model {
@@ -86,9 +97,15 @@ struct pt_model {
 	const struct pt_gguf_tensor *tok_embd;
 	const float *output_norm;
 	const float *rope_freqs; /* gemma4 full layers */
+	/* IMROPE sections (qwen35moe) that leave pairs unrotated for text positions (p, p, p,
+	 * 0): freq factors 1 / INFINITY per pair; NULL when every pair rotates (plain NEOX) */
+	float *rope_sect_ff;
 	struct pt_kern_mat output; /* the lm head: output.weight or token_embd when tied */
 	struct pt_layer_weights *layers;
 	struct pt_expert_provider mmap_provider;
+	/* bytes of the tensors in the file that are never bound nor read (PT_ROLE_SKIP: GLM's
+	 * NextN blocks): not computed, not resident, no expert slots */
+	uint64_t skipped_bytes;
 };
 
 /* Opens path, reads and validates the hyper-parameters, checks every tensor's presence,
@@ -99,6 +116,11 @@ enum pt_status pt_model_open(const char *path, struct pt_model **out, struct pt_
 /* Same over an already-open GGUF; takes ownership of g (closed on failure too). */
 enum pt_status pt_model_from_gguf(pt_gguf *g, struct pt_model **out, struct pt_error *err);
 void pt_model_close(struct pt_model *m); /* NULL-safe */
+
+/* The blocks the forward pass computes (hp.n_layer: GLM's NextN blocks past the trunk are
+ * not), for building an expert layout without opening the model (pack, pull); UINT32_MAX
+ * (every block) when the file's hyper-parameters cannot be read. */
+uint32_t pt_model_computed_layers(const pt_gguf *g);
 
 /* Dequantizes embedding row tok (< n_vocab) into out[n_embd]. */
 enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float *out,

@@ -186,6 +186,11 @@ void pt_op_swiglu(float *out, const float *gate, const float *up, int n)
 		pt_kern_swiglu_avx2(out, gate, up, n);
 		return;
 	}
+#elif defined(PT_KERN_ARM64)
+	if (pt_kern_level() >= PT_KERN_LEVEL_NEON) {
+		pt_kern_swiglu_neon(out, gate, up, n);
+		return;
+	}
 #endif
 	pt_op_swiglu_ref(out, gate, up, n);
 }

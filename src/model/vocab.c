@@ -209,6 +209,41 @@ static enum pt_status qwen_vocab(struct pt_vocab *v, struct pt_error *err)
 	return PT_OK;
 }
 
+static enum pt_status glm_vocab(struct pt_vocab *v, struct pt_error *err)
+{
+	/* GLM-4.5's added tokens, ids 151329..151364 in the real vocabulary (same order here,
+	 * after the ordinary tokens); all CONTROL, as the published GGUFs type them. */
+	static const char *const sp[] = {
+		"<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>",
+		"<|user|>", "<|assistant|>", "<|observation|>", "<|begin_of_image|>",
+		"<|end_of_image|>", "<|begin_of_video|>", "<|end_of_video|>", "<|begin_of_audio|>",
+		"<|end_of_audio|>", "<|begin_of_transcription|>", "<|end_of_transcription|>",
+		"<|code_prefix|>", "<|code_middle|>", "<|code_suffix|>", "<think>", "</think>",
+		"<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<arg_key>",
+		"</arg_key>", "<arg_value>", "</arg_value>", "/nothink", "<|begin_of_box|>",
+		"<|end_of_box|>", "<|image|>", "<|video|>",
+	};
+	enum pt_status st;
+	v->model = "gpt2";
+	v->pre = "glm4";
+	v->chat_template = pt_template_glm45;
+	if ((st = byte_symbols(v, false, err)) != PT_OK ||
+	    (st = add_word_merges(v, "\xc4\xa0", err)) != PT_OK)
+		return st;
+	for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+		if (add_token(v, sp[i], PT_TOKTYPE_CONTROL, true) < 0)
+			return nomem(err);
+	/* convert_hf_to_gguf.py (Glm4MoeModel.set_vocab): bos [gMASK], eos/unk/pad
+	 * <|endoftext|>, eot <|user|>, eom <|observation|>; the template writes [gMASK]<sop>
+	 * itself, so no BOS is added */
+	v->bos = pt_vocab_find(v, "[gMASK]");
+	v->eos = v->unk = v->pad = pt_vocab_find(v, "<|endoftext|>");
+	v->eot = pt_vocab_find(v, "<|user|>");
+	v->eom = pt_vocab_find(v, "<|observation|>");
+	v->add_bos = false;
+	return PT_OK;
+}
+
 static enum pt_status gemma_vocab(struct pt_vocab *v, struct pt_error *err)
 {
 	/* Gemma order: <pad> <eos> <bos> <unk> <mask> first (ids 0-4 as in the real vocab). */
@@ -287,14 +322,18 @@ enum pt_status pt_vocab_compact(enum pt_arch arch, uint32_t pad_to, struct pt_vo
 	enum pt_status st;
 	char name[32];
 	memset(v, 0, sizeof *v);
-	v->bos = v->eos = v->eot = v->pad = v->unk = -1;
+	v->bos = v->eos = v->eot = v->pad = v->unk = v->eom = -1;
 	switch (arch) {
 	case PT_ARCH_QWEN3MOE: st = qwen_vocab(v, err); break;
 	case PT_ARCH_GEMMA4: st = gemma_vocab(v, err); break;
 	case PT_ARCH_BAILINGMOE2: st = sarvam_vocab(v, err); break;
-	/* GLM-4.5's own vocabulary (pre "glm4") is not in the fixtures: the Qwen2 family's
-	 * byte-level BPE, from which GLM's is derived, stands in */
-	case PT_ARCH_GLM4MOE: st = qwen_vocab(v, err); break;
+	case PT_ARCH_GLM4MOE: st = glm_vocab(v, err); break;
+	/* Qwen3.5's own vocabulary (248320 tokens) is not in the fixtures nor in an npm package
+	 * here: Qwen3's and its template stand in, with Qwen3.5's pre-tokenizer */
+	case PT_ARCH_QWEN35MOE:
+		st = qwen_vocab(v, err);
+		v->pre = "qwen35"; /* Qwen3.5's splitter: combining marks join letters */
+		break;
 	default: st = pt_error_set(err, PT_E_INVALID, "no vocabulary for this architecture");
 	}
 	while (st == PT_OK && v->n < pad_to) {
@@ -350,6 +389,7 @@ enum pt_status pt_vocab_write(const struct pt_vocab *v, pt_gguf_writer *w,
 	TRY(set_id(w, "tokenizer.ggml.eot_token_id", v->eot, err));
 	TRY(set_id(w, "tokenizer.ggml.unknown_token_id", v->unk, err));
 	TRY(set_id(w, "tokenizer.ggml.padding_token_id", v->pad, err));
+	TRY(set_id(w, "tokenizer.ggml.eom_token_id", v->eom, err));
 	TRY(pt_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos, err));
 	if (v->add_space_prefix_key)
 		TRY(pt_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false, err));

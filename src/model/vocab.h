@@ -3,7 +3,9 @@
  * special tokens, token types, special ids and real chat template (TOKENIZERS.md 2).
  *   qwen3moe:    tokenizer.ggml.model gpt2, pre qwen2, GPT-2 byte-level strings (Ġ = space)
  *   bailingmoe2: model gpt2, pre sarvam-moe, SentencePiece-style strings (▁ = space)
- *   gemma4:      model gemma4 (pre implied), ▁ strings, <0xNN> byte-fallback tokens */
+ *   gemma4:      model gemma4 (pre implied), ▁ strings, <0xNN> byte-fallback tokens
+ *   glm4moe:     model gpt2, pre glm4, GPT-2 byte-level strings, GLM-4.5's 36 added tokens
+ *                ([gMASK] <sop> <|user|> ... in their real order) after the ordinary ones */
 #ifndef PT_MODEL_VOCAB_H
 #define PT_MODEL_VOCAB_H
 
@@ -26,6 +28,7 @@ struct pt_vocab {
 	uint32_t n_merges;
 	uint32_t cap_merges;
 	int32_t bos, eos, eot, pad, unk; /* -1 = key not written */
+	int32_t eom;                     /* -1 = key not written (GLM: <|observation|>) */
 	bool add_bos;
 	bool add_space_prefix_key;       /* write tokenizer.ggml.add_space_prefix = false */
 	const char *chat_template;       /* static */
@@ -34,6 +37,7 @@ struct pt_vocab {
 extern const char pt_template_qwen3[];
 extern const char pt_template_gemma4[];
 extern const char pt_template_sarvam[];
+extern const char pt_template_glm45[];
 
 /* Builds the family's compact vocabulary; pad_to > n appends "[PADi]" UNUSED tokens up to
  * pad_to entries (full presets keep the real vocabulary size). */

@@ -59,6 +59,8 @@ static cJSON *timings_json(const struct pt_gen_stats *st)
 	if (!t)
 		return NULL;
 	cJSON_AddNumberToObject(t, "cache_n", st->reused_tokens);
+	/* of those, evaluated again after a recurrent-state checkpoint (issue 18) */
+	cJSON_AddNumberToObject(t, "cache_replayed_n", st->replayed_tokens);
 	cJSON_AddNumberToObject(t, "prompt_n", st->prefill_tokens);
 	cJSON_AddNumberToObject(t, "prompt_ms", st->prefill_s * 1e3);
 	cJSON_AddNumberToObject(t, "prompt_per_second",

@@ -83,6 +83,8 @@ static void on_metrics(void *ctx, const struct pt_http_req *req, struct pt_http_
 	       (double)sn.prompt_tokens_total);
 	metric(&b, "prompt_cached_tokens_total", "counter", "prompt tokens reused from the KV cache",
 	       (double)sn.cached_tokens_total);
+	metric(&b, "prompt_replayed_tokens_total", "counter", "reused prompt tokens evaluated again "
+	       "after a recurrent-state checkpoint", (double)sn.replayed_tokens_total);
 	metric(&b, "generated_tokens_total", "counter", "tokens generated",
 	       (double)sn.gen_tokens_total);
 	metric(&b, "prefill_seconds_total", "counter", "time spent evaluating prompts", sn.prefill_s_total);

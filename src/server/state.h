@@ -39,6 +39,7 @@ struct pt_server_snapshot {
 	/* totals since start */
 	uint64_t requests_total, requests_ok, requests_cancelled, requests_rejected;
 	uint64_t prompt_tokens_total, cached_tokens_total, gen_tokens_total;
+	uint64_t replayed_tokens_total; /* cached tokens evaluated again (recurrent checkpoints) */
 	double prefill_s_total, decode_s_total;
 	/* the last finished request */
 	double last_ttft_s, last_decode_tps, last_prefill_tps;

@@ -422,6 +422,7 @@ static void finish_job(pt_server *s, uint32_t k)
 	}
 	sn->prompt_tokens_total += st->prompt_tokens;
 	sn->cached_tokens_total += st->reused_tokens;
+	sn->replayed_tokens_total += st->replayed_tokens;
 	sn->gen_tokens_total += st->gen_tokens;
 	sn->prefill_s_total += st->prefill_s;
 	sn->decode_s_total += st->decode_s;

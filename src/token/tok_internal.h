@@ -15,6 +15,7 @@ enum tok_split {
 	SPLIT_GPT2,     /* unicode_regex_split_custom_gpt2 */
 	SPLIT_LLAMA3,   /* custom llama3: contractions, letters, \p{N}{1,3}, ... */
 	SPLIT_QWEN2,    /* same scanner with single digits */
+	SPLIT_QWEN35,   /* Qwen2's with combining marks joining letters (pre "qwen35") */
 	SPLIT_NEWLINES, /* [^\n]+|[\n]+ (gemma4, sarvam-moe) */
 	SPLIT_DEFAULT,  /* the four-regex "default" list: PCRE2 for the std::regex ones */
 };

@@ -207,6 +207,7 @@ static enum pt_status configure(struct pt_tok *t, const struct pt_vocab_spec *s,
 					     "megrez", NULL };
 	static const char *const llama3[] = { "llama3", "llama-v3", "llama-bpe", NULL };
 	static const char *const gpt2[] = { "gpt-2", NULL };
+	static const char *const glm4[] = { "glm4", "chatglm-bpe", NULL };
 	const char *model = s->model ? s->model : "";
 	const char *pre = s->pre ? s->pre : "";
 	t->bos = t->eos = t->eot = t->eom = t->unk = t->sep = t->pad = -1;
@@ -227,10 +228,16 @@ static enum pt_status configure(struct pt_tok *t, const struct pt_vocab_spec *s,
 			t->split = SPLIT_DEFAULT;
 		} else if (pre_is(pre, qwen2)) {
 			t->split = SPLIT_QWEN2, t->clean_spaces = false;
+		} else if (strcmp(pre, "qwen35") == 0) { /* Qwen3.5 / 3.6 */
+			t->split = SPLIT_QWEN35, t->clean_spaces = false;
 		} else if (pre_is(pre, llama3)) {
 			t->split = SPLIT_LLAMA3, t->ignore_merges = true, t->add_bos = true;
 		} else if (pre_is(pre, gpt2)) {
 			t->split = SPLIT_GPT2;
+		} else if (pre_is(pre, glm4)) {
+			/* llama.cpp CHATGLM4: llama3's regex with the merges applied, no default
+			 * BOS (GLM's template writes [gMASK]<sop> itself) */
+			t->split = SPLIT_LLAMA3, t->bos = -1;
 		} else if (strcmp(pre, "gemma4") == 0) {
 			t->split = SPLIT_NEWLINES, t->escape_ws = true, t->byte_encode = false;
 			t->newline_words = true;

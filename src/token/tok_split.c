@@ -137,10 +137,13 @@ static void scan_gpt2(struct seg *s)
 	}
 }
 
-/* Llama-3 (maxdig 3) and Qwen2 (maxdig 1):
+/* Llama-3 (maxdig 3) and Qwen2 (maxdig 1), lm = PT_UF_LETTER:
  * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,maxdig}
- * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-static void scan_llama3(struct seg *s, size_t maxdig)
+ * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * Qwen3.5 (maxdig 1, lm = letters and marks): letter runs and the punctuation class take
+ * \p{M} with \p{L} ([\p{L}\p{M}]+, [^\s\p{L}\p{M}\p{N}]), as llama.cpp's
+ * unicode_regex_split_custom_qwen35. */
+static void scan_llama3(struct seg *s, size_t maxdig, uint16_t lm)
 {
 	for (size_t pos = s->ini; pos < s->end && !s->st;) {
 		uint32_t c = cpt_at(s, pos);
@@ -150,9 +153,9 @@ static void scan_llama3(struct seg *s, size_t maxdig)
 			pos += add(s, pos + k);
 			continue;
 		}
-		if (!(c == '\r' || c == '\n' || IS_N(f)) && (IS_L(f) || IS_L(fl_at(s, pos + 1)))) {
+		if (!(c == '\r' || c == '\n' || IS_N(f)) && ((f | fl_at(s, pos + 1)) & lm)) {
 			pos++;
-			while (IS_L(fl_at(s, pos)))
+			while (fl_at(s, pos) & lm)
 				pos++;
 			add(s, pos);
 			continue;
@@ -169,9 +172,9 @@ static void scan_llama3(struct seg *s, size_t maxdig)
 			continue;
 		}
 		uint16_t f2 = c == ' ' ? fl_at(s, pos + 1) : f;
-		if (!(IS_WS(f2) | IS_L(f2) | IS_N(f2)) && f) {
+		if (!(IS_WS(f2) | (f2 & lm) | IS_N(f2)) && f) {
 			pos += (c == ' ');
-			while (!(IS_WS(f2) | IS_L(f2) | IS_N(f2)) && f2)
+			while (!(IS_WS(f2) | (f2 & lm) | IS_N(f2)) && f2)
 				f2 = fl_at(s, ++pos);
 			for (uint32_t c2 = cpt_at(s, pos); c2 == '\r' || c2 == '\n';)
 				c2 = cpt_at(s, ++pos);
@@ -322,9 +325,11 @@ enum pt_status tok_split_words(const struct pt_tok *t, const uint32_t *cps, size
 		if (t->split == SPLIT_GPT2)
 			scan_gpt2(&s);
 		else if (t->split == SPLIT_LLAMA3)
-			scan_llama3(&s, 3);
+			scan_llama3(&s, 3, PT_UF_LETTER);
 		else if (t->split == SPLIT_QWEN2)
-			scan_llama3(&s, 1);
+			scan_llama3(&s, 1, PT_UF_LETTER);
+		else if (t->split == SPLIT_QWEN35)
+			scan_llama3(&s, 1, PT_UF_LETTER | PT_UF_MARK);
 		else
 			scan_newlines(&s);
 		st = s.st;

@@ -208,4 +208,9 @@ B="$TMP/b.gguf"
 if "$PARTICLE" mkmodel --arch bailingmoe2 --preset tiny --quant f32 -o "$B" >/dev/null 2>&1 &&
 	out=$(python3 "$DIR/run_pty.py" "$PARTICLE" "$B" "$TMP" 2>&1); then ok; else bad "interactive session: $out"; fi
 echo "$out"
+# the same session on qwen35moe: linear-attention state restored from checkpoints (issue 18)
+Q="$TMP/q35.gguf"
+if "$PARTICLE" mkmodel --arch qwen35moe --preset tiny --quant q8_0 -o "$Q" >/dev/null 2>&1 &&
+	out=$(python3 "$DIR/run_pty.py" "$PARTICLE" "$Q" "$TMP" 2>&1); then ok; else bad "qwen35moe interactive session: $out"; fi
+echo "$out" | sed 's/^/qwen35moe: /'
 finish

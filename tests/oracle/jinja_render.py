@@ -48,7 +48,7 @@ FAMILIES = [("gemma", "<bos>", "<eos>"), ("llama-3", "<|begin_of_text|>", "<|eot
             ("deepseek", "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
              "<\uff5cend\u2581of\u2581sentence\uff5c>"),
             ("phi", "<|endoftext|>", "<|endoftext|>"), ("gpt-oss", "<|startoftext|>", "<|return|>"),
-            ("qwen", "<|endoftext|>", "<|im_end|>")]
+            ("qwen", "<|endoftext|>", "<|im_end|>"), ("glm", "[gMASK]", "<|endoftext|>")]
 OPTION_SETS = [("gen", []), ("nogen", ["--no-generation-prompt"]), ("objargs", ["--object-arguments"]),
                ("think0", ["--var", "enable_thinking=false"]),
                ("think1", ["--var", "enable_thinking=true", "--no-generation-prompt"])]

@@ -6,7 +6,9 @@
 # A case where jinja2 raises must make particle fail (exit 2) and vice versa.
 . tests/cli/lib.sh
 python3 -c 'import jinja2' 2>/dev/null || { echo "python3 jinja2 missing"; echo "0 passed, 1 failed"; exit 1; }
-templates=$(ls "$PT_SHARED"/fixtures/templates/*.jinja | tr '\n' ',' | sed 's/,$//')
+# plus the real templates not in shared/ yet (tests/fixtures/templates/SOURCES.md)
+templates=$(ls "$PT_SHARED"/fixtures/templates/*.jinja tests/fixtures/templates/*.jinja |
+	tr '\n' ',' | sed 's/,$//')
 convs=$(ls tests/fixtures/conversations/*.json | tr '\n' ',' | sed 's/,$//')
 [ -n "$templates" ] && [ -n "$convs" ] || { bad "no templates or conversations found"; finish; exit; }
 mkdir -p "$TMP/py"
@@ -55,6 +57,20 @@ for spec in "qwen3:<|endoftext|>:<|im_end|>" "gemma4:<bos>:<eos>" "llama-3.1:<|b
 		if cmp -s "$TMP/py.out" "$TMP/c.out"; then ok; else bad "-m $name $conv differs: $(head -c 200 "$TMP/c.err")"; fi
 	done
 done
+# mkmodel's glm4moe file: GLM-4.5's real template embedded, rendered from the GGUF as jinja2
+# renders the fixture with the file's BOS/EOS text ([gMASK], <|endoftext|>)
+if "$PARTICLE" mkmodel --arch glm4moe --preset tiny --layers 2 --quant q8_0 -o "$TMP/glm.gguf" \
+	2>"$TMP/c.err"; then
+	for conv in 05-tool-call-object 08-hindi; do
+		python3 tests/oracle/jinja_render.py --template tests/fixtures/templates/glm-4.5.jinja \
+			--messages "$C/$conv.json" --bos-token "[gMASK]" --eos-token "<|endoftext|>" \
+			>"$TMP/py.out" 2>/dev/null || bad "oracle glm-4.5 $conv"
+		"$PARTICLE" template -m "$TMP/glm.gguf" --messages "$C/$conv.json" >"$TMP/c.out" 2>"$TMP/c.err"
+		if cmp -s "$TMP/py.out" "$TMP/c.out"; then ok; else bad "-m glm4moe $conv differs: $(head -c 200 "$TMP/c.err")"; fi
+	done
+else
+	bad "mkmodel glm4moe: $(head -c 200 "$TMP/c.err")"
+fi
 # --template overrides the model's template but keeps its BOS/EOS text; flags override those
 printf '{{ bos_token }}|{{ eos_token }}' >"$TMP/be.jinja"
 "$PARTICLE" template -m "$TMP/gemma4.gguf" --template "$TMP/be.jinja" --messages $C/02-no-system.json >"$TMP/c.out" 2>&1

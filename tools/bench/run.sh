@@ -16,6 +16,9 @@
 #      exit or interrupt; its routing report (`particle routing --json`) is recorded per level;
 #   C. routing: `small` qwen3moe at several --router-skew levels (one file, rerouted in
 #      place), routing report (text + generated) and a run with the expert cache at ~40 %.
+#   D. issue 17's full shapes that do not fit RAM at all (gpt-oss-120b ~61 GB, GLM-4.5-Air
+#      ~60-70 GB at Q4_K_M): particle under $CAP, llama.cpp under the same cap and with all
+#      the RAM, with a timeout; the disk space is checked first (tools/bench/big_moe.sh);
 #   S. `particle serve` (tools/bench/server_bench.mjs): aggregate decode tok/s with 1, 2, 4, 8
 #      concurrent streams, --parallel 1 vs $SERVER_PARALLEL, expert bytes read per generated
 #      token, TTFT of a ~4000-token follow-up turn with and without prefix reuse; on the
@@ -26,7 +29,7 @@
 # (models), PROFILE (0: particle runs with --no-profile; 1: the expert profile warms them),
 # FULL_PROMPTS ("512,4096": llama-bench prompt sizes on full models), LLAMA_SRC (llama.cpp
 # source for llama-bench: git dir / bundle; default node-llama-cpp's bundle),
-# SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
+# SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S D Q"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
 # ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
@@ -51,7 +54,7 @@ if [ -n "${DISK_BPS:-}" ] && [ ! -w /sys/fs/cgroup/blkio ]; then
 fi
 BLK_FILE=
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
-: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
+: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S D Q}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
@@ -386,11 +389,15 @@ section_s() {
 	done
 }
 
+# Q. qwen35moe at the Qwen3.5-35B-A3B shape under $CAP (tools/bench/qwen35.sh, issue 18).
+. tools/bench/qwen35.sh
+
 [ -x "$P" ] || { echo "bench: build $P first (make)" >&2; exit 1; }
 facts
 for s in $SECTIONS; do
 	case $s in
-	A) section_a ;; B) section_b ;; C) section_c ;; S) section_s ;;
+	A) section_a ;; B) section_b ;; C) section_c ;; S) section_s ;; Q) section_q ;;
+	D) . tools/bench/big_moe.sh && section_d ;;
 	*) echo "bench: unknown section $s" >&2; exit 2 ;;
 	esac
 done

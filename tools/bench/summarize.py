@@ -189,15 +189,49 @@ def server_table(recs):
                 med([o["ttft_ms"] for o in os_])))
 
 
+def big_table(recs, rows):
+    """Section D (issue 17's full shapes, larger than RAM): particle under the cap against
+    llama.cpp under the same cap and with all the RAM (a run cut by the timeout: rc 124);
+    skipped models with the reason."""
+    d = [s for s in rows if s["section"] == "D" and s["engine"] != "skip"]
+    skips = [r for r in recs if r["section"] == "D" and r["engine"] == "skip"]
+    if not d and not skips:
+        return
+    fmt = lambda v, f: "-" if v is None else f % v
+    def outcome(s):
+        if s is None:
+            return "-"
+        if s.get("decode_tps"):
+            return "%.2f tok/s (%d/%d runs)" % (s["decode_tps"], s["ok_runs"], s["runs"])
+        cut = sum(1 for c in s["exit_codes"] if c == 124)
+        return "no result: %d of %d runs cut by the timeout, exit codes %s" % (
+            cut, s["runs"], s["exit_codes"])
+    print("\n| model (larger than RAM) | particle decode under cap | I/O floor ms/tok | time/floor "
+          "(goal <= 1.25) | llama.cpp under cap | llama.cpp all RAM |")
+    print("|---|---|---|---|---|---|")
+    by = {(s["model"], s["engine"]): s for s in d}
+    for model in sorted({s["model"] for s in d}):
+        p = by.get((model, "particle"))
+        print("| %s | %s | %s | %s | %s | %s |" % (
+            model, outcome(p),
+            fmt(p and p.get("io_floor_s_per_token") and p["io_floor_s_per_token"] * 1e3 or None,
+                "%.1f"),  # 0: nothing read (every expert fit the budget)
+            fmt(p and p.get("time_over_floor") or None, "%.2fx"),
+            outcome(by.get((model, "llama.cpp"))), outcome(by.get((model, "llama.cpp-all-ram")))))
+    for r in skips:
+        print("| %s | skipped: %s | | | | |" % (r["model"], (r.get("result") or {}).get("reason")))
+
+
 def main():
     recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
     facts = json.load(open(sys.argv[2]))
     rows = summarize(recs)
     json.dump({"facts": facts, "summary": rows, "runs": recs}, open(sys.argv[3], "w"), indent=1)
-    table([s for s in rows if s["engine"] != "routing" and s["section"] != "S"])
+    table([s for s in rows if s["engine"] not in ("routing", "skip") and s["section"] != "S"])
     best_table([s for s in rows if s.get("decode_ratio_vs_llama_best") or s.get("decode_fraction_of_membw")])
     routing_table(recs)
     server_table(recs)
+    big_table(recs, rows)
 
 
 if __name__ == "__main__":

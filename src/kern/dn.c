@@ -1,0 +1,62 @@
+/* dn.c - Gated DeltaNet inner loops: the scalar reference and the level dispatch
+ * (kern.h, struct pt_kern_dn_ops). */
+#include "kern/kern.h"
+
+static float dot(const float *a, const float *b, uint32_t n)
+{
+	float s = 0.0f;
+	for (uint32_t i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+static void axpy(float *y, const float *x, float a, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		y[i] += x[i] * a;
+}
+
+static float row_step(float *r, const float *k, const float *q, float eg, float v, float beta,
+		      uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		r[i] *= eg;
+	const float d = (v - dot(r, k, n)) * beta;
+	axpy(r, k, d, n);
+	return dot(r, q, n);
+}
+
+static const struct pt_kern_dn_ops scalar_ops = { dot, axpy, row_step };
+
+#if defined(PT_KERN_X86)
+float pt_kern_dn_dot_avx2(const float *a, const float *b, uint32_t n);
+void pt_kern_dn_axpy_avx2(float *y, const float *x, float a, uint32_t n);
+float pt_kern_dn_row_step_avx2(float *r, const float *k, const float *q, float eg, float v,
+			       float beta, uint32_t n);
+float pt_kern_dn_dot_avx512(const float *a, const float *b, uint32_t n);
+void pt_kern_dn_axpy_avx512(float *y, const float *x, float a, uint32_t n);
+float pt_kern_dn_row_step_avx512(float *r, const float *k, const float *q, float eg, float v,
+				 float beta, uint32_t n);
+static const struct pt_kern_dn_ops avx2_ops = { pt_kern_dn_dot_avx2, pt_kern_dn_axpy_avx2,
+						pt_kern_dn_row_step_avx2 };
+static const struct pt_kern_dn_ops avx512_ops = { pt_kern_dn_dot_avx512, pt_kern_dn_axpy_avx512,
+						  pt_kern_dn_row_step_avx512 };
+#endif
+
+const struct pt_kern_dn_ops *pt_kern_dn_ops_at(enum pt_kern_level level)
+{
+	if (level > pt_kern_level_max())
+		return NULL;
+#if defined(PT_KERN_X86)
+	if (level >= PT_KERN_LEVEL_AVX512)
+		return &avx512_ops;
+	if (level >= PT_KERN_LEVEL_AVX2)
+		return &avx2_ops;
+#endif
+	return &scalar_ops;
+}
+
+const struct pt_kern_dn_ops *pt_kern_dn_ops(void)
+{
+	return pt_kern_dn_ops_at(pt_kern_level());
+}

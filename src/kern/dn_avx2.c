@@ -1,0 +1,75 @@
+/* dn_avx2.c - Gated DeltaNet inner loops at the avx2 level (8 lanes, two vector partial
+ * sums, the tail in index order; kern.h, struct pt_kern_dn_ops). */
+#include <immintrin.h>
+#include <stdint.h>
+
+float pt_kern_dn_dot_avx2(const float *a, const float *b, uint32_t n);
+void pt_kern_dn_axpy_avx2(float *y, const float *x, float a, uint32_t n);
+float pt_kern_dn_row_step_avx2(float *r, const float *k, const float *q, float eg, float v,
+			      float beta, uint32_t n);
+
+static inline float hsum(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+float pt_kern_dn_dot_avx2(const float *a, const float *b, uint32_t n)
+{
+	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+	uint32_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+	}
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+	float s = hsum(_mm256_add_ps(s0, s1));
+	for (; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+void pt_kern_dn_axpy_avx2(float *y, const float *x, float a, uint32_t n)
+{
+	const __m256 va = _mm256_set1_ps(a);
+	uint32_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), va,
+							_mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] += x[i] * a;
+}
+
+float pt_kern_dn_row_step_avx2(float *r, const float *k, const float *q, float eg, float v,
+			       float beta, uint32_t n)
+{
+	const __m256 ve = _mm256_set1_ps(eg);
+	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+	uint32_t i = 0;
+	for (; i + 8 <= n; i += 8) { /* decay and r . k in one pass */
+		const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(r + i), ve);
+		_mm256_storeu_ps(r + i, x);
+		s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k + i), s0);
+	}
+	float sk = hsum(s0);
+	for (uint32_t j = i; j < n; j++) {
+		r[j] *= eg;
+		sk += r[j] * k[j];
+	}
+	const float d = (v - sk) * beta;
+	const __m256 vd = _mm256_set1_ps(d);
+	for (i = 0; i + 8 <= n; i += 8) { /* update and r . q in one pass */
+		const __m256 x = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), vd, _mm256_loadu_ps(r + i));
+		_mm256_storeu_ps(r + i, x);
+		s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + i), s1);
+	}
+	float sq = hsum(s1);
+	for (uint32_t j = i; j < n; j++) {
+		r[j] += k[j] * d;
+		sq += r[j] * q[j];
+	}
+	return sq;
+}
