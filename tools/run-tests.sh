@@ -7,11 +7,12 @@ cd "$(dirname "$0")/.." || exit 2
 total_pass=0
 total_fail=0
 log=$(mktemp)
+failures=$(mktemp) # the FAIL lines of every failed suite, repeated at the very end
 # Per-user state (expert-popularity profiles, lock PID files, the models directory) goes to a
 # scratch cache for the run: tests never touch the real ~/.cache, nor see its profiles.
 XDG_CACHE_HOME=$(mktemp -d)
 export XDG_CACHE_HOME
-trap 'rm -f "$log"; rm -rf "$XDG_CACHE_HOME"' EXIT
+trap 'rm -f "$log" "$failures"; rm -rf "$XDG_CACHE_HOME"' EXIT
 
 suite() { # suite NAME COMMAND...
 	name=$1; shift
@@ -29,7 +30,12 @@ suite() { # suite NAME COMMAND...
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
-	[ "$f" -ne 0 ] && echo "== $name: FAILED (exit $rc)"
+	if [ "$f" -ne 0 ]; then
+		echo "== $name: FAILED (exit $rc)"
+		{ echo "$name: $f failed (exit $rc)"
+		  grep -E 'FAIL|not ok|ERROR|Assertion|runtime error' "$log" | head -n 8 | cut -c1-240
+		} >>"$failures"
+	fi
 }
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
@@ -72,5 +78,10 @@ for f in build/fuzz/fuzz_*; do
 		-rss_limit_mb=2048 "$work" "$corpus"
 	rm -rf "$work"
 done
+# A CI log is often read from its tail: the failures again, just above the total.
+if [ -s "$failures" ]; then
+	echo "== failed checks (repeated from above)"
+	cat "$failures"
+fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -44,6 +44,7 @@ struct bench_result {
 	struct pt_disk_probe_result probe;
 	struct pt_decode_bytes dbytes; /* per decoded token, at the decode's middle position */
 	char io_engine[200]; /* st.io_engine copied: the engine is closed before the report */
+	uint32_t n_batch;    /* the prefill chunk the engine ran (asked for or chosen) */
 	uint32_t first_token, last_token;
 };
 
@@ -58,8 +59,9 @@ static void help(void)
 	       "  --prompt-tokens N      prompt length (default 512)\n"
 	       "  --gen N                generated tokens, greedy (default 128)\n"
 	       "  --threads N            threads (default: online CPUs)\n"
-	       "  --batch N              prefill chunk in tokens (default: the prompt, at most\n"
-	       "                         512, as llama.cpp's one batch)\n"
+	       "  --batch N              prefill chunk in tokens (default: as large as the\n"
+	       "                         memory plan allows, up to 4096: each routed expert\n"
+	       "                         runs once per layer and chunk over all its tokens)\n"
 	       "  --memory SIZE          memory budget for the whole process (e.g. 6G; default:\n"
 	       "                         cgroup limit / MemAvailable less headroom)\n"
 	       "  --expert-slots N       expert cache slots per MoE layer (default: planned)\n"
@@ -283,6 +285,7 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	r->last_token = tok;
 	pt_engine_decode_bytes(e, (int64_t)(a->prompt + a->gen / 2), &r->dbytes);
 	pt_engine_stats(e, &r->st);
+	r->n_batch = pt_engine_n_batch(e);
 	snprintf(r->io_engine, sizeof r->io_engine, "%s", r->st.io_engine ? r->st.io_engine : "");
 	r->st.io_engine = r->io_engine;
 	r->hits = r->st.hits;
@@ -355,7 +358,7 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       "\"bytes_read_total\": %llu, \"read_wait_s\": %.6f, "
 		       "\"disk_bw_bytes_per_s\": %.0f, \"disk_bw_source\": \"%s\", "
 		       "\"io_floor_s_per_token\": %.6f, \"time_over_floor\": %.4f, "
-		       "\"first_token\": %u, \"last_token\": %u", a->model,
+		       "\"first_token\": %u, \"last_token\": %u, \"batch\": %u", a->model,
 		       (unsigned long long)a->threads, (unsigned long long)a->prompt,
 		       (unsigned long long)a->gen, pf, dc, r->ttft_s, tpt,
 		       (unsigned long long)r->st.peak_rss_bytes,
@@ -364,7 +367,7 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       r->st.io_engine ? r->st.io_engine : "", hit,
 		       ratio((double)r->hits, (double)(r->hits + r->misses)), bpt,
 		       (unsigned long long)r->bytes_read, r->st.wait_s, r->disk_bw, r->disk_how,
-		       floor_s, ratio(tpt, floor_s), r->first_token, r->last_token);
+		       floor_s, ratio(tpt, floor_s), r->first_token, r->last_token, r->n_batch);
 		json_io(a, r);
 		return;
 	}
@@ -372,8 +375,8 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	printf("model      %s (%llu threads, io %s, budget %.0f MiB, %u slots/layer)\n",
 	       a->model, (unsigned long long)a->threads, r->st.io_engine ? r->st.io_engine : "?",
 	       (double)r->st.memory_budget * mib, r->st.slots_per_layer);
-	printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s)\n",
-	       (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s);
+	printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s, chunks of %u)\n",
+	       (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s, r->n_batch);
 	printf("decode     %llu tokens in %.3f s: %.2f tok/s (%.2f ms/token)\n",
 	       (unsigned long long)a->gen, r->decode_s, dc, tpt * 1e3);
 	printf("experts    decode hit rate %.2f%%, %.2f MiB read/token, waited %.3f s\n",
@@ -449,7 +452,7 @@ int pt_cmd_bench(int argc, char **argv)
 	a.eo.model_path = a.model;
 	a.eo.threads = (uint32_t)a.threads;
 	a.eo.n_ctx = (uint32_t)(a.prompt + a.gen);
-	a.eo.n_batch = (uint32_t)(a.batch ? a.batch : (a.prompt < 512 ? a.prompt : 512));
+	a.eo.n_batch = a.batch ? (uint32_t)a.batch : PT_ENGINE_BATCH_AUTO;
 	pt_engine *e = NULL;
 	if (st == PT_OK)
 		st = pt_engine_open(&a.eo, &e, &err);

@@ -17,10 +17,15 @@ static void help(FILE *f)
 		"deterministic from --seed (same bytes on every machine).\n\n"
 		"options:\n"
 		"  --arch ARCH        qwen3moe | bailingmoe2 | sarvam_moe | gemma4 | glm4moe |\n"
-		"                     qwen35moe | gpt-oss (required; glm4moe full = GLM-4.5-Air,\n"
-		"                     also 'glm-4.5-air'; qwen35moe full = Qwen3.5-35B-A3B, preset\n"
-		"                     397b = Qwen3.5-397B-A17B's published shape, ~220 GB; gpt-oss\n"
-		"                     full = gpt-oss-120b, also 'gpt-oss-120b', and 'gpt-oss-20b');\n"
+		"                     qwen35moe | deepseek2 | gpt-oss (required; glm4moe full =\n"
+		"                     GLM-4.5-Air, also 'glm-4.5-air'; qwen35moe full =\n"
+		"                     Qwen3.5-35B-A3B, preset 397b = Qwen3.5-397B-A17B's\n"
+		"                     published shape, ~220 GB; deepseek2 full =\n"
+		"                     DeepSeek-V2-Lite, also 'deepseek-v2-lite';\n"
+		"                     'deepseek-v3' / 'deepseek-r1' / 'kimi-k2' are the\n"
+		"                     true sizes, 350-600 GB, for make bench only; gpt-oss\n"
+		"                     full = gpt-oss-120b, also 'gpt-oss-120b', and\n"
+		"                     'gpt-oss-20b');\n"
 		"                     sarvam_moe writes bailingmoe2's layout under the PR-branch\n"
 		"                     name (general.architecture and key prefix sarvam_moe)\n"
 		"  --preset NAME      tiny | small | full (default tiny), or the real model's name\n"
@@ -74,7 +79,7 @@ static int parse_arch(const char *v, struct pt_mkmodel_opts *o)
 {
 	if (pt_arch_from_name(v, &o->arch) != 0 || strcmp(v, "sarvam-moe") == 0) {
 		pt_cli_error("--arch: unknown architecture '%s' (qwen3moe, bailingmoe2, "
-			     "sarvam_moe, gemma4, glm4moe, qwen35moe, gpt-oss)", v);
+			     "sarvam_moe, gemma4, glm4moe, qwen35moe, deepseek2, gpt-oss)", v);
 		return -1;
 	}
 	o->arch_name = strcmp(v, "sarvam_moe") == 0 ? v : NULL;

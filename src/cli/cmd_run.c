@@ -97,7 +97,8 @@ static void help(void)
 	       "                            every expert fits the budget, else direct)\n"
 	       "  --cache-policy P          lfu|lru (default lfu)\n"
 	       "  --kv-type T               f16|f32 (default f16)\n"
-	       "  --batch N                 prefill chunk in tokens (default 128)\n"
+	       "  --batch N                 prefill chunk in tokens (default: as large as the\n"
+	       "                            memory plan allows, up to 4096)\n"
 	       "  --gpu                     use the CUDA backend (make CUDA=1 builds;\n"
 	       "                            only eval runs on the GPU yet: issue 16)\n"
 	       "  --gpu-layers N|all        layers on the GPU (default all; implies --gpu)\n"
@@ -129,7 +130,7 @@ static void set_defaults(struct opts *o)
 	o->so.seed = 0;
 	o->max_new = 1024;
 	o->max_ctx = 4096;
-	o->batch = 128;
+	o->batch = 0; /* 0: the largest chunk the memory plan allows */
 	o->model = getenv("PARTICLE_MODEL");
 	if (o->model && !*o->model)
 		o->model = NULL;
@@ -644,7 +645,7 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	eo.model_path = o->model;
 	eo.threads = (uint32_t)o->threads;
 	eo.n_ctx = bounded_ctx(o);
-	eo.n_batch = (uint32_t)o->batch;
+	eo.n_batch = o->batch ? (uint32_t)o->batch : PT_ENGINE_BATCH_AUTO;
 	eo.kv_type = kt;
 	eo.memory_budget = o->memory;
 	eo.expert_slots = (uint32_t)o->slots;

@@ -848,10 +848,17 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 			return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: %s's linear-attention "
 					    "layers, attention output gate and gated shared expert have "
 					    "no device path yet (run it on the CPU)", hp->arch_name);
-	/* layer parts the device pass does not compute yet (gpt-oss): refuse, never approximate */
+	/* recipe parts the device layer does not compose yet (deepseek2) */
 	const struct pt_arch_recipe *rc = pt_arch_recipe(hp->arch);
+	if (rc->attn != PT_ATTN_MHA || rc->rope_adjacent || hp->n_expert_groups > 1)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "CUDA backend: %s needs %s, not on the "
+				    "device yet (run it on the CPU)", hp->arch_name,
+				    rc->attn != PT_ATTN_MHA ? "multi-head latent attention"
+				    : hp->n_expert_groups > 1 ? "group-limited routing"
+							      : "adjacent-pair RoPE");
+	/* layer parts the device pass does not compute yet (gpt-oss): refuse, never approximate */
 	bool oss = rc->act == PT_ACT_SWIGLU_OAI || rc->route_softmax_weight ||
-		   hp->rope_scaling != PT_ROPE_SCALING_NONE;
+		   hp->rope_yarn;
 	for (uint32_t l = 0; !oss && l < hp->n_layer; l++) {
 		const struct pt_layer_weights *W = &m->layers[l];
 		oss = W->attn_sinks || W->router_b || W->gate_exps_b || W->up_exps_b || W->down_exps_b;

@@ -58,9 +58,8 @@ void pt_decode_bytes(const struct pt_model *m, const struct pt_expert_layout *l,
 		uint64_t n = attended;
 		if (hp->is_swa[il] && hp->n_swa && n > hp->n_swa)
 			n = hp->n_swa;
-		const uint64_t row = (uint64_t)hp->n_head_kv[il] *
-				     (pt_hparams_head_dim_k(hp, il) + pt_hparams_head_dim_v(hp, il));
-		out->kv += n * row * elem;
+		/* an MLA layer reads its latent rows once (V lives in K) */
+		out->kv += n * pt_hparams_kv_values(hp, il) * elem;
 	}
 	out->total = out->weights + out->head + out->embd_row + out->experts + out->kv;
 }

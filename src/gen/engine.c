@@ -55,6 +55,7 @@ struct pt_engine {
 	uint64_t snap_used;  /* bytes of live snapshots */
 	uint64_t decode_steps;
 	uint32_t n_ctx, n_batch;
+	bool auto_batch; /* n_batch chosen from the memory plan (PT_ENGINE_BATCH_AUTO) */
 	struct pt_plan_input pin;
 	struct pt_plan plan;
 	char plan_line[512];
@@ -155,9 +156,8 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 			continue; /* a recurrent state instead (below) */
 		const uint64_t cap =
 			pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0, n_batch);
-		const uint64_t row = (uint64_t)hp->n_head_kv[il] *
-				     (pt_hparams_head_dim_k(hp, il) + pt_hparams_head_dim_v(hp, il));
-		total += cap * row * el;
+		/* MLA layers cache only the latent + RoPE key (V lives in K) */
+		total += cap * pt_hparams_kv_values(hp, il) * el;
 	}
 	return total + pt_hparams_rs_bytes(hp);
 }
@@ -181,8 +181,15 @@ static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uin
 		ff = hp->n_ff_exp * 2; /* a fused gate_up product */
 	if (hp->n_ff_shexp > ff)
 		ff = hp->n_ff_shexp;
+	if (hp->head_dim_k_mla > hd)
+		hd = hp->head_dim_k_mla;
 	const uint64_t wq = (uint64_t)hp->n_head * hd;
-	const uint64_t floats = n_batch * (7 * D + 6 * wq + 2 * ff + hp->n_expert + k * D + 2 * k) +
+	/* MLA: the full Q, the q_a rows and the per-head gather buffers */
+	const uint64_t mla = hp->kv_lora_rank ? (uint64_t)hp->n_head * hp->head_dim_k_mla +
+						hp->q_lora_rank + 2 * (hp->kv_lora_rank + hd)
+					      : 0;
+	const uint64_t floats = n_batch * (7 * D + 6 * wq + 2 * ff + hp->n_expert + k * D + 2 * k +
+					   mla) +
 				(uint64_t)hp->n_head * ((n_ctx + 1023) / 1024) * (2 + hd) +
 				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
 	/* activation quantization scratch: at most the widest row's bytes per batch row */
@@ -417,6 +424,65 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 	return st;
 }
 
+/* The candidate after c: the largest power of two below it (not below lo). */
+static uint32_t next_chunk(uint32_t c, uint32_t lo)
+{
+	uint32_t p = lo;
+	while (p * 2 < c)
+		p *= 2;
+	return p;
+}
+
+/* PT_ENGINE_BATCH_AUTO: the largest prefill chunk (min(n_ctx, 4096, the rows that give
+ * ~128 tokens per routed expert), then 2048, 1024, ... rows) whose forward-pass buffers take at most an eighth of the budget and with which the
+ * plan still holds where it held at 128 rows: every expert still fits where it did (the
+ * mapping stays), else at least 3/4 of the expert slots remain.  An eighth: under a 6 GiB
+ * cap the Sarvam-30B shape (~0.4 MB of buffers a row) gets 1024 rows and keeps most of the
+ * budget for expert slots.  The buffers are touched only as far as a prompt fills them. */
+static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
+{
+	struct pt_error ignore = { 0 };
+	const uint64_t cache_bytes = e->o.prompt_cache_bytes; /* make_plan sizes it per chunk */
+	const uint32_t lo = e->n_ctx < 128 ? e->n_ctx : 128;
+	e->n_batch = lo;
+	const bool fits_lo = make_plan(e, slot, &ignore) == PT_OK;
+	const bool all_lo = fits_lo && e->plan.all_experts;
+	const uint32_t slots_lo = fits_lo ? e->plan.slots_per_layer : 0;
+	const uint64_t budget = e->pin.budget;
+	uint32_t c = e->n_ctx < PT_ENGINE_BATCH_MAX ? e->n_ctx : PT_ENGINE_BATCH_MAX;
+	/* rows enough for ~128 tokens per routed expert on average: wider products gain
+	 * little past that (bench_kern experts: the Sarvam expert shapes at 96 vs 192 tokens),
+	 * while larger chunks stream more buffers (rank slots, norms) through DRAM instead of
+	 * the caches and fault in more pages (docs/PERFORMANCE.md, issue 21) */
+	const struct pt_hparams *hp = &e->m->hp;
+	if (hp->n_expert && hp->n_expert_used) {
+		uint64_t want = 512;
+		while (want * 2 * hp->n_expert_used <= 128ull * hp->n_expert &&
+		       want < PT_ENGINE_BATCH_MAX)
+			want *= 2;
+		if (c > want)
+			c = (uint32_t)want;
+	}
+	/* --io mmap of a model whose experts do not all fit (the mapping takes memory the plan
+	 * cannot see), or a plan that fails even at 128 rows: the buffers get a sixteenth */
+	const uint64_t room = fits_lo && (all_lo || !mapped) ? budget / 8 : budget / 16;
+	for (; c > lo; c = next_chunk(c, lo)) {
+		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq) > room)
+			continue;
+		e->n_batch = c;
+		e->o.prompt_cache_bytes = cache_bytes;
+		if (!fits_lo || mapped) /* --io mmap: the mapping stays whatever the plan says */
+			break;
+		if (make_plan(e, slot, &ignore) == PT_OK &&
+		    (all_lo ? e->plan.all_experts
+			    : (uint64_t)e->plan.slots_per_layer * 4 >= (uint64_t)slots_lo * 3))
+			break;
+	}
+	if (c <= lo)
+		e->n_batch = lo;
+	e->o.prompt_cache_bytes = cache_bytes;
+}
+
 /* Plan, then the expert source: the mapping (--io mmap, or no routed experts) or the
  * store. */
 static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
@@ -431,6 +497,8 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 		return st;
 	const uint64_t slot = e->lay.n_moe ? pt_expert_store_slot_bytes(&e->lay,
 						e->have_pack ? &e->pack : NULL) : 0;
+	if (e->auto_batch)
+		choose_batch(e, slot, mode == PT_IO_MMAP);
 	const bool auto_mmap = !e->o.io_mode && !e->o.expert_slots && e->lay.n_moe &&
 			       every_expert_fits(e, slot);
 	if (auto_mmap)
@@ -532,7 +600,8 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 		return st;
 	const uint32_t train = e->m->hp.n_ctx_train ? e->m->hp.n_ctx_train : 4096;
 	e->n_ctx = o->n_ctx ? o->n_ctx : (train < 4096 ? train : 4096);
-	e->n_batch = o->n_batch ? o->n_batch : 128;
+	e->auto_batch = o->n_batch == PT_ENGINE_BATCH_AUTO;
+	e->n_batch = !o->n_batch || e->auto_batch ? 128 : o->n_batch;
 	if (e->n_batch > e->n_ctx)
 		e->n_batch = e->n_ctx;
 	e->n_seq = o->n_seq ? o->n_seq : 1;
@@ -721,6 +790,11 @@ uint32_t pt_engine_n_vocab(const pt_engine *e)
 uint32_t pt_engine_n_ctx(const pt_engine *e)
 {
 	return e->n_ctx;
+}
+
+uint32_t pt_engine_n_batch(const pt_engine *e)
+{
+	return e->n_batch;
 }
 
 const char *pt_engine_plan_line(const pt_engine *e)

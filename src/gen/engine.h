@@ -18,11 +18,19 @@
 struct pt_model;
 struct pt_tok;
 
+/* n_batch: prefill chunks as large as the memory plan allows, up to PT_ENGINE_BATCH_MAX rows
+ * (issue 21: a chunk's tokens are grouped by routed expert, each expert's weights read once
+ * per layer and chunk and run as one matrix product over its tokens, so larger chunks mean
+ * fewer expert reads under a cap and wider products). */
+#define PT_ENGINE_BATCH_AUTO 0xffffffffu
+#define PT_ENGINE_BATCH_MAX 4096u
+
 struct pt_engine_opts {
 	const char *model_path;
 	uint32_t threads;          /* 0: number of online cores */
 	uint32_t n_ctx;            /* 0: min(model context_length, 4096) */
-	uint32_t n_batch;          /* 0: 128 (prefill chunk) */
+	uint32_t n_batch;          /* 0: 128 (prefill chunk); PT_ENGINE_BATCH_AUTO: the
+				      largest chunk the memory plan allows (up to 4096) */
 	enum pt_kv_type kv_type;   /* 0 = F16 */
 	uint64_t memory_budget;    /* bytes; 0: derived from cgroup limit / MemAvailable */
 	uint32_t expert_slots;     /* per MoE layer; 0: the planner decides */
@@ -115,6 +123,8 @@ const struct pt_model *pt_engine_model(const pt_engine *e);
 const struct pt_tok *pt_engine_tok(const pt_engine *e);
 uint32_t pt_engine_n_vocab(const pt_engine *e);
 uint32_t pt_engine_n_ctx(const pt_engine *e);
+/* The prefill chunk in tokens (the one asked for, or the one PT_ENGINE_BATCH_AUTO chose). */
+uint32_t pt_engine_n_batch(const pt_engine *e);
 /* The planner's one-line summary (valid until close). */
 const char *pt_engine_plan_line(const pt_engine *e);
 

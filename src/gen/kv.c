@@ -31,8 +31,8 @@ static enum pt_status layer_alloc(struct pt_kv_layer *L, size_t esz, struct pt_e
 	    nk > SIZE_MAX / esz || nv > SIZE_MAX / esz)
 		return pt_error_set(err, PT_E_LIMIT, "KV cache size overflows");
 	L->k = pt_calloc(nk, esz);
-	L->v = pt_calloc(nv, esz);
-	if (!L->k || !L->v)
+	L->v = nv ? pt_calloc(nv, esz) : NULL;
+	if (!L->k || (nv && !L->v))
 		return pt_error_set(err, PT_E_NOMEM, "KV cache: cannot allocate %llu values",
 				    (unsigned long long)(nk + nv));
 	return PT_OK;
@@ -78,7 +78,12 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 		}
 		L->cap = (uint32_t)cap;
 		L->row_k = (size_t)L->d.n_kv_head * L->d.head_dim_k;
-		L->row_v = (size_t)L->d.n_kv_head * L->d.head_dim_v;
+		L->row_v = L->d.v_in_k ? 0 : (size_t)L->d.n_kv_head * L->d.head_dim_v;
+		if (L->d.v_in_k && (L->d.n_kv_head != 1 || L->d.head_dim_v > L->d.head_dim_k)) {
+			pt_kv_fini(kv);
+			return pt_error_set(err, PT_E_INVALID, "KV cache: layer %u: V inside K "
+					    "needs one KV head and head_dim_v <= head_dim_k", il);
+		}
 		enum pt_status st = layer_alloc(L, esz, err);
 		if (st != PT_OK) {
 			pt_kv_fini(kv);
@@ -134,7 +139,8 @@ void pt_kv_save(const struct pt_kv *kv, int64_t pos, void *buf)
 			continue;
 		memcpy(d, L->k, n * L->row_k * esize(kv));
 		d += n * L->row_k * esize(kv);
-		memcpy(d, L->v, n * L->row_v * esize(kv));
+		if (L->row_v)
+			memcpy(d, L->v, n * L->row_v * esize(kv));
 		d += n * L->row_v * esize(kv);
 	}
 }
@@ -149,7 +155,8 @@ void pt_kv_load(struct pt_kv *kv, int64_t pos, const void *buf)
 			continue;
 		memcpy(L->k, d, n * L->row_k * esize(kv));
 		d += n * L->row_k * esize(kv);
-		memcpy(L->v, d, n * L->row_v * esize(kv));
+		if (L->row_v)
+			memcpy(L->v, d, n * L->row_v * esize(kv));
 		d += n * L->row_v * esize(kv);
 	}
 }
@@ -163,7 +170,8 @@ void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos)
 		if (n == 0)
 			continue;
 		memcpy(D->k, S->k, n * S->row_k * esize(src));
-		memcpy(D->v, S->v, n * S->row_v * esize(src));
+		if (S->row_v)
+			memcpy(D->v, S->v, n * S->row_v * esize(src));
 	}
 }
 
@@ -195,13 +203,16 @@ void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, con
 	if (kv->type == PT_KV_F16) {
 		const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(0);
 		store_k_f16(L, slot, k, ko);
+		if (!L->row_v)
+			return;
 		uint16_t *d = (uint16_t *)L->v + slot * L->row_v;
 		for (size_t i0 = 0; i0 < L->row_v; i0 += 1u << 20) /* n is 32-bit */
 			ko->f32_to_f16(v + i0, d + i0,
 				       (uint32_t)(L->row_v - i0 < 1u << 20 ? L->row_v - i0 : 1u << 20));
 	} else {
 		memcpy((float *)L->k + slot * L->row_k, k, L->row_k * sizeof(float));
-		memcpy((float *)L->v + slot * L->row_v, v, L->row_v * sizeof(float));
+		if (L->row_v)
+			memcpy((float *)L->v + slot * L->row_v, v, L->row_v * sizeof(float));
 	}
 }
 
@@ -247,7 +258,8 @@ static void query_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 	for (int64_t p = p_lo; p < p_hi; p++) {
 		const size_t slot = slot_of(L, p);
 		const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
-		const float *v = (const float *)L->v + slot * L->row_v + (size_t)kvh * dv;
+		const float *v = L->row_v ? (const float *)L->v + slot * L->row_v + (size_t)kvh * dv
+					  : k; /* V in K: its first dv values */
 		const float sc = score_of(dot_f32(k, q, dk), a);
 		float ms = 1.0f, vs = 1.0f;
 		if (sc > m) {
@@ -275,6 +287,7 @@ struct group_scratch {
 	float *q;            /* [n_q][dk] queries as the dots read them */
 	uint16_t *qh;        /* [dk] F16 rounding of one query */
 	float *dots, *ms, *vs; /* [n_q][CHUNK] */
+	uint16_t *vt;        /* V in K: [CHUNK][dv] the chunk's V rows out of the K blocks */
 };
 
 static struct group_scratch group_scratch(const struct pt_kv_layer *L, uint32_t n_q, float *s)
@@ -285,6 +298,7 @@ static struct group_scratch group_scratch(const struct pt_kv_layer *L, uint32_t 
 	g.ms = g.dots + (size_t)n_q * CHUNK;
 	g.vs = g.ms + (size_t)n_q * CHUNK;
 	g.qh = (uint16_t *)(g.vs + (size_t)n_q * CHUNK);
+	g.vt = (uint16_t *)(g.vs + (size_t)n_q * CHUNK + (L->d.head_dim_k + 1) / 2);
 	return g;
 }
 
@@ -307,8 +321,24 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 		scale = 1.0f;
 	}
 	ko->softmax(g->dots + j_lo, CHUNK, n_q, j_hi - j_lo, scale, m, s, g->ms, g->vs);
-	const uint16_t *v = (const uint16_t *)L->v + (slot + j_lo) * L->row_v + (size_t)kvh * dv;
-	(f32_acc ? ko->vacc_f32 : ko->vacc_f16)(acc, dv, n_q, v, L->row_v, j_hi - j_lo, g->ms,
+	const uint16_t *v;
+	size_t v_stride = L->row_v;
+	if (L->row_v) {
+		v = (const uint16_t *)L->v + (slot + j_lo) * L->row_v + (size_t)kvh * dv;
+	} else {
+		/* V in K (MLA): key j's first dv values, gathered out of the transposed blocks
+		 * into rows, so the accumulation is the same chain as from a V array */
+		for (uint32_t j = j_lo; j < j_hi; j++) {
+			const uint16_t *kj = kb + (size_t)(j / PT_KV_BLOCK) * PT_KV_BLOCK * L->row_k +
+					     j % PT_KV_BLOCK;
+			uint16_t *dst = g->vt + (size_t)(j - j_lo) * dv;
+			for (uint32_t d = 0; d < dv; d++)
+				dst[d] = kj[(size_t)d * PT_KV_BLOCK];
+		}
+		v = g->vt;
+		v_stride = dv;
+	}
+	(f32_acc ? ko->vacc_f32 : ko->vacc_f16)(acc, dv, n_q, v, v_stride, j_hi - j_lo, g->ms,
 						g->vs, CHUNK, dv);
 }
 
@@ -403,7 +433,8 @@ size_t pt_attn_scratch_floats(const struct pt_kv *kv, uint32_t il, uint32_t n_q)
 	const size_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	/* pt_attn_group: queries, dots/ms/vs, one F16 query; then pt_attn_row's partial and
 	 * running states (m, s, acc) */
-	return n_q * (dk + 3 * (size_t)CHUNK) + (dk + 1) / 2 + 2 * n_q * (2 + dv);
+	const size_t vt = L->row_v ? 0 : (size_t)CHUNK * dv / 2 + 1;
+	return n_q * (dk + 3 * (size_t)CHUNK) + (dk + 1) / 2 + vt + 2 * n_q * (2 + dv);
 }
 
 void pt_attn_row(const struct pt_kv *kv, uint32_t il, uint32_t n_head, const float *q,

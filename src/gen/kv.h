@@ -44,13 +44,15 @@ struct pt_kv_layer_desc {
 	uint32_t head_dim_k;
 	uint32_t head_dim_v;
 	uint32_t n_swa; /* 0: full causal attention */
+	bool v_in_k;    /* MLA: V is the first head_dim_v values of K (one KV head); no V
+			   array, so a slot costs only the latent + RoPE key */
 };
 
 struct pt_kv_layer {
 	struct pt_kv_layer_desc d;
 	uint32_t cap;     /* slots */
 	size_t row_k;     /* values per slot: n_kv_head * head_dim_k */
-	size_t row_v;
+	size_t row_v;     /* 0 when V lives in K */
 	void *k;          /* [cap][row_k] of uint16_t (F16) or float */
 	void *v;
 };
@@ -89,7 +91,8 @@ void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos);
 int pt_kv_type_from_name(const char *name, enum pt_kv_type *out);
 
 /* Stores K and V (F32, [n_kv_head][head_dim]) of position pos into layer il (rounding to
- * F16 for an F16 cache).  pos < n_ctx is the caller's invariant. */
+ * F16 for an F16 cache; v is ignored, may be NULL, where V lives in K).  pos < n_ctx is the
+ * caller's invariant. */
 void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, const float *v);
 
 /* Partial attention state of one query head over a block of keys. */

@@ -17,6 +17,7 @@ static const struct pt_arch_ops *const arch_ops[PT_ARCH_COUNT] = {
 	[PT_ARCH_GEMMA4] = &pt_arch_gemma4_ops,
 	[PT_ARCH_GLM4MOE] = &pt_arch_glm4moe_ops,
 	[PT_ARCH_QWEN35MOE] = &pt_arch_qwen35moe_ops,
+	[PT_ARCH_DEEPSEEK2] = &pt_arch_deepseek2_ops,
 	[PT_ARCH_GPTOSS] = &pt_arch_gptoss_ops,
 };
 
@@ -63,7 +64,6 @@ void pt_hparams_defaults(struct pt_hparams *hp, enum pt_arch arch)
 	hp->n_group_used = 0;
 	hp->gating = PT_GATING_NONE;
 	hp->expert_weights_scale = 0.0f;
-	hp->rope_scaling_attn_factor = 1.0f;
 	/* llama-hparams.h default; only gemma4 reads the key. */
 	hp->final_logit_softcap = arch == PT_ARCH_GEMMA4 ? 30.0f : 0.0f;
 }
@@ -133,6 +133,17 @@ uint64_t pt_hparams_rs_bytes(const struct pt_hparams *hp)
 	for (uint32_t l = 0; l < hp->n_layer; l++)
 		t += pt_hparams_rs_floats(hp, l) * sizeof(float);
 	return t;
+}
+
+bool pt_hparams_v_in_k(const struct pt_hparams *hp)
+{
+	return hp->kv_lora_rank > 0;
+}
+
+uint64_t pt_hparams_kv_values(const struct pt_hparams *hp, uint32_t layer)
+{
+	const uint64_t v = pt_hparams_v_in_k(hp) ? 0 : pt_hparams_head_dim_v(hp, layer);
+	return (uint64_t)hp->n_head_kv[layer] * (pt_hparams_head_dim_k(hp, layer) + v);
 }
 
 static enum pt_status check_width(const char *what, uint64_t v, struct pt_error *err)
@@ -281,25 +292,6 @@ static enum pt_status write_head_count_kv(const struct pt_hparams *hp, pt_gguf_w
 	return pt_gguf_writer_set_arr(w, k, PT_GGUF_U32, hp->n_head_kv, hp->n_layer, err);
 }
 
-/* rope.scaling.* as the converters write them (only with a scaling type). */
-static enum pt_status write_rope_scaling(const struct pt_hparams *hp, pt_gguf_writer *w,
-					 struct pt_error *err)
-{
-	static const char *const names[] = { "none", "linear", "yarn" };
-	char k[128];
-	enum pt_status st;
-	if (hp->rope_scaling == PT_ROPE_SCALING_NONE)
-		return PT_OK;
-	key_name(k, sizeof k, hp, "rope.scaling.type");
-	if ((st = pt_gguf_writer_set_str(w, k, names[hp->rope_scaling], err)) != PT_OK ||
-	    (st = pt_key_f32(w, hp, "rope.scaling.factor", hp->rope_scaling_factor, err)) != PT_OK)
-		return st;
-	if (hp->rope_n_ctx_orig)
-		st = pt_key_u32(w, hp, "rope.scaling.original_context_length", hp->rope_n_ctx_orig,
-				err);
-	return st;
-}
-
 enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer *w,
 				     struct pt_error *err)
 {
@@ -323,48 +315,8 @@ enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer
 	TRY(pt_key_u32(w, hp, "expert_count", hp->n_expert, err));
 	TRY(pt_key_u32(w, hp, "expert_used_count", hp->n_expert_used, err));
 	TRY(pt_key_u32(w, hp, "expert_feed_forward_length", hp->n_ff_exp, err));
-	TRY(write_rope_scaling(hp, w, err));
 #undef TRY
 	return arch_ops[hp->arch]->write_keys(hp, w, err);
-}
-
-/* rope.scaling.* (llama_model_base::load_hparams): type "none" | "linear" (the default
- * when only a factor is given) | "yarn"; factor 0 or absent = no scaling. */
-static enum pt_status read_rope_scaling(const pt_gguf *g, struct pt_hparams *hp,
-					struct pt_error *err)
-{
-	char k[128];
-	struct pt_str s = { 0 };
-	bool found = false;
-	enum pt_status st;
-	key_name(k, sizeof k, hp, "rope.scaling.type");
-	if ((st = pt_gguf_get_str(g, k, &s, &found, err)) != PT_OK)
-		return st;
-	if ((st = pt_rkey_f32(g, hp, "rope.scaling.factor", false, &hp->rope_scaling_factor,
-			      err)) != PT_OK ||
-	    (st = pt_rkey_u32(g, hp, "rope.scaling.original_context_length", false,
-			      &hp->rope_n_ctx_orig, err)) != PT_OK ||
-	    (st = pt_rkey_f32(g, hp, "rope.scaling.attn_factor", false,
-			      &hp->rope_scaling_attn_factor, err)) != PT_OK)
-		return st;
-	if (!found)
-		hp->rope_scaling = hp->rope_scaling_factor != 0.0f ? PT_ROPE_SCALING_LINEAR
-								  : PT_ROPE_SCALING_NONE;
-	else if (pt_str_eq(s, "none"))
-		hp->rope_scaling = PT_ROPE_SCALING_NONE;
-	else if (pt_str_eq(s, "linear"))
-		hp->rope_scaling = PT_ROPE_SCALING_LINEAR;
-	else if (pt_str_eq(s, "yarn"))
-		hp->rope_scaling = PT_ROPE_SCALING_YARN;
-	else
-		return pt_error_set(err, PT_E_UNSUPPORTED, "%s = '%.*s' unsupported (none, linear, "
-				    "yarn)", k, (int)(s.len > 32 ? 32 : s.len), s.ptr);
-	if (!(hp->rope_scaling_factor >= 0.0f && hp->rope_scaling_factor <= 1e6f) ||
-	    !(hp->rope_scaling_attn_factor > 0.0f && hp->rope_scaling_attn_factor <= 1e6f))
-		return pt_error_set(err, PT_E_FORMAT, "%s.rope.scaling: factor %g / attn_factor %g "
-				    "out of range", hp->arch_name, (double)hp->rope_scaling_factor,
-				    (double)hp->rope_scaling_attn_factor);
-	return PT_OK;
 }
 
 static enum pt_status read_generic(const pt_gguf *g, struct pt_hparams *hp,
@@ -399,7 +351,6 @@ static enum pt_status read_generic(const pt_gguf *g, struct pt_hparams *hp,
 	TRY(pt_rkey_u32(g, hp, "expert_count", false, &hp->n_expert, err));
 	TRY(pt_rkey_u32(g, hp, "expert_used_count", false, &hp->n_expert_used, err));
 	TRY(pt_rkey_u32(g, hp, "expert_feed_forward_length", false, &hp->n_ff_exp, err));
-	TRY(read_rope_scaling(g, hp, err));
 #undef TRY
 	return PT_OK;
 }

@@ -25,8 +25,9 @@ enum pt_arch {
 	PT_ARCH_GEMMA4 = 2,
 	PT_ARCH_GLM4MOE = 3,     /* GLM-4.5 / 4.5-Air / 4.6 */
 	PT_ARCH_QWEN35MOE = 4,   /* Qwen3.5 MoE: Gated DeltaNet + gated full attention */
-	PT_ARCH_GPTOSS = 5,      /* gpt-oss-20b / gpt-oss-120b ("gpt-oss") */
-	PT_ARCH_COUNT = 6,
+	PT_ARCH_DEEPSEEK2 = 5,   /* DeepSeek-V2-Lite / V3 / R1, Kimi K2 (MLA) */
+	PT_ARCH_GPTOSS = 6,      /* gpt-oss-20b / gpt-oss-120b ("gpt-oss") */
+	PT_ARCH_COUNT = 7,
 };
 
 /* llama.cpp's gating enum (llama-hparams.h). */
@@ -35,13 +36,6 @@ enum pt_gating {
 	PT_GATING_SOFTMAX = 1,
 	PT_GATING_SIGMOID = 2,
 	PT_GATING_SOFTMAX_WEIGHT = 3,
-};
-
-/* rope.scaling.type (llama.cpp's LLAMA_ROPE_SCALING_TYPE_*: none, linear, yarn). */
-enum pt_rope_scaling {
-	PT_ROPE_SCALING_NONE = 0, /* no key: plain RoPE */
-	PT_ROPE_SCALING_LINEAR,
-	PT_ROPE_SCALING_YARN,
 };
 
 /* Every hyper-parameter any of the three archs reads, with llama.cpp's defaults applied by
@@ -104,12 +98,20 @@ struct pt_hparams {
 	uint32_t ssm_n_group;       /* ssm.group_count = key heads */
 	uint32_t full_attn_interval; /* full_attention_interval (written by mkmodel) */
 	uint32_t rope_sections[4];  /* rope.dimension_sections (IMROPE) */
-	/* RoPE scaling (rope.scaling.type / factor / original_context_length / attn_factor):
-	 * freq_scale = 1 / factor, YaRN's correction dims from the original context */
-	enum pt_rope_scaling rope_scaling;
-	float rope_scaling_factor;  /* 0 = none */
-	uint32_t rope_n_ctx_orig;   /* 0 = context_length */
-	float rope_scaling_attn_factor; /* 1 unless the key says otherwise */
+	/* Multi-head latent attention (deepseek2): the KV cache row is the compressed latent
+	 * (kv_lora_rank) then the shared RoPE key (n_rot); key_length / value_length /
+	 * head_count_kv are the cache's (kv_lora + n_rot, kv_lora, 1) as the files store them,
+	 * the *_mla lengths the per-head Q/K (nope + rope) and V widths after decompression. */
+	uint32_t q_lora_rank;       /* 0: attn_q directly (V2-Lite) */
+	uint32_t kv_lora_rank;      /* 0: not MLA */
+	uint32_t head_dim_k_mla;
+	uint32_t head_dim_v_mla;
+	/* RoPE scaling (rope.scaling.*): YaRN with its factor, original context and the
+	 * deepseek2 log multiplier as stored (0.1 * mscale_all_dim) */
+	bool rope_yarn;
+	float rope_scaling_factor;  /* 0 or 1: none */
+	uint32_t rope_orig_ctx;     /* original_context_length (0: context_length) */
+	float rope_yarn_log_mul;
 };
 
 /* Recurrent (linear-attention) layers: per-sequence state floats of layer l (conv window
@@ -147,6 +149,12 @@ enum pt_ffn_form {
 				       the routed experts (post_ffw_norm_2), sum post-normed */
 };
 
+enum pt_attn_form {
+	PT_ATTN_MHA = 0,            /* Q/K/V projections (or fused qkv), GQA over K/V heads */
+	PT_ATTN_MLA,                /* deepseek2 latent attention, up-projections absorbed:
+				       one cached latent + RoPE key per token (MQA) */
+};
+
 struct pt_arch_recipe {
 	bool embd_scale_sqrt;       /* token embeddings times sqrt(n_embd) */
 	bool v_norm;                /* weightless per-head RMSNorm of V */
@@ -171,6 +179,8 @@ struct pt_arch_recipe {
 	/* linear attention: value head h reads key head h mod n_k (tiled, qwen35moe) instead
 	 * of h / (n_v / n_k) (grouped) */
 	bool ssm_heads_tiled;
+	enum pt_attn_form attn;
+	bool rope_adjacent;         /* RoPE on adjacent pairs (ggml NORM), not NEOX halves */
 };
 
 /* The recipe of a (valid) arch. */
@@ -256,6 +266,10 @@ uint32_t pt_hparams_head_dim_k(const struct pt_hparams *hp, uint32_t layer);
 uint32_t pt_hparams_head_dim_v(const struct pt_hparams *hp, uint32_t layer);
 bool pt_hparams_is_moe_layer(const struct pt_hparams *hp, uint32_t layer);
 bool pt_hparams_has_attn_v(const struct pt_hparams *hp, uint32_t layer);
+/* MLA: V is the first head_dim_v values of the cached K row (no V array). */
+bool pt_hparams_v_in_k(const struct pt_hparams *hp);
+/* Values one position occupies in layer's KV cache (K, plus V unless it lives in K). */
+uint64_t pt_hparams_kv_values(const struct pt_hparams *hp, uint32_t layer);
 
 /* Writes every key the arch reads (with the hp->arch_name prefix). */
 enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer *w,

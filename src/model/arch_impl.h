@@ -27,6 +27,7 @@ extern const struct pt_arch_ops pt_arch_bailingmoe2_ops;
 extern const struct pt_arch_ops pt_arch_gemma4_ops;
 extern const struct pt_arch_ops pt_arch_glm4moe_ops;
 extern const struct pt_arch_ops pt_arch_qwen35moe_ops;
+extern const struct pt_arch_ops pt_arch_deepseek2_ops;
 extern const struct pt_arch_ops pt_arch_gptoss_ops;
 
 /* Appends a tensor; name is printf-formatted.  ne2 = 0 means 2-D, ne1 = 0 means 1-D. */

@@ -66,6 +66,15 @@ struct pt_fwd {
 	int64_t *rpos;
 	bool decode_rows;
 	bool ahead_done;  /* this layer's read-ahead was made */
+	/* MLA (recipe attn PT_ATTN_MLA): the decompressed-width Q (then the heads' V outputs)
+	 * [n_rows][n_head * max(hk, hv)], the q_a rows [n_rows][q_lora], one head's rows
+	 * gathered for its k_b / v_b product [n_rows][mg_w], YaRN and the score scale */
+	float *mq, *mqa, *mg_in, *mg_out;
+	uint32_t mq_w, mg_w;
+	uint8_t *mh_xq;  /* decode: every head's input row quantized, [n_head][mh_xrow] */
+	size_t mh_xrow;
+	struct pt_yarn yarn;
+	float kq_scale_mla;
 	/* row blocks, [n_rows][width] */
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
 	float *h2, *rl, *rw, *yk, *xg, *sel;
@@ -86,7 +95,8 @@ struct pt_fwd {
 	uint32_t attn_block;
 	size_t attn_scratch_n;
 	float *rope_cs;      /* [n_batch][max n_rot] */
-	struct pt_yarn *yarn; /* per layer, when the file scales RoPE (NULL: plain RoPE) */
+	struct pt_yarn *yarn_layers; /* per layer, YaRN on standard attention (gpt-oss);
+					NULL: plain RoPE */
 	void *act;           /* activation quantization scratch */
 	size_t act_bytes;
 	/* decode (single-row) products: one row in each partner format an input needs, and
@@ -426,6 +436,141 @@ static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint
 	return st;
 }
 
+/* Attention of the chunk's n rows of f->q (stride w_qk, head_dim hd_k) over the cache of
+ * layer il into f->att (stride w_qk, head h at h * hd_v). */
+static void attend(pt_fwd *f, uint32_t il, uint32_t n, uint32_t n_head, uint32_t n_kv,
+		   uint32_t hd_k, uint32_t hd_v, float scale)
+{
+	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, n,
+			       n_head / n_kv, 1, f->m->layers[il].attn_sinks };
+	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
+	t.a.scale = scale;
+	t.a.softcap = 0.0f;
+	/* a batch of decodes keeps each row's one-row numerics, however many rows */
+	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS && !f->decode_rows;
+	int64_t first, count;
+	pt_kv_range(&f->seqs[f->rseq[0]].kv, il, f->rpos[0], &first, &count);
+	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
+	if (n == 1 && t.n_blocks > 1) {
+		pt_pool_run(f->pool, attn_block_fn, &t, n_kv * t.n_sub * t.n_blocks);
+		attn_merge_row(f, &t);
+	} else {
+		pt_pool_run(f->pool, attn_fn, &t, n * n_kv * t.n_sub);
+	}
+}
+
+/* Head h's matrix of a per-head 3-D weight (attn_k_b / attn_v_b). */
+static struct pt_kern_mat head_mat(const struct pt_kern_mat *w, uint32_t h)
+{
+	struct pt_kern_mat m = *w;
+	m.data = (const uint8_t *)w->data + (size_t)h * w->rows * w->row_bytes;
+	return m;
+}
+
+/* For each head h: out[r][out_off + h * out_stride ..] = W_h in[r][in_off + h * in_stride ..]
+ * over the n rows (row strides in_row / out_row), one matmul per head on its gathered
+ * rows (each product's activation quantized as ggml quantizes the head's rows). */
+static enum pt_status per_head(pt_fwd *f, const struct pt_kern_mat *w, uint32_t n_head,
+			       const float *in, size_t in_row, size_t in_stride, float *out,
+			       size_t out_row, size_t out_stride, uint32_t n,
+			       struct pt_error *err)
+{
+	const uint32_t ci = (uint32_t)w->cols, co = (uint32_t)w->rows;
+	enum pt_status st = PT_OK;
+	const struct pt_kern_ops *ops = pt_kern_ops(w->type);
+	const size_t xrow = pt_kern_act_bytes(w, 1);
+	if (n == 1 && ops && xrow <= f->mh_xrow) {
+		/* decode: the heads' products as sets of single-row products (each the dot calls
+		 * pt_kern_matmul makes on the same quantized row), one dispatch per set */
+		struct pt_kern_mv set[PT_KERN_SET_MAX];
+		for (uint32_t h0 = 0; st == PT_OK && h0 < n_head; h0 += PT_KERN_SET_MAX) {
+			const uint32_t cnt = n_head - h0 < PT_KERN_SET_MAX ? n_head - h0
+									 : PT_KERN_SET_MAX;
+			for (uint32_t j = 0; j < cnt; j++) {
+				const float *x = in + (size_t)(h0 + j) * in_stride;
+				uint8_t *q = f->mh_xq + (size_t)(h0 + j) * f->mh_xrow;
+				if (ops->act_type != PT_TYPE_F32)
+					pt_kern_quantize_row(ops->act_type, x, q, ci);
+				set[j] = (struct pt_kern_mv){ head_mat(w, h0 + j),
+							      ops->act_type == PT_TYPE_F32 ? (const void *)x
+											   : q,
+							      out + (size_t)(h0 + j) * out_stride };
+			}
+			st = pt_kern_matvec_set(set, cnt, f->pool, err);
+		}
+		return st;
+	}
+	for (uint32_t h = 0; st == PT_OK && h < n_head; h++) {
+		const struct pt_kern_mat m = head_mat(w, h);
+		for (uint32_t r = 0; r < n; r++)
+			memcpy(f->mg_in + (size_t)r * ci, in + r * in_row + h * in_stride,
+			       ci * sizeof(float));
+		st = mm(f, &m, f->mg_in, n, f->mg_out, err);
+		for (uint32_t r = 0; st == PT_OK && r < n; r++)
+			memcpy(out + r * out_row + h * out_stride, f->mg_out + (size_t)r * co,
+			       co * sizeof(float));
+	}
+	return st;
+}
+
+/* Multi-head latent attention with the up-projections absorbed (deepseek2): per row the
+ * latent c = RMSNorm(kv_a c-part) and the RoPE'd shared key k_pe are cached as one K row
+ * [c | k_pe] (V = c, read out of K); each head's query becomes [k_b_h^T q_nope_h | q_pe_h],
+ * one KV head serves all heads (MQA), and each head's output o_h (latent width) is
+ * decompressed by v_b_h before attn_output. */
+static enum pt_status attention_mla(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	const struct pt_layer_weights *L = &f->m->layers[il];
+	const uint32_t H = hp->n_head, C = hp->kv_lora_rank, nr = hp->n_rot;
+	const uint32_t hk = hp->head_dim_k_mla, hv = hp->head_dim_v_mla, nope = hk - nr;
+	const uint32_t dk = C + nr, wq = H * hk, D = hp->n_embd;
+	const enum pt_rope_mode mode = f->rc->rope_adjacent ? PT_ROPE_NORM : PT_ROPE_NEOX;
+	struct act_once a = { 0 };
+	enum pt_status st;
+
+	norm_rows(f->h, f->x, L->attn_norm, n, D, hp->rms_eps);
+	if (L->wq_a.data) {
+		st = mm_once(f, &a, &L->wq_a, f->h, n, f->mqa, err);
+		if (st == PT_OK)
+			st = mm_once(f, &a, &L->wkv_a, f->h, n, f->k, err);
+		norm_rows(f->mqa, f->mqa, L->q_a_norm, n, hp->q_lora_rank, hp->rms_eps);
+		if (st == PT_OK)
+			st = mm(f, &L->wq_b, f->mqa, n, f->mq, err);
+	} else {
+		st = mm_once(f, &a, &L->wq, f->h, n, f->mq, err);
+		if (st == PT_OK)
+			st = mm_once(f, &a, &L->wkv_a, f->h, n, f->k, err);
+	}
+	if (st != PT_OK)
+		return st;
+	for (uint32_t r = 0; r < n; r++) {
+		float *q = f->mq + (size_t)r * wq, *kv = f->k + (size_t)r * dk;
+		pt_op_rope_cache_yarn(f->rope_cs, (int)nr, f->rpos[r], hp->rope_freq_base, NULL,
+				      &f->yarn);
+		pt_op_rope_apply(q + nope, (int)H, (int)hk, (int)nr, mode, f->rope_cs);
+		pt_op_rope_apply(kv + C, 1, (int)nr, (int)nr, mode, f->rope_cs);
+		pt_op_rmsnorm(kv, kv, L->kv_a_norm, (int)C, hp->rms_eps);
+		pt_kv_store(&f->seqs[f->rseq[r]].kv, il, f->rpos[r], kv, NULL);
+		for (uint32_t h = 0; h < H; h++) /* the RoPE part after each absorbed query */
+			memcpy(f->q + (size_t)r * f->w_qk + (size_t)h * dk + C, q + (size_t)h * hk + nope,
+			       nr * sizeof(float));
+	}
+	/* absorbed queries: q_abs_h = k_b_h q_nope_h (latent width) */
+	st = per_head(f, &L->wk_b, H, f->mq, wq, hk, f->q, f->w_qk, dk, n, err);
+	if (st != PT_OK)
+		return st;
+	attend(f, il, n, H, 1, dk, C, f->kq_scale_mla);
+	/* decompress each head's latent output: u_h = v_b_h o_h, packed [n][H * hv] */
+	st = per_head(f, &L->wv_b, H, f->att, f->w_qk, C, f->mq, (size_t)H * hv, hv, n, err);
+	if (st == PT_OK)
+		st = mm(f, &L->wo, f->mq, n, f->t1, err);
+	if (st != PT_OK)
+		return st;
+	add_rows(f->x, f->t1, (size_t)n * D);
+	return PT_OK;
+}
+
 static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
 {
 	const struct pt_model *m = f->m;
@@ -468,30 +613,17 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 			pt_op_rmsnorm_heads(k, L->k_norm, (int)n_kv, (int)hd_k, hp->rms_eps);
 		if (rc->v_norm)
 			pt_op_rmsnorm_heads(v, NULL, (int)n_kv, (int)hd_v, hp->rms_eps);
-		if (f->yarn)
-			pt_op_rope_cache_yarn(cs, (int)n_rot, f->rpos[r], base, ff, &f->yarn[il]);
+		if (f->yarn_layers)
+			pt_op_rope_cache_yarn(cs, (int)n_rot, f->rpos[r], base, ff,
+					      &f->yarn_layers[il]);
 		else
 			pt_op_rope_cache(cs, (int)n_rot, f->rpos[r], base, ff);
 		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_kv_store(&f->seqs[f->rseq[r]].kv, il, f->rpos[r], k, v);
 	}
-	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, n,
-			       n_head / n_kv, 1, L->attn_sinks };
-	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
-	t.a.scale = rc->attn_scale > 0.0f ? rc->attn_scale : 1.0f / sqrtf((float)hd_k);
-	t.a.softcap = 0.0f;
-	/* a batch of decodes keeps each row's one-row numerics, however many rows */
-	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS && !f->decode_rows;
-	int64_t first, count;
-	pt_kv_range(&f->seqs[f->rseq[0]].kv, il, f->rpos[0], &first, &count);
-	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
-	if (n == 1 && t.n_blocks > 1) {
-		pt_pool_run(f->pool, attn_block_fn, &t, n_kv * t.n_sub * t.n_blocks);
-		attn_merge_row(f, &t);
-	} else {
-		pt_pool_run(f->pool, attn_fn, &t, n * n_kv * t.n_sub);
-	}
+	attend(f, il, n, n_head, n_kv, hd_k, hd_v,
+	       rc->attn_scale > 0.0f ? rc->attn_scale : 1.0f / sqrtf((float)hd_k));
 	/* the output gate: attention output times sigmoid(gate), element by element */
 	for (uint32_t r = 0; gated && r < n; r++) {
 		float *o = f->att + (size_t)r * f->w_qk;
@@ -632,8 +764,11 @@ static void route_row(pt_fwd *f, const struct pt_layer_weights *L, float *logits
 		norm = true;
 		scale = 0.0f;
 	}
-	pt_op_moe_route(logits, (int)hp->n_expert, gating, L->exp_probs_b, (int)hp->n_expert_used,
-			norm, scale, f->sel, ids, w);
+	/* group-limited selection whenever the file has groups (build_moe_ffn) */
+	const int groups = f->rc->route_from_keys ? (int)hp->n_expert_groups : 0;
+	pt_op_moe_route_groups(logits, (int)hp->n_expert, gating, L->exp_probs_b, groups,
+			       (int)hp->n_group_used, (int)hp->n_expert_used, norm, scale, f->sel,
+			       ids, w);
 }
 
 /* Router weights for n rows of f->rl into f->ids / f->rw. */
@@ -1331,6 +1466,8 @@ static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float
 	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
 		if (m->layers[il].is_recr)
 			st = linear_attention(f, il, n, err);
+		else if (f->rc->attn == PT_ATTN_MLA)
+			st = attention_mla(f, il, n, err);
 		else
 			st = attention(f, il, n, err);
 		if (st == PT_OK)
@@ -1578,7 +1715,9 @@ static size_t act_need(const struct pt_model *m, uint32_t nb)
 						     &L->ffn_gate, &L->ffn_up, &L->ffn_down,
 						     &L->sh_gate, &L->sh_up, &L->sh_down,
 						     &L->router, &L->ssm_qkv, &L->ssm_z,
-						     &L->ssm_beta, &L->ssm_alpha, &L->ssm_out };
+						     &L->ssm_beta, &L->ssm_alpha, &L->ssm_out,
+						     &L->wq_a, &L->wq_b, &L->wkv_a,
+						     &L->wk_b, &L->wv_b };
 		for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
 			if (mats[i]->data)
 				need = umax(need, pt_kern_act_bytes(mats[i], nb));
@@ -1687,6 +1826,64 @@ static enum pt_status alloc_linear(pt_fwd *f, struct pt_error *err)
 	return PT_OK;
 }
 
+/* MLA buffers, YaRN table parameters and the score scale as llama.cpp derives them
+ * (llama_context's yarn_attn_factor, deepseek2's kq_scale with mscale^2). */
+static enum pt_status alloc_mla(pt_fwd *f, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	if (f->rc->attn != PT_ATTN_MLA)
+		return PT_OK;
+	const uint32_t hk = hp->head_dim_k_mla, hv = hp->head_dim_v_mla;
+	const uint32_t nope = hk - hp->n_rot, C = hp->kv_lora_rank;
+	f->mq_w = hp->n_head * (hk > hv ? hk : hv);
+	f->mg_w = (uint32_t)umax(umax(C, nope), hv);
+	if (f->n_k < C + hp->n_rot)
+		return pt_error_set(err, PT_E_INVALID, "forward: MLA key row %u > cache row %u",
+				    C + hp->n_rot, f->n_k);
+	f->mq = pt_mallocn((size_t)f->n_rows * f->mq_w, sizeof(float));
+	f->mqa = pt_mallocn((size_t)f->n_rows * (hp->q_lora_rank ? hp->q_lora_rank : 1),
+			    sizeof(float));
+	f->mg_in = pt_mallocn((size_t)f->n_rows * f->mg_w, sizeof(float));
+	f->mg_out = pt_mallocn((size_t)f->n_rows * f->mg_w, sizeof(float));
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		f->mh_xrow = umax(f->mh_xrow, pt_kern_act_bytes(&f->m->layers[il].wk_b, 1));
+		f->mh_xrow = umax(f->mh_xrow, pt_kern_act_bytes(&f->m->layers[il].wv_b, 1));
+	}
+	f->mh_xrow = (f->mh_xrow + 63) / 64 * 64;
+	f->mh_xq = pt_mallocn(hp->n_head, f->mh_xrow ? f->mh_xrow : 1);
+	if (!f->mq || !f->mqa || !f->mg_in || !f->mg_out || !f->mh_xq)
+		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
+	/* llama_context: freq_scale = 1 / factor, ext_factor 1 for yarn; the attn_factor the
+	 * RoPE kernel gets is get_mscale(f, m) / get_mscale(f, mall) with the kernel's own
+	 * (1 + 0.1 ln f) cancelled; the graph undoes that to scale the scores by mscale^2 */
+	const bool yarn = hp->rope_yarn && hp->rope_scaling_factor > 1.0f;
+	const float fs = yarn ? 1.0f / hp->rope_scaling_factor : 1.0f;
+	const float mall = hp->rope_yarn_log_mul / 0.1f; /* stored as 0.1 * mscale_all_dim */
+	float attn = 1.0f;
+	if (yarn) {
+		const float factor = 1.0f / fs;
+		if (mall != 0.0f) {
+			const float ms = mall != 1.0f ? mall : 1.0f;
+			const float a = factor <= 1.0f ? 1.0f : 0.1f * ms * logf(factor) + 1.0f;
+			const float b = factor <= 1.0f ? 1.0f : 0.1f * mall * logf(factor) + 1.0f;
+			attn = a / b;
+		} else {
+			attn = factor <= 1.0f ? 1.0f : 0.1f * logf(factor) + 1.0f;
+		}
+		attn *= 1.0f / (1.0f + 0.1f * logf(factor));
+	}
+	f->yarn.freq_scale = fs;
+	f->yarn.ext_factor = yarn ? 1.0f : 0.0f;
+	f->yarn.attn_factor = attn;
+	const uint32_t n_orig = hp->rope_orig_ctx ? hp->rope_orig_ctx : hp->n_ctx_train;
+	pt_op_yarn_corr_dims((int)hp->n_rot, n_orig, hp->rope_freq_base, 32.0f, 1.0f,
+			     &f->yarn.corr_low, &f->yarn.corr_high);
+	const float attn_org = attn * (1.0f + 0.1f * logf(1.0f / fs));
+	const float mscale = attn_org * (1.0f + 0.1f * mall * logf(1.0f / fs));
+	f->kq_scale_mla = 1.0f * mscale * mscale / sqrtf((float)hk);
+	return PT_OK;
+}
+
 static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
@@ -1723,6 +1920,8 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	    !f->spec_ids || !f->eoff || !f->rseq || !f->rpos)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	enum pt_status st = alloc_linear(f, err);
+	if (st == PT_OK)
+		st = alloc_mla(f, err);
 	return st == PT_OK ? alloc_decode(f, err) : st;
 }
 
@@ -1739,6 +1938,7 @@ static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error
 		d[il].head_dim_k = pt_hparams_head_dim_k(hp, il);
 		d[il].head_dim_v = pt_hparams_head_dim_v(hp, il);
 		d[il].n_swa = hp->is_swa[il] ? hp->n_swa : 0;
+		d[il].v_in_k = pt_hparams_v_in_k(hp);
 	}
 	enum pt_status st = PT_OK;
 	f->seqs = pt_calloc(f->n_seq, sizeof(*f->seqs));
@@ -1750,35 +1950,36 @@ static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error
 	return st;
 }
 
-/* RoPE scaling constants per layer as llama.cpp's context computes them (llama_context
- * constructor; ARCHITECTURES-NEXT.md 0.2): freq_scale = 1 / factor, ext_factor 1 for YaRN,
- * attn_factor = mscale(factor) / (1 + 0.1 ln factor) * rope.scaling.attn_factor (no
- * rope_yarn_log_mul key is read), correction dims from each layer's rotated width, base and
- * the original context with beta_fast 32, beta_slow 1. */
-static enum pt_status rope_scaling(pt_fwd *f, struct pt_error *err)
+/* YaRN constants per layer for standard (non-MLA) attention, as llama.cpp's context computes
+ * them (llama_context constructor; ARCHITECTURES-NEXT.md 0.2; alloc_mla does the same for
+ * MLA): freq_scale = 1 / factor, ext_factor 1, attn_factor = get_mscale(f, m) /
+ * get_mscale(f, mall) (or get_mscale(f, 1) without a log multiplier) with the kernel's own
+ * (1 + 0.1 ln f) cancelled; correction dims from each layer's rotated width and base and the
+ * original context, beta_fast 32, beta_slow 1 (gpt-oss: sliding layers rotate alike). */
+static enum pt_status yarn_layers(pt_fwd *f, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
-	const float ropescale = hp->rope_scaling_factor;
-	if (hp->rope_scaling == PT_ROPE_SCALING_NONE ||
-	    (hp->rope_scaling == PT_ROPE_SCALING_LINEAR && (ropescale == 0.0f || ropescale == 1.0f)))
+	if (!hp->rope_yarn || !(hp->rope_scaling_factor > 1.0f) || f->rc->attn == PT_ATTN_MLA)
 		return PT_OK;
-	f->yarn = pt_calloc(hp->n_layer, sizeof(*f->yarn));
-	if (!f->yarn)
+	f->yarn_layers = pt_calloc(hp->n_layer, sizeof(*f->yarn_layers));
+	if (!f->yarn_layers)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate RoPE tables");
-	const float freq_scale = ropescale == 0.0f ? 1.0f : 1.0f / ropescale;
-	const float ext = hp->rope_scaling == PT_ROPE_SCALING_YARN ? 1.0f : 0.0f;
-	float attn = 1.0f;
-	if (ext != 0.0f) {
-		const float factor = 1.0f / freq_scale;
+	const float fs = 1.0f / hp->rope_scaling_factor, factor = 1.0f / fs;
+	const float mall = hp->rope_yarn_log_mul / 0.1f; /* stored as 0.1 * mscale_all_dim */
+	float attn;
+	if (mall != 0.0f) {
+		const float a = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * logf(factor) + 1.0f;
+		const float b = factor <= 1.0f ? 1.0f : 0.1f * mall * logf(factor) + 1.0f;
+		attn = a / b;
+	} else {
 		attn = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * logf(factor) + 1.0f;
-		attn *= 1.0f / (1.0f + 0.1f * logf(factor));
 	}
-	attn *= hp->rope_scaling_attn_factor;
-	const uint32_t n_orig = hp->rope_n_ctx_orig ? hp->rope_n_ctx_orig : hp->n_ctx_train;
+	attn *= 1.0f / (1.0f + 0.1f * logf(factor));
+	const uint32_t n_orig = hp->rope_orig_ctx ? hp->rope_orig_ctx : hp->n_ctx_train;
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		const bool swa = hp->is_swa[il];
-		struct pt_yarn *y = &f->yarn[il];
-		*y = (struct pt_yarn){ freq_scale, ext, attn, 0.0f, 0.0f };
+		struct pt_yarn *y = &f->yarn_layers[il];
+		*y = (struct pt_yarn){ fs, 1.0f, attn, 0.0f, 0.0f };
 		pt_op_yarn_corr_dims((int)(swa ? hp->n_rot_swa : hp->n_rot), n_orig,
 				     swa ? hp->rope_freq_base_swa : hp->rope_freq_base, 32.0f, 1.0f,
 				     &y->corr_low, &y->corr_high);
@@ -1822,7 +2023,7 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	if (st == PT_OK)
 		st = alloc_buffers(f, err);
 	if (st == PT_OK)
-		st = rope_scaling(f, err);
+		st = yarn_layers(f, err);
 	if (st != PT_OK) {
 		pt_fwd_destroy(f);
 		return st;
@@ -1848,7 +2049,7 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->uni);
 	pt_free(f->wave_end);
 	pt_free(f->eoff);
-	pt_free(f->yarn);
+	pt_free(f->yarn_layers);
 	pt_free(f->parts);
 	pt_free(f->act);
 	for (size_t i = 0; i < XQ_SLOTS; i++)
@@ -1861,6 +2062,11 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->bxqd);
 	pt_free(f->xin);
 	pt_free(f->xgq);
+	pt_free(f->mq);
+	pt_free(f->mqa);
+	pt_free(f->mg_in);
+	pt_free(f->mg_out);
+	pt_free(f->mh_xq);
 	float *lin[] = { f->agate, f->lin_qkv, f->lin_y, f->lin_z, f->lin_b, f->lin_a, f->lin_o,
 			 f->dn_scratch };
 	for (size_t i = 0; i < sizeof(lin) / sizeof(lin[0]); i++)

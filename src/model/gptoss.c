@@ -4,10 +4,11 @@
  * norm stored as post_attention_norm, a biased router whose top-k raw logits are
  * softmaxed over the k (SOFTMAX_WEIGHT, no normalisation), experts with per-expert gate /
  * up / down biases (streamed with the expert), the clamped SwiGLU (swiglu_oai: alpha 1.702,
- * limit 7), YaRN RoPE (rope.scaling.*, read generically in arch.c) and MXFP4 experts in
+ * limit 7), YaRN RoPE (rope.scaling.*, as llama.cpp's generic loader reads them) and MXFP4 experts in
  * the published files (the "mxfp4" mixture: experts MXFP4, other matrices Q8_0). */
 #include "model/arch_impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct preset {
@@ -61,9 +62,9 @@ static enum pt_status oss_preset(const char *name, struct pt_hparams *hp, struct
 		hp->n_swa = OSS_N_SWA;
 		swa_pattern(hp, OSS_SWA_PERIOD);
 		hp->rope_freq_base = hp->rope_freq_base_swa = OSS_ROPE_BASE;
-		hp->rope_scaling = PT_ROPE_SCALING_YARN;
+		hp->rope_yarn = true;
 		hp->rope_scaling_factor = OSS_YARN_FACTOR;
-		hp->rope_n_ctx_orig = OSS_CTX_ORIG;
+		hp->rope_orig_ctx = OSS_CTX_ORIG;
 		hp->rms_eps = 1e-5f;
 		hp->gating = PT_GATING_SOFTMAX_WEIGHT;
 		hp->has_attn_bias = true;
@@ -149,9 +150,53 @@ static enum pt_status oss_write_keys(const struct pt_hparams *hp, pt_gguf_writer
 				     struct pt_error *err)
 {
 	enum pt_status st;
+	char k[128];
 	TRY(pt_key_u32(w, hp, "attention.sliding_window", hp->n_swa, err));
 	if (hp->rope_freq_base_swa != hp->rope_freq_base)
 		TRY(pt_key_f32(w, hp, "rope.freq_base_swa", hp->rope_freq_base_swa, err));
+	if (!hp->rope_yarn)
+		return PT_OK;
+	snprintf(k, sizeof k, "%s.rope.scaling.type", hp->arch_name);
+	TRY(pt_gguf_writer_set_str(w, k, "yarn", err));
+	TRY(pt_key_f32(w, hp, "rope.scaling.factor", hp->rope_scaling_factor, err));
+	TRY(pt_key_u32(w, hp, "rope.scaling.original_context_length", hp->rope_orig_ctx, err));
+	return PT_OK;
+}
+
+/* rope.scaling.* (llama_model_base::load_hparams): type "yarn" scales with the factor over the
+ * original context; "none" / "linear" without a factor (or factor 1) are plain RoPE; linear
+ * scaling and other types are refused rather than computed wrongly. */
+static enum pt_status read_rope_scaling(const pt_gguf *g, struct pt_hparams *hp,
+					struct pt_error *err)
+{
+	char k[128];
+	struct pt_str type = { 0 };
+	bool found = false;
+	enum pt_status st;
+	snprintf(k, sizeof k, "%s.rope.scaling.type", hp->arch_name);
+	TRY(pt_gguf_get_str(g, k, &type, &found, err));
+	TRY(pt_rkey_f32(g, hp, "rope.scaling.factor", false, &hp->rope_scaling_factor, err));
+	TRY(pt_rkey_u32(g, hp, "rope.scaling.original_context_length", false, &hp->rope_orig_ctx,
+			err));
+	TRY(pt_rkey_f32(g, hp, "rope.scaling.yarn_log_multiplier", false, &hp->rope_yarn_log_mul,
+			err));
+	hp->rope_yarn = found && pt_str_eq(type, "yarn");
+	const bool plain = hp->rope_scaling_factor == 0.0f || hp->rope_scaling_factor == 1.0f;
+	if (found && !hp->rope_yarn && !pt_str_eq(type, "none") &&
+	    !(pt_str_eq(type, "linear") && plain))
+		return pt_error_set(err, PT_E_UNSUPPORTED, "%s = '%.*s' (factor %g) unsupported", k,
+				    (int)(type.len > 32 ? 32 : type.len), type.ptr,
+				    (double)hp->rope_scaling_factor);
+	if (!found && !plain)
+		return pt_error_set(err, PT_E_UNSUPPORTED, "%s.rope.scaling.factor %g without a "
+				    "type (linear scaling) unsupported", hp->arch_name,
+				    (double)hp->rope_scaling_factor);
+	if (hp->rope_yarn && !(hp->rope_scaling_factor >= 1.0f && hp->rope_scaling_factor < 1e6f))
+		return pt_error_set(err, PT_E_FORMAT, "%s.rope.scaling.factor = %g out of range",
+				    hp->arch_name, (double)hp->rope_scaling_factor);
+	if (!(hp->rope_yarn_log_mul >= 0.0f && hp->rope_yarn_log_mul < 100.0f))
+		return pt_error_set(err, PT_E_FORMAT, "%s.rope.scaling.yarn_log_multiplier = %g out "
+				    "of range", hp->arch_name, (double)hp->rope_yarn_log_mul);
 	return PT_OK;
 }
 
@@ -165,6 +210,7 @@ static enum pt_status oss_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 	TRY(pt_rkey_u32(g, hp, "attention.sliding_window_pattern", false, &period, err));
 	hp->rope_freq_base_swa = hp->rope_freq_base;
 	TRY(pt_rkey_f32(g, hp, "rope.freq_base_swa", false, &hp->rope_freq_base_swa, err));
+	TRY(read_rope_scaling(g, hp, err));
 	if (hp->n_swa == 0)
 		return pt_error_set(err, PT_E_FORMAT, "%s.attention.sliding_window = 0",
 				    hp->arch_name);

@@ -26,6 +26,8 @@
 #include "util/lock.h"
 #include "util/safefile.h"
 
+#include <sys/statvfs.h>
+
 /* Conditioning (docs/MODELS.md): the gains below keep the synthetic models from being
  * chaotic, i.e. from turning a last-bit difference (an activation's Q8 rounding step, a
  * GELU-table F16 step, a near-tied router choice) into a different prediction, so two correct
@@ -318,6 +320,18 @@ void pt_mkmodel_gen_rows(const struct pt_hparams *hp, const struct pt_tensor_des
 		sd *= hg.logit;
 	if (d->cat == PT_CAT_ATTN_OUTPUT || d->cat == PT_CAT_FFN_DOWN)
 		sd *= RESID_GAIN / sqrt(2.0 * hp->n_layer);
+	/* MLA's k_b is applied transposed (the absorbed query sums over its rows, the latent
+	 * width): scaled by that width so the decompressed keys k_b c have unit elements and
+	 * the scores the spread of ordinary attention (1/sqrt(fan_in) made them sqrt(latent /
+	 * nope) times sharper: small Q4_K_M self-KL 6e-3) */
+	if (hp->kv_lora_rank && strstr(d->name, ".attn_k_b."))
+		sd = 1.0 / sqrt((double)hp->kv_lora_rank);
+	/* routed weights scaled by expert_weights_scale (DeepSeek-V3 2.5): the experts' down
+	 * projections carry 1/scale so the routed branch keeps every arch's size and a flipped
+	 * expert moves the residual as little (bailingmoe2's files keep their measured gains) */
+	if (hp->arch == PT_ARCH_DEEPSEEK2 && d->role == PT_ROLE_EXPERT &&
+	    d->cat == PT_CAT_FFN_DOWN && hp->expert_weights_scale > 1.0f)
+		sd /= hp->expert_weights_scale;
 	if (d->init == PT_INIT_EMBED)
 		sd = hp->tied_embeddings ? hg.logit / hg.final_norm / sqrt((double)n0) : 1.0;
 	const bool head = d->cat == PT_CAT_OUTPUT ||
@@ -603,6 +617,29 @@ static enum pt_status write_part(const struct pt_mkmodel_opts *o, const struct p
 	return st;
 }
 
+/* The output's filesystem must hold the tensor bytes plus 64 MiB (metadata, vocabulary,
+ * margin) before anything is written: the true-size presets (deepseek-v3, kimi-k2: hundreds
+ * of GB) are refused up front, not after hours at a full disk. */
+static enum pt_status check_space(const char *out_path, uint64_t bytes, struct pt_error *err)
+{
+	char dir[4096];
+	const char *slash = strrchr(out_path, '/');
+	struct statvfs vfs;
+	if (slash)
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash == out_path ? 1 : slash - out_path),
+			 out_path);
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (statvfs(dir, &vfs) != 0)
+		return PT_OK; /* the writer reports a bad directory itself */
+	const uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize, need = bytes + (64u << 20);
+	if (need > avail)
+		return pt_error_set(err, PT_E_IO, "not enough free space in %s for the model: need "
+				    "%.1f GiB, %.1f GiB available", dir, need / 1073741824.0,
+				    avail / 1073741824.0);
+	return PT_OK;
+}
+
 /* Tensor data bytes of the file (unpadded). */
 static enum pt_status tensor_bytes(const struct pt_tensor_list *l, const uint32_t *types,
 				   uint64_t *total, struct pt_error *err)
@@ -625,6 +662,9 @@ static enum pt_status write_file(const struct pt_mkmodel_opts *o, const struct p
 	enum pt_status tst = tensor_bytes(l, types, &wr->total, err);
 	if (tst != PT_OK)
 		return tst;
+	enum pt_status sst = check_space(o->out_path, wr->total, err);
+	if (sst != PT_OK)
+		return sst;
 	if (!o->split_max_size && !o->split_max_tensors)
 		return write_part(o, hp, v, l, types, NULL, 0, 1, o->out_path, wr, err);
 	uint32_t *part = pt_mallocn(l->n ? l->n : 1, sizeof *part);

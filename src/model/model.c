@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/ops.h"
 #include "quant/quant.h"
 #include "util/alloc.h"
 
@@ -88,10 +89,18 @@ static enum pt_status check_hparams(const struct pt_hparams *hp, struct pt_error
 		return pt_error_set(err, PT_E_UNSUPPORTED,
 				    "key %s.attention.shared_kv_layers: %u, only 0 is supported",
 				    hp->arch_name, hp->n_shared_kv_layers);
-	if (hp->n_expert_groups > 1)
-		return pt_error_set(err, PT_E_UNSUPPORTED,
-				    "key %s.expert_group_count: %u, group-limited routing is not "
-				    "supported", hp->arch_name, hp->n_expert_groups);
+	/* group-limited routing: whole groups, enough experts in the kept groups */
+	if (hp->n_expert_groups > 1 &&
+	    (hp->n_expert_groups > PT_OP_MAX_GROUPS ||
+	     hp->n_expert % hp->n_expert_groups != 0 || hp->n_group_used == 0 ||
+	     hp->n_group_used > hp->n_expert_groups ||
+	     hp->n_expert / hp->n_expert_groups < 2 ||
+	     (uint64_t)hp->n_group_used * (hp->n_expert / hp->n_expert_groups) <
+		     hp->n_expert_used))
+		return pt_error_set(err, PT_E_FORMAT,
+				    "key %s.expert_group_count: %u groups (%u used) of %u experts "
+				    "cannot give %u experts", hp->arch_name, hp->n_expert_groups,
+				    hp->n_group_used, hp->n_expert, hp->n_expert_used);
 	if (hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert || hp->n_expert > 4096)
 		return pt_error_set(err, PT_E_FORMAT,
 				    "key %s.expert_used_count: %u, expected 1..expert_count (%u)",
@@ -173,6 +182,11 @@ static enum pt_status bind_layer(const struct pt_model *m, int il, struct pt_lay
 		{ "blk.%d.ffn_up_shexp.weight", offsetof(struct pt_layer_weights, sh_up) },
 		{ "blk.%d.ffn_down_shexp.weight", offsetof(struct pt_layer_weights, sh_down) },
 		{ "blk.%d.ffn_gate_inp.weight", offsetof(struct pt_layer_weights, router) },
+		{ "blk.%d.attn_q_a.weight", offsetof(struct pt_layer_weights, wq_a) },
+		{ "blk.%d.attn_q_b.weight", offsetof(struct pt_layer_weights, wq_b) },
+		{ "blk.%d.attn_kv_a_mqa.weight", offsetof(struct pt_layer_weights, wkv_a) },
+		{ "blk.%d.attn_k_b.weight", offsetof(struct pt_layer_weights, wk_b) },
+		{ "blk.%d.attn_v_b.weight", offsetof(struct pt_layer_weights, wv_b) },
 	};
 	enum pt_status st = PT_OK;
 	for (size_t i = 0; st == PT_OK && i < sizeof(mats) / sizeof(mats[0]); i++)
@@ -207,6 +221,8 @@ static enum pt_status bind_layer(const struct pt_model *m, int il, struct pt_lay
 	L->exp_probs_b = vec(m, "blk.%d.exp_probs_b.bias", il);
 	L->down_exps_scale = vec(m, "blk.%d.ffn_down_exps.scale", il);
 	L->layer_out_scale = vec(m, "blk.%d.layer_output_scale.weight", il);
+	L->q_a_norm = vec(m, "blk.%d.attn_q_a_norm.weight", il);
+	L->kv_a_norm = vec(m, "blk.%d.attn_kv_a_norm.weight", il);
 	L->attn_sinks = vec(m, "blk.%d.attn_sinks.weight", il);
 	L->router_b = vec(m, "blk.%d.ffn_gate_inp.bias", il);
 	L->gate_exps_b = vec(m, "blk.%d.ffn_gate_exps.bias", il);

@@ -84,6 +84,10 @@ struct pt_layer_weights {
 					 router logits before selection */
 	const float *gate_exps_b, *up_exps_b, *down_exps_b; /* [n_expert][width] (mapping) */
 	struct pt_expert_mat gate_exps, up_exps, gate_up_exps, down_exps;
+	/* MLA (deepseek2): q_a -> q_a_norm -> q_b (or wq), kv_a_mqa -> kv_a_norm; k_b / v_b are
+	 * one matrix per head, head h at data + h * rows * row_bytes */
+	struct pt_kern_mat wq_a, wq_b, wkv_a, wk_b, wv_b;
+	const float *q_a_norm, *kv_a_norm;
 	bool is_moe;
 	/* shared-expert gate (qwen35moe): the shared expert's output times
 	 * sigmoid(sh_gate_inp . h), [n_embd] */

@@ -286,6 +286,37 @@ void pt_op_topk(const float *score, int n, int k, int *idx)
 void pt_op_moe_route(float *logits, int n_expert, enum pt_op_gating gating, const float *bias,
 		     int k, bool norm, float scale, float *scratch, int *ids, float *weights)
 {
+	pt_op_moe_route_groups(logits, n_expert, gating, bias, 0, 0, k, norm, scale, scratch, ids,
+			       weights);
+}
+
+/* Group-limited selection (build_moe_ffn): each group of n_expert / n_group scores is worth
+ * the sum of its two largest (in double, as ggml_sum_rows), the n_used best groups stay, the
+ * others' scores become -inf. */
+static void keep_groups(float *sel, int n_expert, int n_group, int n_used)
+{
+	float gs[PT_OP_MAX_GROUPS] = { 0 };
+	int top[PT_OP_MAX_GROUPS], two[2];
+	const int per = n_expert / n_group;
+	for (int g = 0; g < n_group; g++) {
+		pt_op_topk(sel + (size_t)g * per, per, 2, two);
+		gs[g] = (float)((double)sel[g * per + two[0]] + (double)sel[g * per + two[1]]);
+	}
+	pt_op_topk(gs, n_group, n_used, top);
+	for (int g = 0; g < n_group; g++) {
+		bool kept = false;
+		for (int j = 0; j < n_used; j++)
+			kept = kept || top[j] == g;
+		for (int i = 0; !kept && i < per; i++)
+			sel[g * per + i] = -INFINITY;
+	}
+}
+
+void pt_op_moe_route_groups(float *logits, int n_expert, enum pt_op_gating gating,
+			    const float *bias, int n_group, int n_group_used, int k, bool norm,
+			    float scale, float *scratch, int *ids, float *weights)
+{
+	const bool grouped = n_group > 1 && n_group <= PT_OP_MAX_GROUPS;
 	if (gating == PT_OP_GATING_SOFTMAX) {
 		pt_op_softmax(logits, n_expert);
 	} else if (gating == PT_OP_GATING_SIGMOID) {
@@ -297,7 +328,12 @@ void pt_op_moe_route(float *logits, int n_expert, enum pt_op_gating gating, cons
 		for (int i = 0; i < n_expert; i++)
 			scratch[i] = logits[i] + bias[i];
 		sel = scratch;
+	} else if (grouped) {
+		memcpy(scratch, logits, (size_t)n_expert * sizeof(float));
+		sel = scratch;
 	}
+	if (grouped)
+		keep_groups(scratch, n_expert, n_group, n_group_used);
 	pt_op_topk(sel, n_expert, k, ids);
 	for (int j = 0; j < k; j++)
 		weights[j] = logits[ids[j]];

@@ -101,5 +101,13 @@ enum pt_op_gating {
  * divided by max(sum, 6.1e-5) when norm, times scale when scale is neither 0 nor 1. */
 void pt_op_moe_route(float *logits, int n_expert, enum pt_op_gating gating, const float *bias,
 		     int k, bool norm, float scale, float *scratch, int *ids, float *weights);
+/* The same with group-limited selection when n_group > 1 (expert_group_count, DeepSeek-V3):
+ * n_expert / n_group experts per group, a group scores the sum of its two largest selection
+ * values, only the n_group_used best groups' experts can be chosen (at most
+ * PT_OP_MAX_GROUPS groups; n_group_used * group size >= k is the caller's invariant). */
+#define PT_OP_MAX_GROUPS 256
+void pt_op_moe_route_groups(float *logits, int n_expert, enum pt_op_gating gating,
+			    const float *bias, int n_group, int n_group_used, int k, bool norm,
+			    float scale, float *scratch, int *ids, float *weights);
 
 #endif

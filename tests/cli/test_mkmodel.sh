@@ -27,7 +27,7 @@ expect_exit 1 "missing vocab dir" -- "$PARTICLE" mkmodel --arch qwen3moe --layer
 if [ -e "$TMP/x.gguf" ]; then bad "file left after a failed --vocab"; else ok; fi
 
 # End to end: every arch writes a file inspect accepts, with the expected architecture.
-for arch in qwen3moe bailingmoe2 sarvam_moe gemma4 glm4moe gpt-oss; do
+for arch in qwen3moe bailingmoe2 sarvam_moe gemma4 glm4moe deepseek2 gpt-oss; do
 	expect_exit 0 "write $arch" -- "$PARTICLE" mkmodel --arch "$arch" --layers 2 --quant q8_0 --router-skew 1 -o "$TMP/$arch.gguf"
 	if [ -s "$TMP/err" ]; then bad "$arch: stderr not empty without a tty: $(head -c 200 "$TMP/err")"; else ok; fi
 	expect_exit 0 "inspect $arch" -- "$PARTICLE" inspect "$TMP/$arch.gguf"

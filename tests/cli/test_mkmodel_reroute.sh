@@ -24,7 +24,7 @@ expect_one_error_line "reroute a non-GGUF"
 # same A B WHAT
 same() { if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; fi; }
 
-for arch in qwen3moe bailingmoe2 sarvam_moe gemma4 glm4moe gpt-oss; do
+for arch in qwen3moe bailingmoe2 sarvam_moe gemma4 glm4moe deepseek2 gpt-oss; do
 	for preset in tiny small; do
 		[ "$preset" = small ] && [ "$arch" = sarvam_moe ] && continue
 		q=q4_k_m; [ "$preset" = small ] && q=q4_0

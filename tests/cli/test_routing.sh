@@ -24,7 +24,7 @@ check_layers() {
 }
 mean_entropy() { awk '/^ mean/ { print $4 }' "$1"; }
 
-for arch in qwen3moe bailingmoe2 gemma4 glm4moe gpt-oss; do
+for arch in qwen3moe bailingmoe2 gemma4 glm4moe deepseek2 gpt-oss; do
 	for preset in tiny small; do
 		M="$TMP/$arch-$preset.gguf"
 		expect_exit 0 "mkmodel $arch $preset --routing-report" -- "$PARTICLE" mkmodel \

@@ -17,7 +17,7 @@ for flag in --memory --expert-slots --io --cache-policy --pack --pack-cache --pa
 	--trace-experts --stats-json --no-lock --verbose; do
 	expect_grep "$TMP/out" -- "$flag " "help documents $flag"
 done
-for arch in qwen3moe bailingmoe2 gemma4 glm4moe gpt-oss; do
+for arch in qwen3moe bailingmoe2 gemma4 glm4moe deepseek2 gpt-oss; do
 	M="$TMP/$arch.gguf"
 	expect_exit 0 "mkmodel $arch" -- "$PARTICLE" mkmodel --arch "$arch" --preset tiny -o "$M"
 	expect_exit 0 "$arch: verbose run" -- "$PARTICLE" eval -m "$M" --tokens 1,2 --top 0 --verbose

@@ -1,8 +1,9 @@
 #!/bin/sh
 # test_eval.sh - the forward pass against llama.cpp (tools/oracle/oracle.mjs eval: one batch,
 # flash attention as llama.cpp's default) on `particle mkmodel` tiny models, every arch x
-# {F32, F16, Q8_0, Q4_K_M, Q6_K, Q3_K_M, Q2_K} (glm4moe: F32, F16, Q4_K_M), 200
-# teacher-forced tokens, particle in one prefill chunk.
+# {F32, F16, Q8_0, Q4_K_M, Q6_K, Q3_K_M, Q2_K} (glm4moe, deepseek2: F32, F16, Q4_K_M), 200
+# teacher-forced tokens, particle in one prefill chunk.  deepseek2 (MLA) is compared at the
+# AVX-512, AVX2 and scalar kernel levels (PARTICLE_CPU) where the CPU has them.
 #
 # Target (issue #4), asserted: mean KL(llama.cpp || particle) <= 1e-3 for F32/F16, <= 1e-2
 # for the quantized mixtures, top-1 agreement >= 98 %, on every tiny combination and on the
@@ -26,11 +27,12 @@ tr -d '[]' <"$TMP/toks.json" >"$TMP/toks"
 # field NAME LINE: the first value after NAME in a compare line.
 field() { echo "$2" | awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }'; }
 
-# run_eval NAME MODEL TARGET_KL: llama.cpp vs particle (one chunk), and particle's own
-# one-chunk vs token-by-token difference on the same file as the model's sensitivity.
+# run_eval NAME MODEL TARGET_KL [reuse]: llama.cpp vs particle (one chunk), and particle's
+# own one-chunk vs token-by-token difference on the same file as the model's sensitivity
+# (reuse: the previous call's llama.cpp dump of the same file).
 run_eval() {
 	name=$1; model=$2; target=$3
-	if ! node "$ORACLE" eval "$model" "$TMP/toks.json" "$TMP/ref" >/dev/null 2>"$TMP/oracle.err"; then
+	if [ -z "$4" ] && ! node "$ORACLE" eval "$model" "$TMP/toks.json" "$TMP/ref" >/dev/null 2>"$TMP/oracle.err"; then
 		bad "$name: llama.cpp oracle failed: $(tail -c 300 "$TMP/oracle.err")"
 		return
 	fi
@@ -54,10 +56,10 @@ run_eval() {
 	echo "    particle prefill vs decode:   mean_kl $skl top1 $st1"
 }
 
-for arch in qwen3moe gemma4 bailingmoe2 glm4moe; do
+for arch in qwen3moe gemma4 bailingmoe2 glm4moe deepseek2; do
 	# the later families: their float types and their published mixture (issue 17)
 	qs="f32 f16 q8_0 q4_k_m q6_k q3_k_m q2_k"
-	case $arch in glm4moe) qs="f32 f16 q4_k_m" ;; esac
+	case $arch in glm4moe|deepseek2) qs="f32 f16 q4_k_m" ;; esac
 	for q in $qs; do
 		m="$TMP/$arch-$q.gguf"
 		if ! "$PARTICLE" mkmodel --arch "$arch" --preset tiny --quant "$q" -o "$m" \
@@ -67,6 +69,14 @@ for arch in qwen3moe gemma4 bailingmoe2 glm4moe; do
 		fi
 		case $q in f32|f16) target=1e-3 ;; *) target=1e-2 ;; esac
 		run_eval "$arch $q" "$m" $target
+		[ "$arch" = deepseek2 ] || continue
+		for lvl in avx512 avx2 scalar; do
+			PARTICLE_CPU=$lvl "$PARTICLE" eval -m "$m" --tokens 1 --top 0 >/dev/null \
+				2>&1 || continue # the CPU lacks the level
+			export PARTICLE_CPU=$lvl
+			run_eval "$arch $q ($lvl)" "$m" $target reuse
+			unset PARTICLE_CPU
+		done
 	done
 	m="$TMP/$arch-small-q4_k_m.gguf"
 	if "$PARTICLE" mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" \
@@ -76,6 +86,16 @@ for arch in qwen3moe gemma4 bailingmoe2 glm4moe; do
 		bad "$arch small q4_k_m: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
 	fi
 	rm -f "$m"
+	if [ "$arch" = deepseek2 ]; then # V2-Lite's layout: attn_q, softmax, mscale_all_dim 0.707
+		m="$TMP/$arch-lite.gguf"
+		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny-lite --quant f16 -o "$m" \
+			>"$TMP/mk.out" 2>"$TMP/mk.err"; then
+			run_eval "$arch tiny-lite f16" "$m" 1e-3
+		else
+			bad "$arch tiny-lite: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
+		fi
+		rm -f "$m"
+	fi
 	m="$TMP/$arch-q4_k_m.gguf"
 	if [ -f "$m" ]; then
 		for t in 1 2; do

@@ -1,5 +1,6 @@
 #!/bin/sh
-# test_template.sh - every chat template in shared/fixtures/templates, rendered over every
+# test_template.sh - every chat template in shared/fixtures/templates (and
+# tests/fixtures/templates), rendered over every
 # conversation in tests/fixtures/conversations with four option sets (generation prompt on /
 # off, enable_thinking false / true), must come out of `particle template` byte-equal to
 # Python jinja2 configured as Hugging Face transformers does (tests/oracle/jinja_render.py).

@@ -201,6 +201,13 @@ PT_TEST(test_gen_engine_batch_gemma4)
 	check_batch_equals_single(PT_ARCH_GEMMA4, PT_MIX_Q4_K_M, "b_g_q4k.gguf");
 }
 
+/* MLA (latent cache, V read out of K, per-head absorbed products) keeps the batch rule. */
+PT_TEST(test_gen_engine_batch_deepseek2)
+{
+	check_batch_equals_single(PT_ARCH_DEEPSEEK2, PT_MIX_F16, "b_d_f16.gguf");
+	check_batch_equals_single(PT_ARCH_DEEPSEEK2, PT_MIX_Q4_K_M, "b_d_q4k.gguf");
+}
+
 /* gpt-oss: the batched rows carry the per-expert gate/up biases in the glu set and add the
  * down bias per (expert, row) product; sinks and YaRN per row. */
 PT_TEST(test_gen_engine_batch_gptoss)
@@ -381,6 +388,7 @@ PT_TEST(test_gen_engine_batch_snapshot_restore)
 {
 	check_snapshot(PT_ARCH_QWEN3MOE, "b_snap_q.gguf");
 	check_snapshot(PT_ARCH_GEMMA4, "b_snap_g.gguf");
+	check_snapshot(PT_ARCH_DEEPSEEK2, "b_snap_d.gguf"); /* a cache without V arrays */
 }
 
 /* The plan counts n_seq KV caches (and says so), and refuses a budget too small for them

@@ -7,6 +7,7 @@
 #include "util/alloc.h"
 
 #include <math.h>
+#include <string.h>
 
 static uint64_t rs = 0x1234567887654321ull;
 static float frnd(void)
@@ -64,7 +65,7 @@ static void run_case_acc(enum pt_kv_type t, uint32_t swa, uint32_t n_batch, doub
 			 bool f32_acc)
 {
 	struct pt_kv kv;
-	struct pt_kv_layer_desc d = { NKV, DK, DV, swa };
+	struct pt_kv_layer_desc d = { NKV, DK, DV, swa, false };
 	struct pt_error err = { 0 };
 	REQUIRE(pt_kv_init(&kv, t, 1, &d, NPOS, n_batch, &err) == PT_OK);
 	if (swa)
@@ -134,7 +135,7 @@ PT_TEST(test_kv_sliding_ring_wraps)
 PT_TEST(test_kv_single_key_is_v_and_merge_exact)
 {
 	struct pt_kv kv;
-	struct pt_kv_layer_desc d = { 1, 4, 4, 0 };
+	struct pt_kv_layer_desc d = { 1, 4, 4, 0, false };
 	REQUIRE(pt_kv_init(&kv, PT_KV_F32, 1, &d, 8, 1, NULL) == PT_OK);
 	const float k[4] = { 1, 2, 3, 4 }, v[4] = { 0.5f, -1, 2, 8 }, q[4] = { 1, 0, 0, 0 };
 	pt_kv_store(&kv, 0, 0, k, v);
@@ -160,7 +161,7 @@ PT_TEST(test_kv_single_key_is_v_and_merge_exact)
 PT_TEST(test_kv_init_rejects_zero_dims)
 {
 	struct pt_kv kv;
-	struct pt_kv_layer_desc d = { 0, 4, 4, 0 };
+	struct pt_kv_layer_desc d = { 0, 4, 4, 0, false };
 	struct pt_error err = { 0 };
 	CHECK_EQ_INT(pt_kv_init(&kv, PT_KV_F16, 1, &d, 8, 1, &err), PT_E_INVALID);
 	CHECK_CONTAINS(err.msg, "layer 0");
@@ -217,7 +218,7 @@ PT_TEST(test_kv_group_attention_bit_identical_to_sequential_reference)
 	 * truncation must be the ones attended */
 	static float kk[RPOS][DK], vv[RPOS][DV];
 	struct pt_kv kv;
-	struct pt_kv_layer_desc d = { 1, DK, DV, 64 };
+	struct pt_kv_layer_desc d = { 1, DK, DV, 64, false };
 	struct pt_error err = { 0 };
 	REQUIRE(pt_kv_init(&kv, PT_KV_F16, 1, &d, RPOS, RCAP - 63, &err) == PT_OK);
 	CHECK_EQ_INT(kv.layers[0].cap, 80);
@@ -261,6 +262,55 @@ PT_TEST(test_kv_group_attention_bit_identical_to_sequential_reference)
 	CHECK_EQ_INT(bad, 0);
 	pt_free(scratch);
 	pt_kv_fini(&kv);
+}
+
+/* MLA: a cache whose V lives in K (v_in_k, no V array) attends bit-identically to one that
+ * stores the same values (K's first dv) as a separate V, for F16 and F32 caches, one-row and
+ * tiled numerics, across K-block and chunk boundaries; and it takes only the K bytes. */
+PT_TEST(test_kv_v_in_k_bit_identical_to_separate_v)
+{
+	enum { MDK = 48, MDV = 32, MH = 3, MPOS = 150 };
+	static float kr[MPOS][MDK], q[MH * MDK];
+	for (int p = 0; p < MPOS; p++)
+		for (int i = 0; i < MDK; i++)
+			kr[p][i] = frnd();
+	for (int i = 0; i < MH * MDK; i++)
+		q[i] = frnd();
+	for (int t = 0; t < 2; t++) {
+		const enum pt_kv_type type = t ? PT_KV_F32 : PT_KV_F16;
+		struct pt_kv a, b;
+		struct pt_kv_layer_desc da = { 1, MDK, MDV, 0, true }, db = { 1, MDK, MDV, 0, false };
+		struct pt_error err = { 0 };
+		REQUIRE(pt_kv_init(&a, type, 1, &da, MPOS, 8, &err) == PT_OK);
+		REQUIRE(pt_kv_init(&b, type, 1, &db, MPOS, 8, &err) == PT_OK);
+		CHECK(a.layers[0].v == NULL && a.layers[0].row_v == 0);
+		CHECK(pt_kv_snapshot_bytes(&a, MPOS) * 2 < pt_kv_snapshot_bytes(&b, MPOS) * 2 &&
+		      pt_kv_snapshot_bytes(&b, MPOS) - pt_kv_snapshot_bytes(&a, MPOS) ==
+			      (uint64_t)160 * MDV * (t ? 4 : 2));
+		for (int p = 0; p < MPOS; p++) {
+			pt_kv_store(&a, 0, p, kr[p], NULL);
+			pt_kv_store(&b, 0, p, kr[p], kr[p]);
+		}
+		for (int acc = 0; acc < 2; acc++) {
+			struct pt_attn_args args = { 0.1f, 0.0f, acc == 1 };
+			float *sa = pt_mallocn(pt_attn_scratch_floats(&a, 0, MH), sizeof(float));
+			float *sb = pt_mallocn(pt_attn_scratch_floats(&b, 0, MH), sizeof(float));
+			float oa[MH * MDV], ob[MH * MDV];
+			REQUIRE(sa && sb);
+			for (int64_t pos = 0; pos < MPOS; pos += 37) {
+				pt_attn_row(&a, 0, MH, q, pos, &args, 0, oa, sa);
+				pt_attn_row(&b, 0, MH, q, pos, &args, 0, ob, sb);
+				CHECK(memcmp(oa, ob, sizeof oa) == 0);
+			}
+			pt_attn_row(&a, 0, MH, q, MPOS - 1, &args, 40, oa, sa);
+			pt_attn_row(&b, 0, MH, q, MPOS - 1, &args, 40, ob, sb);
+			CHECK(memcmp(oa, ob, sizeof oa) == 0);
+			pt_free(sa);
+			pt_free(sb);
+		}
+		pt_kv_fini(&a);
+		pt_kv_fini(&b);
+	}
 }
 
 /* Attention sinks (gpt-oss): folding sink sigma into a head's (m, s, acc) equals a softmax

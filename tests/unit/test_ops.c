@@ -420,6 +420,64 @@ PT_TEST(test_ops_moe_route_sigmoid_bias_scale_clamp)
 	CHECK(rel_err(vw[0], 1 / (1 + exp(-1.0))) < 1e-6);
 }
 
+/* Group-limited selection (DeepSeek-V3): a group's score is the sum of its two largest
+ * selection values (bias included), only the best n_group_used groups' experts are chosen,
+ * weights are the unbiased probabilities; checked against a brute-force reference. */
+PT_TEST(test_ops_moe_route_groups)
+{
+	/* 4 groups of 4; group 0 holds the single largest expert but a weak runner-up, so
+	 * the two-largest rule keeps groups 1 and 3 and drops it */
+	float l[16] = { 3.0f, -3.0f, -3.0f, -3.0f, 2.0f, 1.9f, -2.0f, -2.0f,
+			-1.0f, -1.0f, -1.0f, -1.0f, 1.5f, 1.4f, 1.3f, -2.0f };
+	float sc[16], w[3];
+	int ids[3];
+	pt_op_moe_route_groups(l, 16, PT_OP_GATING_SIGMOID, NULL, 4, 2, 3, true, 2.5f, sc, ids, w);
+	CHECK(ids[0] == 4 && ids[1] == 5 && ids[2] == 12);
+	const double p4 = 1 / (1 + exp(-2.0)), p5 = 1 / (1 + exp(-1.9)), p12 = 1 / (1 + exp(-1.5));
+	CHECK(rel_err(w[0], 2.5 * p4 / (p4 + p5 + p12)) < 1e-6);
+	/* one group kept: the best pair (2.0 + 1.9) beats the single 3.0; ties by index */
+	float m[16] = { 3.0f, -3.0f, -3.0f, -3.0f, 2.0f, 1.9f, -2.0f, -2.0f,
+			-1.0f, -1.0f, -1.0f, -1.0f, 1.5f, 1.4f, 1.3f, -2.0f };
+	pt_op_moe_route_groups(m, 16, PT_OP_GATING_SIGMOID, NULL, 4, 1, 3, false, 0.0f, sc, ids, w);
+	CHECK(ids[0] == 4 && ids[1] == 5 && ids[2] == 6);
+	/* a bias steers groups too: +5 on expert 9 makes group 2 the best */
+	float b[16] = { 0 };
+	b[9] = 5.0f;
+	float o[16] = { 3.0f, -3.0f, -3.0f, -3.0f, 2.0f, 1.9f, -2.0f, -2.0f,
+			-1.0f, -1.0f, -1.0f, -1.0f, 1.5f, 1.4f, 1.3f, -2.0f };
+	pt_op_moe_route_groups(o, 16, PT_OP_GATING_SIGMOID, b, 4, 1, 2, false, 0.0f, sc, ids, w);
+	CHECK(ids[0] == 9 && ids[1] == 8);
+	CHECK(rel_err(w[0], 1 / (1 + exp(1.0))) < 1e-6); /* unbiased probability */
+	/* random cases against brute force: group scores, kept groups, top-k among them */
+	uint64_t s = 99;
+	for (int it = 0; it < 200; it++) {
+		float x[64], y[64], sc2[64], wr[6];
+		int got[6];
+		for (int i = 0; i < 64; i++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			x[i] = y[i] = (float)((double)(s >> 40) / (double)(1ull << 24) * 8.0 - 4.0);
+		}
+		pt_op_moe_route_groups(x, 64, PT_OP_GATING_SIGMOID, NULL, 8, 3, 6, true, 1.0f, sc2,
+				       got, wr);
+		double gsc[8];
+		for (int g = 0; g < 8; g++) {
+			double a = -1e9, bb = -1e9;
+			for (int i = 0; i < 8; i++) {
+				const double v = 1 / (1 + exp(-(double)y[g * 8 + i]));
+				if (v > a) { bb = a; a = v; } else if (v > bb) { bb = v; }
+			}
+			gsc[g] = a + bb;
+		}
+		for (int j = 0; j < 6; j++) {
+			const int g = got[j] / 8;
+			int better = 0;
+			for (int h = 0; h < 8; h++)
+				better += gsc[h] > gsc[g];
+			CHECK(better < 3); /* its group is among the 3 best */
+		}
+	}
+}
+
 /* gpt-oss's swiglu_oai: the gate clamped from above only, up from both sides, alpha 1.702;
  * against a double evaluation, the clamps exactly, NaN gates stay NaN (std::min). */
 PT_TEST(test_ops_swiglu_oai_clamps)

@@ -418,6 +418,18 @@ int main(int argc, char **argv)
 		bench_cold(secs);
 		return 0;
 	}
+	if (argc > 2 && strcmp(argv[2], "experts") == 0) {
+		/* Sarvam-30B routed expert (gate/up 1024 x 4096 Q4_K, down 4096 x 1024 Q6_K), 32
+		 * cold experts per pass, at the tokens per expert of a 128-expert top-6 layer for
+		 * prompt chunks of 128 .. 4096 tokens (issue 21: expert-major prefill) */
+		pt_kern_set_level(pt_kern_level_max(), NULL);
+		const uint64_t toks[] = { 6, 12, 24, 48, 96, 192 };
+		for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
+			bench_matmul_cold(PT_TYPE_Q4_K, 1024, 4096, 32, toks[i], secs);
+			bench_matmul_cold(PT_TYPE_Q6_K, 4096, 1024, 32, toks[i], secs);
+		}
+		return 0;
+	}
 	bench_tile_l1();
 	if (!prefill_only) {
 		bench_dot_l1();
