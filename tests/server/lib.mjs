@@ -84,12 +84,19 @@ export function raw(port, chunks, { timeoutMs = 5000, halfClose = false } = {}) 
     const timer = setTimeout(() => finish('timeout'), timeoutMs);
     s.on('data', (d) => { got = Buffer.concat([got, d]); });
     s.on('close', () => { clearTimeout(timer); finish('closed'); });
-    s.on('error', () => { clearTimeout(timer); finish('error'); });
+    // A server that refuses a request while the client is still sending (413 on a body it
+    // will not read) closes with unread data, which the kernel turns into a reset: that is
+    // the server closing too, not a client-side failure.
+    s.on('error', (e) => {
+      clearTimeout(timer);
+      finish(e.code === 'ECONNRESET' || e.code === 'EPIPE' ? 'closed' : 'error');
+    });
     s.on('connect', async () => {
       for (const c of chunks) {
         if (done) return;
         if (typeof c === 'number') { await new Promise((r) => setTimeout(r, c)); continue; }
         await new Promise((r) => s.write(c, () => r()));
+        if (done) return;
       }
       if (halfClose) s.end();
     });
