@@ -303,8 +303,11 @@ static enum pt_status any_node(struct comp *c, uint32_t *out)
 		return st;
 	g->nodes[u].n = 6;
 	g->nodes[obj].addl = u;
-	if ((st = keystr_node(c, NULL, 0, &g->nodes[obj].keystr)))
+	/* into a local: new_node may move g->nodes */
+	uint32_t ks;
+	if ((st = keystr_node(c, NULL, 0, &ks)))
 		return st;
+	g->nodes[obj].keystr = ks;
 	g->nodes[arr].items = u;
 	*out = u;
 	return PT_OK;
@@ -677,8 +680,12 @@ static enum pt_status compile_object(struct comp *c, const cJSON *s, uint32_t no
 		qsort_r(g->korder + g->n_korder, n, sizeof *g->korder, cmp_key, &k);
 	}
 	g->n_korder += n;
-	if (addl != GR_NONE)
-		st = keystr_node(c, names, n, &g->nodes[node].keystr);
+	if (addl != GR_NONE) {
+		uint32_t ks; /* into a local: new_node may move g->nodes */
+		st = keystr_node(c, names, n, &ks);
+		if (st == PT_OK)
+			g->nodes[node].keystr = ks;
+	}
 out:
 	pt_free(tmp);
 	pt_free(names);
