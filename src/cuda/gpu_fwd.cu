@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -75,6 +76,10 @@ struct pt_gpu_fwd {
 	float *x, *h, *h2, *t1, *t2, *q, *k, *v, *att, *qkv, *gb, *ub, *ab, *xg, *xa, *yk, *rl,
 		*scores, *logits, *w, *xr, *xr2;
 	int32_t *ids;
+	int64_t *dpos;       /* device: this step's position (read by RoPE, KV store, attention) */
+	int64_t *hpos;       /* pinned source of dpos */
+	cudaGraphExec_t exec[2]; /* captured decode step without / with the output head */
+	bool graphs;         /* capture the step (every expert resident, PARTICLE_GPU_GRAPH != 0) */
 	float *hx, *hlogits; /* pinned */
 	int32_t *hids;       /* pinned */
 	uint8_t *pool;
@@ -323,7 +328,7 @@ static uint64_t scratch_bytes(const pt_gpu_fwd *g)
 	scratch_sizes(g, n);
 	for (int i = 0; i < N_SCRATCH; i++)
 		b += (n[i] * 4 + 255) / 256 * 256;
-	return b + (uint64_t)g->m->hp.n_layer * 64 * 32 + (uint64_t)g->m->hp.n_layer *
+	return b + 256 + (uint64_t)g->m->hp.n_layer * 64 * 32 + (uint64_t)g->m->hp.n_layer *
 		   g->m->hp.n_expert * 32;
 }
 
@@ -341,6 +346,8 @@ static enum pt_status alloc_scratch(pt_gpu_fwd *g, struct pt_error *err)
 	void *p;
 	if (st == PT_OK && (st = dalloc(g, &p, 64 * sizeof(int32_t), err)) == PT_OK)
 		g->ids = (int32_t *)p;
+	if (st == PT_OK && (st = dalloc(g, &p, sizeof(int64_t), err)) == PT_OK)
+		g->dpos = (int64_t *)p;
 	const struct pt_hparams *hp = &g->m->hp;
 	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
 		struct glayer *L = &g->L[il];
@@ -368,6 +375,9 @@ static enum pt_status alloc_scratch(pt_gpu_fwd *g, struct pt_error *err)
 	if (st == PT_OK)
 		st = cuda_ok(cudaMallocHost((void **)&g->hids, 64 * sizeof(int32_t)),
 			     "pinned allocation", err);
+	if (st == PT_OK)
+		st = cuda_ok(cudaMallocHost((void **)&g->hpos, sizeof(int64_t)), "pinned allocation",
+			     err);
 	return st;
 }
 
@@ -440,13 +450,25 @@ static bool geglu(const pt_gpu_fwd *g)
 	return g->rc->act == PT_ACT_GEGLU;
 }
 
-/* out = down(act(gate in) * (up in)). */
+/* out = down(act(gate in) * (up in)); the input rounded once when gate and up share its
+ * format. */
 static enum pt_status mlp(pt_gpu_fwd *g, const dmat *gt, const dmat *up, const dmat *dn,
 			  const float *in, float *out, struct pt_error *err)
 {
-	enum pt_status st = mv(g, gt, in, g->gb, err);
-	if (st == PT_OK)
-		st = mv(g, up, in, g->ub, err);
+	enum pt_status st;
+	if (gt->act == up->act && gt->act != PT_TYPE_F32 && gt->cols == up->cols) {
+		st = round_in(g->xr, in, gt->cols, gt->act, err);
+		if (st == PT_OK)
+			st = pt_gpu_matvec(gt->type, gt->rows, gt->cols, gt->row_bytes, gt->d, g->xr,
+					   g->gb, err);
+		if (st == PT_OK)
+			st = pt_gpu_matvec(up->type, up->rows, up->cols, up->row_bytes, up->d, g->xr,
+					   g->ub, err);
+	} else {
+		st = mv(g, gt, in, g->gb, err);
+		if (st == PT_OK)
+			st = mv(g, up, in, g->ub, err);
+	}
 	if (st != PT_OK)
 		return st;
 	pt_gpu_glu(g->xa, g->gb, g->ub, (int)gt->rows, 1, 0, geglu(g));
@@ -501,26 +523,18 @@ static enum pt_status attention(pt_gpu_fwd *g, uint32_t il, struct pt_error *err
 		norm(k, k, L->k_norm, hk, nkv, hp->rms_eps);
 	if (g->rc->v_norm)
 		norm(v, v, NULL, hv, nkv, hp->rms_eps);
-	pt_gpu_rope_neox(q, nh, hk, n_rot, g->pos, base, ff);
-	pt_gpu_rope_neox(k, nkv, hk, n_rot, g->pos, base, ff);
+	/* positions from device memory (g->dpos): one captured step serves every position */
+	pt_gpu_rope_neox(q, nh, hk, n_rot, g->dpos, base, ff);
+	pt_gpu_rope_neox(k, nkv, hk, n_rot, g->dpos, base, ff);
 	/* the CPU path's default F16 cache: K, V and the query rounded to F16 */
 	pt_gpu_act_round(q, q, nq, PT_TYPE_F16);
-	pt_gpu_act_round(k, k, nk, PT_TYPE_F16);
-	pt_gpu_act_round(v, v, nv, PT_TYPE_F16);
-	const int64_t row = g->pos % L->cap;
-	st = cuda_ok(cudaMemcpyAsync(L->kc + row * nk, k, (size_t)nk * 4, cudaMemcpyDeviceToDevice,
-				     g->s), "KV store", err);
-	if (st == PT_OK)
-		st = cuda_ok(cudaMemcpyAsync(L->vc + row * nv, v, (size_t)nv * 4,
-					     cudaMemcpyDeviceToDevice, g->s), "KV store", err);
-	if (st != PT_OK)
-		return st;
-	int64_t first = 0;
-	if (swa && hp->n_swa > 0 && g->pos - (int64_t)hp->n_swa + 1 > 0)
-		first = g->pos - (int64_t)hp->n_swa + 1;
+	pt_gpu_kv_store(L->kc, L->vc, k, v, nk, nv, g->dpos, L->cap);
+	const int64_t window = swa && hp->n_swa > 0 ? (int64_t)hp->n_swa : 0;
+	const int64_t max_count = window > 0 && window < (int64_t)g->n_ctx ? window
+									    : (int64_t)g->n_ctx;
 	const float scale = g->rc->attn_scale > 0.0f ? g->rc->attn_scale : 1.0f / sqrtf((float)hk);
-	pt_gpu_attention(q, L->kc, L->vc, g->att, g->scores, nh, nkv, hk, hv, first,
-			 g->pos + 1 - first, L->cap, scale, g->n_ctx);
+	pt_gpu_attention(q, L->kc, L->vc, g->att, g->scores, nh, nkv, hk, hv, g->dpos, window,
+			 max_count, L->cap, scale);
 	st = mv(g, &L->wo, g->att, g->t1, err);
 	if (st != PT_OK)
 		return st;
@@ -547,16 +561,19 @@ static enum pt_status expert_batch(pt_gpu_fwd *g, uint32_t il, const struct pt_g
 	const bool fused = H->gate_up_exps.data != NULL;
 	const struct pt_expert_mat *mats[2] = { fused ? &H->gate_up_exps : &H->gate_exps,
 						fused ? NULL : &H->up_exps };
+	uint32_t rounded = PT_TYPE_F32; /* the format g->xr holds `in` in (gate and up share it) */
 	for (int i = 0; st == PT_OK && i < 2; i++) {
 		const struct pt_expert_mat *x = mats[i];
 		if (!x)
 			continue;
 		const uint32_t act = act_of(x->type);
 		const float *xin = in;
-		if (act != PT_TYPE_F32) {
+		if (act != PT_TYPE_F32 && act != rounded) {
 			st = round_in(g->xr, in, x->cols, act, err);
-			xin = g->xr;
+			rounded = act;
 		}
+		if (act != PT_TYPE_F32)
+			xin = g->xr;
 		if (st == PT_OK)
 			st = pt_gpu_matvec_batch(x->type, x->rows, x->cols, x->row_bytes, desc, n, i,
 						 xin, 0, g->gb + (size_t)i * nf, 2 * (size_t)nf, err);
@@ -599,8 +616,7 @@ static enum pt_status experts(pt_gpu_fwd *g, uint32_t il, const float *rin, cons
 		return st;
 	if (pt_vstore_all_resident(g->vs)) {
 		pt_gpu_resolve(L->desc, L->table, g->ids, K);
-		st = expert_batch(g, il, L->desc, (uint32_t)K, in, err);
-		g->st.hits += (uint64_t)K;
+		st = expert_batch(g, il, L->desc, (uint32_t)K, in, err); /* hits: counted in step */
 	} else {
 		st = cuda_ok(cudaMemcpyAsync(g->hids, g->ids, (size_t)K * 4, cudaMemcpyDeviceToHost,
 					     g->s), "ids copy", err);
@@ -682,11 +698,62 @@ static enum pt_status ffn(pt_gpu_fwd *g, uint32_t il, struct pt_error *err)
 	return PT_OK;
 }
 
+/* The device work of one decode step after the embedding and position are in: every
+ * layer, then (head) the output head's logits into g->logits. */
+static enum pt_status body(pt_gpu_fwd *g, bool head, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &g->m->hp;
+	enum pt_status st = PT_OK;
+	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
+		st = attention(g, il, err);
+		if (st == PT_OK)
+			st = ffn(g, il, err);
+	}
+	if (st == PT_OK && head) {
+		norm(g->h, g->x, g->output_norm, (int)hp->n_embd, 1, hp->rms_eps);
+		st = mv(g, &g->output, g->h, g->logits, err);
+		if (st == PT_OK && g->rc->final_softcap && hp->final_logit_softcap > 0.0f)
+			pt_gpu_softcap(g->logits, (int)g->output.rows, hp->final_logit_softcap);
+	}
+	return st;
+}
+
+/* body() as a CUDA graph, captured on first use (the step's shape never changes: the
+ * position is read from device memory), then one launch per token instead of ~30 per
+ * layer.  The same kernels with the same arguments run, so the logits are those of the
+ * launched step, bit for bit. */
+static enum pt_status graph_step(pt_gpu_fwd *g, bool head, struct pt_error *err)
+{
+	cudaGraphExec_t *ex = &g->exec[head ? 1 : 0];
+	if (!*ex) {
+		enum pt_status st = cuda_ok(cudaStreamBeginCapture(g->s,
+								   cudaStreamCaptureModeThreadLocal),
+					    "graph capture", err);
+		if (st != PT_OK)
+			return st;
+		st = body(g, head, err);
+		cudaGraph_t graph = NULL;
+		const cudaError_t e = cudaStreamEndCapture(g->s, &graph);
+		if (st == PT_OK)
+			st = cuda_ok(e, "graph capture", err);
+		if (st == PT_OK)
+			st = cuda_ok(cudaGraphInstantiate(ex, graph, 0), "graph instantiate", err);
+		if (graph)
+			cudaGraphDestroy(graph);
+		if (st != PT_OK) {
+			*ex = NULL;
+			return st;
+		}
+	}
+	return cuda_ok(cudaGraphLaunch(*ex, g->s), "graph launch", err);
+}
+
 static enum pt_status step(pt_gpu_fwd *g, uint32_t tok, float *logits, struct pt_error *err)
 {
 	const struct pt_model *m = g->m;
 	const struct pt_hparams *hp = &m->hp;
-	/* the previous token's embedding copy read hx: done before it is rewritten */
+	/* the previous token's embedding and position copies read hx, hpos: done before they
+	 * are rewritten */
 	enum pt_status st = cuda_ok(cudaEventSynchronize(g->ev_x), "embedding wait", err);
 	if (st == PT_OK)
 		st = pt_model_embed_row(m, tok, g->hx, err);
@@ -697,25 +764,20 @@ static enum pt_status step(pt_gpu_fwd *g, uint32_t tok, float *logits, struct pt
 		for (uint32_t i = 0; i < hp->n_embd; i++)
 			g->hx[i] *= s;
 	}
+	*g->hpos = g->pos;
 	st = cuda_ok(cudaMemcpyAsync(g->x, g->hx, (size_t)hp->n_embd * 4, cudaMemcpyHostToDevice,
 				     g->s), "embedding copy", err);
 	if (st == PT_OK)
+		st = cuda_ok(cudaMemcpyAsync(g->dpos, g->hpos, sizeof *g->hpos,
+					     cudaMemcpyHostToDevice, g->s), "position copy", err);
+	if (st == PT_OK)
 		st = cuda_ok(cudaEventRecord(g->ev_x, g->s), "event", err);
-	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
-		st = attention(g, il, err);
-		if (st == PT_OK)
-			st = ffn(g, il, err);
-	}
+	if (st == PT_OK)
+		st = g->graphs ? graph_step(g, logits != NULL, err) : body(g, logits != NULL, err);
 	if (st == PT_OK && logits) {
-		norm(g->h, g->x, g->output_norm, (int)hp->n_embd, 1, hp->rms_eps);
-		st = mv(g, &g->output, g->h, g->logits, err);
 		const int nv = (int)g->output.rows;
-		if (st == PT_OK && g->rc->final_softcap && hp->final_logit_softcap > 0.0f)
-			pt_gpu_softcap(g->logits, nv, hp->final_logit_softcap);
-		if (st == PT_OK)
-			st = cuda_ok(cudaMemcpyAsync(g->hlogits, g->logits, (size_t)nv * 4,
-						     cudaMemcpyDeviceToHost, g->s), "logits copy",
-				     err);
+		st = cuda_ok(cudaMemcpyAsync(g->hlogits, g->logits, (size_t)nv * 4,
+					     cudaMemcpyDeviceToHost, g->s), "logits copy", err);
 		if (st == PT_OK)
 			st = cuda_ok(cudaStreamSynchronize(g->s), "token", err);
 		if (st == PT_OK)
@@ -723,6 +785,8 @@ static enum pt_status step(pt_gpu_fwd *g, uint32_t tok, float *logits, struct pt
 	}
 	if (st == PT_OK)
 		st = pt_gpu_launched(err, "decode step");
+	if (st == PT_OK && (!g->vs || pt_vstore_all_resident(g->vs)))
+		g->st.hits += (uint64_t)hp->n_expert_used * pt_vstore_moe_layers(m);
 	if (st == PT_OK)
 		g->pos++;
 	return st;
@@ -922,6 +986,10 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 		pt_gpu_fwd_destroy(g);
 		return st;
 	}
+	/* the step is a fixed launch sequence only without host round trips (every expert
+	 * resident, or no MoE layers); PARTICLE_GPU_GRAPH=0 launches it kernel by kernel */
+	const char *ge = getenv("PARTICLE_GPU_GRAPH");
+	g->graphs = (!g->vs || pt_vstore_all_resident(g->vs)) && !(ge && !strcmp(ge, "0"));
 	g->st.vram_budget = in.budget;
 	g->st.resident_bytes = in.resident_bytes;
 	g->st.kv_bytes = in.kv_bytes;
@@ -959,6 +1027,11 @@ extern "C" void pt_gpu_fwd_destroy(pt_gpu_fwd *g)
 		cudaFreeHost(g->hlogits);
 	if (g->hids)
 		cudaFreeHost(g->hids);
+	if (g->hpos)
+		cudaFreeHost(g->hpos);
+	for (int i = 0; i < 2; i++)
+		if (g->exec[i])
+			cudaGraphExecDestroy(g->exec[i]);
 	if (g->staging)
 		cudaFreeHost(g->staging);
 	cudaEvent_t evs[] = { g->ev_ids, g->ev_copy, g->ev_x };
