@@ -162,11 +162,12 @@ void pt_gpu_kv_store(float *kc, float *vc, const float *k, const float *v, int n
 
 /* Split-K attention: grid (head, chunk of ATT_CHUNK positions); each block scores its chunk
  * (warps over positions, lanes over the head dimension, butterfly), takes the chunk's max
- * and double sum of exponentials by fixed trees and its weighted V sum (threads over the
- * dimensions, positions in order), and writes the partial (m, s, acc[hd_v]); a second kernel
+ * and double sum of exponentials by fixed trees and its weighted V sum (warps over the
+ * positions, lanes over the dimensions, the 8 warps' sums added in order), and writes the partial (m, s, acc[hd_v]); a second kernel
  * merges a head's chunks in order.  Chunk boundaries depend only on the query's position,
  * so the result does not depend on anything else. */
 #define ATT_CHUNK 256
+#define ATT_MAX_HDV 512 /* V head width of the warp-parallel weighted sum */
 __global__ void __launch_bounds__(256) attn_chunk_kernel(const float *q, const float *kc,
 							 const float *vc, float *parts, int group,
 							 int n_kv, int hd_k, int hd_v,
@@ -176,6 +177,7 @@ __global__ void __launch_bounds__(256) attn_chunk_kernel(const float *q, const f
 	__shared__ double sh[256];
 	__shared__ float fm[256];
 	__shared__ float sc[ATT_CHUNK];
+	__shared__ float red[8][ATT_MAX_HDV];
 	const int h = blockIdx.x, c = blockIdx.y, kvh = h / group;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 	const long pos = (long)*dpos;
@@ -218,12 +220,41 @@ __global__ void __launch_bounds__(256) attn_chunk_kernel(const float *q, const f
 		part[0] = mx;
 		part[1] = (float)s;
 	}
+	if (hd_v > ATT_MAX_HDV) { /* threads over the dimensions, positions in order */
+		for (int d = threadIdx.x; d < hd_v; d += 256) {
+			float acc = 0.0f;
+			for (int p = 0; p < n; p++)
+				acc = fmaf(sc[p], vc[(size_t)((first + p0 + p) % cap) * n_kv * hd_v +
+						     (size_t)kvh * hd_v + d], acc);
+			part[2 + d] = acc;
+		}
+		return;
+	}
+	/* warp w sums positions w, w + 8, ... (lanes over the dimensions: coalesced rows of
+	 * V), then the 8 warps' sums are added in warp order */
+	float acc[ATT_MAX_HDV / 32];
+#pragma unroll
+	for (int j = 0; j < ATT_MAX_HDV / 32; j++)
+		acc[j] = 0.0f;
+	for (int p = warp; p < n; p += 8) {
+		const float *vr = vc + (size_t)((first + p0 + p) % cap) * n_kv * hd_v +
+				  (size_t)kvh * hd_v;
+		const float w = sc[p];
+#pragma unroll
+		for (int j = 0; j < ATT_MAX_HDV / 32; j++)
+			if (lane + 32 * j < hd_v)
+				acc[j] = fmaf(w, vr[lane + 32 * j], acc[j]);
+	}
+#pragma unroll
+	for (int j = 0; j < ATT_MAX_HDV / 32; j++)
+		if (lane + 32 * j < hd_v)
+			red[warp][lane + 32 * j] = acc[j];
+	__syncthreads();
 	for (int d = threadIdx.x; d < hd_v; d += 256) {
-		float acc = 0.0f;
-		for (int p = 0; p < n; p++)
-			acc = fmaf(sc[p], vc[(size_t)((first + p0 + p) % cap) * n_kv * hd_v +
-					     (size_t)kvh * hd_v + d], acc);
-		part[2 + d] = acc;
+		float t = red[0][d];
+		for (int w = 1; w < 8; w++)
+			t = __fadd_rn(t, red[w][d]);
+		part[2 + d] = t;
 	}
 }
 
