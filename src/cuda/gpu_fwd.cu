@@ -1055,6 +1055,23 @@ extern "C" int64_t pt_gpu_fwd_pos(const pt_gpu_fwd *g)
 	return g->pos;
 }
 
+extern "C" enum pt_status pt_gpu_fwd_truncate(pt_gpu_fwd *g, int64_t pos, struct pt_error *err)
+{
+	if (pos < 0 || pos > g->pos)
+		return pt_error_set(err, PT_E_INVALID, "CUDA: truncate to %lld of %lld positions",
+				    (long long)pos, (long long)g->pos);
+	/* a ring of cap rows lost position p once p + cap was written: the keys pos needs,
+	 * [pos - cap + 1, pos), survive only if nothing past pos wrapped onto them */
+	for (uint32_t il = 0; il < g->m->hp.n_layer; il++) {
+		const int64_t cap = g->L[il].cap;
+		if (pos > 0 && cap < (int64_t)g->n_ctx && g->pos > cap && g->pos > pos + 1)
+			return pt_error_set(err, PT_E_LIMIT, "CUDA: sliding window ring of layer %u "
+					    "no longer holds position %lld", il, (long long)pos);
+	}
+	g->pos = pos;
+	return PT_OK;
+}
+
 extern "C" void pt_gpu_fwd_stats(pt_gpu_fwd *g, struct pt_gpu_fwd_stats *out)
 {
 	*out = g->st;
