@@ -89,6 +89,8 @@ struct pt_gpu_fwd {
 	uint32_t n_pend, max_pend;
 	uint8_t *staging;
 	uint64_t staging_bytes;
+	void *reg;          /* the experts' span of the host mapping, registered (page-locked) */
+	bool direct;        /* misses copied straight from it: no staging memcpy on the host */
 	uint32_t n_ctx, w_ff, w_qk, n_k;
 	int64_t pos;
 	struct pt_gpu_fwd_stats st;
@@ -400,8 +402,23 @@ extern "C" enum pt_status gpu_copy_cb(void *ctx, uint64_t off, const void *src, 
  * waits for them. */
 static enum pt_status issue_copies(pt_gpu_fwd *g, struct pt_error *err)
 {
+	enum pt_status st = PT_OK;
+	if (g->direct) { /* DMA from the registered mapping itself */
+		for (uint32_t i = 0; st == PT_OK && i < g->n_pend; i++) {
+			const struct pending *p = &g->pend[i];
+			st = cuda_ok(cudaMemcpyAsync(g->pool + p->off, p->src, p->bytes,
+						     cudaMemcpyHostToDevice, g->cs), "expert copy", err);
+			g->st.bytes_copied += p->bytes;
+		}
+		g->n_pend = 0;
+		if (st == PT_OK)
+			st = cuda_ok(cudaEventRecord(g->ev_copy, g->cs), "event", err);
+		if (st == PT_OK)
+			st = cuda_ok(cudaStreamWaitEvent(g->s, g->ev_copy, 0), "event wait", err);
+		return st;
+	}
 	/* the staging buffer's last copies (an earlier layer) must be done before reuse */
-	enum pt_status st = cuda_ok(cudaEventSynchronize(g->ev_copy), "copy wait", err);
+	st = cuda_ok(cudaEventSynchronize(g->ev_copy), "copy wait", err);
 	uint64_t at = 0;
 	for (uint32_t i = 0; st == PT_OK && i < g->n_pend; i++) {
 		const struct pending *p = &g->pend[i];
@@ -895,6 +912,42 @@ static enum pt_status plan(pt_gpu_fwd *g, const struct pt_gpu_fwd_opts *o,
 	return PT_OK;
 }
 
+/* Page-locks the span of the host mapping that holds the routed experts so misses are
+ * copied by DMA straight from it (no memcpy into staging on the host, which bounds the copy
+ * rate far below the link's).  Best effort: a span the driver refuses (a split file's
+ * separate mappings, a kernel that will not pin file pages) keeps the staging path;
+ * PARTICLE_GPU_DIRECT=0 keeps it too. */
+static void register_experts(pt_gpu_fwd *g)
+{
+	const char *env = getenv("PARTICLE_GPU_DIRECT");
+	if (env && !strcmp(env, "0"))
+		return;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (uint32_t il = 0; il < g->m->hp.n_layer; il++) {
+		const struct pt_layer_weights *L = &g->m->layers[il];
+		const struct pt_expert_mat *xm[] = { &L->gate_exps, &L->up_exps, &L->gate_up_exps,
+						     &L->down_exps };
+		for (int i = 0; L->is_moe && i < 4; i++) {
+			if (!xm[i]->data)
+				continue;
+			const uintptr_t a = (uintptr_t)xm[i]->data;
+			const uintptr_t b = a + (uintptr_t)xm[i]->expert_bytes * g->m->hp.n_expert;
+			lo = a < lo ? a : lo;
+			hi = b > hi ? b : hi;
+		}
+	}
+	if (hi <= lo)
+		return;
+	lo &= ~(uintptr_t)4095;
+	hi = (hi + 4095) & ~(uintptr_t)4095;
+	if (cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterReadOnly) != cudaSuccess) {
+		cudaGetLastError(); /* refused: the staging path */
+		return;
+	}
+	g->reg = (void *)lo;
+	g->direct = true;
+}
+
 extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 					    const struct pt_gpu_fwd_opts *o, pt_gpu_fwd **out,
 					    struct pt_error *err)
@@ -967,7 +1020,9 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 		st = alloc_scratch(g, err);
 	if (st == PT_OK && in.n_moe_layers)
 		st = dalloc(g, (void **)&g->pool, p.pool_bytes, err);
-	if (st == PT_OK && in.n_moe_layers && !p.all_experts) {
+	if (st == PT_OK && in.n_moe_layers && !p.all_experts)
+		register_experts(g);
+	if (st == PT_OK && in.n_moe_layers && !p.all_experts && !g->direct) {
 		g->staging_bytes = (uint64_t)hp->n_expert_used * (in.slot_bytes + 3 * 256);
 		st = cuda_ok(cudaMallocHost((void **)&g->staging, g->staging_bytes), "pinned staging",
 			     err);
@@ -1000,7 +1055,8 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 	g->st.all_resident = p.all_experts;
 	char line[600];
 	pt_plan_format(&in, &p, line, sizeof line);
-	snprintf(g->plan, sizeof g->plan, "GPU %d (%s): %s", info.device, info.name, line);
+	snprintf(g->plan, sizeof g->plan, "GPU %d (%s): %s%s", info.device, info.name, line,
+		 g->direct ? "; misses copied straight from the page-locked mapping" : "");
 	if (o->log)
 		fprintf(o->log, "particle: plan: %s\n", g->plan);
 	*out = g;
@@ -1034,6 +1090,8 @@ extern "C" void pt_gpu_fwd_destroy(pt_gpu_fwd *g)
 			cudaGraphExecDestroy(g->exec[i]);
 	if (g->staging)
 		cudaFreeHost(g->staging);
+	if (g->reg)
+		cudaHostUnregister(g->reg);
 	cudaEvent_t evs[] = { g->ev_ids, g->ev_copy, g->ev_x };
 	for (int i = 0; i < 3; i++)
 		if (evs[i])
