@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 extern "C" {
 #include "cuda/gpu_fwd.h"
@@ -914,9 +915,9 @@ static enum pt_status plan(pt_gpu_fwd *g, const struct pt_gpu_fwd_opts *o,
 
 /* Page-locks the span of the host mapping that holds the routed experts so misses are
  * copied by DMA straight from it (no memcpy into staging on the host, which bounds the copy
- * rate far below the link's).  Best effort: a span the driver refuses (a split file's
- * separate mappings, a kernel that will not pin file pages) keeps the staging path;
- * PARTICLE_GPU_DIRECT=0 keeps it too. */
+ * rate far below the link's).  Best effort: a span above half the host's memory, one the
+ * driver refuses (a split file's separate mappings, a kernel that will not pin file pages)
+ * keeps the staging path; PARTICLE_GPU_DIRECT=0 keeps it too. */
 static void register_experts(pt_gpu_fwd *g)
 {
 	const char *env = getenv("PARTICLE_GPU_DIRECT");
@@ -937,6 +938,11 @@ static void register_experts(pt_gpu_fwd *g)
 		}
 	}
 	if (hi <= lo)
+		return;
+	/* page-locking faults the whole span in and keeps it: only a span well inside the
+	 * host's memory (a model larger than RAM streams through staging) */
+	const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || psz <= 0 || (uint64_t)(hi - lo) > (uint64_t)pages * (uint64_t)psz / 2)
 		return;
 	lo &= ~(uintptr_t)4095;
 	hi = (hi + 4095) & ~(uintptr_t)4095;
