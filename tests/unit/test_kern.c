@@ -776,6 +776,11 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 			CHECK(o->act_type == pt_type_traits(all_types[ti])->vec_dot);
 			CHECK((int)o->level <= lv);
 		}
+	/* the detected level, where the runner knows the CPU (tools/test-arm64.sh: qemu -cpu max
+	 * i8mm, neoverse-n1 dotprod, cortex-a53 neon) */
+	const char *want_max = getenv("PT_TEST_KERN_MAX");
+	if (want_max && *want_max)
+		CHECK_EQ_STR(pt_kern_level_name(pt_kern_level_max()), want_max);
 }
 
 /* dot4 (one weight row, four activation rows) equals four dot calls bit for bit: random
