@@ -29,8 +29,11 @@ enum tok_split {
 
 /* How one regex of a list runs (llama.cpp's unicode_regex_split): its custom GPT-2 scanner,
  * std::regex on the collapsed bytes (a \p{..} class in the pattern), or std::wregex on the
- * code points (no class; non-ASCII whitespace read as 0x0B). */
-enum tok_rx_kind { RX_GPT2, RX_COLLAPSED, RX_WIDE };
+ * code points (no class; non-ASCII whitespace read as 0x0B).  RX_WS_END is deepseek-llm's
+ * \s+$ on the code points, scanned directly: its leftmost match is the segment's trailing
+ * whitespace, which a backtracking engine finds in time quadratic in the whitespace runs
+ * before it (a few thousand spaces then a digit would exhaust PCRE2's match limit). */
+enum tok_rx_kind { RX_GPT2, RX_COLLAPSED, RX_WIDE, RX_WS_END };
 
 struct tok_merge {
 	uint32_t loff, llen, roff, rlen; /* into the merge text arena */

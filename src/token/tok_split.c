@@ -332,6 +332,18 @@ struct lens {
 	size_t n, cap;
 };
 
+/* \s+$ over the segment (RX_WS_END): its trailing run of what std::wregex's \s matches in
+ * llama.cpp's wide text (ASCII whitespace, and every other whitespace as 0x0B). */
+static void scan_ws_end(struct seg *s, const uint32_t *wide)
+{
+	size_t b = s->end;
+	while (b > s->ini && (wide[b - 1] == ' ' || (wide[b - 1] >= 0x09 && wide[b - 1] <= 0x0D)))
+		b--;
+	if (b < s->end)
+		add(s, b);
+	add(s, s->end);
+}
+
 /* The regex list: each regex refines the words the previous ones left. */
 static enum pt_status split_list(const struct pt_tok *t, const uint32_t *cps,
 				 const uint16_t *fl, size_t n, struct lens *cur,
@@ -361,6 +373,8 @@ static enum pt_status split_list(const struct pt_tok *t, const uint32_t *cps,
 					 &nx.cap, err, PT_OK };
 			if (t->re_kind[k] == RX_GPT2)
 				scan_gpt2(&s);
+			else if (t->re_kind[k] == RX_WS_END)
+				scan_ws_end(&s, wide);
 			else
 				scan_regex(&s, &r);
 			st = s.st;

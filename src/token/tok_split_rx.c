@@ -8,9 +8,10 @@
  * on the code points themselves (non-ASCII whitespace read as 0x0B); those run through
  * 32-bit PCRE2 on the same code points, their non-ASCII characters written as \x{..}.
  * std::regex's ECMAScript grammar and PCRE2 agree on everything these patterns use
- * (leftmost-first alternation, greedy classes, (?!..), \s = [\t\n\v\f\r ] on ASCII) except
- * '$', which PCRE2 also matches before a final newline: PCRE2_DOLLAR_ENDONLY restores
- * ECMAScript's meaning. */
+ * (leftmost-first alternation, greedy classes, (?!..), \s = [\t\n\v\f\r ] on ASCII); '$',
+ * which PCRE2 also matches before a final newline, is compiled PCRE2_DOLLAR_ENDONLY as
+ * ECMAScript reads it, and deepseek-llm's one use of it (\s+$) is scanned directly
+ * (RX_WS_END, tok_split.c). */
 #include "token/tok_internal.h"
 
 #include <string.h>
@@ -90,7 +91,7 @@ static const struct rx_def rx_deepseek_llm[] = {
 	  "\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+" },
 	{ RX_WIDE, "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}"
 		   "\\x{3000}-\\x{3002}]+" },
-	{ RX_WIDE, "\\s+$" },
+	{ RX_WS_END, NULL }, /* \s+$ */
 	{ RX_WIDE, "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+" },
 	{ RX_COLLAPSED, "[" CP_NUMBER "]+" },
 };

@@ -91,6 +91,21 @@ PT_TEST(test_tok_split_deepseek_llm)
 	SPLIT(t, "中文abc한국어12345", "中文|abc|한국어|12345");
 	/* ASCII and full-width punctuation runs, with an optional space before them */
 	SPLIT(t, "ok!! ？？x", "ok|!!| ？？|x");
+	SPLIT(t, "x 5  ", "x| |5|  ");
+	/* \s+$ after thousands of spaces and a digit: linear, and still exact */
+	static uint32_t cps[5004];
+	uint32_t *lens = NULL;
+	size_t nw = 0;
+	struct pt_error e = { 0 };
+	cps[0] = 'a';
+	for (int i = 1; i <= 5000; i++)
+		cps[i] = ' ';
+	cps[5001] = '5', cps[5002] = ' ', cps[5003] = 0x3000; /* U+3000 counts as \s */
+	REQUIRE(tok_split_words(t, cps, 5004, &lens, &nw, &e) == PT_OK);
+	CHECK_EQ_INT(nw, 4);
+	if (nw == 4)
+		CHECK(lens[0] == 1 && lens[1] == 5000 && lens[2] == 1 && lens[3] == 2);
+	pt_free(lens);
 	pt_tok_destroy(t);
 }
 
