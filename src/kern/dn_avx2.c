@@ -1,7 +1,11 @@
 /* dn_avx2.c - Gated DeltaNet inner loops at the avx2 level (8 lanes, two vector partial
  * sums, the tail in index order; kern.h, struct pt_kern_dn_ops). */
 #include <immintrin.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "kern/kern.h"
 
 float pt_kern_dn_dot_avx2(const float *a, const float *b, uint32_t n);
 void pt_kern_dn_axpy_avx2(float *y, const float *x, float a, uint32_t n);
@@ -72,4 +76,55 @@ float pt_kern_dn_row_step_avx2(float *r, const float *k, const float *q, float e
 		sq += r[j] * q[j];
 	}
 	return sq;
+}
+
+void pt_kern_dn_gemm_avx2(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
+			  const float *b, size_t ldb, float *c, size_t ldc, unsigned flags);
+
+static const int32_t lane_tbl[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+static inline __m256i lanes(uint32_t w) /* the first min(w, 8) lanes */
+{
+	return _mm256_loadu_si256((const __m256i *)(lane_tbl + 8 - (w >= 8 ? 8 : w)));
+}
+
+/* Register tile: 4 rows of C x 16 columns (8 accumulators); rows past m repeat the block's
+ * first row (never stored), columns past the end are masked. */
+void pt_kern_dn_gemm_avx2(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
+			  const float *b, size_t ldb, float *c, size_t ldc, unsigned flags)
+{
+	for (uint32_t i0 = 0; i0 < m; i0 += 4) {
+		const uint32_t R = m - i0 < 4 ? m - i0 : 4;
+		const uint32_t ke = (flags & PT_DN_GEMM_TRI_A) && i0 + R < k ? i0 + R : k;
+		const uint32_t ne = (flags & PT_DN_GEMM_TRI_C) && i0 + R < n ? i0 + R : n;
+		const float *ar[4];
+		for (uint32_t r = 0; r < 4; r++)
+			ar[r] = a + (size_t)(i0 + (r < R ? r : 0)) * lda;
+		for (uint32_t j = 0; j < ne; j += 16) {
+			const uint32_t w = ne - j;
+			const __m256i m0 = lanes(w), m1 = lanes(w > 8 ? w - 8 : 0);
+			__m256 acc[4][2];
+			for (uint32_t r = 0; r < 4; r++) {
+				float *cr = c + (size_t)(i0 + r) * ldc + j;
+				const bool ld = (flags & PT_DN_GEMM_ACC) && r < R;
+				acc[r][0] = ld ? _mm256_maskload_ps(cr, m0) : _mm256_setzero_ps();
+				acc[r][1] = ld ? _mm256_maskload_ps(cr + 8, m1) : _mm256_setzero_ps();
+			}
+			for (uint32_t l = 0; l < ke; l++) {
+				const float *bl = b + (size_t)l * ldb + j;
+				const __m256 b0 = _mm256_maskload_ps(bl, m0);
+				const __m256 b1 = _mm256_maskload_ps(bl + 8, m1);
+				for (uint32_t r = 0; r < 4; r++) {
+					const __m256 x = _mm256_broadcast_ss(ar[r] + l);
+					acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+					acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+				}
+			}
+			for (uint32_t r = 0; r < R; r++) {
+				float *cr = c + (size_t)(i0 + r) * ldc + j;
+				_mm256_maskstore_ps(cr, m0, acc[r][0]);
+				_mm256_maskstore_ps(cr + 8, m1, acc[r][1]);
+			}
+		}
+	}
 }

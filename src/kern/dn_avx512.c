@@ -1,7 +1,10 @@
 /* dn_avx512.c - Gated DeltaNet inner loops at the avx512 level (16 lanes, two vector partial
  * sums, the tail in index order; kern.h, struct pt_kern_dn_ops). */
 #include <immintrin.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "kern/kern.h"
 
 float pt_kern_dn_dot_avx512(const float *a, const float *b, uint32_t n);
 void pt_kern_dn_axpy_avx512(float *y, const float *x, float a, uint32_t n);
@@ -64,4 +67,58 @@ float pt_kern_dn_row_step_avx512(float *r, const float *k, const float *q, float
 		sq += r[j] * q[j];
 	}
 	return sq;
+}
+
+void pt_kern_dn_gemm_avx512(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
+			    const float *b, size_t ldb, float *c, size_t ldc, unsigned flags);
+
+static inline __mmask16 lanes(uint32_t w)
+{
+	return w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1u);
+}
+
+/* Register tile: 4 rows of C x 64 columns (16 accumulators); per k one broadcast of each
+ * row's a and four loads of b's row.  Rows past m repeat the block's first row (computed,
+ * never stored); columns past the end are masked. */
+void pt_kern_dn_gemm_avx512(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
+			    const float *b, size_t ldb, float *c, size_t ldc, unsigned flags)
+{
+	for (uint32_t i0 = 0; i0 < m; i0 += 4) {
+		const uint32_t R = m - i0 < 4 ? m - i0 : 4;
+		const uint32_t ke = (flags & PT_DN_GEMM_TRI_A) && i0 + R < k ? i0 + R : k;
+		const uint32_t ne = (flags & PT_DN_GEMM_TRI_C) && i0 + R < n ? i0 + R : n;
+		const float *ar[4];
+		for (uint32_t r = 0; r < 4; r++)
+			ar[r] = a + (size_t)(i0 + (r < R ? r : 0)) * lda;
+		for (uint32_t j = 0; j < ne; j += 64) {
+			const uint32_t w = ne - j;
+			__mmask16 mk[4];
+			for (uint32_t v = 0; v < 4; v++)
+				mk[v] = w > 16 * v ? lanes(w - 16 * v) : 0;
+			__m512 acc[4][4];
+			for (uint32_t r = 0; r < 4; r++)
+				for (uint32_t v = 0; v < 4; v++)
+					acc[r][v] = (flags & PT_DN_GEMM_ACC) && r < R
+						? _mm512_maskz_loadu_ps(mk[v], c + (size_t)(i0 + r) * ldc + j + 16 * v)
+						: _mm512_setzero_ps();
+			for (uint32_t l = 0; l < ke; l++) {
+				const float *bl = b + (size_t)l * ldb + j;
+				const __m512 b0 = _mm512_maskz_loadu_ps(mk[0], bl);
+				const __m512 b1 = _mm512_maskz_loadu_ps(mk[1], bl + 16);
+				const __m512 b2 = _mm512_maskz_loadu_ps(mk[2], bl + 32);
+				const __m512 b3 = _mm512_maskz_loadu_ps(mk[3], bl + 48);
+				for (uint32_t r = 0; r < 4; r++) {
+					const __m512 x = _mm512_set1_ps(ar[r][l]);
+					acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+					acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+					acc[r][2] = _mm512_fmadd_ps(x, b2, acc[r][2]);
+					acc[r][3] = _mm512_fmadd_ps(x, b3, acc[r][3]);
+				}
+			}
+			for (uint32_t r = 0; r < R; r++)
+				for (uint32_t v = 0; v < 4; v++)
+					_mm512_mask_storeu_ps(c + (size_t)(i0 + r) * ldc + j + 16 * v,
+							      mk[v], acc[r][v]);
+		}
+	}
 }

@@ -28,7 +28,13 @@ struct pt_dn_geom {
 	bool tiled;           /* value head h reads key head h mod n_k, else h / (n_v / n_k) */
 	float eps;            /* L2-norm epsilon (the model's RMS eps) */
 	const struct pt_kern_dn_ops *ops; /* inner loops (kern.h); NULL: the current level */
+	uint32_t chunk;       /* tokens per chunk of the chunked form (0: PT_DN_CHUNK) */
 };
+
+/* Tokens per chunk of the chunked form by default (measured: docs/PERFORMANCE.md, issue 18
+ * round 2) and the largest allowed. */
+#define PT_DN_CHUNK 64
+#define PT_DN_CHUNK_MAX 256
 
 size_t pt_dn_state_floats(const struct pt_dn_geom *g);
 /* The key head value head h reads. */
@@ -49,9 +55,10 @@ void pt_dn_gates(const struct pt_dn_geom *g, const float *dt, const float *ssm_a
 void pt_dn_step(const struct pt_dn_geom *g, float *S, const float *q, const float *k,
 		const float *v, float gate, float beta, float *o);
 
-/* The same for n consecutive tokens of one sequence in the chunked (WY) form: per chunk of
- * up to 64 tokens the intra-chunk interactions as small matrix products and one state
- * update, instead of n rank-1 updates.  q/k/v of token t at q + t*stride_qk ... (already
+/* The same for n consecutive tokens of one sequence in the chunked (WY/UT) form: per chunk
+ * of up to g->chunk tokens the intra-chunk interactions, the triangular solve's products
+ * and the state update as small matrix products (pt_kern_dn_ops.gemm, on the state
+ * transposed once per call), instead of n rank-1 updates.  q/k/v of token t at q + t*stride_qk ... (already
  * convolved and normalised, this head's slices), gate[t*stride_g], beta[t*stride_g],
  * o[t*stride_o].  scratch: pt_dn_chunk_scratch_floats(g) floats.  Agrees with n calls of
  * pt_dn_step to rounding. */

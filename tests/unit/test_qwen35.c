@@ -33,12 +33,13 @@ static void l2(float *x, uint32_t n)
  * through pt_dn_chunk (chunks of 64 and a ragged tail; chunked) or pt_dn_step at the given
  * level, from the same random state: outputs and final states agree to rounding. */
 static void check_chunk_at(uint32_t dk, uint32_t n, float decay, enum pt_kern_level lv,
-			   bool chunked)
+			   bool chunked, uint32_t chunk)
 {
 	const struct pt_dn_geom ref = { 1, 1, dk, dk, 4, 3 * dk, true, 1e-6f,
-					pt_kern_dn_ops_at(PT_KERN_LEVEL_SCALAR) };
+					pt_kern_dn_ops_at(PT_KERN_LEVEL_SCALAR), 0 };
 	struct pt_dn_geom g = ref;
 	g.ops = pt_kern_dn_ops_at(lv);
+	g.chunk = chunk;
 	if (!g.ops)
 		return; /* the CPU lacks the level */
 	uint64_t s = 42 + dk + n;
@@ -88,8 +89,12 @@ static void check_chunk_at(uint32_t dk, uint32_t n, float decay, enum pt_kern_le
 static void check_chunk(uint32_t dk, uint32_t n, float decay)
 {
 	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
-		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, true);
-		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, false);
+		/* the default chunk, smaller and larger ones (ragged chunk tails, register-tile
+		 * row and column tails) */
+		static const uint32_t chunks[] = { 0, 5, 16, 128 };
+		for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+			check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, true, chunks[c]);
+		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, false, 0);
 	}
 }
 
@@ -106,7 +111,7 @@ PT_TEST(test_dn_chunk_matches_token_steps)
 PT_TEST(test_dn_conv_window_and_heads)
 {
 	/* conv over the window (w . [s0 s1 s2 x]) then silu; the window shifts in x */
-	const struct pt_dn_geom g = { 1, 2, 2, 2, 4, 8, true, 1e-6f, NULL };
+	const struct pt_dn_geom g = { 1, 2, 2, 2, 4, 8, true, 1e-6f, NULL, 0 };
 	float w[8 * 4], conv[8 * 3] = { 0 }, x[8], y[8];
 	for (int i = 0; i < 32; i++)
 		w[i] = (float)(i % 4) * 0.25f;
@@ -118,7 +123,7 @@ PT_TEST(test_dn_conv_window_and_heads)
 	CHECK(fabsf(y[7] - z / (1.0f + expf(-z))) < 1e-6f); /* a v channel: not normalised */
 	CHECK(fabsf(y[0] * y[0] + y[1] * y[1] - 1.0f) < 1e-5f); /* q head L2-normalised */
 	/* tiled value heads: h mod n_k; grouped: h / (n_v / n_k) */
-	const struct pt_dn_geom t = { 2, 4, 8, 8, 4, 64, true, 1e-6f, NULL };
+	const struct pt_dn_geom t = { 2, 4, 8, 8, 4, 64, true, 1e-6f, NULL, 0 };
 	struct pt_dn_geom gr = t;
 	gr.tiled = false;
 	CHECK(pt_dn_key_head(&t, 1) == 1 && pt_dn_key_head(&t, 2) == 0);
@@ -211,7 +216,7 @@ static void check_restore_replay(const char *path, bool exact)
 		double dmax = 0;
 		for (size_t i = (size_t)KEEP * nv; i < (size_t)n2 * nv; i++)
 			dmax = fmax(dmax, fabs((double)la[i] - lb[i]));
-		if (!(dmax < 2e-2))
+		if (!(dmax < 1e-1)) /* chunk cuts differ: rounding, amplified by random weights */
 			pt_test_fail(__FILE__, __LINE__, "restore+replay vs fresh: max |dlogit| %g",
 				     dmax);
 	}
