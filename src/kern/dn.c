@@ -28,15 +28,14 @@ static float row_step(float *r, const float *k, const float *q, float eg, float 
 
 /* C (+)= A B, row by row in axpy order (every output summed over k in order). */
 static void gemm(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
-		 const float *b, size_t ldb, float *c, size_t ldc, unsigned flags)
+		 const float *b, size_t ldb, float *c, size_t ldc, float cs, unsigned flags)
 {
 	for (uint32_t i = 0; i < m; i++) {
 		float *ci = c + i * ldc;
 		const uint32_t ke = (flags & PT_DN_GEMM_TRI_A) && i + 1 < k ? i + 1 : k;
 		const uint32_t ne = (flags & PT_DN_GEMM_TRI_C) && i + 1 < n ? i + 1 : n;
-		if (!(flags & PT_DN_GEMM_ACC))
-			for (uint32_t j = 0; j < ne; j++)
-				ci[j] = 0.0f;
+		for (uint32_t j = 0; j < ne; j++)
+			ci[j] = flags & PT_DN_GEMM_ACC ? ci[j] * cs : 0.0f;
 		for (uint32_t l = 0; l < ke; l++)
 			axpy(ci, b + l * ldb, a[i * lda + l], ne);
 	}
@@ -50,9 +49,9 @@ void pt_kern_dn_axpy_avx2(float *y, const float *x, float a, uint32_t n);
 float pt_kern_dn_row_step_avx2(float *r, const float *k, const float *q, float eg, float v,
 			       float beta, uint32_t n);
 void pt_kern_dn_gemm_avx2(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
-			  const float *b, size_t ldb, float *c, size_t ldc, unsigned flags);
+			  const float *b, size_t ldb, float *c, size_t ldc, float cs, unsigned flags);
 void pt_kern_dn_gemm_avx512(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
-			    const float *b, size_t ldb, float *c, size_t ldc, unsigned flags);
+			    const float *b, size_t ldb, float *c, size_t ldc, float cs, unsigned flags);
 float pt_kern_dn_dot_avx512(const float *a, const float *b, uint32_t n);
 void pt_kern_dn_axpy_avx512(float *y, const float *x, float a, uint32_t n);
 float pt_kern_dn_row_step_avx512(float *r, const float *k, const float *q, float eg, float v,

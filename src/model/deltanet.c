@@ -84,7 +84,7 @@ static uint32_t chunk_len(const struct pt_dn_geom *g)
 size_t pt_dn_chunk_scratch_floats(const struct pt_dn_geom *g)
 {
 	const size_t C = chunk_len(g), dk = g->d_k, dv = g->d_v;
-	/* St, Kt, G, eG, KK/A, T, QK/M, then C x (dv + dk + dv + dk) for Vb|O, Kb|Qe, U, W */
+	/* St, Kt, G, eG, KK/A, T, QK/M, then C x (dv + dk + dv + dk) for Vb, Kb|Qe, U, W */
 	return dk * dv + dk * C + 2 * C + 3 * C * C + 2 * C * (dv + dk);
 }
 
@@ -115,8 +115,8 @@ static void chunk_one(const struct pt_dn_geom *g, float *St, uint32_t C, const f
 	for (uint32_t t = 0; t < C; t++) /* K transposed: the right factor of K K^T, Q K^T */
 		for (uint32_t i = 0; i < dk; i++)
 			Kt[(size_t)i * C + t] = k[t * sqk + i];
-	K->gemm(C, C, dk, k, sqk, Kt, C, A, C, PT_DN_GEMM_TRI_C);
-	K->gemm(C, C, dk, q, sqk, Kt, C, M, C, PT_DN_GEMM_TRI_C);
+	K->gemm(C, C, dk, k, sqk, Kt, C, A, C, 1.0f, PT_DN_GEMM_TRI_C);
+	K->gemm(C, C, dk, q, sqk, Kt, C, M, C, 1.0f, PT_DN_GEMM_TRI_C);
 	/* A (strict lower, scaled), M (lower with the diagonal), T = (I + A)^-1 row by row:
 	 * T_t = e_t - sum_{s<t} A[t][s] T_s (rows hold zeros above the diagonal) */
 	for (uint32_t t = 0; t < C; t++) {
@@ -125,7 +125,7 @@ static void chunk_one(const struct pt_dn_geom *g, float *St, uint32_t C, const f
 		for (uint32_t s = 0; s <= t; s++) {
 			const float d = expf(G[t] - G[s]);
 			at[s] = s < t ? bt * d * at[s] : 0.0f;
-			mt[s] *= d;
+			mt[s] *= d * scale;
 		}
 		for (uint32_t s = t + 1; s < C; s++)
 			at[s] = mt[s] = 0.0f;
@@ -144,30 +144,28 @@ static void chunk_one(const struct pt_dn_geom *g, float *St, uint32_t C, const f
 		for (uint32_t i = 0; i < dk; i++)
 			kb[i] = nbe * kt[i];
 	}
-	K->gemm(C, dv, C, T, C, Vb, dv, U, dv, PT_DN_GEMM_TRI_A);
-	K->gemm(C, dk, C, T, C, Kb, dk, W, dk, PT_DN_GEMM_TRI_A);
-	K->gemm(C, dv, dk, W, dk, St, dv, U, dv, PT_DN_GEMM_ACC); /* U is now delta */
-	/* outputs: e^G Q St, then + M delta (Vb holds O, Kb the decayed queries) */
-	for (uint32_t t = 0; t < C; t++)
+	K->gemm(C, dv, C, T, C, Vb, dv, U, dv, 1.0f, PT_DN_GEMM_TRI_A);
+	K->gemm(C, dk, C, T, C, Kb, dk, W, dk, 1.0f, PT_DN_GEMM_TRI_A);
+	K->gemm(C, dv, dk, W, dk, St, dv, U, dv, 1.0f, PT_DN_GEMM_ACC); /* U is now delta */
+	/* outputs, 1/sqrt(d_v) folded into the factors: (scale e^G Q) St + (scale M) delta,
+	 * straight into o (Kb holds the decayed queries) */
+	for (uint32_t t = 0; t < C; t++) {
+		const float f = eG[t] * scale;
 		for (uint32_t i = 0; i < dk; i++)
-			Kb[(size_t)t * dk + i] = eG[t] * q[t * sqk + i];
-	K->gemm(C, dv, dk, Kb, dk, St, dv, Vb, dv, 0);
-	K->gemm(C, dv, C, M, C, U, dv, Vb, dv, PT_DN_GEMM_ACC | PT_DN_GEMM_TRI_A);
-	for (uint32_t t = 0; t < C; t++)
-		for (uint32_t j = 0; j < dv; j++)
-			o[t * so + j] = Vb[(size_t)t * dv + j] * scale;
+			Kb[(size_t)t * dk + i] = f * q[t * sqk + i];
+	}
+	K->gemm(C, dv, dk, Kb, dk, St, dv, o, so, 1.0f, 0);
+	K->gemm(C, dv, C, M, C, U, dv, o, so, 1.0f, PT_DN_GEMM_ACC | PT_DN_GEMM_TRI_A);
 	/* state: St = e^{G_C} St + (Kt scaled by e^{G_C - G_s} per token) delta */
 	const float ec = expf(G[C - 1]);
 	for (uint32_t s = 0; s < C; s++)
 		eG[s] = expf(G[C - 1] - G[s]);
 	for (uint32_t i = 0; i < dk; i++) {
-		float *kr = Kt + (size_t)i * C, *sr = St + (size_t)i * dv;
+		float *kr = Kt + (size_t)i * C;
 		for (uint32_t s = 0; s < C; s++)
 			kr[s] *= eG[s];
-		for (uint32_t j = 0; j < dv; j++)
-			sr[j] *= ec;
 	}
-	K->gemm(dk, dv, C, Kt, C, U, dv, St, dv, PT_DN_GEMM_ACC);
+	K->gemm(dk, dv, C, Kt, C, U, dv, St, dv, ec, PT_DN_GEMM_ACC);
 }
 
 void pt_dn_chunk(const struct pt_dn_geom *g, float *S, uint32_t n, const float *q,

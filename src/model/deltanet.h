@@ -33,7 +33,7 @@ struct pt_dn_geom {
 
 /* Tokens per chunk of the chunked form by default (measured: docs/PERFORMANCE.md, issue 18
  * round 2) and the largest allowed. */
-#define PT_DN_CHUNK 64
+#define PT_DN_CHUNK 32
 #define PT_DN_CHUNK_MAX 256
 
 size_t pt_dn_state_floats(const struct pt_dn_geom *g);
