@@ -34,11 +34,11 @@ static void l2norm(float *x, uint32_t n, float eps)
 		x[i] *= scale;
 }
 
-void pt_dn_conv_token(const struct pt_dn_geom *g, const float *w, float *conv, const float *x,
-		      float *y)
+void pt_dn_conv_span(const struct pt_dn_geom *g, const float *w, float *conv, const float *x,
+		     float *y, uint32_t c0, uint32_t c1)
 {
 	const uint32_t K = g->d_conv, W = K - 1;
-	for (uint32_t c = 0; c < g->conv_dim; c++) {
+	for (uint32_t c = c0; c < c1; c++) {
 		float *s = conv + (size_t)c * W;
 		const float *wc = w + (size_t)c * K;
 		float sum = 0.0f;
@@ -50,8 +50,19 @@ void pt_dn_conv_token(const struct pt_dn_geom *g, const float *w, float *conv, c
 		s[W - 1] = x[c];
 		y[c] = sum / (1.0f + expf(-sum)); /* ggml_silu_f32 */
 	}
+}
+
+void pt_dn_qk_norm(const struct pt_dn_geom *g, float *y)
+{
 	for (uint32_t h = 0; h < 2 * g->n_k; h++) /* q heads then k heads */
 		l2norm(y + (size_t)h * g->d_k, g->d_k, g->eps);
+}
+
+void pt_dn_conv_token(const struct pt_dn_geom *g, const float *w, float *conv, const float *x,
+		      float *y)
+{
+	pt_dn_conv_span(g, w, conv, x, y, 0, g->conv_dim);
+	pt_dn_qk_norm(g, y);
 }
 
 void pt_dn_gates(const struct pt_dn_geom *g, const float *dt, const float *ssm_a, float *b,

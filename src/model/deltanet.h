@@ -45,6 +45,11 @@ uint32_t pt_dn_key_head(const struct pt_dn_geom *g, uint32_t h);
  * [conv_dim][d_conv].  Then q and k heads of y are L2-normalised in place. */
 void pt_dn_conv_token(const struct pt_dn_geom *g, const float *w, float *conv, const float *x,
 		      float *y);
+/* Its two parts: the conv of channels [c0, c1) (channels are independent, so a prefill can
+ * split them between threads), then the q/k heads' L2 norms of the finished row. */
+void pt_dn_conv_span(const struct pt_dn_geom *g, const float *w, float *conv, const float *x,
+		     float *y, uint32_t c0, uint32_t c1);
+void pt_dn_qk_norm(const struct pt_dn_geom *g, float *y);
 
 /* beta = sigmoid(b), g = softplus(a + dt) * ssm_a (the log decay, <= 0) for every value
  * head of one token, in place over b and a. */
