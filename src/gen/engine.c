@@ -72,6 +72,8 @@ struct pt_engine {
 	uint32_t *last_replay;
 	uint32_t ck_every;
 	uint64_t replayed;
+	int64_t (*marks)[PT_ENGINE_MAX_MARKS]; /* [n_seq]: pt_engine_seq_set_marks */
+	uint32_t *n_marks;
 };
 
 /* --- provider over the store --- */
@@ -520,7 +522,9 @@ static enum pt_status open_ckpt(pt_engine *e, struct pt_error *err)
 	e->ck_every = e->o.ckpt_every ? e->o.ckpt_every : CKPT_EVERY_DEFAULT;
 	e->ck = pt_calloc(e->n_seq, sizeof *e->ck);
 	e->ck_buf = pt_malloc(rs);
-	if (!e->ck || !e->ck_buf)
+	e->marks = pt_calloc(e->n_seq, sizeof *e->marks);
+	e->n_marks = pt_calloc(e->n_seq, sizeof *e->n_marks);
+	if (!e->ck || !e->ck_buf || !e->marks || !e->n_marks)
 		return pt_error_set(err, PT_E_NOMEM, "engine: checkpoint tables");
 	enum pt_status st = PT_OK;
 	for (uint32_t s = 0; st == PT_OK && s < e->n_seq; s++)
@@ -765,6 +769,8 @@ void pt_engine_close(pt_engine *e)
 	pt_free(e->ck);
 	pt_free(e->ck_buf);
 	pt_free(e->last_replay);
+	pt_free(e->marks);
+	pt_free(e->n_marks);
 	pt_free(e->model_path);
 	pt_free(e->batch_logits);
 	pt_free(e);
@@ -845,8 +851,17 @@ static void count_time(pt_engine *e, uint32_t n, bool decode, uint64_t dt)
 	}
 }
 
-/* pt_fwd_seq_eval, cut with recurrent layers at the periodic checkpoint positions (one is
- * taken at each). */
+/* The first mark of seq past pos (INT64_MAX: none). */
+static int64_t mark_next(const pt_engine *e, uint32_t seq, int64_t pos)
+{
+	for (uint32_t i = 0; e->marks && i < e->n_marks[seq]; i++)
+		if (e->marks[seq][i] > pos)
+			return e->marks[seq][i];
+	return INT64_MAX;
+}
+
+/* pt_fwd_seq_eval, cut with recurrent layers at the periodic checkpoint positions and the
+ * sequence's marks (a checkpoint is taken at each: turn-end kind at a mark). */
 static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *tokens, uint32_t n,
 			       float *logits, bool all_logits, struct pt_error *err)
 {
@@ -854,7 +869,8 @@ static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *token
 	const size_t nv = pt_engine_n_vocab(e);
 	enum pt_status st = PT_OK;
 	for (uint32_t i = 0; st == PT_OK && i < n;) {
-		const int64_t at = pos + i, next = ckpt_next(e, at);
+		const int64_t at = pos + i, per = ckpt_next(e, at), mark = mark_next(e, seq, at);
+		const int64_t next = per < mark ? per : mark;
 		const uint32_t c = next - at < (int64_t)(n - i) ? (uint32_t)(next - at) : n - i;
 		float *l = NULL;
 		if (logits && all_logits)
@@ -864,7 +880,7 @@ static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *token
 		st = pt_fwd_seq_eval(e->f, seq, tokens + i, c, l, all_logits, err);
 		i += c;
 		if (st == PT_OK && at + c == next)
-			st = ckpt_take(e, seq, false, err);
+			st = ckpt_take(e, seq, at + c == mark, err);
 	}
 	return st;
 }
@@ -930,12 +946,15 @@ float *pt_engine_batch_logits(pt_engine *e)
 	return e->batch_logits;
 }
 
-enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
-				    struct pt_error *err)
+/* pt_engine_seq_rewind; lazy (a reuse rewind): a restored checkpoint is not replayed up to
+ * pos, *at says where the sequence stands. */
+static enum pt_status rewind_to(pt_engine *e, uint32_t seq, int64_t pos, bool lazy, int64_t *at,
+				struct pt_error *err)
 {
 	if (seq >= e->n_seq)
 		return bad_seq(e, seq, err);
 	struct pt_error e2 = { 0 };
+	*at = pos;
 	e->last_replay[seq] = 0;
 	if (e->ck && pos >= 0 && pos <= pt_fwd_seq_pos(e->f, seq))
 		pt_ckpt_drop_after(&e->ck[seq], pos); /* states of a history that is gone */
@@ -956,11 +975,47 @@ enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
 	} else {
 		st = pt_fwd_seq_truncate(e->f, seq, 0, err);
 	}
-	if (st == PT_OK && pos > from) /* the history already holds these tokens */
+	if (st == PT_OK && lazy && e->ck)
+		*at = from; /* the caller's prefill evaluates [from, pos) with the rest */
+	else if (st == PT_OK && pos > from) /* the history already holds these tokens */
 		st = eval_cut(e, seq, e->toks[seq] + from, (uint32_t)(pos - from), NULL, false, err);
 	e->last_replay[seq] = (uint32_t)(pos - from);
 	e->replayed += (uint64_t)(pos - from);
 	return st;
+}
+
+enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
+				    struct pt_error *err)
+{
+	int64_t at;
+	return rewind_to(e, seq, pos, false, &at, err);
+}
+
+enum pt_status pt_engine_seq_rewind_reuse(pt_engine *e, uint32_t seq, int64_t pos, int64_t *at,
+					  struct pt_error *err)
+{
+	return rewind_to(e, seq, pos, true, at, err);
+}
+
+uint32_t pt_engine_ckpt_max(const pt_engine *e)
+{
+	return e->ck ? ckpt_max(e) : 0;
+}
+
+enum pt_status pt_engine_seq_set_marks(pt_engine *e, uint32_t seq, const int64_t *pos,
+				       uint32_t n, struct pt_error *err)
+{
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
+	if (!e->marks)
+		return PT_OK;
+	const uint32_t skip = n > PT_ENGINE_MAX_MARKS ? n - PT_ENGINE_MAX_MARKS : 0;
+	uint32_t k = 0;
+	for (uint32_t i = skip; i < n; i++) /* ascending, positive, no repeats */
+		if (pos[i] > 0 && (k == 0 || pos[i] > e->marks[seq][k - 1]))
+			e->marks[seq][k++] = pos[i];
+	e->n_marks[seq] = k;
+	return PT_OK;
 }
 
 enum pt_status pt_engine_seq_checkpoint(pt_engine *e, uint32_t seq, struct pt_error *err)
