@@ -20,6 +20,7 @@
 #include "gen/decode_bytes.h"
 #include "kern/kern.h"
 #include "kern/pool.h"
+#include "model/deltanet.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "token/tok.h"
@@ -164,10 +165,37 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 	return total + pt_hparams_rs_bytes(hp);
 }
 
+/* Compute threads: opts.threads, 0 = the online cores, at most PT_POOL_MAX_THREADS. */
+static uint32_t engine_threads(const struct pt_engine_opts *o)
+{
+	uint32_t threads = o->threads;
+	if (!threads) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = nc > 0 ? (uint32_t)nc : 1;
+	}
+	return threads > PT_POOL_MAX_THREADS ? PT_POOL_MAX_THREADS : threads;
+}
+
+/* Linear-attention buffers (forward.c, engine.c): per row the raw and convolved q|k|v, z,
+ * the head outputs, beta and alpha; per thread the chunked delta rule's scratch; one
+ * checkpoint copy buffer.  0 without recurrent layers. */
+static uint64_t linear_bytes(const struct pt_hparams *hp, uint32_t n_rows, uint32_t threads)
+{
+	const uint64_t rs = pt_hparams_rs_bytes(hp);
+	if (rs == 0 || hp->ssm_dt_rank == 0)
+		return 0;
+	const uint64_t conv = pt_hparams_conv_dim(hp), V = hp->ssm_d_inner, H = hp->ssm_dt_rank;
+	const struct pt_dn_geom g = { hp->ssm_n_group, hp->ssm_dt_rank, hp->ssm_d_state,
+				      hp->ssm_d_inner / hp->ssm_dt_rank, hp->ssm_d_conv,
+				      (uint32_t)conv, true, hp->rms_eps, NULL, 0 };
+	return (uint64_t)n_rows * (2 * conv + 2 * V + 2 * H) * 4 +
+	       (uint64_t)threads * pt_dn_chunk_scratch_floats(&g) * 4 + rs;
+}
+
 /* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),
  * the logits row and the process overhead; n_seq > 1 adds a decode batch's logits. */
 static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uint32_t n_ctx,
-			      uint32_t n_seq)
+			      uint32_t n_seq, uint32_t threads)
 {
 	const uint64_t batch_logits = n_seq > 1 ? (uint64_t)n_seq * hp->n_vocab * 4 : 0;
 	if (n_seq > n_batch)
@@ -196,7 +224,8 @@ static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uin
 				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
 	/* activation quantization scratch: at most the widest row's bytes per batch row */
 	const uint64_t act = n_batch * (ff > D ? ff : D) * 4;
-	return floats * 4 + act + batch_logits + RUNTIME_OVERHEAD;
+	return floats * 4 + act + batch_logits + linear_bytes(hp, n_batch, threads) +
+	       RUNTIME_OVERHEAD;
 }
 
 static uint64_t expert_bytes_total(const struct pt_expert_layout *l)
@@ -271,7 +300,8 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		/* blocks never computed (GLM's NextN) are neither resident nor cached */
 		.resident_bytes = fsize - expert_bytes_total(&e->lay) - e->m->skipped_bytes,
 		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type) * e->n_seq,
-		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq),
+		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq,
+					       engine_threads(&e->o)),
 		.slot_bytes = slot_bytes ? slot_bytes : 1,
 		.n_moe_layers = e->lay.n_moe ? e->lay.n_moe : 1,
 		.top_k = hp->n_expert_used ? hp->n_expert_used : 1,
@@ -469,7 +499,7 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 	 * cannot see), or a plan that fails even at 128 rows: the buffers get a sixteenth */
 	const uint64_t room = fits_lo && (all_lo || !mapped) ? budget / 8 : budget / 16;
 	for (; c > lo; c = next_chunk(c, lo)) {
-		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq) > room)
+		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq, engine_threads(&e->o)) > room)
 			continue;
 		e->n_batch = c;
 		e->o.prompt_cache_bytes = cache_bytes;
@@ -628,13 +658,7 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 		fprintf(o->log, "particle: model %s: %s, %u layers, %u experts (top-%u), cpu %s\n",
 			o->model_path, e->m->hp.arch_name, e->m->hp.n_layer, e->m->hp.n_expert,
 			e->m->hp.n_expert_used, pt_kern_cpu_name());
-	uint32_t threads = o->threads;
-	if (!threads) {
-		long nc = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = nc > 0 ? (uint32_t)nc : 1;
-	}
-	if (threads > PT_POOL_MAX_THREADS)
-		threads = PT_POOL_MAX_THREADS;
+	const uint32_t threads = engine_threads(o);
 	if (threads > 1)
 		st = pt_pool_create(threads, &e->pool, err);
 	return st == PT_OK ? open_fwd(e, err) : st;
