@@ -187,7 +187,7 @@ static uint64_t linear_bytes(const struct pt_hparams *hp, uint32_t n_rows, uint3
 	const uint64_t conv = pt_hparams_conv_dim(hp), V = hp->ssm_d_inner, H = hp->ssm_dt_rank;
 	const struct pt_dn_geom g = { hp->ssm_n_group, hp->ssm_dt_rank, hp->ssm_d_state,
 				      hp->ssm_d_inner / hp->ssm_dt_rank, hp->ssm_d_conv,
-				      (uint32_t)conv, true, hp->rms_eps, NULL, 0 };
+				      (uint32_t)conv, true, hp->rms_eps, NULL, pt_dn_chunk_env() };
 	return (uint64_t)n_rows * (2 * conv + 2 * V + 2 * H) * 4 +
 	       (uint64_t)threads * pt_dn_chunk_scratch_floats(&g) * 4 + rs;
 }

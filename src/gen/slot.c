@@ -205,9 +205,11 @@ enum pt_status pt_gen_slot_start(pt_gen_slot *s, const struct pt_gen_slot_opts *
 	const uint32_t n_marks = o ? o->n_ckpt_marks : 0;
 	rc = pt_engine_seq_set_marks(s->e, s->seq, o ? o->ckpt_marks : NULL, n_marks, err);
 	int64_t from = (int64_t)keep;
-	if (rc == PT_OK && (int64_t)keep != pos)
+	uint32_t replayed = 0;
+	if (rc == PT_OK && (int64_t)keep != pos) {
 		rc = pt_engine_seq_rewind_reuse(s->e, s->seq, (int64_t)keep, &from, err);
-	const uint32_t replayed = rc == PT_OK ? pt_engine_seq_last_replay(s->e, s->seq) : 0;
+		replayed = pt_engine_seq_last_replay(s->e, s->seq);
+	}
 	/* without marks keep the reuse point too - the next prompt that edits this one's new
 	 * part (a regenerated or edited last message) restores it instead of replaying (only
 	 * when the state is there: a restored checkpoint short of it is already one) */

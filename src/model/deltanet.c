@@ -3,6 +3,7 @@
 #include "model/deltanet.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/ops.h"
@@ -85,6 +86,13 @@ void pt_dn_step(const struct pt_dn_geom *g, float *S, const float *q, const floa
 	/* every row j of S is independent: decay, read with k, rank-1 update, read with q */
 	for (uint32_t j = 0; j < g->d_v; j++)
 		o[j] = K->row_step(S + (size_t)j * dk, k, q, eg, v[j], beta, dk) * scale;
+}
+
+uint32_t pt_dn_chunk_env(void)
+{
+	const char *v = getenv("PARTICLE_DN_CHUNK");
+	const long c = v ? strtol(v, NULL, 10) : 0;
+	return c > 0 && c <= PT_DN_CHUNK_MAX ? (uint32_t)c : 0;
 }
 
 static uint32_t chunk_len(const struct pt_dn_geom *g)

@@ -35,6 +35,9 @@ struct pt_dn_geom {
  * round 2) and the largest allowed. */
 #define PT_DN_CHUNK 32
 #define PT_DN_CHUNK_MAX 256
+/* PARTICLE_DN_CHUNK=N (1 .. PT_DN_CHUNK_MAX) from the environment, for measuring; 0 when
+ * unset or out of range (the forward pass and the memory plan both read it). */
+uint32_t pt_dn_chunk_env(void);
 
 size_t pt_dn_state_floats(const struct pt_dn_geom *g);
 /* The key head value head h reads. */

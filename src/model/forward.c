@@ -11,7 +11,6 @@
 #include "model/forward.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -1845,11 +1844,7 @@ static enum pt_status alloc_linear(pt_fwd *f, struct pt_error *err)
 				     hp->ssm_d_inner / hp->ssm_dt_rank, hp->ssm_d_conv,
 				     (uint32_t)pt_hparams_conv_dim(hp), f->rc->ssm_heads_tiled,
 				     hp->rms_eps, NULL, 0 };
-	{ /* PARTICLE_DN_CHUNK=N (1..PT_DN_CHUNK_MAX): the chunked form's chunk, for measuring */
-		const char *ev = getenv("PARTICLE_DN_CHUNK");
-		const long c = ev ? strtol(ev, NULL, 10) : 0;
-		f->dn.chunk = c > 0 && c <= PT_DN_CHUNK_MAX ? (uint32_t)c : 0;
-	}
+	f->dn.chunk = pt_dn_chunk_env(); /* 0: PT_DN_CHUNK */
 	const size_t C = f->dn.conv_dim, V = hp->ssm_d_inner, H = hp->ssm_dt_rank;
 	float **bufs[] = { &f->lin_qkv, &f->lin_y, &f->lin_z, &f->lin_b, &f->lin_a, &f->lin_o };
 	const size_t n[] = { B * C, B * C, B * V, B * H, B * H, B * V };
