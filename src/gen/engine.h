@@ -61,9 +61,10 @@ struct pt_engine_opts {
 	bool use_profile;
 	const char *profile_dir;     /* NULL: pt_user_dir("profiles") */
 	/* added by qwen35 (issue 18), models with recurrent (linear-attention) layers only:
-	 * state checkpoints every ckpt_every tokens (0: 512; UINT32_MAX: none) and at turn
-	 * ends (pt_engine_seq_checkpoint), at most ckpt_max per sequence (0: 4), counted in the
-	 * plan; dn_chunk_min as struct pt_fwd_opts (0: the chunked prefill from 16 rows) */
+	 * state checkpoints every ckpt_every tokens (0: 512; UINT32_MAX: none), at marks
+	 * (pt_engine_seq_set_marks) and at turn ends (pt_engine_seq_checkpoint), at most
+	 * ckpt_max per sequence (0: 4), counted in the plan; dn_chunk_min as struct
+	 * pt_fwd_opts (0: the chunked prefill from 16 rows) */
 	uint32_t ckpt_every;
 	uint32_t ckpt_max;
 	uint32_t dn_chunk_min;
