@@ -49,6 +49,13 @@ struct fwd_seq {
 	int64_t pos;
 };
 
+static uint64_t ns_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 struct pt_fwd {
 	const struct pt_model *m;
 	const struct pt_arch_recipe *rc; /* the arch's layer recipe */
@@ -56,7 +63,7 @@ struct pt_fwd {
 	pt_pool *pool;
 	uint32_t n_batch, n_ctx, n_threads;
 	uint32_t n_rows;  /* rows of the buffers: max(n_batch, n_seq) */
-	uint64_t head_ns; /* wall time in the output head, for the bench's decode split */
+	uint64_t phase_ns[PT_FWD_PH_COUNT]; /* wall time per part, for the bench's decode split */
 	uint64_t expert_gets; /* provider get calls (one per expert, layer and chunk) */
 	struct fwd_seq *seqs;
 	uint32_t n_seq;
@@ -1290,9 +1297,9 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 /* Routed experts for n rows of in (routing already in f->ids / f->rw): the chunk's distinct
  * experts in waves that fit the provider's slots, each expert's weights fetched once;
  * out[r] = sum over ranks in rank order. */
-static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
-			      const float *in, uint32_t n, float *out, overlap_fn overlap,
-			      struct pt_error *err)
+static enum pt_status experts_run(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				  const float *in, uint32_t n, float *out, overlap_fn overlap,
+				  struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t k = hp->n_expert_used, D = hp->n_embd;
@@ -1326,6 +1333,16 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 	return PT_OK;
 }
 
+static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+			      const float *in, uint32_t n, float *out, overlap_fn overlap,
+			      struct pt_error *err)
+{
+	const uint64_t t0 = ns_now();
+	enum pt_status st = experts_run(f, L, il, in, n, out, overlap, err);
+	f->phase_ns[PT_FWD_PH_EXPERTS] += ns_now() - t0;
+	return st;
+}
+
 /* Bailing's shared expert on the ffn-normed rows f->h into f->t2. */
 static enum pt_status shared_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
 				    struct pt_error *err)
@@ -1349,10 +1366,12 @@ static enum pt_status moe(pt_fwd *f, const struct pt_layer_weights *L, uint32_t 
 			  const float *router_in, const float *in, uint32_t n, float *out,
 			  struct pt_error *err)
 {
+	const uint64_t t0 = ns_now();
 	enum pt_status st = mm(f, &L->router, router_in, n, f->rl, err);
 	if (st != PT_OK)
 		return st;
 	route(f, L, n);
+	f->phase_ns[PT_FWD_PH_ROUTER] += ns_now() - t0;
 	return experts(f, L, il, in, n, out, L->sh_gate.data ? shared_expert : NULL, err);
 }
 
@@ -1364,11 +1383,13 @@ static enum pt_status moe_parallel(pt_fwd *f, const struct pt_layer_weights *L, 
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t D = hp->n_embd;
+	const uint64_t t0 = ns_now();
 	scaled_router_in(f, L, f->x, f->h2, n);
 	enum pt_status st = mm(f, &L->router, f->h2, n, f->rl, err);
 	if (st != PT_OK)
 		return st;
 	route(f, L, n);
+	f->phase_ns[PT_FWD_PH_ROUTER] += ns_now() - t0;
 	norm_rows(f->h2, f->x, L->pre_ffw_norm_2, n, D, hp->rms_eps);
 	return experts(f, L, il, f->h2, n, f->t2, parallel_dense, err);
 }
@@ -1391,6 +1412,8 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 	const struct pt_layer_weights *L = &f->m->layers[il];
 	const size_t cnt = (size_t)n * hp->n_embd;
 	enum pt_status st = PT_OK;
+	const uint64_t t0 = ns_now(), inner0 = f->phase_ns[PT_FWD_PH_ROUTER] +
+					    f->phase_ns[PT_FWD_PH_EXPERTS];
 	norm_rows(f->h, f->x, L->ffn_norm, n, hp->n_embd, hp->rms_eps);
 	if (f->rc->ffn == PT_FFN_PARALLEL) {
 		/* the dense MLP runs inside the MoE step, while the expert reads are in flight */
@@ -1425,6 +1448,8 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 		for (size_t i = 0; i < cnt; i++)
 			f->x[i] *= L->layer_out_scale[0];
 	}
+	f->phase_ns[PT_FWD_PH_FFN_REST] += ns_now() - t0 - (f->phase_ns[PT_FWD_PH_ROUTER] +
+							    f->phase_ns[PT_FWD_PH_EXPERTS] - inner0);
 	return PT_OK;
 }
 
@@ -1435,15 +1460,13 @@ static enum pt_status head(pt_fwd *f, uint32_t r0, uint32_t n, float *logits,
 	const struct pt_model *m = f->m;
 	const struct pt_hparams *hp = &m->hp;
 	const uint32_t rows = n - r0;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	const uint64_t t0 = ns_now();
 	norm_rows(f->h, f->x + (size_t)r0 * hp->n_embd, m->output_norm, rows, hp->n_embd,
 		  hp->rms_eps);
 	enum pt_status st = mm(f, &m->output, f->h, rows, logits, err);
 	if (st == PT_OK && f->rc->final_softcap && hp->final_logit_softcap > 0.0f)
 		pt_op_softcap(logits, (int)((size_t)rows * m->output.rows), hp->final_logit_softcap);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	f->head_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+	f->phase_ns[PT_FWD_PH_HEAD] += ns_now() - t0;
 	return st;
 }
 
@@ -1464,12 +1487,14 @@ static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float
 		}
 	}
 	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
+		const uint64_t t0 = ns_now();
 		if (m->layers[il].is_recr)
 			st = linear_attention(f, il, n, err);
 		else if (f->rc->attn == PT_ATTN_MLA)
 			st = attention_mla(f, il, n, err);
 		else
 			st = attention(f, il, n, err);
+		f->phase_ns[PT_FWD_PH_ATTN] += ns_now() - t0;
 		if (st == PT_OK)
 			st = ffn(f, il, n, err);
 	}
@@ -1590,7 +1615,12 @@ enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err)
 
 uint64_t pt_fwd_head_ns(const pt_fwd *f)
 {
-	return f->head_ns;
+	return f->phase_ns[PT_FWD_PH_HEAD];
+}
+
+uint64_t pt_fwd_phase_ns(const pt_fwd *f, enum pt_fwd_phase ph)
+{
+	return ph < PT_FWD_PH_COUNT ? f->phase_ns[ph] : 0;
 }
 
 uint64_t pt_fwd_expert_gets(const pt_fwd *f)
