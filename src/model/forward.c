@@ -93,6 +93,10 @@ struct pt_fwd {
 	size_t xin_row;
 	bool xin_on;
 	int *ids, *rows, *spec_ids;
+	/* prefill: where each (row, rank) slot's expert output sits in f->yk when the outputs
+	 * are kept in expert order (yk_sorted: slot f->rows[i] at yk row i) */
+	uint32_t *slot_pos;
+	bool yk_sorted;
 	uint32_t *uni, *wave_end; /* a chunk's distinct experts on a layer, its waves */
 	uint32_t *eoff;           /* [n_expert + 1]: each expert's run of f->rows */
 	void (*on_route)(void *, uint32_t, int64_t, uint32_t, uint32_t, const int *);
@@ -877,9 +881,9 @@ static void quant_expert_input(pt_fwd *f, const struct pt_layer_weights *L, cons
 	f->xin_on = true;
 }
 
-/* Gathered rows f->xg[cnt] through expert e: f->t3[cnt][n_embd] = down(act(gate) * up). */
+/* Gathered rows f->xg[cnt] through expert e: out[cnt][n_embd] = down(act(gate) * up). */
 static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
-				 const struct pt_expert_ptrs *p, uint32_t cnt,
+				 const struct pt_expert_ptrs *p, uint32_t cnt, float *out,
 				 struct pt_error *err)
 {
 	const pt_kern_glu_fn glu = glu_fn(f);
@@ -913,9 +917,9 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 		}
 	}
 	const struct pt_kern_mat d = expert_mat(&L->down_exps, p->down);
-	st = mm(f, &d, f->gate, cnt, f->t3, err);
+	st = mm(f, &d, f->gate, cnt, out, err);
 	for (uint32_t c = 0; st == PT_OK && p->down_b && c < cnt; c++)
-		add_rows(f->t3 + (size_t)c * d.rows, p->down_b, d.rows);
+		add_rows(out + (size_t)c * d.rows, p->down_b, d.rows);
 	return st;
 }
 
@@ -955,7 +959,10 @@ static uint32_t sort_rows(pt_fwd *f, uint32_t n_ids)
 
 /* Expert e over the rows of in that chose it: gather, fetch, compute, scatter each row's
  * weighted output into its own rank slot of f->yk (summed later in rank order, so results
- * do not depend on the order experts are computed in). */
+ * do not depend on the order experts are computed in).  With f->yk_sorted (prefill) the
+ * down product writes the unweighted outputs straight into yk rows eoff[e] .. (expert
+ * order), and the rank-order sum applies the weights: no copy through f->t3 and no
+ * separate weighting pass over the slots. */
 static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
 				 uint32_t e, const float *in, struct pt_error *err)
 {
@@ -972,10 +979,11 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 	if (st != PT_OK)
 		return st;
 	f->expert_gets++;
-	st = expert_ffn(f, L, &p, cnt, err);
+	st = expert_ffn(f, L, &p, cnt, f->yk_sorted ? f->yk + (size_t)f->eoff[e] * D : f->t3,
+			err);
 	if (f->prov->release)
 		f->prov->release(f->prov->ctx, il, e);
-	if (st != PT_OK)
+	if (st != PT_OK || f->yk_sorted)
 		return st;
 	for (uint32_t c = 0; c < cnt; c++)
 		scale_row(f->yk + (size_t)rows[c] * D, f->t3 + (size_t)c * D, D,
@@ -1294,6 +1302,41 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	return st;
 }
 
+/* dst += (y * s) * w, or y * w without a per-expert scale s: the same roundings as
+ * scale_row into a slot followed by add_rows of that slot (no contraction: the build has
+ * -ffp-contract=off). */
+static void add_scaled_row(float *restrict dst, const float *restrict y, uint32_t D,
+			   const float *s, float w)
+{
+	if (s) {
+		const float sv = *s;
+		BLOCK8(i, D, dst[i] = dst[i] + (y[i] * sv) * w);
+	} else {
+		BLOCK8(i, D, dst[i] = dst[i] + y[i] * w);
+	}
+}
+
+/* Prefill, outputs in expert order (f->yk_sorted): out[r] = the weighted outputs of row r's
+ * ranks summed in rank order, bit-identical to weighting into rank slots and summing them. */
+static void sum_sorted(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n, float *out)
+{
+	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
+	for (uint32_t i = 0; i < n * k; i++)
+		f->slot_pos[f->rows[i]] = i;
+	for (uint32_t r = 0; r < n; r++) {
+		float *o = out + (size_t)r * D;
+		for (uint32_t j = 0; j < k; j++) {
+			const uint32_t slot = r * k + j;
+			const float *y = f->yk + (size_t)f->slot_pos[slot] * D;
+			const float *sc = L->down_exps_scale ? &L->down_exps_scale[f->ids[slot]] : NULL;
+			if (j == 0)
+				scale_row(o, y, D, sc, f->rw[slot]);
+			else
+				add_scaled_row(o, y, D, sc, f->rw[slot]);
+		}
+	}
+}
+
 /* Routed experts for n rows of in (routing already in f->ids / f->rw): the chunk's distinct
  * experts in waves that fit the provider's slots, each expert's weights fetched once;
  * out[r] = sum over ranks in rank order. */
@@ -1312,6 +1355,8 @@ static enum pt_status experts_run(pt_fwd *f, const struct pt_layer_weights *L, u
 	enum pt_status st = PT_OK;
 	f->ahead_done = false;
 	quant_expert_input(f, L, in, n);
+	/* plain prefill (every expert through one_expert, see wave()): outputs in expert order */
+	f->yk_sorted = n > 1 && !(f->decode_rows && f->xin_on && f->bdg);
 	f->wave_end[0] = nu;
 	if (f->prov->waves)
 		st = f->prov->waves(f->prov->ctx, il, f->uni, nu, f->wave_end, &n_waves, err);
@@ -1324,6 +1369,10 @@ static enum pt_status experts_run(pt_fwd *f, const struct pt_layer_weights *L, u
 		st = overlap(f, L, n, err);
 	if (st != PT_OK)
 		return st;
+	if (f->yk_sorted) {
+		sum_sorted(f, L, n, out);
+		return PT_OK;
+	}
 	for (uint32_t r = 0; r < n; r++) {
 		float *o = out + (size_t)r * D;
 		memcpy(o, f->yk + (size_t)r * k * D, D * sizeof(float));
@@ -1938,6 +1987,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
+	f->slot_pos = pt_mallocn(k ? B * k : 1, sizeof(uint32_t));
 	f->spec_ids = pt_mallocn(k ? B * k : 1, sizeof(int));
 	f->rseq = pt_mallocn(B, sizeof(uint32_t));
 	f->rpos = pt_mallocn(B, sizeof(int64_t));
@@ -1946,7 +1996,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->eoff = pt_mallocn((size_t)hp->n_expert + 1, sizeof(uint32_t));
 	f->act_bytes = act_need(f->m, f->n_rows);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
-	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end ||
+	if (!f->ids || !f->rows || !f->slot_pos || !f->act || !f->parts || !f->uni || !f->wave_end ||
 	    !f->spec_ids || !f->eoff || !f->rseq || !f->rpos)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	enum pt_status st = alloc_linear(f, err);
@@ -2073,6 +2123,7 @@ void pt_fwd_destroy(pt_fwd *f)
 		pt_free(bufs[i]);
 	pt_free(f->ids);
 	pt_free(f->rows);
+	pt_free(f->slot_pos);
 	pt_free(f->spec_ids);
 	pt_free(f->rseq);
 	pt_free(f->rpos);
