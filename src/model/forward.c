@@ -1316,25 +1316,49 @@ static void add_scaled_row(float *restrict dst, const float *restrict y, uint32_
 	}
 }
 
-/* Prefill, outputs in expert order (f->yk_sorted): out[r] = the weighted outputs of row r's
- * ranks summed in rank order, bit-identical to weighting into rank slots and summing them. */
-static void sum_sorted(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n, float *out)
+struct sum_job {
+	pt_fwd *f;
+	const struct pt_layer_weights *L;
+	uint32_t n, per;
+	float *out;
+};
+
+/* Rows [task * per, ...) of sum_sorted: each row alone, so the split changes nothing. */
+static void sum_sorted_task(void *ctx, uint32_t task, uint32_t worker)
 {
+	const struct sum_job *jb = ctx;
+	const pt_fwd *f = jb->f;
 	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
-	for (uint32_t i = 0; i < n * k; i++)
-		f->slot_pos[f->rows[i]] = i;
-	for (uint32_t r = 0; r < n; r++) {
-		float *o = out + (size_t)r * D;
+	const uint32_t r0 = task * jb->per, r1 = r0 + jb->per < jb->n ? r0 + jb->per : jb->n;
+	(void)worker;
+	for (uint32_t r = r0; r < r1; r++) {
+		float *o = jb->out + (size_t)r * D;
 		for (uint32_t j = 0; j < k; j++) {
 			const uint32_t slot = r * k + j;
 			const float *y = f->yk + (size_t)f->slot_pos[slot] * D;
-			const float *sc = L->down_exps_scale ? &L->down_exps_scale[f->ids[slot]] : NULL;
+			const float *sc = jb->L->down_exps_scale
+						  ? &jb->L->down_exps_scale[f->ids[slot]] : NULL;
 			if (j == 0)
 				scale_row(o, y, D, sc, f->rw[slot]);
 			else
 				add_scaled_row(o, y, D, sc, f->rw[slot]);
 		}
 	}
+}
+
+/* Prefill, outputs in expert order (f->yk_sorted): out[r] = the weighted outputs of row r's
+ * ranks summed in rank order, bit-identical to weighting into rank slots and summing them;
+ * rows split over the pool (a 2048-row chunk of the Sarvam shape reads ~200 MB of slots). */
+static void sum_sorted(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n, float *out)
+{
+	const uint32_t k = f->m->hp.n_expert_used;
+	for (uint32_t i = 0; i < n * k; i++)
+		f->slot_pos[f->rows[i]] = i;
+	struct sum_job jb = { f, L, n, 16, out };
+	const uint32_t parts = 4 * pt_pool_threads(f->pool);
+	if (n / parts > jb.per)
+		jb.per = (n + parts - 1) / parts;
+	pt_pool_run(f->pool, sum_sorted_task, &jb, (n + jb.per - 1) / jb.per);
 }
 
 /* Routed experts for n rows of in (routing already in f->ids / f->rw): the chunk's distinct
