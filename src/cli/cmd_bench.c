@@ -39,6 +39,8 @@ struct bench_result {
 	uint64_t hits, misses, bytes_read;          /* whole run */
 	uint64_t dec_hits, dec_misses, dec_bytes;   /* decode phase only */
 	struct pt_engine_stats st;
+	double dec_phase_s[5], dec_pool_wait_s; /* decode: forward-pass parts, pool barrier */
+	uint64_t dec_pool_runs;
 	double dec_wait_s, dec_busy_s, dec_head_s;  /* decode phase: blocked on reads, reads
 						       in flight, output head */
 	struct pt_disk_probe_result probe;
@@ -307,6 +309,10 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	r->dec_wait_s = r->st.wait_s - mid.wait_s;
 	r->dec_busy_s = r->st.io_busy_s - mid.io_busy_s;
 	r->dec_head_s = r->st.head_s - mid.head_s;
+	for (int p = 0; p < 5; p++)
+		r->dec_phase_s[p] = r->st.phase_s[p] - mid.phase_s[p];
+	r->dec_pool_runs = r->st.pool_runs - mid.pool_runs;
+	r->dec_pool_wait_s = r->st.pool_wait_s - mid.pool_wait_s;
 	pt_free(ids);
 	pt_free(logits);
 	return st;
@@ -348,7 +354,12 @@ static void json_io(const struct bench_args *a, const struct bench_result *r)
 	       ratio((double)r->dec_bytes, r->dec_busy_s), r->probe.median_bps, r->probe.how);
 	for (uint32_t i = 0; i < r->probe.n_trials; i++)
 		printf("%s%.0f", i ? ", " : "", r->probe.trial_bps[i]);
-	printf("]}\n");
+	printf("], \"decode_phase_s_per_token\": {\"attention\": %.6f, \"router\": %.6f, "
+	       "\"experts\": %.6f, \"ffn_rest\": %.6f, \"head\": %.6f}, "
+	       "\"decode_pool_runs_per_token\": %.2f, \"decode_pool_wait_s_per_token\": %.6f}\n",
+	       r->dec_phase_s[0] / gen, r->dec_phase_s[1] / gen, r->dec_phase_s[2] / gen,
+	       r->dec_phase_s[3] / gen, r->dec_phase_s[4] / gen, (double)r->dec_pool_runs / gen,
+	       r->dec_pool_wait_s / gen);
 }
 
 /* --gpu: speeds, the decode's expert hit rate in VRAM, bytes copied to the device per
@@ -437,6 +448,12 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	       r->dec_wait_s / gen * 1e3, (r->decode_s - r->dec_wait_s) / gen * 1e3,
 	       r->dec_head_s / gen * 1e3, r->dec_busy_s / gen * 1e3,
 	       ratio((double)r->dec_bytes, r->dec_busy_s) / 1e6);
+	printf("phases     decode ms/token: attention %.2f, router %.2f, experts (+shared) %.2f, "
+	       "ffn rest %.2f, head %.2f; %.1f pool runs/token, caller waited %.2f ms/token on "
+	       "other threads\n", r->dec_phase_s[0] / gen * 1e3, r->dec_phase_s[1] / gen * 1e3,
+	       r->dec_phase_s[2] / gen * 1e3, r->dec_phase_s[3] / gen * 1e3,
+	       r->dec_phase_s[4] / gen * 1e3, (double)r->dec_pool_runs / gen,
+	       r->dec_pool_wait_s / gen * 1e3);
 	if (r->st.ahead_reads)
 		printf("ahead      %llu expert reads on a guess of the next layer, %llu used, "
 		       "%llu evicted unused; %llu wrong guesses dropped unread\n",

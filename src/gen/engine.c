@@ -1248,7 +1248,11 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,
 		.ahead_wasted = cs.ahead_wasted, .ahead_dropped = cs.ahead_dropped,
 		.replayed_tokens = e->replayed,
+		.pool_runs = pt_pool_runs(e->pool),
+		.pool_wait_s = (double)pt_pool_wait_ns(e->pool) * 1e-9,
 	};
+	for (int p = 0; p < PT_FWD_PH_COUNT && p < 5; p++)
+		out->phase_s[p] = (double)pt_fwd_phase_ns(e->f, (enum pt_fwd_phase)p) * 1e-9;
 	for (uint32_t s = 0; e->ck && s < e->n_seq; s++) {
 		out->ckpt_bytes += pt_ckpt_bytes(&e->ck[s]);
 		out->ckpt_saved += e->ck[s].saved;

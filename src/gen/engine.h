@@ -109,6 +109,11 @@ struct pt_engine_stats {
 	uint64_t ckpt_bytes;        /* live checkpoints */
 	uint64_t ckpt_saved, ckpt_restored;
 	uint64_t replayed_tokens;   /* kept tokens evaluated again by rewinds */
+	/* added by perf2: where the forward pass's wall time goes (pt_fwd_phase_ns order:
+	 * attention, router, experts, ffn rest, head) and the pool's barrier cost */
+	double phase_s[5];
+	uint64_t pool_runs;         /* dispatches to the worker threads */
+	double pool_wait_s;         /* caller's wall time waiting on other threads' tasks */
 };
 
 typedef struct pt_engine pt_engine;

@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/alloc.h"
@@ -48,6 +49,7 @@ struct pt_pool {
 	pt_pool_fn fn;
 	void *ctx;
 	uint32_t base;
+	uint64_t runs, wait_ns; /* diagnostics, written by the caller only */
 };
 
 struct worker_arg {
@@ -201,9 +203,27 @@ static void run_batch(pt_pool *pool, uint32_t base, uint32_t count)
 	atomic_store(&pool->generation, gen);
 	wake(pool, &pool->generation);
 	drain(pool, tag, 0);
-	uint32_t d;
+	uint32_t d = atomic_load_explicit(&pool->done, memory_order_acquire);
+	pool->runs++;
+	if (d == count)
+		return;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((d = atomic_load_explicit(&pool->done, memory_order_acquire)) != count)
 		wait_change(pool, &pool->done, d);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	pool->wait_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll +
+				    (t1.tv_nsec - t0.tv_nsec));
+}
+
+uint64_t pt_pool_runs(const pt_pool *pool)
+{
+	return pool ? pool->runs : 0;
+}
+
+uint64_t pt_pool_wait_ns(const pt_pool *pool)
+{
+	return pool ? pool->wait_ns : 0;
 }
 
 void pt_pool_run(pt_pool *pool, pt_pool_fn fn, void *ctx, uint32_t n_tasks)

@@ -33,5 +33,10 @@ uint32_t pt_pool_threads(const pt_pool *pool);
  * pool may be NULL (runs inline).  Not reentrant: one run at a time per pool, and a task
  * must not call pt_pool_run on the same pool. */
 void pt_pool_run(pt_pool *pool, pt_pool_fn fn, void *ctx, uint32_t n_tasks);
+/* Diagnostics (bench's decode split): runs dispatched to the workers so far, and the caller's
+ * wall time spent waiting for other threads' tasks after it ran out of tasks to claim (the
+ * barrier's cost: a late or descheduled worker, or uneven tasks), in ns.  0 for NULL. */
+uint64_t pt_pool_runs(const pt_pool *pool);
+uint64_t pt_pool_wait_ns(const pt_pool *pool);
 
 #endif

@@ -49,6 +49,13 @@ struct fwd_seq {
 	int64_t pos;
 };
 
+static uint64_t ns_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 struct pt_fwd {
 	const struct pt_model *m;
 	const struct pt_arch_recipe *rc; /* the arch's layer recipe */
@@ -56,7 +63,7 @@ struct pt_fwd {
 	pt_pool *pool;
 	uint32_t n_batch, n_ctx, n_threads;
 	uint32_t n_rows;  /* rows of the buffers: max(n_batch, n_seq) */
-	uint64_t head_ns; /* wall time in the output head, for the bench's decode split */
+	uint64_t phase_ns[PT_FWD_PH_COUNT]; /* wall time per part, for the bench's decode split */
 	uint64_t expert_gets; /* provider get calls (one per expert, layer and chunk) */
 	struct fwd_seq *seqs;
 	uint32_t n_seq;
@@ -86,6 +93,10 @@ struct pt_fwd {
 	size_t xin_row;
 	bool xin_on;
 	int *ids, *rows, *spec_ids;
+	/* prefill: where each (row, rank) slot's expert output sits in f->yk when the outputs
+	 * are kept in expert order (yk_sorted: slot f->rows[i] at yk row i) */
+	uint32_t *slot_pos;
+	bool yk_sorted;
 	uint32_t *uni, *wave_end; /* a chunk's distinct experts on a layer, its waves */
 	uint32_t *eoff;           /* [n_expert + 1]: each expert's run of f->rows */
 	void (*on_route)(void *, uint32_t, int64_t, uint32_t, uint32_t, const int *);
@@ -905,9 +916,9 @@ static void quant_expert_input(pt_fwd *f, const struct pt_layer_weights *L, cons
 	f->xin_on = true;
 }
 
-/* Gathered rows f->xg[cnt] through expert e: f->t3[cnt][n_embd] = down(act(gate) * up). */
+/* Gathered rows f->xg[cnt] through expert e: out[cnt][n_embd] = down(act(gate) * up). */
 static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
-				 const struct pt_expert_ptrs *p, uint32_t cnt,
+				 const struct pt_expert_ptrs *p, uint32_t cnt, float *out,
 				 struct pt_error *err)
 {
 	const pt_kern_glu_fn glu = glu_fn(f);
@@ -941,9 +952,9 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 		}
 	}
 	const struct pt_kern_mat d = expert_mat(&L->down_exps, p->down);
-	st = mm(f, &d, f->gate, cnt, f->t3, err);
+	st = mm(f, &d, f->gate, cnt, out, err);
 	for (uint32_t c = 0; st == PT_OK && p->down_b && c < cnt; c++)
-		add_rows(f->t3 + (size_t)c * d.rows, p->down_b, d.rows);
+		add_rows(out + (size_t)c * d.rows, p->down_b, d.rows);
 	return st;
 }
 
@@ -983,7 +994,10 @@ static uint32_t sort_rows(pt_fwd *f, uint32_t n_ids)
 
 /* Expert e over the rows of in that chose it: gather, fetch, compute, scatter each row's
  * weighted output into its own rank slot of f->yk (summed later in rank order, so results
- * do not depend on the order experts are computed in). */
+ * do not depend on the order experts are computed in).  With f->yk_sorted (prefill) the
+ * down product writes the unweighted outputs straight into yk rows eoff[e] .. (expert
+ * order), and the rank-order sum applies the weights: no copy through f->t3 and no
+ * separate weighting pass over the slots. */
 static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
 				 uint32_t e, const float *in, struct pt_error *err)
 {
@@ -1000,10 +1014,11 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 	if (st != PT_OK)
 		return st;
 	f->expert_gets++;
-	st = expert_ffn(f, L, &p, cnt, err);
+	st = expert_ffn(f, L, &p, cnt, f->yk_sorted ? f->yk + (size_t)f->eoff[e] * D : f->t3,
+			err);
 	if (f->prov->release)
 		f->prov->release(f->prov->ctx, il, e);
-	if (st != PT_OK)
+	if (st != PT_OK || f->yk_sorted)
 		return st;
 	for (uint32_t c = 0; c < cnt; c++)
 		scale_row(f->yk + (size_t)rows[c] * D, f->t3 + (size_t)c * D, D,
@@ -1322,12 +1337,71 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 	return st;
 }
 
+/* dst += (y * s) * w, or y * w without a per-expert scale s: the same roundings as
+ * scale_row into a slot followed by add_rows of that slot (no contraction: the build has
+ * -ffp-contract=off). */
+static void add_scaled_row(float *restrict dst, const float *restrict y, uint32_t D,
+			   const float *s, float w)
+{
+	if (s) {
+		const float sv = *s;
+		BLOCK8(i, D, dst[i] = dst[i] + (y[i] * sv) * w);
+	} else {
+		BLOCK8(i, D, dst[i] = dst[i] + y[i] * w);
+	}
+}
+
+struct sum_job {
+	pt_fwd *f;
+	const struct pt_layer_weights *L;
+	uint32_t n, per;
+	float *out;
+};
+
+/* Rows [task * per, ...) of sum_sorted: each row alone, so the split changes nothing. */
+static void sum_sorted_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct sum_job *jb = ctx;
+	const pt_fwd *f = jb->f;
+	const uint32_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
+	const uint32_t r0 = task * jb->per, r1 = r0 + jb->per < jb->n ? r0 + jb->per : jb->n;
+	(void)worker;
+	for (uint32_t r = r0; r < r1; r++) {
+		float *o = jb->out + (size_t)r * D;
+		for (uint32_t j = 0; j < k; j++) {
+			const uint32_t slot = r * k + j;
+			const float *y = f->yk + (size_t)f->slot_pos[slot] * D;
+			const float *sc = jb->L->down_exps_scale
+						  ? &jb->L->down_exps_scale[f->ids[slot]] : NULL;
+			if (j == 0)
+				scale_row(o, y, D, sc, f->rw[slot]);
+			else
+				add_scaled_row(o, y, D, sc, f->rw[slot]);
+		}
+	}
+}
+
+/* Prefill, outputs in expert order (f->yk_sorted): out[r] = the weighted outputs of row r's
+ * ranks summed in rank order, bit-identical to weighting into rank slots and summing them;
+ * rows split over the pool (a 2048-row chunk of the Sarvam shape reads ~200 MB of slots). */
+static void sum_sorted(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n, float *out)
+{
+	const uint32_t k = f->m->hp.n_expert_used;
+	for (uint32_t i = 0; i < n * k; i++)
+		f->slot_pos[f->rows[i]] = i;
+	struct sum_job jb = { f, L, n, 16, out };
+	const uint32_t parts = 4 * pt_pool_threads(f->pool);
+	if (n / parts > jb.per)
+		jb.per = (n + parts - 1) / parts;
+	pt_pool_run(f->pool, sum_sorted_task, &jb, (n + jb.per - 1) / jb.per);
+}
+
 /* Routed experts for n rows of in (routing already in f->ids / f->rw): the chunk's distinct
  * experts in waves that fit the provider's slots, each expert's weights fetched once;
  * out[r] = sum over ranks in rank order. */
-static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
-			      const float *in, uint32_t n, float *out, overlap_fn overlap,
-			      struct pt_error *err)
+static enum pt_status experts_run(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+				  const float *in, uint32_t n, float *out, overlap_fn overlap,
+				  struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t k = hp->n_expert_used, D = hp->n_embd;
@@ -1340,6 +1414,8 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 	enum pt_status st = PT_OK;
 	f->ahead_done = false;
 	quant_expert_input(f, L, in, n);
+	/* plain prefill (every expert through one_expert, see wave()): outputs in expert order */
+	f->yk_sorted = n > 1 && !(f->decode_rows && f->xin_on && f->bdg);
 	f->wave_end[0] = nu;
 	if (f->prov->waves)
 		st = f->prov->waves(f->prov->ctx, il, f->uni, nu, f->wave_end, &n_waves, err);
@@ -1352,6 +1428,10 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 		st = overlap(f, L, n, err);
 	if (st != PT_OK)
 		return st;
+	if (f->yk_sorted) {
+		sum_sorted(f, L, n, out);
+		return PT_OK;
+	}
 	for (uint32_t r = 0; r < n; r++) {
 		float *o = out + (size_t)r * D;
 		memcpy(o, f->yk + (size_t)r * k * D, D * sizeof(float));
@@ -1359,6 +1439,16 @@ static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint3
 			add_rows(o, f->yk + ((size_t)r * k + j) * D, D);
 	}
 	return PT_OK;
+}
+
+static enum pt_status experts(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
+			      const float *in, uint32_t n, float *out, overlap_fn overlap,
+			      struct pt_error *err)
+{
+	const uint64_t t0 = ns_now();
+	enum pt_status st = experts_run(f, L, il, in, n, out, overlap, err);
+	f->phase_ns[PT_FWD_PH_EXPERTS] += ns_now() - t0;
+	return st;
 }
 
 /* Bailing's shared expert on the ffn-normed rows f->h into f->t2. */
@@ -1384,10 +1474,12 @@ static enum pt_status moe(pt_fwd *f, const struct pt_layer_weights *L, uint32_t 
 			  const float *router_in, const float *in, uint32_t n, float *out,
 			  struct pt_error *err)
 {
+	const uint64_t t0 = ns_now();
 	enum pt_status st = mm(f, &L->router, router_in, n, f->rl, err);
 	if (st != PT_OK)
 		return st;
 	route(f, L, n);
+	f->phase_ns[PT_FWD_PH_ROUTER] += ns_now() - t0;
 	return experts(f, L, il, in, n, out, L->sh_gate.data ? shared_expert : NULL, err);
 }
 
@@ -1399,11 +1491,13 @@ static enum pt_status moe_parallel(pt_fwd *f, const struct pt_layer_weights *L, 
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t D = hp->n_embd;
+	const uint64_t t0 = ns_now();
 	scaled_router_in(f, L, f->x, f->h2, n);
 	enum pt_status st = mm(f, &L->router, f->h2, n, f->rl, err);
 	if (st != PT_OK)
 		return st;
 	route(f, L, n);
+	f->phase_ns[PT_FWD_PH_ROUTER] += ns_now() - t0;
 	norm_rows(f->h2, f->x, L->pre_ffw_norm_2, n, D, hp->rms_eps);
 	return experts(f, L, il, f->h2, n, f->t2, parallel_dense, err);
 }
@@ -1426,6 +1520,8 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 	const struct pt_layer_weights *L = &f->m->layers[il];
 	const size_t cnt = (size_t)n * hp->n_embd;
 	enum pt_status st = PT_OK;
+	const uint64_t t0 = ns_now(), inner0 = f->phase_ns[PT_FWD_PH_ROUTER] +
+					    f->phase_ns[PT_FWD_PH_EXPERTS];
 	norm_rows(f->h, f->x, L->ffn_norm, n, hp->n_embd, hp->rms_eps);
 	if (f->rc->ffn == PT_FFN_PARALLEL) {
 		/* the dense MLP runs inside the MoE step, while the expert reads are in flight */
@@ -1460,6 +1556,8 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 		for (size_t i = 0; i < cnt; i++)
 			f->x[i] *= L->layer_out_scale[0];
 	}
+	f->phase_ns[PT_FWD_PH_FFN_REST] += ns_now() - t0 - (f->phase_ns[PT_FWD_PH_ROUTER] +
+							    f->phase_ns[PT_FWD_PH_EXPERTS] - inner0);
 	return PT_OK;
 }
 
@@ -1470,15 +1568,13 @@ static enum pt_status head(pt_fwd *f, uint32_t r0, uint32_t n, float *logits,
 	const struct pt_model *m = f->m;
 	const struct pt_hparams *hp = &m->hp;
 	const uint32_t rows = n - r0;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	const uint64_t t0 = ns_now();
 	norm_rows(f->h, f->x + (size_t)r0 * hp->n_embd, m->output_norm, rows, hp->n_embd,
 		  hp->rms_eps);
 	enum pt_status st = mm(f, &m->output, f->h, rows, logits, err);
 	if (st == PT_OK && f->rc->final_softcap && hp->final_logit_softcap > 0.0f)
 		pt_op_softcap(logits, (int)((size_t)rows * m->output.rows), hp->final_logit_softcap);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	f->head_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+	f->phase_ns[PT_FWD_PH_HEAD] += ns_now() - t0;
 	return st;
 }
 
@@ -1499,12 +1595,14 @@ static enum pt_status chunk(pt_fwd *f, const uint32_t *tokens, uint32_t n, float
 		}
 	}
 	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
+		const uint64_t t0 = ns_now();
 		if (m->layers[il].is_recr)
 			st = linear_attention(f, il, n, err);
 		else if (f->rc->attn == PT_ATTN_MLA)
 			st = attention_mla(f, il, n, err);
 		else
 			st = attention(f, il, n, err);
+		f->phase_ns[PT_FWD_PH_ATTN] += ns_now() - t0;
 		if (st == PT_OK)
 			st = ffn(f, il, n, err);
 	}
@@ -1625,7 +1723,12 @@ enum pt_status pt_fwd_truncate(pt_fwd *f, int64_t pos, struct pt_error *err)
 
 uint64_t pt_fwd_head_ns(const pt_fwd *f)
 {
-	return f->head_ns;
+	return f->phase_ns[PT_FWD_PH_HEAD];
+}
+
+uint64_t pt_fwd_phase_ns(const pt_fwd *f, enum pt_fwd_phase ph)
+{
+	return ph < PT_FWD_PH_COUNT ? f->phase_ns[ph] : 0;
 }
 
 uint64_t pt_fwd_expert_gets(const pt_fwd *f)
@@ -1944,6 +2047,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
+	f->slot_pos = pt_mallocn(k ? B * k : 1, sizeof(uint32_t));
 	f->spec_ids = pt_mallocn(k ? B * k : 1, sizeof(int));
 	f->rseq = pt_mallocn(B, sizeof(uint32_t));
 	f->rpos = pt_mallocn(B, sizeof(int64_t));
@@ -1952,7 +2056,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->eoff = pt_mallocn((size_t)hp->n_expert + 1, sizeof(uint32_t));
 	f->act_bytes = act_need(f->m, f->n_rows);
 	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
-	if (!f->ids || !f->rows || !f->act || !f->parts || !f->uni || !f->wave_end ||
+	if (!f->ids || !f->rows || !f->slot_pos || !f->act || !f->parts || !f->uni || !f->wave_end ||
 	    !f->spec_ids || !f->eoff || !f->rseq || !f->rpos)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	enum pt_status st = alloc_linear(f, err);
@@ -2079,6 +2183,7 @@ void pt_fwd_destroy(pt_fwd *f)
 		pt_free(bufs[i]);
 	pt_free(f->ids);
 	pt_free(f->rows);
+	pt_free(f->slot_pos);
 	pt_free(f->spec_ids);
 	pt_free(f->rseq);
 	pt_free(f->rpos);

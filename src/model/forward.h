@@ -52,6 +52,19 @@ void pt_fwd_destroy(pt_fwd *f); /* NULL-safe */
 int64_t pt_fwd_pos(const pt_fwd *f);
 /* Wall time spent in the output head so far (final norm, lm head, softcap), in ns. */
 uint64_t pt_fwd_head_ns(const pt_fwd *f);
+/* Wall time so far per part of the pass, in ns (the bench's decode split): attention (norm,
+ * QKV, attend, output projection; linear attention too), router (product and top-k),
+ * experts (routed experts with what is folded into their sets: Bailing's shared expert,
+ * Gemma 4's dense MLP), ffn_rest (the FFN's norms, dense MLPs, residual adds), head. */
+enum pt_fwd_phase {
+	PT_FWD_PH_ATTN,
+	PT_FWD_PH_ROUTER,
+	PT_FWD_PH_EXPERTS,
+	PT_FWD_PH_FFN_REST,
+	PT_FWD_PH_HEAD,
+	PT_FWD_PH_COUNT
+};
+uint64_t pt_fwd_phase_ns(const pt_fwd *f, enum pt_fwd_phase ph);
 /* Forgets positions pos.. (0 <= pos <= pt_fwd_pos).  Linear layers only move the position; a
  * sliding-window ring must still hold the window of pos, and a recurrent state can only go
  * back to 0, else PT_E_LIMIT and nothing changes (the caller restores a checkpoint or

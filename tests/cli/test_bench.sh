@@ -54,6 +54,15 @@ assert 0 < o["decode_head_s_per_token"] <= o["decode_compute_s_per_token"] + 1e-
 assert o["read_ahead_dropped"] >= 0, o
 assert o["disk_probe_trials_bytes_per_s"] == [] and o["disk_probe"] == "", o
 assert o["read_ahead_used"] + o["read_ahead_wasted"] <= o["read_ahead"], o
+# the decode split by part of the pass: each part >= 0, together within the computing time,
+# the head part equal to the head figure; a 2-thread pool dispatches to its worker
+ph = o["decode_phase_s_per_token"]
+assert sorted(ph) == ["attention", "experts", "ffn_rest", "head", "router"], ph
+assert all(v >= 0 for v in ph.values()) and ph["attention"] > 0 and ph["experts"] > 0, ph
+assert sum(ph.values()) <= o["decode_compute_s_per_token"] + 1e-5, o
+assert abs(ph["head"] - o["decode_head_s_per_token"]) < 1e-6, o
+assert o["decode_pool_runs_per_token"] >= 1, o
+assert 0 <= o["decode_pool_wait_s_per_token"] <= spt + 1e-6, o
 PY
 then ok; else bad "json shape"; fi
 # Greedy decode is deterministic and independent of the thread count and memory budget.

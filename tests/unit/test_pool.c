@@ -52,6 +52,36 @@ PT_TEST(test_pool_runs_every_task_once)
 	CHECK_EQ_INT(pt_pool_threads(NULL), 1);
 }
 
+static void noop_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	(void)ctx;
+	(void)task;
+	(void)worker;
+}
+
+/* The bench's barrier figures: runs count dispatches to the workers only (a 1-thread pool,
+ * a NULL pool and one-task runs go inline), the caller's wait never goes backwards. */
+PT_TEST(test_pool_counts_runs_and_waits)
+{
+	pt_pool *pool = NULL;
+	REQUIRE(pt_pool_create(2, &pool, NULL) == PT_OK);
+	CHECK(pt_pool_runs(pool) == 0 && pt_pool_wait_ns(pool) == 0);
+	uint64_t w = 0;
+	for (int i = 0; i < 50; i++) {
+		pt_pool_run(pool, noop_task, NULL, 8);
+		CHECK(pt_pool_wait_ns(pool) >= w);
+		w = pt_pool_wait_ns(pool);
+	}
+	pt_pool_run(pool, noop_task, NULL, 1);
+	CHECK(pt_pool_runs(pool) == 50);
+	pt_pool_destroy(pool);
+	REQUIRE(pt_pool_create(1, &pool, NULL) == PT_OK);
+	pt_pool_run(pool, noop_task, NULL, 8);
+	CHECK(pt_pool_runs(pool) == 0 && pt_pool_wait_ns(pool) == 0);
+	pt_pool_destroy(pool);
+	CHECK(pt_pool_runs(NULL) == 0 && pt_pool_wait_ns(NULL) == 0);
+}
+
 PT_TEST(test_pool_create_fails_cleanly)
 {
 	struct pt_error err = { 0 };
