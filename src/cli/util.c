@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen/engine.h"
-
 void pt_cli_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -105,34 +103,4 @@ bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out)
 	}
 	*out = (uint64_t)(v * mul);
 	return true;
-}
-
-int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo)
-{
-	uint64_t x;
-	if (!strcmp(f, "--memory"))
-		return pt_cli_parse_size(f, v, &eo->memory_budget) ? 1 : -1;
-	if (!strcmp(f, "--expert-slots")) {
-		if (!pt_cli_parse_u64(f, v, 1, 1u << 16, &x))
-			return -1;
-		eo->expert_slots = (uint32_t)x;
-		return 1;
-	}
-	if (!strcmp(f, "--io")) {
-		if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "mmap")) {
-			pt_cli_error("--io must be direct, buffered or mmap, got '%s'", v);
-			return -1;
-		}
-		eo->io_mode = v;
-		return 1;
-	}
-	if (!strcmp(f, "--cache-policy")) {
-		if (strcmp(v, "lfu") && strcmp(v, "lru")) {
-			pt_cli_error("--cache-policy must be lfu or lru, got '%s'", v);
-			return -1;
-		}
-		eo->cache_policy = v;
-		return 1;
-	}
-	return 0;
 }
