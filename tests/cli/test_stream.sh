@@ -10,6 +10,8 @@ case "$PARTICLE" in *asan*) SAN=1 ;; *) SAN=0 ;; esac
 
 # STREAM_QUICK=1 (the ThreadSanitizer run): top-k slots only, no small model.
 QUICK=${STREAM_QUICK:-0}
+# PT_TEST_SUBSET=1 (the ASan+UBSan run, lib.sh): every arch, but the four budgets only with
+# direct I/O + LFU and top-k slots with buffered I/O + LRU (not the other two pairings).
 
 T=$(seq -s, 3 60)
 expect_exit 0 "eval --help" -- "$PARTICLE" eval --help
@@ -40,6 +42,13 @@ for arch in qwen3moe bailingmoe2 gemma4 glm4moe deepseek2 gpt-oss; do
 				set -- "--expert-slots $k" "--expert-slots $((k + 3))" \
 					"--expert-slots $ne" "--memory $min"
 				[ "$QUICK" -eq 1 ] && set -- "--expert-slots $k"
+				if [ "$SUBSET" -eq 1 ]; then
+					case $io-$pol in
+					direct-lfu) ;;
+					buffered-lru) set -- "--expert-slots $k" ;;
+					*) continue ;;
+					esac
+				fi
 				for s in "$@"; do
 					# shellcheck disable=SC2086
 					expect_exit 0 "$arch b$b $io $pol $s" -- "$PARTICLE" eval -m "$M" \
@@ -90,7 +99,7 @@ if [ "$QUICK" -eq 1 ]; then finish; exit; fi
 
 # Bounded memory: a small model, budget just above the planner's minimum.
 S="$TMP/small.gguf"
-expect_exit 0 "mkmodel small" -- "$PARTICLE" mkmodel --arch qwen3moe --preset small -o "$S"
+expect_exit 0 "mkmodel small" -- mkmodel_cached "$S" --arch qwen3moe --preset small --quant q4_k_m
 expect_exit 2 "small: refusal" -- "$PARTICLE" eval -m "$S" --tokens "$T" --top 0 --memory 1M
 min=$(sed -n 's/.*smallest budget that works: \([0-9]*\) bytes.*/\1/p' "$TMP/err")
 budget=$((min + 2 * 1048576))
