@@ -43,12 +43,19 @@ bool pt_cli_parse_f64(const char *flag, const char *text, double min, double max
 		      double *out);
 /* "6G", "512M", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024. */
 bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out);
+/* A repeatable flag (run --stop, serve --cors): appends v to list[*n]; 1, or -1 after the
+ * error "<flag> wants a non-empty <what>, at most <max> of them" (an empty v, a full list). */
+int pt_cli_list_flag(const char *flag, const char *what, const char *v, const char **list,
+		     size_t *n, size_t max);
 
 /* Engine set-up flags (src/cli/engine_flags.c).  The store flags shared by bench and eval
  * (--memory, --expert-slots, --io, --cache-policy): returns 1 when f is one of them and v was
  * stored in eo, 0 when f is not one of them, -1 after printing the error for a bad value. */
 struct pt_engine_opts;
 int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo);
+/* bench and eval: --no-lock, --no-profile and (with_verbose) --verbose into eo; true when f is
+ * one of them. */
+bool pt_cli_engine_opts_switch(const char *f, bool with_verbose, struct pt_engine_opts *eo);
 /* The engine flags of run and serve, as given (defaults are the command's). */
 struct pt_cli_engine {
 	const char *io, *policy, *kv;           /* --io, --cache-policy, --kv-type */

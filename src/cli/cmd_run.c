@@ -201,15 +201,8 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 			*(const char **)((char *)o + t[i].off) = v;
 			return 1;
 		}
-	if (strcmp(a, "--stop") == 0) {
-		if (o->n_stops == MAX_STOPS || !*v) {
-			pt_cli_error("run: --stop wants a non-empty string, at most %d of them",
-				     MAX_STOPS);
-			return -1;
-		}
-		o->stops[o->n_stops++] = v;
-		return 1;
-	}
+	if (strcmp(a, "--stop") == 0)
+		return pt_cli_list_flag("run: --stop", "string", v, o->stops, &o->n_stops, MAX_STOPS);
 	const int r = pt_cli_engine_value_flag(a, v, &o->eng);
 	return r ? r : int_flag(o, a, v);
 }

@@ -233,15 +233,9 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 			*(const char **)((char *)o + t[i].off) = v;
 			return 1;
 		}
-	if (strcmp(a, "--cors") == 0) {
-		if (o->n_cors == PT_HTTP_MAX_CORS || !*v) {
-			pt_cli_error("serve: --cors wants a non-empty origin, at most %d of them",
-				     PT_HTTP_MAX_CORS);
-			return -1;
-		}
-		o->cors[o->n_cors++] = v;
-		return 1;
-	}
+	if (strcmp(a, "--cors") == 0)
+		return pt_cli_list_flag("serve: --cors", "origin", v, o->cors, &o->n_cors,
+					PT_HTTP_MAX_CORS);
 	const int r = pt_cli_engine_value_flag(a, v, &o->eng);
 	return r ? r : int_flag(o, a, v);
 }

@@ -149,3 +149,16 @@ int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo)
 	}
 	return 0;
 }
+
+bool pt_cli_engine_opts_switch(const char *f, bool with_verbose, struct pt_engine_opts *eo)
+{
+	if (!strcmp(f, "--no-profile"))
+		eo->use_profile = false;
+	else if (!strcmp(f, "--no-lock"))
+		eo->no_lock = true;
+	else if (with_verbose && !strcmp(f, "--verbose"))
+		eo->verbose = true;
+	else
+		return false;
+	return true;
+}

@@ -104,3 +104,14 @@ bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out)
 	*out = (uint64_t)(v * mul);
 	return true;
 }
+
+int pt_cli_list_flag(const char *flag, const char *what, const char *v, const char **list,
+		     size_t *n, size_t max)
+{
+	if (*n == max || !*v) {
+		pt_cli_error("%s wants a non-empty %s, at most %zu of them", flag, what, max);
+		return -1;
+	}
+	list[(*n)++] = v;
+	return 1;
+}

@@ -1,5 +1,5 @@
-/* arch_impl.h - private interface between arch.c (shared tables, keys, mixtures) and the
- * per-arch description files (qwen3moe.c, bailingmoe2.c, gemma4.c). */
+/* arch_impl.h - private interface between arch.c (shared tables, keys, mixtures, the tensor
+ * runs every arch lists alike) and the per-arch description files (qwen3moe.c, gemma4.c, ...). */
 #ifndef PT_MODEL_ARCH_IMPL_H
 #define PT_MODEL_ARCH_IMPL_H
 
