@@ -34,7 +34,7 @@ CFLAGS  ?= -O2 -g
 # FMA contraction, and it keeps scalar kernels deterministic across compilers.
 BASEFLAGS := -std=c11 -D_GNU_SOURCE -ffp-contract=off -fno-math-errno -pthread \
              -Iinclude -Isrc -MMD -MP $(WARN)
-LDLIBS  := -lpcre2-8 -luring -lcrypto -lcjson -ledit -lmicrohttpd -lcurl -lpthread -lm
+LDLIBS  := -lpcre2-8 -lpcre2-32 -luring -lcrypto -lcjson -ledit -lmicrohttpd -lcurl -lpthread -lm
 
 ifeq ($(SAN),1)
 BASEFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -116,6 +116,19 @@ long_para = ("Tokenizers split text into pieces. " * 8 + "\n" + "भारत �
              "数字 1234567890 和符号 !@#。" * 4)
 add("long_mixed", long_para)
 
+# the DeepSeek / Kimi pre-tokenizers' distinctions: CJK and kana runs (and Kimi's Han blocks
+# beyond the BMP), Hangul, full-width forms and U+3000, digits in groups of 1-3 inside CJK,
+# ASCII punctuation glued to letters, the cased-letter class of deepseek-llm (micro sign,
+# titlecase, Kelvin sign, Cherokee, Georgian, Armenian), trailing whitespace at the end,
+# emoji between scripts
+regex = ["中文English混合123456文本。", "日本語とEnglishとカタカナ：ﾃｽﾄ、한글123",
+         "Ｆｕｌｌｗｉｄｔｈ\u3000ＡＢＣ！１２３", "价格是1234567元，约$1,234.56。",
+         "a.b,c!d?e:f;g .NET ,hello 'quoted' \"x\" (paren)x", "𠀀𠀁 Ext-B 㐀 ExtA 豈 compat 〇",
+         "Ωmega µs ǅ ſ \u212a Ⴀ ᏣᎳᎩ Աբ Ꭰ", "end with spaces  \n  ", "emoji😀中文😀123🎉end",
+         "第一行\n\n第二行\r\n  third 　full", "I'M 'Quoted' can't DON'T ΆΈ",
+         "你好 世界，中国 人民 Hello 中文 world 日本 のテキスト 한국 어"]
+for i, r in enumerate(regex): add(f"regex{i}", r)
+
 json.dump(S, open(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/tokenizer/strings.json", "w"),
           ensure_ascii=True, indent=0)
 print(len(S), "strings", file=sys.stderr)

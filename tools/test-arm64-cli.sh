@@ -38,6 +38,7 @@ for arch in qwen3moe bailingmoe2 gemma4 glm4moe; do
 		expect_grep "$TMP/err" "^compare: positions" "$arch $cpu: compare line"
 		k=$(sed -n 's/.* experts (top-\([0-9]*\)).*/\1/p' "$TMP/err")
 		[ $cpu = max ] || continue # streaming is level-independent: once
+		cp "$TMP/map.bin" "$TMP/map-$arch.bin"
 		expect_exit 0 "$arch $cpu: streamed experts" -- env QEMU_CPU=$cpu "$PARTICLE" eval \
 			-m "$M" --tokens "$T" --top 0 --io direct --expert-slots "${k:-8}" \
 			--logits-out "$TMP/str.bin" --verbose
@@ -82,6 +83,27 @@ for q in q8_0 q4_k_m; do
 	done
 	if cmp -s "$TMP/dotprod.bin" "$TMP/i8mm.bin"; then ok; else bad "$q: i8mm prefill logits differ from dotprod"; fi
 done
+# 64 KiB pages (arm64 kernels built with them: RHEL / Ampere / Graviton images): qemu-user's
+# -p (QEMU_PAGESIZE) gives the guest a 65536-byte page size (AT_PAGESZ, sysconf, every mapping
+# 64 KiB aligned; checked by pt_test's test_expert_io_page_size in tools/test-arm64.sh).  The
+# model mapping (every run maps the resident core), the expert cache pool and its 4 KiB
+# O_DIRECT slots, the pread pool, buffered decode reads, pack writing and pack reads must give
+# the 4 KiB run's logits bit for bit.
+expect_exit 0 "64K pages: streamed eval" -- env QEMU_PAGESIZE=65536 "$PARTICLE" eval -m "$M" \
+	--tokens "$T" --top 0 --io direct --expert-slots 8 --logits-out "$TMP/p64s.bin" --verbose
+expect_grep "$TMP/err" "experts: .*pread" "64K pages: the pread pool streams"
+if cmp -s "$TMP/p64s.bin" "$TMP/map-qwen3moe.bin"; then ok; else bad "64K pages: streamed logits differ"; fi
+expect_exit 0 "64K pages: pack" -- env QEMU_PAGESIZE=65536 "$PARTICLE" pack "$M" -o "$TMP/m.xpack"
+expect_exit 0 "64K pages: eval from the pack" -- env QEMU_PAGESIZE=65536 "$PARTICLE" eval -m "$M" \
+	--tokens "$T" --top 0 --io direct --expert-slots 8 --pack "$TMP/m.xpack" --logits-out "$TMP/p64p.bin"
+if cmp -s "$TMP/p64p.bin" "$TMP/map-qwen3moe.bin"; then ok; else bad "64K pages: pack logits differ"; fi
+expect_exit 0 "64K pages: decode streaming" -- env QEMU_PAGESIZE=65536 "$PARTICLE" eval -m "$M" \
+	--tokens "$T" --top 0 --batch 1 --io buffered --expert-slots 8 --logits-out "$TMP/p64b.bin"
+if cmp -s "$TMP/p64b.bin" "$TMP/b1.bin"; then ok; else bad "64K pages: decode streaming logits differ"; fi
+# shellcheck disable=SC2086
+expect_exit 0 "64K pages: run, 3 threads, streamed" -- env QEMU_PAGESIZE=65536 "$PARTICLE" run \
+	-m "$M" --prompt "The quick brown fox" $G --threads 3 --io direct --expert-slots 8
+if cmp -s "$TMP/out" "$TMP/r1"; then ok; else bad "64K pages: run text differs"; fi
 expect_exit 2 "i8mm refused on cortex-a53" -- env QEMU_CPU=cortex-a53 PARTICLE_CPU=i8mm \
 	"$PARTICLE" eval -m "$M" --tokens 1,2 --top 0
 expect_one_error_line "i8mm refused on cortex-a53"

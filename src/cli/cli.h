@@ -90,18 +90,34 @@ struct pt_cli_gpu {
 /* f is one of the GPU flags: returns 1 when it took no value (--gpu), 2 when it took v, 0
  * when f is not a GPU flag, -1 after printing the error for a bad or missing value. */
 int pt_cli_gpu_flag(const char *f, const char *v, struct pt_cli_gpu *g);
-/* After parsing: 0 when no GPU flag was given, else the exit code after the one-line error
- * (a CPU-only build: how to build with CUDA; a CUDA build: no driver / no device / too little
- * VRAM, or that the GPU model path does not exist yet). */
-int pt_cli_gpu_check(const struct pt_cli_gpu *g);
-/* As pt_cli_gpu_check for a command that runs on the GPU (eval): 0 when the device is
- * usable (or no GPU flag was given). */
+/* After parsing: 0 when no GPU flag was given or the device is usable, else the exit code
+ * after the one-line error (a CPU-only build: how to build with CUDA, exit 2; a CUDA build:
+ * no driver / no device / --vram above free memory, exit 1; --gpu-layers N < all, exit 2). */
 int pt_cli_gpu_ready(const struct pt_cli_gpu *g);
 struct pt_model;
 /* Evaluates n tokens on the GPU (src/cuda/gpu_fwd.h) into logits [n][n_vocab]; policy is
  * --cache-policy (NULL: lfu); log: plan and counters (NULL: quiet).  Exit code. */
 int pt_cli_gpu_eval(const struct pt_cli_gpu *g, const struct pt_model *m, uint32_t n_ctx,
 		    const char *policy, FILE *log, const uint32_t *ids, uint32_t n, float *logits);
+
+/* run and bench on the GPU: the CUDA forward pass installed as the engine's sequence-0 pass
+ * (gen/engine.h pt_engine_set_device).  pt_cli_gpu_attach: 0, or the exit code after the
+ * one-line error (a CPU-only build: exit 2 with how to build with CUDA).  policy as for
+ * pt_cli_gpu_eval; log: the plan line (NULL: quiet). */
+struct pt_engine;
+struct pt_cli_gpu_run;
+struct pt_cli_gpu_counters {
+	uint64_t hits, misses, bytes_copied, tokens;
+	double seconds;
+	uint32_t slots_per_layer;
+	bool all_resident;
+};
+int pt_cli_gpu_attach(const struct pt_cli_gpu *g, struct pt_engine *e, const char *policy,
+		      FILE *log, struct pt_cli_gpu_run **out);
+void pt_cli_gpu_detach(struct pt_cli_gpu_run *r, struct pt_engine *e); /* NULL-safe */
+void pt_cli_gpu_counters(struct pt_cli_gpu_run *r, struct pt_cli_gpu_counters *c);
+/* Pinned host-to-device bandwidth in bytes/s (0 when the probe failed). */
+double pt_cli_gpu_h2d_bw(void);
 
 /* The routing report of `particle routing` (also `mkmodel --routing-report`): returns an
  * exit code. */

@@ -46,6 +46,9 @@ struct bench_result {
 	char io_engine[200]; /* st.io_engine copied: the engine is closed before the report */
 	uint32_t n_batch;    /* the prefill chunk the engine ran (asked for or chosen) */
 	uint32_t first_token, last_token;
+	struct pt_cli_gpu_run *gpu;             /* --gpu: the device pass (else NULL) */
+	struct pt_cli_gpu_counters gmid, gend;  /* its counters after prefill, at the end */
+	double h2d_bw;                          /* --gpu: pinned host-to-device bytes/s */
 };
 
 static void help(void)
@@ -77,8 +80,13 @@ static void help(void)
 	       "                         flight replaces either when higher (source \"store\")\n"
 	       "  --probe-mib N          disk probe: MiB read per trial (default 128)\n"
 	       "  --probe-depth N        disk probe: reads in flight (default 16)\n"
-	       "  --gpu                  use the CUDA backend (make CUDA=1 builds;\n"
-	       "                         only eval runs on the GPU yet: issue 16)\n"
+	       "  --gpu                  prompt and decode on the CUDA backend (make CUDA=1\n"
+	       "                         builds; one decode step per token): reports the\n"
+	       "                         VRAM expert hit rate, bytes copied to the device per\n"
+	       "                         token and the copy floor (those bytes / the measured\n"
+	       "                         pinned host-to-device bandwidth) instead of the disk\n"
+	       "  --gpu-expert-slots N   expert slots per MoE layer in VRAM (default: planned\n"
+	       "                         from --vram; implies --gpu)\n"
 	       "  --gpu-layers N|all     layers on the GPU (default all; implies --gpu)\n"
 	       "  --vram SIZE            device memory budget (implies --gpu)\n"
 	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"
@@ -180,7 +188,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return PT_EXIT_USAGE;
 	}
 	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
-	return pt_cli_gpu_check(&a->gpu);
+	return pt_cli_gpu_ready(&a->gpu);
 }
 
 static double now_s(void)
@@ -269,6 +277,7 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	}
 	struct pt_engine_stats mid;
 	pt_engine_stats(e, &mid);
+	pt_cli_gpu_counters(r->gpu, &r->gmid);
 	uint32_t tok = r->first_token;
 	const double t1 = now_s();
 	for (uint64_t i = 0; st == PT_OK && i < a->gen; i++) {
@@ -277,6 +286,7 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	}
 	r->decode_s = now_s() - t1;
 	r->last_token = tok;
+	pt_cli_gpu_counters(r->gpu, &r->gend);
 	pt_engine_decode_bytes(e, (int64_t)(a->prompt + a->gen / 2), &r->dbytes);
 	pt_engine_stats(e, &r->st);
 	r->n_batch = pt_engine_n_batch(e);
@@ -335,8 +345,49 @@ static void json_io(const struct bench_args *a, const struct bench_result *r)
 	printf("]}\n");
 }
 
+/* --gpu: speeds, the decode's expert hit rate in VRAM, bytes copied to the device per
+ * decoded token and the copy floor (those bytes / the measured pinned host-to-device
+ * bandwidth), as the CPU report's I/O floor is for the disk. */
+static void report_gpu(const struct bench_args *a, const struct bench_result *r)
+{
+	const double gen = (double)a->gen;
+	const uint64_t h = r->gend.hits - r->gmid.hits, m = r->gend.misses - r->gmid.misses;
+	const double hit = ratio((double)h, (double)(h + m));
+	const double bpt = (double)(r->gend.bytes_copied - r->gmid.bytes_copied) / gen;
+	const double floor_s = ratio(bpt, r->h2d_bw), tpt = r->decode_s / gen;
+	const double pf = (double)a->prompt / r->prefill_s, dc = gen / r->decode_s;
+	if (a->json) {
+		printf("{\"model\": \"%s\", \"gpu\": true, \"prompt_tokens\": %llu, "
+		       "\"gen_tokens\": %llu, \"prefill_tps\": %.4f, \"decode_tps\": %.4f, "
+		       "\"ttft_s\": %.6f, \"s_per_token\": %.6f, \"slots_per_layer\": %u, "
+		       "\"all_experts_resident\": %s, \"hit_rate\": %.6f, "
+		       "\"h2d_bytes_per_token\": %.1f, \"h2d_bw_bytes_per_s\": %.0f, "
+		       "\"copy_floor_s_per_token\": %.6f, \"time_over_floor\": %.4f, "
+		       "\"first_token\": %u, \"last_token\": %u}\n", a->model,
+		       (unsigned long long)a->prompt, (unsigned long long)a->gen, pf, dc, r->ttft_s,
+		       tpt, r->gend.slots_per_layer, r->gend.all_resident ? "true" : "false", hit,
+		       bpt, r->h2d_bw, floor_s, ratio(tpt, floor_s), r->first_token,
+		       r->last_token);
+		return;
+	}
+	printf("model      %s (GPU, %u expert slots/layer%s)\n", a->model,
+	       r->gend.slots_per_layer, r->gend.all_resident ? ", every expert resident" : "");
+	printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s, one decode step per "
+	       "token)\n", (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s);
+	printf("decode     %llu tokens in %.3f s: %.2f tok/s (%.2f ms/token)\n",
+	       (unsigned long long)a->gen, r->decode_s, dc, tpt * 1e3);
+	printf("experts    decode hit rate %.2f%% in VRAM, %.2f MiB copied to the device/token\n",
+	       hit * 100, bpt / 1048576.0);
+	printf("pcie       host-to-device %.1f GB/s (pinned, measured); copy floor %.3f ms/token; "
+	       "time/floor %.2fx\n", r->h2d_bw / 1e9, floor_s * 1e3, ratio(tpt, floor_s));
+}
+
 static void report(const struct bench_args *a, const struct bench_result *r)
 {
+	if (a->gpu.on) {
+		report_gpu(a, r);
+		return;
+	}
 	const double gen = (double)a->gen;
 	const double hit = ratio((double)r->dec_hits, (double)(r->dec_hits + r->dec_misses));
 	const double bpt = (double)r->dec_bytes / gen;
@@ -442,7 +493,7 @@ int pt_cmd_bench(int argc, char **argv)
 		return membw_only(&a);
 	struct pt_error err = { 0 };
 	struct bench_result r = { 0 };
-	enum pt_status st = measure_disk(&a, &r, false, &err);
+	enum pt_status st = a.gpu.on ? PT_OK : measure_disk(&a, &r, false, &err);
 	a.eo.model_path = a.model;
 	a.eo.threads = (uint32_t)a.threads;
 	a.eo.n_ctx = (uint32_t)(a.prompt + a.gen);
@@ -450,10 +501,20 @@ int pt_cmd_bench(int argc, char **argv)
 	pt_engine *e = NULL;
 	if (st == PT_OK)
 		st = pt_engine_open(&a.eo, &e, &err);
+	if (st == PT_OK && a.gpu.on) { /* prompt and decode on the device (issue 16) */
+		rc = pt_cli_gpu_attach(&a.gpu, e, a.eo.cache_policy, stderr, &r.gpu);
+		if (rc) {
+			pt_engine_close(e);
+			return rc;
+		}
+		r.h2d_bw = pt_cli_gpu_h2d_bw();
+	}
 	if (st == PT_OK)
 		st = run(e, &a, &r, &err);
+	pt_cli_gpu_detach(r.gpu, e);
+	r.gpu = NULL;
 	pt_engine_close(e);
-	if (st == PT_OK)
+	if (st == PT_OK && !a.gpu.on)
 		st = measure_disk(&a, &r, true, &err);
 	if (st == PT_OK) {
 		best_bandwidth(&r);

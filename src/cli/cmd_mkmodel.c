@@ -47,7 +47,8 @@ static void help(FILE *f)
 		"                     real models: qwen3moe %.0f, bailingmoe2 %.0f, gemma4 %.1f,\n"
 		"                     glm4moe %.1f (families without published routing\n"
 		"                     statistics reproduce Qwen3-30B-A3B's; docs/MODELS.md),\n"
-		"                     gpt-oss %.0f (not calibrated: no published statistics)\n"
+		"                     deepseek2 %.0f, gpt-oss %.0f (not calibrated: no published\n"
+		"                     per-expert routing statistics)\n"
 		"  --reroute FILE     rewrite FILE (written by mkmodel) in place for --router-skew:\n"
 		"                     only the tensors and the key the level changes; the result is\n"
 		"                     byte-identical to a fresh file at that level.  Refuses other\n"
@@ -55,6 +56,8 @@ static void help(FILE *f)
 		"                     NaN: run --reroute again to complete it\n"
 		"  --vocab DIR        vocabulary from a Hugging Face tokenizer dir (tokenizer.json,\n"
 		"                     tokenizer_config.json) instead of the compact synthetic one\n"
+		"                     (deepseek2's deepseek-v3, kimi-k2 and full presets write their\n"
+		"                     model's pre-tokenizer over the compact one)\n"
 		"  --threads N        quantization threads, 1..%d (default 2)\n"
 		"  --progress         progress bar on stderr (default: only when stderr is a tty)\n"
 		"  --routing-report   after writing, print the routing report of 256 tokens of a\n"
@@ -71,7 +74,7 @@ static void help(FILE *f)
 		"  -h, --help         this help\n",
 		pt_mkmodel_real_skew(PT_ARCH_QWEN3MOE), pt_mkmodel_real_skew(PT_ARCH_BAILINGMOE2),
 		pt_mkmodel_real_skew(PT_ARCH_GEMMA4), pt_mkmodel_real_skew(PT_ARCH_GLM4MOE),
-		pt_mkmodel_real_skew(PT_ARCH_GPTOSS),
+		pt_mkmodel_real_skew(PT_ARCH_DEEPSEEK2), pt_mkmodel_real_skew(PT_ARCH_GPTOSS),
 		PT_MKMODEL_MAX_THREADS);
 }
 

@@ -98,8 +98,10 @@ static void help(void)
 	       "  --kv-type T               f16|f32 (default f16)\n"
 	       "  --batch N                 prefill chunk in tokens (default: as large as the\n"
 	       "                            memory plan allows, up to 4096)\n"
-	       "  --gpu                     use the CUDA backend (make CUDA=1 builds;\n"
-	       "                            only eval runs on the GPU yet: issue 16)\n"
+	       "  --gpu                     prompt and decode on the CUDA backend (make CUDA=1\n"
+	       "                            builds; one decode step per token, F16 KV in VRAM)\n"
+	       "  --gpu-expert-slots N      expert slots per MoE layer in VRAM (default: planned\n"
+	       "                            from --vram; implies --gpu)\n"
 	       "  --gpu-layers N|all        layers on the GPU (default all; implies --gpu)\n"
 	       "  --vram SIZE               device memory budget (implies --gpu)\n"
 	       "  --gpu-device I            CUDA device ordinal (default 0; implies --gpu)\n"
@@ -231,7 +233,7 @@ static int check_opts(const struct opts *o)
 		pt_cli_error("run: no model: give -m MODEL or set PARTICLE_MODEL");
 		return PT_EXIT_USAGE;
 	}
-	return pt_cli_gpu_check(&o->gpu);
+	return pt_cli_gpu_ready(&o->gpu);
 }
 
 /* Returns 0 to go on, -1 after --help, or an exit code. */
@@ -726,7 +728,10 @@ int pt_cmd_run(int argc, char **argv)
 	install_sigint();
 	if ((rc = open_engine(&o, &r.engine)) != 0)
 		return rc;
-	if (!o.prompt && !o.raw)
+	struct pt_cli_gpu_run *gpu = NULL; /* --gpu: the engine's pass on the device */
+	if (o.gpu.on)
+		rc = pt_cli_gpu_attach(&o.gpu, r.engine, o.policy, o.verbose ? stderr : NULL, &gpu);
+	if (rc == 0 && !o.prompt && !o.raw)
 		rc = load_template(&o, &r);
 	if (rc == 0)
 		rc = create_session(&o, &r);
@@ -734,6 +739,7 @@ int pt_cmd_run(int argc, char **argv)
 		rc = interactive ? pt_run_interactive(&r) : one_shot(&o, &r);
 	pt_session_destroy(r.session);
 	pt_tmpl_destroy(r.tmpl);
+	pt_cli_gpu_detach(gpu, r.engine);
 	pt_engine_close(r.engine);
 	return rc;
 }

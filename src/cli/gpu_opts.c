@@ -4,12 +4,16 @@
  * A CPU-only build (the default `make`) refuses them with how to get a CUDA build.  A
  * `make CUDA=1` build opens the device and reports a missing driver, a missing device or an
  * out-of-range --gpu-device as one line with the numbers.  `eval` then runs on the GPU
- * (src/cuda/gpu_fwd.h, all layers: --gpu-layers N < all is refused); `run` and `bench` do
- * not run on the GPU yet and fail with a line saying so instead of silently using the CPU. */
+ * (src/cuda/gpu_fwd.h, all layers: --gpu-layers N < all is refused); `run` and `bench`
+ * install the same forward pass as the engine's (pt_cli_gpu_attach), so prompt and decode
+ * run on the device (one decode step per token) while the engine keeps the history,
+ * sampling and templates. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gen/engine.h"
+#include "util/alloc.h"
 #ifdef PT_CUDA
 #include "cuda/gpu.h"
 #include "cuda/gpu_fwd.h"
@@ -138,21 +142,102 @@ int pt_cli_gpu_eval(const struct pt_cli_gpu *g, const struct pt_model *m, uint32
 #endif
 }
 
-int pt_cli_gpu_check(const struct pt_cli_gpu *g)
+struct pt_cli_gpu_run {
+#ifdef PT_CUDA
+	pt_gpu_fwd *gf;
+#endif
+	int unused;
+};
+
+#ifdef PT_CUDA
+static enum pt_status dev_eval(void *ctx, const uint32_t *tokens, uint32_t n, float *logits,
+			       bool all, struct pt_error *err)
 {
-	if (!g->on)
-		return PT_EXIT_OK;
+	return pt_gpu_fwd_eval((pt_gpu_fwd *)ctx, tokens, n, logits, all, err);
+}
+
+static int64_t dev_pos(void *ctx)
+{
+	return pt_gpu_fwd_pos((pt_gpu_fwd *)ctx);
+}
+
+static enum pt_status dev_truncate(void *ctx, int64_t pos, struct pt_error *err)
+{
+	return pt_gpu_fwd_truncate((pt_gpu_fwd *)ctx, pos, err);
+}
+#endif
+
+int pt_cli_gpu_attach(const struct pt_cli_gpu *g, struct pt_engine *e, const char *policy,
+		      FILE *log, struct pt_cli_gpu_run **out)
+{
+	*out = NULL;
 #ifndef PT_CUDA
+	(void)g, (void)e, (void)policy, (void)log;
 	pt_cli_error("this build has no CUDA backend; rebuild with make CUDA=1");
 	return PT_EXIT_USAGE;
 #else
-	struct pt_gpu_info info;
-	const int rc = device_usable(g, &info);
-	if (rc)
-		return rc;
-	pt_cli_error("--gpu: CUDA device %d (%s, %.1f GiB free) is usable, but this command "
-		     "does not run on the GPU yet (only `particle eval --gpu` does: issue 16); run "
-		     "without --gpu", info.device, info.name, info.free_bytes / 1073741824.0);
-	return PT_EXIT_FAIL;
+	struct pt_error err = { 0 };
+	enum pt_cache_policy pol = PT_CACHE_LFU;
+	if (policy && pt_cache_policy_parse(policy, &pol, &err) != PT_OK)
+		return pt_cli_fail(&err);
+	struct pt_cli_gpu_run *r = pt_calloc(1, sizeof *r);
+	if (!r) {
+		pt_cli_error("out of memory");
+		return PT_EXIT_FAIL;
+	}
+	struct pt_gpu_fwd_opts o = { g->device, g->vram, pt_engine_n_ctx(e), g->slots, (int)pol,
+				     log };
+	enum pt_status st = pt_gpu_fwd_create(pt_engine_model(e), &o, &r->gf, &err);
+	if (st != PT_OK) {
+		pt_free(r);
+		return pt_cli_fail(&err);
+	}
+	const struct pt_engine_device dev = { r->gf, dev_eval, dev_pos, dev_truncate };
+	pt_engine_set_device(e, &dev);
+	*out = r;
+	return 0;
+#endif
+}
+
+void pt_cli_gpu_detach(struct pt_cli_gpu_run *r, struct pt_engine *e)
+{
+	if (!r)
+		return;
+	if (e)
+		pt_engine_set_device(e, NULL);
+#ifdef PT_CUDA
+	pt_gpu_fwd_destroy(r->gf);
+#endif
+	pt_free(r);
+}
+
+void pt_cli_gpu_counters(struct pt_cli_gpu_run *r, struct pt_cli_gpu_counters *c)
+{
+	memset(c, 0, sizeof *c);
+#ifdef PT_CUDA
+	if (!r)
+		return;
+	struct pt_gpu_fwd_stats s;
+	pt_gpu_fwd_stats(r->gf, &s);
+	c->hits = s.hits;
+	c->misses = s.misses;
+	c->bytes_copied = s.bytes_copied;
+	c->tokens = s.tokens;
+	c->seconds = s.seconds;
+	c->slots_per_layer = s.slots_per_layer;
+	c->all_resident = s.all_resident;
+#else
+	(void)r;
+#endif
+}
+
+double pt_cli_gpu_h2d_bw(void)
+{
+#ifdef PT_CUDA
+	struct pt_error err = { 0 };
+	double bps = 0.0;
+	return pt_gpu_h2d_bandwidth(&bps, &err) == PT_OK ? bps : 0.0;
+#else
+	return 0.0;
 #endif
 }

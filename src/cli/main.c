@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <string.h>
+#include "util/safefile.h"
 
 
 struct command {
@@ -54,6 +55,8 @@ int main(int argc, char **argv)
 		printf("particle %s\n", PT_VERSION_STRING);
 		return PT_EXIT_OK;
 	}
+	/* an interrupted mkmodel / pack / eval leaves no half-written temporary behind */
+	pt_safe_unlink_on_signals();
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].run(argc - 1, argv + 1);

@@ -103,3 +103,41 @@ enum pt_status pt_gpu_launched(struct pt_error *err, const char *what)
 	return e == cudaSuccess ? PT_OK : pt_gpu_fail(err, e, what);
 }
 cudaStream_t pt_gpu_stream = 0;
+
+enum pt_status pt_gpu_h2d_bandwidth(double *bps, struct pt_error *err)
+{
+	const size_t bytes = 256u << 20;
+	void *h = NULL, *d = NULL;
+	cudaEvent_t a = NULL, b = NULL;
+	*bps = 0.0;
+	cudaError_t e = cudaMallocHost(&h, bytes);
+	if (e == cudaSuccess)
+		e = cudaMalloc(&d, bytes);
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&a);
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&b);
+	if (e == cudaSuccess)
+		memset(h, 1, bytes); /* touched: the copies measure the link, not page faults */
+	for (int i = 0; e == cudaSuccess && i < 4; i++) {
+		float ms = 0.0f;
+		e = cudaEventRecord(a, 0);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, 0);
+		if (e == cudaSuccess)
+			e = cudaEventRecord(b, 0);
+		if (e == cudaSuccess)
+			e = cudaEventSynchronize(b);
+		if (e == cudaSuccess)
+			e = cudaEventElapsedTime(&ms, a, b);
+		if (e == cudaSuccess && ms > 0.0f && bytes / (ms * 1e-3) > *bps)
+			*bps = bytes / (ms * 1e-3);
+	}
+	if (a)
+		cudaEventDestroy(a);
+	if (b)
+		cudaEventDestroy(b);
+	cudaFree(d);
+	cudaFreeHost(h);
+	return e == cudaSuccess ? PT_OK : pt_gpu_fail(err, e, "bandwidth probe");
+}

@@ -14,8 +14,10 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 extern "C" {
 #include "cuda/gpu_fwd.h"
@@ -75,6 +77,10 @@ struct pt_gpu_fwd {
 	float *x, *h, *h2, *t1, *t2, *q, *k, *v, *att, *qkv, *gb, *ub, *ab, *xg, *xa, *yk, *rl,
 		*scores, *logits, *w, *xr, *xr2;
 	int32_t *ids;
+	int64_t *dpos;       /* device: this step's position (read by RoPE, KV store, attention) */
+	int64_t *hpos;       /* pinned source of dpos */
+	cudaGraphExec_t exec[2]; /* captured decode step without / with the output head */
+	bool graphs;         /* capture the step (every expert resident, PARTICLE_GPU_GRAPH != 0) */
 	float *hx, *hlogits; /* pinned */
 	int32_t *hids;       /* pinned */
 	uint8_t *pool;
@@ -84,6 +90,8 @@ struct pt_gpu_fwd {
 	uint32_t n_pend, max_pend;
 	uint8_t *staging;
 	uint64_t staging_bytes;
+	void *reg;          /* the experts' span of the host mapping, registered (page-locked) */
+	bool direct;        /* misses copied straight from it: no staging memcpy on the host */
 	uint32_t n_ctx, w_ff, w_qk, n_k;
 	int64_t pos;
 	struct pt_gpu_fwd_stats st;
@@ -323,7 +331,7 @@ static uint64_t scratch_bytes(const pt_gpu_fwd *g)
 	scratch_sizes(g, n);
 	for (int i = 0; i < N_SCRATCH; i++)
 		b += (n[i] * 4 + 255) / 256 * 256;
-	return b + (uint64_t)g->m->hp.n_layer * 64 * 32 + (uint64_t)g->m->hp.n_layer *
+	return b + 256 + (uint64_t)g->m->hp.n_layer * 64 * 32 + (uint64_t)g->m->hp.n_layer *
 		   g->m->hp.n_expert * 32;
 }
 
@@ -341,6 +349,8 @@ static enum pt_status alloc_scratch(pt_gpu_fwd *g, struct pt_error *err)
 	void *p;
 	if (st == PT_OK && (st = dalloc(g, &p, 64 * sizeof(int32_t), err)) == PT_OK)
 		g->ids = (int32_t *)p;
+	if (st == PT_OK && (st = dalloc(g, &p, sizeof(int64_t), err)) == PT_OK)
+		g->dpos = (int64_t *)p;
 	const struct pt_hparams *hp = &g->m->hp;
 	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
 		struct glayer *L = &g->L[il];
@@ -368,6 +378,9 @@ static enum pt_status alloc_scratch(pt_gpu_fwd *g, struct pt_error *err)
 	if (st == PT_OK)
 		st = cuda_ok(cudaMallocHost((void **)&g->hids, 64 * sizeof(int32_t)),
 			     "pinned allocation", err);
+	if (st == PT_OK)
+		st = cuda_ok(cudaMallocHost((void **)&g->hpos, sizeof(int64_t)), "pinned allocation",
+			     err);
 	return st;
 }
 
@@ -390,8 +403,23 @@ extern "C" enum pt_status gpu_copy_cb(void *ctx, uint64_t off, const void *src, 
  * waits for them. */
 static enum pt_status issue_copies(pt_gpu_fwd *g, struct pt_error *err)
 {
+	enum pt_status st = PT_OK;
+	if (g->direct) { /* DMA from the registered mapping itself */
+		for (uint32_t i = 0; st == PT_OK && i < g->n_pend; i++) {
+			const struct pending *p = &g->pend[i];
+			st = cuda_ok(cudaMemcpyAsync(g->pool + p->off, p->src, p->bytes,
+						     cudaMemcpyHostToDevice, g->cs), "expert copy", err);
+			g->st.bytes_copied += p->bytes;
+		}
+		g->n_pend = 0;
+		if (st == PT_OK)
+			st = cuda_ok(cudaEventRecord(g->ev_copy, g->cs), "event", err);
+		if (st == PT_OK)
+			st = cuda_ok(cudaStreamWaitEvent(g->s, g->ev_copy, 0), "event wait", err);
+		return st;
+	}
 	/* the staging buffer's last copies (an earlier layer) must be done before reuse */
-	enum pt_status st = cuda_ok(cudaEventSynchronize(g->ev_copy), "copy wait", err);
+	st = cuda_ok(cudaEventSynchronize(g->ev_copy), "copy wait", err);
 	uint64_t at = 0;
 	for (uint32_t i = 0; st == PT_OK && i < g->n_pend; i++) {
 		const struct pending *p = &g->pend[i];
@@ -440,13 +468,25 @@ static bool geglu(const pt_gpu_fwd *g)
 	return g->rc->act == PT_ACT_GEGLU;
 }
 
-/* out = down(act(gate in) * (up in)). */
+/* out = down(act(gate in) * (up in)); the input rounded once when gate and up share its
+ * format. */
 static enum pt_status mlp(pt_gpu_fwd *g, const dmat *gt, const dmat *up, const dmat *dn,
 			  const float *in, float *out, struct pt_error *err)
 {
-	enum pt_status st = mv(g, gt, in, g->gb, err);
-	if (st == PT_OK)
-		st = mv(g, up, in, g->ub, err);
+	enum pt_status st;
+	if (gt->act == up->act && gt->act != PT_TYPE_F32 && gt->cols == up->cols) {
+		st = round_in(g->xr, in, gt->cols, gt->act, err);
+		if (st == PT_OK)
+			st = pt_gpu_matvec(gt->type, gt->rows, gt->cols, gt->row_bytes, gt->d, g->xr,
+					   g->gb, err);
+		if (st == PT_OK)
+			st = pt_gpu_matvec(up->type, up->rows, up->cols, up->row_bytes, up->d, g->xr,
+					   g->ub, err);
+	} else {
+		st = mv(g, gt, in, g->gb, err);
+		if (st == PT_OK)
+			st = mv(g, up, in, g->ub, err);
+	}
 	if (st != PT_OK)
 		return st;
 	pt_gpu_glu(g->xa, g->gb, g->ub, (int)gt->rows, 1, 0, geglu(g));
@@ -501,26 +541,18 @@ static enum pt_status attention(pt_gpu_fwd *g, uint32_t il, struct pt_error *err
 		norm(k, k, L->k_norm, hk, nkv, hp->rms_eps);
 	if (g->rc->v_norm)
 		norm(v, v, NULL, hv, nkv, hp->rms_eps);
-	pt_gpu_rope_neox(q, nh, hk, n_rot, g->pos, base, ff);
-	pt_gpu_rope_neox(k, nkv, hk, n_rot, g->pos, base, ff);
+	/* positions from device memory (g->dpos): one captured step serves every position */
+	pt_gpu_rope_neox(q, nh, hk, n_rot, g->dpos, base, ff);
+	pt_gpu_rope_neox(k, nkv, hk, n_rot, g->dpos, base, ff);
 	/* the CPU path's default F16 cache: K, V and the query rounded to F16 */
 	pt_gpu_act_round(q, q, nq, PT_TYPE_F16);
-	pt_gpu_act_round(k, k, nk, PT_TYPE_F16);
-	pt_gpu_act_round(v, v, nv, PT_TYPE_F16);
-	const int64_t row = g->pos % L->cap;
-	st = cuda_ok(cudaMemcpyAsync(L->kc + row * nk, k, (size_t)nk * 4, cudaMemcpyDeviceToDevice,
-				     g->s), "KV store", err);
-	if (st == PT_OK)
-		st = cuda_ok(cudaMemcpyAsync(L->vc + row * nv, v, (size_t)nv * 4,
-					     cudaMemcpyDeviceToDevice, g->s), "KV store", err);
-	if (st != PT_OK)
-		return st;
-	int64_t first = 0;
-	if (swa && hp->n_swa > 0 && g->pos - (int64_t)hp->n_swa + 1 > 0)
-		first = g->pos - (int64_t)hp->n_swa + 1;
+	pt_gpu_kv_store(L->kc, L->vc, k, v, nk, nv, g->dpos, L->cap);
+	const int64_t window = swa && hp->n_swa > 0 ? (int64_t)hp->n_swa : 0;
+	const int64_t max_count = window > 0 && window < (int64_t)g->n_ctx ? window
+									    : (int64_t)g->n_ctx;
 	const float scale = g->rc->attn_scale > 0.0f ? g->rc->attn_scale : 1.0f / sqrtf((float)hk);
-	pt_gpu_attention(q, L->kc, L->vc, g->att, g->scores, nh, nkv, hk, hv, first,
-			 g->pos + 1 - first, L->cap, scale, g->n_ctx);
+	pt_gpu_attention(q, L->kc, L->vc, g->att, g->scores, nh, nkv, hk, hv, g->dpos, window,
+			 max_count, L->cap, scale);
 	st = mv(g, &L->wo, g->att, g->t1, err);
 	if (st != PT_OK)
 		return st;
@@ -547,16 +579,19 @@ static enum pt_status expert_batch(pt_gpu_fwd *g, uint32_t il, const struct pt_g
 	const bool fused = H->gate_up_exps.data != NULL;
 	const struct pt_expert_mat *mats[2] = { fused ? &H->gate_up_exps : &H->gate_exps,
 						fused ? NULL : &H->up_exps };
+	uint32_t rounded = PT_TYPE_F32; /* the format g->xr holds `in` in (gate and up share it) */
 	for (int i = 0; st == PT_OK && i < 2; i++) {
 		const struct pt_expert_mat *x = mats[i];
 		if (!x)
 			continue;
 		const uint32_t act = act_of(x->type);
 		const float *xin = in;
-		if (act != PT_TYPE_F32) {
+		if (act != PT_TYPE_F32 && act != rounded) {
 			st = round_in(g->xr, in, x->cols, act, err);
-			xin = g->xr;
+			rounded = act;
 		}
+		if (act != PT_TYPE_F32)
+			xin = g->xr;
 		if (st == PT_OK)
 			st = pt_gpu_matvec_batch(x->type, x->rows, x->cols, x->row_bytes, desc, n, i,
 						 xin, 0, g->gb + (size_t)i * nf, 2 * (size_t)nf, err);
@@ -599,8 +634,7 @@ static enum pt_status experts(pt_gpu_fwd *g, uint32_t il, const float *rin, cons
 		return st;
 	if (pt_vstore_all_resident(g->vs)) {
 		pt_gpu_resolve(L->desc, L->table, g->ids, K);
-		st = expert_batch(g, il, L->desc, (uint32_t)K, in, err);
-		g->st.hits += (uint64_t)K;
+		st = expert_batch(g, il, L->desc, (uint32_t)K, in, err); /* hits: counted in step */
 	} else {
 		st = cuda_ok(cudaMemcpyAsync(g->hids, g->ids, (size_t)K * 4, cudaMemcpyDeviceToHost,
 					     g->s), "ids copy", err);
@@ -682,11 +716,62 @@ static enum pt_status ffn(pt_gpu_fwd *g, uint32_t il, struct pt_error *err)
 	return PT_OK;
 }
 
+/* The device work of one decode step after the embedding and position are in: every
+ * layer, then (head) the output head's logits into g->logits. */
+static enum pt_status body(pt_gpu_fwd *g, bool head, struct pt_error *err)
+{
+	const struct pt_hparams *hp = &g->m->hp;
+	enum pt_status st = PT_OK;
+	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
+		st = attention(g, il, err);
+		if (st == PT_OK)
+			st = ffn(g, il, err);
+	}
+	if (st == PT_OK && head) {
+		norm(g->h, g->x, g->output_norm, (int)hp->n_embd, 1, hp->rms_eps);
+		st = mv(g, &g->output, g->h, g->logits, err);
+		if (st == PT_OK && g->rc->final_softcap && hp->final_logit_softcap > 0.0f)
+			pt_gpu_softcap(g->logits, (int)g->output.rows, hp->final_logit_softcap);
+	}
+	return st;
+}
+
+/* body() as a CUDA graph, captured on first use (the step's shape never changes: the
+ * position is read from device memory), then one launch per token instead of ~30 per
+ * layer.  The same kernels with the same arguments run, so the logits are those of the
+ * launched step, bit for bit. */
+static enum pt_status graph_step(pt_gpu_fwd *g, bool head, struct pt_error *err)
+{
+	cudaGraphExec_t *ex = &g->exec[head ? 1 : 0];
+	if (!*ex) {
+		enum pt_status st = cuda_ok(cudaStreamBeginCapture(g->s,
+								   cudaStreamCaptureModeThreadLocal),
+					    "graph capture", err);
+		if (st != PT_OK)
+			return st;
+		st = body(g, head, err);
+		cudaGraph_t graph = NULL;
+		const cudaError_t e = cudaStreamEndCapture(g->s, &graph);
+		if (st == PT_OK)
+			st = cuda_ok(e, "graph capture", err);
+		if (st == PT_OK)
+			st = cuda_ok(cudaGraphInstantiate(ex, graph, 0), "graph instantiate", err);
+		if (graph)
+			cudaGraphDestroy(graph);
+		if (st != PT_OK) {
+			*ex = NULL;
+			return st;
+		}
+	}
+	return cuda_ok(cudaGraphLaunch(*ex, g->s), "graph launch", err);
+}
+
 static enum pt_status step(pt_gpu_fwd *g, uint32_t tok, float *logits, struct pt_error *err)
 {
 	const struct pt_model *m = g->m;
 	const struct pt_hparams *hp = &m->hp;
-	/* the previous token's embedding copy read hx: done before it is rewritten */
+	/* the previous token's embedding and position copies read hx, hpos: done before they
+	 * are rewritten */
 	enum pt_status st = cuda_ok(cudaEventSynchronize(g->ev_x), "embedding wait", err);
 	if (st == PT_OK)
 		st = pt_model_embed_row(m, tok, g->hx, err);
@@ -697,25 +782,20 @@ static enum pt_status step(pt_gpu_fwd *g, uint32_t tok, float *logits, struct pt
 		for (uint32_t i = 0; i < hp->n_embd; i++)
 			g->hx[i] *= s;
 	}
+	*g->hpos = g->pos;
 	st = cuda_ok(cudaMemcpyAsync(g->x, g->hx, (size_t)hp->n_embd * 4, cudaMemcpyHostToDevice,
 				     g->s), "embedding copy", err);
 	if (st == PT_OK)
+		st = cuda_ok(cudaMemcpyAsync(g->dpos, g->hpos, sizeof *g->hpos,
+					     cudaMemcpyHostToDevice, g->s), "position copy", err);
+	if (st == PT_OK)
 		st = cuda_ok(cudaEventRecord(g->ev_x, g->s), "event", err);
-	for (uint32_t il = 0; st == PT_OK && il < hp->n_layer; il++) {
-		st = attention(g, il, err);
-		if (st == PT_OK)
-			st = ffn(g, il, err);
-	}
+	if (st == PT_OK)
+		st = g->graphs ? graph_step(g, logits != NULL, err) : body(g, logits != NULL, err);
 	if (st == PT_OK && logits) {
-		norm(g->h, g->x, g->output_norm, (int)hp->n_embd, 1, hp->rms_eps);
-		st = mv(g, &g->output, g->h, g->logits, err);
 		const int nv = (int)g->output.rows;
-		if (st == PT_OK && g->rc->final_softcap && hp->final_logit_softcap > 0.0f)
-			pt_gpu_softcap(g->logits, nv, hp->final_logit_softcap);
-		if (st == PT_OK)
-			st = cuda_ok(cudaMemcpyAsync(g->hlogits, g->logits, (size_t)nv * 4,
-						     cudaMemcpyDeviceToHost, g->s), "logits copy",
-				     err);
+		st = cuda_ok(cudaMemcpyAsync(g->hlogits, g->logits, (size_t)nv * 4,
+					     cudaMemcpyDeviceToHost, g->s), "logits copy", err);
 		if (st == PT_OK)
 			st = cuda_ok(cudaStreamSynchronize(g->s), "token", err);
 		if (st == PT_OK)
@@ -723,6 +803,8 @@ static enum pt_status step(pt_gpu_fwd *g, uint32_t tok, float *logits, struct pt
 	}
 	if (st == PT_OK)
 		st = pt_gpu_launched(err, "decode step");
+	if (st == PT_OK && (!g->vs || pt_vstore_all_resident(g->vs)))
+		g->st.hits += (uint64_t)hp->n_expert_used * pt_vstore_moe_layers(m);
 	if (st == PT_OK)
 		g->pos++;
 	return st;
@@ -831,6 +913,47 @@ static enum pt_status plan(pt_gpu_fwd *g, const struct pt_gpu_fwd_opts *o,
 	return PT_OK;
 }
 
+/* Page-locks the span of the host mapping that holds the routed experts so misses are
+ * copied by DMA straight from it (no memcpy into staging on the host, which bounds the copy
+ * rate far below the link's).  Best effort: a span above half the host's memory, one the
+ * driver refuses (a split file's separate mappings, a kernel that will not pin file pages)
+ * keeps the staging path; PARTICLE_GPU_DIRECT=0 keeps it too. */
+static void register_experts(pt_gpu_fwd *g)
+{
+	const char *env = getenv("PARTICLE_GPU_DIRECT");
+	if (env && !strcmp(env, "0"))
+		return;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (uint32_t il = 0; il < g->m->hp.n_layer; il++) {
+		const struct pt_layer_weights *L = &g->m->layers[il];
+		const struct pt_expert_mat *xm[] = { &L->gate_exps, &L->up_exps, &L->gate_up_exps,
+						     &L->down_exps };
+		for (int i = 0; L->is_moe && i < 4; i++) {
+			if (!xm[i]->data)
+				continue;
+			const uintptr_t a = (uintptr_t)xm[i]->data;
+			const uintptr_t b = a + (uintptr_t)xm[i]->expert_bytes * g->m->hp.n_expert;
+			lo = a < lo ? a : lo;
+			hi = b > hi ? b : hi;
+		}
+	}
+	if (hi <= lo)
+		return;
+	/* page-locking faults the whole span in and keeps it: only a span well inside the
+	 * host's memory (a model larger than RAM streams through staging) */
+	const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || psz <= 0 || (uint64_t)(hi - lo) > (uint64_t)pages * (uint64_t)psz / 2)
+		return;
+	lo &= ~(uintptr_t)4095;
+	hi = (hi + 4095) & ~(uintptr_t)4095;
+	if (cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterReadOnly) != cudaSuccess) {
+		cudaGetLastError(); /* refused: the staging path */
+		return;
+	}
+	g->reg = (void *)lo;
+	g->direct = true;
+}
+
 extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 					    const struct pt_gpu_fwd_opts *o, pt_gpu_fwd **out,
 					    struct pt_error *err)
@@ -903,7 +1026,9 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 		st = alloc_scratch(g, err);
 	if (st == PT_OK && in.n_moe_layers)
 		st = dalloc(g, (void **)&g->pool, p.pool_bytes, err);
-	if (st == PT_OK && in.n_moe_layers && !p.all_experts) {
+	if (st == PT_OK && in.n_moe_layers && !p.all_experts)
+		register_experts(g);
+	if (st == PT_OK && in.n_moe_layers && !p.all_experts && !g->direct) {
 		g->staging_bytes = (uint64_t)hp->n_expert_used * (in.slot_bytes + 3 * 256);
 		st = cuda_ok(cudaMallocHost((void **)&g->staging, g->staging_bytes), "pinned staging",
 			     err);
@@ -922,6 +1047,10 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 		pt_gpu_fwd_destroy(g);
 		return st;
 	}
+	/* the step is a fixed launch sequence only without host round trips (every expert
+	 * resident, or no MoE layers); PARTICLE_GPU_GRAPH=0 launches it kernel by kernel */
+	const char *ge = getenv("PARTICLE_GPU_GRAPH");
+	g->graphs = (!g->vs || pt_vstore_all_resident(g->vs)) && !(ge && !strcmp(ge, "0"));
 	g->st.vram_budget = in.budget;
 	g->st.resident_bytes = in.resident_bytes;
 	g->st.kv_bytes = in.kv_bytes;
@@ -932,7 +1061,8 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 	g->st.all_resident = p.all_experts;
 	char line[600];
 	pt_plan_format(&in, &p, line, sizeof line);
-	snprintf(g->plan, sizeof g->plan, "GPU %d (%s): %s", info.device, info.name, line);
+	snprintf(g->plan, sizeof g->plan, "GPU %d (%s): %s%s", info.device, info.name, line,
+		 g->direct ? "; misses copied straight from the page-locked mapping" : "");
 	if (o->log)
 		fprintf(o->log, "particle: plan: %s\n", g->plan);
 	*out = g;
@@ -959,8 +1089,15 @@ extern "C" void pt_gpu_fwd_destroy(pt_gpu_fwd *g)
 		cudaFreeHost(g->hlogits);
 	if (g->hids)
 		cudaFreeHost(g->hids);
+	if (g->hpos)
+		cudaFreeHost(g->hpos);
+	for (int i = 0; i < 2; i++)
+		if (g->exec[i])
+			cudaGraphExecDestroy(g->exec[i]);
 	if (g->staging)
 		cudaFreeHost(g->staging);
+	if (g->reg)
+		cudaHostUnregister(g->reg);
 	cudaEvent_t evs[] = { g->ev_ids, g->ev_copy, g->ev_x };
 	for (int i = 0; i < 3; i++)
 		if (evs[i])
@@ -980,6 +1117,23 @@ extern "C" void pt_gpu_fwd_destroy(pt_gpu_fwd *g)
 extern "C" int64_t pt_gpu_fwd_pos(const pt_gpu_fwd *g)
 {
 	return g->pos;
+}
+
+extern "C" enum pt_status pt_gpu_fwd_truncate(pt_gpu_fwd *g, int64_t pos, struct pt_error *err)
+{
+	if (pos < 0 || pos > g->pos)
+		return pt_error_set(err, PT_E_INVALID, "CUDA: truncate to %lld of %lld positions",
+				    (long long)pos, (long long)g->pos);
+	/* a ring of cap rows lost position p once p + cap was written: the keys pos needs,
+	 * [pos - cap + 1, pos), survive only if nothing past pos wrapped onto them */
+	for (uint32_t il = 0; il < g->m->hp.n_layer; il++) {
+		const int64_t cap = g->L[il].cap;
+		if (pos > 0 && cap < (int64_t)g->n_ctx && g->pos > cap && g->pos > pos + 1)
+			return pt_error_set(err, PT_E_LIMIT, "CUDA: sliding window ring of layer %u "
+					    "no longer holds position %lld", il, (long long)pos);
+	}
+	g->pos = pos;
+	return PT_OK;
 }
 
 extern "C" void pt_gpu_fwd_stats(pt_gpu_fwd *g, struct pt_gpu_fwd_stats *out)

@@ -58,6 +58,9 @@ void pt_gpu_fwd_destroy(pt_gpu_fwd *g); /* NULL-safe */
 enum pt_status pt_gpu_fwd_eval(pt_gpu_fwd *g, const uint32_t *tokens, uint32_t n,
 			       float *logits, bool all, struct pt_error *err);
 int64_t pt_gpu_fwd_pos(const pt_gpu_fwd *g);
+/* Keeps the first pos positions (pos <= the current one).  PT_E_LIMIT when a sliding layer's
+ * ring has already overwritten keys that position pos still needs (the caller replays). */
+enum pt_status pt_gpu_fwd_truncate(pt_gpu_fwd *g, int64_t pos, struct pt_error *err);
 void pt_gpu_fwd_stats(pt_gpu_fwd *g, struct pt_gpu_fwd_stats *out);
 /* "GPU NAME: resident X, KV Y, N slots/layer x L layers x B = Z, budget W" */
 const char *pt_gpu_fwd_plan_line(const pt_gpu_fwd *g);

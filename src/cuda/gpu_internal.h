@@ -54,16 +54,21 @@ void pt_gpu_glu_batch(float *out, const float *gate, const float *up, int nf, si
  * Q8_K) as the CPU path quantizes a product's input; false for another format or a length
  * that is not a multiple of its block.  y may be x. */
 bool pt_gpu_act_round(float *y, const float *x, int n, uint32_t act_type);
-/* NEOX RoPE of n_head vectors at pos with optional frequency factors (device, n_rot/2). */
-void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, int64_t pos, float base,
-		      const float *dff);
-/* One-row attention of n_head query heads over key positions [first, first + count) of a
- * layer's cache (rows cap apart in a ring: position p at row p % cap; K rows n_kv*hd_k
- * floats, V rows n_kv*hd_v); scores is scratch of n_head * ceil(count / 256) * (2 + hd_v)
- * floats (score_n: its size per head, unused). */
+/* NEOX RoPE of n_head vectors at position *dpos (device memory, so one captured graph
+ * serves every step) with optional frequency factors (device, n_rot/2). */
+void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, const int64_t *dpos,
+		      float base, const float *dff);
+/* K (nk floats) and V (nv) rounded to F16 into row *dpos % cap of a layer's cache. */
+void pt_gpu_kv_store(float *kc, float *vc, const float *k, const float *v, int nk, int nv,
+		     const int64_t *dpos, int64_t cap);
+/* One-row attention of n_head query heads at position *dpos over its keys (the last
+ * `window` positions when window > 0, else all) in a layer's cache (rows cap apart in a
+ * ring: position p at row p % cap; K rows n_kv*hd_k floats, V rows n_kv*hd_v); max_count:
+ * the most keys any step sees (sizes the grid); scores is scratch of
+ * n_head * ceil(max_count / 256) * (2 + hd_v) floats. */
 void pt_gpu_attention(const float *q, const float *kc, const float *vc, float *out,
-		      float *scores, int n_head, int n_kv, int hd_k, int hd_v, int64_t first,
-		      int64_t count, int64_t cap, float scale, int64_t score_n);
+		      float *scores, int n_head, int n_kv, int hd_k, int hd_v, const int64_t *dpos,
+		      int64_t window, int64_t max_count, int64_t cap, float scale);
 /* Routed outputs summed in rank order: out[i] = sum_j (y[j][i] * s[ids[j]]) * w[j] (no s:
  * y * w), as forward.c's scale_row + rank-order sum. */
 void pt_gpu_combine(float *out, const float *y, int n, int k, const int32_t *ids,

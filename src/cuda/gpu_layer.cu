@@ -111,16 +111,17 @@ void pt_gpu_glu(float *out, const float *gate, const float *up, int nf, int n_ro
 }
 
 /* pt_op_rope_cache (theta by repeated float multiplication, divided by the factor) +
- * pt_op_rope_apply in NEOX mode; one thread per (head, pair). */
-__global__ void rope_neox_kernel(float *x, int n_head, int head_dim, int n_rot, float pos,
-				 float theta_scale, const float *ff)
+ * pt_op_rope_apply in NEOX mode; one thread per (head, pair).  The position is read from
+ * device memory (*dpos) so one captured graph serves every decode step. */
+__global__ void rope_neox_kernel(float *x, int n_head, int head_dim, int n_rot,
+				 const int64_t *dpos, float theta_scale, const float *ff)
 {
 	const int half = n_rot / 2;
 	const int t = blockIdx.x * blockDim.x + threadIdx.x;
 	if (t >= n_head * half)
 		return;
 	const int h = t / half, i = t % half;
-	float theta = pos;
+	float theta = (float)*dpos;
 	for (int j = 0; j < i; j++)
 		theta = __fmul_rn(theta, theta_scale);
 	const float th = ff ? __fdiv_rn(theta, ff[i]) : theta;
@@ -131,35 +132,60 @@ __global__ void rope_neox_kernel(float *x, int n_head, int head_dim, int n_rot, 
 	v[i + half] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
 }
 
-void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, int64_t pos, float base,
-		      const float *dff)
+void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, const int64_t *dpos,
+		      float base, const float *dff)
 {
 	const float theta_scale = powf(base, -2.0f / (float)n_rot);
 	const int total = n_head * (n_rot / 2);
 	rope_neox_kernel<<<blocks(total, 128), 128, 0, pt_gpu_stream>>>(x, n_head, head_dim, n_rot,
-									 (float)pos, theta_scale,
-									 dff);
+									 dpos, theta_scale, dff);
+}
+
+/* K and V rounded to F16 (the CPU path's default cache type) into row *dpos % cap. */
+__global__ void kv_store_kernel(float *kc, float *vc, const float *k, const float *v, int nk,
+				int nv, const int64_t *dpos, long cap)
+{
+	const int i = blockIdx.x * blockDim.x + threadIdx.x;
+	const long row = (long)(*dpos % cap);
+	if (i < nk)
+		kc[(size_t)row * nk + i] = __half2float(__float2half_rn(k[i]));
+	else if (i < nk + nv)
+		vc[(size_t)row * nv + i - nk] = __half2float(__float2half_rn(v[i - nk]));
+}
+
+void pt_gpu_kv_store(float *kc, float *vc, const float *k, const float *v, int nk, int nv,
+		     const int64_t *dpos, int64_t cap)
+{
+	kv_store_kernel<<<blocks(nk + nv, 256), 256, 0, pt_gpu_stream>>>(kc, vc, k, v, nk, nv, dpos,
+									  (long)cap);
 }
 
 /* Split-K attention: grid (head, chunk of ATT_CHUNK positions); each block scores its chunk
  * (warps over positions, lanes over the head dimension, butterfly), takes the chunk's max
- * and double sum of exponentials by fixed trees and its weighted V sum (threads over the
- * dimensions, positions in order), and writes the partial (m, s, acc[hd_v]); a second kernel
+ * and double sum of exponentials by fixed trees and its weighted V sum (warps over the
+ * positions, lanes over the dimensions, the 8 warps' sums added in order), and writes the partial (m, s, acc[hd_v]); a second kernel
  * merges a head's chunks in order.  Chunk boundaries depend only on the query's position,
  * so the result does not depend on anything else. */
 #define ATT_CHUNK 256
+#define ATT_MAX_HDV 512 /* V head width of the warp-parallel weighted sum */
 __global__ void __launch_bounds__(256) attn_chunk_kernel(const float *q, const float *kc,
 							 const float *vc, float *parts, int group,
-							 int n_kv, int hd_k, int hd_v, long first,
-							 long count, long cap, float scale,
-							 int n_chunks)
+							 int n_kv, int hd_k, int hd_v,
+							 const int64_t *dpos, long window, long cap,
+							 float scale, int n_chunks)
 {
 	__shared__ double sh[256];
 	__shared__ float fm[256];
 	__shared__ float sc[ATT_CHUNK];
+	__shared__ float red[8][ATT_MAX_HDV];
 	const int h = blockIdx.x, c = blockIdx.y, kvh = h / group;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	const long pos = (long)*dpos;
+	const long first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+	const long count = pos + 1 - first;
 	const long p0 = (long)c * ATT_CHUNK;
+	if (p0 >= count) /* a chunk past this step's keys (the grid covers the longest) */
+		return;
 	const int n = (int)(count - p0 < ATT_CHUNK ? count - p0 : ATT_CHUNK);
 	const float *qh = q + (size_t)h * hd_k;
 	for (int p = warp; p < n; p += 8) {
@@ -194,24 +220,57 @@ __global__ void __launch_bounds__(256) attn_chunk_kernel(const float *q, const f
 		part[0] = mx;
 		part[1] = (float)s;
 	}
+	if (hd_v > ATT_MAX_HDV) { /* threads over the dimensions, positions in order */
+		for (int d = threadIdx.x; d < hd_v; d += 256) {
+			float acc = 0.0f;
+			for (int p = 0; p < n; p++)
+				acc = fmaf(sc[p], vc[(size_t)((first + p0 + p) % cap) * n_kv * hd_v +
+						     (size_t)kvh * hd_v + d], acc);
+			part[2 + d] = acc;
+		}
+		return;
+	}
+	/* warp w sums positions w, w + 8, ... (lanes over the dimensions: coalesced rows of
+	 * V), then the 8 warps' sums are added in warp order */
+	float acc[ATT_MAX_HDV / 32];
+#pragma unroll
+	for (int j = 0; j < ATT_MAX_HDV / 32; j++)
+		acc[j] = 0.0f;
+	for (int p = warp; p < n; p += 8) {
+		const float *vr = vc + (size_t)((first + p0 + p) % cap) * n_kv * hd_v +
+				  (size_t)kvh * hd_v;
+		const float w = sc[p];
+#pragma unroll
+		for (int j = 0; j < ATT_MAX_HDV / 32; j++)
+			if (lane + 32 * j < hd_v)
+				acc[j] = fmaf(w, vr[lane + 32 * j], acc[j]);
+	}
+#pragma unroll
+	for (int j = 0; j < ATT_MAX_HDV / 32; j++)
+		if (lane + 32 * j < hd_v)
+			red[warp][lane + 32 * j] = acc[j];
+	__syncthreads();
 	for (int d = threadIdx.x; d < hd_v; d += 256) {
-		float acc = 0.0f;
-		for (int p = 0; p < n; p++)
-			acc = fmaf(sc[p], vc[(size_t)((first + p0 + p) % cap) * n_kv * hd_v +
-					     (size_t)kvh * hd_v + d], acc);
-		part[2 + d] = acc;
+		float t = red[0][d];
+		for (int w = 1; w < 8; w++)
+			t = __fadd_rn(t, red[w][d]);
+		part[2 + d] = t;
 	}
 }
 
 /* One block per head: the chunks' partials merged in order (online softmax), then
  * out = acc / sum. */
-__global__ void attn_merge_kernel(const float *parts, float *out, int hd_v, int n_chunks)
+__global__ void attn_merge_kernel(const float *parts, float *out, int hd_v, int n_chunks,
+				  const int64_t *dpos, long window)
 {
 	const int h = blockIdx.x;
+	const long pos = (long)*dpos;
+	const long first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+	const int n_used = (int)((pos + 1 - first + ATT_CHUNK - 1) / ATT_CHUNK);
 	const float *ph = parts + (size_t)h * n_chunks * (2 + hd_v);
 	for (int d = threadIdx.x; d < hd_v; d += blockDim.x) {
 		float m = ph[0], s = ph[1], acc = ph[2 + d];
-		for (int c = 1; c < n_chunks; c++) {
+		for (int c = 1; c < n_used; c++) {
 			const float *pc = ph + (size_t)c * (2 + hd_v);
 			const float m2 = fmaxf(m, pc[0]);
 			const float a = expf(__fsub_rn(m, m2)), b = expf(__fsub_rn(pc[0], m2));
@@ -224,17 +283,18 @@ __global__ void attn_merge_kernel(const float *parts, float *out, int hd_v, int 
 }
 
 void pt_gpu_attention(const float *q, const float *kc, const float *vc, float *out,
-		      float *scores, int n_head, int n_kv, int hd_k, int hd_v, int64_t first,
-		      int64_t count, int64_t cap, float scale, int64_t score_n)
+		      float *scores, int n_head, int n_kv, int hd_k, int hd_v, const int64_t *dpos,
+		      int64_t window, int64_t max_count, int64_t cap, float scale)
 {
-	/* scores holds the partials: n_head * n_chunks * (2 + hd_v) floats */
-	const int n_chunks = (int)((count + ATT_CHUNK - 1) / ATT_CHUNK);
+	/* scores holds the partials: n_head * n_chunks * (2 + hd_v) floats; the grid covers
+	 * the most keys a step can see, the chunks past this step's return at once */
+	const int n_chunks = (int)((max_count + ATT_CHUNK - 1) / ATT_CHUNK);
 	const dim3 grid((unsigned)n_head, (unsigned)n_chunks);
 	attn_chunk_kernel<<<grid, 256, 0, pt_gpu_stream>>>(q, kc, vc, scores, n_head / n_kv, n_kv,
-							   hd_k, hd_v, first, count, cap, scale,
-							   n_chunks);
-	attn_merge_kernel<<<n_head, 128, 0, pt_gpu_stream>>>(scores, out, hd_v, n_chunks);
-	(void)score_n;
+							   hd_k, hd_v, dpos, (long)window, (long)cap,
+							   scale, n_chunks);
+	attn_merge_kernel<<<n_head, 128, 0, pt_gpu_stream>>>(scores, out, hd_v, n_chunks, dpos,
+							     (long)window);
 }
 
 __global__ void combine_kernel(float *out, const float *y, int n, int k, const int32_t *ids,

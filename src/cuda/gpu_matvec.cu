@@ -165,16 +165,9 @@ __device__ __forceinline__ void deq8(const uint8_t *b, int lane, float v[8])
  * reads its 8 quant bytes as one 8-byte load and its 8 activations as two 16-byte loads, and
  * two super-blocks are decoded before their products are summed so more loads are in
  * flight.  Same values, same per-lane summation order as matvec_kq_kernel<T_Q4_K>. */
-__global__ void __launch_bounds__(128) matvec_q4_K_wide(const uint8_t *__restrict__ w,
-							size_t row_bytes, uint32_t rows,
-							uint32_t cols, const float *__restrict__ x,
-							float *__restrict__ y)
+__device__ __forceinline__ float q4_K_wide_row(const uint8_t *__restrict__ row, uint32_t cols,
+						const float *__restrict__ x, int lane)
 {
-	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
-	const int lane = threadIdx.x & 31;
-	if (r >= rows)
-		return;
-	const uint8_t *row = w + (size_t)r * row_bytes;
 	const int e0 = 8 * lane, c = e0 >> 6, hi = (e0 >> 5) & 1, l0 = e0 & 31;
 	const uint32_t nb = cols / 256;
 	float acc = 0.0f;
@@ -215,8 +208,109 @@ __global__ void __launch_bounds__(128) matvec_q4_K_wide(const uint8_t *__restric
 	}
 	for (int o = 16; o > 0; o >>= 1)
 		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	return acc;
+}
+
+__global__ void __launch_bounds__(128) matvec_q4_K_wide(const uint8_t *__restrict__ w,
+							size_t row_bytes, uint32_t rows,
+							uint32_t cols, const float *__restrict__ x,
+							float *__restrict__ y)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const float acc = q4_K_wide_row(w + (size_t)r * row_bytes, cols, x, lane);
 	if (lane == 0)
 		y[r] = acc;
+}
+
+/* Q6_K rows with the activations as 16-byte loads and two super-blocks decoded before their
+ * products (deq8's values, matvec_kq_kernel's per-lane order); x 16-byte aligned. */
+__device__ __forceinline__ float q6_K_wide_row(const uint8_t *__restrict__ row, uint32_t cols,
+						const float *__restrict__ x, int lane)
+{
+	const int e0 = 8 * lane;
+	const uint32_t nb = cols / 256;
+	float acc = 0.0f;
+	for (uint32_t blk = 0; blk < nb; blk += 2) {
+		float v[2][8];
+		const int nblk = blk + 1 < nb ? 2 : 1;
+#pragma unroll
+		for (int k = 0; k < 2; k++)
+			if (k < nblk)
+				deq8<T_Q6_K>(row + (size_t)(blk + k) * 210, lane, v[k]);
+#pragma unroll
+		for (int k = 0; k < 2; k++) {
+			if (k >= nblk)
+				break;
+			const float4 *xb = (const float4 *)(x + (size_t)(blk + k) * 256 + e0);
+			const float4 x0 = xb[0], x1 = xb[1];
+			acc = fmaf(v[k][0], x0.x, acc);
+			acc = fmaf(v[k][1], x0.y, acc);
+			acc = fmaf(v[k][2], x0.z, acc);
+			acc = fmaf(v[k][3], x0.w, acc);
+			acc = fmaf(v[k][4], x1.x, acc);
+			acc = fmaf(v[k][5], x1.y, acc);
+			acc = fmaf(v[k][6], x1.z, acc);
+			acc = fmaf(v[k][7], x1.w, acc);
+		}
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_xor_sync(0xffffffffu, acc, o);
+	return acc;
+}
+
+__global__ void __launch_bounds__(128) matvec_q6_K_wide(const uint8_t *__restrict__ w,
+							size_t row_bytes, uint32_t rows,
+							uint32_t cols, const float *__restrict__ x,
+							float *__restrict__ y)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const float acc = q6_K_wide_row(w + (size_t)r * row_bytes, cols, x, lane);
+	if (lane == 0)
+		y[r] = acc;
+}
+
+__global__ void __launch_bounds__(128) matvec_batch_q6_K_wide(const struct pt_gpu_xdesc *desc,
+							      int which, size_t row_bytes,
+							      uint32_t rows, uint32_t cols,
+							      const float *__restrict__ x,
+							      size_t xs, float *__restrict__ y,
+							      size_t ys)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const struct pt_gpu_xdesc d = desc[blockIdx.y];
+	const float acc = q6_K_wide_row(d.w[which] + (size_t)r * row_bytes, cols,
+					x + (size_t)d.rank * xs, lane);
+	if (lane == 0)
+		y[(size_t)d.rank * ys + r] = acc;
+}
+
+/* The batched form of matvec_q4_K_wide (same values, same order as matvec_batch_kernel's
+ * Q4_K rows): expert slots are 256-byte aligned in the pool. */
+__global__ void __launch_bounds__(128) matvec_batch_q4_K_wide(const struct pt_gpu_xdesc *desc,
+							      int which, size_t row_bytes,
+							      uint32_t rows, uint32_t cols,
+							      const float *__restrict__ x,
+							      size_t xs, float *__restrict__ y,
+							      size_t ys)
+{
+	const uint32_t r = blockIdx.x * 4 + (threadIdx.x >> 5);
+	const int lane = threadIdx.x & 31;
+	if (r >= rows)
+		return;
+	const struct pt_gpu_xdesc d = desc[blockIdx.y];
+	const float acc = q4_K_wide_row(d.w[which] + (size_t)r * row_bytes, cols,
+					x + (size_t)d.rank * xs, lane);
+	if (lane == 0)
+		y[(size_t)d.rank * ys + r] = acc;
 }
 
 template <int T>
@@ -285,7 +379,12 @@ extern "C" enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t c
 			matvec_kq_kernel<T_Q4_K><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy);
 		break;
 	case T_Q5_K: matvec_kq_kernel<T_Q5_K><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
-	default: matvec_kq_kernel<T_Q6_K><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy); break;
+	default:
+		if (((uintptr_t)dx & 15) == 0)
+			matvec_q6_K_wide<<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy);
+		else
+			matvec_kq_kernel<T_Q6_K><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, dy);
+		break;
 	}
 	return pt_gpu_launched(err, "matvec launch");
 }
@@ -359,9 +458,22 @@ enum pt_status pt_gpu_matvec_batch(uint32_t type, uint64_t rows, uint64_t cols,
 	case T_Q8_0: PT_MVB(T_Q8_0); break;
 	case T_Q4_0: PT_MVB(T_Q4_0); break;
 	case T_Q5_0: PT_MVB(T_Q5_0); break;
-	case T_Q4_K: PT_MVB(T_Q4_K); break;
+	case T_Q4_K:
+		if (((row_bytes | (xs * 4)) & 7) == 0 && (xs * 4) % 16 == 0 &&
+		    ((uintptr_t)dx & 15) == 0)
+			matvec_batch_q4_K_wide<<<grid, block, 0, pt_gpu_stream>>>(ddesc, which, row_bytes,
+										  R, C, dx, xs, dy, ys);
+		else
+			PT_MVB(T_Q4_K);
+		break;
 	case T_Q5_K: PT_MVB(T_Q5_K); break;
-	default: PT_MVB(T_Q6_K); break;
+	default:
+		if ((xs * 4) % 16 == 0 && ((uintptr_t)dx & 15) == 0)
+			matvec_batch_q6_K_wide<<<grid, block, 0, pt_gpu_stream>>>(ddesc, which, row_bytes,
+										  R, C, dx, xs, dy, ys);
+		else
+			PT_MVB(T_Q6_K);
+		break;
 	}
 #undef PT_MVB
 	return pt_gpu_launched(err, "batched matvec launch");

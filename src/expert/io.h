@@ -17,6 +17,7 @@
 #define PT_EXPERT_IO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/status.h"
@@ -24,11 +25,18 @@
 #define PT_IO_MAX_RANGES 8
 /* O_DIRECT alignment of offsets, lengths and buffers: the largest logical block size of the
  * disks we meet, not the page size (arm64 kernels with 16 / 64 KiB pages still take 4 KiB
- * aligned O_DIRECT I/O; buffers come from page-aligned mmap, so they are aligned anyway). */
+ * aligned O_DIRECT I/O; buffers come from page-aligned mmap, so they are aligned anyway).
+ * Where the kernel reports a file's own O_DIRECT alignment (statx STATX_DIOALIGN, Linux 6.1+)
+ * and it is coarser, the file is read buffered instead (pt_io_direct_fits). */
 #define PT_IO_ALIGN 4096u
 #define PT_IO_MAX_FILES 258 /* a split model's parts (PT_GGUF_MAX_PARTS) + a pack cache */
 
 enum pt_io_mode { PT_IO_DIRECT = 0, PT_IO_BUFFERED = 1, PT_IO_MMAP = 2 };
+
+/* Whether PT_IO_ALIGN-aligned O_DIRECT reads suit a file whose statx reported these buffer
+ * and offset alignments (known); unknown or zero alignments (the O_DIRECT open succeeded) are
+ * assumed to suit.  On false, why gets " (reason)" for the engine's description. */
+bool pt_io_direct_fits(bool known, uint32_t mem_align, uint32_t offset_align, char *why, size_t n);
 
 /* "direct", "buffered" or "mmap". */
 enum pt_status pt_io_mode_parse(const char *text, enum pt_io_mode *out, struct pt_error *err);

@@ -49,6 +49,7 @@ struct pt_engine {
 	struct pt_error trace_err;
 	bool trace_failed;
 	pt_fwd *f;
+	struct pt_engine_device dev; /* sequence 0 on a device when dev.eval (issue 16) */
 	uint32_t **toks; /* [n_seq][n_ctx] each sequence's history */
 	uint32_t n_seq;
 	float *batch_logits; /* [n_seq][n_vocab] for decode batches (n_seq > 1) */
@@ -802,9 +803,22 @@ const char *pt_engine_plan_line(const pt_engine *e)
 	return e->plan_line;
 }
 
+/* Sequence seq's position: the device pass's for sequence 0 when one is installed. */
+static int64_t seq_pos(const pt_engine *e, uint32_t seq)
+{
+	return seq == 0 && e->dev.eval ? e->dev.pos(e->dev.ctx) : pt_fwd_seq_pos(e->f, seq);
+}
+
+void pt_engine_set_device(pt_engine *e, const struct pt_engine_device *dev)
+{
+	memset(&e->dev, 0, sizeof e->dev);
+	if (dev)
+		e->dev = *dev;
+}
+
 int64_t pt_engine_pos(const pt_engine *e)
 {
-	return pt_fwd_pos(e->f);
+	return seq_pos(e, 0);
 }
 
 const uint32_t *pt_engine_tokens(const pt_engine *e)
@@ -819,7 +833,7 @@ uint32_t pt_engine_n_seq(const pt_engine *e)
 
 int64_t pt_engine_seq_pos(const pt_engine *e, uint32_t seq)
 {
-	return pt_fwd_seq_pos(e->f, seq);
+	return seq_pos(e, seq);
 }
 
 const uint32_t *pt_engine_seq_tokens(const pt_engine *e, uint32_t seq)
@@ -850,6 +864,8 @@ static void count_time(pt_engine *e, uint32_t n, bool decode, uint64_t dt)
 static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *tokens, uint32_t n,
 			       float *logits, bool all_logits, struct pt_error *err)
 {
+	if (seq == 0 && e->dev.eval)
+		return e->dev.eval(e->dev.ctx, tokens, n, logits, all_logits, err);
 	const int64_t pos = pt_fwd_seq_pos(e->f, seq);
 	const size_t nv = pt_engine_n_vocab(e);
 	enum pt_status st = PT_OK;
@@ -874,7 +890,7 @@ enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *to
 {
 	if (seq >= e->n_seq)
 		return bad_seq(e, seq, err);
-	const int64_t pos = pt_fwd_seq_pos(e->f, seq);
+	const int64_t pos = seq_pos(e, seq);
 	if (n == 0)
 		return pt_error_set(err, PT_E_INVALID, "engine: no tokens to evaluate");
 	if ((uint64_t)pos + n > e->n_ctx)
@@ -887,7 +903,7 @@ enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *to
 		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
 	if (st != PT_OK) {
 		/* a chunk may have failed mid-way: keep what completed, history in step */
-		const int64_t done = pt_fwd_seq_pos(e->f, seq);
+		const int64_t done = seq_pos(e, seq);
 		memcpy(e->toks[seq] + pos, tokens, (size_t)(done - pos) * sizeof *tokens);
 		return st;
 	}
@@ -937,6 +953,23 @@ enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
 		return bad_seq(e, seq, err);
 	struct pt_error e2 = { 0 };
 	e->last_replay[seq] = 0;
+	if (seq == 0 && e->dev.eval) { /* the device pass: truncate, else replay from 0 */
+		if (pos < 0 || pos > seq_pos(e, 0))
+			return pt_error_set(err, PT_E_INVALID, "engine: rewind to %lld of %lld",
+					    (long long)pos, (long long)seq_pos(e, 0));
+		enum pt_status st = e->dev.truncate(e->dev.ctx, pos, &e2);
+		if (st != PT_E_LIMIT) {
+			if (st != PT_OK)
+				*err = e2;
+			return st;
+		}
+		st = e->dev.truncate(e->dev.ctx, 0, err);
+		if (st == PT_OK && pos > 0)
+			st = e->dev.eval(e->dev.ctx, e->toks[0], (uint32_t)pos, NULL, false, err);
+		e->last_replay[0] = (uint32_t)pos;
+		e->replayed += (uint64_t)pos;
+		return st;
+	}
 	if (e->ck && pos >= 0 && pos <= pt_fwd_seq_pos(e->f, seq))
 		pt_ckpt_drop_after(&e->ck[seq], pos); /* states of a history that is gone */
 	enum pt_status st = pt_fwd_seq_truncate(e->f, seq, pos, &e2);

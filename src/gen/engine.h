@@ -141,6 +141,22 @@ enum pt_status pt_engine_eval(pt_engine *e, const uint32_t *tokens, uint32_t n, 
  * the kept tokens itself; results are identical to a fresh evaluation either way. */
 enum pt_status pt_engine_rewind(pt_engine *e, int64_t pos, struct pt_error *err);
 
+/* --- a device forward pass (issue 16: the CUDA backend, installed by the CLI) ---
+ * Sequence 0's tokens are evaluated by dev instead of the CPU forward pass: eval appends n
+ * tokens (logits as pt_engine_eval), pos is its position, truncate keeps the first pos
+ * tokens (PT_E_LIMIT when its sliding rings no longer hold them: the engine then truncates
+ * to 0 and replays the kept history, as for the CPU pass).  Installed on a fresh engine
+ * (position 0); the engine does not own ctx.  Only sequence 0 and the calls above use it
+ * (no snapshots, checkpoints or decode batches on a device). */
+struct pt_engine_device {
+	void *ctx;
+	enum pt_status (*eval)(void *ctx, const uint32_t *tokens, uint32_t n, float *logits,
+			       bool all_logits, struct pt_error *err);
+	int64_t (*pos)(void *ctx);
+	enum pt_status (*truncate)(void *ctx, int64_t pos, struct pt_error *err);
+};
+void pt_engine_set_device(pt_engine *e, const struct pt_engine_device *dev);
+
 /* --- several sequences (opts.n_seq; added by multiseq) ---
  * Each sequence has its own KV cache (sliding rings included), position and token history;
  * they share the model, plan, expert store, pool and scratch.  The calls above act on

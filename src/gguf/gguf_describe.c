@@ -138,8 +138,8 @@ static void describe_tokenizer(const pt_gguf *g, struct pt_gguf_desc *d)
 	}
 }
 
-/* Layer index when name is blk.N.<expert stem>[.suffix], else -1. */
-static int64_t expert_layer(struct pt_str name)
+/* Layer index when name is blk.N.<rest>, else -1; *rest points past "blk.N.". */
+static int64_t block_layer(struct pt_str name, const char **rest)
 {
 	const char *p = name.ptr, *end = name.ptr + name.len;
 	int64_t layer = 0;
@@ -150,7 +150,17 @@ static int64_t expert_layer(struct pt_str name)
 		layer = layer * 10 + (*p - '0');
 	if (digits == 0 || p >= end || *p != '.')
 		return -1;
-	p++;
+	*rest = p + 1;
+	return layer;
+}
+
+/* Layer index when name is blk.N.<expert stem>[.suffix], else -1. */
+static int64_t expert_layer(struct pt_str name)
+{
+	const char *p, *end = name.ptr + name.len;
+	int64_t layer = block_layer(name, &p);
+	if (layer < 0)
+		return -1;
 	for (size_t i = 0; i < sizeof expert_stems / sizeof expert_stems[0]; i++) {
 		size_t n = strlen(expert_stems[i]);
 		if ((size_t)(end - p) >= n && memcmp(p, expert_stems[i], n) == 0 &&
@@ -180,10 +190,17 @@ static enum pt_status describe_experts(const pt_gguf *g, struct pt_gguf_desc *d,
 	if (!lb)
 		return pt_error_set(err, PT_E_NOMEM, "out of memory describing %llu tensors",
 				    (unsigned long long)d->tensor_count);
+	/* the NextN blocks are the last n_nextn of block_count */
+	const uint64_t first_nextn = d->n_nextn && d->n_nextn <= d->n_layers ?
+		d->n_layers - d->n_nextn : UINT64_MAX;
 	for (uint64_t i = 0; i < d->tensor_count; i++) {
 		const struct pt_gguf_tensor *t = pt_gguf_tensor_at(g, i);
+		const char *rest;
+		int64_t blk = block_layer(t->name, &rest);
 		int64_t layer = expert_layer(t->name);
-		if (layer >= 0 && d->n_experts > 0 && t->ne[t->n_dims - 1] == d->n_experts) {
+		if (blk >= 0 && (uint64_t)blk >= first_nextn) {
+			d->nextn_bytes += t->nbytes;
+		} else if (layer >= 0 && d->n_experts > 0 && t->ne[t->n_dims - 1] == d->n_experts) {
 			d->expert_bytes += t->nbytes;
 			d->expert_tensors++;
 			lb[n].layer = layer;
@@ -228,6 +245,8 @@ enum pt_status pt_gguf_describe(const pt_gguf *g, struct pt_gguf_desc *d, struct
 		st = arch_u64(g, d->arch, "expert_count", &d->n_experts, err);
 	if (st == PT_OK)
 		st = arch_u64(g, d->arch, "expert_used_count", &d->n_experts_used, err);
+	if (st == PT_OK)
+		st = arch_u64(g, d->arch, "nextn_predict_layers", &d->n_nextn, err);
 	if (st != PT_OK)
 		return st;
 	for (unsigned i = 0; i < PT_GGUF_DESC_N_HPARAMS; i++)
@@ -393,6 +412,11 @@ enum pt_status pt_gguf_desc_print(const pt_gguf *g, const struct pt_gguf_desc *d
 	fmt_bytes(d->expert_bytes, b1, sizeof b1);
 	fprintf(f, "routed-expert bytes: %s in %" PRIu64 " tensors over %" PRIu64 " layers\n", b1,
 		d->expert_tensors, d->expert_layers);
+	if (d->n_nextn) {
+		fmt_bytes(d->nextn_bytes, b1, sizeof b1);
+		fprintf(f, "next-token-prediction blocks: %" PRIu64 ", %s (never loaded)\n",
+			d->n_nextn, b1);
+	}
 	fmt_bytes(d->bytes_per_expert, b1, sizeof b1);
 	fprintf(f, "experts: %" PRIu64 " per layer, %" PRIu64 " used; bytes per expert: %s",
 		d->n_experts, d->n_experts_used, b1);
@@ -597,6 +621,7 @@ static bool json_fill(const pt_gguf *g, const struct pt_gguf_desc *d, bool with_
 	       add_u64(r, "n_experts_used", d->n_experts_used) &&
 	       add_u64(r, "resident_bytes", d->resident_bytes) &&
 	       add_u64(r, "expert_bytes", d->expert_bytes) &&
+	       add_u64(r, "nextn_layers", d->n_nextn) && add_u64(r, "nextn_bytes", d->nextn_bytes) &&
 	       add_u64(r, "expert_tensors", d->expert_tensors) &&
 	       add_u64(r, "expert_layers", d->expert_layers) &&
 	       add_u64(r, "bytes_per_expert", d->bytes_per_expert) &&

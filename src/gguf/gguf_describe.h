@@ -54,6 +54,10 @@ struct pt_gguf_desc {
 	struct pt_gguf_type_stat types[PT_TYPE_COUNT];
 	uint64_t resident_bytes;
 	uint64_t expert_bytes;
+	/* GLM's next-token-prediction blocks ({arch}.nextn_predict_layers, the last blocks of
+	 * block_count): never loaded, so neither resident nor routed-expert bytes */
+	uint64_t n_nextn;
+	uint64_t nextn_bytes;
 	uint64_t expert_tensors;
 	uint64_t expert_layers;        /* layers holding routed-expert tensors */
 	uint64_t bytes_per_expert;     /* largest per-layer (gate+up+down+scale) of one expert */

@@ -171,16 +171,19 @@ static const pt_kern_dot_fn *level_fns(int level)
 	}
 }
 
-/* dot4 from the dot's own level; the i8mm level runs the dotprod dots and dot4, and its
- * SMMLA tiles are bit-identical to them. */
+/* dot4 and tile from the dot's own level; the i8mm level runs the dotprod dots and dot4, and
+ * its SMMLA tiles (or, for a type without one, the dotprod tile) are bit-identical to them. */
 static void level_extras(int lv, int use, struct pt_kern_ops *o, int t)
 {
-	if (use == PT_KERN_LEVEL_NEON)
+	if (use == PT_KERN_LEVEL_NEON) {
 		o->dot4 = pt_kern_dot4_neon[t];
-	else if (use == PT_KERN_LEVEL_DOTPROD)
+		o->tile = pt_kern_tile_neon[t];
+	} else if (use == PT_KERN_LEVEL_DOTPROD) {
 		o->dot4 = pt_kern_dot4_dotprod[t];
-	if (lv == PT_KERN_LEVEL_I8MM && use == PT_KERN_LEVEL_DOTPROD)
-		o->tile = pt_kern_tile_i8mm[t];
+		o->tile = pt_kern_tile_dotprod[t];
+		if (lv == PT_KERN_LEVEL_I8MM && pt_kern_tile_i8mm[t].fn)
+			o->tile = pt_kern_tile_i8mm[t];
+	}
 }
 
 #else /* any other architecture: the scalar reference only */

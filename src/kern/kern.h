@@ -16,11 +16,12 @@
  *
  * Coverage.  Weight types with kernels: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4
  * Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS (scalar reference, AVX2 and AVX-512 for all of them).
- * aarch64 (dot_neon_impl.h): NEON and dotprod (SDOT) dots for all of them; the i8mm level
- * runs the dotprod dots plus SMMLA register tiles for Q8_0 Q4_0 Q4_K at 2 rows x 4 tokens
- * (tile_i8mm.c, bit-identical to the dotprod dot); attention, SwiGLU and the Q8_K / Q8_0 /
- * Q8_1 quantizers have NEON twins at every aarch64 level (attn_neon.c, act_neon.c,
- * bit-identical to scalar).  No aarch64 dot4 yet (matmul calls the dot per token there).
+ * aarch64 (dot_neon_impl.h): NEON and dotprod (SDOT) dot and dot4 for all of them, and
+ * register tiles (2 rows x 4 tokens, the dot's own body) for Q4_0 Q5_0 Q8_0 Q4_K Q6_K; the
+ * i8mm level runs the dotprod dots and dot4 plus SMMLA register tiles for Q8_0 Q4_0 Q5_0
+ * Q4_K Q6_K at 2 rows x 4 tokens (tile_i8mm.c, bit-identical to the dotprod dot); attention,
+ * SwiGLU and the Q8_K / Q8_0 / Q8_1 quantizers have NEON twins at every aarch64 level
+ * (attn_neon.c, act_neon.c, bit-identical to scalar).
  * dot4 (four activation rows per weight decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 Q5_0 IQ4_NL MXFP4
  * Q6_K; AVX-512 every type but IQ4_XS.  Register tiles (several weight rows x several tokens per
  * call, used by pt_kern_matmul for two or more tokens before dot4): AVX-512 Q4_K Q6_K at
@@ -61,7 +62,7 @@ enum pt_kern_level {
 #elif defined(PT_KERN_ARM64)
 	PT_KERN_LEVEL_NEON = 1,    /* Advanced SIMD (every aarch64 CPU) */
 	PT_KERN_LEVEL_DOTPROD = 2, /* + SDOT (HWCAP_ASIMDDP, Armv8.2+) */
-	PT_KERN_LEVEL_I8MM = 3,    /* + SMMLA (HWCAP2_I8MM); no own kernels yet: dotprod's */
+	PT_KERN_LEVEL_I8MM = 3,    /* + SMMLA (HWCAP2_I8MM): dotprod's dots, SMMLA tiles */
 	PT_KERN_LEVEL_COUNT = 4,
 #else
 	PT_KERN_LEVEL_COUNT = 1,

@@ -124,7 +124,7 @@ void pt_kern_test_cap_level(enum pt_kern_level level);
 extern const pt_kern_dot_fn pt_kern_dot_scalar[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_avx512[PT_TYPE_COUNT];
-/* aarch64 (dot_neon.c, dot_dotprod.c; the i8mm level has no own kernels yet: all NULL) */
+/* aarch64 (dot_neon.c, dot_dotprod.c; the i8mm level has no dots of its own: all NULL) */
 extern const pt_kern_dot_fn pt_kern_dot_neon[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_dotprod[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_dot_i8mm[PT_TYPE_COUNT];
@@ -136,6 +136,9 @@ extern const pt_kern_dot4_fn pt_kern_dot4_dotprod[PT_TYPE_COUNT];
 /* Register tiles (tile_*.c), empty where a level has none for the type. */
 extern const struct pt_kern_tile pt_kern_tile_avx2[PT_TYPE_COUNT];
 extern const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT];
+/* aarch64 NEON / SDOT tiles (dot_neon_impl.h: 2 rows x 4 tokens, the dot's own body) */
+extern const struct pt_kern_tile pt_kern_tile_neon[PT_TYPE_COUNT];
+extern const struct pt_kern_tile pt_kern_tile_dotprod[PT_TYPE_COUNT];
 /* aarch64 SMMLA tiles (tile_i8mm.c), bit-identical to the dotprod dots the i8mm level runs */
 extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
 /* tile_avx512.c's Q4_K / Q6_K / Q5_0 / Q8_0 dot and dot4 (one body with the tile, so bit-identical). */

@@ -112,6 +112,9 @@ struct pt_hparams {
 	float rope_scaling_factor;  /* 0 or 1: none */
 	uint32_t rope_orig_ctx;     /* original_context_length (0: context_length) */
 	float rope_yarn_log_mul;
+	/* mkmodel only: tokenizer.ggml.pre of the real model a preset stands for, written with
+	 * the compact vocabulary (NULL: the compact vocabulary's own) */
+	const char *preset_tok_pre;
 };
 
 /* Recurrent (linear-attention) layers: per-sequence state floats of layer l (conv window

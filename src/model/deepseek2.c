@@ -11,7 +11,7 @@
 #include <string.h>
 
 struct preset {
-	const char *name, *alias;
+	const char *name, *alias, *tok_pre;
 	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, q_lora, kv_lora, nope, rope, hv;
 	uint32_t n_ff, n_ff_exp, n_expert, n_used, n_shared, n_dense, n_group, n_group_used;
 	enum pt_gating gating;
@@ -23,23 +23,25 @@ struct preset {
  * tiny-lite: V2-Lite's layout (attn_q, softmax, mscale_all_dim 0.707) at test widths, with
  * its 27 layers (llama.cpp reads a file without q_lora_rank only at that depth);
  * full: DeepSeek-V2-Lite (no q LoRA, softmax, no groups); deepseek-v3 and kimi-k2 are the
- * true shapes (hundreds of GB: written only by make bench after its disk-space check). */
+ * true shapes (hundreds of GB: written only by make bench after its disk-space check).
+ * The third field is the real model's tokenizer.ggml.pre, written over the compact
+ * vocabulary (tiny, small, tiny-lite keep the compact vocabulary's qwen2). */
 static const struct preset presets[] = {
-	{ "tiny", NULL, 0, 163840, 256, 3, 4, 128, 128, 64, 32, 64, 512, 256, 16, 4, 1, 1, 4, 2,
-	  PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
-	{ "small", NULL, 0, 163840, 1024, 6, 16, 384, 256, 64, 32, 64, 2048, 256, 64, 6, 2, 1, 8,
-	  3, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
-	{ "tiny-lite", NULL, 0, 163840, 256, 27, 4, 0, 128, 64, 32, 64, 256, 128, 8, 2, 2, 1, 1,
-	  1, PT_GATING_SOFTMAX, false, false, 1.0f, 10000.0f, 40.0f, 0.0707f, 1e-6f },
-	{ "full", "deepseek-v2-lite", 102400, 163840, 2048, 27, 16, 0, 512, 128, 64, 128, 10944,
-	  1408, 64, 6, 2, 1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f, 10000.0f, 40.0f,
-	  0.0707f, 1e-6f },
-	{ "deepseek-v3", "deepseek-r1", 129280, 163840, 7168, 61, 128, 1536, 512, 128, 64, 128,
-	  18432, 2048, 256, 8, 1, 3, 8, 4, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f,
+	{ "tiny", NULL, NULL, 0, 163840, 256, 3, 4, 128, 128, 64, 32, 64, 512, 256, 16, 4, 1, 1,
+	  4, 2, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
+	{ "small", NULL, NULL, 0, 163840, 1024, 6, 16, 384, 256, 64, 32, 64, 2048, 256, 64, 6, 2,
+	  1, 8, 3, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
+	{ "tiny-lite", NULL, NULL, 0, 163840, 256, 27, 4, 0, 128, 64, 32, 64, 256, 128, 8, 2, 2,
+	  1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f, 10000.0f, 40.0f, 0.0707f, 1e-6f },
+	{ "full", "deepseek-v2-lite", "deepseek-llm", 102400, 163840, 2048, 27, 16, 0, 512, 128,
+	  64, 128, 10944, 1408, 64, 6, 2, 1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f,
+	  10000.0f, 40.0f, 0.0707f, 1e-6f },
+	{ "deepseek-v3", "deepseek-r1", "deepseek-v3", 129280, 163840, 7168, 61, 128, 1536, 512,
+	  128, 64, 128, 18432, 2048, 256, 8, 1, 3, 8, 4, PT_GATING_SIGMOID, true, true, 2.5f,
+	  10000.0f, 40.0f, 0.1f, 1e-6f },
+	{ "kimi-k2", NULL, "kimi-k2", 163840, 131072, 7168, 61, 64, 1536, 512, 128, 64, 128,
+	  18432, 2048, 384, 8, 1, 1, 1, 1, PT_GATING_SIGMOID, true, true, 2.827f, 50000.0f, 32.0f,
 	  0.1f, 1e-6f },
-	{ "kimi-k2", NULL, 163840, 131072, 7168, 61, 64, 1536, 512, 128, 64, 128, 18432, 2048,
-	  384, 8, 1, 1, 1, 1, PT_GATING_SIGMOID, true, true, 2.827f, 50000.0f, 32.0f, 0.1f,
-	  1e-6f },
 };
 
 static enum pt_status ds_preset(const char *name, struct pt_hparams *hp, struct pt_error *err)
@@ -49,6 +51,7 @@ static enum pt_status ds_preset(const char *name, struct pt_hparams *hp, struct 
 		if (strcmp(name, p->name) != 0 && !(p->alias && strcmp(name, p->alias) == 0))
 			continue;
 		hp->n_vocab = p->n_vocab;
+		hp->preset_tok_pre = p->tok_pre;
 		hp->n_ctx_train = p->n_ctx;
 		hp->n_embd = p->n_embd;
 		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;

@@ -720,6 +720,8 @@ static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams
 	} else {
 		if ((st = pt_vocab_compact(o->arch, hp->n_vocab, &v->compact, err)) != PT_OK)
 			return st;
+		if (hp->preset_tok_pre) /* the real model's pre-tokenizer over the compact vocab */
+			v->compact.pre = hp->preset_tok_pre;
 		hp->n_vocab = v->compact.n;
 	}
 	return pt_hparams_validate(hp, err);

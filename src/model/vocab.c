@@ -365,8 +365,9 @@ enum pt_status pt_vocab_compact(enum pt_arch arch, uint32_t pad_to, struct pt_vo
 		st = qwen_vocab(v, err);
 		v->pre = "qwen35"; /* Qwen3.5's splitter: combining marks join letters */
 		break;
-	/* DeepSeek-V3's own BPE (pre "deepseek-v3", three regex splits) has no splitter in
-	 * src/token yet: the Qwen2 family's byte-level BPE stands in (docs/MODELS.md) */
+	/* DeepSeek's own vocabularies are large (128K-160K): the Qwen2 family's byte-level
+	 * BPE stands in; the deepseek-v3, kimi-k2 and full (V2-Lite) presets write their real
+	 * model's pre-tokenizer over it (docs/MODELS.md), --vocab imports the real one */
 	case PT_ARCH_DEEPSEEK2: st = qwen_vocab(v, err); break;
 	case PT_ARCH_GPTOSS: st = oss_vocab(v, err); break;
 	default: st = pt_error_set(err, PT_E_INVALID, "no vocabulary for this architecture");

@@ -193,6 +193,10 @@ static enum pt_status detect_family(struct hf_vocab *v, const cJSON *tj,
 		model = "gpt2";
 		if (!re)
 			pre_name = "gpt-2";
+		else if (!strcmp(re, "\\p{N}{1,3}")) /* then kana/CJK runs, then words */
+			pre_name = "deepseek-v3";
+		else if (!strcmp(re, "[\r\n]")) /* DeepSeek-V2's first of six splits */
+			pre_name = "deepseek-llm";
 		else if (strstr(re, "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"))
 			pre_name = "gpt-4o"; /* o200k (gpt-4o, gpt-oss; llama.cpp's chkhsh name) */
 		else if (strstr(re, "\\p{N}{1,3}") && strstr(re, "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"))

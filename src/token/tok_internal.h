@@ -20,9 +20,20 @@ enum tok_split {
 	SPLIT_DEFAULT,  /* the four-regex "default" list: PCRE2 for the std::regex ones */
 	SPLIT_GPT4O,    /* gpt-4o / o200k (llama.cpp's rewritten regex, std::regex on the
 			   collapsed text): PCRE2 on the same collapsed text */
+	SPLIT_DEEPSEEK3, /* deepseek-v3: \p{N}{1,3}, kana/CJK runs, then the word regex */
+	SPLIT_DEEPSEEK_LLM, /* deepseek-llm (V2): six regexes, four of them code-point classes */
+	SPLIT_KIMI_K2,  /* kimi-k2: llama.cpp's custom Han-aware scanner */
 };
 
-#define TOK_MAX_REGEX 4
+#define TOK_MAX_REGEX 6
+
+/* How one regex of a list runs (llama.cpp's unicode_regex_split): its custom GPT-2 scanner,
+ * std::regex on the collapsed bytes (a \p{..} class in the pattern), or std::wregex on the
+ * code points (no class; non-ASCII whitespace read as 0x0B).  RX_WS_END is deepseek-llm's
+ * \s+$ on the code points, scanned directly: its leftmost match is the segment's trailing
+ * whitespace, which a backtracking engine finds in time quadratic in the whitespace runs
+ * before it (a few thousand spaces then a digit would exhaust PCRE2's match limit). */
+enum tok_rx_kind { RX_GPT2, RX_COLLAPSED, RX_WIDE, RX_WS_END };
 
 struct tok_merge {
 	uint32_t loff, llen, roff, rlen; /* into the merge text arena */
@@ -58,8 +69,11 @@ struct pt_tok {
 	uint8_t b2u[256][2];
 	uint8_t b2u_len[256];
 	int16_t u2b[324];
-	/* PCRE2 patterns for SPLIT_DEFAULT (NULL entries are handled by custom scanners). */
+	/* The regex list of the list-driven splits (default, gpt-4o, deepseek-*): 8-bit PCRE2
+	 * for collapsed-byte patterns, 32-bit PCRE2 for code-point patterns. */
 	pcre2_code *re[TOK_MAX_REGEX];
+	pcre2_code_32 *wre[TOK_MAX_REGEX];
+	uint8_t re_kind[TOK_MAX_REGEX];
 	int n_re;
 	char *chat_template;
 };

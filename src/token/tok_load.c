@@ -244,6 +244,12 @@ static enum pt_status configure(struct pt_tok *t, const struct pt_vocab_spec *s,
 			t->newline_words = true;
 		} else if (pre_is(pre, gpt4o)) {
 			t->split = SPLIT_GPT4O, t->clean_spaces = false;
+		} else if (strcmp(pre, "deepseek-v3") == 0) { /* DeepSeek-V3 / R1 */
+			t->split = SPLIT_DEEPSEEK3, t->clean_spaces = false;
+		} else if (strcmp(pre, "deepseek-llm") == 0) { /* DeepSeek-V2(-Lite) */
+			t->split = SPLIT_DEEPSEEK_LLM, t->clean_spaces = false;
+		} else if (strcmp(pre, "kimi-k2") == 0) {
+			t->split = SPLIT_KIMI_K2, t->clean_spaces = false;
 		} else if (strcmp(pre, "sarvam-moe") == 0) {
 			t->split = SPLIT_NEWLINES, t->escape_ws = true, t->byte_encode = false;
 			t->clean_spaces = false;
@@ -326,7 +332,9 @@ static int32_t detect(struct pt_tok *t, const char *const *texts)
 
 static const char *const eot_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-	"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<end_of_utterance>", NULL };
+	"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
+	"<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", /* DeepSeek */
+	"<end_of_utterance>", NULL };
 static const char *const eog_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
 	"<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>",
@@ -486,9 +494,12 @@ void pt_tok_destroy(pt_tok *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < t->n_re; i++)
+	for (int i = 0; i < t->n_re; i++) {
 		if (t->re[i])
 			pcre2_code_free(t->re[i]);
+		if (t->wre[i])
+			pcre2_code_free_32(t->wre[i]);
+	}
 	pt_free(t->arena);
 	pt_free(t->tok_off);
 	pt_free(t->tok_len);

@@ -1,10 +1,10 @@
 /* tok_split.c - pre-tokenization: cuts a fragment's code points into words the way
- * llama.cpp's unicode_regex_split does for each pre type.  The GPT-2, Llama-3 and Qwen2
- * regexes are llama.cpp hand-written scanners, reproduced here step by step (not a regex
- * engine: they differ from PCRE on control characters and past-the-end lookahead).  The
- * "default" list's other regexes run through PCRE2 on llama.cpp's "collapsed" text (every
- * non-ASCII code point replaced by one class byte), which is exactly what llama.cpp's
- * std::regex fallback matches against. */
+ * llama.cpp's unicode_regex_split does for each pre type.  The GPT-2, Llama-3, Qwen2 and
+ * Kimi-K2 regexes are llama.cpp hand-written scanners, reproduced here step by step (not a
+ * regex engine: they differ from PCRE on control characters and past-the-end lookahead).
+ * The regex lists (tok_split_rx.c) run through PCRE2 on what llama.cpp's std::regex
+ * fallback matches against: its "collapsed" text (every non-ASCII code point replaced by
+ * one class byte) or, for a pattern without a \p{..} class, the code points themselves. */
 #include "token/tok_internal.h"
 
 #include <string.h>
@@ -185,6 +185,70 @@ static void scan_llama3(struct seg *s, size_t maxdig, uint16_t lm)
 	}
 }
 
+/* llama.cpp's unicode_cpt_is_han: the CJK ideograph blocks (not Unicode's Han script). */
+static bool is_han(uint32_t c)
+{
+	return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+	       (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2EBEF) ||
+	       (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* A letter that is not Han (OOR is neither). */
+static bool kimi_letter(const struct seg *s, size_t p)
+{
+	return IS_L(fl_at(s, p)) && !is_han(cpt_at(s, p));
+}
+
+/* Kimi K2 (tokenization_kimi.py's regex, llama.cpp's unicode_regex_split_custom_kimi_k2):
+ * [\p{Han}]+ | [^\r\n\p{L}\p{N}]? non-Han letters+ (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ * | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * (the upper/lower letter alternatives of the regex both reduce to one letter run in
+ * llama.cpp's scanner, which is what this follows) */
+static void scan_kimi_k2(struct seg *s)
+{
+	for (size_t pos = s->ini; pos < s->end && !s->st;) {
+		uint32_t c = cpt_at(s, pos);
+		uint16_t f = fl_at(s, pos);
+		if (is_han(c)) {
+			while (is_han(cpt_at(s, pos)))
+				pos++;
+			add(s, pos);
+			continue;
+		}
+		bool lead = !(c == '\r' || c == '\n' || IS_L(f) || IS_N(f));
+		if (kimi_letter(s, pos) || (lead && kimi_letter(s, pos + 1))) {
+			pos += lead;
+			while (kimi_letter(s, pos))
+				pos++;
+			pos += contraction(s, pos, true);
+			add(s, pos);
+			continue;
+		}
+		if (IS_N(f)) {
+			size_t ini = pos;
+			while (IS_N(fl_at(s, pos))) {
+				if (++pos - ini >= 3) {
+					add(s, pos);
+					ini = pos;
+				}
+			}
+			add(s, pos);
+			continue;
+		}
+		uint16_t f2 = c == ' ' ? fl_at(s, pos + 1) : f;
+		if (!(IS_WS(f2) | IS_L(f2) | IS_N(f2)) && f2) {
+			pos += (c == ' ');
+			while (!(IS_WS(f2) | IS_L(f2) | IS_N(f2)) && f2)
+				f2 = fl_at(s, ++pos);
+			for (uint32_t c2 = cpt_at(s, pos); c2 == '\r' || c2 == '\n';)
+				c2 = cpt_at(s, ++pos);
+			add(s, pos);
+			continue;
+		}
+		pos = whitespace_tail(s, pos, true);
+	}
+}
+
 /* [^\n]+|[\n]+ */
 static void scan_newlines(struct seg *s)
 {
@@ -196,18 +260,44 @@ static void scan_newlines(struct seg *s)
 	}
 }
 
-/* A PCRE2 pattern over the collapsed text; unmatched gaps are kept as their own words. */
-static void scan_regex(struct seg *s, const pcre2_code *re, const uint8_t *collapsed,
-		       pcre2_match_data *md)
+/* One regex of a list over a segment: its compiled form and the subject it reads. */
+struct rx_run {
+	const pcre2_code *re;       /* collapsed bytes, or */
+	const pcre2_code_32 *wre;   /* code points */
+	const uint8_t *collapsed;
+	const uint32_t *wide;
+	pcre2_match_data *md;
+	pcre2_match_data_32 *wmd;
+};
+
+/* Next match in [at, end) of the segment; false when none. */
+static bool rx_next(const struct rx_run *r, const struct seg *s, size_t at, size_t *b,
+		    size_t *e)
 {
-	size_t at = s->ini;
-	while (at < s->end && !s->st) {
-		int rc = pcre2_match(re, collapsed + s->ini, s->end - s->ini, at - s->ini, 0, md,
-				     NULL);
-		if (rc < 0)
-			break;
-		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-		size_t b = s->ini + ov[0], e = s->ini + ov[1];
+	PCRE2_SIZE *ov;
+	int rc;
+	if (r->re) {
+		rc = pcre2_match(r->re, r->collapsed + s->ini, s->end - s->ini, at - s->ini, 0,
+				 r->md, NULL);
+		ov = rc < 0 ? NULL : pcre2_get_ovector_pointer(r->md);
+	} else {
+		rc = pcre2_match_32(r->wre, r->wide + s->ini, s->end - s->ini, at - s->ini, 0,
+				    r->wmd, NULL);
+		ov = rc < 0 ? NULL : pcre2_get_ovector_pointer_32(r->wmd);
+	}
+	if (!ov)
+		return false;
+	*b = s->ini + ov[0];
+	*e = s->ini + ov[1];
+	return true;
+}
+
+/* A PCRE2 pattern over the segment; unmatched gaps are kept as their own words (llama.cpp's
+ * unicode_regex_split_stl, which searches each segment as a whole subject). */
+static void scan_regex(struct seg *s, const struct rx_run *r)
+{
+	size_t at = s->ini, b, e;
+	while (at < s->end && !s->st && rx_next(r, s, at, &b, &e)) {
 		if (e == b) { /* cannot happen with our patterns; never loop */
 			at = b + 1;
 			continue;
@@ -237,78 +327,65 @@ static uint8_t collapse(uint32_t cp, uint16_t f)
 	}
 }
 
-enum pt_status tok_split_compile(struct pt_tok *t, struct pt_error *err)
-{
-	/* The "default" list: [\p{P}\$\+<=>\^~\|]+, the GPT-2 regex (custom scanner),
-	 * \p{N}+, [0-9][0-9][0-9] -- with \p{..} rewritten as llama.cpp's collapse does. */
-	static const char *const pats[] = {
-		"[\\xD3!-#%-*,-/:-;?-@\\[-\\]_\\{\\}\\$\\+<=>\\^~\\|]+",
-		NULL,
-		"[\\xD10-9]+",
-		"[0-9][0-9][0-9]",
-	};
-	/* LLAMA_VOCAB_PRE_TYPE_GPT4O: llama.cpp's rewrite of the o200k regex (the case-
-	 * insensitive contractions spelled out, "upper" letters = letters not a-z, "lower" =
-	 * letters not A-Z, \p{M} dropped), then collapsed as unicode_regex_split does: \p{L}
-	 * -> [\xD2A-Za-z], \p{N} -> [\xD10-9], inside a class without the brackets. */
-	static const char *const gpt4o[] = {
-		"[^\\r\\n\\xD2A-Za-z\\xD10-9]?((?=[\\xD2A-Za-z])([^a-z]))*((?=[\\xD2A-Za-z])([^A-Z]))+"
-		"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
-		"|[^\\r\\n\\xD2A-Za-z\\xD10-9]?((?=[\\xD2A-Za-z])([^a-z]))+((?=[\\xD2A-Za-z])([^A-Z]))*"
-		"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
-		"|[\\xD10-9]{1,3}| ?[^\\s\\xD2A-Za-z\\xD10-9]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-	};
-	const char *const *list = pats;
-	int n = 4;
-	if (t->split == SPLIT_GPT4O)
-		list = gpt4o, n = 1;
-	else if (t->split != SPLIT_DEFAULT)
-		return PT_OK;
-	for (int i = 0; i < n; i++) {
-		t->n_re = i + 1;
-		if (!list[i])
-			continue;
-		int ec;
-		PCRE2_SIZE eo;
-		t->re[i] = pcre2_compile((PCRE2_SPTR)list[i], PCRE2_ZERO_TERMINATED, 0, &ec, &eo,
-					 NULL);
-		if (!t->re[i])
-			return pt_error_set(err, PT_E_NOMEM, "pre-tokenizer regex %d failed (%d)", i, ec);
-	}
-	return PT_OK;
-}
-
 struct lens {
 	uint32_t *v;
 	size_t n, cap;
 };
 
-static enum pt_status split_default(const struct pt_tok *t, const uint32_t *cps,
-				    const uint16_t *fl, size_t n, struct lens *cur,
-				    struct pt_error *err)
+/* \s+$ over the segment (RX_WS_END): its trailing run of what std::wregex's \s matches in
+ * llama.cpp's wide text (ASCII whitespace, and every other whitespace as 0x0B). */
+static void scan_ws_end(struct seg *s, const uint32_t *wide)
 {
-	uint8_t *col = pt_malloc(n ? n : 1);
-	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-	enum pt_status st = (col && md) ? PT_OK : pt_error_set(err, PT_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < n && col; i++)
+	size_t b = s->end;
+	while (b > s->ini && (wide[b - 1] == ' ' || (wide[b - 1] >= 0x09 && wide[b - 1] <= 0x0D)))
+		b--;
+	if (b < s->end)
+		add(s, b);
+	add(s, s->end);
+}
+
+/* The regex list: each regex refines the words the previous ones left. */
+static enum pt_status split_list(const struct pt_tok *t, const uint32_t *cps,
+				 const uint16_t *fl, size_t n, struct lens *cur,
+				 struct pt_error *err)
+{
+	struct rx_run r = { 0 };
+	uint8_t *col = pt_malloc(n);
+	uint32_t *wide = pt_mallocn(n, sizeof *wide);
+	r.md = pcre2_match_data_create(1, NULL);
+	r.wmd = pcre2_match_data_create_32(1, NULL);
+	enum pt_status st = (col && wide && r.md && r.wmd) ?
+		PT_OK : pt_error_set(err, PT_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < n && !st; i++) {
 		col[i] = collapse(cps[i], fl[i]);
-	for (int r = 0; r < t->n_re && !st; r++) {
+		/* std::wregex's \s knows only ASCII whitespace: llama.cpp passes the rest as 0x0B */
+		wide[i] = cps[i] > 0x7F && IS_WS(fl[i]) ? 0x0B : cps[i];
+	}
+	r.collapsed = col;
+	r.wide = wide;
+	for (int k = 0; k < t->n_re && !st; k++) {
 		struct lens nx = { 0 };
 		size_t start = 0;
+		r.re = t->re[k];
+		r.wre = t->wre[k];
 		for (size_t w = 0; w < cur->n && !st; w++) {
 			struct seg s = { cps, fl, start, start + cur->v[w], start, &nx.v, &nx.n,
 					 &nx.cap, err, PT_OK };
-			if (t->re[r])
-				scan_regex(&s, t->re[r], col, md);
-			else
+			if (t->re_kind[k] == RX_GPT2)
 				scan_gpt2(&s);
+			else if (t->re_kind[k] == RX_WS_END)
+				scan_ws_end(&s, wide);
+			else
+				scan_regex(&s, &r);
 			st = s.st;
 			start += cur->v[w];
 		}
 		pt_free(cur->v);
 		*cur = nx;
 	}
-	pcre2_match_data_free(md);
+	pcre2_match_data_free(r.md);
+	pcre2_match_data_free_32(r.wmd);
+	pt_free(wide);
 	pt_free(col);
 	return st;
 }
@@ -327,14 +404,14 @@ enum pt_status tok_split_words(const struct pt_tok *t, const uint32_t *cps, size
 	for (size_t i = 0; i < n; i++)
 		fl[i] = pt_tok_uflags(cps[i]);
 	enum pt_status st = PT_OK;
-	if (t->split == SPLIT_DEFAULT || t->split == SPLIT_GPT4O) {
+	if (t->n_re > 0) { /* a regex list */
 		cur.v = pt_malloc(sizeof *cur.v);
 		if (!cur.v)
 			st = pt_error_set(err, PT_E_NOMEM, "out of memory");
 		else
 			cur.v[0] = (uint32_t)n, cur.n = cur.cap = 1;
 		if (!st)
-			st = split_default(t, cps, fl, n, &cur, err);
+			st = split_list(t, cps, fl, n, &cur, err);
 	} else {
 		struct seg s = { cps, fl, 0, n, 0, &cur.v, &cur.n, &cur.cap, err, PT_OK };
 		if (t->split == SPLIT_GPT2)
@@ -345,6 +422,8 @@ enum pt_status tok_split_words(const struct pt_tok *t, const uint32_t *cps, size
 			scan_llama3(&s, 1, PT_UF_LETTER);
 		else if (t->split == SPLIT_QWEN35)
 			scan_llama3(&s, 1, PT_UF_LETTER | PT_UF_MARK);
+		else if (t->split == SPLIT_KIMI_K2)
+			scan_kimi_k2(&s);
 		else
 			scan_newlines(&s);
 		st = s.st;

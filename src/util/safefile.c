@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -79,8 +81,66 @@ static enum pt_status fsync_dir(const char *dir, struct pt_error *err)
 	return PT_OK;
 }
 
+/* ---- temporary files in flight ------------------------------------------------------------
+ * An interrupted command (Ctrl-C in mkmodel, a kill of pack) must not leave a hidden
+ * temporary of gigabytes behind: every open temporary is listed here, and the handler of
+ * pt_safe_unlink_on_signals unlinks them (unlink is async-signal-safe) before the process
+ * dies of the signal.  Lock-free slots: the handler may run on any thread at any time. */
+#define LIVE_MAX 16
+static _Atomic(char *) live_tmp[LIVE_MAX];
+
+static void live_add(char *tmp)
+{
+	for (int i = 0; i < LIVE_MAX; i++) {
+		char *expected = NULL;
+		if (atomic_compare_exchange_strong(&live_tmp[i], &expected, tmp))
+			return;
+	}
+	/* more than LIVE_MAX at once: this one is cleaned up by abort only */
+}
+
+static void live_remove(char *tmp)
+{
+	for (int i = 0; i < LIVE_MAX && tmp; i++) {
+		char *expected = tmp;
+		if (atomic_compare_exchange_strong(&live_tmp[i], &expected, NULL))
+			return;
+	}
+}
+
+static void unlink_live_and_die(int sig)
+{
+	for (int i = 0; i < LIVE_MAX; i++) {
+		char *tmp = atomic_load(&live_tmp[i]);
+		if (tmp)
+			unlink(tmp);
+	}
+	/* SA_RESETHAND restored the default action; the signal is delivered again when the
+	 * handler returns, so the exit status says which signal ended the process (130 for
+	 * SIGINT in a shell). */
+	raise(sig);
+}
+
+void pt_safe_unlink_on_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = unlink_live_and_die;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old;
+		/* a signal the parent set to be ignored (nohup) stays ignored */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 static void release(struct pt_safe_file *f)
 {
+	live_remove(f->tmp_path);
 	pt_free(f->path);
 	pt_free(f->tmp_path);
 	f->path = NULL;
@@ -128,6 +188,7 @@ enum pt_status pt_safe_create(struct pt_safe_file *f, const char *path, mode_t m
 			     mode);
 		if (f->fd >= 0) {
 			pt_free(dir);
+			live_add(f->tmp_path);
 			return PT_OK;
 		}
 		if (errno != EEXIST)

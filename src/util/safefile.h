@@ -62,6 +62,13 @@ enum pt_status pt_safe_commit(struct pt_safe_file *f, struct pt_error *err);
  * while f->path is set). */
 void pt_safe_abort(struct pt_safe_file *f);
 
+/* Installs SIGINT / SIGTERM / SIGHUP handlers that unlink every temporary file still being
+ * written (pt_safe_create's, not yet committed or aborted), then let the signal end the
+ * process as it would have (exit status 130 for Ctrl-C).  Called once by main(); commands
+ * with their own handlers (run, serve, pull) replace it and commit or abort themselves.
+ * Signals the parent set to SIG_IGN (nohup) stay ignored. */
+void pt_safe_unlink_on_signals(void);
+
 /* Writes len bytes (through f->fp when pt_safe_stdio was called, else the fd). */
 enum pt_status pt_safe_write(struct pt_safe_file *f, const void *buf, size_t len,
 			     struct pt_error *err);

@@ -49,8 +49,13 @@ expect_exit $gpu_rc "eval --gpu-expert-slots 4" -- "$PARTICLE" eval -m /nonexist
 expect_grep "$TMP/err" "$msg" "eval --gpu-expert-slots message"
 expect_exit 2 "eval --gpu-expert-slots 0" -- "$PARTICLE" eval -m x --prompt hi --gpu-expert-slots 0
 expect_grep "$TMP/err" "gpu-expert-slots" "eval --gpu-expert-slots 0 names the flag"
-"$PARTICLE" eval --help >"$TMP/out" 2>&1
-expect_grep "$TMP/out" '--gpu-expert-slots N' "eval --help"
+for c in run eval bench; do
+	"$PARTICLE" $c --help >"$TMP/out" 2>&1
+	expect_grep "$TMP/out" '--gpu-expert-slots N' "$c --help"
+done
+# run and bench run on the GPU too: their --gpu-expert-slots is a GPU flag like eval's
+expect_exit $gpu_rc "bench --gpu-expert-slots 4" -- "$PARTICLE" bench -m /nonexistent.gguf --gpu-expert-slots 4
+expect_grep "$TMP/err" "$msg" "bench --gpu-expert-slots message"
 
 # The help of each command lists the flags.
 for c in run eval bench; do

@@ -38,4 +38,20 @@ expect_exit 0 "progress" -- "$PARTICLE" mkmodel --arch gemma4 --layers 2 --progr
 expect_grep "$TMP/err" "100%" "progress bar reaches 100%"
 expect_exit 2 "gemma4 with one layer (llama.cpp cannot load it)" -- "$PARTICLE" mkmodel --arch gemma4 --layers 1 -o "$TMP/g1.gguf"
 expect_one_error_line "gemma4 one layer"
+# An interrupted write leaves nothing behind: no final file, no hidden temporary (SIGTERM, and
+# SIGINT through env --default-signal: a background job of sh starts with SIGINT ignored).
+for sig in TERM INT; do
+	d="$TMP/interrupted-$sig"
+	mkdir -p "$d"
+	env --default-signal=INT "$PARTICLE" mkmodel --arch qwen3moe --preset small --quant q8_0 --threads 1 -o "$d/x.gguf" 2>"$TMP/err" &
+	pid=$!
+	i=0
+	while [ $i -lt 400 ] && [ -z "$(ls -A "$d")" ]; do sleep 0.05; i=$((i + 1)); done
+	kill -"$sig" "$pid"
+	wait "$pid"
+	rc=$?
+	case $sig in TERM) want=143 ;; INT) want=130 ;; esac
+	if [ "$rc" -eq "$want" ]; then ok; else bad "mkmodel killed by SIG$sig: exit $rc, want $want"; fi
+	if [ -z "$(ls -A "$d")" ]; then ok; else bad "SIG$sig left files: $(ls -A "$d")"; fi
+done
 finish

@@ -32,6 +32,20 @@ PY
 read -r blocks trunk moe fbytes skipped experts nextn_exp <"$TMP/sizes"
 [ "$blocks" = 4 ] && [ "$trunk" = 3 ] && [ "$moe" = 2 ] && [ "$nextn_exp" -gt 0 ] && ok ||
 	bad "tiny glm4moe: $blocks blocks, trunk $trunk, $moe MoE layers, NextN experts $nextn_exp"
+# inspect's own split: the NextN block is neither resident nor routed-expert bytes
+python3 - "$TMP/out" "$experts" "$skipped" <<'PY' >"$TMP/chk" 2>&1 && ok || bad "inspect: $(cat "$TMP/chk")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+experts, skipped = int(sys.argv[2]), int(sys.argv[3])
+assert j["expert_bytes"] == experts, "expert_bytes %d, want %d" % (j["expert_bytes"], experts)
+assert j["expert_layers"] == 2, "expert_layers %d" % j["expert_layers"]
+assert j["nextn_layers"] == 1 and j["nextn_bytes"] == skipped, \
+    "nextn %d / %d B, want 1 / %d" % (j["nextn_layers"], j["nextn_bytes"], skipped)
+assert j["resident_bytes"] + experts + skipped == j["tensor_bytes"], "sum"
+PY
+expect_exit 0 "inspect text" -- "$PARTICLE" inspect "$M"
+expect_grep "$TMP/out" "routed-expert bytes: .* over 2 layers" "inspect text: 2 expert layers"
+expect_grep "$TMP/out" "next-token-prediction blocks: 1, .* (never loaded)" "inspect text: NextN line"
 
 # streamed: the plan covers the trunk's 2 MoE layers and names the skipped block
 expect_exit 0 "streamed run" -- "$PARTICLE" eval -m "$M" --tokens "$T" --top 0 --io direct \

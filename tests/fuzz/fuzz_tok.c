@@ -10,7 +10,9 @@
 #include "token/tok_unicode.h"
 #include "util/alloc.h"
 
-#define NCFG 7
+/* 0-3 byte-level BPE (pres[]), 4 sarvam-moe, 5 gemma4, 6 SentencePiece, 7.. byte-level
+ * BPE under the list-driven and Kimi pres (pres_bl2[]) */
+#define NCFG 12
 static pt_tok *toks[NCFG];
 static char texts[600][16];
 
@@ -26,11 +28,13 @@ static void build(int cfg)
 {
 	static const char *const pres[] = { "qwen2", "llama-bpe", "gpt-2", "default",
 					    "sarvam-moe" };
+	static const char *const pres_bl2[] = { "deepseek-v3", "deepseek-llm", "kimi-k2",
+						"gpt-4o", "qwen35" };
 	struct pt_vocab_spec s;
 	struct pt_str tok[600], mg[16];
 	int32_t type[600];
 	uint32_t n = 0, nm = 0;
-	bool byte_level = cfg < 4;
+	bool byte_level = cfg < 4 || cfg >= 7;
 	pt_vocab_spec_init(&s);
 	for (int b = 0; b < 256; b++) {
 		if (byte_level) {
@@ -68,8 +72,8 @@ static void build(int cfg)
 	s.n_merges = nm;
 	s.bos_id = 256 + 9; /* <|im_end|> */
 	s.eos_id = 256 + 9;
-	s.model = cfg < 5 ? "gpt2" : cfg == 5 ? "gemma4" : "llama";
-	s.pre = cfg < 5 ? pres[cfg] : NULL;
+	s.model = cfg < 5 || cfg >= 7 ? "gpt2" : cfg == 5 ? "gemma4" : "llama";
+	s.pre = cfg < 5 ? pres[cfg] : cfg >= 7 ? pres_bl2[cfg - 7] : NULL;
 	struct pt_error e = { 0 };
 	if (pt_tok_create(&s, &toks[cfg], &e) != PT_OK) {
 		fprintf(stderr, "fuzz_tok: vocab %d: %s\n", cfg, e.msg);
@@ -100,7 +104,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool ascii = true;
 	for (size_t i = 1; i < size; i++)
 		ascii &= data[i] >= 0x20 && data[i] < 0x7F;
-	if (cfg == 0 && ascii && !parse && !add && (len != size - 1 || memcmp(text, data + 1, len)))
+	bool rt = cfg == 0 || cfg >= 7;
+	if (rt && ascii && !parse && !add && (len != size - 1 || memcmp(text, data + 1, len)))
 		abort();
 	pt_free(text);
 	pt_free(ids);

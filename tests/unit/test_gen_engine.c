@@ -186,3 +186,79 @@ PT_TEST(test_gen_engine_auto_mmap_when_everything_fits)
 	pt_free(slots);
 	pt_free(tight);
 }
+
+/* pt_engine_set_device (issue 16): sequence 0 goes to the device pass - eval, position,
+ * rewind, and a truncate the device refuses (PT_E_LIMIT) replayed from 0 with the kept
+ * history.  A fake device: logits[v] = the token evaluated + v, its own position. */
+struct fake_dev {
+	int64_t pos;
+	uint32_t evals, truncates, replayed;
+	uint32_t seen[64];
+	int64_t refuse_below; /* truncate to a position below this: PT_E_LIMIT */
+	uint32_t nv;
+};
+
+static enum pt_status fake_eval(void *ctx, const uint32_t *t, uint32_t n, float *logits,
+				bool all, struct pt_error *err)
+{
+	struct fake_dev *d = ctx;
+	if (d->pos + n > 64)
+		return pt_error_set(err, PT_E_LIMIT, "fake device full");
+	d->evals++;
+	for (uint32_t i = 0; i < n; i++) {
+		d->seen[d->pos++] = t[i];
+		float *l = logits && all ? logits + (size_t)i * d->nv
+			   : logits && i + 1 == n ? logits : NULL;
+		for (uint32_t v = 0; l && v < d->nv; v++)
+			l[v] = (float)t[i] + (float)v;
+	}
+	return PT_OK;
+}
+
+static int64_t fake_pos(void *ctx)
+{
+	return ((struct fake_dev *)ctx)->pos;
+}
+
+static enum pt_status fake_truncate(void *ctx, int64_t pos, struct pt_error *err)
+{
+	struct fake_dev *d = ctx;
+	d->truncates++;
+	if (pos > 0 && pos < d->refuse_below)
+		return pt_error_set(err, PT_E_LIMIT, "fake ring lost");
+	d->pos = pos;
+	return PT_OK;
+}
+
+PT_TEST(test_gen_engine_device_pass)
+{
+	const char *path = pt_test_tmpfile("engine_dev.gguf");
+	CHECK(write_tiny(path, PT_ARCH_QWEN3MOE));
+	struct pt_error err = { 0 };
+	pt_engine *e = open_engine(path, true, &err);
+	REQUIRE(e != NULL);
+	const uint32_t nv = pt_engine_n_vocab(e);
+	struct fake_dev d = { .nv = nv, .refuse_below = 8 };
+	const struct pt_engine_device dev = { &d, fake_eval, fake_pos, fake_truncate };
+	pt_engine_set_device(e, &dev);
+	uint32_t toks[12];
+	for (uint32_t i = 0; i < 12; i++)
+		toks[i] = 10 + i;
+	float *l = pt_mallocn(nv, sizeof(float));
+	REQUIRE(l != NULL);
+	CHECK(pt_engine_eval(e, toks, 12, l, false, &err) == PT_OK);
+	CHECK(d.pos == 12 && pt_engine_pos(e) == 12 && l[0] == 21.0f && l[3] == 24.0f);
+	CHECK(memcmp(pt_engine_tokens(e), toks, sizeof toks) == 0);
+	CHECK(pt_engine_rewind(e, 10, &err) == PT_OK && d.pos == 10 && pt_engine_pos(e) == 10);
+	/* refused: truncate to 0, then the kept 5 tokens replayed through the device */
+	const uint32_t before = d.evals;
+	CHECK(pt_engine_rewind(e, 5, &err) == PT_OK);
+	CHECK(d.pos == 5 && d.evals == before + 1 && memcmp(d.seen, toks, 5 * sizeof *toks) == 0);
+	CHECK(pt_engine_rewind(e, 6, &err) == PT_E_INVALID); /* past the end */
+	CHECK(pt_engine_eval(e, toks, 60, NULL, false, &err) == PT_E_LIMIT); /* n_ctx 64 */
+	pt_engine_set_device(e, NULL); /* the CPU pass again: still at its own position 0 */
+	CHECK(pt_engine_pos(e) == 0);
+	pt_free(l);
+	pt_engine_close(e);
+	remove(path);
+}

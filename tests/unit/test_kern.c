@@ -776,6 +776,11 @@ PT_TEST(test_kern_particle_cpu_forces_level)
 			CHECK(o->act_type == pt_type_traits(all_types[ti])->vec_dot);
 			CHECK((int)o->level <= lv);
 		}
+	/* the detected level, where the runner knows the CPU (tools/test-arm64.sh: qemu -cpu max
+	 * i8mm, neoverse-n1 dotprod, cortex-a53 neon) */
+	const char *want_max = getenv("PT_TEST_KERN_MAX");
+	if (want_max && *want_max)
+		CHECK_EQ_STR(pt_kern_level_name(pt_kern_level_max()), want_max);
 }
 
 /* dot4 (one weight row, four activation rows) equals four dot calls bit for bit: random
@@ -835,8 +840,16 @@ PT_TEST(test_kern_dot4_matches_dot)
 			CHECK(all_types[ti] == PT_TYPE_IQ4_XS ||
 			      pt_kern_ops_at(PT_KERN_LEVEL_AVX512, all_types[ti])->dot4 != NULL);
 #elif defined(PT_KERN_ARM64)
+	/* every type has a NEON and an SDOT dot4 (the i8mm level runs the SDOT one), so the loop
+	 * above covered them at every level the CPU has */
+	for (int lv = PT_KERN_LEVEL_NEON; lv <= (int)pt_kern_level_max(); lv++)
+		for (size_t ti = 0; ti < N_TYPES; ti++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, all_types[ti]);
+			CHECK(o->dot4 != NULL && o->level == (lv == PT_KERN_LEVEL_I8MM ? PT_KERN_LEVEL_DOTPROD
+											  : (enum pt_kern_level)lv));
+		}
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_NEON)
-		CHECK(seen >= 4);
+		CHECK(seen >= (int)N_TYPES);
 #else
 	(void)seen;
 #endif
@@ -895,12 +908,20 @@ PT_TEST(test_kern_tile_matches_dot)
 		}
 	}
 #if defined(PT_KERN_ARM64)
-	/* the SMMLA tiles exist at the i8mm level (qemu -cpu max), so the loop covered them */
-	if (pt_kern_level_max() >= PT_KERN_LEVEL_I8MM) {
-		static const enum pt_type mm[] = { PT_TYPE_Q8_0, PT_TYPE_Q4_0, PT_TYPE_Q4_K };
-		for (size_t k = 0; k < sizeof mm / sizeof mm[0]; k++)
-			CHECK(pt_kern_ops_at(PT_KERN_LEVEL_I8MM, mm[k])->tile.fn != NULL);
-		CHECK(seen >= 3);
+	/* the prefill types have a NEON and an SDOT tile and an SMMLA one at the i8mm level (qemu
+	 * -cpu max; -cpu cortex-a53 runs the NEON ones), so the loop above covered them */
+	{
+		static const enum pt_type tiled[] = { PT_TYPE_Q8_0, PT_TYPE_Q4_0, PT_TYPE_Q5_0,
+						      PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+		for (int lv = PT_KERN_LEVEL_NEON; lv <= (int)pt_kern_level_max(); lv++)
+			for (size_t k = 0; k < sizeof tiled / sizeof tiled[0]; k++) {
+				const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, tiled[k]);
+				CHECK(o->tile.fn != NULL && o->tile.rows == 2 && o->tile.toks == 4);
+				if (lv == PT_KERN_LEVEL_I8MM) /* the SMMLA tile, not the SDOT one */
+					CHECK(o->tile.fn == pt_kern_tile_i8mm[tiled[k]].fn);
+			}
+		if (pt_kern_level_max() >= PT_KERN_LEVEL_NEON)
+			CHECK(seen >= 5 * (int)pt_kern_level_max());
 	}
 #endif
 #if defined(PT_KERN_X86)
@@ -915,8 +936,8 @@ PT_TEST(test_kern_tile_matches_dot)
 			CHECK(o->level == PT_KERN_LEVEL_AVX2 && o->tile.fn != NULL);
 		}
 	}
-#else
-	(void)seen; /* no register tiles outside x86-64 yet */
+#elif !defined(PT_KERN_ARM64)
+	(void)seen; /* no register tiles outside x86-64 and aarch64 */
 #endif
 }
 

@@ -425,3 +425,29 @@ PT_TEST(test_mkmodel_reroute_refuses_and_recovers)
 	CHECK(reroute(f, 0, &err) == PT_OK);
 	CHECK(same_file(f, g));
 }
+
+/* deepseek2's presets named after real models carry that model's tokenizer pre (written
+ * over the compact vocabulary); the test presets keep the compact vocabulary's qwen2 so
+ * their files stay byte-identical. */
+PT_TEST(test_mkmodel_deepseek2_preset_pre)
+{
+	static const char *const cases[][2] = {
+		{ "deepseek-v3", "deepseek-v3" }, { "deepseek-r1", "deepseek-v3" },
+		{ "kimi-k2", "kimi-k2" }, { "full", "deepseek-llm" },
+		{ "deepseek-v2-lite", "deepseek-llm" },
+	};
+	struct pt_hparams hp;
+	struct pt_error err = { 0 };
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		REQUIRE(pt_arch_preset(PT_ARCH_DEEPSEEK2, cases[i][0], 0, &hp, &err) == PT_OK);
+		REQUIRE(hp.preset_tok_pre != NULL);
+		CHECK_EQ_STR(hp.preset_tok_pre, cases[i][1]);
+	}
+	const char *const plain[] = { "tiny", "small", "tiny-lite" };
+	for (size_t i = 0; i < 3; i++) {
+		REQUIRE(pt_arch_preset(PT_ARCH_DEEPSEEK2, plain[i], 0, &hp, &err) == PT_OK);
+		CHECK(hp.preset_tok_pre == NULL);
+	}
+	REQUIRE(pt_arch_preset(PT_ARCH_QWEN3MOE, "tiny", 0, &hp, &err) == PT_OK);
+	CHECK(hp.preset_tok_pre == NULL);
+}

@@ -1,0 +1,74 @@
+#!/bin/bash
+# full_in_ram.sh - the short in-RAM comparison of one `full` checkpoint (issue 21) that fits a
+# quiet half hour: particle against llama.cpp's own llama-bench (both builds of
+# tools/bench/llama_bench.sh: repack / norepack), 2 threads, alternating rounds; then one
+# 4,096-token prompt each; the memory-bandwidth probe before and after.  Section A of
+# `make bench` is the complete version (1 and 2 threads, node-llama-cpp, --io direct, every
+# full shape); this one is what was measured in session 6 (docs/BENCHMARKS.md section 0.0).
+#
+#   tools/bench/full_in_ram.sh OUTDIR MODEL SCRATCH PARTICLE [PARTICLE2]
+# SCRATCH holds the llama-bench builds (`sh tools/bench/llama_bench.sh build SCRATCH`);
+# PARTICLE2 (optional) is a second particle binary run beside the first in every round.
+# Writes OUTDIR/results.jsonl (one line per run: engine, rc, load average, end time, tok/s).
+# Environment: ROUNDS (3), LONG_ROUNDS (1), THREADS (2).
+set -u
+O=$1 M=$2 S=$3 P=$4 P2=${5:-}
+: "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}"
+LB="sh $(dirname "$0")/llama_bench.sh run $S"
+R=$O/results.jsonl
+mkdir -p "$O"
+: >"$R"
+la() { cut -d' ' -f1 /proc/loadavg; }
+rec() { # NAME RC FILE
+	python3 - "$@" "$(la)" "$(date -u +%T)" >>"$R" <<'PY'
+import json, sys
+name, rc, f, load, t = sys.argv[1:6]
+try:
+    o = json.loads(open(f).read().strip().splitlines()[-1])
+except Exception as e:
+    o = {"error": str(e)}
+r = {"engine": name, "rc": int(rc), "load": float(load), "end": t}
+for k in ("prefill_tps", "decode_tps", "pp", "decode_bytes_per_token", "decode_fraction_of_membw",
+          "membw_1t_bytes_per_s", "membw_2t_bytes_per_s", "peak_rss_bytes", "prompt_tokens",
+          "build", "threads", "decode_phase_ms"):
+    if k in o:
+        r[k] = o[k]
+print(json.dumps(r))
+PY
+	tail -1 "$R"
+}
+echo "start $(date -u +%T) load $(la)"
+cat "$M" >/dev/null # into the page cache: both engines map the file
+"$P" bench --membw --json --threads "$THREADS" >"$O/bw.json" 2>"$O/bw.err"
+rec membw $? "$O/bw.json"
+BW=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' "$O/bw.json" "$THREADS")
+pt() { # NAME BIN PROMPT GEN
+	"$2" bench -m "$M" --prompt-tokens "$3" --gen "$4" --json --no-lock --no-profile \
+		--membw-bps "$BW" --threads "$THREADS" --io mmap >"$O/p.json" 2>"$O/p.err"
+	rec "$1" $? "$O/p.json"
+}
+lb() { # VARIANT PROMPTS GEN
+	$LB "$1" "$M" "$THREADS" "$2" "$3" >"$O/l.json" 2>"$O/l.err"
+	rec "llama-bench-$1-${THREADS}t" $? "$O/l.json"
+}
+r=1
+while [ $r -le "$ROUNDS" ]; do
+	pt particle "$P" 512 128
+	[ -n "$P2" ] && pt particle2 "$P2" 512 128
+	lb norepack 512 128
+	lb repack 512 128
+	echo "round $r done $(date -u +%T)"
+	r=$((r + 1))
+done
+r=1
+while [ $r -le "$LONG_ROUNDS" ]; do
+	pt particle-pp4096 "$P" 4096 1
+	[ -n "$P2" ] && pt particle2-pp4096 "$P2" 4096 1
+	lb norepack 4096 0
+	lb repack 4096 0
+	echo "pp4096 round $r done $(date -u +%T)"
+	r=$((r + 1))
+done
+"$P" bench --membw --json --threads "$THREADS" >"$O/bw.json" 2>"$O/bw.err"
+rec membw $? "$O/bw.json"
+echo "end $(date -u +%T)"
