@@ -730,7 +730,8 @@ int pt_cmd_run(int argc, char **argv)
 		return rc;
 	struct pt_cli_gpu_run *gpu = NULL; /* --gpu: the engine's pass on the device */
 	if (o.gpu.on)
-		rc = pt_cli_gpu_attach(&o.gpu, r.engine, o.policy, o.verbose ? stderr : NULL, &gpu);
+		rc = pt_cli_gpu_attach(&o.gpu, r.engine, o.eng.policy,
+				       o.eng.verbose ? stderr : NULL, &gpu);
 	if (rc == 0 && !o.prompt && !o.raw)
 		rc = load_template(&o, &r);
 	if (rc == 0)
