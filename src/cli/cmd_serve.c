@@ -26,6 +26,7 @@ struct opts {
 	struct pt_cli_engine eng; /* -c, -t, --memory, --io, ..., --no-lock, --verbose */
 	uint64_t port, parallel, max_queue, timeout;
 	uint64_t max_body, max_conns, cache_prompts;
+	uint64_t checkpoints; /* recurrent-state checkpoints per sequence (0: the engine's 4) */
 	int64_t max_new;
 	struct pt_sampler_opts so;
 	bool seed_given, quiet, no_webui, no_metrics, log_requests;
@@ -85,6 +86,9 @@ static void help(void)
 	       "  --cache-policy P          lfu|lru (default lfu)\n"
 	       "  --kv-type T               f16|f32 (default f16)\n"
 	       "  -b, --batch N             prefill chunk in tokens (default 128)\n"
+	       "  --checkpoints N           recurrent-state checkpoints per sequence (models\n"
+	       "                            with linear attention: qwen35moe; placed at message\n"
+	       "                            boundaries, counted in the plan; default 4)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
 	       "  --no-profile              do not read or write the expert-popularity profile\n"
 	       "  --verbose                 print the load plan\n\n"
@@ -170,6 +174,7 @@ static int int_flag(struct opts *o, const char *a, const char *v)
 		{ NULL, "--timeout", NULL, 1, 86400, offsetof(struct opts, timeout) },
 		{ NULL, "--max-connections", NULL, 2, 10000, offsetof(struct opts, max_conns) },
 		{ NULL, "--cache-prompts", NULL, 0, 64, offsetof(struct opts, cache_prompts) },
+		{ NULL, "--checkpoints", NULL, 1, 64, offsetof(struct opts, checkpoints) },
 	};
 	uint64_t x;
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -329,6 +334,7 @@ static int open_engine(const struct opts *o, pt_engine **e)
 	struct pt_error err = { 0 };
 	pt_cli_engine_opts(&o->eng, o->model, NULL, &eo);
 	eo.n_seq = (uint32_t)(o->parallel + o->cache_prompts);
+	eo.ckpt_max = (uint32_t)o->checkpoints;
 	if (pt_engine_open(&eo, e, &err) != PT_OK)
 		return pt_cli_fail(&err);
 	return 0;

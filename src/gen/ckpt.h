@@ -2,11 +2,15 @@
  *
  * A linear-attention layer's state (conv window + delta-rule matrices) summarises the whole
  * prefix, so it cannot be cut back like a KV cache.  The engine keeps copies of it at chosen
- * positions - every N tokens and at the end of each turn - and a rewind to pos restores the
- * nearest copy at or before pos and replays only the tokens after it.  A set holds at most
- * max copies (bounded and counted by the memory plan); when full, the oldest periodic copy
- * goes first, then the oldest turn-end one.  Copies past a rewind target belong to a history
- * that is gone and are dropped. */
+ * positions - every N tokens, at message boundaries, at the end of each turn - and a rewind
+ * to pos restores the nearest copy at or before pos and replays only the tokens after it.
+ * A set holds at most max copies (bounded and counted by the memory plan; the victim is
+ * chosen before the new copy is made, so never max + 1).  When full, the newest position
+ * stays and of the others the one whose removal leaves the smallest hole between its
+ * neighbours goes (the zero state at 0 counts as a neighbour; a periodic copy's hole counts
+ * half, so turn and boundary copies outlive periodic ones; ties: the older), which spreads
+ * the copies over the history.  A new copy that would itself be that victim is not kept.
+ * Copies past a rewind target belong to a history that is gone and are dropped. */
 #ifndef PT_GEN_CKPT_H
 #define PT_GEN_CKPT_H
 
@@ -34,7 +38,7 @@ enum pt_status pt_ckpt_init(struct pt_ckpt_set *s, uint32_t max, size_t floats,
 void pt_ckpt_fini(struct pt_ckpt_set *s); /* NULL-safe, idempotent */
 
 /* Copies state as the checkpoint at pos (replacing one at the same pos; evicting when
- * full).  pos 0 is never stored (the zero state). */
+ * full, see above).  pos 0 is never stored (the zero state). */
 enum pt_status pt_ckpt_put(struct pt_ckpt_set *s, int64_t pos, bool turn, const float *state,
 			   struct pt_error *err);
 /* The checkpoint with the largest position <= pos, or NULL. */

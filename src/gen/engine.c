@@ -20,6 +20,7 @@
 #include "gen/decode_bytes.h"
 #include "kern/kern.h"
 #include "kern/pool.h"
+#include "model/deltanet.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "token/tok.h"
@@ -73,6 +74,8 @@ struct pt_engine {
 	uint32_t *last_replay;
 	uint32_t ck_every;
 	uint64_t replayed;
+	int64_t (*marks)[PT_ENGINE_MAX_MARKS]; /* [n_seq]: pt_engine_seq_set_marks */
+	uint32_t *n_marks;
 };
 
 /* --- provider over the store --- */
@@ -163,10 +166,37 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 	return total + pt_hparams_rs_bytes(hp);
 }
 
+/* Compute threads: opts.threads, 0 = the online cores, at most PT_POOL_MAX_THREADS. */
+static uint32_t engine_threads(const struct pt_engine_opts *o)
+{
+	uint32_t threads = o->threads;
+	if (!threads) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = nc > 0 ? (uint32_t)nc : 1;
+	}
+	return threads > PT_POOL_MAX_THREADS ? PT_POOL_MAX_THREADS : threads;
+}
+
+/* Linear-attention buffers (forward.c, engine.c): per row the raw and convolved q|k|v, z,
+ * the head outputs, beta and alpha; per thread the chunked delta rule's scratch; one
+ * checkpoint copy buffer.  0 without recurrent layers. */
+static uint64_t linear_bytes(const struct pt_hparams *hp, uint32_t n_rows, uint32_t threads)
+{
+	const uint64_t rs = pt_hparams_rs_bytes(hp);
+	if (rs == 0 || hp->ssm_dt_rank == 0)
+		return 0;
+	const uint64_t conv = pt_hparams_conv_dim(hp), V = hp->ssm_d_inner, H = hp->ssm_dt_rank;
+	const struct pt_dn_geom g = { hp->ssm_n_group, hp->ssm_dt_rank, hp->ssm_d_state,
+				      hp->ssm_d_inner / hp->ssm_dt_rank, hp->ssm_d_conv,
+				      (uint32_t)conv, true, hp->rms_eps, NULL, pt_dn_chunk_env() };
+	return (uint64_t)n_rows * (2 * conv + 2 * V + 2 * H) * 4 +
+	       (uint64_t)threads * pt_dn_chunk_scratch_floats(&g) * 4 + rs;
+}
+
 /* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),
  * the logits row and the process overhead; n_seq > 1 adds a decode batch's logits. */
 static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uint32_t n_ctx,
-			      uint32_t n_seq)
+			      uint32_t n_seq, uint32_t threads)
 {
 	const uint64_t batch_logits = n_seq > 1 ? (uint64_t)n_seq * hp->n_vocab * 4 : 0;
 	if (n_seq > n_batch)
@@ -195,7 +225,8 @@ static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uin
 				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
 	/* activation quantization scratch: at most the widest row's bytes per batch row */
 	const uint64_t act = n_batch * (ff > D ? ff : D) * 4;
-	return floats * 4 + act + batch_logits + RUNTIME_OVERHEAD;
+	return floats * 4 + act + batch_logits + linear_bytes(hp, n_batch, threads) +
+	       RUNTIME_OVERHEAD;
 }
 
 static uint64_t expert_bytes_total(const struct pt_expert_layout *l)
@@ -270,7 +301,8 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		/* blocks never computed (GLM's NextN) are neither resident nor cached */
 		.resident_bytes = fsize - expert_bytes_total(&e->lay) - e->m->skipped_bytes,
 		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type) * e->n_seq,
-		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq),
+		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq,
+					       engine_threads(&e->o)),
 		.slot_bytes = slot_bytes ? slot_bytes : 1,
 		.n_moe_layers = e->lay.n_moe ? e->lay.n_moe : 1,
 		.top_k = hp->n_expert_used ? hp->n_expert_used : 1,
@@ -468,7 +500,7 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 	 * cannot see), or a plan that fails even at 128 rows: the buffers get a sixteenth */
 	const uint64_t room = fits_lo && (all_lo || !mapped) ? budget / 8 : budget / 16;
 	for (; c > lo; c = next_chunk(c, lo)) {
-		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq) > room)
+		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq, engine_threads(&e->o)) > room)
 			continue;
 		e->n_batch = c;
 		e->o.prompt_cache_bytes = cache_bytes;
@@ -521,7 +553,9 @@ static enum pt_status open_ckpt(pt_engine *e, struct pt_error *err)
 	e->ck_every = e->o.ckpt_every ? e->o.ckpt_every : CKPT_EVERY_DEFAULT;
 	e->ck = pt_calloc(e->n_seq, sizeof *e->ck);
 	e->ck_buf = pt_malloc(rs);
-	if (!e->ck || !e->ck_buf)
+	e->marks = pt_calloc(e->n_seq, sizeof *e->marks);
+	e->n_marks = pt_calloc(e->n_seq, sizeof *e->n_marks);
+	if (!e->ck || !e->ck_buf || !e->marks || !e->n_marks)
 		return pt_error_set(err, PT_E_NOMEM, "engine: checkpoint tables");
 	enum pt_status st = PT_OK;
 	for (uint32_t s = 0; st == PT_OK && s < e->n_seq; s++)
@@ -625,13 +659,7 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 		fprintf(o->log, "particle: model %s: %s, %u layers, %u experts (top-%u), cpu %s\n",
 			o->model_path, e->m->hp.arch_name, e->m->hp.n_layer, e->m->hp.n_expert,
 			e->m->hp.n_expert_used, pt_kern_cpu_name());
-	uint32_t threads = o->threads;
-	if (!threads) {
-		long nc = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = nc > 0 ? (uint32_t)nc : 1;
-	}
-	if (threads > PT_POOL_MAX_THREADS)
-		threads = PT_POOL_MAX_THREADS;
+	const uint32_t threads = engine_threads(o);
 	if (threads > 1)
 		st = pt_pool_create(threads, &e->pool, err);
 	return st == PT_OK ? open_fwd(e, err) : st;
@@ -766,6 +794,8 @@ void pt_engine_close(pt_engine *e)
 	pt_free(e->ck);
 	pt_free(e->ck_buf);
 	pt_free(e->last_replay);
+	pt_free(e->marks);
+	pt_free(e->n_marks);
 	pt_free(e->model_path);
 	pt_free(e->batch_logits);
 	pt_free(e);
@@ -859,8 +889,17 @@ static void count_time(pt_engine *e, uint32_t n, bool decode, uint64_t dt)
 	}
 }
 
-/* pt_fwd_seq_eval, cut with recurrent layers at the periodic checkpoint positions (one is
- * taken at each). */
+/* The first mark of seq past pos (INT64_MAX: none). */
+static int64_t mark_next(const pt_engine *e, uint32_t seq, int64_t pos)
+{
+	for (uint32_t i = 0; e->marks && i < e->n_marks[seq]; i++)
+		if (e->marks[seq][i] > pos)
+			return e->marks[seq][i];
+	return INT64_MAX;
+}
+
+/* pt_fwd_seq_eval, cut with recurrent layers at the periodic checkpoint positions and the
+ * sequence's marks (a checkpoint is taken at each: turn-end kind at a mark). */
 static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *tokens, uint32_t n,
 			       float *logits, bool all_logits, struct pt_error *err)
 {
@@ -870,7 +909,8 @@ static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *token
 	const size_t nv = pt_engine_n_vocab(e);
 	enum pt_status st = PT_OK;
 	for (uint32_t i = 0; st == PT_OK && i < n;) {
-		const int64_t at = pos + i, next = ckpt_next(e, at);
+		const int64_t at = pos + i, per = ckpt_next(e, at), mark = mark_next(e, seq, at);
+		const int64_t next = per < mark ? per : mark;
 		const uint32_t c = next - at < (int64_t)(n - i) ? (uint32_t)(next - at) : n - i;
 		float *l = NULL;
 		if (logits && all_logits)
@@ -880,7 +920,7 @@ static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *token
 		st = pt_fwd_seq_eval(e->f, seq, tokens + i, c, l, all_logits, err);
 		i += c;
 		if (st == PT_OK && at + c == next)
-			st = ckpt_take(e, seq, false, err);
+			st = ckpt_take(e, seq, at + c == mark, err);
 	}
 	return st;
 }
@@ -946,12 +986,15 @@ float *pt_engine_batch_logits(pt_engine *e)
 	return e->batch_logits;
 }
 
-enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
-				    struct pt_error *err)
+/* pt_engine_seq_rewind; lazy (a reuse rewind): a restored checkpoint is not replayed up to
+ * pos, *at says where the sequence stands. */
+static enum pt_status rewind_to(pt_engine *e, uint32_t seq, int64_t pos, bool lazy, int64_t *at,
+				struct pt_error *err)
 {
 	if (seq >= e->n_seq)
 		return bad_seq(e, seq, err);
 	struct pt_error e2 = { 0 };
+	*at = pos;
 	e->last_replay[seq] = 0;
 	if (seq == 0 && e->dev.eval) { /* the device pass: truncate, else replay from 0 */
 		if (pos < 0 || pos > seq_pos(e, 0))
@@ -989,11 +1032,47 @@ enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
 	} else {
 		st = pt_fwd_seq_truncate(e->f, seq, 0, err);
 	}
-	if (st == PT_OK && pos > from) /* the history already holds these tokens */
+	if (st == PT_OK && lazy && e->ck)
+		*at = from; /* the caller's prefill evaluates [from, pos) with the rest */
+	else if (st == PT_OK && pos > from) /* the history already holds these tokens */
 		st = eval_cut(e, seq, e->toks[seq] + from, (uint32_t)(pos - from), NULL, false, err);
 	e->last_replay[seq] = (uint32_t)(pos - from);
 	e->replayed += (uint64_t)(pos - from);
 	return st;
+}
+
+enum pt_status pt_engine_seq_rewind(pt_engine *e, uint32_t seq, int64_t pos,
+				    struct pt_error *err)
+{
+	int64_t at;
+	return rewind_to(e, seq, pos, false, &at, err);
+}
+
+enum pt_status pt_engine_seq_rewind_reuse(pt_engine *e, uint32_t seq, int64_t pos, int64_t *at,
+					  struct pt_error *err)
+{
+	return rewind_to(e, seq, pos, true, at, err);
+}
+
+uint32_t pt_engine_ckpt_max(const pt_engine *e)
+{
+	return e->ck ? ckpt_max(e) : 0;
+}
+
+enum pt_status pt_engine_seq_set_marks(pt_engine *e, uint32_t seq, const int64_t *pos,
+				       uint32_t n, struct pt_error *err)
+{
+	if (seq >= e->n_seq)
+		return bad_seq(e, seq, err);
+	if (!e->marks)
+		return PT_OK;
+	const uint32_t skip = n > PT_ENGINE_MAX_MARKS ? n - PT_ENGINE_MAX_MARKS : 0;
+	uint32_t k = 0;
+	for (uint32_t i = skip; i < n; i++) /* ascending, positive, no repeats */
+		if (pos[i] > 0 && (k == 0 || pos[i] > e->marks[seq][k - 1]))
+			e->marks[seq][k++] = pos[i];
+	e->n_marks[seq] = k;
+	return PT_OK;
 }
 
 enum pt_status pt_engine_seq_checkpoint(pt_engine *e, uint32_t seq, struct pt_error *err)

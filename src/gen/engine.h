@@ -61,9 +61,10 @@ struct pt_engine_opts {
 	bool use_profile;
 	const char *profile_dir;     /* NULL: pt_user_dir("profiles") */
 	/* added by qwen35 (issue 18), models with recurrent (linear-attention) layers only:
-	 * state checkpoints every ckpt_every tokens (0: 512; UINT32_MAX: none) and at turn
-	 * ends (pt_engine_seq_checkpoint), at most ckpt_max per sequence (0: 4), counted in the
-	 * plan; dn_chunk_min as struct pt_fwd_opts (0: the chunked prefill from 16 rows) */
+	 * state checkpoints every ckpt_every tokens (0: 512; UINT32_MAX: none), at marks
+	 * (pt_engine_seq_set_marks) and at turn ends (pt_engine_seq_checkpoint), at most
+	 * ckpt_max per sequence (0: 4), counted in the plan; dn_chunk_min as struct
+	 * pt_fwd_opts (0: the chunked prefill from 16 rows) */
 	uint32_t ckpt_every;
 	uint32_t ckpt_max;
 	uint32_t dn_chunk_min;
@@ -193,6 +194,27 @@ float *pt_engine_batch_logits(pt_engine *e);
  * again (0 when none: a KV cache only moves its position). */
 enum pt_status pt_engine_seq_checkpoint(pt_engine *e, uint32_t seq, struct pt_error *err);
 uint32_t pt_engine_seq_last_replay(const pt_engine *e, uint32_t seq);
+/* Checkpoints a sequence may hold (0: the model has no recurrent state). */
+uint32_t pt_engine_ckpt_max(const pt_engine *e);
+
+/* Positions worth a checkpoint in what seq evaluates next, e.g. the message boundaries of a
+ * rendered conversation (ascending; at most PT_ENGINE_MAX_MARKS, the last ones kept; n 0
+ * clears).  Evaluations are cut at each mark past the sequence's position and checkpoint
+ * there as turn-end copies.  Cuts depend only on absolute positions (marks, the periodic
+ * ckpt_every), so a prefill that starts at a restored checkpoint evaluates the same pieces
+ * as a fresh run of the whole prompt with the same marks: the same bytes, chunked delta
+ * rule included.  No-op without recurrent state. */
+#define PT_ENGINE_MAX_MARKS 64
+enum pt_status pt_engine_seq_set_marks(pt_engine *e, uint32_t seq, const int64_t *pos,
+				       uint32_t n, struct pt_error *err);
+/* Rewind for prefix reuse: pt_engine_seq_rewind to pos, except that where a recurrent state
+ * cannot go back, the nearest checkpoint at or before pos (or 0) is restored and the
+ * sequence stays there: *at receives its position (<= pos), and the caller evaluates its
+ * tokens from *at on (the history's tokens [*at, pos) are the shared prefix, evaluated
+ * again as part of the caller's prefill instead of a separate replay).
+ * pt_engine_seq_last_replay then reports pos - *at. */
+enum pt_status pt_engine_seq_rewind_reuse(pt_engine *e, uint32_t seq, int64_t pos, int64_t *at,
+					  struct pt_error *err);
 
 /* Prompt cache.  A snapshot holds a sequence's whole state at its position: its tokens and
  * the KV slots they occupy (sliding rings as they are).  Restoring it into any sequence

@@ -113,6 +113,8 @@ static enum pt_status apply_opts(pt_gen_slot *s, const struct pt_gen_slot_opts *
 	s->o = *o;
 	s->o.stops = NULL;
 	s->o.n_stops = 0;
+	s->o.ckpt_marks = NULL; /* the caller's: read at start only */
+	s->o.n_ckpt_marks = 0;
 	return PT_OK;
 }
 
@@ -199,20 +201,25 @@ enum pt_status pt_gen_slot_start(pt_gen_slot *s, const struct pt_gen_slot_opts *
 					   pos > 0 ? (size_t)pos : 0);
 	if (keep == n)
 		keep = n - 1;
+	/* recurrent state: checkpoints at the caller's marks as the prompt goes in */
+	const uint32_t n_marks = o ? o->n_ckpt_marks : 0;
+	rc = pt_engine_seq_set_marks(s->e, s->seq, o ? o->ckpt_marks : NULL, n_marks, err);
+	int64_t from = (int64_t)keep;
 	uint32_t replayed = 0;
-	if ((int64_t)keep != pos) {
-		rc = pt_engine_seq_rewind(s->e, s->seq, (int64_t)keep, err);
+	if (rc == PT_OK && (int64_t)keep != pos) {
+		rc = pt_engine_seq_rewind_reuse(s->e, s->seq, (int64_t)keep, &from, err);
 		replayed = pt_engine_seq_last_replay(s->e, s->seq);
 	}
-	/* recurrent state: keep the reuse point too - the next prompt that edits this one's new
-	 * part (a regenerated or edited last message) restores it instead of replaying */
-	if (rc == PT_OK && keep > 0)
+	/* without marks keep the reuse point too - the next prompt that edits this one's new
+	 * part (a regenerated or edited last message) restores it instead of replaying (only
+	 * when the state is there: a restored checkpoint short of it is already one) */
+	if (rc == PT_OK && keep > 0 && n_marks == 0 && from == (int64_t)keep)
 		rc = pt_engine_seq_checkpoint(s->e, s->seq, err);
 	if (rc != PT_OK)
 		return rc;
 	memcpy(s->prompt, prompt, n * sizeof *prompt);
 	s->n_prompt = n;
-	s->done = keep;
+	s->done = (size_t)from; /* a restored checkpoint's shared tokens go in with the rest */
 	s->n_ids = 0;
 	s->n_text = 0;
 	s->emit_failed = false;
@@ -224,7 +231,7 @@ enum pt_status pt_gen_slot_start(pt_gen_slot *s, const struct pt_gen_slot_opts *
 	s->st.prompt_tokens = (uint32_t)n;
 	s->st.reused_tokens = (uint32_t)keep;
 	s->st.replayed_tokens = replayed;
-	s->st.prefill_tokens = (uint32_t)(n - keep);
+	s->st.prefill_tokens = (uint32_t)(n - (size_t)from);
 	s->st.reply_pos = (int64_t)n;
 	s->t0 = t0;
 	s->t1 = 0;
@@ -348,8 +355,11 @@ static enum pt_status prefill_step(pt_gen_slot *s)
 		return PT_OK;
 	}
 	size_t c = s->n_prompt - s->done;
-	if (s->o.prefill_chunk && c > s->o.prefill_chunk)
-		c = s->o.prefill_chunk;
+	/* pieces end at multiples of prefill_chunk: where they fall does not depend on where
+	 * this prompt's evaluation started (a restored checkpoint or 0) */
+	const size_t pc = s->o.prefill_chunk;
+	if (pc && c > pc - s->done % pc)
+		c = pc - s->done % pc;
 	const double t = now_s();
 	enum pt_status rc = pt_engine_seq_eval(s->e, s->seq, (const uint32_t *)s->prompt + s->done,
 					       (uint32_t)c, s->logits, false, &s->err);

@@ -59,7 +59,14 @@ struct pt_gen_slot_opts {
 	void *emit_ctx;
 	volatile sig_atomic_t *cancel; /* polled before each token; NULL: never */
 	uint32_t prefill_chunk;      /* prompt ids evaluated per pt_gen_step (the other slots
-					wait that long for their next token); 0: all at once */
+					wait that long for their next token), cut at multiples
+					of it; 0: all at once */
+	/* Recurrent state (pt_engine_seq_set_marks): prompt positions worth a checkpoint, e.g.
+	 * its message boundaries (ascending, read at pt_gen_slot_start only).  When given, the
+	 * prompt is evaluated from the restored checkpoint on (a fresh run's pieces) and no
+	 * extra checkpoint is taken at the reuse point. */
+	const int64_t *ckpt_marks;
+	uint32_t n_ckpt_marks;
 	/* Optional token choice (constrained decoding): picks the id from the raw logits
 	 * [n_vocab] with the slot's sampler, e.g. pt_sampler_sample_constrained(s, logits,
 	 * grammar_state).  NULL: pt_sampler_sample.  A result outside the vocabulary fails the

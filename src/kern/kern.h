@@ -276,7 +276,18 @@ struct pt_kern_dn_ops {
 	 * r . q (the updated row) */
 	float (*row_step)(float *r, const float *k, const float *q, float eg, float v,
 			  float beta, uint32_t n);
+	/* the chunked form's small matrix products (row-major, leading dimensions in floats):
+	 * C[m x n] = (flags & PT_DN_GEMM_ACC ? cs C : 0) + A[m x k] B[k x n].  PT_DN_GEMM_TRI_A:
+	 * A is lower triangular (row i may read only columns <= i; the rest must be 0 in
+	 * memory), so row blocks stop the sum early; PT_DN_GEMM_TRI_C: only C's lower
+	 * triangle (column <= row) is wanted; entries above it are left undefined.  Sums run
+	 * over k in order per output (scalar), per lane (SIMD). */
+	void (*gemm)(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
+		     const float *b, size_t ldb, float *c, size_t ldc, float cs, unsigned flags);
 };
+#define PT_DN_GEMM_ACC 1u
+#define PT_DN_GEMM_TRI_A 2u
+#define PT_DN_GEMM_TRI_C 4u
 const struct pt_kern_dn_ops *pt_kern_dn_ops(void);
 /* Ops at an explicit level (tests); NULL where the CPU lacks the level. */
 const struct pt_kern_dn_ops *pt_kern_dn_ops_at(enum pt_kern_level level);

@@ -28,7 +28,16 @@ struct pt_dn_geom {
 	bool tiled;           /* value head h reads key head h mod n_k, else h / (n_v / n_k) */
 	float eps;            /* L2-norm epsilon (the model's RMS eps) */
 	const struct pt_kern_dn_ops *ops; /* inner loops (kern.h); NULL: the current level */
+	uint32_t chunk;       /* tokens per chunk of the chunked form (0: PT_DN_CHUNK) */
 };
+
+/* Tokens per chunk of the chunked form by default (measured: docs/PERFORMANCE.md, issue 18
+ * round 2) and the largest allowed. */
+#define PT_DN_CHUNK 32
+#define PT_DN_CHUNK_MAX 256
+/* PARTICLE_DN_CHUNK=N (1 .. PT_DN_CHUNK_MAX) from the environment, for measuring; 0 when
+ * unset or out of range (the forward pass and the memory plan both read it). */
+uint32_t pt_dn_chunk_env(void);
 
 size_t pt_dn_state_floats(const struct pt_dn_geom *g);
 /* The key head value head h reads. */
@@ -39,6 +48,11 @@ uint32_t pt_dn_key_head(const struct pt_dn_geom *g, uint32_t h);
  * [conv_dim][d_conv].  Then q and k heads of y are L2-normalised in place. */
 void pt_dn_conv_token(const struct pt_dn_geom *g, const float *w, float *conv, const float *x,
 		      float *y);
+/* Its two parts: the conv of channels [c0, c1) (channels are independent, so a prefill can
+ * split them between threads), then the q/k heads' L2 norms of the finished row. */
+void pt_dn_conv_span(const struct pt_dn_geom *g, const float *w, float *conv, const float *x,
+		     float *y, uint32_t c0, uint32_t c1);
+void pt_dn_qk_norm(const struct pt_dn_geom *g, float *y);
 
 /* beta = sigmoid(b), g = softplus(a + dt) * ssm_a (the log decay, <= 0) for every value
  * head of one token, in place over b and a. */
@@ -49,9 +63,10 @@ void pt_dn_gates(const struct pt_dn_geom *g, const float *dt, const float *ssm_a
 void pt_dn_step(const struct pt_dn_geom *g, float *S, const float *q, const float *k,
 		const float *v, float gate, float beta, float *o);
 
-/* The same for n consecutive tokens of one sequence in the chunked (WY) form: per chunk of
- * up to 64 tokens the intra-chunk interactions as small matrix products and one state
- * update, instead of n rank-1 updates.  q/k/v of token t at q + t*stride_qk ... (already
+/* The same for n consecutive tokens of one sequence in the chunked (WY/UT) form: per chunk
+ * of up to g->chunk tokens the intra-chunk interactions, the triangular solve's products
+ * and the state update as small matrix products (pt_kern_dn_ops.gemm, on the state
+ * transposed once per call), instead of n rank-1 updates.  q/k/v of token t at q + t*stride_qk ... (already
  * convolved and normalised, this head's slices), gate[t*stride_g], beta[t*stride_g],
  * o[t*stride_o].  scratch: pt_dn_chunk_scratch_floats(g) floats.  Agrees with n calls of
  * pt_dn_step to rounding. */

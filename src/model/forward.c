@@ -653,7 +653,8 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 struct dn_task {
 	pt_fwd *f;
 	uint32_t il, n;
-	bool chunked;
+	bool chunked; /* dn_head_fn: the chunked form */
+	bool out;     /* dn_rows_fn: the output norm (else the q/k norms and gates) */
 };
 
 static void dn_head_fn(void *ctx, uint32_t h, uint32_t worker)
@@ -680,16 +681,54 @@ static void dn_head_fn(void *ctx, uint32_t h, uint32_t worker)
 	}
 }
 
+/* Channels per conv task: channels are independent, rows run in order within a task (each
+ * on its own sequence's window), so any split gives the same bytes. */
+#define DN_CONV_SPAN 128
+
+static void dn_conv_fn(void *ctx, uint32_t i, uint32_t worker)
+{
+	(void)worker;
+	const struct dn_task *t = ctx;
+	pt_fwd *f = t->f;
+	const struct pt_dn_geom *g = &f->dn;
+	const size_t C = g->conv_dim;
+	const uint32_t c0 = i * DN_CONV_SPAN;
+	const uint32_t c1 = c0 + DN_CONV_SPAN < g->conv_dim ? c0 + DN_CONV_SPAN : g->conv_dim;
+	const float *w = f->m->layers[t->il].ssm_conv1d;
+	for (uint32_t r = 0; r < t->n; r++)
+		pt_dn_conv_span(g, w, f->seqs[f->rseq[r]].rs + f->rs_off[t->il],
+				f->lin_qkv + r * C, f->lin_y + r * C, c0, c1);
+}
+
+/* Per row: q/k L2 norms and the gates (before the delta rule), or the gated output norm
+ * (after it). */
+static void dn_rows_fn(void *ctx, uint32_t r, uint32_t worker)
+{
+	(void)worker;
+	const struct dn_task *t = ctx;
+	pt_fwd *f = t->f;
+	const struct pt_dn_geom *g = &f->dn;
+	const struct pt_layer_weights *L = &f->m->layers[t->il];
+	const size_t V = (size_t)g->n_v * g->d_v;
+	if (t->out) {
+		pt_dn_out_norm(g, f->lin_o + r * V, L->ssm_norm, f->lin_z + r * V,
+			       f->m->hp.rms_eps);
+		return;
+	}
+	pt_dn_qk_norm(g, f->lin_y + r * g->conv_dim);
+	pt_dn_gates(g, L->ssm_dt, L->ssm_a, f->lin_b + (size_t)r * g->n_v,
+		    f->lin_a + (size_t)r * g->n_v);
+}
+
 /* A Gated DeltaNet layer (ARCHITECTURES-NEXT.md 4.3): projections over the chunk, the
- * conv and gates row by row on each row's sequence, the delta rule per value head, the
- * gated output norm, ssm_out, residual. */
+ * conv (tasks over channel spans), norms and gates (tasks over rows), the delta rule per
+ * value head, the gated output norm (tasks over rows), ssm_out, residual. */
 static enum pt_status linear_attention(pt_fwd *f, uint32_t il, uint32_t n,
 				       struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const struct pt_layer_weights *L = &f->m->layers[il];
 	const struct pt_dn_geom *g = &f->dn;
-	const size_t C = g->conv_dim, V = (size_t)g->n_v * g->d_v;
 	norm_rows(f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
 	struct act_once a = { 0 };
 	enum pt_status st = mm_once(f, &a, &L->ssm_qkv, f->h, n, f->lin_qkv, err);
@@ -701,17 +740,13 @@ static enum pt_status linear_attention(pt_fwd *f, uint32_t il, uint32_t n,
 		st = mm_once(f, &a, &L->ssm_alpha, f->h, n, f->lin_a, err);
 	if (st != PT_OK)
 		return st;
-	for (uint32_t r = 0; r < n; r++) {
-		float *conv = f->seqs[f->rseq[r]].rs + f->rs_off[il];
-		pt_dn_conv_token(g, L->ssm_conv1d, conv, f->lin_qkv + r * C, f->lin_y + r * C);
-		pt_dn_gates(g, L->ssm_dt, L->ssm_a, f->lin_b + (size_t)r * g->n_v,
-			    f->lin_a + (size_t)r * g->n_v);
-	}
-	struct dn_task t = { f, il, n,
-			     !f->decode_rows && f->dn_chunk_min && n >= f->dn_chunk_min };
+	struct dn_task t = { f, il, n, false, false };
+	pt_pool_run(f->pool, dn_conv_fn, &t, (g->conv_dim + DN_CONV_SPAN - 1) / DN_CONV_SPAN);
+	pt_pool_run(f->pool, dn_rows_fn, &t, n);
+	t.chunked = !f->decode_rows && f->dn_chunk_min && n >= f->dn_chunk_min;
 	pt_pool_run(f->pool, dn_head_fn, &t, g->n_v);
-	for (uint32_t r = 0; r < n; r++)
-		pt_dn_out_norm(g, f->lin_o + r * V, L->ssm_norm, f->lin_z + r * V, hp->rms_eps);
+	t.out = true;
+	pt_pool_run(f->pool, dn_rows_fn, &t, n);
 	st = mm(f, &L->ssm_out, f->lin_o, n, f->t1, err);
 	if (st == PT_OK)
 		add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
@@ -1808,7 +1843,8 @@ static enum pt_status alloc_linear(pt_fwd *f, struct pt_error *err)
 	f->dn = (struct pt_dn_geom){ hp->ssm_n_group, hp->ssm_dt_rank, hp->ssm_d_state,
 				     hp->ssm_d_inner / hp->ssm_dt_rank, hp->ssm_d_conv,
 				     (uint32_t)pt_hparams_conv_dim(hp), f->rc->ssm_heads_tiled,
-				     hp->rms_eps, NULL };
+				     hp->rms_eps, NULL, 0 };
+	f->dn.chunk = pt_dn_chunk_env(); /* 0: PT_DN_CHUNK */
 	const size_t C = f->dn.conv_dim, V = hp->ssm_d_inner, H = hp->ssm_dt_rank;
 	float **bufs[] = { &f->lin_qkv, &f->lin_y, &f->lin_z, &f->lin_b, &f->lin_a, &f->lin_o };
 	const size_t n[] = { B * C, B * C, B * V, B * H, B * H, B * V };

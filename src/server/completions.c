@@ -534,6 +534,9 @@ static bool prompt_ids(pt_server *s, struct pt_req *r, struct pt_job *j, char **
 	size_t n = 0;
 	if (r->kind == PT_REQ_CHAT) {
 		st = pt_srv_encode_chat(s, r, &j->prompt, &n, text, text_len, &err);
+		if (st == PT_OK)
+			st = pt_srv_chat_marks(s, r, j->prompt, n, &j->ckpt_marks, &j->n_ckpt_marks,
+					       &err);
 		if (st != PT_OK) {
 			pt_srv_status_error(resp, st, &err, "chat template");
 			return false;

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
+#include "gen/engine.h"
 #include "token/tok.h"
 #include "util/alloc.h"
 
@@ -76,20 +77,28 @@ enum pt_status pt_srv_render_chat(pt_server *s, const struct pt_req *r, bool add
 	return st;
 }
 
+/* The rendered text's ids: a rendered BOS/EOS the tokenizer adds itself is dropped from the
+ * text first (llama.cpp), special tokens parsed. */
+static enum pt_status encode_rendered(pt_server *s, const char *text, size_t len, int32_t **ids,
+				      size_t *n, struct pt_error *err)
+{
+	size_t start = 0, keep = 0;
+	pt_tmpl_strip_special(text, len, s->bos_text, pt_tok_add_bos(s->tok), s->eos_text,
+			      pt_tok_add_eos(s->tok), &start, &keep);
+	return pt_tok_encode_alloc(s->tok, text + start, keep, true, true, ids, n, err);
+}
+
 enum pt_status pt_srv_encode_chat(pt_server *s, const struct pt_req *r, int32_t **ids,
 				  size_t *n, char **out_text, size_t *out_len, struct pt_error *err)
 {
 	char *text = NULL;
-	size_t len = 0, start = 0, keep = 0;
+	size_t len = 0;
 	*ids = NULL;
 	*n = 0;
 	enum pt_status st = pt_srv_render_chat(s, r, r->add_generation_prompt, &text, &len, err);
 	if (st != PT_OK)
 		return st;
-	/* llama.cpp: a rendered BOS/EOS the tokenizer adds itself is dropped from the text. */
-	pt_tmpl_strip_special(text, len, s->bos_text, pt_tok_add_bos(s->tok), s->eos_text,
-			      pt_tok_add_eos(s->tok), &start, &keep);
-	st = pt_tok_encode_alloc(s->tok, text + start, keep, true, true, ids, n, err);
+	st = encode_rendered(s, text, len, ids, n, err);
 	if (st == PT_OK && out_text) {
 		*out_text = text;
 		*out_len = len;
@@ -97,6 +106,78 @@ enum pt_status pt_srv_encode_chat(pt_server *s, const struct pt_req *r, int32_t 
 		pt_free(text);
 	}
 	return st;
+}
+
+/* The conversation's first k messages rendered without a generation prompt and encoded: the
+ * boundary is how many of the full prompt's ids they share.  A template that renders an
+ * earlier turn differently once later turns follow (Qwen3 drops old reasoning, say) only
+ * moves a boundary earlier: any position is a valid checkpoint, and one the next request
+ * shares is what makes it useful. */
+static enum pt_status boundary(pt_server *s, const struct pt_req *r, cJSON *msgs, const int32_t *ids,
+			       size_t n_ids, int64_t *out, struct pt_error *err)
+{
+	struct pt_req rr = *r;
+	rr.messages = msgs;
+	char *text = NULL;
+	size_t len = 0, n = 0;
+	int32_t *pre = NULL;
+	enum pt_status st = pt_srv_render_chat(s, &rr, false, &text, &len, err);
+	if (st == PT_OK)
+		st = encode_rendered(s, text, len, &pre, &n, err);
+	size_t k = 0;
+	while (st == PT_OK && k < n && k < n_ids && pre[k] == ids[k])
+		k++;
+	*out = (int64_t)k;
+	pt_free(text);
+	pt_free(pre);
+	return st;
+}
+
+enum pt_status pt_srv_chat_marks(pt_server *s, const struct pt_req *r, const int32_t *ids,
+				 size_t n_ids, int64_t **marks, uint32_t *n, struct pt_error *err)
+{
+	*marks = NULL;
+	*n = 0;
+	const int m = cJSON_GetArraySize(r->messages);
+	if (pt_engine_ckpt_max(s->e) == 0 || m <= 0)
+		return PT_OK;
+	/* the last PT_SRV_CHAT_MARKS prefixes, the whole conversation (before the generation
+	 * prompt) included: a regenerated reply restores just before its prompt's end */
+	const int k0 = m > PT_SRV_CHAT_MARKS ? m - PT_SRV_CHAT_MARKS + 1 : 1;
+	cJSON *msgs = cJSON_Duplicate(r->messages, true);
+	int64_t *out = pt_mallocn((size_t)(m - k0 + 1), sizeof *out);
+	if (!msgs || !out) {
+		cJSON_Delete(msgs);
+		pt_free(out);
+		return pt_error_set(err, PT_E_NOMEM, "out of memory for the message boundaries");
+	}
+	enum pt_status st = PT_OK;
+	uint32_t c = 0;
+	for (int k = m; st == PT_OK && k >= k0; k--) { /* longest first: trim one at a time */
+		while (cJSON_GetArraySize(msgs) > k)
+			cJSON_DeleteItemFromArray(msgs, cJSON_GetArraySize(msgs) - 1);
+		struct pt_error e2 = { 0 };
+		const enum pt_status b = boundary(s, r, msgs, ids, n_ids, &out[c], &e2);
+		if (b == PT_OK)
+			c++;
+		else if (b == PT_E_NOMEM)
+			st = pt_error_set(err, b, "%s", e2.msg);
+		/* else a template that refuses a cut conversation (one that must end with a user
+		 * message, say): no mark there */
+	}
+	cJSON_Delete(msgs);
+	if (st != PT_OK) {
+		pt_free(out);
+		return st;
+	}
+	for (uint32_t i = 0; i < c / 2; i++) { /* ascending */
+		const int64_t t = out[i];
+		out[i] = out[c - 1 - i];
+		out[c - 1 - i] = t;
+	}
+	*marks = out;
+	*n = c;
+	return PT_OK;
 }
 
 enum pt_status pt_srv_encode_text(pt_server *s, const char *text, size_t len, bool add_special,

@@ -45,6 +45,8 @@ struct pt_job {
 	bool want_logprobs;
 	uint32_t top_logprobs;
 	bool no_reuse;               /* cache_prompt false: evaluate the whole prompt */
+	int64_t *ckpt_marks;         /* recurrent state: message boundaries (pt_srv_chat_marks) */
+	uint32_t n_ckpt_marks;
 	pt_grammar *grammar;         /* constrained decoding (owned; NULL: none) */
 	pt_grammar_state *gstate;    /* its state, used by the scheduler thread only */
 	/* under s->mu */
@@ -135,6 +137,12 @@ enum pt_status pt_srv_render_chat(pt_server *s, const struct pt_req *r, bool add
 /* text (may be NULL): receives the rendered prompt (pt_malloc'd) for the reply parser. */
 enum pt_status pt_srv_encode_chat(pt_server *s, const struct pt_req *r, int32_t **ids,
 				  size_t *n, char **text, size_t *text_len, struct pt_error *err);
+/* Models with recurrent state: the prompt positions of the last PT_SRV_CHAT_MARKS message
+ * boundaries of r's conversation (ids: its encoded prompt), checkpoint marks for the slot
+ * (pt_gen_slot_opts.ckpt_marks); *marks NULL and *n 0 without recurrent state. */
+#define PT_SRV_CHAT_MARKS 16
+enum pt_status pt_srv_chat_marks(pt_server *s, const struct pt_req *r, const int32_t *ids,
+				 size_t n_ids, int64_t **marks, uint32_t *n, struct pt_error *err);
 enum pt_status pt_srv_encode_text(pt_server *s, const char *text, size_t len, bool add_special,
 				  bool parse_special, int32_t **ids, size_t *n,
 				  struct pt_error *err);

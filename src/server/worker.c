@@ -40,6 +40,7 @@ struct pt_job *pt_srv_job_new(void)
 static void job_free(struct pt_job *j)
 {
 	pt_free(j->prompt);
+	pt_free(j->ckpt_marks);
 	for (size_t i = 0; i < j->n_stops; i++)
 		pt_free(j->stops[i]);
 	pt_free(j->stops);
@@ -368,6 +369,8 @@ static bool start_job(pt_server *s, uint32_t k, struct pt_job *j)
 		o.emit = on_text;
 		o.emit_ctx = sl;
 		o.prefill_chunk = (s->o.n_batch ? s->o.n_batch : 128) * 4;
+		o.ckpt_marks = j->ckpt_marks;
+		o.n_ckpt_marks = j->n_ckpt_marks;
 		o.sample = sample_hook;
 		o.sample_ctx = sl;
 		o.on_token = token_hook;

@@ -10,7 +10,7 @@ expect_exit 0 "serve --help" -- "$PARTICLE" serve --help
 for f in --model --host --port --api-key --api-key-file --alias --parallel --cache-prompts --max-queue --timeout \
 	--max-body --max-connections --cors --chat-template-file --reasoning-format --no-metrics \
 	--no-webui --log-requests --quiet --ctx-size --threads --memory --expert-slots --io --cache-policy \
-	--kv-type --batch --no-lock --n-predict --temp --top-k --top-p --min-p --repeat-penalty \
+	--kv-type --batch --checkpoints --no-lock --n-predict --temp --top-k --top-p --min-p --repeat-penalty \
 	--repeat-last-n --seed PARTICLE_MODEL; do
 	expect_grep "$TMP/out" -- "$f" "serve --help documents $f"
 done
@@ -62,7 +62,7 @@ export PARTICLE PT_MODEL="$M" PT_TMP="$TMP"
 # The sanitizer build runs the same suites with a shorter soak (make test runs both builds).
 case "$PARTICLE" in *asan*|*tsan*) : "${SOAK_SECONDS:=8}" ;; esac
 [ -n "${SOAK_SECONDS:-}" ] && export SOAK_SECONDS
-for s in ${SERVER_SUITES:-test_api test_constrained test_parallel test_hostile test_soak test_signals test_demo_model test_gptoss}; do
+for s in ${SERVER_SUITES:-test_api test_constrained test_parallel test_hostile test_soak test_signals test_demo_model test_gptoss test_qwen35}; do
 	f="tests/server/$s.mjs"
 	[ -f "$f" ] || { bad "no suite $f"; continue; }
 	timeout 600 node --test --test-concurrency=1 --test-reporter=tap "$f" >"$TMP/$s.tap" 2>&1

@@ -9,6 +9,7 @@
 
 #include "gen/ckpt.h"
 #include "gen/engine.h"
+#include "gen/slot.h"
 #include "model/deltanet.h"
 #include "model/mkmodel.h"
 #include "model/model.h"
@@ -33,12 +34,13 @@ static void l2(float *x, uint32_t n)
  * through pt_dn_chunk (chunks of 64 and a ragged tail; chunked) or pt_dn_step at the given
  * level, from the same random state: outputs and final states agree to rounding. */
 static void check_chunk_at(uint32_t dk, uint32_t n, float decay, enum pt_kern_level lv,
-			   bool chunked)
+			   bool chunked, uint32_t chunk)
 {
 	const struct pt_dn_geom ref = { 1, 1, dk, dk, 4, 3 * dk, true, 1e-6f,
-					pt_kern_dn_ops_at(PT_KERN_LEVEL_SCALAR) };
+					pt_kern_dn_ops_at(PT_KERN_LEVEL_SCALAR), 0 };
 	struct pt_dn_geom g = ref;
 	g.ops = pt_kern_dn_ops_at(lv);
+	g.chunk = chunk;
 	if (!g.ops)
 		return; /* the CPU lacks the level */
 	uint64_t s = 42 + dk + n;
@@ -88,8 +90,12 @@ static void check_chunk_at(uint32_t dk, uint32_t n, float decay, enum pt_kern_le
 static void check_chunk(uint32_t dk, uint32_t n, float decay)
 {
 	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
-		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, true);
-		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, false);
+		/* the default chunk, smaller and larger ones (ragged chunk tails, register-tile
+		 * row and column tails) */
+		static const uint32_t chunks[] = { 0, 5, 16, 128 };
+		for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+			check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, true, chunks[c]);
+		check_chunk_at(dk, n, decay, (enum pt_kern_level)lv, false, 0);
 	}
 }
 
@@ -106,7 +112,7 @@ PT_TEST(test_dn_chunk_matches_token_steps)
 PT_TEST(test_dn_conv_window_and_heads)
 {
 	/* conv over the window (w . [s0 s1 s2 x]) then silu; the window shifts in x */
-	const struct pt_dn_geom g = { 1, 2, 2, 2, 4, 8, true, 1e-6f, NULL };
+	const struct pt_dn_geom g = { 1, 2, 2, 2, 4, 8, true, 1e-6f, NULL, 0 };
 	float w[8 * 4], conv[8 * 3] = { 0 }, x[8], y[8];
 	for (int i = 0; i < 32; i++)
 		w[i] = (float)(i % 4) * 0.25f;
@@ -118,7 +124,7 @@ PT_TEST(test_dn_conv_window_and_heads)
 	CHECK(fabsf(y[7] - z / (1.0f + expf(-z))) < 1e-6f); /* a v channel: not normalised */
 	CHECK(fabsf(y[0] * y[0] + y[1] * y[1] - 1.0f) < 1e-5f); /* q head L2-normalised */
 	/* tiled value heads: h mod n_k; grouped: h / (n_v / n_k) */
-	const struct pt_dn_geom t = { 2, 4, 8, 8, 4, 64, true, 1e-6f, NULL };
+	const struct pt_dn_geom t = { 2, 4, 8, 8, 4, 64, true, 1e-6f, NULL, 0 };
 	struct pt_dn_geom gr = t;
 	gr.tiled = false;
 	CHECK(pt_dn_key_head(&t, 1) == 1 && pt_dn_key_head(&t, 2) == 0);
@@ -211,7 +217,7 @@ static void check_restore_replay(const char *path, bool exact)
 		double dmax = 0;
 		for (size_t i = (size_t)KEEP * nv; i < (size_t)n2 * nv; i++)
 			dmax = fmax(dmax, fabs((double)la[i] - lb[i]));
-		if (!(dmax < 2e-2))
+		if (!(dmax < 1e-1)) /* chunk cuts differ: rounding, amplified by random weights */
 			pt_test_fail(__FILE__, __LINE__, "restore+replay vs fresh: max |dlogit| %g",
 				     dmax);
 	}
@@ -237,4 +243,150 @@ PT_TEST(test_qwen35_checkpoint_restore_replay)
 	REQUIRE(pt_mkmodel_write(&o, &err) == PT_OK);
 	check_restore_replay(path, true);
 	check_restore_replay(path, false);
+}
+
+/* --- a conversation edited in its middle (the server's case: checkpoints at message
+ * boundaries as the prompt goes in) --- */
+
+#define EC_N 120      /* prompt ids */
+#define EC_GEN 3      /* greedy ids after it */
+#define EC_EDIT 80    /* the edit: ids 80..84 of message 4 */
+static const int64_t ec_marks[] = { 20, 45, 70, 95, 118 }; /* message boundaries */
+
+struct ec_logits {
+	uint32_t nv, n;
+	float *l; /* [EC_GEN][nv]: the raw logits of each sampled id */
+};
+
+static bool ec_on_token(void *ctx, int32_t id, const float *logits)
+{
+	(void)id;
+	struct ec_logits *c = ctx;
+	if (c->n < EC_GEN)
+		memcpy(c->l + (size_t)c->n++ * c->nv, logits, c->nv * sizeof(float));
+	return true;
+}
+
+static uint32_t ec_tok(uint32_t i, bool edited)
+{
+	if (edited && i >= EC_EDIT && i < EC_EDIT + 5)
+		return (i * 91 + 7) % 240 + 5;
+	return (i * 37 + 11) % 240 + 5;
+}
+
+/* One reply on slot 0 of e: prompt c (EC_N ids), message-boundary marks, prefill pieces of
+ * 32; the logits of its EC_GEN greedy ids into lg, its stats into st. */
+static void ec_reply(pt_engine *e, const int32_t *c, struct ec_logits *lg,
+		     struct pt_gen_stats *st)
+{
+	struct pt_error err = { 0 };
+	struct pt_gen_slot_opts o = { 0 };
+	pt_sampler_opts_default(&o.sampler);
+	o.sampler.temperature = 0.0f;
+	o.max_new = EC_GEN;
+	o.prefill_chunk = 32;
+	o.ckpt_marks = ec_marks;
+	o.n_ckpt_marks = sizeof ec_marks / sizeof ec_marks[0];
+	o.on_token = ec_on_token;
+	o.token_ctx = lg;
+	pt_gen_slot *s = NULL;
+	REQUIRE(pt_gen_slot_create(e, 0, &o, &s, &err) == PT_OK);
+	lg->n = 0;
+	CHECK(pt_gen_slot_start(s, &o, c, EC_N, &err) == PT_OK);
+	while (pt_gen_slot_busy(s))
+		if (pt_gen_step(e, &s, 1, &err) != PT_OK)
+			break;
+	*st = *pt_gen_slot_stats(s);
+	pt_gen_slot_destroy(s);
+}
+
+static pt_engine *ec_open(const char *path, enum pt_kv_type kv, struct pt_error *err)
+{
+	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 256,
+				    .n_batch = 16, .memory_budget = 1ull << 30, .no_lock = true,
+				    .io_mode = "mmap", .ckpt_max = 8, .kv_type = kv };
+	pt_engine *e = NULL;
+	return pt_engine_open(&o, &e, err) == PT_OK ? e : NULL;
+}
+
+/* The edited conversation on a warm engine restores the boundary checkpoint at 70 (the
+ * nearest at or before the edit), evaluates from there, and its logits are byte-identical
+ * to a fresh engine's run of the whole edited conversation: with the default chunked delta
+ * rule, F32 and F16 KV, because both evaluate the same pieces. */
+static void check_edit_mid(const char *path, enum pt_kv_type kv)
+{
+	struct pt_error err = { 0 };
+	pt_engine *a = ec_open(path, kv, &err), *b = ec_open(path, kv, &err);
+	REQUIRE(a && b);
+	const uint32_t nv = pt_engine_n_vocab(a);
+	int32_t c1[EC_N], c2[EC_N];
+	for (uint32_t i = 0; i < EC_N; i++) {
+		c1[i] = (int32_t)ec_tok(i, false);
+		c2[i] = (int32_t)ec_tok(i, true);
+	}
+	struct ec_logits la = { nv, 0, pt_mallocn((size_t)EC_GEN * nv, sizeof(float)) };
+	struct ec_logits lb = { nv, 0, pt_mallocn((size_t)EC_GEN * nv, sizeof(float)) };
+	REQUIRE(la.l && lb.l);
+	struct pt_gen_stats st;
+	ec_reply(a, c1, &la, &st);
+	CHECK(st.reused_tokens == 0 && st.replayed_tokens == 0 && la.n == EC_GEN);
+	struct pt_engine_stats es;
+	pt_engine_stats(a, &es);
+	const uint64_t rs = pt_hparams_rs_bytes(&pt_engine_model(a)->hp);
+	/* 5 boundaries + the prompt end + the reply end, within the 8 the plan counts */
+	CHECK(es.ckpt_bytes == 7 * rs && es.ckpt_saved == 7);
+	ec_reply(a, c2, &la, &st);
+	CHECK(st.reused_tokens == EC_EDIT && st.replayed_tokens == EC_EDIT - 70);
+	CHECK(st.prefill_tokens == EC_N - 70 && la.n == EC_GEN);
+	pt_engine_stats(a, &es);
+	CHECK(es.ckpt_restored == 1 && es.replayed_tokens == EC_EDIT - 70);
+	ec_reply(b, c2, &lb, &st); /* fresh */
+	CHECK(st.reused_tokens == 0 && lb.n == EC_GEN);
+	if (memcmp(la.l, lb.l, (size_t)EC_GEN * nv * sizeof(float)) != 0)
+		pt_test_fail(__FILE__, __LINE__, "kv %d: edited conversation's logits differ from "
+			     "a fresh run", (int)kv);
+	pt_free(la.l);
+	pt_free(lb.l);
+	pt_engine_close(a);
+	pt_engine_close(b);
+}
+
+PT_TEST(test_qwen35_edit_mid_conversation)
+{
+	const char *path = pt_test_tmpfile("q35_edit.gguf");
+	struct pt_mkmodel_opts o = { .arch = PT_ARCH_QWEN35MOE, .preset = "tiny",
+				     .mix = PT_MIX_Q8_0, .seed = 5, .out_path = path, .threads = 1 };
+	struct pt_error err = { 0 };
+	REQUIRE(pt_mkmodel_write(&o, &err) == PT_OK);
+	check_edit_mid(path, PT_KV_F32);
+	check_edit_mid(path, PT_KV_F16);
+}
+
+/* Eviction keeps the newest and spreads the rest: the copy whose removal leaves the
+ * smallest hole goes (periodic holes count half), a new copy that would be the first to go
+ * is not stored, and a full set never holds more than max states. */
+PT_TEST(test_ckpt_eviction_spreads)
+{
+	struct pt_ckpt_set s;
+	struct pt_error err = { 0 };
+	REQUIRE(pt_ckpt_init(&s, 4, 2, &err) == PT_OK);
+	const float st[2] = { 1, 2 };
+	const int64_t turns[] = { 100, 110, 120, 400, 700 };
+	for (size_t i = 0; i < 5; i++)
+		CHECK(pt_ckpt_put(&s, turns[i], true, st, &err) == PT_OK);
+	/* holes: 100 -> 110 (0..110 = 110), 110 -> 20, 120 -> 290, 400 -> 580: 110 goes */
+	CHECK(s.n == 4 && s.c[0].pos == 100 && s.c[1].pos == 120 && s.c[2].pos == 400 &&
+	      s.c[3].pos == 700);
+	/* periodic 512: holes 100 -> 120 (from 0), 120 -> 300, 400 -> 392, 512 -> 300 / 2 =
+	 * 150, doubled for turn copies: 100 goes (the zero state is near) */
+	CHECK(pt_ckpt_put(&s, 512, false, st, &err) == PT_OK);
+	CHECK(s.n == 4 && s.c[0].pos == 120 && s.c[1].pos == 400 && s.c[2].pos == 512 &&
+	      s.c[3].pos == 700);
+	CHECK(pt_ckpt_put(&s, 105, false, st, &err) == PT_OK); /* hole 120 / 2: first to go */
+	CHECK(s.n == 4 && s.c[0].pos == 120 && s.c[1].pos == 400);
+	/* turn 900: the periodic 512 (hole 300 / 2) goes, the newest always stays */
+	CHECK(pt_ckpt_put(&s, 900, true, st, &err) == PT_OK);
+	CHECK(s.n == 4 && s.c[0].pos == 120 && s.c[1].pos == 400 && s.c[2].pos == 700 &&
+	      s.c[3].pos == 900 && pt_ckpt_bytes(&s) == 4 * 2 * sizeof(float));
+	pt_ckpt_fini(&s);
 }
