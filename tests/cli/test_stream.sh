@@ -10,8 +10,6 @@ case "$PARTICLE" in *asan*) SAN=1 ;; *) SAN=0 ;; esac
 
 # STREAM_QUICK=1 (the ThreadSanitizer run): top-k slots only, no small model.
 QUICK=${STREAM_QUICK:-0}
-# PT_TEST_SUBSET=1 (the ASan+UBSan run, lib.sh): every arch, but the four budgets only with
-# direct I/O + LFU and top-k slots with buffered I/O + LRU (not the other two pairings).
 
 T=$(seq -s, 3 60)
 expect_exit 0 "eval --help" -- "$PARTICLE" eval --help
@@ -42,13 +40,6 @@ for arch in qwen3moe bailingmoe2 gemma4 glm4moe deepseek2 gpt-oss; do
 				set -- "--expert-slots $k" "--expert-slots $((k + 3))" \
 					"--expert-slots $ne" "--memory $min"
 				[ "$QUICK" -eq 1 ] && set -- "--expert-slots $k"
-				if [ "$SUBSET" -eq 1 ]; then
-					case $io-$pol in
-					direct-lfu) ;;
-					buffered-lru) set -- "--expert-slots $k" ;;
-					*) continue ;;
-					esac
-				fi
 				for s in "$@"; do
 					# shellcheck disable=SC2086
 					expect_exit 0 "$arch b$b $io $pol $s" -- "$PARTICLE" eval -m "$M" \
