@@ -8,18 +8,24 @@ total_pass=0
 total_fail=0
 log=$(mktemp)
 failures=$(mktemp) # the FAIL lines of every failed suite, repeated at the very end
+times=$(mktemp)    # "SECONDS NAME" per suite, for the slowest-suites table at the end
+run_start=$(date +%s)
 # Per-user state (expert-popularity profiles, lock PID files, the models directory) goes to a
 # scratch cache for the run: tests never touch the real ~/.cache, nor see its profiles.
 XDG_CACHE_HOME=$(mktemp -d)
 export XDG_CACHE_HOME
-trap 'rm -f "$log" "$failures"; rm -rf "$XDG_CACHE_HOME"' EXIT
+trap 'rm -f "$log" "$failures" "$times"; rm -rf "$XDG_CACHE_HOME"' EXIT
 
 suite() { # suite NAME COMMAND...
 	name=$1; shift
 	echo "== $name"
+	t0=$(date +%s)
 	"$@" >"$log" 2>&1
 	rc=$?
+	secs=$(($(date +%s) - t0))
 	cat "$log"
+	echo "== $name: ${secs} s"
+	echo "$secs $name" >>"$times"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 	if [ -n "$line" ]; then
 		p=$(echo "$line" | awk '{print $1}')
@@ -52,7 +58,10 @@ suite "unit tests (ASan+UBSan)" build/asan/pt_test
 for t in tests/cli/test_*.sh; do
 	[ -f "$t" ] || continue
 	suite "cli $(basename "$t") " env PARTICLE=build/particle sh "$t"
-	suite "cli $(basename "$t") (ASan+UBSan)" env PARTICLE=build/asan/particle sh "$t"
+	# ASan+UBSan: the representative subset of the arch x option matrices (PT_TEST_SUBSET,
+	# tests/cli/lib.sh; docs/TESTING.md "Test time")
+	suite "cli $(basename "$t") (ASan+UBSan)" env PARTICLE=build/asan/particle PT_TEST_SUBSET=1 \
+		sh "$t"
 done
 # CUDA backend (issue 16): where nvcc exists, `make CUDA=1` must build (no GPU needed) and
 # its binary must pass the GPU flag tests; the kernel test itself needs a GPU (tests/cuda).
@@ -83,5 +92,8 @@ if [ -s "$failures" ]; then
 	echo "== failed checks (repeated from above)"
 	cat "$failures"
 fi
+# Where the time goes (docs/TESTING.md, "Test time"): the ten slowest suites.
+echo "== slowest suites (wall seconds; all suites $(($(date +%s) - run_start)) s)"
+sort -rn "$times" | head -n 10 | awk '{ printf "%6d s  ", $1; $1 = ""; sub(/^ /, ""); print }'
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

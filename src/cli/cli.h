@@ -43,12 +43,39 @@ bool pt_cli_parse_f64(const char *flag, const char *text, double min, double max
 		      double *out);
 /* "6G", "512M", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024. */
 bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out);
+/* A repeatable flag (run --stop, serve --cors): appends v to list[*n]; 1, or -1 after the
+ * error "<flag> wants a non-empty <what>, at most <max> of them" (an empty v, a full list). */
+int pt_cli_list_flag(const char *flag, const char *what, const char *v, const char **list,
+		     size_t *n, size_t max);
 
-/* The store flags shared by bench and eval (--memory, --expert-slots, --io, --cache-policy):
- * returns 1 when f is one of them and v was stored in eo, 0 when f is not one of them, -1
- * after printing the error for a bad value. */
+/* Engine set-up flags (src/cli/engine_flags.c).  The store flags shared by bench and eval
+ * (--memory, --expert-slots, --io, --cache-policy): returns 1 when f is one of them and v was
+ * stored in eo, 0 when f is not one of them, -1 after printing the error for a bad value. */
 struct pt_engine_opts;
 int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo);
+/* bench and eval: --no-lock, --no-profile and (with_verbose) --verbose into eo; true when f is
+ * one of them. */
+bool pt_cli_engine_opts_switch(const char *f, bool with_verbose, struct pt_engine_opts *eo);
+/* The engine flags of run and serve, as given (defaults are the command's). */
+struct pt_cli_engine {
+	const char *io, *policy, *kv;           /* --io, --cache-policy, --kv-type */
+	uint64_t max_ctx, threads, memory, slots; /* -c, -t, --memory, --expert-slots */
+	uint64_t batch;                         /* -b; 0: the largest the memory plan allows */
+	bool no_lock, no_profile, verbose;
+};
+/* -c/--max-context/--ctx-size, -t/--threads, --expert-slots, -b/--batch/--batch-size,
+ * --memory, --io, --cache-policy, --kv-type with the value v: returns 1 when stored, 0 when a
+ * is not one of them, -1 after the one-line error for a bad number. */
+int pt_cli_engine_value_flag(const char *a, const char *v, struct pt_cli_engine *f);
+/* --no-lock, --no-profile, --verbose: true when a is one of them (stored). */
+bool pt_cli_engine_switch(const char *a, struct pt_cli_engine *f);
+/* After parsing: the --io / --cache-policy / --kv-type words; 0, or PT_EXIT_USAGE after one
+ * error line that starts with "<cmd>: ". */
+int pt_cli_engine_check(const char *cmd, const struct pt_cli_engine *f);
+/* The engine options for model (the path as given to pt_engine_open); --max-context is bounded
+ * by the model's trained context, noted on ctx_log (NULL: silently). */
+void pt_cli_engine_opts(const struct pt_cli_engine *f, const char *model, FILE *ctx_log,
+			struct pt_engine_opts *eo);
 
 /* The GPU flags shared by run, eval and bench (src/cli/gpu_opts.c): --gpu, --gpu-layers
  * N|all, --vram SIZE, --gpu-device I; any of them turns the GPU on. */

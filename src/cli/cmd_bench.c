@@ -158,16 +158,10 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			help();
 			return -1;
 		}
-		if (!strcmp(f, "--no-profile")) {
-			a->eo.use_profile = false;
+		if (pt_cli_engine_opts_switch(f, false, &a->eo))
 			continue;
-		}
-		if (!strcmp(f, "--membw")) {
-			a->membw = true;
-			continue;
-		}
-		if (!strcmp(f, "--json") || !strcmp(f, "--no-lock")) {
-			*(f[2] == 'j' ? &a->json : &a->eo.no_lock) = true;
+		if (!strcmp(f, "--membw") || !strcmp(f, "--json")) {
+			*(f[2] == 'm' ? &a->membw : &a->json) = true;
 			continue;
 		}
 		const int g = pt_cli_gpu_flag(f, i + 1 < argc ? argv[i + 1] : NULL, &a->gpu);

@@ -100,13 +100,7 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 			help();
 			return -1;
 		}
-		if (!strcmp(f, "--no-profile")) {
-			a->eo.use_profile = false;
-			i--; /* no value */
-			continue;
-		}
-		if (!strcmp(f, "--no-lock") || !strcmp(f, "--verbose")) {
-			*(f[2] == 'n' ? &a->eo.no_lock : &a->eo.verbose) = true;
+		if (pt_cli_engine_opts_switch(f, true, &a->eo)) {
 			i--; /* no value */
 			continue;
 		}

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "expert/plan.h"
-#include "gguf/gguf.h"
 #include "model/model.h"
 #include "token/tok.h"
 #include "util/alloc.h"
@@ -30,14 +29,14 @@
 #define MAX_STOPS 16
 
 struct opts {
-	const char *model, *prompt, *messages, *tmpl, *stats_json, *io, *policy, *kv;
+	const char *model, *prompt, *messages, *tmpl, *stats_json;
 	struct pt_cli_gpu gpu; /* --gpu and friends (issue 16) */
+	struct pt_cli_engine eng; /* -c, -t, --memory, --io, ..., --no-lock, --verbose */
 	const char *stops[MAX_STOPS];
 	size_t n_stops;
 	struct pt_sampler_opts so;
-	uint64_t max_new, max_ctx, threads, memory, slots, batch;
-	bool raw, no_lock, quiet, verbose;
-	bool no_profile; /* --no-profile: no expert-popularity profile (issue 21) */
+	uint64_t max_new;
+	bool raw, quiet;
 };
 
 /* SIGINT: the first one during generation asks the loop to stop after the current token; a
@@ -131,8 +130,8 @@ static void set_defaults(struct opts *o)
 	pt_sampler_opts_default(&o->so);
 	o->so.seed = 0;
 	o->max_new = 1024;
-	o->max_ctx = 4096;
-	o->batch = 0; /* 0: the largest chunk the memory plan allows */
+	o->eng.max_ctx = 4096;
+	o->eng.batch = 0; /* 0: the largest chunk the memory plan allows */
 	o->model = getenv("PARTICLE_MODEL");
 	if (o->model && !*o->model)
 		o->model = NULL;
@@ -172,16 +171,6 @@ static int int_flag(struct opts *o, const char *a, const char *v)
 	uint64_t x;
 	if (is(a, "-n", "--max-new") || strcmp(a, "--n-predict") == 0)
 		return pt_cli_parse_u64(a, v, 0, UINT32_MAX, &o->max_new) ? 1 : -1;
-	if (is(a, "-c", "--max-context") || strcmp(a, "--ctx-size") == 0)
-		return pt_cli_parse_u64(a, v, 1, UINT32_MAX, &o->max_ctx) ? 1 : -1;
-	if (is(a, "-t", "--threads"))
-		return pt_cli_parse_u64(a, v, 0, 1024, &o->threads) ? 1 : -1;
-	if (is(a, NULL, "--expert-slots"))
-		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->slots) ? 1 : -1;
-	if (is(a, "-b", "--batch") || strcmp(a, "--batch-size") == 0)
-		return pt_cli_parse_u64(a, v, 1, 1u << 16, &o->batch) ? 1 : -1;
-	if (is(a, NULL, "--memory"))
-		return pt_cli_parse_size(a, v, &o->memory) ? 1 : -1;
 	if (is(a, "-s", "--seed"))
 		return pt_cli_parse_u64(a, v, 0, UINT64_MAX, &o->so.seed) ? 1 : -1;
 	if (is(a, NULL, "--top-k")) {
@@ -208,32 +197,23 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 		{ NULL, "--messages", offsetof(struct opts, messages) },
 		{ NULL, "--template", offsetof(struct opts, tmpl) },
 		{ NULL, "--stats-json", offsetof(struct opts, stats_json) },
-		{ NULL, "--io", offsetof(struct opts, io) },
-		{ NULL, "--cache-policy", offsetof(struct opts, policy) },
-		{ NULL, "--kv-type", offsetof(struct opts, kv) },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		if (is(a, t[i].s, t[i].l)) {
 			*(const char **)((char *)o + t[i].off) = v;
 			return 1;
 		}
-	if (strcmp(a, "--stop") == 0) {
-		if (o->n_stops == MAX_STOPS || !*v) {
-			pt_cli_error("run: --stop wants a non-empty string, at most %d of them",
-				     MAX_STOPS);
-			return -1;
-		}
-		o->stops[o->n_stops++] = v;
-		return 1;
-	}
-	return int_flag(o, a, v);
+	if (strcmp(a, "--stop") == 0)
+		return pt_cli_list_flag("run: --stop", "string", v, o->stops, &o->n_stops, MAX_STOPS);
+	const int r = pt_cli_engine_value_flag(a, v, &o->eng);
+	return r ? r : int_flag(o, a, v);
 }
 
 static int bool_flag(struct opts *o, const char *a)
 {
-	bool *b = strcmp(a, "--raw") == 0 ? &o->raw : strcmp(a, "--no-lock") == 0 ? &o->no_lock
-		: strcmp(a, "--no-profile") == 0 ? &o->no_profile
-		: strcmp(a, "--quiet") == 0 ? &o->quiet : strcmp(a, "--verbose") == 0 ? &o->verbose
+	if (pt_cli_engine_switch(a, &o->eng))
+		return 1;
+	bool *b = strcmp(a, "--raw") == 0 ? &o->raw : strcmp(a, "--quiet") == 0 ? &o->quiet
 		: NULL;
 	if (b)
 		*b = true;
@@ -242,24 +222,13 @@ static int bool_flag(struct opts *o, const char *a)
 
 static int check_opts(const struct opts *o)
 {
-	enum pt_kv_type kt;
 	if (o->prompt && o->messages) {
 		pt_cli_error("run: give --prompt or --messages, not both");
 		return PT_EXIT_USAGE;
 	}
-	if (o->io && strcmp(o->io, "auto") && strcmp(o->io, "direct") &&
-	    strcmp(o->io, "buffered") && strcmp(o->io, "mmap")) {
-		pt_cli_error("run: --io wants auto, direct, buffered or mmap, got '%.40s'", o->io);
-		return PT_EXIT_USAGE;
-	}
-	if (o->policy && strcmp(o->policy, "lfu") && strcmp(o->policy, "lru")) {
-		pt_cli_error("run: --cache-policy wants lfu or lru, got '%.40s'", o->policy);
-		return PT_EXIT_USAGE;
-	}
-	if (o->kv && pt_kv_type_from_name(o->kv, &kt) != 0) {
-		pt_cli_error("run: --kv-type wants f16 or f32, got '%.40s'", o->kv);
-		return PT_EXIT_USAGE;
-	}
+	const int rc = pt_cli_engine_check("run", &o->eng);
+	if (rc)
+		return rc;
 	if (!o->model) {
 		pt_cli_error("run: no model: give -m MODEL or set PARTICLE_MODEL");
 		return PT_EXIT_USAGE;
@@ -594,69 +563,28 @@ static int check_budget(const struct opts *o)
 	const char *src = NULL;
 	struct pt_error err = { 0 };
 	pt_plan_cgroup_limit(NULL, &limit, &usage);
-	if (o->memory && limit != UINT64_MAX && o->memory > limit) {
+	if (o->eng.memory && limit != UINT64_MAX && o->eng.memory > limit) {
 		pt_cli_error("run: --memory %.2f GiB exceeds this process's cgroup memory limit of "
-			     "%.2f GiB at --memory", gib(o->memory), gib(limit));
+			     "%.2f GiB at --memory", gib(o->eng.memory), gib(limit));
 		return PT_EXIT_USAGE;
 	}
 	if (pt_plan_default_budget(NULL, &avail, &src, &err) != PT_OK)
-		return o->memory ? 0 : pt_cli_fail(&err);
-	if (o->memory && o->memory > avail && !o->quiet)
+		return o->eng.memory ? 0 : pt_cli_fail(&err);
+	if (o->eng.memory && o->eng.memory > avail && !o->quiet)
 		fprintf(stderr, "particle: warning: --memory %.2f GiB is more than the machine can "
 				"give now (%.2f GiB, %s less headroom); expect paging\n",
-			gib(o->memory), gib(avail), src ? src : "MemAvailable");
-	if (o->verbose)
+			gib(o->eng.memory), gib(avail), src ? src : "MemAvailable");
+	if (o->eng.verbose)
 		fprintf(stderr, "particle: machine budget %.2f GiB (%s), requested %s\n", gib(avail),
-			src ? src : "?", o->memory ? "--memory" : "the machine budget");
+			src ? src : "?", o->eng.memory ? "--memory" : "the machine budget");
 	return 0;
-}
-
-/* The model's trained context bounds --max-context. */
-static uint32_t bounded_ctx(const struct opts *o)
-{
-	pt_gguf *g = NULL;
-	struct pt_error err = { 0 };
-	struct pt_str arch = { 0 };
-	uint32_t train = 0;
-	char key[96];
-	if (pt_gguf_open(o->model, &g, &err) == PT_OK &&
-	    pt_gguf_get_str(g, "general.architecture", &arch, NULL, &err) == PT_OK &&
-	    arch.len < 64) {
-		snprintf(key, sizeof key, "%.*s.context_length", (int)arch.len, arch.ptr);
-		if (pt_gguf_get_u32(g, key, 0, &train, NULL, &err) != PT_OK)
-			train = 0;
-	}
-	pt_gguf_close(g);
-	uint64_t n = o->max_ctx;
-	if (train && n > train) {
-		if (o->verbose)
-			fprintf(stderr, "particle: --max-context %llu bounded by the model's %u\n",
-				(unsigned long long)n, train);
-		n = train;
-	}
-	return (uint32_t)n;
 }
 
 static int open_engine(const struct opts *o, pt_engine **e)
 {
-	struct pt_engine_opts eo = { 0 };
+	struct pt_engine_opts eo;
 	struct pt_error err = { 0 };
-	enum pt_kv_type kt = PT_KV_F16;
-	if (o->kv)
-		pt_kv_type_from_name(o->kv, &kt);
-	eo.model_path = o->model;
-	eo.threads = (uint32_t)o->threads;
-	eo.n_ctx = bounded_ctx(o);
-	eo.n_batch = o->batch ? (uint32_t)o->batch : PT_ENGINE_BATCH_AUTO;
-	eo.kv_type = kt;
-	eo.memory_budget = o->memory;
-	eo.expert_slots = (uint32_t)o->slots;
-	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
-	eo.cache_policy = o->policy;
-	eo.no_lock = o->no_lock;
-	eo.use_profile = !o->no_profile;
-	eo.log = o->verbose ? stderr : NULL;
-	eo.verbose = o->verbose;
+	pt_cli_engine_opts(&o->eng, o->model, o->eng.verbose ? stderr : NULL, &eo);
 	if (pt_engine_open(&eo, e, &err) != PT_OK)
 		return pt_cli_fail(&err);
 	return 0;
@@ -791,7 +719,7 @@ int pt_cmd_run(int argc, char **argv)
 		return rc;
 	memset(&r, 0, sizeof r);
 	r.quiet = o.quiet;
-	r.verbose = o.verbose;
+	r.verbose = o.eng.verbose;
 	r.raw = o.raw;
 	r.interactive = interactive;
 	r.stats_json = o.stats_json;
@@ -802,7 +730,8 @@ int pt_cmd_run(int argc, char **argv)
 		return rc;
 	struct pt_cli_gpu_run *gpu = NULL; /* --gpu: the engine's pass on the device */
 	if (o.gpu.on)
-		rc = pt_cli_gpu_attach(&o.gpu, r.engine, o.policy, o.verbose ? stderr : NULL, &gpu);
+		rc = pt_cli_gpu_attach(&o.gpu, r.engine, o.eng.policy,
+				       o.eng.verbose ? stderr : NULL, &gpu);
 	if (rc == 0 && !o.prompt && !o.raw)
 		rc = load_template(&o, &r);
 	if (rc == 0)

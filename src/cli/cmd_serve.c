@@ -21,15 +21,15 @@
 #include "util/alloc.h"
 
 struct opts {
-	const char *model, *host, *api_key, *api_key_file, *alias, *tmpl_file, *io, *policy, *kv;
+	const char *model, *host, *api_key, *api_key_file, *alias, *tmpl_file;
 	const char *reasoning;
-	uint64_t port, max_ctx, threads, memory, slots, batch, parallel, max_queue, timeout;
+	struct pt_cli_engine eng; /* -c, -t, --memory, --io, ..., --no-lock, --verbose */
+	uint64_t port, parallel, max_queue, timeout;
 	uint64_t max_body, max_conns, cache_prompts;
 	uint64_t checkpoints; /* recurrent-state checkpoints per sequence (0: the engine's 4) */
 	int64_t max_new;
 	struct pt_sampler_opts so;
-	bool seed_given, no_lock, verbose, quiet, no_webui, no_metrics, log_requests;
-	bool no_profile; /* --no-profile (issue 21) */
+	bool seed_given, quiet, no_webui, no_metrics, log_requests;
 	const char *cors[PT_HTTP_MAX_CORS];
 	size_t n_cors;
 };
@@ -169,10 +169,6 @@ static int int_flag(struct opts *o, const char *a, const char *v)
 {
 	static const struct { const char *s, *l, *l2; uint64_t lo, hi; size_t off; } t[] = {
 		{ NULL, "--port", NULL, 0, 65535, offsetof(struct opts, port) },
-		{ "-c", "--ctx-size", "--max-context", 1, UINT32_MAX, offsetof(struct opts, max_ctx) },
-		{ "-t", "--threads", NULL, 0, 1024, offsetof(struct opts, threads) },
-		{ NULL, "--expert-slots", NULL, 1, 1u << 16, offsetof(struct opts, slots) },
-		{ "-b", "--batch", "--batch-size", 1, 1u << 16, offsetof(struct opts, batch) },
 		{ "-np", "--parallel", NULL, 1, PT_SERVER_MAX_SLOTS, offsetof(struct opts, parallel) },
 		{ NULL, "--max-queue", NULL, 0, 100000, offsetof(struct opts, max_queue) },
 		{ NULL, "--timeout", NULL, 1, 86400, offsetof(struct opts, timeout) },
@@ -188,8 +184,6 @@ static int int_flag(struct opts *o, const char *a, const char *v)
 			*(uint64_t *)((char *)o + t[i].off) = x;
 			return 1;
 		}
-	if (is(a, NULL, "--memory", NULL))
-		return pt_cli_parse_size(a, v, &o->memory) ? 1 : -1;
 	if (is(a, NULL, "--max-body", NULL)) {
 		if (!pt_cli_parse_size(a, v, &o->max_body))
 			return -1;
@@ -237,9 +231,6 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 		{ NULL, "--api-key-file", offsetof(struct opts, api_key_file) },
 		{ "-a", "--alias", offsetof(struct opts, alias) },
 		{ NULL, "--chat-template-file", offsetof(struct opts, tmpl_file) },
-		{ NULL, "--io", offsetof(struct opts, io) },
-		{ NULL, "--cache-policy", offsetof(struct opts, policy) },
-		{ NULL, "--kv-type", offsetof(struct opts, kv) },
 		{ NULL, "--reasoning-format", offsetof(struct opts, reasoning) },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -247,23 +238,18 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 			*(const char **)((char *)o + t[i].off) = v;
 			return 1;
 		}
-	if (strcmp(a, "--cors") == 0) {
-		if (o->n_cors == PT_HTTP_MAX_CORS || !*v) {
-			pt_cli_error("serve: --cors wants a non-empty origin, at most %d of them",
-				     PT_HTTP_MAX_CORS);
-			return -1;
-		}
-		o->cors[o->n_cors++] = v;
-		return 1;
-	}
-	return int_flag(o, a, v);
+	if (strcmp(a, "--cors") == 0)
+		return pt_cli_list_flag("serve: --cors", "origin", v, o->cors, &o->n_cors,
+					PT_HTTP_MAX_CORS);
+	const int r = pt_cli_engine_value_flag(a, v, &o->eng);
+	return r ? r : int_flag(o, a, v);
 }
 
 static int bool_flag(struct opts *o, const char *a)
 {
-	bool *b = !strcmp(a, "--no-lock") ? &o->no_lock : !strcmp(a, "--verbose") ? &o->verbose
-		: !strcmp(a, "--no-profile") ? &o->no_profile
-		: !strcmp(a, "--quiet") ? &o->quiet : !strcmp(a, "--no-webui") ? &o->no_webui
+	if (pt_cli_engine_switch(a, &o->eng))
+		return 1;
+	bool *b = !strcmp(a, "--quiet") ? &o->quiet : !strcmp(a, "--no-webui") ? &o->no_webui
 		: !strcmp(a, "--no-metrics") ? &o->no_metrics
 		: !strcmp(a, "--log-requests") ? &o->log_requests : NULL;
 	if (b)
@@ -278,8 +264,8 @@ static void set_defaults(struct opts *o)
 	o->so.seed = 0;
 	o->host = "127.0.0.1";
 	o->port = 8080;
-	o->max_ctx = 4096;
-	o->batch = 128;
+	o->eng.max_ctx = 4096;
+	o->eng.batch = 128;
 	o->parallel = 1;
 	o->max_queue = 16;
 	o->timeout = 30;
@@ -293,24 +279,13 @@ static void set_defaults(struct opts *o)
 
 static int check_opts(const struct opts *o)
 {
-	enum pt_kv_type kt;
 	if (!o->model) {
 		pt_cli_error("serve: no model: give -m MODEL or set PARTICLE_MODEL");
 		return PT_EXIT_USAGE;
 	}
-	if (o->io && strcmp(o->io, "auto") && strcmp(o->io, "direct") &&
-	    strcmp(o->io, "buffered") && strcmp(o->io, "mmap")) {
-		pt_cli_error("serve: --io wants auto, direct, buffered or mmap, got '%.40s'", o->io);
-		return PT_EXIT_USAGE;
-	}
-	if (o->policy && strcmp(o->policy, "lfu") && strcmp(o->policy, "lru")) {
-		pt_cli_error("serve: --cache-policy wants lfu or lru, got '%.40s'", o->policy);
-		return PT_EXIT_USAGE;
-	}
-	if (o->kv && pt_kv_type_from_name(o->kv, &kt) != 0) {
-		pt_cli_error("serve: --kv-type wants f16 or f32, got '%.40s'", o->kv);
-		return PT_EXIT_USAGE;
-	}
+	const int rc = pt_cli_engine_check("serve", &o->eng);
+	if (rc)
+		return rc;
 	if (o->reasoning && strcmp(o->reasoning, "none") && strcmp(o->reasoning, "deepseek")) {
 		pt_cli_error("serve: --reasoning-format wants none or deepseek, got '%.40s'",
 			     o->reasoning);
@@ -353,46 +328,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return check_opts(o);
 }
 
-/* The model's trained context bounds -c. */
-static uint32_t bounded_ctx(const struct opts *o)
-{
-	pt_gguf *g = NULL;
-	struct pt_error err = { 0 };
-	struct pt_str arch = { 0 };
-	uint32_t train = 0;
-	char key[96];
-	if (pt_gguf_open(o->model, &g, &err) == PT_OK &&
-	    pt_gguf_get_str(g, "general.architecture", &arch, NULL, &err) == PT_OK &&
-	    arch.len < 64) {
-		snprintf(key, sizeof key, "%.*s.context_length", (int)arch.len, arch.ptr);
-		if (pt_gguf_get_u32(g, key, 0, &train, NULL, &err) != PT_OK)
-			train = 0;
-	}
-	pt_gguf_close(g);
-	uint64_t n = o->max_ctx;
-	return (uint32_t)(train && n > train ? train : n);
-}
-
 static int open_engine(const struct opts *o, pt_engine **e)
 {
-	struct pt_engine_opts eo = { 0 };
+	struct pt_engine_opts eo;
 	struct pt_error err = { 0 };
-	enum pt_kv_type kt = PT_KV_F16;
-	if (o->kv)
-		pt_kv_type_from_name(o->kv, &kt);
-	eo.model_path = o->model;
-	eo.threads = (uint32_t)o->threads;
-	eo.n_ctx = bounded_ctx(o);
-	eo.n_batch = (uint32_t)o->batch;
-	eo.kv_type = kt;
-	eo.memory_budget = o->memory;
-	eo.expert_slots = (uint32_t)o->slots;
-	eo.io_mode = o->io && strcmp(o->io, "auto") ? o->io : NULL;
-	eo.cache_policy = o->policy;
-	eo.no_lock = o->no_lock;
-	eo.use_profile = !o->no_profile;
-	eo.log = o->verbose ? stderr : NULL;
-	eo.verbose = o->verbose;
+	pt_cli_engine_opts(&o->eng, o->model, NULL, &eo);
 	eo.n_seq = (uint32_t)(o->parallel + o->cache_prompts);
 	eo.ckpt_max = (uint32_t)o->checkpoints;
 	if (pt_engine_open(&eo, e, &err) != PT_OK)
@@ -473,7 +413,7 @@ static void fill_server_opts(const struct opts *o, const char *key, const char *
 	so->template_src = tmpl;
 	so->parallel = (uint32_t)o->parallel;
 	so->max_queue = (uint32_t)o->max_queue;
-	so->n_batch = (uint32_t)o->batch;
+	so->n_batch = (uint32_t)o->eng.batch;
 	so->reasoning_format = o->reasoning && !strcmp(o->reasoning, "none") ? 0 : 1;
 	so->metrics = !o->no_metrics;
 	so->no_webui = o->no_webui;

@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen/engine.h"
-
 void pt_cli_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -107,32 +105,13 @@ bool pt_cli_parse_size(const char *flag, const char *text, uint64_t *out)
 	return true;
 }
 
-int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo)
+int pt_cli_list_flag(const char *flag, const char *what, const char *v, const char **list,
+		     size_t *n, size_t max)
 {
-	uint64_t x;
-	if (!strcmp(f, "--memory"))
-		return pt_cli_parse_size(f, v, &eo->memory_budget) ? 1 : -1;
-	if (!strcmp(f, "--expert-slots")) {
-		if (!pt_cli_parse_u64(f, v, 1, 1u << 16, &x))
-			return -1;
-		eo->expert_slots = (uint32_t)x;
-		return 1;
+	if (*n == max || !*v) {
+		pt_cli_error("%s wants a non-empty %s, at most %zu of them", flag, what, max);
+		return -1;
 	}
-	if (!strcmp(f, "--io")) {
-		if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "mmap")) {
-			pt_cli_error("--io must be direct, buffered or mmap, got '%s'", v);
-			return -1;
-		}
-		eo->io_mode = v;
-		return 1;
-	}
-	if (!strcmp(f, "--cache-policy")) {
-		if (strcmp(v, "lfu") && strcmp(v, "lru")) {
-			pt_cli_error("--cache-policy must be lfu or lru, got '%s'", v);
-			return -1;
-		}
-		eo->cache_policy = v;
-		return 1;
-	}
-	return 0;
+	list[(*n)++] = v;
+	return 1;
 }

@@ -296,11 +296,6 @@ enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer
 				     struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 	TRY(pt_key_u32(w, hp, "context_length", hp->n_ctx_train, err));
 	TRY(pt_key_u32(w, hp, "embedding_length", hp->n_embd, err));
 	TRY(pt_key_u32(w, hp, "block_count", hp->n_layer + hp->n_layer_nextn, err));
@@ -315,7 +310,6 @@ enum pt_status pt_arch_write_hparams(const struct pt_hparams *hp, pt_gguf_writer
 	TRY(pt_key_u32(w, hp, "expert_count", hp->n_expert, err));
 	TRY(pt_key_u32(w, hp, "expert_used_count", hp->n_expert_used, err));
 	TRY(pt_key_u32(w, hp, "expert_feed_forward_length", hp->n_ff_exp, err));
-#undef TRY
 	return arch_ops[hp->arch]->write_keys(hp, w, err);
 }
 
@@ -324,11 +318,6 @@ static enum pt_status read_generic(const pt_gguf *g, struct pt_hparams *hp,
 {
 	enum pt_status st;
 	bool found;
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 	TRY(pt_rkey_u32(g, hp, "context_length", true, &hp->n_ctx_train, err));
 	TRY(pt_rkey_u32(g, hp, "embedding_length", true, &hp->n_embd, err));
 	TRY(pt_rkey_u32(g, hp, "block_count", true, &hp->n_layer, err));
@@ -351,7 +340,6 @@ static enum pt_status read_generic(const pt_gguf *g, struct pt_hparams *hp,
 	TRY(pt_rkey_u32(g, hp, "expert_count", false, &hp->n_expert, err));
 	TRY(pt_rkey_u32(g, hp, "expert_used_count", false, &hp->n_expert_used, err));
 	TRY(pt_rkey_u32(g, hp, "expert_feed_forward_length", false, &hp->n_ff_exp, err));
-#undef TRY
 	return PT_OK;
 }
 
@@ -451,6 +439,69 @@ enum pt_status pt_tl_add(struct pt_tensor_list *l, int32_t layer, enum pt_tensor
 	d->fan_in = ne0;
 	l->n++;
 	return PT_OK;
+}
+
+/* The runs every arch repeats (the list is sorted afterwards, so only names, shapes, roles,
+ * categories and inits matter, not the order they are appended in). */
+enum pt_status pt_tl_add_io(struct pt_tensor_list *l, const struct pt_hparams *hp, bool output,
+			    struct pt_error *err)
+{
+	const uint64_t E = hp->n_embd, V = hp->n_vocab;
+	enum pt_status st = pt_tl_add(l, -1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E,
+				      V, 0, err, "token_embd.weight");
+	if (st == PT_OK)
+		st = pt_tl_add(l, -1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
+			       "output_norm.weight");
+	if (st == PT_OK && output)
+		st = pt_tl_add(l, -1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
+			       "output.weight");
+	return st;
+}
+
+enum pt_status pt_tl_add_router(struct pt_tensor_list *l, uint32_t i, enum pt_tensor_role role,
+				uint64_t E, uint64_t X, bool probs_bias, struct pt_error *err)
+{
+	enum pt_status st = pt_tl_add(l, (int32_t)i, role, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0,
+				      err, "blk.%u.ffn_gate_inp.weight", i);
+	if (st == PT_OK && probs_bias)
+		st = pt_tl_add(l, (int32_t)i, role, PT_CAT_NONE, PT_INIT_ROUTER_BIAS, X, 0, 0, err,
+			       "blk.%u.exp_probs_b.bias", i);
+	return st;
+}
+
+enum pt_status pt_tl_add_attn(struct pt_tensor_list *l, uint32_t i, enum pt_tensor_role role,
+			      uint64_t E, uint64_t q, uint64_t k, uint64_t v, uint64_t o,
+			      struct pt_error *err)
+{
+	const int32_t L = (int32_t)i;
+	enum pt_status st = pt_tl_add(l, L, role, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err,
+				      "blk.%u.attn_q.weight", i);
+	if (st == PT_OK)
+		st = pt_tl_add(l, L, role, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, k, 0, err,
+			       "blk.%u.attn_k.weight", i);
+	if (st == PT_OK && v)
+		st = pt_tl_add(l, L, role, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, v, 0, err,
+			       "blk.%u.attn_v.weight", i);
+	if (st == PT_OK)
+		st = pt_tl_add(l, L, role, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, o, E, 0, err,
+			       "blk.%u.attn_output.weight", i);
+	return st;
+}
+
+enum pt_status pt_tl_add_ffn(struct pt_tensor_list *l, uint32_t i, enum pt_tensor_role role,
+			     const char *sfx, uint64_t E, uint64_t F, uint64_t X,
+			     struct pt_error *err)
+{
+	const int32_t L = (int32_t)i;
+	enum pt_status st = pt_tl_add(l, L, role, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
+				      "blk.%u.ffn_gate%s.weight", i, sfx);
+	if (st == PT_OK)
+		st = pt_tl_add(l, L, role, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
+			       "blk.%u.ffn_up%s.weight", i, sfx);
+	if (st == PT_OK)
+		st = pt_tl_add(l, L, role, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
+			       "blk.%u.ffn_down%s.weight", i, sfx);
+	return st;
 }
 
 void pt_tensor_list_free(struct pt_tensor_list *l)

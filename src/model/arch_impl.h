@@ -1,5 +1,5 @@
-/* arch_impl.h - private interface between arch.c (shared tables, keys, mixtures) and the
- * per-arch description files (qwen3moe.c, bailingmoe2.c, gemma4.c). */
+/* arch_impl.h - private interface between arch.c (shared tables, keys, mixtures, the tensor
+ * runs every arch lists alike) and the per-arch description files (qwen3moe.c, gemma4.c, ...). */
 #ifndef PT_MODEL_ARCH_IMPL_H
 #define PT_MODEL_ARCH_IMPL_H
 
@@ -30,11 +30,38 @@ extern const struct pt_arch_ops pt_arch_qwen35moe_ops;
 extern const struct pt_arch_ops pt_arch_deepseek2_ops;
 extern const struct pt_arch_ops pt_arch_gptoss_ops;
 
+/* In a function with a local `enum pt_status st`: returns st when x fails, so that the long
+ * lists of tensors and keys below read one item a line. */
+#define TRY(x)                                                                             \
+	do {                                                                               \
+		if ((st = (x)) != PT_OK)                                                   \
+			return st;                                                         \
+	} while (0)
+/* Appends a tensor to the function's list `l` (pt_tl_add), returning on failure. */
+#define ADD(...) TRY(pt_tl_add(l, __VA_ARGS__))
+
 /* Appends a tensor; name is printf-formatted.  ne2 = 0 means 2-D, ne1 = 0 means 1-D. */
 enum pt_status pt_tl_add(struct pt_tensor_list *l, int32_t layer, enum pt_tensor_role role,
 			 enum pt_tensor_cat cat, enum pt_tensor_init init, uint64_t ne0,
 			 uint64_t ne1, uint64_t ne2, struct pt_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 10, 11)));
+/* token_embd.weight {E, V}, output_norm.weight {E} and, when output, output.weight {E, V}. */
+enum pt_status pt_tl_add_io(struct pt_tensor_list *l, const struct pt_hparams *hp, bool output,
+			    struct pt_error *err);
+/* Block i's router ffn_gate_inp.weight {E, X} and, when probs_bias, the selection bias
+ * exp_probs_b.bias {X}. */
+enum pt_status pt_tl_add_router(struct pt_tensor_list *l, uint32_t i, enum pt_tensor_role role,
+				uint64_t E, uint64_t X, bool probs_bias, struct pt_error *err);
+/* Block i's attn_q {E, q}, attn_k {E, k}, attn_v {E, v} (none when v = 0) and attn_output
+ * {o, E}. */
+enum pt_status pt_tl_add_attn(struct pt_tensor_list *l, uint32_t i, enum pt_tensor_role role,
+			      uint64_t E, uint64_t q, uint64_t k, uint64_t v, uint64_t o,
+			      struct pt_error *err);
+/* Block i's ffn_gate<sfx>, ffn_up<sfx> {E, F[, X]} and ffn_down<sfx> {F, E[, X]}: sfx ""
+ * (dense FFN, X = 0), "_shexp" (shared expert, X = 0) or "_exps" (X routed experts). */
+enum pt_status pt_tl_add_ffn(struct pt_tensor_list *l, uint32_t i, enum pt_tensor_role role,
+			     const char *sfx, uint64_t E, uint64_t F, uint64_t X,
+			     struct pt_error *err);
 
 /* Key helpers: "<arch_name>.<suffix>". */
 enum pt_status pt_key_u32(pt_gguf_writer *w, const struct pt_hparams *hp, const char *suffix,

@@ -55,92 +55,49 @@ static enum pt_status bailing_preset(const char *name, struct pt_hparams *hp,
 	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
 }
 
-#define ADD(...)                                                                           \
-	do {                                                                               \
-		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
-			return st;                                                         \
-	} while (0)
-
 static enum pt_status moe_tensors(const struct pt_hparams *hp, uint32_t i,
 				  struct pt_tensor_list *l, struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const int32_t L = (int32_t)i;
 	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
 	const uint64_t S = (uint64_t)hp->n_ff_shexp * (hp->n_expert_shared ? hp->n_expert_shared : 1);
-	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
-	    "blk.%u.ffn_gate_inp.weight", i);
-	if (hp->has_exp_probs_b)
-		ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER_BIAS, X, 0, 0, err,
-		    "blk.%u.exp_probs_b.bias", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_gate_exps.weight", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_up_exps.weight", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
-	    "blk.%u.ffn_down_exps.weight", i);
+	TRY(pt_tl_add_router(l, i, PT_ROLE_ROUTER, E, X, hp->has_exp_probs_b, err));
+	TRY(pt_tl_add_ffn(l, i, PT_ROLE_EXPERT, "_exps", E, F, X, err));
 	if (hp->n_expert_shared == 0)
 		return PT_OK;
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, S, 0, err,
-	    "blk.%u.ffn_gate_shexp.weight", i);
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, S, 0, err,
-	    "blk.%u.ffn_up_shexp.weight", i);
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, S, E, 0, err,
-	    "blk.%u.ffn_down_shexp.weight", i);
-	return PT_OK;
+	return pt_tl_add_ffn(l, i, PT_ROLE_RESIDENT, "_shexp", E, S, 0, err);
 }
 
 static enum pt_status bailing_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
 				      struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const uint64_t E = hp->n_embd, V = hp->n_vocab;
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
-	    "token_embd.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
-	if (!hp->tied_embeddings)
-		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
-		    "output.weight");
+	const uint64_t E = hp->n_embd;
+	const enum pt_tensor_role R = PT_ROLE_RESIDENT;
+	TRY(pt_tl_add_io(l, hp, !hp->tied_embeddings, err));
 	for (uint32_t i = 0; i < hp->n_layer; i++) {
 		const int32_t L = (int32_t)i;
 		const uint64_t hd = hp->head_dim_k, q = hp->n_head * hd, kv = hp->n_head_kv[i] * hd;
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
-		    "blk.%u.attn_norm.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_QKV, PT_INIT_WEIGHT, E, q + 2 * kv, 0, err,
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.attn_norm.weight", i);
+		ADD(L, R, PT_CAT_ATTN_QKV, PT_INIT_WEIGHT, E, q + 2 * kv, 0, err,
 		    "blk.%u.attn_qkv.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err,
+		ADD(L, R, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err,
 		    "blk.%u.attn_output.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
-		    "blk.%u.attn_q_norm.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
-		    "blk.%u.attn_k_norm.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
-		    "blk.%u.ffn_norm.weight", i);
-		if (pt_hparams_is_moe_layer(hp, i)) {
-			if ((st = moe_tensors(hp, i, l, err)) != PT_OK)
-				return st;
-			continue;
-		}
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
-		    "blk.%u.ffn_gate.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
-		    "blk.%u.ffn_up.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
-		    "blk.%u.ffn_down.weight", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_q_norm.weight", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_k_norm.weight", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.ffn_norm.weight", i);
+		if (pt_hparams_is_moe_layer(hp, i))
+			TRY(moe_tensors(hp, i, l, err));
+		else
+			TRY(pt_tl_add_ffn(l, i, R, "", E, hp->n_ff, 0, err));
 	}
 	return PT_OK;
 }
-#undef ADD
 
 static enum pt_status bailing_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
 					 struct pt_error *err)
 {
 	enum pt_status st;
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 	TRY(pt_key_u32(w, hp, "rope.dimension_count", hp->n_rot, err));
 	TRY(pt_key_u32(w, hp, "vocab_size", hp->n_vocab, err));
 	TRY(pt_key_u32(w, hp, "expert_group_count", hp->n_expert_groups, err));
@@ -151,7 +108,6 @@ static enum pt_status bailing_write_keys(const struct pt_hparams *hp, pt_gguf_wr
 	TRY(pt_key_u32(w, hp, "expert_shared_count", hp->n_expert_shared, err));
 	TRY(pt_key_f32(w, hp, "expert_weights_scale", hp->expert_weights_scale, err));
 	TRY(pt_key_bool(w, hp, "expert_weights_norm", hp->expert_weights_norm, err));
-#undef TRY
 	return PT_OK;
 }
 

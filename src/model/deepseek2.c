@@ -90,12 +90,6 @@ static enum pt_status ds_preset(const char *name, struct pt_hparams *hp, struct 
 			    "deepseek-v2-lite, deepseek-v3, kimi-k2)", name);
 }
 
-#define ADD(...)                                                                           \
-	do {                                                                               \
-		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
-			return st;                                                         \
-	} while (0)
-
 static enum pt_status attn_tensors(const struct pt_hparams *hp, uint32_t i,
 				   struct pt_tensor_list *l, struct pt_error *err)
 {
@@ -134,60 +128,24 @@ static enum pt_status ffn_tensors(const struct pt_hparams *hp, uint32_t i,
 	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
 	const uint64_t S = F * hp->n_expert_shared;
 	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.ffn_norm.weight", i);
-	if (!pt_hparams_is_moe_layer(hp, i)) {
-		ADD(L, R, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
-		    "blk.%u.ffn_gate.weight", i);
-		ADD(L, R, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, hp->n_ff, 0, err, "blk.%u.ffn_up.weight",
-		    i);
-		ADD(L, R, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
-		    "blk.%u.ffn_down.weight", i);
-		return PT_OK;
-	}
-	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
-	    "blk.%u.ffn_gate_inp.weight", i);
-	if (hp->has_exp_probs_b)
-		ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER_BIAS, X, 0, 0, err,
-		    "blk.%u.exp_probs_b.bias", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_gate_exps.weight", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_up_exps.weight", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
-	    "blk.%u.ffn_down_exps.weight", i);
-	ADD(L, R, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, S, 0, err, "blk.%u.ffn_gate_shexp.weight",
-	    i);
-	ADD(L, R, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, S, 0, err, "blk.%u.ffn_up_shexp.weight", i);
-	ADD(L, R, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, S, E, 0, err, "blk.%u.ffn_down_shexp.weight",
-	    i);
-	return PT_OK;
+	if (!pt_hparams_is_moe_layer(hp, i))
+		return pt_tl_add_ffn(l, i, R, "", E, hp->n_ff, 0, err);
+	TRY(pt_tl_add_router(l, i, PT_ROLE_ROUTER, E, X, hp->has_exp_probs_b, err));
+	TRY(pt_tl_add_ffn(l, i, PT_ROLE_EXPERT, "_exps", E, F, X, err));
+	return pt_tl_add_ffn(l, i, R, "_shexp", E, S, 0, err);
 }
 
 static enum pt_status ds_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
 				 struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const uint64_t E = hp->n_embd, V = hp->n_vocab;
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
-	    "token_embd.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
-	if (!hp->tied_embeddings)
-		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
-		    "output.weight");
+	TRY(pt_tl_add_io(l, hp, !hp->tied_embeddings, err));
 	for (uint32_t i = 0; i < hp->n_layer; i++) {
-		if ((st = attn_tensors(hp, i, l, err)) != PT_OK)
-			return st;
-		if ((st = ffn_tensors(hp, i, l, err)) != PT_OK)
-			return st;
+		TRY(attn_tensors(hp, i, l, err));
+		TRY(ffn_tensors(hp, i, l, err));
 	}
 	return PT_OK;
 }
-#undef ADD
-
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 
 static enum pt_status key_str(pt_gguf_writer *w, const struct pt_hparams *hp,
 			      const char *suffix, const char *v, struct pt_error *err)
@@ -289,7 +247,6 @@ static enum pt_status ds_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 				    "of range", hp->arch_name, (double)hp->rope_yarn_log_mul);
 	return PT_OK;
 }
-#undef TRY
 
 const struct pt_arch_ops pt_arch_deepseek2_ops = {
 	.name = "deepseek2",

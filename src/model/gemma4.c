@@ -77,20 +77,13 @@ static enum pt_status gemma_preset(const char *name, struct pt_hparams *hp,
 	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
 }
 
-#define ADD(...)                                                                           \
-	do {                                                                               \
-		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
-			return st;                                                         \
-	} while (0)
-
 static enum pt_status moe_tensors(const struct pt_hparams *hp, uint32_t i,
 				  struct pt_tensor_list *l, struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
 	const int32_t L = (int32_t)i;
 	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
-	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
-	    "blk.%u.ffn_gate_inp.weight", i);
+	TRY(pt_tl_add_router(l, i, PT_ROLE_ROUTER, E, X, false, err));
 	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ONES, E, 0, 0, err,
 	    "blk.%u.ffn_gate_inp.scale", i);
 	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
@@ -102,14 +95,11 @@ static enum pt_status moe_tensors(const struct pt_hparams *hp, uint32_t i,
 	if (hp->fused_gate_up_exps) {
 		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, 2 * F, X, err,
 		    "blk.%u.ffn_gate_up_exps.weight", i);
+		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
+		    "blk.%u.ffn_down_exps.weight", i);
 	} else {
-		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
-		    "blk.%u.ffn_gate_exps.weight", i);
-		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
-		    "blk.%u.ffn_up_exps.weight", i);
+		TRY(pt_tl_add_ffn(l, i, PT_ROLE_EXPERT, "_exps", E, F, X, err));
 	}
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
-	    "blk.%u.ffn_down_exps.weight", i);
 	ADD(L, PT_ROLE_EXPERT_SCALE, PT_CAT_NONE, PT_INIT_ONES, X, 0, 0, err,
 	    "blk.%u.ffn_down_exps.scale", i);
 	return PT_OK;
@@ -123,18 +113,12 @@ static enum pt_status attn_tensors(const struct pt_hparams *hp, uint32_t i,
 	const uint64_t E = hp->n_embd, hd = pt_hparams_head_dim_k(hp, i);
 	const uint64_t q = hp->n_head * hd, kv = hp->n_head_kv[i] * hd;
 	const uint64_t o = hp->n_head * (uint64_t)pt_hparams_head_dim_v(hp, i);
+	/* no attn_v where V is K (k_eq_v_full: the full-attention layers) */
+	const uint64_t v = pt_hparams_has_attn_v(hp, i)
+		? hp->n_head_kv[i] * (uint64_t)pt_hparams_head_dim_v(hp, i) : 0;
 	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
 	    "blk.%u.attn_norm.weight", i);
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err,
-	    "blk.%u.attn_q.weight", i);
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err,
-	    "blk.%u.attn_k.weight", i);
-	if (pt_hparams_has_attn_v(hp, i))
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E,
-		    hp->n_head_kv[i] * (uint64_t)pt_hparams_head_dim_v(hp, i), 0, err,
-		    "blk.%u.attn_v.weight", i);
-	ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, o, E, 0, err,
-	    "blk.%u.attn_output.weight", i);
+	TRY(pt_tl_add_attn(l, i, PT_ROLE_RESIDENT, E, q, kv, v, o, err));
 	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
 	    "blk.%u.attn_q_norm.weight", i);
 	ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
@@ -148,40 +132,28 @@ static enum pt_status gemma_tensors(const struct pt_hparams *hp, struct pt_tenso
 				    struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const uint64_t E = hp->n_embd, V = hp->n_vocab;
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
-	    "token_embd.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
-	if (!hp->tied_embeddings)
-		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
-		    "output.weight");
+	const uint64_t E = hp->n_embd;
+	const enum pt_tensor_role R = PT_ROLE_RESIDENT;
+	TRY(pt_tl_add_io(l, hp, !hp->tied_embeddings, err));
 	/* only full layers read rope_freqs; llama.cpp refuses a file with an unused tensor */
 	if (any_full_layer(hp))
-		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_ROPE_FREQS, hp->n_rot / 2, 0, 0,
-		    err, "rope_freqs.weight");
+		ADD(-1, R, PT_CAT_NONE, PT_INIT_ROPE_FREQS, hp->n_rot / 2, 0, 0, err,
+		    "rope_freqs.weight");
 	for (uint32_t i = 0; i < hp->n_layer; i++) {
 		const int32_t L = (int32_t)i;
-		if ((st = attn_tensors(hp, i, l, err)) != PT_OK)
-			return st;
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
-		    "blk.%u.ffn_norm.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
-		    "blk.%u.ffn_gate.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
-		    "blk.%u.ffn_up.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
-		    "blk.%u.ffn_down.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err,
-		    "blk.%u.post_ffw_norm.weight", i);
+		TRY(attn_tensors(hp, i, l, err));
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.ffn_norm.weight", i);
+		TRY(pt_tl_add_ffn(l, i, R, "", E, hp->n_ff, 0, err));
+		ADD(L, R, PT_CAT_NONE, PT_INIT_POST_NORM, E, 0, 0, err, "blk.%u.post_ffw_norm.weight",
+		    i);
 		if (hp->has_layer_output_scale)
-			ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_LAYER_SCALE, 1, 0, 0, err,
+			ADD(L, R, PT_CAT_NONE, PT_INIT_LAYER_SCALE, 1, 0, 0, err,
 			    "blk.%u.layer_output_scale.weight", i);
-		if (pt_hparams_is_moe_layer(hp, i) && (st = moe_tensors(hp, i, l, err)) != PT_OK)
-			return st;
+		if (pt_hparams_is_moe_layer(hp, i))
+			TRY(moe_tensors(hp, i, l, err));
 	}
 	return PT_OK;
 }
-#undef ADD
 
 static enum pt_status gemma_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
 				       struct pt_error *err)
@@ -191,11 +163,6 @@ static enum pt_status gemma_write_keys(const struct pt_hparams *hp, pt_gguf_writ
 	char k[128];
 	for (uint32_t l = 0; l < hp->n_layer; l++)
 		pattern[l] = hp->is_swa[l] ? 1 : 0;
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 	TRY(pt_key_u32(w, hp, "attention.key_length_swa", hp->head_dim_k_swa, err));
 	TRY(pt_key_u32(w, hp, "attention.value_length_swa", hp->head_dim_v_swa, err));
 	TRY(pt_key_u32(w, hp, "rope.dimension_count", hp->n_rot, err));
@@ -207,7 +174,6 @@ static enum pt_status gemma_write_keys(const struct pt_hparams *hp, pt_gguf_writ
 	TRY(pt_key_u32(w, hp, "attention.shared_kv_layers", hp->n_shared_kv_layers, err));
 	TRY(pt_key_u32(w, hp, "embedding_length_per_layer_input", hp->n_embd_per_layer, err));
 	TRY(pt_key_f32(w, hp, "final_logit_softcapping", hp->final_logit_softcap, err));
-#undef TRY
 	return PT_OK;
 }
 
@@ -236,11 +202,6 @@ static enum pt_status gemma_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 				      struct pt_error *err)
 {
 	enum pt_status st;
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 	TRY(pt_rkey_u32(g, hp, "attention.key_length_swa", true, &hp->head_dim_k_swa, err));
 	TRY(pt_rkey_u32(g, hp, "attention.value_length_swa", true, &hp->head_dim_v_swa, err));
 	hp->n_rot_swa = hp->head_dim_k_swa;
@@ -253,7 +214,6 @@ static enum pt_status gemma_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 	TRY(pt_rkey_u32(g, hp, "embedding_length_per_layer_input", true, &hp->n_embd_per_layer,
 			err));
 	TRY(pt_rkey_f32(g, hp, "final_logit_softcapping", false, &hp->final_logit_softcap, err));
-#undef TRY
 	if (hp->n_embd_per_layer != 0)
 		return pt_error_set(err, PT_E_UNSUPPORTED,
 				    "%s.embedding_length_per_layer_input = %u (per-layer "

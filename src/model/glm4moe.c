@@ -56,12 +56,6 @@ static enum pt_status glm_preset(const char *name, struct pt_hparams *hp, struct
 	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
 }
 
-#define ADD(...)                                                                           \
-	do {                                                                               \
-		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
-			return st;                                                         \
-	} while (0)
-
 /* One block's tensors; role is PT_ROLE_SKIP for NextN blocks (never bound). */
 static enum pt_status block_tensors(const struct pt_hparams *hp, uint32_t i, bool nextn,
 				    struct pt_tensor_list *l, struct pt_error *err)
@@ -74,49 +68,24 @@ static enum pt_status block_tensors(const struct pt_hparams *hp, uint32_t i, boo
 	const uint64_t S = F * hp->n_expert_shared;
 	const enum pt_tensor_role R = nextn ? PT_ROLE_SKIP : PT_ROLE_RESIDENT;
 	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.attn_norm.weight", i);
-	ADD(L, R, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err, "blk.%u.attn_q.weight", i);
-	ADD(L, R, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_k.weight", i);
-	ADD(L, R, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_v.weight", i);
+	TRY(pt_tl_add_attn(l, i, R, E, q, kv, kv, q, err));
 	if (hp->has_attn_bias) {
 		ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, q, 0, 0, err, "blk.%u.attn_q.bias", i);
 		ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_k.bias", i);
 		ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_v.bias", i);
 	}
-	ADD(L, R, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err,
-	    "blk.%u.attn_output.weight", i);
 	if (hp->has_qk_norm) {
 		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_q_norm.weight", i);
 		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_k_norm.weight", i);
 	}
 	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.post_attention_norm.weight",
 	    i);
-	if (!nextn && !pt_hparams_is_moe_layer(hp, i)) {
-		ADD(L, R, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
-		    "blk.%u.ffn_gate.weight", i);
-		ADD(L, R, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, hp->n_ff, 0, err,
-		    "blk.%u.ffn_up.weight", i);
-		ADD(L, R, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, hp->n_ff, E, 0, err,
-		    "blk.%u.ffn_down.weight", i);
-		return PT_OK;
-	}
-	ADD(L, nextn ? R : PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
-	    "blk.%u.ffn_gate_inp.weight", i);
-	ADD(L, nextn ? R : PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER_BIAS, X, 0, 0, err,
-	    "blk.%u.exp_probs_b.bias", i);
-	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_gate_exps.weight", i);
-	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_up_exps.weight", i);
-	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
-	    "blk.%u.ffn_down_exps.weight", i);
-	if (hp->n_expert_shared) {
-		ADD(L, R, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, S, 0, err,
-		    "blk.%u.ffn_gate_shexp.weight", i);
-		ADD(L, R, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, S, 0, err,
-		    "blk.%u.ffn_up_shexp.weight", i);
-		ADD(L, R, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, S, E, 0, err,
-		    "blk.%u.ffn_down_shexp.weight", i);
-	}
+	if (!nextn && !pt_hparams_is_moe_layer(hp, i))
+		return pt_tl_add_ffn(l, i, R, "", E, hp->n_ff, 0, err);
+	TRY(pt_tl_add_router(l, i, nextn ? R : PT_ROLE_ROUTER, E, X, true, err));
+	TRY(pt_tl_add_ffn(l, i, nextn ? R : PT_ROLE_EXPERT, "_exps", E, F, X, err));
+	if (hp->n_expert_shared)
+		TRY(pt_tl_add_ffn(l, i, R, "_shexp", E, S, 0, err));
 	if (!nextn)
 		return PT_OK;
 	/* the NextN head (llama.cpp: TENSOR_SKIP; no optional embed_tokens written) */
@@ -133,25 +102,11 @@ static enum pt_status glm_tensors(const struct pt_hparams *hp, struct pt_tensor_
 				  struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const uint64_t E = hp->n_embd, V = hp->n_vocab;
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
-	    "token_embd.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
-	if (!hp->tied_embeddings)
-		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
-		    "output.weight");
+	TRY(pt_tl_add_io(l, hp, !hp->tied_embeddings, err));
 	for (uint32_t i = 0; i < hp->n_layer + hp->n_layer_nextn; i++)
-		if ((st = block_tensors(hp, i, i >= hp->n_layer, l, err)) != PT_OK)
-			return st;
+		TRY(block_tensors(hp, i, i >= hp->n_layer, l, err));
 	return PT_OK;
 }
-#undef ADD
-
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 
 static enum pt_status glm_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
 				     struct pt_error *err)
@@ -182,7 +137,6 @@ static enum pt_status glm_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 	hp->n_layer -= hp->n_layer_nextn;
 	return PT_OK;
 }
-#undef TRY
 
 const struct pt_arch_ops pt_arch_glm4moe_ops = {
 	.name = "glm4moe",

@@ -74,12 +74,6 @@ static enum pt_status oss_preset(const char *name, struct pt_hparams *hp, struct
 			    "gpt-oss-120b, gpt-oss-20b)", name);
 }
 
-#define ADD(...)                                                                           \
-	do {                                                                               \
-		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
-			return st;                                                         \
-	} while (0)
-
 static enum pt_status block_tensors(const struct pt_hparams *hp, uint32_t i,
 				    struct pt_tensor_list *l, struct pt_error *err)
 {
@@ -91,27 +85,17 @@ static enum pt_status block_tensors(const struct pt_hparams *hp, uint32_t i,
 	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.attn_norm.weight", i);
 	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.post_attention_norm.weight",
 	    i);
-	ADD(L, R, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err, "blk.%u.attn_q.weight", i);
-	ADD(L, R, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_k.weight", i);
-	ADD(L, R, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_v.weight", i);
+	TRY(pt_tl_add_attn(l, i, R, E, q, kv, kv, q, err));
 	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, q, 0, 0, err, "blk.%u.attn_q.bias", i);
 	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_k.bias", i);
 	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, kv, 0, 0, err, "blk.%u.attn_v.bias", i);
-	ADD(L, R, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err, "blk.%u.attn_output.weight",
-	    i);
 	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, E, 0, 0, err, "blk.%u.attn_output.bias", i);
 	ADD(L, R, PT_CAT_NONE, PT_INIT_BIAS, hp->n_head, 0, 0, err, "blk.%u.attn_sinks.weight",
 	    i);
-	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
-	    "blk.%u.ffn_gate_inp.weight", i);
+	TRY(pt_tl_add_router(l, i, PT_ROLE_ROUTER, E, X, false, err));
 	ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_BIAS, X, 0, 0, err, "blk.%u.ffn_gate_inp.bias",
 	    i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_gate_exps.weight", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_up_exps.weight", i);
-	ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
-	    "blk.%u.ffn_down_exps.weight", i);
+	TRY(pt_tl_add_ffn(l, i, PT_ROLE_EXPERT, "_exps", E, F, X, err));
 	/* per-expert biases: {width, n_expert} F32, sliced and streamed with the expert */
 	ADD(L, PT_ROLE_EXPERT, PT_CAT_NONE, PT_INIT_BIAS, F, X, 0, err,
 	    "blk.%u.ffn_gate_exps.bias", i);
@@ -126,23 +110,11 @@ static enum pt_status oss_tensors(const struct pt_hparams *hp, struct pt_tensor_
 				  struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const uint64_t E = hp->n_embd, V = hp->n_vocab;
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
-	    "token_embd.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err, "output.weight");
+	TRY(pt_tl_add_io(l, hp, true, err)); /* never tied */
 	for (uint32_t i = 0; i < hp->n_layer; i++)
-		if ((st = block_tensors(hp, i, l, err)) != PT_OK)
-			return st;
+		TRY(block_tensors(hp, i, l, err));
 	return PT_OK;
 }
-#undef ADD
-
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 
 /* What the converter writes beyond the generic keys (no sliding_window_pattern: the loader's
  * default period 2). */
@@ -220,7 +192,6 @@ static enum pt_status oss_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 	hp->gating = PT_GATING_SOFTMAX_WEIGHT; /* hard-coded by the graph; no key is read */
 	return PT_OK;
 }
-#undef TRY
 
 const struct pt_arch_ops pt_arch_gptoss_ops = {
 	.name = "gpt-oss",

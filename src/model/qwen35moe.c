@@ -81,12 +81,6 @@ static enum pt_status q35_preset(const char *name, struct pt_hparams *hp,
 			    name);
 }
 
-#define ADD(...)                                                                           \
-	do {                                                                               \
-		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
-			return st;                                                         \
-	} while (0)
-
 static enum pt_status full_attn_tensors(const struct pt_hparams *hp, uint32_t i,
 					enum pt_tensor_role R, struct pt_tensor_list *l,
 					struct pt_error *err)
@@ -95,11 +89,8 @@ static enum pt_status full_attn_tensors(const struct pt_hparams *hp, uint32_t i,
 	const int32_t L = (int32_t)i;
 	const uint64_t E = hp->n_embd, hd = hp->head_dim_k, q = hp->n_head * hd;
 	const uint64_t kv = (uint64_t)hp->n_head_kv[i < hp->n_layer ? i : 0] * hd;
-	ADD(L, R, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, 2 * q, 0, err, "blk.%u.attn_q.weight", i);
-	ADD(L, R, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_k.weight", i);
-	ADD(L, R, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, kv, 0, err, "blk.%u.attn_v.weight", i);
-	ADD(L, R, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err, "blk.%u.attn_output.weight",
-	    i);
+	/* attn_q holds the query and its output gate */
+	TRY(pt_tl_add_attn(l, i, R, E, 2 * q, kv, kv, q, err));
 	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_q_norm.weight", i);
 	ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_k_norm.weight", i);
 	return PT_OK;
@@ -134,35 +125,19 @@ static enum pt_status ffn_tensors(const struct pt_hparams *hp, uint32_t i, bool 
 	const int32_t L = (int32_t)i;
 	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp, S = hp->n_ff_shexp;
 	const enum pt_tensor_role R = nextn ? PT_ROLE_SKIP : PT_ROLE_RESIDENT;
-	ADD(L, nextn ? R : PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
-	    "blk.%u.ffn_gate_inp.weight", i);
-	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_gate_exps.weight", i);
-	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
-	    "blk.%u.ffn_up_exps.weight", i);
-	ADD(L, nextn ? R : PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
-	    "blk.%u.ffn_down_exps.weight", i);
+	TRY(pt_tl_add_router(l, i, nextn ? R : PT_ROLE_ROUTER, E, X, false, err));
+	TRY(pt_tl_add_ffn(l, i, nextn ? R : PT_ROLE_EXPERT, "_exps", E, F, X, err));
 	ADD(L, R, PT_CAT_NONE, PT_INIT_WEIGHT, E, 0, 0, err, "blk.%u.ffn_gate_inp_shexp.weight",
 	    i);
-	ADD(L, R, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, S, 0, err, "blk.%u.ffn_gate_shexp.weight",
-	    i);
-	ADD(L, R, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, S, 0, err, "blk.%u.ffn_up_shexp.weight", i);
-	ADD(L, R, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, S, E, 0, err, "blk.%u.ffn_down_shexp.weight",
-	    i);
-	return PT_OK;
+	return pt_tl_add_ffn(l, i, R, "_shexp", E, S, 0, err);
 }
 
 static enum pt_status q35_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
 				  struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const uint64_t E = hp->n_embd, V = hp->n_vocab;
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
-	    "token_embd.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
-	if (!hp->tied_embeddings)
-		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
-		    "output.weight");
+	const uint64_t E = hp->n_embd;
+	TRY(pt_tl_add_io(l, hp, !hp->tied_embeddings, err));
 	for (uint32_t i = 0; i < hp->n_layer + hp->n_layer_nextn; i++) {
 		const bool nextn = i >= hp->n_layer;
 		const enum pt_tensor_role R = nextn ? PT_ROLE_SKIP : PT_ROLE_RESIDENT;
@@ -187,18 +162,12 @@ static enum pt_status q35_tensors(const struct pt_hparams *hp, struct pt_tensor_
 	}
 	return PT_OK;
 }
-#undef ADD
 
 static enum pt_status q35_write_keys(const struct pt_hparams *hp, pt_gguf_writer *w,
 				     struct pt_error *err)
 {
 	enum pt_status st;
 	char k[96];
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 	TRY(pt_key_u32(w, hp, "rope.dimension_count", hp->n_rot, err));
 	TRY(pt_key_u32(w, hp, "expert_shared_feed_forward_length", hp->n_ff_shexp, err));
 	TRY(pt_key_u32(w, hp, "ssm.conv_kernel", hp->ssm_d_conv, err));
@@ -214,7 +183,6 @@ static enum pt_status q35_write_keys(const struct pt_hparams *hp, pt_gguf_writer
 		sec[i] = (int32_t)hp->rope_sections[i];
 	snprintf(k, sizeof k, "%s.rope.dimension_sections", hp->arch_name);
 	TRY(pt_gguf_writer_set_arr(w, k, PT_GGUF_I32, sec, 4, err));
-#undef TRY
 	return PT_OK;
 }
 
@@ -274,11 +242,6 @@ static enum pt_status q35_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 				    struct pt_error *err)
 {
 	enum pt_status st;
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
 	TRY(pt_rkey_u32(g, hp, "expert_shared_feed_forward_length", false, &hp->n_ff_shexp, err));
 	TRY(pt_rkey_u32(g, hp, "ssm.conv_kernel", true, &hp->ssm_d_conv, err));
 	TRY(pt_rkey_u32(g, hp, "ssm.inner_size", true, &hp->ssm_d_inner, err));
@@ -287,7 +250,6 @@ static enum pt_status q35_read_keys(const pt_gguf *g, struct pt_hparams *hp,
 	TRY(pt_rkey_u32(g, hp, "ssm.group_count", true, &hp->ssm_n_group, err));
 	TRY(pt_rkey_u32(g, hp, "nextn_predict_layers", false, &hp->n_layer_nextn, err));
 	TRY(read_sections(g, hp, err));
-#undef TRY
 	if (hp->n_layer_nextn >= hp->n_layer)
 		return pt_error_set(err, PT_E_FORMAT, "key %s.nextn_predict_layers = %u, block_count "
 				    "%u", hp->arch_name, hp->n_layer_nextn, hp->n_layer);

@@ -51,47 +51,20 @@ static enum pt_status qwen_tensors(const struct pt_hparams *hp, struct pt_tensor
 				   struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
-	const uint64_t E = hp->n_embd, V = hp->n_vocab, X = hp->n_expert, F = hp->n_ff_exp;
-#define ADD(...)                                                                           \
-	do {                                                                               \
-		if ((st = pt_tl_add(l, __VA_ARGS__)) != PT_OK)                             \
-			return st;                                                         \
-	} while (0)
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_TOKEN_EMBD, PT_INIT_EMBED, E, V, 0, err,
-	    "token_embd.weight");
-	ADD(-1, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "output_norm.weight");
-	if (!hp->tied_embeddings)
-		ADD(-1, PT_ROLE_RESIDENT, PT_CAT_OUTPUT, PT_INIT_WEIGHT, E, V, 0, err,
-		    "output.weight");
+	const uint64_t E = hp->n_embd, X = hp->n_expert, F = hp->n_ff_exp;
+	const enum pt_tensor_role R = PT_ROLE_RESIDENT;
+	TRY(pt_tl_add_io(l, hp, !hp->tied_embeddings, err));
 	for (uint32_t i = 0; i < hp->n_layer; i++) {
 		const int32_t L = (int32_t)i;
 		const uint64_t hd = hp->head_dim_k, q = hp->n_head * hd, kv = hp->n_head_kv[i] * hd;
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
-		    "blk.%u.attn_norm.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_Q, PT_INIT_WEIGHT, E, q, 0, err,
-		    "blk.%u.attn_q.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_K, PT_INIT_WEIGHT, E, kv, 0, err,
-		    "blk.%u.attn_k.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_V, PT_INIT_WEIGHT, E, kv, 0, err,
-		    "blk.%u.attn_v.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_ATTN_OUTPUT, PT_INIT_WEIGHT, q, E, 0, err,
-		    "blk.%u.attn_output.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
-		    "blk.%u.attn_q_norm.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err,
-		    "blk.%u.attn_k_norm.weight", i);
-		ADD(L, PT_ROLE_RESIDENT, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err,
-		    "blk.%u.ffn_norm.weight", i);
-		ADD(L, PT_ROLE_ROUTER, PT_CAT_NONE, PT_INIT_ROUTER, E, X, 0, err,
-		    "blk.%u.ffn_gate_inp.weight", i);
-		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_GATE, PT_INIT_WEIGHT, E, F, X, err,
-		    "blk.%u.ffn_gate_exps.weight", i);
-		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_UP, PT_INIT_WEIGHT, E, F, X, err,
-		    "blk.%u.ffn_up_exps.weight", i);
-		ADD(L, PT_ROLE_EXPERT, PT_CAT_FFN_DOWN, PT_INIT_WEIGHT, F, E, X, err,
-		    "blk.%u.ffn_down_exps.weight", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.attn_norm.weight", i);
+		TRY(pt_tl_add_attn(l, i, R, E, q, kv, kv, q, err));
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_q_norm.weight", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, hd, 0, 0, err, "blk.%u.attn_k_norm.weight", i);
+		ADD(L, R, PT_CAT_NONE, PT_INIT_NORM, E, 0, 0, err, "blk.%u.ffn_norm.weight", i);
+		TRY(pt_tl_add_router(l, i, PT_ROLE_ROUTER, E, X, false, err));
+		TRY(pt_tl_add_ffn(l, i, PT_ROLE_EXPERT, "_exps", E, F, X, err));
 	}
-#undef ADD
 	return PT_OK;
 }
 

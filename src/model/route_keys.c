@@ -2,12 +2,6 @@
  * LLM_KV_EXPERT_* keys), read once for all arch files according to their recipe. */
 #include "model/arch_impl.h"
 
-#define TRY(x)                                                                             \
-	do {                                                                               \
-		if ((st = (x)) != PT_OK)                                                   \
-			return st;                                                         \
-	} while (0)
-
 enum pt_status pt_arch_read_route_keys(const pt_gguf *g, struct pt_hparams *hp,
 				       enum pt_gating default_gating, struct pt_error *err)
 {

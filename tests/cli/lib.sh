@@ -33,3 +33,38 @@ finish() {
 	echo "$PASS passed, $FAIL failed"
 	[ "$FAIL" -eq 0 ]
 }
+
+# PT_TEST_SUBSET=1 (tools/run-tests.sh sets it for the ASan+UBSan pass of the CLI suites): the
+# suites with an arch x option matrix run the representative subset docs/TESTING.md names
+# ("Test time"); every check still runs on at least one combination.
+SUBSET=${PT_TEST_SUBSET:-0}
+
+# mkmodel_cached OUT MKMODEL-ARGS...: `$PARTICLE mkmodel ARGS -o OUT` through a cache of
+# finished files beside the binary (<its dir>/test-models/<binary sha256>/<args sha256>.gguf):
+# suites that need the same model write it once per build of particle.  OUT is a private copy
+# (a test may rewrite it).  A file enters the cache only complete (written under a temporary
+# name, then renamed); caches of earlier builds are removed.  PT_MODEL_CACHE=0: no cache.
+# Returns mkmodel's exit status (its stdout/stderr go to the caller's).
+mkmodel_cached() {
+	mc_out=$1; shift
+	mc_bin=$(command -v "$PARTICLE" 2>/dev/null)
+	# only a real binary (its hash names what it writes), not a wrapper such as particle-qemu.sh
+	if [ "${PT_MODEL_CACHE:-1}" = 0 ] || [ -z "$mc_bin" ] ||
+		[ "$(head -c 4 "$mc_bin" | tail -c 3)" != ELF ]; then
+		"$PARTICLE" mkmodel "$@" -o "$mc_out"
+		return
+	fi
+	if [ -z "${MC_DIR:-}" ]; then
+		mc_root="$(dirname "$mc_bin")/test-models"
+		MC_DIR="$mc_root/$(sha256sum <"$mc_bin" | cut -c1-16)"
+		mkdir -p "$MC_DIR" || return 1
+		for mc_d in "$mc_root"/*; do [ "$mc_d" = "$MC_DIR" ] || rm -rf "$mc_d"; done
+	fi
+	mc_f="$MC_DIR/$(printf '%s\n' "$@" | sha256sum | cut -c1-32).gguf"
+	if [ ! -f "$mc_f" ]; then
+		mc_tmp=$(mktemp "$MC_DIR/.new.XXXXXX") || return 1
+		"$PARTICLE" mkmodel "$@" -o "$mc_tmp" || { mc_rc=$?; rm -f "$mc_tmp"; return $mc_rc; }
+		mv -f "$mc_tmp" "$mc_f" || return 1
+	fi
+	cp "$mc_f" "$mc_out"
+}

@@ -21,7 +21,7 @@ S1="$S-00001-of-00003.gguf"; S2="$S-00002-of-00003.gguf"; S3="$S-00003-of-00003.
 expect_exit 0 "mkmodel --help" -- "$PARTICLE" mkmodel --help
 expect_grep "$TMP/out" "--split-max-size SIZE" "help documents --split-max-size"
 expect_grep "$TMP/out" "--split-max-tensors N" "help documents --split-max-tensors"
-expect_exit 0 "mkmodel single" -- "$PARTICLE" mkmodel --arch qwen3moe --preset $PRESET -o "$M"
+expect_exit 0 "mkmodel single" -- mkmodel_cached "$M" --arch qwen3moe --preset $PRESET --quant q4_k_m
 expect_exit 0 "mkmodel split" -- "$PARTICLE" mkmodel --arch qwen3moe --preset $PRESET \
 	--split-max-size $SIZE -o "$S.gguf"
 for p in "$S1" "$S2" "$S3"; do

@@ -90,7 +90,7 @@ if [ "$QUICK" -eq 1 ]; then finish; exit; fi
 
 # Bounded memory: a small model, budget just above the planner's minimum.
 S="$TMP/small.gguf"
-expect_exit 0 "mkmodel small" -- "$PARTICLE" mkmodel --arch qwen3moe --preset small -o "$S"
+expect_exit 0 "mkmodel small" -- mkmodel_cached "$S" --arch qwen3moe --preset small --quant q4_k_m
 expect_exit 2 "small: refusal" -- "$PARTICLE" eval -m "$S" --tokens "$T" --top 0 --memory 1M
 min=$(sed -n 's/.*smallest budget that works: \([0-9]*\) bytes.*/\1/p' "$TMP/err")
 budget=$((min + 2 * 1048576))

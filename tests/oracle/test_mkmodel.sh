@@ -63,7 +63,7 @@ bos_of() { case $1 in gemma4) echo 2 ;; bailingmoe2) echo 2 ;; *) echo -1 ;; esa
 for arch in qwen3moe bailingmoe2 gemma4; do
 	for mix in $MIXES; do
 		m="$TMP/$arch-tiny-$mix.gguf"
-		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny --quant "$mix" -o "$m" 2>"$TMP/err"; then
+		if mkmodel_cached "$m" --arch "$arch" --preset tiny --quant "$mix" 2>"$TMP/err"; then
 			ok
 			[ "$mix" = f32 ] && tokenize_model "$m" "$arch" "$(bos_of "$arch")"
 			eval_model "$m" "$arch tiny $mix"
@@ -95,7 +95,7 @@ done
 if [ "${MKMODEL_SMALL:-1}" != 0 ]; then
 	for arch in qwen3moe bailingmoe2 gemma4; do
 		m="$TMP/$arch-small.gguf"
-		if "$PARTICLE" mkmodel --arch "$arch" --preset small --quant q4_k_m -o "$m" 2>"$TMP/err"; then
+		if mkmodel_cached "$m" --arch "$arch" --preset small --quant q4_k_m 2>"$TMP/err"; then
 			ok
 			tokenize_model "$m" "$arch small" "$(bos_of "$arch")"
 			eval_model "$m" "$arch small q4_k_m"

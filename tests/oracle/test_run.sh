@@ -21,7 +21,7 @@ check() {
 
 for arch in qwen3moe gemma4 bailingmoe2 deepseek2; do
 	m="$TMP/$arch.gguf"
-	if ! "$PARTICLE" mkmodel --arch "$arch" --preset tiny --quant f32 -o "$m" >/dev/null 2>"$TMP/mk.err"; then
+	if ! mkmodel_cached "$m" --arch "$arch" --preset tiny --quant f32 >/dev/null 2>"$TMP/mk.err"; then
 		bad "$arch: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
 		continue
 	fi
