@@ -16,7 +16,7 @@ fi
 # Every kernel test (each NEON level against the scalar reference), the pool, the
 # activation quantizers, SwiGLU / GeGLU and attention (not the 21M-point expf sweep: minutes
 # emulated; the SwiGLU and softmax tests cover the NEON exponential against the scalar one).
-SUBSET="test_kern test_pool test_act_ test_ops_swiglu test_ops_geglu test_attn_dots
+SUBSET="test_kern test_pool test_dn_ test_act_ test_ops_swiglu test_ops_geglu test_attn_dots
 	test_attn_softmax test_attn_vacc test_attn_f16 test_quant_lane"
 pass=0 fail=0
 # neoverse-n1: dotprod without i8mm, so the detection's middle answer (a short subset: the

@@ -61,6 +61,16 @@ static const struct pt_kern_dn_ops avx2_ops = { pt_kern_dn_dot_avx2, pt_kern_dn_
 static const struct pt_kern_dn_ops avx512_ops = { pt_kern_dn_dot_avx512, pt_kern_dn_axpy_avx512,
 						  pt_kern_dn_row_step_avx512,
 						  pt_kern_dn_gemm_avx512 };
+#elif defined(PT_KERN_ARM64)
+float pt_kern_dn_dot_neon(const float *a, const float *b, uint32_t n);
+void pt_kern_dn_axpy_neon(float *y, const float *x, float a, uint32_t n);
+float pt_kern_dn_row_step_neon(float *r, const float *k, const float *q, float eg, float v,
+			       float beta, uint32_t n);
+void pt_kern_dn_gemm_neon(uint32_t m, uint32_t n, uint32_t k, const float *a, size_t lda,
+			  const float *b, size_t ldb, float *c, size_t ldc, float cs, unsigned flags);
+/* the loops are F32: dotprod and i8mm add nothing, so every aarch64 level runs these */
+static const struct pt_kern_dn_ops neon_ops = { pt_kern_dn_dot_neon, pt_kern_dn_axpy_neon,
+						pt_kern_dn_row_step_neon, pt_kern_dn_gemm_neon };
 #endif
 
 const struct pt_kern_dn_ops *pt_kern_dn_ops_at(enum pt_kern_level level)
@@ -72,6 +82,9 @@ const struct pt_kern_dn_ops *pt_kern_dn_ops_at(enum pt_kern_level level)
 		return &avx512_ops;
 	if (level >= PT_KERN_LEVEL_AVX2)
 		return &avx2_ops;
+#elif defined(PT_KERN_ARM64)
+	if (level >= PT_KERN_LEVEL_NEON)
+		return &neon_ops;
 #endif
 	return &scalar_ops;
 }
