@@ -5,6 +5,9 @@
 # src/cuda (optional, later).  Files named *_avx2.c / *_avx512.c get their ISA flags here and
 # nowhere else: the rest of the binary runs on any x86-64 (runtime dispatch).
 
+# A bare `make` builds `all`, whichever rule comes first below.
+.DEFAULT_GOAL := all
+
 # Target architecture (issue 19): the host's by default; `make ARCH=aarch64` on an x86-64
 # host cross-builds into build/aarch64 with Debian's aarch64-linux-gnu-gcc (and the arm64
 # multiarch libraries of tools/deps-arm64.sh).  Each architecture compiles only its own

@@ -295,6 +295,11 @@ uint32_t pt_io_pending(const pt_io *io)
 	return io->pending;
 }
 
+uint32_t pt_io_capacity(const pt_io *io)
+{
+	return io->n_slots;
+}
+
 uint64_t pt_io_busy_ns(const pt_io *io)
 {
 	return io->busy_ns + (io->pending ? pt_io_now_ns() - io->busy_since : 0);

@@ -105,6 +105,8 @@ enum pt_status pt_io_submit(pt_io *io, const struct pt_io_job *jobs, uint32_t n,
 enum pt_status pt_io_wait(pt_io *io, bool block, bool *got, uint64_t *tag, uint64_t *ns,
 			  struct pt_error *err);
 uint32_t pt_io_pending(const pt_io *io);
+/* The most jobs that can be in flight at once (max_jobs). */
+uint32_t pt_io_capacity(const pt_io *io);
 /* Wall time with at least one job pending (from its submit to its reap by wait): the time
  * the disk had work from us.  Reaping late (while computing) counts as busy. */
 uint64_t pt_io_busy_ns(const pt_io *io);

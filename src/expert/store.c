@@ -361,15 +361,17 @@ void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint
 static void flush_deferred(pt_expert_store *s);
 static bool demand_in_flight(pt_expert_store *s);
 
-/* Reaps completions; blocks for at most one when block.  The deferred read-ahead goes to
- * the disk as soon as no demand read is in flight (and before blocking on an empty queue). */
-static enum pt_status reap(pt_expert_store *s, bool block, struct pt_error *err)
+/* Reaps completions; blocks for at most one when block.  With flush, the deferred
+ * read-ahead goes to the disk as soon as no demand read is in flight (and before blocking
+ * on an empty queue). */
+static enum pt_status reap_some(pt_expert_store *s, bool block, bool flush,
+				struct pt_error *err)
 {
 	for (;;) {
 		struct pt_error e = { 0 };
 		bool got;
 		uint64_t tag, ns;
-		if (s->n_deferred && (!demand_in_flight(s) || !pt_io_pending(s->io)))
+		if (flush && s->n_deferred && (!demand_in_flight(s) || !pt_io_pending(s->io)))
 			flush_deferred(s);
 		enum pt_status st = pt_io_wait(s->io, block, &got, &tag, &ns, &e);
 		if (!got) {
@@ -385,14 +387,32 @@ static enum pt_status reap(pt_expert_store *s, bool block, struct pt_error *err)
 	}
 }
 
+static enum pt_status reap(pt_expert_store *s, bool block, struct pt_error *err)
+{
+	return reap_some(s, block, true, err);
+}
+
+static uint32_t io_room(const pt_expert_store *s)
+{
+	const uint32_t cap = pt_io_capacity(s->io), pending = pt_io_pending(s->io);
+	return cap > pending ? cap - pending : 0;
+}
+
 /* Submits s->jobs[0..nj): demand reads are counted in n_demand, read-ahead is tagged.  On
  * failure nothing was queued: the jobs' slots are emptied and the store fails. */
 static enum pt_status submit_jobs(pt_expert_store *s, uint32_t nj, bool ahead,
 				  struct pt_error *err)
 {
+	enum pt_status st = PT_OK;
 	for (uint32_t i = 0; ahead && i < nj; i++)
 		s->jobs[i].tag |= PT_STORE_TAG_AHEAD;
-	enum pt_status st = nj ? pt_io_submit(s->io, s->jobs, nj, err) : PT_OK;
+	/* Demand reads wait for room: warm-up and read-ahead reads already in flight may fill
+	 * the queue (a slow disk).  Reaping here never flushes the deferred reads: they would
+	 * reuse s->jobs, which holds these jobs. */
+	while (!ahead && st == PT_OK && nj > io_room(s) && pt_io_pending(s->io))
+		st = reap_some(s, true, false, err);
+	if (st == PT_OK && nj)
+		st = pt_io_submit(s->io, s->jobs, nj, err);
 	if (st == PT_OK) {
 		s->n_demand += ahead ? 0 : nj;
 		return st;
@@ -419,14 +439,17 @@ static enum pt_status submit(pt_expert_store *s, uint32_t m, const struct pt_cac
 	return submit_jobs(s, nj, ahead, err);
 }
 
+/* Submits the deferred read-ahead that fits in the read queue; the rest stays deferred. */
 static void flush_deferred(pt_expert_store *s)
 {
 	struct pt_error e = { 0 };
-	const uint32_t n = s->n_deferred;
+	const uint32_t room = io_room(s);
+	const uint32_t n = s->n_deferred < room ? s->n_deferred : room;
 	for (uint32_t i = 0; i < n; i++)
 		make_job(s, s->deferred[i].m, s->deferred[i].expert, s->deferred[i].slot, true,
 			 &s->jobs[i]);
-	s->n_deferred = 0;
+	memmove(s->deferred, s->deferred + n, (s->n_deferred - n) * sizeof *s->deferred);
+	s->n_deferred -= n;
 	if (submit_jobs(s, n, true, &e) != PT_OK)
 		pt_error_clear(&e); /* sticky: the next get reports it */
 }

@@ -13,12 +13,17 @@ fi
 ok() { PASS=$((PASS + 1)); }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
 
+# The line of $TMP/err that says why (an error or sanitizer line), else its start.
+err_line() {
+	{ grep -m1 -E 'error|ERROR|runtime error|Sanitizer' "$TMP/err" || head -c 300 "$TMP/err"; } |
+		head -c 300
+}
 # expect_exit CODE DESCRIPTION -- COMMAND...   (stdout -> $TMP/out, stderr -> $TMP/err)
 expect_exit() {
 	want=$1; desc=$2; shift 3
 	"$@" >"$TMP/out" 2>"$TMP/err"
 	got=$?
-	if [ "$got" -eq "$want" ]; then ok; else bad "$desc: exit $got, want $want; stderr: $(head -c 300 "$TMP/err")"; fi
+	if [ "$got" -eq "$want" ]; then ok; else bad "$desc: exit $got, want $want; stderr: $(err_line)"; fi
 }
 # expect_grep FILE PATTERN DESCRIPTION
 expect_grep() {

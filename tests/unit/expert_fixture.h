@@ -11,6 +11,8 @@
 
 /* Writes the model to path; returns 0 on success. */
 int fx_write_model(const char *path);
+/* The same with n_experts experts per MoE layer. */
+int fx_write_model_n(const char *path, uint32_t n_experts);
 /* The byte the fixture put at file offset off. */
 uint8_t fx_byte(uint64_t off);
 /* Reads the whole file (pt_malloc'd), *n its size. */

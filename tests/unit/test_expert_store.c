@@ -52,16 +52,23 @@ struct ctx {
 	struct pt_expert_layout lay;
 };
 
-static int setup(struct ctx *c, const char *name)
+static int setup_n(struct ctx *c, const char *name, uint32_t n_experts)
 {
 	pt_gguf *g = NULL;
-	c->path = fixture(name);
+	c->path = pt_test_tmpfile(name);
+	if (fx_write_model_n(c->path, n_experts) != 0)
+		c->path = NULL;
 	if (!c->path || pt_gguf_open(c->path, &g, NULL) != PT_OK)
 		return -1;
 	int rc = pt_expert_layout_from_gguf(g, &c->lay, NULL) == PT_OK ? 0 : -1;
 	pt_gguf_close(g);
 	c->file = fx_slurp(c->path, &c->size);
 	return c->file && rc == 0 ? 0 : -1;
+}
+
+static int setup(struct ctx *c, const char *name)
+{
+	return setup_n(c, name, FX_EXPERTS);
 }
 
 static void teardown(struct ctx *c)
@@ -484,6 +491,67 @@ PT_TEST(test_expert_store_ahead_after_demand)
 	CHECK_EQ_INT(st.ahead_used, 2);
 	pt_expert_store_close(s);
 	pthread_mutex_destroy(&log.mu);
+	teardown(&c);
+}
+
+/* Warm-up reads take 40 ms each (a slow or busy disk). */
+static int64_t slow_ahead(void *ctx, uint64_t tag, uint32_t range, uint64_t off, int64_t res)
+{
+	(void)ctx, (void)range, (void)off;
+	if (tag & PT_STORE_TAG_AHEAD) {
+		struct timespec ts = { 0, 40 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return res;
+}
+
+/* Demand reads wait for room in the read queue: warm-up reads still in flight on two layers
+ * (13 of the 17 the queue holds) plus 5 demand misses would overflow it.  Once this failed
+ * the whole run with "18 expert reads in flight, at most 17" (a CI flake under disk load). */
+PT_TEST(test_expert_store_demand_waits_for_queue_room)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	REQUIRE(setup_n(&c, "stq.gguf", 32) == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_BUFFERED, .slots_per_layer = 9,
+					      .force_pread = true, .io_threads = 2,
+					      .fault = slow_ahead };
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	const uint32_t l0 = c.lay.moe[0].layer, l1 = c.lay.moe[1].layer;
+	static const uint32_t warm[9] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+	static const uint32_t want[5] = { 20, 21, 22, 23, 24 };
+	CHECK_EQ_INT(pt_expert_store_warm(s, l0, warm, 9, 5), 4);
+	CHECK_EQ_INT(pt_expert_store_warm(s, l1, warm, 9, 0), 9);
+	REQUIRE(pt_expert_store_prefetch(s, l0, want, 5, &err) == PT_OK);
+	uint32_t e, n = 0;
+	bool got = true;
+	int bad = 0;
+	struct pt_expert_view v;
+	while (got && pt_expert_store_next(s, &e, &got, &err) == PT_OK && got) {
+		REQUIRE(pt_expert_store_get(s, l0, e, &v, &err) == PT_OK);
+		bad += !view_ok(&c, 0, e, &v) || e < 20 || e > 24;
+		pt_expert_store_release(s, l0, e);
+		n++;
+	}
+	CHECK_EQ_INT(err.code, PT_OK);
+	CHECK_EQ_INT(n, 5);
+	pt_expert_store_end_layer(s, l0);
+	/* the warmed experts of layer 1 land (hits, or misses for those still in flight) */
+	REQUIRE(pt_expert_store_prefetch(s, l1, warm, 9, &err) == PT_OK);
+	for (uint32_t i = 0; i < 9; i++) {
+		REQUIRE(pt_expert_store_get(s, l1, warm[i], &v, &err) == PT_OK);
+		bad += !view_ok(&c, 1, warm[i], &v);
+		pt_expert_store_release(s, l1, warm[i]);
+	}
+	pt_expert_store_end_layer(s, l1);
+	CHECK_EQ_INT(bad, 0);
+	struct pt_cache_stats st;
+	pt_expert_store_stats(s, 1, &st);
+	CHECK_EQ_INT(st.requests, 9);
+	CHECK_EQ_INT(st.read_errors, 0);
+	pt_expert_store_close(s);
 	teardown(&c);
 }
 
