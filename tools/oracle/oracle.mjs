@@ -22,6 +22,15 @@
 //   node oracle.mjs bench MODEL [--prompt N] [--gen N] [--threads N]
 //       -> stdout: {"prefill_tokens", "prefill_tps", "decode_tokens", "decode_tps",
 //          "threads"}; prefill = one batch of N tokens, decode = N single-token steps.
+//   node oracle.mjs batch JOBS-FILE DIR
+//       JOBS-FILE: one JSON array per line, the arguments of one command above, e.g.
+//       ["eval", "m.gguf", "toks.json", "out.f32"].  The jobs run one after the other in this
+//       one process (one node start-up and one llama.cpp binding instead of one per model:
+//       the oracle suites evaluate dozens of tiny files).  Each job gets what it would get
+//       alone (its own model load and context, freed after it).  For job N (1-based line
+//       number): DIR/N.out what the command prints on stdout, DIR/N.err its error line (empty
+//       if none), DIR/N.rc its exit status (0, 1 failed, 2 bad usage).  Exit 0 once every job
+//       has run (tests/oracle/batch.sh queues and reads jobs from sh).
 //
 // Defaults match the tests: threads 1 (2 threads cost ~20 ms/token of synchronisation on
 // tiny models), gpu off, never build from source, flash attention "auto" (llama.cpp's own
@@ -29,13 +38,19 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
+// A usage error: exit 2 on its own; in a batch, the job's rc 2.
+class UsageError extends Error {}
+let inBatch = false;
+
 function usage(msg) {
+	if (inBatch) throw new UsageError(msg || "usage");
 	if (msg) process.stderr.write(`oracle: error: ${msg}\n`);
 	process.stderr.write(
 		"usage: oracle.mjs tokenize MODEL TEXT-FILE [--special]\n" +
 		"       oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off] [--no-check-tensors] [--batch B]\n" +
 		"       oracle.mjs generate MODEL PROMPT N [--special] [--threads N]\n" +
-		"       oracle.mjs bench MODEL [--prompt N] [--gen N] [--threads N]\n");
+		"       oracle.mjs bench MODEL [--prompt N] [--gen N] [--threads N]\n" +
+		"       oracle.mjs batch JOBS-FILE DIR\n");
 	process.exit(2);
 }
 
@@ -60,13 +75,26 @@ function intFlag(v, def, name) {
 	return n;
 }
 
+// The binding is loaded once per thread count (a batch reuses it); models are per job.
+const llamas = new Map();
 // checkTensors: llama.cpp validates every tensor's data on load (reads the whole file).
 async function load(modelPath, threads, vocabOnly = false, checkTensors = !vocabOnly) {
-	const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error,
-		maxThreads: threads, progressLogs: false });
+	if (!llamas.has(threads))
+		llamas.set(threads, await getLlama({ gpu: false, build: "never",
+			logLevel: LlamaLogLevel.error, maxThreads: threads, progressLogs: false }));
+	const llama = llamas.get(threads);
 	const model = await llama.loadModel({ modelPath, vocabOnly, gpuLayers: 0,
 		useMmap: true, checkTensors });
+	disposers.push(() => model.dispose());
 	return { llama, model };
+}
+
+// What a job loaded (model, context), freed in reverse order when it ends.
+let disposers = [];
+async function disposeAll() {
+	const d = disposers.reverse();
+	disposers = [];
+	for (const f of d) await f();
 }
 
 async function newSequence(model, n, threads, fa = "auto") {
@@ -75,6 +103,7 @@ async function newSequence(model, n, threads, fa = "auto") {
 	const context = await model.createContext({ contextSize: size, batchSize: size,
 		threads: { ideal: threads, min: threads }, flashAttention, swaFullCache: true,
 		sequences: 1 });
+	disposers.push(() => context.dispose());
 	return { context, seq: context.getSequence() };
 }
 
@@ -90,7 +119,7 @@ async function cmdTokenize(args) {
 	if (pos.length !== 2) usage("tokenize needs MODEL TEXT-FILE");
 	const { model } = await load(pos[0], 1, true);
 	const text = readFileSync(pos[1], "utf8");
-	process.stdout.write(JSON.stringify(Array.from(model.tokenize(text, !!flags.special))) + "\n");
+	return JSON.stringify(Array.from(model.tokenize(text, !!flags.special))) + "\n";
 }
 
 async function cmdEval(args) {
@@ -124,7 +153,7 @@ async function cmdEval(args) {
 		for (const [id, p] of probs) out[i * nVocab + id] = p;
 	}
 	writeFileSync(pos[2], Buffer.from(out.buffer));
-	process.stdout.write(JSON.stringify({ positions: tokens.length, n_vocab: nVocab }) + "\n");
+	return JSON.stringify({ positions: tokens.length, n_vocab: nVocab }) + "\n";
 }
 
 async function greedy(seq, model, prompt, n) {
@@ -152,7 +181,7 @@ async function cmdGenerate(args) {
 	if (prompt.length === 0) usage("the prompt tokenizes to nothing");
 	const { seq } = await newSequence(model, prompt.length + n, threads);
 	const tokens = await greedy(seq, model, prompt, n);
-	process.stdout.write(JSON.stringify({ prompt, tokens, text: model.detokenize(tokens) }) + "\n");
+	return JSON.stringify({ prompt, tokens, text: model.detokenize(tokens) }) + "\n";
 }
 
 async function cmdBench(args) {
@@ -175,15 +204,44 @@ async function cmdBench(args) {
 		last = res[0]?.next?.token ?? 0;
 	}
 	const decodeMs = performance.now() - t0;
-	process.stdout.write(JSON.stringify({ prefill_tokens: np, prefill_tps: np / (prefillMs / 1000),
-		decode_tokens: ng, decode_tps: ng / (decodeMs / 1000), threads }) + "\n");
+	return JSON.stringify({ prefill_tokens: np, prefill_tps: np / (prefillMs / 1000),
+		decode_tokens: ng, decode_tps: ng / (decodeMs / 1000), threads }) + "\n";
 }
 
-const [cmd, ...rest] = process.argv.slice(2);
 const cmds = { tokenize: cmdTokenize, eval: cmdEval, generate: cmdGenerate, bench: cmdBench };
+
+async function cmdBatch(args) {
+	if (args.length !== 2) usage("batch needs JOBS-FILE DIR");
+	const jobs = readFileSync(args[0], "utf8").split("\n").filter((l) => l.trim() !== "");
+	inBatch = true;
+	for (let n = 1; n <= jobs.length; n++) {
+		let rc = 0, out = "", err = "";
+		try {
+			let job = null;
+			try { job = JSON.parse(jobs[n - 1]); } catch { /* not JSON: refused below */ }
+			if (!Array.isArray(job) || !job.every((a) => typeof a === "string"))
+				throw new UsageError("a job is a JSON array of strings");
+			if (!cmds[job[0]] || job[0] === "batch") throw new UsageError(`unknown command ${job[0]}`);
+			out = await cmds[job[0]](job.slice(1));
+		} catch (e) {
+			rc = e instanceof UsageError ? 2 : 1;
+			err = `oracle: error: ${e?.message ?? e}\n`;
+		}
+		try { await disposeAll(); } catch (e) {
+			if (!rc) { rc = 1; err = `oracle: error: ${e?.message ?? e}\n`; }
+		}
+		writeFileSync(`${args[1]}/${n}.out`, out);
+		writeFileSync(`${args[1]}/${n}.err`, err);
+		writeFileSync(`${args[1]}/${n}.rc`, `${rc}\n`);
+	}
+	return "";
+}
+cmds.batch = cmdBatch;
+
+const [cmd, ...rest] = process.argv.slice(2);
 if (!cmds[cmd]) usage(cmd ? `unknown command ${cmd}` : "");
 try {
-	await cmds[cmd](rest);
+	process.stdout.write(await cmds[cmd](rest));
 	process.exit(0);
 } catch (e) {
 	process.stderr.write(`oracle: error: ${e?.message ?? e}\n`);
