@@ -14,10 +14,10 @@ CMP="$(dirname "$0")/run_oracle.py"
 printf '%s\n' '[{"role":"system","content":"You are terse."},{"role":"user","content":"Name three colors."}]' >"$TMP/m1.json"
 printf '%s\n' '{"messages":[{"role":"user","content":"Write a long story about a dragon."}]}' >"$TMP/m2.json"
 
-check() {
-	if out=$(python3 "$CMP" "$PARTICLE" "$ORACLE" "$@" 2>&1); then ok; else bad "$name: $out"; fi
-	echo "$name: $out"
-}
+# every comparison queued, then one run_oracle.py --cases (llama.cpp's side in one node
+# process instead of one per comparison)
+: >"$TMP/cases"
+check() { printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$@" >>"$TMP/cases"; }
 
 for arch in qwen3moe gemma4 bailingmoe2 deepseek2; do
 	m="$TMP/$arch.gguf"
@@ -34,4 +34,14 @@ for arch in qwen3moe gemma4 bailingmoe2 deepseek2; do
 		check "$m" 64 chat "$TMP/$c.json"
 	done
 done
+python3 "$CMP" "$PARTICLE" "$ORACLE" --cases "$TMP/cases" >"$TMP/results" 2>&1
+n=0
+while read -r verdict line; do
+	case $verdict in
+	ok) ok; n=$((n + 1)); echo "$line" ;;
+	bad) bad "$line"; n=$((n + 1)); echo "$line" ;;
+	*) bad "run_oracle.py: $verdict $line" ;;
+	esac
+done <"$TMP/results"
+[ "$n" -eq "$(wc -l <"$TMP/cases")" ] || bad "run_oracle.py judged $n of $(wc -l <"$TMP/cases") comparisons"
 finish
