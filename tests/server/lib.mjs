@@ -67,6 +67,24 @@ export async function http(srv, method, p, body, headers = {}, timeoutMs = 30000
   return { status: r.status, headers: r.headers, text, json };
 }
 
+// Polls GET /metrics until test(text) holds (a condition, not a fixed sleep: sanitizer builds
+// on a loaded 2-core machine can take seconds to accept a request); returns the text.
+export async function waitMetrics(srv, test, what, timeoutMs = 30000, headers = {}) {
+  const t0 = Date.now();
+  for (;;) {
+    const m = await http(srv, 'GET', '/metrics', undefined, headers).catch(() => null);
+    if (m && m.status === 200 && test(m.text)) return m.text;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`waited ${timeoutMs} ms for ${what}: ${m?.text?.slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+// The value of one unlabelled metric (particle_NAME) in a /metrics text, NaN if absent.
+export function metric(text, name) {
+  const m = text.match(new RegExp(`^particle_${name} (\\S+)$`, 'm'));
+  return m ? Number(m[1]) : NaN;
+}
+
 // Raw TCP exchange: writes each chunk (string or Buffer; a number = pause in ms), optionally
 // half-closes, and collects what comes back until the peer closes or timeoutMs.
 export function raw(port, chunks, { timeoutMs = 5000, halfClose = false } = {}) {

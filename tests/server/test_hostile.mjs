@@ -4,7 +4,7 @@
 // send: header floods, slowloris, half-closed connections, bad framing.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, http, raw } from './lib.mjs';
+import { startServer, http, raw, waitMetrics, metric } from './lib.mjs';
 
 let srv, keyed, reference;
 const KEY = 'sk-test-0123456789';
@@ -239,7 +239,7 @@ test('a full queue answers 503 with Retry-After; the queued request runs once th
     const readerA = ra.body.getReader();
     await readerA.read();                                          // it is generating
     const b = open(long);                                          // waits in the queue
-    await new Promise((r) => setTimeout(r, 300));
+    await waitMetrics(q, (t) => metric(t, 'queue_depth') === 1, 'b queued');
     const c = await http(q, 'POST', '/v1/completions', long);      // refused
     assert.equal(c.status, 503, c.text);
     assert.equal(c.headers.get('retry-after'), '1');

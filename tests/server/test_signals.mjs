@@ -2,7 +2,7 @@
 // finish, refuse new connections, and exit 0 within a few seconds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, http, parseSSE } from './lib.mjs';
+import { startServer, http, parseSSE, waitMetrics, metric } from './lib.mjs';
 
 for (const sig of ['SIGTERM', 'SIGINT']) {
   test(`${sig}: in-flight requests finish, then exit 0`, async () => {
@@ -16,7 +16,9 @@ for (const sig of ['SIGTERM', 'SIGINT']) {
     assert.equal(ref.status, 200);
     const a = http(srv, 'POST', '/v1/completions', body);
     const b = http(srv, 'POST', '/v1/completions', { ...body, stream: true });
-    await new Promise((r) => setTimeout(r, 100));
+    // both accepted (calibrate, ref, a, b) before the signal: a fixed 100 ms was a race
+    // under ASan on a loaded machine (a request not yet read was refused with 503)
+    await waitMetrics(srv, (t) => metric(t, 'requests_total') >= 4, 'both requests accepted');
     const t0 = Date.now();
     srv.proc.kill(sig);
     const [ra, rb] = await Promise.all([a, b]);
@@ -37,7 +39,7 @@ test('an answer longer than the grace period is cut; the server still exits 0 in
   const srv = await startServer([]);
   const long = http(srv, 'POST', '/v1/completions', { prompt: 'Go on', max_tokens: 100000, temperature: 0, stream: true }, {}, 60000)
     .then((r) => r.text, () => 'cut');
-  await new Promise((r) => setTimeout(r, 300));
+  await waitMetrics(srv, (t) => metric(t, 'requests_total') >= 1, 'the long request accepted');
   const t0 = Date.now();
   srv.proc.kill('SIGTERM');
   const r = await srv.exited;
