@@ -50,9 +50,16 @@ SUBSET=${PT_TEST_SUBSET:-0}
 # (a test may rewrite it).  A file enters the cache only complete (written under a temporary
 # name, then renamed); caches of earlier builds are removed.  PT_MODEL_CACHE=0: no cache.
 # Returns mkmodel's exit status (its stdout/stderr go to the caller's).
+# PT_MODEL_MAKER=BINARY: the files are written by BINARY (and cached under its hash) instead
+# of $PARTICLE: tools/run-tests.sh gives the sanitizer passes the normal build, whose files
+# are byte-identical (mkmodel is a pure function of its arguments; the sanitizer builds of
+# mkmodel itself still run in test_mkmodel.sh, test_mkmodel_reroute.sh - fresh files,
+# `small` included, compared byte for byte with the cached ones - and the unit tests).
 mkmodel_cached() {
 	mc_out=$1; shift
-	mc_bin=$(command -v "$PARTICLE" 2>/dev/null)
+	mc_maker=${PT_MODEL_MAKER:-$PARTICLE}
+	[ -x "$mc_maker" ] || mc_maker=$PARTICLE
+	mc_bin=$(command -v "$mc_maker" 2>/dev/null)
 	# only a real binary (its hash names what it writes), not a wrapper such as particle-qemu.sh
 	if [ "${PT_MODEL_CACHE:-1}" = 0 ] || [ -z "$mc_bin" ] ||
 		[ "$(head -c 4 "$mc_bin" | tail -c 3)" != ELF ]; then
@@ -68,7 +75,7 @@ mkmodel_cached() {
 	mc_f="$MC_DIR/$(printf '%s\n' "$@" | sha256sum | cut -c1-32).gguf"
 	if [ ! -f "$mc_f" ]; then
 		mc_tmp=$(mktemp "$MC_DIR/.new.XXXXXX") || return 1
-		"$PARTICLE" mkmodel "$@" -o "$mc_tmp" || { mc_rc=$?; rm -f "$mc_tmp"; return $mc_rc; }
+		"$mc_maker" mkmodel "$@" -o "$mc_tmp" || { mc_rc=$?; rm -f "$mc_tmp"; return $mc_rc; }
 		mv -f "$mc_tmp" "$mc_f" || return 1
 	fi
 	cp "$mc_f" "$mc_out"
