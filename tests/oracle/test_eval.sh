@@ -17,7 +17,8 @@
 # tiled attention numerics, decode its one-row F16 numerics, as llama.cpp does) the two
 # agree within mean KL 1e-2 on F32 weights.
 . "$(dirname "$0")/../cli/lib.sh"
-ORACLE="$(dirname "$0")/../../tools/oracle/oracle.mjs"
+OB_ORACLE="$(dirname "$0")/../../tools/oracle/oracle.mjs"
+. "$(dirname "$0")/batch.sh"
 N=200
 
 # 200 deterministic ids below 256 (every tiny vocabulary has the 256 byte tokens), as a
@@ -28,17 +29,18 @@ tr -d '[]' <"$TMP/toks.json" >"$TMP/toks"
 # field NAME LINE: the first value after NAME in a compare line.
 field() { echo "$2" | awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }'; }
 
-# run_eval NAME MODEL TARGET_KL [reuse]: llama.cpp vs particle (one chunk), and particle's
-# own one-chunk vs token-by-token difference on the same file as the model's sensitivity
-# (reuse: the previous call's llama.cpp dump of the same file).
+# run_eval NAME MODEL TARGET_KL REF [JOB]: llama.cpp (REF: its dump of MODEL, written by job
+# JOB of the arch's oracle batch, or by an earlier job when JOB is empty) vs particle (one
+# chunk), and particle's own one-chunk vs token-by-token difference on the same file as the
+# model's sensitivity.
 run_eval() {
-	name=$1; model=$2; target=$3
-	if [ -z "$4" ] && ! node "$ORACLE" eval "$model" "$TMP/toks.json" "$TMP/ref" >/dev/null 2>"$TMP/oracle.err"; then
-		bad "$name: llama.cpp oracle failed: $(tail -c 300 "$TMP/oracle.err")"
+	name=$1; model=$2; target=$3; ref=$4
+	if [ -n "${5:-}" ] && [ "$(ob_rc "$5")" != 0 ]; then
+		bad "$name: llama.cpp oracle failed: $(tail -c 300 "$(ob_err "$5")")"
 		return
 	fi
 	"$PARTICLE" eval -m "$model" --tokens-file "$TMP/toks" --top 0 --batch $N --threads 2 \
-		--probs-out "$TMP/pre.bin" --compare "$TMP/ref" --max-mean-kl 1e9 --min-top1 0 \
+		--probs-out "$TMP/pre.bin" --compare "$ref" --max-mean-kl 1e9 --min-top1 0 \
 		>/dev/null 2>"$TMP/err1"
 	"$PARTICLE" eval -m "$model" --tokens-file "$TMP/toks" --top 0 --batch 1 --threads 2 \
 		--compare "$TMP/pre.bin" --max-mean-kl 1e9 --min-top1 0 >/dev/null 2>"$TMP/err2"
@@ -61,6 +63,9 @@ for arch in qwen3moe gemma4 bailingmoe2 glm4moe deepseek2; do
 	# the later families: their float types and their published mixture (issue 17)
 	qs="f32 f16 q8_0 q4_k_m q6_k q3_k_m q2_k"
 	case $arch in glm4moe|deepseek2) qs="f32 f16 q4_k_m" ;; esac
+	# every file of the arch first, with llama.cpp's dump of each queued: one oracle batch
+	# (tests/oracle/batch.sh) per arch instead of one node process per file
+	made=""
 	for q in $qs; do
 		m="$TMP/$arch-$q.gguf"
 		if ! mkmodel_cached "$m" --arch "$arch" --preset tiny --quant "$q" \
@@ -68,35 +73,50 @@ for arch in qwen3moe gemma4 bailingmoe2 glm4moe deepseek2; do
 			bad "$arch $q: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
 			continue
 		fi
+		ob_add eval "$m" "$TMP/toks.json" "$TMP/ref-$q"
+		made="$made $q:$OB_N"
+	done
+	small="$TMP/$arch-small-q4_k_m.gguf"
+	if mkmodel_cached "$small" --arch "$arch" --preset small --quant q4_k_m \
+		>"$TMP/mk.out" 2>"$TMP/mk.err"; then
+		ob_add eval "$small" "$TMP/toks.json" "$TMP/ref-small"; small_job=$OB_N
+	else
+		bad "$arch small q4_k_m: mkmodel failed: $(head -c 300 "$TMP/mk.err")"; small=""
+	fi
+	lite=""
+	if [ "$arch" = deepseek2 ]; then # V2-Lite's layout: attn_q, softmax, mscale_all_dim 0.707
+		lite="$TMP/$arch-lite.gguf"
+		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny-lite --quant f16 -o "$lite" \
+			>"$TMP/mk.out" 2>"$TMP/mk.err"; then
+			ob_add eval "$lite" "$TMP/toks.json" "$TMP/ref-lite"; lite_job=$OB_N
+		else
+			bad "$arch tiny-lite: mkmodel failed: $(head -c 300 "$TMP/mk.err")"; lite=""
+		fi
+	fi
+	ob_run
+	for qj in $made; do
+		q=${qj%%:*}; job=${qj#*:}
+		m="$TMP/$arch-$q.gguf"
 		case $q in f32|f16) target=1e-3 ;; *) target=1e-2 ;; esac
-		run_eval "$arch $q" "$m" $target
+		run_eval "$arch $q" "$m" $target "$TMP/ref-$q" "$job"
 		[ "$arch" = deepseek2 ] && [ "$q" != f16 ] || continue
 		for lvl in avx512 avx2 scalar; do
 			PARTICLE_CPU=$lvl "$PARTICLE" eval -m "$m" --tokens 1 --top 0 >/dev/null \
 				2>&1 || continue # the CPU lacks the level
 			export PARTICLE_CPU=$lvl
-			run_eval "$arch $q ($lvl)" "$m" $target reuse
+			run_eval "$arch $q ($lvl)" "$m" $target "$TMP/ref-$q"
 			unset PARTICLE_CPU
 		done
 	done
-	m="$TMP/$arch-small-q4_k_m.gguf"
-	if mkmodel_cached "$m" --arch "$arch" --preset small --quant q4_k_m \
-		>"$TMP/mk.out" 2>"$TMP/mk.err"; then
-		run_eval "$arch small q4_k_m" "$m" 1e-2
-	else
-		bad "$arch small q4_k_m: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
+	if [ -n "$small" ]; then
+		run_eval "$arch small q4_k_m" "$small" 1e-2 "$TMP/ref-small" "$small_job"
+		rm -f "$small"
 	fi
-	rm -f "$m"
-	if [ "$arch" = deepseek2 ]; then # V2-Lite's layout: attn_q, softmax, mscale_all_dim 0.707
-		m="$TMP/$arch-lite.gguf"
-		if "$PARTICLE" mkmodel --arch "$arch" --preset tiny-lite --quant f16 -o "$m" \
-			>"$TMP/mk.out" 2>"$TMP/mk.err"; then
-			run_eval "$arch tiny-lite f16" "$m" 1e-3
-		else
-			bad "$arch tiny-lite: mkmodel failed: $(head -c 300 "$TMP/mk.err")"
-		fi
-		rm -f "$m"
+	if [ -n "$lite" ]; then
+		run_eval "$arch tiny-lite f16" "$lite" 1e-3 "$TMP/ref-lite" "$lite_job"
+		rm -f "$lite"
 	fi
+	rm -f "$TMP"/ref-*
 	m="$TMP/$arch-q4_k_m.gguf"
 	if [ -f "$m" ]; then
 		for t in 1 2; do
