@@ -15,36 +15,60 @@ convs=$(ls tests/fixtures/conversations/*.json | tr '\n' ',' | sed 's/,$//')
 mkdir -p "$TMP/py"
 python3 tests/oracle/jinja_render.py batch "$TMP/py" "$templates" "$convs" || bad "oracle batch failed"
 ntempl=$(echo "$templates" | tr ',' '\n' | wc -l)
+tab=$(printf '\t')
+# check_cases CASES OUT: one `particle template` per case of CASES (the oracle batch's
+# cases.tsv lines); adds to PASS/FAIL and writes "PASS FAIL rendered failed_both" to OUT
+check_cases() { # (runs in a background subshell: its own counts, added up after)
+	PASS=0; FAIL=0
+	rendered=0
+	failed_both=0
+	cases=$1 w=$2 # (set -- below takes the positional parameters for each case's flags)
+	while IFS="$tab" read -r case a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12; do
+		[ -n "$case" ] || continue
+		set -- "$a1" "$a2" "$a3" "$a4" "$a5" "$a6" "$a7" "$a8"
+		[ -n "$a9" ] && set -- "$@" "$a9"
+		[ -n "$a10" ] && set -- "$@" "$a10"
+		[ -n "$a11" ] && set -- "$@" "$a11"
+		[ -n "$a12" ] && set -- "$@" "$a12"
+		"$PARTICLE" template "$@" >"$w.out" 2>"$w.err"
+		rc=$?
+		if [ -f "$TMP/py/$case.out" ]; then
+			if [ "$rc" -ne 0 ]; then
+				bad "$case: particle exit $rc, jinja2 rendered; $(head -c 200 "$w.err")"
+			elif cmp -s "$TMP/py/$case.out" "$w.out"; then
+				ok; rendered=$((rendered + 1))
+			else
+				bad "$case: output differs from jinja2 ($(cmp "$TMP/py/$case.out" "$w.out" 2>&1 | head -1))"
+			fi
+		elif [ -f "$TMP/py/$case.err" ]; then
+			if [ "$rc" -eq 2 ] && [ "$(wc -l <"$w.err")" -eq 1 ]; then
+				ok; failed_both=$((failed_both + 1))
+			else
+				bad "$case: jinja2 raised ($(head -c 120 "$TMP/py/$case.err")), particle exit $rc"
+			fi
+		else
+			bad "$case: no oracle result"
+		fi
+	done <"$cases"
+	echo "$PASS $FAIL $rendered $failed_both" >"$w"
+}
+# ~1400 short processes: two workers (odd and even cases), so both cores are busy
+awk 'NR % 2 == 1' "$TMP/py/cases.tsv" >"$TMP/cases1"
+awk 'NR % 2 == 0' "$TMP/py/cases.tsv" >"$TMP/cases2"
+check_cases "$TMP/cases1" "$TMP/w1" &
+check_cases "$TMP/cases2" "$TMP/w2" &
+wait
 rendered=0
 failed_both=0
-tab=$(printf '\t')
-while IFS="$tab" read -r case a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12; do
-	[ -n "$case" ] || continue
-	set -- "$a1" "$a2" "$a3" "$a4" "$a5" "$a6" "$a7" "$a8"
-	[ -n "$a9" ] && set -- "$@" "$a9"
-	[ -n "$a10" ] && set -- "$@" "$a10"
-	[ -n "$a11" ] && set -- "$@" "$a11"
-	[ -n "$a12" ] && set -- "$@" "$a12"
-	"$PARTICLE" template "$@" >"$TMP/c.out" 2>"$TMP/c.err"
-	rc=$?
-	if [ -f "$TMP/py/$case.out" ]; then
-		if [ "$rc" -ne 0 ]; then
-			bad "$case: particle exit $rc, jinja2 rendered; $(head -c 200 "$TMP/c.err")"
-		elif cmp -s "$TMP/py/$case.out" "$TMP/c.out"; then
-			ok; rendered=$((rendered + 1))
-		else
-			bad "$case: output differs from jinja2 ($(cmp "$TMP/py/$case.out" "$TMP/c.out" 2>&1 | head -1))"
-		fi
-	elif [ -f "$TMP/py/$case.err" ]; then
-		if [ "$rc" -eq 2 ] && [ "$(wc -l <"$TMP/c.err")" -eq 1 ]; then
-			ok; failed_both=$((failed_both + 1))
-		else
-			bad "$case: jinja2 raised ($(head -c 120 "$TMP/py/$case.err")), particle exit $rc"
-		fi
+for w in "$TMP/w1" "$TMP/w2"; do
+	if [ -s "$w" ]; then
+		read -r p f r b <"$w"
+		PASS=$((PASS + p)); FAIL=$((FAIL + f))
+		rendered=$((rendered + r)); failed_both=$((failed_both + b))
 	else
-		bad "$case: no oracle result"
+		bad "template worker $w ended without its tally"
 	fi
-done <"$TMP/py/cases.tsv"
+done
 # -m MODEL: the template and the BOS/EOS text come from the GGUF (tokens[bos/eos_token_id]).
 F="$PT_SHARED/fixtures/templates"
 C=tests/fixtures/conversations
