@@ -77,6 +77,30 @@ int pt_cli_engine_check(const char *cmd, const struct pt_cli_engine *f);
 void pt_cli_engine_opts(const struct pt_cli_engine *f, const char *model, FILE *ctx_log,
 			struct pt_engine_opts *eo);
 
+/* The argument loop run and serve share (src/cli/flags.c). */
+struct pt_cli_flags {
+	const char *cmd;   /* "run": the prefix of its errors, 'particle run --help' */
+	void (*help)(void);
+	void *opts;        /* the command's options, handed to the callbacks */
+	/* a flag without a value: true when a is one (stored) */
+	bool (*switch_flag)(void *opts, const char *a);
+	/* NULL, or flags that take what follows them themselves (run's GPU flags): how many
+	 * arguments a took, 0 when it is not one, -1 after the error */
+	int (*own_flag)(void *opts, const char *a, const char *next);
+	/* a with the value v: 1 stored, 0 when a is not a flag of the command, -1 after the
+	 * one-line error */
+	int (*value_flag)(void *opts, const char *a, const char *v);
+};
+/* Parses argv[1..]: 0 when every argument was taken, -1 after printing --help, or
+ * PT_EXIT_USAGE after the one-line error ("<cmd>: X needs a value", an unexpected argument,
+ * an unknown option). */
+int pt_cli_parse_flags(const struct pt_cli_flags *f, int argc, char **argv);
+/* The sampling flags of run and serve: --temperature/--temp, --top-p, --min-p,
+ * --repetition-penalty/--repeat-penalty, --top-k, --repeat-last-n with the value v; 1 when
+ * stored, 0 when a is not one of them, -1 after the error for a bad number. */
+struct pt_sampler_opts;
+int pt_cli_sampler_flag(const char *a, const char *v, struct pt_sampler_opts *so);
+
 /* The GPU flags shared by run, eval and bench (src/cli/gpu_opts.c): --gpu, --gpu-layers
  * N|all, --vram SIZE, --gpu-device I; any of them turns the GPU on. */
 struct pt_cli_gpu {

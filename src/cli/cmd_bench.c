@@ -358,15 +358,10 @@ static void json_io(const struct bench_args *a, const struct bench_result *r)
 
 /* --gpu: speeds, the decode's expert hit rate in VRAM, bytes copied to the device per
  * decoded token and the copy floor (those bytes / the measured pinned host-to-device
- * bandwidth), as the CPU report's I/O floor is for the disk. */
-static void report_gpu(const struct bench_args *a, const struct bench_result *r)
+ * bandwidth), as the CPU report's I/O floor is for the disk; report() derives them. */
+static void report_gpu(const struct bench_args *a, const struct bench_result *r, double hit,
+		       double bpt, double floor_s, double tpt, double pf, double dc)
 {
-	const double gen = (double)a->gen;
-	const uint64_t h = r->gend.hits - r->gmid.hits, m = r->gend.misses - r->gmid.misses;
-	const double hit = ratio((double)h, (double)(h + m));
-	const double bpt = (double)(r->gend.bytes_copied - r->gmid.bytes_copied) / gen;
-	const double floor_s = ratio(bpt, r->h2d_bw), tpt = r->decode_s / gen;
-	const double pf = (double)a->prompt / r->prefill_s, dc = gen / r->decode_s;
 	if (a->json) {
 		printf("{\"model\": \"%s\", \"gpu\": true, \"prompt_tokens\": %llu, "
 		       "\"gen_tokens\": %llu, \"prefill_tps\": %.4f, \"decode_tps\": %.4f, "
@@ -395,15 +390,21 @@ static void report_gpu(const struct bench_args *a, const struct bench_result *r)
 
 static void report(const struct bench_args *a, const struct bench_result *r)
 {
-	if (a->gpu.on) {
-		report_gpu(a, r);
+	/* the decode's expert hits and bytes moved, and the bandwidth that sets their floor:
+	 * the VRAM cache and host-to-device copies with --gpu, else the RAM cache and the disk */
+	const bool gpu = a->gpu.on;
+	const uint64_t h = gpu ? r->gend.hits - r->gmid.hits : r->dec_hits;
+	const uint64_t m = gpu ? r->gend.misses - r->gmid.misses : r->dec_misses;
+	const uint64_t moved = gpu ? r->gend.bytes_copied - r->gmid.bytes_copied : r->dec_bytes;
+	const double gen = (double)a->gen;
+	const double hit = ratio((double)h, (double)(h + m));
+	const double bpt = (double)moved / gen;
+	const double floor_s = ratio(bpt, gpu ? r->h2d_bw : r->disk_bw), tpt = r->decode_s / gen;
+	const double pf = (double)a->prompt / r->prefill_s, dc = gen / r->decode_s;
+	if (gpu) {
+		report_gpu(a, r, hit, bpt, floor_s, tpt, pf, dc);
 		return;
 	}
-	const double gen = (double)a->gen;
-	const double hit = ratio((double)r->dec_hits, (double)(r->dec_hits + r->dec_misses));
-	const double bpt = (double)r->dec_bytes / gen;
-	const double floor_s = ratio(bpt, r->disk_bw), tpt = r->decode_s / gen;
-	const double pf = (double)a->prompt / r->prefill_s, dc = gen / r->decode_s;
 	if (a->json) {
 		printf("{\"model\": \"%s\", \"threads\": %llu, \"prompt_tokens\": %llu, "
 		       "\"gen_tokens\": %llu, \"prefill_tps\": %.4f, \"decode_tps\": %.4f, "

@@ -142,55 +142,20 @@ static bool is(const char *a, const char *s, const char *l)
 	return (s && strcmp(a, s) == 0) || strcmp(a, l) == 0;
 }
 
-/* Flags with a float value; returns 1 if a matched, 0 if not, -1 on a bad value. */
-static int float_flag(struct opts *o, const char *a, const char *v)
-{
-	static const struct { const char *name; double lo, hi; size_t off; } t[] = {
-		{ "--temperature", 0, 100, offsetof(struct pt_sampler_opts, temperature) },
-		{ "--temp", 0, 100, offsetof(struct pt_sampler_opts, temperature) }, /* llama.cpp */
-		{ "--top-p", 0, 1, offsetof(struct pt_sampler_opts, top_p) },
-		{ "--min-p", 0, 1, offsetof(struct pt_sampler_opts, min_p) },
-		{ "--repetition-penalty", 0.01, 100, offsetof(struct pt_sampler_opts, repeat_penalty) },
-		{ "--repeat-penalty", 0.01, 100, offsetof(struct pt_sampler_opts, repeat_penalty) },
-	};
-	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-		if (strcmp(a, t[i].name) != 0)
-			continue;
-		double d;
-		if (!pt_cli_parse_f64(a, v, t[i].lo, t[i].hi, &d))
-			return -1;
-		*(float *)((char *)&o->so + t[i].off) = (float)d;
-		return 1;
-	}
-	return 0;
-}
-
-/* Flags with an integer value. */
+/* Flags with an integer value, then the sampling flags. */
 static int int_flag(struct opts *o, const char *a, const char *v)
 {
-	uint64_t x;
 	if (is(a, "-n", "--max-new") || strcmp(a, "--n-predict") == 0)
 		return pt_cli_parse_u64(a, v, 0, UINT32_MAX, &o->max_new) ? 1 : -1;
 	if (is(a, "-s", "--seed"))
 		return pt_cli_parse_u64(a, v, 0, UINT64_MAX, &o->so.seed) ? 1 : -1;
-	if (is(a, NULL, "--top-k")) {
-		if (!pt_cli_parse_u64(a, v, 0, UINT32_MAX, &x))
-			return -1;
-		o->so.top_k = (uint32_t)x;
-		return 1;
-	}
-	if (is(a, NULL, "--repeat-last-n")) {
-		if (!pt_cli_parse_u64(a, v, 0, 1u << 20, &x))
-			return -1;
-		o->so.repeat_last_n = (uint32_t)x;
-		return 1;
-	}
-	return float_flag(o, a, v);
+	return pt_cli_sampler_flag(a, v, &o->so);
 }
 
-/* Flags with a string value. */
-static int str_flag(struct opts *o, const char *a, const char *v)
+/* Flags with a string value, then the engine's and the numeric ones. */
+static int str_flag(void *opts, const char *a, const char *v)
 {
+	struct opts *o = opts;
 	static const struct { const char *s, *l; size_t off; } t[] = {
 		{ "-m", "--model", offsetof(struct opts, model) },
 		{ "-p", "--prompt", offsetof(struct opts, prompt) },
@@ -209,8 +174,9 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 	return r ? r : int_flag(o, a, v);
 }
 
-static int bool_flag(struct opts *o, const char *a)
+static bool bool_flag(void *opts, const char *a)
 {
+	struct opts *o = opts;
 	if (pt_cli_engine_switch(a, &o->eng))
 		return 1;
 	bool *b = strcmp(a, "--raw") == 0 ? &o->raw : strcmp(a, "--quiet") == 0 ? &o->quiet
@@ -236,39 +202,19 @@ static int check_opts(const struct opts *o)
 	return pt_cli_gpu_ready(&o->gpu);
 }
 
+static int gpu_flag(void *opts, const char *a, const char *next)
+{
+	return pt_cli_gpu_flag(a, next, &((struct opts *)opts)->gpu);
+}
+
 /* Returns 0 to go on, -1 after --help, or an exit code. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
+	const struct pt_cli_flags f = { "run", help, o, bool_flag, gpu_flag, str_flag };
 	set_defaults(o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (is(a, "-h", "--help")) {
-			help();
-			return -1;
-		}
-		if (bool_flag(o, a))
-			continue;
-		const int g = pt_cli_gpu_flag(a, i + 1 < argc ? argv[i + 1] : NULL, &o->gpu);
-		if (g < 0)
-			return PT_EXIT_USAGE;
-		if (g) {
-			i += g - 1;
-			continue;
-		}
-		if (a[0] != '-' || i + 1 >= argc) {
-			pt_cli_error(a[0] == '-' ? "run: %s needs a value" :
-				     "run: unexpected argument '%.60s' (see 'particle run --help')", a);
-			return PT_EXIT_USAGE;
-		}
-		int r = str_flag(o, a, argv[i + 1]);
-		if (r == 0) {
-			pt_cli_error("run: unknown option '%.60s' (see 'particle run --help')", a);
-			return PT_EXIT_USAGE;
-		}
-		if (r < 0)
-			return PT_EXIT_USAGE;
-		i++;
-	}
+	const int rc = pt_cli_parse_flags(&f, argc, argv);
+	if (rc)
+		return rc;
 	if (o->model) /* a name in the models directory */
 		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);

@@ -144,27 +144,6 @@ static bool is(const char *a, const char *s, const char *l, const char *l2)
 	return (s && strcmp(a, s) == 0) || strcmp(a, l) == 0 || (l2 && strcmp(a, l2) == 0);
 }
 
-static int float_flag(struct opts *o, const char *a, const char *v)
-{
-	static const struct { const char *name, *alias; double lo, hi; size_t off; } t[] = {
-		{ "--temperature", "--temp", 0, 100, offsetof(struct pt_sampler_opts, temperature) },
-		{ "--top-p", NULL, 0, 1, offsetof(struct pt_sampler_opts, top_p) },
-		{ "--min-p", NULL, 0, 1, offsetof(struct pt_sampler_opts, min_p) },
-		{ "--repetition-penalty", "--repeat-penalty", 0.01, 100,
-		  offsetof(struct pt_sampler_opts, repeat_penalty) },
-	};
-	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-		if (!is(a, NULL, t[i].name, t[i].alias))
-			continue;
-		double d;
-		if (!pt_cli_parse_f64(a, v, t[i].lo, t[i].hi, &d))
-			return -1;
-		*(float *)((char *)&o->so + t[i].off) = (float)d;
-		return 1;
-	}
-	return 0;
-}
-
 static int int_flag(struct opts *o, const char *a, const char *v)
 {
 	static const struct { const char *s, *l, *l2; uint64_t lo, hi; size_t off; } t[] = {
@@ -207,23 +186,12 @@ static int int_flag(struct opts *o, const char *a, const char *v)
 		o->max_new = (int64_t)x;
 		return 1;
 	}
-	if (is(a, NULL, "--top-k", NULL)) {
-		if (!pt_cli_parse_u64(a, v, 0, UINT32_MAX, &x))
-			return -1;
-		o->so.top_k = (uint32_t)x;
-		return 1;
-	}
-	if (is(a, NULL, "--repeat-last-n", NULL)) {
-		if (!pt_cli_parse_u64(a, v, 0, 1u << 20, &x))
-			return -1;
-		o->so.repeat_last_n = (uint32_t)x;
-		return 1;
-	}
-	return float_flag(o, a, v);
+	return pt_cli_sampler_flag(a, v, &o->so);
 }
 
-static int str_flag(struct opts *o, const char *a, const char *v)
+static int str_flag(void *opts, const char *a, const char *v)
 {
+	struct opts *o = opts;
 	static const struct { const char *s, *l; size_t off; } t[] = {
 		{ "-m", "--model", offsetof(struct opts, model) },
 		{ NULL, "--host", offsetof(struct opts, host) },
@@ -245,8 +213,9 @@ static int str_flag(struct opts *o, const char *a, const char *v)
 	return r ? r : int_flag(o, a, v);
 }
 
-static int bool_flag(struct opts *o, const char *a)
+static bool bool_flag(void *opts, const char *a)
 {
+	struct opts *o = opts;
 	if (pt_cli_engine_switch(a, &o->eng))
 		return 1;
 	bool *b = !strcmp(a, "--quiet") ? &o->quiet : !strcmp(a, "--no-webui") ? &o->no_webui
@@ -300,29 +269,11 @@ static int check_opts(const struct opts *o)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
+	const struct pt_cli_flags f = { "serve", help, o, bool_flag, NULL, str_flag };
 	set_defaults(o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (is(a, "-h", "--help", NULL)) {
-			help();
-			return -1;
-		}
-		if (bool_flag(o, a))
-			continue;
-		if (a[0] != '-' || i + 1 >= argc) {
-			pt_cli_error(a[0] == '-' ? "serve: %s needs a value" :
-				     "serve: unexpected argument '%.60s' (see 'particle serve --help')", a);
-			return PT_EXIT_USAGE;
-		}
-		int r = str_flag(o, a, argv[i + 1]);
-		if (r == 0) {
-			pt_cli_error("serve: unknown option '%.60s' (see 'particle serve --help')", a);
-			return PT_EXIT_USAGE;
-		}
-		if (r < 0)
-			return PT_EXIT_USAGE;
-		i++;
-	}
+	const int rc = pt_cli_parse_flags(&f, argc, argv);
+	if (rc)
+		return rc;
 	if (o->model) /* a name in the models directory */
 		o->model = pt_cli_model_path(o->model);
 	return check_opts(o);

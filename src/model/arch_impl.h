@@ -30,6 +30,27 @@ extern const struct pt_arch_ops pt_arch_qwen35moe_ops;
 extern const struct pt_arch_ops pt_arch_deepseek2_ops;
 extern const struct pt_arch_ops pt_arch_gptoss_ops;
 
+/* The fields every arch's preset table starts an entry with (an arch's own struct preset
+ * holds this first, then what only it has).  head_dim is head_dim_k = head_dim_v = n_rot. */
+struct pt_preset_base {
+	const char *name, *alias; /* alias: a second name for the entry (NULL: none) */
+	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim;
+	uint32_t n_ff, n_ff_exp, n_expert, n_used;
+};
+
+/* preset.c: finds `name` (or an alias) among the n entries of `size` bytes at table, each
+ * starting with a struct pt_preset_base, applies that base to hp (n_layer only when the
+ * caller left it 0: --layers wins; n_head_kv for every layer) and sets *entry (unless NULL)
+ * to the entry, for the arch to fill the rest.  An unknown name: PT_E_INVALID
+ * "unknown preset '<name>' (<choices>)". */
+enum pt_status pt_preset_fill(const void *table, size_t n, size_t size, const char *name,
+			      const char *choices, struct pt_hparams *hp, const void **entry,
+			      struct pt_error *err);
+/* pt_preset_fill over a preset array (an array: its size is taken here). */
+#define PT_PRESET_FILL(table, name, choices, hp, entry, err)                               \
+	pt_preset_fill((table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]),    \
+		       (name), (choices), (hp), (entry), (err))
+
 /* In a function with a local `enum pt_status st`: returns st when x fails, so that the long
  * lists of tensors and keys below read one item a line. */
 #define TRY(x)                                                                             \

@@ -4,55 +4,39 @@
  * The arch name may be "bailingmoe2" (upstream) or "sarvam_moe" (PR branch, same keys). */
 #include "model/arch_impl.h"
 
-#include <string.h>
-
 struct preset {
-	const char *name;
-	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim;
-	uint32_t n_ff, n_ff_exp, n_ff_shexp, n_expert, n_used;
+	struct pt_preset_base b;
+	uint32_t n_ff_shexp;
 };
 
 /* tiny: dense layer 0 + 2 MoE layers; small: realistic ratios; full: sarvam-30b. */
 static const struct preset presets[] = {
-	{ "tiny", 0, 4096, 256, 3, 4, 2, 64, 512, 256, 256, 16, 4 },
-	{ "small", 0, 32768, 1024, 6, 16, 2, 64, 2048, 256, 256, 64, 6 },
-	{ "full", 262144, 131072, 4096, 19, 64, 4, 64, 8192, 1024, 1024, 128, 6 },
+	{ { "tiny", NULL, 0, 4096, 256, 3, 4, 2, 64, 512, 256, 16, 4 }, 256 },
+	{ { "small", NULL, 0, 32768, 1024, 6, 16, 2, 64, 2048, 256, 64, 6 }, 256 },
+	{ { "full", NULL, 262144, 131072, 4096, 19, 64, 4, 64, 8192, 1024, 128, 6 }, 1024 },
 };
 
 static enum pt_status bailing_preset(const char *name, struct pt_hparams *hp,
 				     struct pt_error *err)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct preset *p = &presets[i];
-		if (strcmp(name, p->name) != 0)
-			continue;
-		hp->n_vocab = p->n_vocab;
-		hp->n_ctx_train = p->n_ctx;
-		hp->n_embd = p->n_embd;
-		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
-		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			hp->n_head_kv[l] = p->n_head_kv;
-		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->head_dim;
-		hp->n_ff = p->n_ff;
-		hp->n_ff_exp = p->n_ff_exp;
-		hp->n_ff_shexp = p->n_ff_shexp;
-		hp->n_expert = p->n_expert;
-		hp->n_expert_used = p->n_used;
-		hp->n_expert_shared = 1;
-		hp->n_expert_groups = 1;
-		hp->n_group_used = 1;
-		hp->n_layer_dense_lead = 1;
-		hp->rope_freq_base = 8000000.0f;
-		hp->rms_eps = 1e-6f;
-		hp->gating = PT_GATING_SIGMOID;
-		hp->expert_weights_norm = true;
-		hp->expert_weights_scale = 2.5f;
-		hp->fused_qkv = true;
-		hp->has_exp_probs_b = true;
-		return PT_OK;
-	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+	const void *entry;
+	enum pt_status st = PT_PRESET_FILL(presets, name, "tiny, small, full", hp, &entry, err);
+	if (st != PT_OK)
+		return st;
+	const struct preset *p = entry;
+	hp->n_ff_shexp = p->n_ff_shexp;
+	hp->n_expert_shared = 1;
+	hp->n_expert_groups = 1;
+	hp->n_group_used = 1;
+	hp->n_layer_dense_lead = 1;
+	hp->rope_freq_base = 8000000.0f;
+	hp->rms_eps = 1e-6f;
+	hp->gating = PT_GATING_SIGMOID;
+	hp->expert_weights_norm = true;
+	hp->expert_weights_scale = 2.5f;
+	hp->fused_qkv = true;
+	hp->has_exp_probs_b = true;
+	return PT_OK;
 }
 
 static enum pt_status moe_tensors(const struct pt_hparams *hp, uint32_t i,

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The base holds the cache's view, as the converter writes the generic keys: one KV head
+ * (n_head_kv 1); its head_dim is unused (0): the K/V widths come from the ranks below. */
 struct preset {
-	const char *name, *alias, *tok_pre;
-	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, q_lora, kv_lora, nope, rope, hv;
-	uint32_t n_ff, n_ff_exp, n_expert, n_used, n_shared, n_dense, n_group, n_group_used;
+	struct pt_preset_base b;
+	const char *tok_pre;
+	uint32_t q_lora, kv_lora, nope, rope, hv;
+	uint32_t n_shared, n_dense, n_group, n_group_used;
 	enum pt_gating gating;
 	bool norm, bias;
 	float scale, rope_base, yarn_factor, yarn_log_mul, eps;
@@ -24,70 +27,59 @@ struct preset {
  * its 27 layers (llama.cpp reads a file without q_lora_rank only at that depth);
  * full: DeepSeek-V2-Lite (no q LoRA, softmax, no groups); deepseek-v3 and kimi-k2 are the
  * true shapes (hundreds of GB: written only by make bench after its disk-space check).
- * The third field is the real model's tokenizer.ggml.pre, written over the compact
- * vocabulary (tiny, small, tiny-lite keep the compact vocabulary's qwen2). */
+ * tok_pre is the real model's tokenizer.ggml.pre, written over the compact vocabulary
+ * (tiny, small, tiny-lite keep the compact vocabulary's qwen2). */
 static const struct preset presets[] = {
-	{ "tiny", NULL, NULL, 0, 163840, 256, 3, 4, 128, 128, 64, 32, 64, 512, 256, 16, 4, 1, 1,
-	  4, 2, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
-	{ "small", NULL, NULL, 0, 163840, 1024, 6, 16, 384, 256, 64, 32, 64, 2048, 256, 64, 6, 2,
-	  1, 8, 3, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
-	{ "tiny-lite", NULL, NULL, 0, 163840, 256, 27, 4, 0, 128, 64, 32, 64, 256, 128, 8, 2, 2,
-	  1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f, 10000.0f, 40.0f, 0.0707f, 1e-6f },
-	{ "full", "deepseek-v2-lite", "deepseek-llm", 102400, 163840, 2048, 27, 16, 0, 512, 128,
-	  64, 128, 10944, 1408, 64, 6, 2, 1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f,
+	{ { "tiny", NULL, 0, 163840, 256, 3, 4, 1, 0, 512, 256, 16, 4 }, NULL, 128, 128, 64, 32,
+	  64, 1, 1, 4, 2, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
+	{ { "small", NULL, 0, 163840, 1024, 6, 16, 1, 0, 2048, 256, 64, 6 }, NULL, 384, 256, 64,
+	  32, 64, 2, 1, 8, 3, PT_GATING_SIGMOID, true, true, 2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
+	{ { "tiny-lite", NULL, 0, 163840, 256, 27, 4, 1, 0, 256, 128, 8, 2 }, NULL, 0, 128, 64,
+	  32, 64, 2, 1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f, 10000.0f, 40.0f, 0.0707f,
+	  1e-6f },
+	{ { "full", "deepseek-v2-lite", 102400, 163840, 2048, 27, 16, 1, 0, 10944, 1408, 64, 6 },
+	  "deepseek-llm", 0, 512, 128, 64, 128, 2, 1, 1, 1, PT_GATING_SOFTMAX, false, false, 1.0f,
 	  10000.0f, 40.0f, 0.0707f, 1e-6f },
-	{ "deepseek-v3", "deepseek-r1", "deepseek-v3", 129280, 163840, 7168, 61, 128, 1536, 512,
-	  128, 64, 128, 18432, 2048, 256, 8, 1, 3, 8, 4, PT_GATING_SIGMOID, true, true, 2.5f,
-	  10000.0f, 40.0f, 0.1f, 1e-6f },
-	{ "kimi-k2", NULL, "kimi-k2", 163840, 131072, 7168, 61, 64, 1536, 512, 128, 64, 128,
-	  18432, 2048, 384, 8, 1, 1, 1, 1, PT_GATING_SIGMOID, true, true, 2.827f, 50000.0f, 32.0f,
-	  0.1f, 1e-6f },
+	{ { "deepseek-v3", "deepseek-r1", 129280, 163840, 7168, 61, 128, 1, 0, 18432, 2048, 256,
+	    8 }, "deepseek-v3", 1536, 512, 128, 64, 128, 1, 3, 8, 4, PT_GATING_SIGMOID, true, true,
+	  2.5f, 10000.0f, 40.0f, 0.1f, 1e-6f },
+	{ { "kimi-k2", NULL, 163840, 131072, 7168, 61, 64, 1, 0, 18432, 2048, 384, 8 }, "kimi-k2",
+	  1536, 512, 128, 64, 128, 1, 1, 1, 1, PT_GATING_SIGMOID, true, true, 2.827f, 50000.0f,
+	  32.0f, 0.1f, 1e-6f },
 };
 
 static enum pt_status ds_preset(const char *name, struct pt_hparams *hp, struct pt_error *err)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct preset *p = &presets[i];
-		if (strcmp(name, p->name) != 0 && !(p->alias && strcmp(name, p->alias) == 0))
-			continue;
-		hp->n_vocab = p->n_vocab;
-		hp->preset_tok_pre = p->tok_pre;
-		hp->n_ctx_train = p->n_ctx;
-		hp->n_embd = p->n_embd;
-		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
-		hp->n_head = p->n_head;
-		hp->q_lora_rank = p->q_lora;
-		hp->kv_lora_rank = p->kv_lora;
-		hp->head_dim_k_mla = p->nope + p->rope;
-		hp->head_dim_v_mla = p->hv;
-		/* the cache's view, as the converter writes the generic keys */
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			hp->n_head_kv[l] = 1;
-		hp->head_dim_k = p->kv_lora + p->rope;
-		hp->head_dim_v = p->kv_lora;
-		hp->n_rot = p->rope;
-		hp->n_ff = p->n_ff;
-		hp->n_ff_exp = p->n_ff_exp;
-		hp->n_expert = p->n_expert;
-		hp->n_expert_used = p->n_used;
-		hp->n_expert_shared = p->n_shared;
-		hp->n_layer_dense_lead = p->n_dense;
-		hp->n_expert_groups = p->n_group;
-		hp->n_group_used = p->n_group_used;
-		hp->gating = p->gating;
-		hp->expert_weights_norm = p->norm;
-		hp->expert_weights_scale = p->scale;
-		hp->has_exp_probs_b = p->bias;
-		hp->rope_freq_base = p->rope_base;
-		hp->rope_yarn = true;
-		hp->rope_scaling_factor = p->yarn_factor;
-		hp->rope_orig_ctx = 4096;
-		hp->rope_yarn_log_mul = p->yarn_log_mul;
-		hp->rms_eps = p->eps;
-		return PT_OK;
-	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, tiny-lite, small, full = "
-			    "deepseek-v2-lite, deepseek-v3, kimi-k2)", name);
+	const void *entry;
+	enum pt_status st = PT_PRESET_FILL(presets, name, "tiny, tiny-lite, small, full = "
+					   "deepseek-v2-lite, deepseek-v3, kimi-k2", hp, &entry,
+					   err);
+	if (st != PT_OK)
+		return st;
+	const struct preset *p = entry;
+	hp->preset_tok_pre = p->tok_pre;
+	hp->q_lora_rank = p->q_lora;
+	hp->kv_lora_rank = p->kv_lora;
+	hp->head_dim_k_mla = p->nope + p->rope;
+	hp->head_dim_v_mla = p->hv;
+	hp->head_dim_k = p->kv_lora + p->rope;
+	hp->head_dim_v = p->kv_lora;
+	hp->n_rot = p->rope;
+	hp->n_expert_shared = p->n_shared;
+	hp->n_layer_dense_lead = p->n_dense;
+	hp->n_expert_groups = p->n_group;
+	hp->n_group_used = p->n_group_used;
+	hp->gating = p->gating;
+	hp->expert_weights_norm = p->norm;
+	hp->expert_weights_scale = p->scale;
+	hp->has_exp_probs_b = p->bias;
+	hp->rope_freq_base = p->rope_base;
+	hp->rope_yarn = true;
+	hp->rope_scaling_factor = p->yarn_factor;
+	hp->rope_orig_ctx = 4096;
+	hp->rope_yarn_log_mul = p->yarn_log_mul;
+	hp->rms_eps = p->eps;
+	return PT_OK;
 }
 
 static enum pt_status attn_tensors(const struct pt_hparams *hp, uint32_t i,

@@ -6,22 +6,22 @@
 #include "model/arch_impl.h"
 
 #include <stdio.h>
-#include <string.h>
 
+/* The base's n_head_kv is unused (0): the per-kind counts below; head_dim is the full
+ * layers'. */
 struct preset {
-	const char *name;
-	uint32_t n_vocab, n_ctx, n_embd, n_layer, period, n_head;
-	uint32_t hd_swa, kv_swa, hd_full, kv_full, n_swa;
-	uint32_t n_ff, n_ff_exp, n_expert, n_used;
+	struct pt_preset_base b;
+	uint32_t period, hd_swa, kv_swa, kv_full, n_swa;
 };
 
 /* period p: layers p-1, 2p-1, ... are full attention (5 sliding + 1 full in 26B-A4B).
  * tiny/small keep the real model's row lengths that are not multiples of 256 (2112, 704)
  * so the Q4_K_M shape fallback is exercised the same way. */
 static const struct preset presets[] = {
-	{ "tiny", 0, 4096, 256, 4, 4, 4, 64, 2, 128, 1, 8, 320, 96, 16, 4 },
-	{ "small", 0, 32768, 1024, 6, 6, 8, 128, 4, 256, 1, 128, 832, 288, 64, 8 },
-	{ "full", 262144, 262144, 2816, 30, 6, 16, 256, 8, 512, 2, 1024, 2112, 704, 128, 8 },
+	{ { "tiny", NULL, 0, 4096, 256, 4, 4, 0, 128, 320, 96, 16, 4 }, 4, 64, 2, 1, 8 },
+	{ { "small", NULL, 0, 32768, 1024, 6, 8, 0, 256, 832, 288, 64, 8 }, 6, 128, 4, 1, 128 },
+	{ { "full", NULL, 262144, 262144, 2816, 30, 16, 0, 512, 2112, 704, 128, 8 }, 6, 256, 8, 2,
+	  1024 },
 };
 
 static bool any_full_layer(const struct pt_hparams *hp)
@@ -35,46 +35,35 @@ static bool any_full_layer(const struct pt_hparams *hp)
 static enum pt_status gemma_preset(const char *name, struct pt_hparams *hp,
 				   struct pt_error *err)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct preset *p = &presets[i];
-		if (strcmp(name, p->name) != 0)
-			continue;
-		hp->n_vocab = p->n_vocab;
-		hp->n_ctx_train = p->n_ctx;
-		hp->n_embd = p->n_embd;
-		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
-		if (hp->n_layer < 2) /* llama.cpp's gemma4 loader asserts n_layer_kv >= 2 */
-			return pt_error_set(err, PT_E_INVALID,
-					    "gemma4 needs at least 2 layers, got %u", hp->n_layer);
-		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < hp->n_layer; l++) {
-			/* --layers below one period keeps both kinds where it can: the last layer
-			 * is full (llama.cpp needs at least one sliding layer) */
-			hp->is_swa[l] = (l + 1) % p->period != 0 &&
-					!(hp->n_layer < p->period && l + 1 == hp->n_layer);
-			hp->n_head_kv[l] = hp->is_swa[l] ? p->kv_swa : p->kv_full;
-		}
-		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->hd_full;
-		hp->head_dim_k_swa = hp->head_dim_v_swa = hp->n_rot_swa = p->hd_swa;
-		hp->n_swa = p->n_swa;
-		hp->n_ff = p->n_ff;
-		hp->n_ff_exp = p->n_ff_exp;
-		hp->n_expert = p->n_expert;
-		hp->n_expert_used = p->n_used;
-		hp->rope_freq_base = 1000000.0f;
-		hp->rope_freq_base_swa = 10000.0f;
-		hp->rope_partial_full = 0.25f;
-		hp->rms_eps = 1e-6f;
-		hp->gating = PT_GATING_SOFTMAX;
-		hp->expert_weights_norm = true;
-		hp->final_logit_softcap = 30.0f;
-		hp->tied_embeddings = true;
-		hp->fused_gate_up_exps = true;
-		hp->has_layer_output_scale = true;
-		hp->k_eq_v_full = true;
-		return PT_OK;
+	const void *entry;
+	enum pt_status st = PT_PRESET_FILL(presets, name, "tiny, small, full", hp, &entry, err);
+	if (st != PT_OK)
+		return st;
+	const struct preset *p = entry;
+	if (hp->n_layer < 2) /* llama.cpp's gemma4 loader asserts n_layer_kv >= 2 */
+		return pt_error_set(err, PT_E_INVALID, "gemma4 needs at least 2 layers, got %u",
+				    hp->n_layer);
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		/* --layers below one period keeps both kinds where it can: the last layer is
+		 * full (llama.cpp needs at least one sliding layer) */
+		hp->is_swa[l] = (l + 1) % p->period != 0 &&
+				!(hp->n_layer < p->period && l + 1 == hp->n_layer);
+		hp->n_head_kv[l] = hp->is_swa[l] ? p->kv_swa : p->kv_full;
 	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+	hp->head_dim_k_swa = hp->head_dim_v_swa = hp->n_rot_swa = p->hd_swa;
+	hp->n_swa = p->n_swa;
+	hp->rope_freq_base = 1000000.0f;
+	hp->rope_freq_base_swa = 10000.0f;
+	hp->rope_partial_full = 0.25f;
+	hp->rms_eps = 1e-6f;
+	hp->gating = PT_GATING_SOFTMAX;
+	hp->expert_weights_norm = true;
+	hp->final_logit_softcap = 30.0f;
+	hp->tied_embeddings = true;
+	hp->fused_gate_up_exps = true;
+	hp->has_layer_output_scale = true;
+	hp->k_eq_v_full = true;
+	return PT_OK;
 }
 
 static enum pt_status moe_tensors(const struct pt_hparams *hp, uint32_t i,

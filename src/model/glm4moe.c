@@ -6,54 +6,40 @@
  * (nextn_predict_layers) are described so the file checks, and never bound or computed. */
 #include "model/arch_impl.h"
 
-#include <string.h>
-
+/* n_rot: partial RoPE, below the head dim. */
 struct preset {
-	const char *name;
-	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot;
-	uint32_t n_ff, n_ff_exp, n_expert, n_used, n_nextn;
+	struct pt_preset_base b;
+	uint32_t n_rot, n_nextn;
 };
 
 /* tiny: dense layer 0 + 2 MoE layers and one NextN block; small: realistic ratios;
  * full: GLM-4.5-Air (46 trunk layers + 1 NextN block, as the published GGUFs keep it). */
 static const struct preset presets[] = {
-	{ "tiny", 0, 4096, 256, 3, 4, 2, 64, 32, 512, 256, 16, 4, 1 },
-	{ "small", 0, 32768, 1024, 6, 16, 4, 64, 32, 2048, 256, 64, 8, 1 },
-	{ "full", 151552, 131072, 4096, 46, 96, 8, 128, 64, 10944, 1408, 128, 8, 1 },
+	{ { "tiny", NULL, 0, 4096, 256, 3, 4, 2, 64, 512, 256, 16, 4 }, 32, 1 },
+	{ { "small", NULL, 0, 32768, 1024, 6, 16, 4, 64, 2048, 256, 64, 8 }, 32, 1 },
+	{ { "full", "glm-4.5-air", 151552, 131072, 4096, 46, 96, 8, 128, 10944, 1408, 128, 8 },
+	  64, 1 },
 };
 
 static enum pt_status glm_preset(const char *name, struct pt_hparams *hp, struct pt_error *err)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct preset *p = &presets[i];
-		if (strcmp(name, p->name) != 0 && !(i == 2 && strcmp(name, "glm-4.5-air") == 0))
-			continue;
-		hp->n_vocab = p->n_vocab;
-		hp->n_ctx_train = p->n_ctx;
-		hp->n_embd = p->n_embd;
-		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
-		hp->n_layer_nextn = p->n_nextn;
-		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			hp->n_head_kv[l] = p->n_head_kv;
-		hp->head_dim_k = hp->head_dim_v = p->head_dim;
-		hp->n_rot = p->n_rot;
-		hp->n_ff = p->n_ff;
-		hp->n_ff_exp = p->n_ff_exp;
-		hp->n_expert = p->n_expert;
-		hp->n_expert_used = p->n_used;
-		hp->n_expert_shared = 1;
-		hp->n_layer_dense_lead = 1;
-		hp->rope_freq_base = 1000000.0f;
-		hp->rms_eps = 1e-5f;
-		hp->gating = PT_GATING_SIGMOID;
-		hp->expert_weights_norm = true;
-		hp->expert_weights_scale = 1.0f;
-		hp->has_exp_probs_b = true;
-		hp->has_attn_bias = true;
-		return PT_OK;
-	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+	const void *entry;
+	enum pt_status st = PT_PRESET_FILL(presets, name, "tiny, small, full", hp, &entry, err);
+	if (st != PT_OK)
+		return st;
+	const struct preset *p = entry;
+	hp->n_layer_nextn = p->n_nextn;
+	hp->n_rot = p->n_rot;
+	hp->n_expert_shared = 1;
+	hp->n_layer_dense_lead = 1;
+	hp->rope_freq_base = 1000000.0f;
+	hp->rms_eps = 1e-5f;
+	hp->gating = PT_GATING_SIGMOID;
+	hp->expert_weights_norm = true;
+	hp->expert_weights_scale = 1.0f;
+	hp->has_exp_probs_b = true;
+	hp->has_attn_bias = true;
+	return PT_OK;
 }
 
 /* One block's tensors; role is PT_ROLE_SKIP for NextN blocks (never bound). */

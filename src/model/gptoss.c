@@ -9,23 +9,6 @@
 #include "model/arch_impl.h"
 
 #include <stdio.h>
-#include <string.h>
-
-struct preset {
-	const char *name, *alias;
-	uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim;
-	uint32_t n_ff_exp, n_expert, n_used;
-};
-
-/* tiny: 2 sliding + 2 full layers, a window (128) shorter than the oracle's 200 tokens;
- * small: realistic ratios; full: gpt-oss-120b (also "gpt-oss-120b"); gpt-oss-20b.  All
- * with the published RoPE: base 150000, YaRN factor 32 over an original context of 4096. */
-static const struct preset presets[] = {
-	{ "tiny", NULL, 0, 256, 4, 8, 2, 64, 256, 16, 4 },
-	{ "small", NULL, 0, 1024, 6, 16, 4, 64, 1024, 32, 4 },
-	{ "full", "gpt-oss-120b", 201088, 2880, 36, 64, 8, 64, 2880, 128, 4 },
-	{ "gpt-oss-20b", NULL, 201088, 2880, 24, 64, 8, 64, 2880, 32, 4 },
-};
 
 #define OSS_N_SWA 128
 #define OSS_SWA_PERIOD 2
@@ -33,6 +16,17 @@ static const struct preset presets[] = {
 #define OSS_CTX_ORIG 4096
 #define OSS_YARN_FACTOR 32.0f
 #define OSS_ROPE_BASE 150000.0f
+
+/* tiny: 2 sliding + 2 full layers, a window (128) shorter than the oracle's 200 tokens;
+ * small: realistic ratios; full: gpt-oss-120b (also "gpt-oss-120b"); gpt-oss-20b.  All
+ * with the published RoPE: base 150000, YaRN factor 32 over an original context of 4096.
+ * No dense FFN (n_ff 0). */
+static const struct pt_preset_base presets[] = {
+	{ "tiny", NULL, 0, OSS_CTX, 256, 4, 8, 2, 64, 0, 256, 16, 4 },
+	{ "small", NULL, 0, OSS_CTX, 1024, 6, 16, 4, 64, 0, 1024, 32, 4 },
+	{ "full", "gpt-oss-120b", 201088, OSS_CTX, 2880, 36, 64, 8, 64, 0, 2880, 128, 4 },
+	{ "gpt-oss-20b", NULL, 201088, OSS_CTX, 2880, 24, 64, 8, 64, 0, 2880, 32, 4 },
+};
 
 /* llama_hparams::set_swa_pattern(period, dense_first = false): layer il slides iff
  * period == 0 or il % period < period - 1. */
@@ -44,34 +38,21 @@ static void swa_pattern(struct pt_hparams *hp, uint32_t period)
 
 static enum pt_status oss_preset(const char *name, struct pt_hparams *hp, struct pt_error *err)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct preset *p = &presets[i];
-		if (strcmp(name, p->name) != 0 && !(p->alias && strcmp(name, p->alias) == 0))
-			continue;
-		hp->n_vocab = p->n_vocab;
-		hp->n_ctx_train = OSS_CTX;
-		hp->n_embd = p->n_embd;
-		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
-		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			hp->n_head_kv[l] = p->n_head_kv;
-		hp->head_dim_k = hp->head_dim_v = hp->n_rot = hp->n_rot_swa = p->head_dim;
-		hp->n_ff_exp = p->n_ff_exp;
-		hp->n_expert = p->n_expert;
-		hp->n_expert_used = p->n_used;
-		hp->n_swa = OSS_N_SWA;
-		swa_pattern(hp, OSS_SWA_PERIOD);
-		hp->rope_freq_base = hp->rope_freq_base_swa = OSS_ROPE_BASE;
-		hp->rope_yarn = true;
-		hp->rope_scaling_factor = OSS_YARN_FACTOR;
-		hp->rope_orig_ctx = OSS_CTX_ORIG;
-		hp->rms_eps = 1e-5f;
-		hp->gating = PT_GATING_SOFTMAX_WEIGHT;
-		hp->has_attn_bias = true;
-		return PT_OK;
-	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full = "
-			    "gpt-oss-120b, gpt-oss-20b)", name);
+	enum pt_status st = PT_PRESET_FILL(presets, name, "tiny, small, full = gpt-oss-120b, "
+					   "gpt-oss-20b", hp, NULL, err);
+	if (st != PT_OK)
+		return st;
+	hp->n_rot_swa = hp->n_rot; /* sliding layers rotate the whole head as well */
+	hp->n_swa = OSS_N_SWA;
+	swa_pattern(hp, OSS_SWA_PERIOD);
+	hp->rope_freq_base = hp->rope_freq_base_swa = OSS_ROPE_BASE;
+	hp->rope_yarn = true;
+	hp->rope_scaling_factor = OSS_YARN_FACTOR;
+	hp->rope_orig_ctx = OSS_CTX_ORIG;
+	hp->rms_eps = 1e-5f;
+	hp->gating = PT_GATING_SOFTMAX_WEIGHT;
+	hp->has_attn_bias = true;
+	return PT_OK;
 }
 
 static enum pt_status block_tensors(const struct pt_hparams *hp, uint32_t i,

@@ -15,12 +15,13 @@
 
 #include "gguf/gguf.h"
 
+/* n_rot: partial RoPE, below the head dim; no dense FFN (the base's n_ff 0). */
 struct preset {
-	const char *name;
-	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot;
+	struct pt_preset_base b;
+	uint32_t n_rot;
 	uint32_t sections[4];
 	uint32_t d_state, n_group, dt_rank; /* linear attention: head dim, key heads, value heads */
-	uint32_t n_ff_exp, n_ff_shexp, n_expert, n_used;
+	uint32_t n_ff_shexp;
 	float rope_base;
 };
 
@@ -31,54 +32,42 @@ struct preset {
  * heads, 512 experts; the linear-attention geometry, expert width and top-k are assumptions);
  * only `make bench` writes it, after a disk check. */
 static const struct preset presets[] = {
-	{ "tiny", 0, 4096, 256, 4, 4, 2, 64, 16, { 3, 3, 2, 0 }, 64, 2, 4, 256, 256, 16, 4,
-	  1e7f },
-	{ "small", 0, 32768, 1024, 8, 8, 2, 128, 32, { 6, 5, 5, 0 }, 128, 4, 8, 512, 512, 32, 4,
-	  1e7f },
-	{ "full", 248320, 262144, 2048, 40, 16, 2, 256, 64, { 11, 11, 10, 0 }, 128, 16, 32, 512,
-	  512, 256, 8, 1e7f },
-	{ "397b", 248320, 262144, 4096, 60, 32, 2, 256, 64, { 11, 11, 10, 0 }, 128, 16, 64, 1024,
-	  1024, 512, 10, 1e7f },
+	{ { "tiny", NULL, 0, 4096, 256, 4, 4, 2, 64, 0, 256, 16, 4 }, 16, { 3, 3, 2, 0 }, 64, 2, 4,
+	  256, 1e7f },
+	{ { "small", NULL, 0, 32768, 1024, 8, 8, 2, 128, 0, 512, 32, 4 }, 32, { 6, 5, 5, 0 }, 128,
+	  4, 8, 512, 1e7f },
+	{ { "full", NULL, 248320, 262144, 2048, 40, 16, 2, 256, 0, 512, 256, 8 }, 64,
+	  { 11, 11, 10, 0 }, 128, 16, 32, 512, 1e7f },
+	{ { "397b", NULL, 248320, 262144, 4096, 60, 32, 2, 256, 0, 1024, 512, 10 }, 64,
+	  { 11, 11, 10, 0 }, 128, 16, 64, 1024, 1e7f },
 };
 
 static enum pt_status q35_preset(const char *name, struct pt_hparams *hp,
 				 struct pt_error *err)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct preset *p = &presets[i];
-		if (strcmp(name, p->name) != 0)
-			continue;
-		hp->n_vocab = p->n_vocab;
-		hp->n_ctx_train = p->n_ctx;
-		hp->n_embd = p->n_embd;
-		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
-		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			hp->n_head_kv[l] = p->n_head_kv;
-		hp->head_dim_k = hp->head_dim_v = p->head_dim;
-		hp->n_rot = p->n_rot;
-		memcpy(hp->rope_sections, p->sections, sizeof hp->rope_sections);
-		hp->ssm_d_conv = 4;
-		hp->ssm_d_state = p->d_state;
-		hp->ssm_n_group = p->n_group;
-		hp->ssm_dt_rank = p->dt_rank;
-		hp->ssm_d_inner = p->d_state * p->dt_rank;
-		hp->full_attn_interval = 4;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			hp->is_recr[l] = (l + 1) % hp->full_attn_interval != 0;
-		hp->n_ff_exp = p->n_ff_exp;
-		hp->n_ff_shexp = p->n_ff_shexp;
-		hp->n_expert = p->n_expert;
-		hp->n_expert_used = p->n_used;
-		hp->n_expert_shared = 1;
-		hp->rope_freq_base = p->rope_base;
-		hp->rms_eps = 1e-6f;
-		hp->gating = PT_GATING_SOFTMAX;
-		hp->expert_weights_norm = true;
-		return PT_OK;
-	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full, 397b)",
-			    name);
+	const void *entry;
+	enum pt_status st = PT_PRESET_FILL(presets, name, "tiny, small, full, 397b", hp, &entry,
+					   err);
+	if (st != PT_OK)
+		return st;
+	const struct preset *p = entry;
+	hp->n_rot = p->n_rot;
+	memcpy(hp->rope_sections, p->sections, sizeof hp->rope_sections);
+	hp->ssm_d_conv = 4;
+	hp->ssm_d_state = p->d_state;
+	hp->ssm_n_group = p->n_group;
+	hp->ssm_dt_rank = p->dt_rank;
+	hp->ssm_d_inner = p->d_state * p->dt_rank;
+	hp->full_attn_interval = 4;
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		hp->is_recr[l] = (l + 1) % hp->full_attn_interval != 0;
+	hp->n_ff_shexp = p->n_ff_shexp;
+	hp->n_expert_shared = 1;
+	hp->rope_freq_base = p->rope_base;
+	hp->rms_eps = 1e-6f;
+	hp->gating = PT_GATING_SOFTMAX;
+	hp->expert_weights_norm = true;
+	return PT_OK;
 }
 
 static enum pt_status full_attn_tensors(const struct pt_hparams *hp, uint32_t i,

@@ -3,48 +3,25 @@
  * (ARCHITECTURES.md 3). */
 #include "model/arch_impl.h"
 
-#include <string.h>
-
-struct preset {
-	const char *name;
-	uint32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim;
-	uint32_t n_ff, n_ff_exp, n_expert, n_used;
-};
-
 /* tiny: every K-quant rule fires (3 layers -> Q6_K on the last one), 16 experts.
  * small: realistic ratios, ~250 MB at q4_k_m.  full: Qwen3-30B-A3B. */
-static const struct preset presets[] = {
-	{ "tiny", 0, 4096, 256, 3, 4, 2, 64, 768, 256, 16, 4 },
-	{ "small", 0, 32768, 1024, 8, 16, 4, 64, 3072, 512, 32, 4 },
-	{ "full", 151936, 40960, 2048, 48, 32, 4, 128, 6144, 768, 128, 8 },
+static const struct pt_preset_base presets[] = {
+	{ "tiny", NULL, 0, 4096, 256, 3, 4, 2, 64, 768, 256, 16, 4 },
+	{ "small", NULL, 0, 32768, 1024, 8, 16, 4, 64, 3072, 512, 32, 4 },
+	{ "full", NULL, 151936, 40960, 2048, 48, 32, 4, 128, 6144, 768, 128, 8 },
 };
 
 static enum pt_status qwen_preset(const char *name, struct pt_hparams *hp,
 				  struct pt_error *err)
 {
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct preset *p = &presets[i];
-		if (strcmp(name, p->name) != 0)
-			continue;
-		hp->n_vocab = p->n_vocab;
-		hp->n_ctx_train = p->n_ctx;
-		hp->n_embd = p->n_embd;
-		hp->n_layer = hp->n_layer ? hp->n_layer : p->n_layer;
-		hp->n_head = p->n_head;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			hp->n_head_kv[l] = p->n_head_kv;
-		hp->head_dim_k = hp->head_dim_v = hp->n_rot = p->head_dim;
-		hp->n_ff = p->n_ff;
-		hp->n_ff_exp = p->n_ff_exp;
-		hp->n_expert = p->n_expert;
-		hp->n_expert_used = p->n_used;
-		hp->rope_freq_base = 1000000.0f;
-		hp->rms_eps = 1e-6f;
-		hp->gating = PT_GATING_SOFTMAX;
-		hp->expert_weights_norm = true;
-		return PT_OK;
-	}
-	return pt_error_set(err, PT_E_INVALID, "unknown preset '%s' (tiny, small, full)", name);
+	enum pt_status st = PT_PRESET_FILL(presets, name, "tiny, small, full", hp, NULL, err);
+	if (st != PT_OK)
+		return st;
+	hp->rope_freq_base = 1000000.0f;
+	hp->rms_eps = 1e-6f;
+	hp->gating = PT_GATING_SOFTMAX;
+	hp->expert_weights_norm = true;
+	return PT_OK;
 }
 
 static enum pt_status qwen_tensors(const struct pt_hparams *hp, struct pt_tensor_list *l,
