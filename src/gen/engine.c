@@ -449,6 +449,13 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 		snprintf(e->plan_line + n, sizeof e->plan_line - n,
 			 "; every expert fits: mapped (--io direct to stream instead)");
 	}
+	/* a file (nearly) all in the page cache already: map every page now rather than take
+	 * a first-touch fault per fault-around window or folio whenever an expert is first
+	 * routed to (costs no I/O; a file larger than RAM is never 90 % resident).
+	 * PARTICLE_POPULATE=0 skips it (A/B measurements; docs/PERFORMANCE.md, issue 21). */
+	const char *pop = getenv("PARTICLE_POPULATE");
+	if (st == PT_OK && !(pop && !strcmp(pop, "0")))
+		(void)pt_gguf_populate(e->m->g, 90);
 	e->prov = e->m->mmap_provider;
 	snprintf(e->io_engine, sizeof e->io_engine, "%s",
 		 !e->lay.n_moe ? "no routed experts"

@@ -102,6 +102,12 @@ const uint8_t *pt_gguf_part_base(const pt_gguf *g, uint32_t i);
 const uint8_t *const *pt_gguf_part_bases(const pt_gguf *g); /* [pt_gguf_part_count] */
 uint64_t pt_gguf_part_data_offset(const pt_gguf *g, uint32_t i);
 uint64_t pt_gguf_part_tensor_count(const pt_gguf *g, uint32_t i);
+/* Maps every page of every part's file mapping into the page tables now (Linux
+ * MADV_POPULATE_READ, like llama.cpp's MAP_POPULATE), so that no later access takes a
+ * first-touch page fault - but only for a part whose pages are at least min_resident_pct %
+ * in the page cache already (mincore): populating a cold file would read all of it before
+ * the first token.  A hint: false when a part was skipped or the kernel refused. */
+bool pt_gguf_populate(const pt_gguf *g, unsigned min_resident_pct);
 /* By name alone: when path is NAME-0000K-of-0000N.gguf with 1 <= K <= N, N > 1, writes
  * NAME-00001-of-0000N.gguf (the name a split model goes by: its pack, its lock); else copies
  * path.  False (and out "") when out is too small. */

@@ -685,6 +685,46 @@ const uint8_t *const *pt_gguf_part_bases(const pt_gguf *g)
 	return g->n_parts > 1 ? g->part_bases : &g->base;
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
+
+/* Pages of [p, p + len) in the page cache, counted by mincore in windows of WIN pages. */
+#define POP_WIN 65536u
+static uint64_t resident_pages(const uint8_t *p, size_t len, unsigned char *vec, size_t page)
+{
+	uint64_t n = 0;
+	for (size_t off = 0; off < len; off += (size_t)POP_WIN * page) {
+		const size_t w = len - off < (size_t)POP_WIN * page ? len - off : (size_t)POP_WIN * page;
+		const size_t np = (w + page - 1) / page;
+		if (mincore((void *)(p + off), w, vec) != 0)
+			return 0;
+		for (size_t i = 0; i < np; i++)
+			n += vec[i] & 1;
+	}
+	return n;
+}
+
+bool pt_gguf_populate(const pt_gguf *g, unsigned min_resident_pct)
+{
+	const long pg = sysconf(_SC_PAGESIZE);
+	unsigned char *vec = pt_malloc(POP_WIN);
+	bool ok = vec != NULL && pg > 0;
+	for (uint32_t i = 0; ok && i < pt_gguf_part_count(g); i++) {
+		const pt_gguf *p = part_of(g, i);
+		if (!p->mapped || !p->size)
+			continue;
+		const uint64_t pages = (p->size + (uint64_t)pg - 1) / (uint64_t)pg;
+		if (resident_pages(p->base, (size_t)p->size, vec, (size_t)pg) * 100 <
+		    pages * min_resident_pct)
+			ok = false;
+		else if (madvise((void *)p->base, (size_t)p->size, MADV_POPULATE_READ) != 0)
+			ok = false;
+	}
+	pt_free(vec);
+	return ok;
+}
+
 enum pt_status pt_gguf_merge_parts(pt_gguf **parts, uint32_t n, const char *const *names,
 				   struct pt_error *err)
 {

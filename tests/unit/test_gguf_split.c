@@ -10,6 +10,7 @@
 #include "util/alloc.h"
 
 #include <stdio.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Part file `stem-0000{no+1}-of-0000{count}.gguf` with the given split keys and F32 tensors
@@ -305,4 +306,33 @@ PT_TEST(test_gguf_split_alloc_failure_sweep)
 		CHECK_CONTAINS(e.msg, "out of memory");
 	}
 	CHECK(k > 10 && k < 400);
+}
+
+/* Minor faults of reading one byte of every page of every part. */
+static long touch_faults(const pt_gguf *g)
+{
+	struct rusage a, b;
+	volatile uint8_t sink = 0;
+	const long pg = sysconf(_SC_PAGESIZE);
+	getrusage(RUSAGE_SELF, &a);
+	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++)
+		for (uint64_t off = 0; off < pt_gguf_part_size(g, i); off += (uint64_t)pg)
+			sink ^= pt_gguf_part_base(g, i)[off];
+	getrusage(RUSAGE_SELF, &b);
+	(void)sink;
+	return b.ru_minflt - a.ru_minflt;
+}
+
+PT_TEST(test_gguf_populate_maps_every_part)
+{
+	write_good("pop");
+	pt_gguf *g = NULL;
+	REQUIRE(pt_gguf_open(part_path("pop", 2, 3), &g, NULL) == PT_OK);
+	CHECK(touch_faults(g) > 0); /* a fresh mapping faults on first touch */
+	pt_gguf_close(g);
+	REQUIRE(pt_gguf_open(part_path("pop", 1, 3), &g, NULL) == PT_OK);
+	CHECK(!pt_gguf_populate(g, 101)); /* never that resident: skipped, nothing mapped */
+	CHECK(pt_gguf_populate(g, 90));   /* just written: in the page cache */
+	CHECK_EQ_INT(touch_faults(g), 0);
+	pt_gguf_close(g);
 }

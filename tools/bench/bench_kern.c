@@ -1,9 +1,10 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode]]   (default 0.5; "prefill":
- *   table 5 only; "cold": the in-situ expert products only; "dot": the L1-resident dot and
- *   dot4 table only; "decode": the Sarvam-30B decode products from DRAM, best level only)
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets]]   (default 0.5;
+ *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
+ *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
+ *   best level only; "sets": one Sarvam decode layer's 7 experts as decode dispatches them)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -127,6 +128,110 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 	pt_free(x);
 	pt_free(y);
 	pt_free(xq);
+}
+
+/* A plain activation for the GLU set (the bench measures streaming, not the activation). */
+static void act_mul(float *out, const float *gate, const float *up, int n)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = gate[i] * up[i];
+}
+
+/* Issue 21: one Sarvam-30B decode layer's routed experts as decode runs them (7 experts: top-6
+ * + the shared one; a GLU set of gate/up 1024 x 4096 Q4_K, then a set of downs 4096 x 1024
+ * Q6_K: two dispatches) against the same bytes as 21 separate matvecs (21 dispatches), from
+ * slabs of 48 experts laid out like the GGUF tensors (392 MB, far beyond the caches), 7
+ * different experts per layer.  Weight GB/s, wall and per CPU second of all threads. */
+static void bench_sets(double secs)
+{
+	enum { NE = 48, K = 7, NF = 1024, D = 4096 };
+	uint64_t grb, drb;
+	pt_type_row_bytes(PT_TYPE_Q4_K, D, &grb);
+	pt_type_row_bytes(PT_TYPE_Q6_K, NF, &drb);
+	const size_t ge = (size_t)grb * NF, de = (size_t)drb * D;
+	uint8_t *gs = pt_malloc(ge * NE), *us = pt_malloc(ge * NE), *ds = pt_malloc(de * NE);
+	float *x = pt_mallocn(D, sizeof(float)), *h = pt_mallocn((size_t)K * NF, sizeof(float));
+	float *y = pt_mallocn((size_t)K * D, sizeof(float)), *y2 = pt_mallocn(NF, sizeof(float));
+	struct pt_kern_mat gm = { PT_TYPE_Q4_K, NF, D, (size_t)grb, NULL };
+	struct pt_kern_mat dm = { PT_TYPE_Q6_K, D, NF, (size_t)drb, NULL };
+	void *xq = pt_malloc(pt_kern_act_bytes(&gm, 1));
+	uint8_t *hq = pt_malloc(pt_kern_act_bytes(&dm, 1) * K);
+	const size_t hrow = pt_kern_act_bytes(&dm, 1);
+	if (!gs || !us || !ds || !x || !h || !y || !y2 || !xq || !hq) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(1);
+	}
+	fill(PT_TYPE_Q4_K, gs, ge * NE);
+	fill(PT_TYPE_Q4_K, us, ge * NE);
+	fill(PT_TYPE_Q6_K, ds, de * NE);
+	for (uint64_t i = 0; i < D; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	pt_kern_quantize_row(pt_kern_ops(PT_TYPE_Q4_K)->act_type, x, xq, D);
+	for (int mode = 0; mode < 2; mode++) {
+		printf("%-34s", mode ? "7 experts as 21 matvecs" : "7 experts as GLU set + down set");
+		for (uint32_t th = 1; th <= 2; th++) {
+			pt_pool *pool = NULL;
+			pt_pool_create(th, &pool, NULL);
+			double best = 0, best_cpu = 0;
+			uint64_t layer = 0;
+			for (int win = 0; win < 3; win++) {
+				double t0 = now(), c0 = proc_cpu_now(), t1;
+				uint64_t bytes = 0;
+				do {
+					struct pt_kern_glu g[K];
+					struct pt_kern_mv d[K];
+					for (uint32_t j = 0; j < K; j++) {
+						const uint64_t e = (layer * 11 + j * 7) % NE;
+						gm.data = gs + e * ge;
+						g[j] = (struct pt_kern_glu){ gm, gm, xq, xq, h + j * NF,
+									     NULL, NULL };
+						g[j].up.data = us + e * ge;
+						dm.data = ds + e * de;
+						d[j] = (struct pt_kern_mv){ dm, hq + j * hrow, y + j * D };
+					}
+					layer++;
+					if (mode == 0) {
+						pt_kern_glu_set(g, K, act_mul, pool, NULL);
+						for (uint32_t j = 0; j < K; j++)
+							pt_kern_quantize_row(PT_TYPE_Q8_K, h + j * NF,
+									     hq + j * hrow, NF);
+						pt_kern_matvec_set(d, K, pool, NULL);
+					} else {
+						for (uint32_t j = 0; j < K; j++) {
+							pt_kern_matvec_q(&g[j].gate, xq, h + j * NF, pool,
+									 NULL);
+							pt_kern_matvec_q(&g[j].up, xq, y2, pool, NULL);
+							act_mul(h + j * NF, h + j * NF, y2, NF);
+							pt_kern_quantize_row(PT_TYPE_Q8_K, h + j * NF,
+									     hq + j * hrow, NF);
+							pt_kern_matvec_q(&d[j].w, d[j].xq, d[j].y, pool,
+									 NULL);
+						}
+					}
+					bytes += K * (2 * ge + de);
+					t1 = now();
+				} while (t1 - t0 < secs / 3);
+				double r = (double)bytes / (t1 - t0) / 1e9;
+				double rc = (double)bytes / (proc_cpu_now() - c0) / 1e9;
+				best = r > best ? r : best;
+				best_cpu = rc > best_cpu ? rc : best_cpu;
+			}
+			printf("  %ut %6.2f (%5.2f/cpu-s)", th, best, best_cpu);
+			fflush(stdout);
+			pt_pool_destroy(pool);
+		}
+		printf("   GB/s\n");
+	}
+	pt_free(gs);
+	pt_free(us);
+	pt_free(ds);
+	pt_free(x);
+	pt_free(h);
+	pt_free(y);
+	pt_free(y2);
+	pt_free(xq);
+	pt_free(hq);
 }
 
 /* Prefill: n_tok activation rows against one matrix, pt_kern_matmul_q (4 tokens per weight
@@ -444,6 +549,10 @@ int main(int argc, char **argv)
 		bench_case(PT_TYPE_Q6_K, 16384, 4096, 4, secs);
 		bench_case(PT_TYPE_Q4_K, 1024, 4096, 128, secs);
 		bench_case(PT_TYPE_Q6_K, 4096, 1024, 128, secs);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "sets") == 0) {
+		bench_sets(secs);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "experts") == 0) {
