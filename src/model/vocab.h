@@ -40,6 +40,7 @@ extern const char pt_template_gemma4[];
 extern const char pt_template_sarvam[];
 extern const char pt_template_glm45[];
 extern const char pt_template_gptoss[];
+extern const char pt_template_qwen35[];
 
 /* Builds the family's compact vocabulary; pad_to > n appends "[PADi]" UNUSED tokens up to
  * pad_to entries (full presets keep the real vocabulary size). */

@@ -677,6 +677,7 @@ static bool make_parser(pt_server *s, const struct pt_req *r, const char *prompt
 	po.thinking_open = prompt && pt_chat_prompt_thinking_open(s->chat_format, prompt, prompt_len);
 	po.tool_names = n ? names : NULL;
 	po.n_tool_names = n;
+	po.tool_defs = r->tools; /* XML parameter values are typed by the schemas */
 	if (pt_chat_parser_new(&po, &g->parser, &err) == PT_OK)
 		return true;
 	pt_srv_status_error(resp, PT_E_NOMEM, &err, "reply parser");

@@ -1067,9 +1067,9 @@ static pt_grammar *tool_grammar(cJSON **schemas)
 	struct pt_error e = { 0 };
 	for (int i = 0; i < 2; i++) {
 		schemas[i] = cJSON_Parse(tool_schemas[i]);
-		p[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false };
-		p[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false };
-		p[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false };
+		p[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false, false };
+		p[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false, false };
+		p[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false, false };
 	}
 	if (pt_grammar_from_alternatives(alts, np, 2, &g, &e) != PT_OK)
 		pt_test_fail(__FILE__, __LINE__, "alternatives: %s", e.msg);
@@ -1272,9 +1272,9 @@ PT_TEST(test_grammar_wide_schemas)
 			"\"arguments\":{\"type\":\"object\",\"properties\":{\"x%d\":{\"type\":"
 			"\"integer\"}}}},\"required\":[\"name\",\"arguments\"]}", i, i);
 		schemas[i] = cJSON_Parse(buf);
-		parts[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false };
-		parts[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false };
-		parts[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false };
+		parts[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false, false };
+		parts[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false, false };
+		parts[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false, false };
 		alts[i] = parts[i];
 		np[i] = 3;
 	}
