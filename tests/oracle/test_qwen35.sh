@@ -127,8 +127,8 @@ fi
 
 # mkmodel --vocab-gguf: every tokenizer key of llama.cpp's ggml-vocab-qwen35.gguf (Qwen2's
 # 151,936 tokens under pre qwen35; the bundle node-llama-cpp ships) into a one-layer tiny
-# model; particle tokenizes the model as the vocab file, llama.cpp loads the model and gets
-# the same ids, and the model keeps the vocab file's own template.
+# model: particle tokenizes the model as the vocab file, llama.cpp tokenizes it the same, and
+# llama.cpp runs it (100 teacher-forced tokens) within the quantized parity limits.
 B=tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle
 if git clone -q --bare "$B" "$TMP/src.git" 2>/dev/null &&
 	git -C "$TMP/src.git" show HEAD:models/ggml-vocab-qwen35.gguf >"$TMP/vq.gguf" 2>/dev/null; then
@@ -147,6 +147,17 @@ sys.exit(0 if len(ref) == 8 and ref == pt else 1)
 PY
 		then ok; echo "--vocab-gguf: 151936-token model tokenizes as its vocab file and as llama.cpp"
 		else bad "--vocab-gguf: ids differ (vocab file / model / llama.cpp)"; fi
+		echo "[$(head -c 600 "$TMP/toks" | cut -d, -f1-100)]" >"$TMP/toks32.json"
+		tr -d '[]' <"$TMP/toks32.json" >"$TMP/toks32"
+		if node "$ORACLE" eval "$m" "$TMP/toks32.json" "$TMP/ref32" >/dev/null 2>"$TMP/oracle.err"; then
+			"$PARTICLE" eval -m "$m" --tokens-file "$TMP/toks32" --top 0 --batch 100 --threads 2 \
+				--compare "$TMP/ref32" --max-mean-kl 1e9 --min-top1 0 >/dev/null 2>"$TMP/err1"
+			verdict "qwen35moe 1 layer, 151936-token --vocab-gguf q4_k_m" \
+				"$(grep '^compare:' "$TMP/err1")" 1e-2
+		else
+			bad "--vocab-gguf model: llama.cpp oracle failed: $(tail -c 300 "$TMP/oracle.err")"
+		fi
+		rm -f "$TMP/ref32"
 	else
 		bad "--vocab-gguf: $(head -c 300 "$TMP/mk.err") $(tail -c 300 "$TMP/vq.err" 2>/dev/null)"
 	fi
