@@ -436,6 +436,11 @@ static void json_str(struct chat_buf *o, const char *v, size_t n)
 		if (u == '"' || u == '\\') {
 			char e[2] = { '\\', (char)u };
 			chat_buf_add(o, e, 2);
+		} else if (u == '\n' || u == '\t' || u == '\r' || u == '\b' || u == '\f') {
+			/* the short escapes, as cJSON prints them */
+			char e[2] = { '\\', u == '\n' ? 'n' : u == '\t' ? 't' : u == '\r' ? 'r'
+							: u == '\b' ? 'b' : 'f' };
+			chat_buf_add(o, e, 2);
 		} else if (u < 0x20) {
 			static const char hex[] = "0123456789abcdef";
 			char e[6] = { '\\', 'u', '0', '0', hex[u >> 4], hex[u & 15] };
@@ -474,7 +479,7 @@ static unsigned schema_types(const cJSON *s, int depth)
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type"), *e;
 	if (cJSON_IsString(t))
 		bits |= type_bit(t->valuestring);
-	cJSON_ArrayForEach(e, cJSON_IsArray(t) ? t : NULL)
+	cJSON_ArrayForEach(e, (cJSON_IsArray(t) ? t : NULL))
 		if (cJSON_IsString(e))
 			bits |= type_bit(e->valuestring);
 	if (bits && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "nullable")))
@@ -483,7 +488,7 @@ static unsigned schema_types(const cJSON *s, int depth)
 		const char *const keys[] = { "anyOf", "oneOf" };
 		for (size_t k = 0; k < 2; k++) {
 			const cJSON *u = cJSON_GetObjectItemCaseSensitive(s, keys[k]);
-			cJSON_ArrayForEach(e, cJSON_IsArray(u) ? u : NULL)
+			cJSON_ArrayForEach(e, (cJSON_IsArray(u) ? u : NULL))
 			{
 				unsigned b = schema_types(e, 1);
 				if (!b)
@@ -505,7 +510,7 @@ unsigned chat_param_types(const cJSON *schema)
 static const cJSON *tool_props(const cJSON *tool_defs, const char *name, size_t name_len)
 {
 	const cJSON *t;
-	cJSON_ArrayForEach(t, cJSON_IsArray(tool_defs) ? tool_defs : NULL)
+	cJSON_ArrayForEach(t, (cJSON_IsArray(tool_defs) ? tool_defs : NULL))
 	{
 		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(fn, "name");

@@ -179,11 +179,11 @@ static enum pt_status xml_alternative(const char *name, const cJSON *params,
 		return pt_error_set(err, PT_E_LIMIT, "tool_choice: \"%s\" has more than %d "
 				    "required parameters", name, MAX_XML_REQUIRED);
 	}
-	cJSON_ArrayForEach(p, cJSON_IsObject(props) ? props : NULL)
+	cJSON_ArrayForEach(p, (cJSON_IsObject(props) ? props : NULL))
 	{
 		bool required = false;
 		const cJSON *r;
-		cJSON_ArrayForEach(r, cJSON_IsArray(req) ? req : NULL)
+		cJSON_ArrayForEach(r, (cJSON_IsArray(req) ? req : NULL))
 			required |= cJSON_IsString(r) && strcmp(r->valuestring, p->string) == 0;
 		if (!required)
 			continue;
