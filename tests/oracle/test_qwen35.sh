@@ -126,14 +126,15 @@ else
 fi
 
 # mkmodel --vocab-gguf: every tokenizer key of llama.cpp's ggml-vocab-qwen35.gguf (Qwen2's
-# 151,936 tokens under pre qwen35; the bundle node-llama-cpp ships) into a one-layer tiny
-# model: particle tokenizes the model as the vocab file, llama.cpp tokenizes it the same, and
+# 151,936 tokens under pre qwen35; the bundle node-llama-cpp ships) into a tiny
+# model (4 layers: llama.cpp 3.21.1 aborts on a one-layer qwen35moe file, which has no
+# attention layer: GGML_ASSERT(buffer)): particle tokenizes the model as the vocab file, llama.cpp tokenizes it the same, and
 # llama.cpp runs it (100 teacher-forced tokens) within the quantized parity limits.
 B=tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle
 if git clone -q --bare "$B" "$TMP/src.git" 2>/dev/null &&
 	git -C "$TMP/src.git" show HEAD:models/ggml-vocab-qwen35.gguf >"$TMP/vq.gguf" 2>/dev/null; then
 	m="$TMP/q35-vocab.gguf"
-	if "$PARTICLE" mkmodel --arch qwen35moe --preset tiny --layers 1 --quant q4_k_m \
+	if "$PARTICLE" mkmodel --arch qwen35moe --preset tiny --quant q4_k_m \
 		--vocab-gguf "$TMP/vq.gguf" -o "$m" >/dev/null 2>"$TMP/mk.err" &&
 		"$PARTICLE" tokenize -m "$TMP/vq.gguf" --no-bos --batch "$TMP/mk.b64" >"$TMP/vq.v" 2>&1 &&
 		"$PARTICLE" tokenize -m "$m" --no-bos --batch "$TMP/mk.b64" >"$TMP/vq.m" 2>&1 &&
@@ -152,7 +153,7 @@ PY
 		if node "$ORACLE" eval "$m" "$TMP/toks32.json" "$TMP/ref32" >/dev/null 2>"$TMP/oracle.err"; then
 			"$PARTICLE" eval -m "$m" --tokens-file "$TMP/toks32" --top 0 --batch 100 --threads 2 \
 				--compare "$TMP/ref32" --max-mean-kl 1e9 --min-top1 0 >/dev/null 2>"$TMP/err1"
-			verdict "qwen35moe 1 layer, 151936-token --vocab-gguf q4_k_m" \
+			verdict "qwen35moe tiny, 151936-token --vocab-gguf q4_k_m" \
 				"$(grep '^compare:' "$TMP/err1")" 1e-2
 		else
 			bad "--vocab-gguf model: llama.cpp oracle failed: $(tail -c 300 "$TMP/oracle.err")"
