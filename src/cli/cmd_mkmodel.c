@@ -58,6 +58,10 @@ static void help(FILE *f)
 		"                     tokenizer_config.json) instead of the compact synthetic one\n"
 		"                     (deepseek2's deepseek-v3, kimi-k2 and full presets write their\n"
 		"                     model's pre-tokenizer over the compact one)\n"
+		"  --vocab-gguf FILE  every tokenizer.* key of a GGUF (a vocab-only file such as\n"
+		"                     llama.cpp's models/ggml-vocab-*.gguf, or a real model), checked\n"
+		"                     as a model's tokenizer; the embedding takes its token count;\n"
+		"                     its chat template, or the arch's when it has none\n"
 		"  --threads N        quantization threads, 1..%d (default 2)\n"
 		"  --progress         progress bar on stderr (default: only when stderr is a tty)\n"
 		"  --routing-report   after writing, print the routing report of 256 tokens of a\n"
@@ -166,6 +170,8 @@ static int parse(int argc, char **argv, struct pt_mkmodel_opts *o, struct flags 
 				return -1;
 		} else if (!strcmp(a, "--vocab")) {
 			o->vocab_dir = v;
+		} else if (!strcmp(a, "--vocab-gguf")) {
+			o->vocab_gguf = v;
 		} else if (!strcmp(a, "--threads")) {
 			if (!pt_cli_parse_u64(a, v, 1, PT_MKMODEL_MAX_THREADS, &u))
 				return -1;

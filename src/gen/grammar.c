@@ -1070,6 +1070,7 @@ void gr_analyze(pt_grammar *g)
 				break;
 			case GR_STR:
 			case GR_NUM:
+			case GR_TEXT:
 				md = 1;
 				break;
 			case GR_OBJ:
@@ -1149,6 +1150,9 @@ static void first_bytes(const pt_grammar *g, uint32_t n, uint64_t set[4], int de
 		break;
 	case GR_ARR:
 		set['[' >> 6] |= 1ull << ('[' & 63);
+		break;
+	case GR_TEXT: /* only in tool-call sequences, never a oneOf branch; be conservative */
+		set[0] = set[1] = set[2] = set[3] = ~0ull;
 		break;
 	default:
 		if (depth > 64) {
@@ -1352,6 +1356,9 @@ enum pt_status pt_grammar_from_alternatives(const struct pt_grammar_part *const 
 				}
 				tmp[np].node = GR_NONE;
 				st = add_lit(&c, p->literal, len, &tmp[np].lit);
+			} else if (p->raw_text) {
+				tmp[np].lit = 0;
+				st = new_node(&c, GR_TEXT, &tmp[np].node);
 			} else if (p->schema) {
 				tmp[np].lit = 0;
 				c.doc = p->schema;

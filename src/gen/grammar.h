@@ -98,12 +98,16 @@ enum pt_status pt_grammar_from_schema(const cJSON *schema, pt_grammar **out,
 				      struct pt_error *err);
 
 /* One part of a sequence: literal text (NUL-terminated, valid UTF-8, non-empty) when literal
- * is not NULL; else the schema when schema is not NULL ("$ref": "#..." resolves inside that
- * schema); else any JSON value (any_json is accepted for clarity but implied). */
+ * is not NULL; else raw text when raw_text (any valid UTF-8, possibly empty, without '<' and
+ * without control characters other than tab, LF and CR: the value of an XML-style tool-call
+ * parameter, which ends where the next literal's '<' starts); else the schema when schema is
+ * not NULL ("$ref": "#..." resolves inside that schema); else any JSON value (any_json is
+ * accepted for clarity but implied). */
 struct pt_grammar_part {
 	const char *literal;
 	const cJSON *schema;
 	bool any_json;
+	bool raw_text;
 };
 /* Alternatives of sequences of parts: alts[i] has n_parts[i] >= 1 parts.  Tool-call forcing:
  * `<tool_call>\n` + {"name": enum, "arguments": schema} + `\n</tool_call>`, one alternative

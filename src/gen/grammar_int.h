@@ -22,6 +22,7 @@ enum gr_kind {
 	GR_ARR,   /* an array: prefix items, then items */
 	GR_UNION, /* one of the kids (never lives on a stack: expanded on its first byte) */
 	GR_SEQ,   /* literal text and values in order (tool-call forcing) */
+	GR_TEXT,  /* raw UTF-8 text without '<' (an XML tool-call parameter value) */
 };
 
 enum gr_format { GR_FMT_NONE, GR_FMT_DATE, GR_FMT_TIME, GR_FMT_DATETIME, GR_FMT_UUID };

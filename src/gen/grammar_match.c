@@ -963,6 +963,39 @@ static void own_seq(struct fctx *x, uint32_t n, uint8_t c)
 	push_feed(x, n, pt->node, c);
 }
 
+/* GR_TEXT: raw UTF-8 (validated as in own_str), no '<', no control byte but tab, LF, CR.
+ * It can end after any whole character: feed() then hands the byte to the parent. */
+static void own_text(struct fctx *x, uint32_t n, uint8_t c)
+{
+	struct gr_frame *f = &x->w[n - 1];
+	if (f->u8need) {
+		if (c < f->u8lo || c > f->u8hi)
+			return;
+		f->u8need--;
+		f->u8lo = 0x80;
+		f->u8hi = 0xbf;
+	} else if (c == '<' || (c < 0x20 && c != '\t' && c != '\n' && c != '\r')) {
+		return;
+	} else if (c >= 0x80) {
+		if (c >= 0xc2 && c <= 0xdf) {
+			f->u8need = 1;
+			f->u8lo = 0x80, f->u8hi = 0xbf;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			f->u8need = 2;
+			f->u8lo = c == 0xe0 ? 0xa0 : 0x80;
+			f->u8hi = c == 0xed ? 0x9f : 0xbf;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			f->u8need = 3;
+			f->u8lo = c == 0xf0 ? 0x90 : 0x80;
+			f->u8hi = c == 0xf4 ? 0x8f : 0xbf;
+		} else {
+			return;
+		}
+	}
+	f->phase = 1;
+	emit(x, n);
+}
+
 static void own_lit(struct fctx *x, uint32_t n, uint8_t c)
 {
 	struct gr_frame *f = &x->w[n - 1];
@@ -1005,6 +1038,8 @@ static bool finishable(const pt_grammar *g, const struct gr_frame *f)
 		return f->phase == A_DONE;
 	case GR_SEQ:
 		return f->phase != Q_FRESH && f->phase != Q_CHILD && f->a >= nd->n;
+	case GR_TEXT:
+		return !f->u8need;
 	default:
 		return false;
 	}
@@ -1044,6 +1079,7 @@ static void feed(struct fctx *x, uint32_t n, uint8_t c)
 	case GR_ARR: own_arr(x, n, c); break;
 	case GR_SEQ: own_seq(x, n, c); break;
 	case GR_UNION: own_union(x, n, c); break;
+	case GR_TEXT: own_text(x, n, c); break;
 	default: break;
 	}
 	x->w[n - 1] = save;

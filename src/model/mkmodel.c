@@ -513,11 +513,41 @@ static enum pt_status write_tensor(struct writer *wr, const struct pt_tensor_des
 	return st;
 }
 
-/* The vocabulary: the compact synthetic one, or one imported with --vocab. */
+/* The vocabulary: the compact synthetic one, or one imported with --vocab or --vocab-gguf
+ * (from_gguf: imported views that file, kept open; its template or the arch's). */
 struct vocab {
 	struct pt_vocab compact;
 	struct pt_vocab_spec *imported;
+	pt_gguf *from_gguf;
 };
+
+static void vocab_free(struct vocab *v)
+{
+	pt_vocab_free(&v->compact);
+	if (v->from_gguf)
+		pt_vocab_spec_gguf_free(v->imported);
+	else
+		pt_vocab_spec_destroy(v->imported);
+	pt_gguf_close(v->from_gguf);
+	memset(v, 0, sizeof *v);
+}
+
+/* --vocab-gguf: every tokenizer.* key of the file (validated as a model's tokenizer), the
+ * embedding sized to its token count. */
+static enum pt_status vocab_from_gguf(const char *path, enum pt_arch arch, struct vocab *v,
+				      struct pt_error *err)
+{
+	enum pt_status st = pt_gguf_open_one(path, &v->from_gguf, err);
+	if (st == PT_OK)
+		st = pt_vocab_spec_from_gguf(v->from_gguf, &v->imported, err);
+	if (st == PT_OK && !v->imported->chat_template) {
+		/* the arch's own template (compact vocabulary built only for it) */
+		st = pt_vocab_compact(arch, 0, &v->compact, err);
+		if (st == PT_OK)
+			v->imported->chat_template = v->compact.chat_template;
+	}
+	return st; /* the reader's message names the key (first error wins) */
+}
 
 static enum pt_status write_meta(const struct pt_mkmodel_opts *o, const struct pt_hparams *hp,
 				 const struct vocab *v, pt_gguf_writer *w,
@@ -710,7 +740,13 @@ static enum pt_status prepare(const struct pt_mkmodel_opts *o, struct pt_hparams
 					    o->arch_name, pt_arch_name(o->arch));
 		snprintf(hp->arch_name, sizeof hp->arch_name, "%s", o->arch_name);
 	}
-	if (o->vocab_dir) {
+	if (o->vocab_dir && o->vocab_gguf)
+		return pt_error_set(err, PT_E_INVALID, "--vocab and --vocab-gguf exclude each other");
+	if (o->vocab_gguf) {
+		if ((st = vocab_from_gguf(o->vocab_gguf, o->arch, v, err)) != PT_OK)
+			return st;
+		hp->n_vocab = v->imported->n_tokens;
+	} else if (o->vocab_dir) {
 		/* full presets keep the real vocabulary size (padded with [PADi]) */
 		struct pt_vocab_import_opts io = { .arch = hp->arch_name,
 						   .vocab_size = hp->n_vocab };
@@ -781,8 +817,7 @@ enum pt_status pt_mkmodel_write(const struct pt_mkmodel_opts *o, struct pt_error
 	buffers_free(&wr);
 	pt_free(types);
 	pt_tensor_list_free(&l);
-	pt_vocab_free(&v.compact);
-	pt_vocab_spec_destroy(v.imported);
+	vocab_free(&v);
 	return st;
 }
 
@@ -805,8 +840,7 @@ enum pt_status pt_mkmodel_size(const struct pt_mkmodel_opts *o, uint64_t *bytes,
 	}
 	pt_free(types);
 	pt_tensor_list_free(&l);
-	pt_vocab_free(&v.compact);
-	pt_vocab_spec_destroy(v.imported);
+	vocab_free(&v);
 	return st;
 }
 

@@ -24,6 +24,9 @@ struct pt_mkmodel_opts {
 	double router_skew;     /* routing locality level; 0 = memoryless, uniform */
 	bool skew_real;         /* router_skew = pt_mkmodel_real_skew(arch) */
 	const char *vocab_dir;  /* NULL = compact vocabulary */
+	/* tokenizer.* keys from this GGUF (e.g. a vocab-only file, or a real model) instead;
+	 * its chat template unless it has none (then the arch's own); exclusive with vocab_dir */
+	const char *vocab_gguf;
 	const char *out_path;
 	unsigned threads;       /* quantization threads, 1..PT_MKMODEL_MAX_THREADS */
 	bool progress;          /* progress bar on stderr */

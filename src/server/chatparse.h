@@ -4,6 +4,14 @@
  * What a family's model emits is what its chat template renders for an assistant message
  * with tool_calls (the fixtures under tests/fixtures/chatparse/ are those renderings):
  *   HERMES   (Qwen2.5/3, Hermes)  <tool_call>\n{"name": N, "arguments": {..}}\n</tool_call>
+ *   QWEN3_XML (Qwen3-Coder, Qwen3.5)  <tool_call>\n<function=N>\n<parameter=K>\nVALUE\n
+ *                                </parameter>\n...</function>\n</tool_call>; VALUE is raw
+ *                                text typed by the tool's JSON schema (tool_defs): a parameter
+ *                                whose type is string stays a string ("123" too); other types
+ *                                take VALUE as JSON (numbers, objects, arrays; the template's
+ *                                Python spellings True/False/None for boolean/null); unknown
+ *                                parameters: JSON when VALUE parses as a non-string JSON value,
+ *                                else a string.  HERMES also accepts this form in its tags.
  *   GEMMA4                       <|tool_call>call:N{key:<|"|>str<|"|>,n:1}<tool_call|>
  *                                reasoning <|channel>thought ... <channel|>
  *   LLAMA3   (Llama 3.1/3.2/3.3) {"name": N, "parameters": {..}} as the whole reply, or after
@@ -55,13 +63,15 @@ enum pt_chat_format {
 	PT_CHAT_DEEPSEEK_R1,
 	PT_CHAT_PHI4,
 	PT_CHAT_HARMONY,
+	PT_CHAT_QWEN3_XML, /* Qwen3-Coder, Qwen3.5: <tool_call><function=N><parameter=K>.. */
 	PT_CHAT_FORMAT_COUNT
 };
 
 /* From the chat template's source text (and the model's arch name; either may be NULL).
  * Substring checks on the markers the template renders, most specific first. */
 enum pt_chat_format pt_chat_format_detect(const char *template_src, const char *arch);
-/* "generic", "hermes", "gemma4", "llama3", "mistral", "deepseek-r1", "phi4", "harmony". */
+/* "generic", "hermes", "gemma4", "llama3", "mistral", "deepseek-r1", "phi4", "harmony",
+ * "qwen3-xml". */
 const char *pt_chat_format_name(enum pt_chat_format f);
 
 /* Extra stop strings a family needs when tools are offered (NULL-terminated, static): text
@@ -83,6 +93,9 @@ struct pt_chat_parser_opts {
 	 * malformed (plain content). */
 	const char *const *tool_names;
 	size_t n_tool_names;
+	/* Optional: the request's "tools" array (OpenAI shape); the parser keeps a copy and types
+	 * XML parameter values by each function's "parameters" schema (QWEN3_XML, HERMES). */
+	const cJSON *tool_defs;
 };
 
 /* Streaming events, in order. */
@@ -144,8 +157,9 @@ void pt_chat_result_free(struct pt_chat_result *r);
  * schema points into tools (not copied); NULL schema = any JSON object.  Built by
  * pt_chat_tool_alternatives, which needs no grammar engine (it is what the tests check). */
 struct pt_chat_alt_part {
-	char *literal;       /* owned; NULL for a schema part */
+	char *literal;       /* owned; NULL for a value part */
 	const cJSON *schema; /* the tool's "parameters" (may be NULL = any object) */
+	bool raw_text;       /* QWEN3_XML string parameter: raw text without '<' (no schema) */
 };
 struct pt_chat_alt {
 	struct pt_chat_alt_part *parts;
@@ -154,8 +168,11 @@ struct pt_chat_alt {
 /* PT_E_INVALID: tools malformed, or only_name not among them.  PT_E_UNSUPPORTED for GEMMA4:
  * its arguments are not JSON, so no JSON schema describes them (answer 400, or fall back to
  * "auto").  HARMONY forces "<|channel|>commentary to=functions.N <|constrain|>json<|message|>"
- * + the arguments (its "<|call|>" ends generation).  The forced text starts at the reply's
- * first byte: no reasoning block before the call. */
+ * + the arguments (its "<|call|>" ends generation).  QWEN3_XML: one part per required
+ * parameter (properties order; optional ones are left out), raw text for string-only ones
+ * and the parameter's own schema for the rest, so schema points at a property schema there;
+ * a name or key holding '<', '>' or a newline is PT_E_INVALID.  The forced text starts at the
+ * reply's first byte: no reasoning block before the call. */
 enum pt_status pt_chat_tool_alternatives(enum pt_chat_format f, const cJSON *tools,
 					 const char *only_name, struct pt_chat_alt **out,
 					 size_t *n_out, struct pt_error *err);

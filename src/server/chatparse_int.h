@@ -36,10 +36,21 @@ enum chat_block {
 
 /* Parses a complete block body into calls appended to out.  Returns 0 on success (at least
  * one call), 1 when malformed (out unchanged), -1 on out of memory. */
-int chat_block_parse(enum chat_block k, const char *body, size_t len, struct chat_calls *out);
+int chat_block_parse(enum chat_block k, const char *body, size_t len, const cJSON *tool_defs,
+		     struct chat_calls *out);
 /* Arguments text -> compact JSON object text (insignificant whitespace removed; a JSON string
  * holding an object is unwrapped).  NULL when not an object or out of memory (*nomem). */
 char *chat_args_compact(const char *s, size_t n, bool *nomem);
+
+/* JSON types an XML tool-call parameter's schema allows (chat_param_types): "type" (a name
+ * or an array), "nullable", one level of anyOf/oneOf; CHAT_T_ANY when none of them says.
+ * The parser and the forcing grammar share it, so a forced value parses back as forced:
+ * with CHAT_T_STR the value is raw text, otherwise JSON. */
+enum {
+	CHAT_T_STR = 1, CHAT_T_NUM = 2, CHAT_T_BOOL = 4, CHAT_T_NULL = 8, CHAT_T_OBJ = 16,
+	CHAT_T_ARR = 32, CHAT_T_ANY = 64
+};
+unsigned chat_param_types(const cJSON *schema);
 
 bool chat_is_ws(char c);
 /* A tool name: 1..256 bytes, none of them a control character (NUL included). */
@@ -69,6 +80,7 @@ enum harmony_kind { HK_CONTENT, HK_REASON, HK_TOOL };
 struct pt_chat_parser {
 	struct pt_chat_parser_opts o;
 	char **names; /* copies of o.tool_names */
+	cJSON *tool_defs; /* copy of o.tool_defs (XML parameter types), or NULL */
 	const struct chat_family *fam;
 	struct chat_buf in; /* held text: in.p[off..in.n) is not processed yet */
 	size_t off;

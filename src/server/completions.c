@@ -674,9 +674,15 @@ static bool make_parser(pt_server *s, const struct pt_req *r, const char *prompt
 	po.format = s->chat_format;
 	po.tools = r->tools && r->tool_choice != PT_TOOLS_NONE;
 	po.reasoning = (r->reasoning_format >= 0 ? r->reasoning_format : s->o.reasoning_format) == 1;
-	po.thinking_open = prompt && pt_chat_prompt_thinking_open(s->chat_format, prompt, prompt_len);
+	/* a forced call starts at the reply's first byte (chatgrammar.c): even after a prompt
+	 * that opened the reasoning block (Qwen3.5's "<think>\n"), the reply is the call */
+	bool forced = r->tools && (r->tool_choice == PT_TOOLS_REQUIRED ||
+				   r->tool_choice == PT_TOOLS_NAMED);
+	po.thinking_open = !forced && prompt &&
+			   pt_chat_prompt_thinking_open(s->chat_format, prompt, prompt_len);
 	po.tool_names = n ? names : NULL;
 	po.n_tool_names = n;
+	po.tool_defs = r->tools; /* XML parameter values are typed by the schemas */
 	if (pt_chat_parser_new(&po, &g->parser, &err) == PT_OK)
 		return true;
 	pt_srv_status_error(resp, PT_E_NOMEM, &err, "reply parser");

@@ -94,6 +94,12 @@ enum pt_status pt_tok_create(const struct pt_vocab_spec *spec, pt_tok **out,
 			     struct pt_error *err);
 /* Reads tokenizer.* from g.  The tokenizer copies what it needs: g may be closed after. */
 enum pt_status pt_tok_load(const pt_gguf *g, pt_tok **out, struct pt_error *err);
+/* The tokenizer.* keys of g as a spec (mkmodel --vocab-gguf), checked as pt_tok_load checks
+ * them (a vocabulary particle cannot build a tokenizer from is refused).  Its strings point
+ * into g: keep g open while *out is used; free with pt_vocab_spec_gguf_free (NULL-safe). */
+enum pt_status pt_vocab_spec_from_gguf(const pt_gguf *g, struct pt_vocab_spec **out,
+				       struct pt_error *err);
+void pt_vocab_spec_gguf_free(struct pt_vocab_spec *s);
 void pt_tok_destroy(pt_tok *t); /* NULL-safe */
 
 /* Text -> ids.  add_special: BOS/EOS per the vocab's add_bos/add_eos.  parse_special: also

@@ -175,6 +175,53 @@ static enum pt_status read_scalars(const pt_gguf *g, struct pt_vocab_spec *s,
 	return PT_OK;
 }
 
+/* A spec over g's mapping and the arrays that view it (freed together). */
+struct gguf_spec {
+	struct pt_vocab_spec spec; /* first: the caller's pointer */
+	struct gguf_view v;
+};
+
+static void view_free(struct gguf_view *v)
+{
+	pt_free(v->tokens);
+	pt_free(v->merges);
+	pt_free(v->scores);
+	pt_free(v->types);
+	pt_free(v->tmpl);
+}
+
+enum pt_status pt_vocab_spec_from_gguf(const pt_gguf *g, struct pt_vocab_spec **out,
+				       struct pt_error *err)
+{
+	*out = NULL;
+	struct gguf_spec *gs = pt_calloc(1, sizeof *gs);
+	if (!gs)
+		return pt_error_set(err, PT_E_NOMEM, "out of memory");
+	pt_vocab_spec_init(&gs->spec);
+	pt_tok *t = NULL;
+	enum pt_status st = read_scalars(g, &gs->spec, &gs->v, err);
+	if (!st)
+		st = read_arrays(g, &gs->spec, &gs->v, err);
+	if (!st) /* the same checks as loading a model: what particle cannot tokenize is refused */
+		st = pt_tok_create(&gs->spec, &t, err);
+	pt_tok_destroy(t);
+	if (st) {
+		pt_vocab_spec_gguf_free(&gs->spec);
+		return st;
+	}
+	*out = &gs->spec;
+	return PT_OK;
+}
+
+void pt_vocab_spec_gguf_free(struct pt_vocab_spec *s)
+{
+	if (!s)
+		return;
+	struct gguf_spec *gs = (struct gguf_spec *)s;
+	view_free(&gs->v);
+	pt_free(gs);
+}
+
 enum pt_status pt_tok_load(const pt_gguf *g, pt_tok **out, struct pt_error *err)
 {
 	struct pt_vocab_spec s;

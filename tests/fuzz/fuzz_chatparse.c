@@ -1,5 +1,6 @@
 /* fuzz_chatparse.c - libFuzzer target for the reply parser (src/server/chatparse.h).  Byte 0
- * picks the format and options, byte 1 the chunking; the rest is the model's reply.  The
+ * picks the format (low 5 bits) and options, byte 1 the chunking; the rest is the model's
+ * reply.  A fixed tools array types XML parameter values (Qwen3-Coder / Qwen3.5).  The
  * reply is parsed in one feed and in chunks: both must give the same content, reasoning and
  * calls, and the streamed events must add up to the result.  Any difference traps. */
 #include <stddef.h>
@@ -94,13 +95,22 @@ static void run(const struct pt_chat_parser_opts *o, const uint8_t *d, size_t n,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size < 2)
+	static cJSON *tools;
+	if (!tools)
+		tools = cJSON_Parse(
+			"[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{"
+			"\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\"},"
+			"\"i\":{\"type\":\"integer\"},\"b\":{\"type\":\"boolean\"},"
+			"\"o\":{\"type\":\"object\"},\"ns\":{\"type\":[\"string\",\"null\"]},"
+			"\"u\":{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}]}}}}}]");
+	if (size < 2 || !tools)
 		return 0;
 	struct pt_chat_parser_opts o = {
-		.format = (enum pt_chat_format)(data[0] % PT_CHAT_FORMAT_COUNT),
+		.format = (enum pt_chat_format)((data[0] & 0x1f) % PT_CHAT_FORMAT_COUNT),
 		.tools = !(data[0] & 0x80),
 		.reasoning = !(data[0] & 0x40),
 		.thinking_open = (data[0] & 0x20) != 0,
+		.tool_defs = tools,
 	};
 	size_t chunk = 1 + data[1] % 13;
 	struct pt_chat_result a, b;

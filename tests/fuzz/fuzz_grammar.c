@@ -85,11 +85,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (mode == 1) {
 			pt_grammar_from_schema(schema, &g, NULL);
 		} else {
-			struct pt_grammar_part a0[] = { { "<t>", NULL, false }, { NULL, schema, false },
-							{ "</t>", NULL, false } };
-			struct pt_grammar_part a1[] = { { NULL, NULL, true } };
+			/* the tag, the schema, raw text (XML parameter values), the end tag */
+			struct pt_grammar_part a0[] = { { "<t>", NULL, false, false },
+							{ NULL, schema, false, false },
+							{ "<p>", NULL, false, false },
+							{ NULL, NULL, false, true },
+							{ "</t>", NULL, false, false } };
+			struct pt_grammar_part a1[] = { { NULL, NULL, true, false } };
 			const struct pt_grammar_part *alts[] = { a0, a1 };
-			size_t np[] = { 3, 1 };
+			size_t np[] = { 5, 1 };
 			pt_grammar_from_alternatives(alts, np, 2, &g, NULL);
 		}
 	}

@@ -110,6 +110,66 @@ else
 	bad "qwen35 pre-tokenizer: could not build or tokenize the Qwen3 vocabulary with pre qwen35"
 fi
 
+# The embedded chat template is Qwen3.5's real one (tests/fixtures/templates/qwen3.5.jinja,
+# rendered byte-equal to jinja2 by test_template.sh): a tool conversation renders the same
+# through the model file as through the fixture, in the XML call form.
+FX=tests/fixtures/chatparse
+m="$TMP/q35-q4_k_m.gguf"
+if "$PARTICLE" template -m "$m" --messages $FX/two.json --tools $FX/tools.json --object-arguments \
+	>"$TMP/t.model" 2>"$TMP/t.err" &&
+	"$PARTICLE" template --template tests/fixtures/templates/qwen3.5.jinja --messages $FX/two.json \
+		--tools $FX/tools.json --object-arguments >"$TMP/t.fix" 2>>"$TMP/t.err" &&
+	cmp -s "$TMP/t.model" "$TMP/t.fix" && grep -q '^<function=search>$' "$TMP/t.model"; then
+	ok
+else
+	bad "qwen35moe: the file's template does not render as qwen3.5.jinja: $(head -c 200 "$TMP/t.err")"
+fi
+
+# mkmodel --vocab-gguf: every tokenizer key of llama.cpp's ggml-vocab-qwen35.gguf (Qwen2's
+# 151,936 tokens under pre qwen35; the bundle node-llama-cpp ships) into a tiny
+# model (4 layers: llama.cpp 3.21.1 aborts on a one-layer qwen35moe file, which has no
+# attention layer: GGML_ASSERT(buffer)): particle tokenizes the model as the vocab file, llama.cpp tokenizes it the same, and
+# llama.cpp runs it (100 teacher-forced tokens) within the quantized parity limits.
+B=tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle
+if git clone -q --bare "$B" "$TMP/src.git" 2>/dev/null &&
+	git -C "$TMP/src.git" show HEAD:models/ggml-vocab-qwen35.gguf >"$TMP/vq.gguf" 2>/dev/null; then
+	m="$TMP/q35-vocab.gguf"
+	if "$PARTICLE" mkmodel --arch qwen35moe --preset tiny --quant q4_k_m \
+		--vocab-gguf "$TMP/vq.gguf" -o "$m" >/dev/null 2>"$TMP/mk.err" &&
+		"$PARTICLE" tokenize -m "$TMP/vq.gguf" --no-bos --batch "$TMP/mk.b64" >"$TMP/vq.v" 2>&1 &&
+		"$PARTICLE" tokenize -m "$m" --no-bos --batch "$TMP/mk.b64" >"$TMP/vq.m" 2>&1 &&
+		node "$(dirname "$0")/tok_oracle.mjs" llama "$m" "$TMP/mk.json" >"$TMP/vq.ref" 2>"$TMP/vq.err"; then
+		if cmp -s "$TMP/vq.v" "$TMP/vq.m" && python3 - "$TMP" <<'PY'
+import json, sys
+t = sys.argv[1]
+ref = [json.loads(l)["p1"] for l in open(t + "/vq.ref") if l.startswith("{")]
+pt = [json.loads(l) for l in open(t + "/vq.m")]
+sys.exit(0 if len(ref) == 8 and ref == pt else 1)
+PY
+		then ok; echo "--vocab-gguf: 151936-token model tokenizes as its vocab file and as llama.cpp"
+		else bad "--vocab-gguf: ids differ (vocab file / model / llama.cpp)"; fi
+		echo "[$(head -c 600 "$TMP/toks" | cut -d, -f1-100)]" >"$TMP/toks32.json"
+		tr -d '[]' <"$TMP/toks32.json" >"$TMP/toks32"
+		if node "$ORACLE" eval "$m" "$TMP/toks32.json" "$TMP/ref32" >/dev/null 2>"$TMP/oracle.err"; then
+			"$PARTICLE" eval -m "$m" --tokens-file "$TMP/toks32" --top 0 --batch 100 --threads 2 \
+				--compare "$TMP/ref32" --max-mean-kl 1e9 --min-top1 0 >/dev/null 2>"$TMP/err1"
+			verdict "qwen35moe tiny, 151936-token --vocab-gguf q4_k_m" \
+				"$(grep '^compare:' "$TMP/err1")" 1e-2
+		else
+			bad "--vocab-gguf model: llama.cpp oracle failed: $(tail -c 300 "$TMP/oracle.err")"
+		fi
+		rm -f "$TMP/ref32"
+	else
+		bad "--vocab-gguf: $(head -c 300 "$TMP/mk.err") $(tail -c 300 "$TMP/vq.err" 2>/dev/null)"
+	fi
+	expect_exit 2 "--vocab-gguf refuses a file that is not a GGUF" -- "$PARTICLE" mkmodel \
+		--arch qwen35moe --preset tiny --vocab-gguf "$TMP/toks" -o "$TMP/x.gguf"
+	expect_one_error_line "--vocab-gguf refuses a file that is not a GGUF"
+	rm -f "$m" "$TMP/x.gguf"
+else
+	bad "no ggml-vocab-qwen35.gguf in $B"
+fi
+
 m="$TMP/q35-small.gguf"
 if "$PARTICLE" mkmodel --arch qwen35moe --preset small --quant q4_k_m -o "$m" \
 	>/dev/null 2>"$TMP/mk.err"; then

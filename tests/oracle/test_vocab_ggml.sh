@@ -3,7 +3,8 @@
 # (models/ggml-vocab-*.gguf with .inp/.out vectors, read from the llama.cpp source that
 # node-llama-cpp bundles as llama/gitRelease.bundle): for every vocabulary whose
 # pre-tokenizer particle implements, `particle tokenize` must give llama.cpp's ids for every
-# test text (among them Qwen3.5's real 248k vocabulary and DeepSeek-LLM's, which no npm
+# test text (among them the qwen35 pre-tokenizer over Qwen2's vocabulary, which is what
+# llama.cpp ships as ggml-vocab-qwen35.gguf, and DeepSeek-LLM's real one, which no npm
 # package carries); a vocabulary particle does not implement must be refused with one error
 # line and exit 2, never tokenized wrongly.
 . tests/cli/lib.sh

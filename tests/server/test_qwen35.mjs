@@ -3,12 +3,15 @@
 // prefilled, so a conversation edited in its middle restores the boundary checkpoint
 // before the edit and evaluates from there (reported as cache_n reused, cache_replayed_n
 // of them evaluated again), with logprobs identical to a fresh evaluation of the edited
-// conversation (cache_prompt false) - same pieces, F32 KV.
+// conversation (cache_prompt false) - same pieces, F32 KV.  Also Qwen3.5's XML tool calls
+// (the embedded template makes the server parse the qwen3-xml form): a forced call through
+// the openai client comes back as tool_calls with arguments typed by the schema, and its
+// streamed deltas assemble to the same call.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { startServer, http, PARTICLE, TMP } from './lib.mjs';
+import { startServer, http, client, parseSSE, PARTICLE, TMP } from './lib.mjs';
 
 const MODEL = path.join(TMP, 'q35-tiny.gguf');
 let srv;
@@ -76,4 +79,48 @@ test('qwen35moe: an edit in the middle restores the boundary before it, logprobs
   const m = await http(srv, 'GET', '/metrics');
   const rep = m.text.match(/^particle_prompt_replayed_tokens_total (\d+)/m);
   assert.ok(rep && Number(rep[1]) >= keep - boundary, m.text.slice(0, 300));
+});
+
+// tool_choice named: the grammar forces <tool_call><function=add><parameter=a>INT... (integer
+// parameters: bounded, so a random tiny model completes the call); the XML values come back
+// as JSON integers (the schema's type), streamed the same.
+test('qwen35moe: a forced XML tool call comes back typed through the openai client', async () => {
+  const ai = client(srv);
+  const tools = [{ type: 'function', function: { name: 'add', parameters: { type: 'object',
+    properties: { a: { type: 'integer' }, b: { type: 'integer' }, note: { type: 'string' } },
+    required: ['a', 'b'] } } }];
+  let opts, c;
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+    opts = { model: 'tiny', messages: [{ role: 'user', content: 'Add 2 and 3.' }], tools,
+      tool_choice: { type: 'function', function: { name: 'add' } }, temperature: 0.7, seed,
+      max_tokens: 120 };
+    c = (await ai.chat.completions.create(opts)).choices[0];
+    if (c.finish_reason !== 'length') break;
+  }
+  assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+  assert.equal(c.message.tool_calls.length, 1);
+  const call = c.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'add');
+  assert.match(call.id, /^call_/);
+  const args = JSON.parse(call.function.arguments);
+  assert.deepEqual(Object.keys(args), ['a', 'b']);
+  assert.ok(Number.isInteger(args.a) && Number.isInteger(args.b), call.function.arguments);
+  const st = await http(srv, 'POST', '/v1/chat/completions', { ...opts, stream: true }, {}, 60000);
+  const ev = parseSSE(st.text);
+  assert.equal(ev.at(-1), '[DONE]');
+  let name = '', argText = '', finish = null;
+  for (const e of ev.slice(0, -1)) {
+    const ch = e.choices[0];
+    if (!ch) continue;
+    finish = ch.finish_reason ?? finish;
+    for (const d of ch.delta?.tool_calls ?? []) {
+      assert.equal(d.index, 0);
+      name += d.function?.name ?? '';
+      argText += d.function?.arguments ?? '';
+    }
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.equal(name, 'add');
+  assert.deepEqual(JSON.parse(argText), args);
 });

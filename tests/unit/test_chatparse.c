@@ -287,6 +287,13 @@ static const struct fixture FIXTURES[] = {
 	{ "gpt-oss", "one", PT_CHAT_HARMONY, "", "", false },
 	{ "gpt-oss", "content", PT_CHAT_HARMONY, "", "Let me check.", false },
 	{ "gpt-oss", "nested", PT_CHAT_HARMONY, "", "", false },
+	/* Qwen3.5's template (tests/fixtures/templates): XML calls typed by tools.json */
+	{ "qwen3.5", "one", PT_CHAT_QWEN3_XML, "", "", false },
+	{ "qwen3.5", "content", PT_CHAT_QWEN3_XML, "Let me check.", "", false },
+	{ "qwen3.5", "two", PT_CHAT_QWEN3_XML, "", "", false },
+	{ "qwen3.5", "nested", PT_CHAT_QWEN3_XML, "", "", false },
+	{ "qwen3.5", "reasoning", PT_CHAT_QWEN3_XML, "",
+	  "The user wants the weather.\nI should call get_weather.", false },
 };
 
 /* The expected calls: CASE.json's assistant tool_calls, arguments in compact form. */
@@ -341,6 +348,10 @@ static void check_calls(const struct fixture *fx, const struct pt_chat_result *r
 
 PT_TEST(test_chatparse_template_replies_parse_back)
 {
+	char *tj = slurp(FX "tools.json", NULL);
+	cJSON *tools = tj ? cJSON_Parse(tj) : NULL;
+	free(tj);
+	REQUIRE(tools);
 	for (size_t i = 0; i < sizeof(FIXTURES) / sizeof(FIXTURES[0]); i++) {
 		const struct fixture *fx = &FIXTURES[i];
 		char path[256];
@@ -351,7 +362,8 @@ PT_TEST(test_chatparse_template_replies_parse_back)
 			pt_test_fail(__FILE__, __LINE__, "missing fixture %s", path);
 			continue;
 		}
-		struct pt_chat_parser_opts o = { .format = fx->fmt, .tools = true, .reasoning = true };
+		struct pt_chat_parser_opts o = { .format = fx->fmt, .tools = true, .reasoning = true,
+						 .tool_defs = tools };
 		struct pt_chat_result r;
 		if (parse_chunks(&o, text, len, NULL, NULL, &r)) {
 			if (strcmp(r.content, fx->content) != 0)
@@ -366,6 +378,7 @@ PT_TEST(test_chatparse_template_replies_parse_back)
 		}
 		free(text);
 	}
+	cJSON_Delete(tools);
 }
 
 PT_TEST(test_chatparse_detects_fixture_templates)
@@ -401,6 +414,12 @@ PT_TEST(test_chatparse_detects_fixture_templates)
 				     pt_chat_format_name(f), pt_chat_format_name(T[i].fmt));
 		free(src);
 	}
+	/* Qwen3.5's template is in the repository's fixtures */
+	char *q35 = slurp("tests/fixtures/templates/qwen3.5.jinja", NULL);
+	CHECK(q35 != NULL);
+	if (q35)
+		CHECK_EQ_STR(pt_chat_format_name(pt_chat_format_detect(q35, NULL)), "qwen3-xml");
+	free(q35);
 	CHECK_EQ_INT(pt_chat_format_detect(NULL, NULL), PT_CHAT_GENERIC);
 	CHECK_EQ_INT(pt_chat_format_detect("{{ messages }}", "gemma4"), PT_CHAT_GEMMA4);
 	CHECK_EQ_INT(pt_chat_format_detect("", "qwen3moe"), PT_CHAT_GENERIC);
@@ -956,5 +975,194 @@ PT_TEST(test_chatparse_tool_grammar_forces_parsable_calls)
 	CHECK(pt_chat_tool_grammar(PT_CHAT_GEMMA4, tools, NULL, &g, NULL) == PT_E_UNSUPPORTED);
 	CHECK(pt_chat_tool_grammar(PT_CHAT_HERMES, tools, "nope", &g, NULL) == PT_E_INVALID);
 	CHECK(g == NULL);
+	cJSON_Delete(tools);
+}
+
+/* ---- Qwen3-Coder / Qwen3.5 XML calls ------------------------------------------------------- */
+
+static const char XML_TOOLS[] =
+	"[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+	"\"object\", \"properties\": {\"s\": {\"type\": \"string\"}, \"i\": {\"type\": \"integer\"}, "
+	"\"n\": {\"type\": \"number\"}, \"b\": {\"type\": \"boolean\"}, \"o\": {\"type\": "
+	"\"object\"}, \"a\": {\"type\": \"array\"}, \"ns\": {\"type\": [\"string\", \"null\"]}, "
+	"\"u\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]}}, \"required\": "
+	"[\"s\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"g\", \"parameters\": "
+	"{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}, \"s\": {\"type\": "
+	"\"string\"}, \"opt\": {\"type\": \"string\"}}, \"required\": [\"n\", \"s\"]}}}]";
+
+#define XCALL(fn, params) "<tool_call>\n<function=" fn ">\n" params "</function>\n</tool_call>"
+#define XP(k, v) "<parameter=" k ">\n" v "\n</parameter>\n"
+
+/* Values typed by the schema, as the template renders them (Python str() for scalars). */
+PT_TEST(test_chatparse_qwen3_xml_typed_values)
+{
+	cJSON *tools = cJSON_Parse(XML_TOOLS);
+	REQUIRE(tools);
+	static const struct {
+		const char *text, *content, *reasoning, *args;
+		size_t n_calls;
+	} T[] = {
+		{ XCALL("f", XP("s", "123")), "", "", "{\"s\":\"123\"}", 1 },
+		{ XCALL("f", XP("s", "true") XP("i", "42") XP("n", "1.50")), "", "",
+		  "{\"s\":\"true\",\"i\":42,\"n\":1.50}", 1 },
+		{ XCALL("f", XP("b", "True") XP("o", "{\"k\": [1, \"x\"]}") XP("a", "[1, \"y\"]")), "", "",
+		  "{\"b\":true,\"o\":{\"k\":[1,\"x\"]},\"a\":[1,\"y\"]}", 1 },
+		{ XCALL("f", XP("b", "false") XP("ns", "None") XP("u", "None")), "", "",
+		  "{\"b\":false,\"ns\":null,\"u\":null}", 1 },
+		{ XCALL("f", XP("ns", "hello") XP("u", "7")), "", "", "{\"ns\":\"hello\",\"u\":7}", 1 },
+		/* a value that does not fit its type stays text; unknown parameters are guessed */
+		{ XCALL("f", XP("i", "abc") XP("z", "3") XP("y", "hi")), "", "",
+		  "{\"i\":\"abc\",\"z\":3,\"y\":\"hi\"}", 1 },
+		/* multi-line text with quotes, backslashes and a '<' */
+		{ XCALL("f", XP("s", "line 1\n\"q\" \\ a < b\n")), "", "",
+		  "{\"s\":\"line 1\\n\\\"q\\\" \\\\ a < b\\n\"}", 1 },
+		/* an empty value; no newline around a value */
+		{ "<tool_call>\n<function=f>\n<parameter=s>\n</parameter>\n<parameter=i>5</parameter>\n"
+		  "</function>\n</tool_call>", "", "", "{\"s\":\"\",\"i\":5}", 1 },
+		/* no parameters */
+		{ XCALL("f", ""), "", "", "{}", 1 },
+		/* reasoning, content before the call, two calls */
+		{ "<think>\nplan: <tool_call>\n</think>\n\nLet me check.\n\n" XCALL("f", XP("s", "x"))
+		  "\n" XCALL("g", XP("n", "1") XP("s", "y")), "Let me check.", "plan: <tool_call>",
+		  "{\"s\":\"x\"}", 2 },
+		/* JSON inside the tags is still a call */
+		{ "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"s\": \"j\"}}\n</tool_call>", "", "",
+		  "{\"s\":\"j\"}", 1 },
+	};
+	for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) {
+		struct pt_chat_parser_opts o = { .format = PT_CHAT_QWEN3_XML, .tools = true,
+						 .reasoning = true, .tool_defs = tools };
+		struct pt_chat_result r;
+		size_t len = strlen(T[i].text);
+		if (!parse_chunks(&o, T[i].text, len, NULL, NULL, &r))
+			continue;
+		if (strcmp(r.content, T[i].content) || strcmp(r.reasoning, T[i].reasoning) ||
+		    r.n_calls != T[i].n_calls ||
+		    (r.n_calls && (strcmp(r.calls[0].name, T[i].n_calls == 2 ? "f" : r.calls[0].name) ||
+				   strcmp(r.calls[0].arguments, T[i].args))))
+			pt_test_fail(__FILE__, __LINE__, "case %zu: content \"%s\" reasoning \"%s\" "
+				     "%zu calls, first %s", i, r.content, r.reasoning, r.n_calls,
+				     r.n_calls ? r.calls[0].arguments : "-");
+		if (T[i].n_calls == 2 && r.n_calls == 2)
+			CHECK_EQ_STR(r.calls[1].arguments, "{\"n\":1,\"s\":\"y\"}");
+		check_splits(&o, T[i].text, len, &r, T[i].text);
+		pt_chat_result_free(&r);
+	}
+	/* without the schemas a numeric-looking string parameter reads as a number */
+	struct pt_chat_parser_opts o = { .format = PT_CHAT_QWEN3_XML, .tools = true };
+	struct pt_chat_result r;
+	const char *t = XCALL("f", XP("s", "123"));
+	if (parse_chunks(&o, t, strlen(t), NULL, NULL, &r)) {
+		CHECK_EQ_INT(r.n_calls, 1);
+		if (r.n_calls == 1)
+			CHECK_EQ_STR(r.calls[0].arguments, "{\"s\":123}");
+		pt_chat_result_free(&r);
+	}
+	cJSON_Delete(tools);
+}
+
+PT_TEST(test_chatparse_qwen3_xml_malformed_is_content)
+{
+	static const struct expect E[] = {
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\n<function=f>\n<parameter=s>\nx\n</parameter>\n"),
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\n<function=f>\n<parameter=s>\nx\n</function>\n</tool_call>"),
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\n<function=f>\njunk\n</function>\n</tool_call>"),
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\n<function=>\n</function>\n</tool_call>"),
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\n<function=a<b>\n</function>\n</tool_call>"),
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\n<function=f>\n<parameter=>\nx\n</parameter>\n</function>\n</tool_call>"),
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\n<function=f>\n</tool_call>"),
+		MAL(PT_CHAT_QWEN3_XML, "<tool_call>\nnot a call\n</tool_call>"),
+		MAL(PT_CHAT_QWEN3_XML, "<function=f>\n</function>"),
+	};
+	for (size_t i = 0; i < sizeof(E) / sizeof(E[0]); i++)
+		check_expect(&E[i], NULL, 0);
+	/* a call to a tool that was not offered is content; one that was stays a call */
+	static const char *const names[] = { "f" };
+	static const struct expect U[] = {
+		MAL(PT_CHAT_QWEN3_XML, XCALL("nope", XP("s", "x"))),
+		{ PT_CHAT_QWEN3_XML, true, true, false, XCALL("f", XP("s", "x")), "", "", 1, "f",
+		  "{\"s\":\"x\"}" },
+		/* tools not offered: nothing is a call */
+		{ PT_CHAT_QWEN3_XML, false, true, false, XCALL("f", ""), XCALL("f", ""), "", 0, NULL,
+		  NULL },
+	};
+	for (size_t i = 0; i < sizeof(U) / sizeof(U[0]); i++)
+		check_expect(&U[i], names, 1);
+}
+
+/* The forcing grammar of the XML form: required parameters in order, string ones as raw
+ * text, the others by their schema; what it accepts parses back to the typed call. */
+PT_TEST(test_chatparse_qwen3_xml_grammar)
+{
+	cJSON *tools = cJSON_Parse(XML_TOOLS);
+	REQUIRE(tools);
+	static const struct {
+		const char *only, *text, *args; /* args NULL: rejected */
+	} T[] = {
+		{ NULL, XCALL("f", "<parameter=s>\nParis, \"FR\"\n</parameter>\n"), "{\"s\":\"Paris, \\\"FR\\\"\"}" },
+		{ NULL, XCALL("f", "<parameter=s>\n</parameter>\n"), "{\"s\":\"\"}" },
+		{ NULL, XCALL("f", "<parameter=s>\nmulti\nline\n</parameter>\n"), "{\"s\":\"multi\\nline\"}" },
+		{ NULL, XCALL("g", XP("n", "12") "<parameter=s>\nhi there\n</parameter>\n"),
+		  "{\"n\":12,\"s\":\"hi there\"}" },
+		{ "g", XCALL("g", XP("n", "-3") "<parameter=s>\nx\n</parameter>\n"), "{\"n\":-3,\"s\":\"x\"}" },
+		/* rejected: '<' in raw text, a wrong type, a missing or optional parameter, another
+		 * tool than the named one, reordered parameters */
+		{ NULL, XCALL("f", "<parameter=s>\na < b\n</parameter>\n"), NULL },
+		{ NULL, XCALL("g", XP("n", "1.5") "<parameter=s>\nx\n</parameter>\n"), NULL },
+		{ NULL, XCALL("g", XP("n", "1")), NULL },
+		{ NULL, XCALL("g", XP("n", "1") "<parameter=s>\nx\n</parameter>\n" XP("opt", "o")), NULL },
+		{ "g", XCALL("f", "<parameter=s>\nx\n</parameter>\n"), NULL },
+		{ NULL, XCALL("g", "<parameter=s>\nx\n</parameter>\n" XP("n", "1")), NULL },
+	};
+	for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) {
+		struct pt_grammar *g = NULL;
+		struct pt_error err = { 0 };
+		if (pt_chat_tool_grammar(PT_CHAT_QWEN3_XML, tools, T[i].only, &g, &err) != PT_OK) {
+			pt_test_fail(__FILE__, __LINE__, "case %zu: %s", i, err.msg);
+			continue;
+		}
+		bool complete = false;
+		bool ok = pt_grammar_match_bytes((const pt_grammar *)g, T[i].text, strlen(T[i].text),
+						 &complete) && complete;
+		pt_grammar_free((pt_grammar *)g);
+		if (ok != (T[i].args != NULL)) {
+			pt_test_fail(__FILE__, __LINE__, "case %zu: %s %s", i, T[i].text,
+				     ok ? "accepted" : "rejected");
+			continue;
+		}
+		if (!ok)
+			continue;
+		struct pt_chat_parser_opts o = { .format = PT_CHAT_QWEN3_XML, .tools = true,
+						 .tool_defs = tools };
+		struct pt_chat_result r;
+		if (!parse_chunks(&o, T[i].text, strlen(T[i].text), NULL, NULL, &r))
+			continue;
+		if (r.n_calls != 1 || strcmp(r.calls[0].arguments, T[i].args) || r.content[0])
+			pt_test_fail(__FILE__, __LINE__, "case %zu: parsed back as %s", i,
+				     r.n_calls ? r.calls[0].arguments : r.content);
+		pt_chat_result_free(&r);
+	}
+	/* the alternatives: literal, value, literal, ... with raw text for string parameters */
+	struct pt_chat_alt *alts = NULL;
+	size_t n = 0;
+	REQUIRE(pt_chat_tool_alternatives(PT_CHAT_QWEN3_XML, tools, "g", &alts, &n, NULL) == PT_OK);
+	CHECK_EQ_INT(n, 1);
+	CHECK_EQ_INT(alts[0].n_parts, 5);
+	if (alts[0].n_parts == 5) {
+		CHECK_EQ_STR(alts[0].parts[0].literal, "<tool_call>\n<function=g>\n<parameter=n>\n");
+		CHECK(cJSON_IsObject(alts[0].parts[1].schema) && !alts[0].parts[1].raw_text);
+		CHECK_EQ_STR(alts[0].parts[2].literal, "\n</parameter>\n<parameter=s>\n");
+		CHECK(alts[0].parts[3].raw_text && !alts[0].parts[3].schema);
+		CHECK_EQ_STR(alts[0].parts[4].literal, "</parameter>\n</function>\n</tool_call>");
+	}
+	pt_chat_alternatives_free(alts, n);
+	/* names the XML form cannot carry */
+	cJSON *bad = cJSON_Parse("[{\"type\": \"function\", \"function\": {\"name\": \"a>b\"}}]");
+	CHECK(pt_chat_tool_alternatives(PT_CHAT_QWEN3_XML, bad, NULL, &alts, &n, NULL) == PT_E_INVALID);
+	cJSON_Delete(bad);
+	bad = cJSON_Parse("[{\"type\": \"function\", \"function\": {\"name\": \"h\", \"parameters\": "
+			  "{\"properties\": {\"k<\": {}}, \"required\": [\"k<\"]}}}]");
+	CHECK(pt_chat_tool_alternatives(PT_CHAT_QWEN3_XML, bad, NULL, &alts, &n, NULL) == PT_E_INVALID);
+	cJSON_Delete(bad);
 	cJSON_Delete(tools);
 }

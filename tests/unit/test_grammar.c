@@ -730,8 +730,9 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Bytes the finisher prefers on ties: they close containers and strings soonest. */
-static const char finish_order[] = "}]\"0:,nul";
+/* Bytes the finisher prefers on ties: they close containers and strings soonest ('<' ends
+ * raw text, where every byte ties: the text can end anywhere). */
+static const char finish_order[] = "<}]\"0:,nul";
 
 /* The allowed single-byte token that leaves the least nesting open (ties: finish_order,
  * then byte order); any allowed token when no single byte fits. */
@@ -1067,9 +1068,9 @@ static pt_grammar *tool_grammar(cJSON **schemas)
 	struct pt_error e = { 0 };
 	for (int i = 0; i < 2; i++) {
 		schemas[i] = cJSON_Parse(tool_schemas[i]);
-		p[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false };
-		p[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false };
-		p[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false };
+		p[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false, false };
+		p[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false, false };
+		p[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false, false };
 	}
 	if (pt_grammar_from_alternatives(alts, np, 2, &g, &e) != PT_OK)
 		pt_test_fail(__FILE__, __LINE__, "alternatives: %s", e.msg);
@@ -1138,8 +1139,8 @@ PT_TEST(test_grammar_alternatives_tool_calls)
 PT_TEST(test_grammar_alternatives_sequences)
 {
 	cJSON *is = cJSON_Parse("{\"type\":\"integer\"}");
-	struct pt_grammar_part a0[] = { { NULL, is, false }, { "5", NULL, false } };
-	struct pt_grammar_part a1[] = { { "x=", NULL, false }, { NULL, NULL, true } };
+	struct pt_grammar_part a0[] = { { NULL, is, false, false }, { "5", NULL, false, false } };
+	struct pt_grammar_part a1[] = { { "x=", NULL, false, false }, { NULL, NULL, true, false } };
 	const struct pt_grammar_part *alts[] = { a0, a1 };
 	size_t np[] = { 2, 2 };
 	pt_grammar *g = NULL;
@@ -1154,7 +1155,7 @@ PT_TEST(test_grammar_alternatives_sequences)
 	pt_grammar_free(g);
 	/* errors name the alternative and part */
 	cJSON *badschema = cJSON_Parse("{\"type\":\"string\",\"pattern\":\"x\"}");
-	struct pt_grammar_part b0[] = { { "a", NULL, false }, { NULL, badschema, false } };
+	struct pt_grammar_part b0[] = { { "a", NULL, false, false }, { NULL, badschema, false, false } };
 	const struct pt_grammar_part *balts[] = { a1, b0 };
 	CHECK_EQ_INT(pt_grammar_from_alternatives(balts, np, 2, &g, &e), PT_E_INVALID);
 	CHECK_CONTAINS(e.msg, "/alternatives/1/parts/1/pattern");
@@ -1272,9 +1273,9 @@ PT_TEST(test_grammar_wide_schemas)
 			"\"arguments\":{\"type\":\"object\",\"properties\":{\"x%d\":{\"type\":"
 			"\"integer\"}}}},\"required\":[\"name\",\"arguments\"]}", i, i);
 		schemas[i] = cJSON_Parse(buf);
-		parts[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false };
-		parts[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false };
-		parts[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false };
+		parts[i][0] = (struct pt_grammar_part){ "<tool_call>\n", NULL, false, false };
+		parts[i][1] = (struct pt_grammar_part){ NULL, schemas[i], false, false };
+		parts[i][2] = (struct pt_grammar_part){ "\n</tool_call>", NULL, false, false };
 		alts[i] = parts[i];
 		np[i] = 3;
 	}
@@ -1431,4 +1432,54 @@ PT_TEST(test_grammar_forced_tool_calls_parse_back)
 	pt_tok_destroy(t);
 	pt_grammar_free(g);
 	cJSON_Delete(tools);
+}
+
+/* Raw text parts (XML tool-call parameter values): any UTF-8 but '<' and control bytes other
+ * than tab/LF/CR, possibly empty, ended by the next literal's '<'; token masks never dead-end
+ * and every walk's output has the sequence's shape. */
+PT_TEST(test_grammar_alternatives_raw_text)
+{
+	cJSON *is = cJSON_Parse("{\"type\":\"integer\"}");
+	struct pt_grammar_part a0[] = { { "<p>\n", NULL, false, false }, { NULL, NULL, false, true },
+					{ "</p>\n<q>", NULL, false, false },
+					{ NULL, is, false, false }, { "</q>", NULL, false, false } };
+	const struct pt_grammar_part *alts[] = { a0 };
+	size_t np[] = { 5 };
+	pt_grammar *g = NULL;
+	struct pt_error e = { 0 };
+	REQUIRE(pt_grammar_from_alternatives(alts, np, 1, &g, &e) == PT_OK);
+	CHECK_EQ_INT(match(g, "<p>\nParis, \"FR\"\n\tZ\xc3\xbcrich\n</p>\n<q>12</q>"), 2);
+	CHECK_EQ_INT(match(g, "<p>\n</p>\n<q>0</q>"), 2);            /* empty text */
+	CHECK_EQ_INT(match(g, "<p>\na < b</p>\n<q>1</q>"), 0);       /* '<' in the text */
+	CHECK_EQ_INT(match(g, "<p>\na\x01</p>\n<q>1</q>"), 0);       /* a control byte */
+	CHECK_EQ_INT(match(g, "<p>\n\xc3</p>"), 0);                  /* a cut UTF-8 character */
+	CHECK_EQ_INT(match(g, "<p>\n\xed\xa0\x80</p>"), 0);          /* a surrogate */
+	CHECK_EQ_INT(match(g, "<p>\nabc"), 1);
+	CHECK_EQ_INT(match(g, "<p>\nabc</p>\n<q>1.5</q>"), 0);
+	pt_tok *t = compact_tok(PT_ARCH_QWEN3MOE);
+	pt_grammar_vocab *v = NULL;
+	REQUIRE(t && pt_grammar_vocab_build(t, &v, &e) == PT_OK);
+	struct walker w;
+	REQUIRE(walker_init(&w, v, 777));
+	int good = 0;
+	for (int k = 0; k < 30; k++) {
+		size_t len;
+		char *out = walk(&w, g, 40, &len);
+		if (!out)
+			break;
+		const char *mid = strstr(out, "</p>\n<q>");
+		bool ok = len > 13 && !memcmp(out, "<p>\n", 4) && mid && !memchr(out + 4, '<', (size_t)(mid - out - 4)) &&
+			  !memcmp(out + len - 4, "</q>", 4);
+		if (ok)
+			good++;
+		else
+			pt_test_fail(__FILE__, __LINE__, "raw text output has the wrong shape: %s", out);
+		pt_free(out);
+	}
+	CHECK_EQ_INT(good, 30);
+	walker_free(&w);
+	pt_grammar_vocab_free(v);
+	pt_tok_destroy(t);
+	pt_grammar_free(g);
+	cJSON_Delete(is);
 }
