@@ -14,7 +14,7 @@ mkdir -p "$C/lib"
 cp "$B/particle" "$B/cuda_test_kern" tests/cuda/klcmp.py "$C/"
 ldd "$B/particle" | awk '$3 ~ /^\// { print $3 }' | while read -r lib; do
 	case $(basename "$lib") in
-	libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) ;;
+	libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|ld-linux*) ;;
 	*) cp -L "$lib" "$C/lib/" ;;
 	esac
 done
