@@ -135,6 +135,7 @@ struct pt_cli_gpu_counters {
 	double seconds;
 	uint32_t slots_per_layer;
 	bool all_resident;
+	uint32_t prefill_chunk; /* tokens per device prefill chunk; 0: token by token */
 };
 int pt_cli_gpu_attach(const struct pt_cli_gpu *g, struct pt_engine *e, const char *policy,
 		      FILE *log, struct pt_cli_gpu_run **out);

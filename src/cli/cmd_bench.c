@@ -83,7 +83,7 @@ static void help(void)
 	       "  --probe-mib N          disk probe: MiB read per trial (default 128)\n"
 	       "  --probe-depth N        disk probe: reads in flight (default 16)\n"
 	       "  --gpu                  prompt and decode on the CUDA backend (make CUDA=1\n"
-	       "                         builds; one decode step per token): reports the\n"
+	       "                         builds; prompt in chunks of 256 tokens): reports the\n"
 	       "                         VRAM expert hit rate, bytes copied to the device per\n"
 	       "                         token and the copy floor (those bytes / the measured\n"
 	       "                         pinned host-to-device bandwidth) instead of the disk\n"
@@ -378,8 +378,13 @@ static void report_gpu(const struct bench_args *a, const struct bench_result *r,
 	}
 	printf("model      %s (GPU, %u expert slots/layer%s)\n", a->model,
 	       r->gend.slots_per_layer, r->gend.all_resident ? ", every expert resident" : "");
-	printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s, one decode step per "
-	       "token)\n", (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s);
+	if (r->gend.prefill_chunk)
+		printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s, chunks of %u "
+		       "tokens)\n", (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s,
+		       r->gend.prefill_chunk);
+	else
+		printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s, one decode step "
+		       "per token)\n", (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s);
 	printf("decode     %llu tokens in %.3f s: %.2f tok/s (%.2f ms/token)\n",
 	       (unsigned long long)a->gen, r->decode_s, dc, tpt * 1e3);
 	printf("experts    decode hit rate %.2f%% in VRAM, %.2f MiB copied to the device/token\n",

@@ -71,7 +71,7 @@ static void help(void)
 	       "  --stats-json FILE      write the counters (per layer and total) as JSON\n"
 	       "  --gpu                  run on the CUDA backend (make CUDA=1 builds): resident\n"
 	       "                         core and KV cache in VRAM, experts all resident or in\n"
-	       "                         a VRAM cache (--cache-policy); one decode step a token\n"
+	       "                         a VRAM cache (--cache-policy); chunks of 256 tokens\n"
 	       "  --gpu-layers N|all     layers on the GPU (only all for now; implies --gpu)\n"
 	       "  --vram SIZE            device memory budget (implies --gpu)\n"
 	       "  --gpu-device I         CUDA device ordinal (default 0; implies --gpu)\n"

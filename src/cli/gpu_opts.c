@@ -6,7 +6,8 @@
  * out-of-range --gpu-device as one line with the numbers.  `eval` then runs on the GPU
  * (src/cuda/gpu_fwd.h, all layers: --gpu-layers N < all is refused); `run` and `bench`
  * install the same forward pass as the engine's (pt_cli_gpu_attach), so prompt and decode
- * run on the device (one decode step per token) while the engine keeps the history,
+ * run on the device (prompts in chunks of 256 tokens, decode one step per token) while
+ * the engine keeps the history,
  * sampling and templates. */
 #include <stdio.h>
 #include <string.h>
@@ -127,11 +128,14 @@ int pt_cli_gpu_eval(const struct pt_cli_gpu *g, const struct pt_model *m, uint32
 		struct pt_gpu_fwd_stats s;
 		pt_gpu_fwd_stats(gf, &s);
 		const uint64_t req = s.hits + s.misses;
-		fprintf(log, "particle: gpu: %llu tokens in %.3f s (%.1f tok/s, one decode step "
-			"each), expert hits %llu misses %llu (hit rate %.3f), %.1f MiB copied to "
-			"the device (%.3f MiB/token), %u slots/layer%s\n",
+		char how[64] = "one decode step each";
+		if (s.prefill_chunk)
+			snprintf(how, sizeof how, "in chunks of %u", s.prefill_chunk);
+		fprintf(log, "particle: gpu: %llu tokens in %.3f s (%.1f tok/s, %s), expert hits "
+			"%llu misses %llu (hit rate %.3f), %.1f MiB copied to the device (%.3f "
+			"MiB/token), %u slots/layer%s\n",
 			(unsigned long long)s.tokens, s.seconds, s.seconds > 0 ? s.tokens / s.seconds
-									       : 0.0,
+									       : 0.0, how,
 			(unsigned long long)s.hits, (unsigned long long)s.misses,
 			req ? (double)s.hits / (double)req : 1.0, s.bytes_copied / 1048576.0,
 			s.tokens ? s.bytes_copied / 1048576.0 / (double)s.tokens : 0.0,
@@ -226,6 +230,7 @@ void pt_cli_gpu_counters(struct pt_cli_gpu_run *r, struct pt_cli_gpu_counters *c
 	c->seconds = s.seconds;
 	c->slots_per_layer = s.slots_per_layer;
 	c->all_resident = s.all_resident;
+	c->prefill_chunk = s.prefill_chunk;
 #else
 	(void)r;
 #endif

@@ -61,6 +61,39 @@ enum pt_status pt_gpu_sync(struct pt_error *err);
 enum pt_status pt_gpu_matvec(uint32_t type, uint64_t rows, uint64_t cols, size_t row_bytes,
 			     const void *dw, const float *dx, float *dy, struct pt_error *err);
 
+/* Prefill: y[t * ys + r] = W x[t * xs ..] for ntok tokens (types and shapes as
+ * pt_gpu_matvec; xs >= cols, ys >= rows).  Each token's row is bit-identical to
+ * pt_gpu_matvec on that token (the same per-lane order and butterfly). */
+enum pt_status pt_gpu_matmul(uint32_t type, uint64_t rows, uint64_t cols, size_t row_bytes,
+			     const void *dw, const float *dx, size_t xs, uint32_t ntok, float *dy,
+			     size_t ys, struct pt_error *err);
+
+/* One routed expert of a row for the batched products: its three matrices in the device
+ * pool (w[1] unused when gate_up is fused) and the top-k rank whose buffers it uses. */
+struct pt_gpu_xdesc {
+	const uint8_t *w[3];
+	int32_t rank;
+	int32_t pad;
+};
+
+/* Prefill's grouped expert products (gpu_matvec.cu): for each tile i < *dn_tiles (int4
+ * {expert, first, count <= 8} in dtiles, from pt_gpu_group_pairs) and each pair p of the
+ * tile (dplist[first ..]): y[p * ys ..] = W_expert x[(p / xdiv) * xs ..], W_expert =
+ * dtable[expert].w[which].  Each pair's row is bit-identical to pt_gpu_matvec_batch's. */
+enum pt_status pt_gpu_matmul_grouped(uint32_t type, uint64_t rows, uint64_t cols,
+				     size_t row_bytes, const struct pt_gpu_xdesc *dtable,
+				     int which, const int32_t *dtiles, const int32_t *dn_tiles,
+				     uint32_t max_tiles, const int32_t *dplist, const float *dx,
+				     size_t xs, int xdiv, float *dy, size_t ys,
+				     struct pt_error *err);
+/* Pairs 0..n_pairs-1 (pair p chose expert dids[p]) grouped by expert into dplist and tiles
+ * (at most pt_gpu_group_max_tiles of them, 4 ints each); *dn_tiles = their count.
+ * n_expert <= 1024. */
+#define PT_GPU_MAX_PAIRS 8192 /* a chunk's (token, rank) pairs: 256 tokens x top-32 */
+void pt_gpu_group_pairs(const int32_t *dids, int n_pairs, int n_expert, int32_t *dplist,
+			int32_t *dtiles, int32_t *dn_tiles);
+uint32_t pt_gpu_group_max_tiles(uint32_t n_pairs, uint32_t n_expert);
+
 /* pt_op_rmsnorm on n_rows rows of n: y = x * (1/sqrtf(mean(x^2) + eps)) * w (dw may be
  * NULL).  y may be x. */
 enum pt_status pt_gpu_rmsnorm(float *dy, const float *dx, const float *dw, int n, int n_rows,

@@ -29,75 +29,7 @@ extern "C" {
 }
 #include "cuda/gpu_internal.h"
 
-namespace {
-
-struct dmat {
-	uint32_t type;
-	uint32_t act;     /* the CPU path's activation format for the stored type */
-	uint64_t rows, cols;
-	size_t row_bytes;
-	const uint8_t *d; /* NULL: absent */
-};
-
-struct glayer {
-	const float *attn_norm, *q_norm, *k_norm, *post_attn_norm;
-	const float *ffn_norm, *post_ffw_norm, *pre_ffw_norm_2, *post_ffw_norm_1, *post_ffw_norm_2;
-	dmat wq, wk, wv, wqkv, wo, ffn_gate, ffn_up, ffn_down, sh_gate, sh_up, sh_down, router;
-	const float *bq, *bk, *bv, *bo, *router_scale, *exp_probs_b, *down_exps_scale,
-		*layer_out_scale;
-	float *kc, *vc;
-	int64_t cap;                 /* KV rows (a ring of n_swa on sliding layers) */
-	struct pt_gpu_xdesc *desc;   /* [k] device: this token's experts */
-	struct pt_gpu_xdesc *hdesc;  /* [k] pinned host copy source */
-	struct pt_gpu_xdesc *table;  /* [n_expert] device, all-resident stores only */
-};
-
-struct pending {
-	uint64_t off;
-	const void *src;
-	uint64_t bytes;
-};
-
-} // namespace
-
-#define MAX_ALLOCS 8192
-
-struct pt_gpu_fwd {
-	const struct pt_model *m;
-	const struct pt_arch_recipe *rc;
-	cudaStream_t s, cs;
-	cudaEvent_t ev_ids, ev_copy, ev_x;
-	void *allocs[MAX_ALLOCS];
-	uint32_t n_allocs;
-	bool dry;           /* sizing pass: count bytes, allocate nothing */
-	uint64_t counted;   /* bytes of the resident core */
-	struct glayer *L;
-	const float *output_norm, *rope_freqs;
-	dmat output;
-	float *x, *h, *h2, *t1, *t2, *q, *k, *v, *att, *qkv, *gb, *ub, *ab, *xg, *xa, *yk, *rl,
-		*scores, *logits, *w, *xr, *xr2;
-	int32_t *ids;
-	int64_t *dpos;       /* device: this step's position (read by RoPE, KV store, attention) */
-	int64_t *hpos;       /* pinned source of dpos */
-	cudaGraphExec_t exec[2]; /* captured decode step without / with the output head */
-	bool graphs;         /* capture the step (every expert resident, PARTICLE_GPU_GRAPH != 0) */
-	float *hx, *hlogits; /* pinned */
-	int32_t *hids;       /* pinned */
-	uint8_t *pool;
-	pt_vstore *vs;
-	bool defer;
-	struct pending *pend;
-	uint32_t n_pend, max_pend;
-	uint8_t *staging;
-	uint64_t staging_bytes;
-	void *reg;          /* the experts' span of the host mapping, registered (page-locked) */
-	bool direct;        /* misses copied straight from it: no staging memcpy on the host */
-	uint32_t n_ctx, w_ff, w_qk, n_k;
-	int64_t pos;
-	struct pt_gpu_fwd_stats st;
-	struct pt_vstore_entry *entries;
-	char plan[1024];
-};
+#include "cuda/gpu_fwd_state.h"
 
 static enum pt_status cuda_ok(cudaError_t e, const char *what, struct pt_error *err)
 {
@@ -118,6 +50,11 @@ static enum pt_status dalloc(pt_gpu_fwd *g, void **p, size_t bytes, struct pt_er
 	if (st == PT_OK)
 		g->allocs[g->n_allocs++] = *p;
 	return st;
+}
+
+enum pt_status pt_gpu_fwd_dalloc(pt_gpu_fwd *g, void **p, size_t bytes, struct pt_error *err)
+{
+	return dalloc(g, p, bytes, err);
 }
 
 static enum pt_status up_f32(pt_gpu_fwd *g, const float *h, size_t n, const float **out,
@@ -281,8 +218,10 @@ static void widths(pt_gpu_fwd *g)
 static uint64_t kv_rows(const pt_gpu_fwd *g, uint32_t il)
 {
 	const struct pt_hparams *hp = &g->m->hp;
-	if (hp->is_swa[il] && hp->n_swa > 0 && hp->n_swa < g->n_ctx)
-		return hp->n_swa;
+	/* a sliding layer's ring: the window plus a prefill chunk less one, so writing a
+	 * chunk's keys never overwrites one that a token of the chunk still reads */
+	if (hp->is_swa[il] && hp->n_swa > 0 && (uint64_t)hp->n_swa + PT_GPU_PF_CHUNK - 1 < g->n_ctx)
+		return (uint64_t)hp->n_swa + PT_GPU_PF_CHUNK - 1;
 	return g->n_ctx;
 }
 
@@ -332,7 +271,7 @@ static uint64_t scratch_bytes(const pt_gpu_fwd *g)
 	for (int i = 0; i < N_SCRATCH; i++)
 		b += (n[i] * 4 + 255) / 256 * 256;
 	return b + 256 + (uint64_t)g->m->hp.n_layer * 64 * 32 + (uint64_t)g->m->hp.n_layer *
-		   g->m->hp.n_expert * 32;
+		   g->m->hp.n_expert * 32 + pt_gpu_prefill_bytes(g, PT_GPU_PF_CHUNK);
 }
 
 static enum pt_status alloc_scratch(pt_gpu_fwd *g, struct pt_error *err)
@@ -381,6 +320,8 @@ static enum pt_status alloc_scratch(pt_gpu_fwd *g, struct pt_error *err)
 	if (st == PT_OK)
 		st = cuda_ok(cudaMallocHost((void **)&g->hpos, sizeof(int64_t)), "pinned allocation",
 			     err);
+	if (st == PT_OK)
+		st = pt_gpu_prefill_alloc(g, err);
 	return st;
 }
 
@@ -401,6 +342,12 @@ extern "C" enum pt_status gpu_copy_cb(void *ctx, uint64_t off, const void *src, 
 
 /* The queued misses through the pinned staging buffer on the copy stream; the compute stream
  * waits for them. */
+static enum pt_status issue_copies(pt_gpu_fwd *g, struct pt_error *err);
+enum pt_status pt_gpu_fwd_issue_copies(pt_gpu_fwd *g, struct pt_error *err)
+{
+	return issue_copies(g, err);
+}
+
 static enum pt_status issue_copies(pt_gpu_fwd *g, struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
@@ -821,7 +768,21 @@ extern "C" enum pt_status pt_gpu_fwd_eval(pt_gpu_fwd *g, const uint32_t *tokens,
 	const size_t nv = g->output.rows;
 	pt_gpu_stream = g->s;
 	enum pt_status st = PT_OK;
-	for (uint32_t i = 0; st == PT_OK && i < n; i++) {
+	for (uint32_t i = 0; i < n; i++)
+		if (tokens[i] >= g->m->hp.n_vocab)
+			return pt_error_set(err, PT_E_INVALID, "token id %u outside the vocabulary "
+					    "(%u)", tokens[i], g->m->hp.n_vocab);
+	/* prompts (more than one token) in chunks: the same values as decode steps */
+	for (uint32_t i = 0; g->pf_on && n > 1 && st == PT_OK && i < n; i += g->pf_cap) {
+		const uint32_t c = n - i < g->pf_cap ? n - i : g->pf_cap;
+		float *l = NULL;
+		if (logits && all)
+			l = logits + (size_t)i * nv;
+		else if (logits && i + c == n)
+			l = logits;
+		st = pt_gpu_prefill_chunk(g, tokens + i, c, l, all, err);
+	}
+	for (uint32_t i = 0; !(g->pf_on && n > 1) && st == PT_OK && i < n; i++) {
 		if (tokens[i] >= g->m->hp.n_vocab)
 			return pt_error_set(err, PT_E_INVALID, "token id %u outside the vocabulary "
 					    "(%u)", tokens[i], g->m->hp.n_vocab);
@@ -1017,8 +978,8 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 		st = cuda_ok(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), "stream", err);
 	if (st == PT_OK)
 		st = cuda_ok(cudaStreamCreateWithFlags(&g->cs, cudaStreamNonBlocking), "stream", err);
-	cudaEvent_t *evs[] = { &g->ev_ids, &g->ev_copy, &g->ev_x };
-	for (int i = 0; st == PT_OK && i < 3; i++)
+	cudaEvent_t *evs[] = { &g->ev_ids, &g->ev_copy, &g->ev_x, &g->ev_grp };
+	for (int i = 0; st == PT_OK && i < 4; i++)
 		st = cuda_ok(cudaEventCreateWithFlags(evs[i], cudaEventDisableTiming), "event", err);
 	if (st == PT_OK)
 		st = up_core(g, err);
@@ -1051,6 +1012,11 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 	 * resident, or no MoE layers); PARTICLE_GPU_GRAPH=0 launches it kernel by kernel */
 	const char *ge = getenv("PARTICLE_GPU_GRAPH");
 	g->graphs = (!g->vs || pt_vstore_all_resident(g->vs)) && !(ge && !strcmp(ge, "0"));
+	/* prompts in chunks (PARTICLE_GPU_PREFILL=0: token by token; =resident: in chunks only
+	 * when every expert is resident; the same logits either way) */
+	const char *pe = getenv("PARTICLE_GPU_PREFILL");
+	g->pf_on = !(pe && !strcmp(pe, "0")) &&
+		   (!(pe && !strcmp(pe, "resident")) || !g->vs || pt_vstore_all_resident(g->vs));
 	g->st.vram_budget = in.budget;
 	g->st.resident_bytes = in.resident_bytes;
 	g->st.kv_bytes = in.kv_bytes;
@@ -1059,6 +1025,7 @@ extern "C" enum pt_status pt_gpu_fwd_create(const struct pt_model *m,
 	g->st.slots_per_layer = p.slots_per_layer;
 	g->st.n_moe_layers = in.n_moe_layers;
 	g->st.all_resident = p.all_experts;
+	g->st.prefill_chunk = g->pf_on ? g->pf_cap : 0;
 	char line[600];
 	pt_plan_format(&in, &p, line, sizeof line);
 	snprintf(g->plan, sizeof g->plan, "GPU %d (%s): %s%s", info.device, info.name, line,
@@ -1091,6 +1058,10 @@ extern "C" void pt_gpu_fwd_destroy(pt_gpu_fwd *g)
 		cudaFreeHost(g->hids);
 	if (g->hpos)
 		cudaFreeHost(g->hpos);
+	void *pinned[] = { g->hxc, g->hcids, g->hplist, g->htiles, g->hgtab };
+	for (int i = 0; i < 5; i++)
+		if (pinned[i])
+			cudaFreeHost(pinned[i]);
 	for (int i = 0; i < 2; i++)
 		if (g->exec[i])
 			cudaGraphExecDestroy(g->exec[i]);
@@ -1098,8 +1069,8 @@ extern "C" void pt_gpu_fwd_destroy(pt_gpu_fwd *g)
 		cudaFreeHost(g->staging);
 	if (g->reg)
 		cudaHostUnregister(g->reg);
-	cudaEvent_t evs[] = { g->ev_ids, g->ev_copy, g->ev_x };
-	for (int i = 0; i < 3; i++)
+	cudaEvent_t evs[] = { g->ev_ids, g->ev_copy, g->ev_x, g->ev_grp };
+	for (int i = 0; i < 4; i++)
 		if (evs[i])
 			cudaEventDestroy(evs[i]);
 	if (g->s)

@@ -5,8 +5,10 @@
  * host mapping through pinned staging on a copy stream), sampling left to the host.
  *
  * The layer is composed from the arch recipe and the loaded tensors exactly as
- * model/forward.c composes it (no arch tests).  Tokens are evaluated one decode step at a
- * time (no batched prefill on the device yet).  Numerics: F32 activations and an F32 KV
+ * model/forward.c composes it (no arch tests).  Several tokens in one call (a prompt) go
+ * through the layers in chunks of up to 256 (gpu_prefill.cu), each token's values
+ * bit-identical to its decode step's (PARTICLE_GPU_PREFILL=0: one decode step each;
+ * =resident: chunks only when every expert is resident).  Numerics: F32 activations and an F32 KV
  * cache (the CPU path rounds activations to the weights' partner formats), every reduction
  * in a fixed order, so logits are identical from run to run and for every VRAM budget; they
  * match the CPU path within the eval limits, not bit for bit.
@@ -42,6 +44,8 @@ struct pt_gpu_fwd_stats {
 	uint64_t hits, misses, bytes_copied; /* expert store (copies host -> device) */
 	uint64_t tokens;
 	double seconds;        /* in pt_gpu_fwd_eval */
+	uint32_t prefill_chunk; /* tokens per prefill chunk (several tokens in one call); 0:
+				 * token by token (PARTICLE_GPU_PREFILL) */
 };
 
 typedef struct pt_gpu_fwd pt_gpu_fwd;

@@ -17,13 +17,6 @@ extern cudaStream_t pt_gpu_stream;
 
 /* ---- the decode layer's operators (gpu_layer.cu, gpu_matvec.cu, gpu_ops.cu) ---- */
 
-/* One routed expert of a row for the batched products: its three matrices in the device
- * pool (w[1] unused when gate_up is fused) and the top-k rank whose buffers it uses. */
-struct pt_gpu_xdesc {
-	const uint8_t *w[3];
-	int32_t rank;
-	int32_t pad;
-};
 
 /* y[rank][rows] = W_e x[rank] for each of n entries of ddesc (device memory), matrix
  * `which` (0 gate, 1 up, 2 down) of each; x rows xs floats apart (0: one shared x), y rows
@@ -32,6 +25,29 @@ enum pt_status pt_gpu_matvec_batch(uint32_t type, uint64_t rows, uint64_t cols,
 				   size_t row_bytes, const struct pt_gpu_xdesc *ddesc,
 				   uint32_t n, int which, const float *dx, size_t xs, float *dy,
 				   size_t ys, struct pt_error *err);
+/* route_kernel over n_tok rows of logits ld floats apart (ld >= 2 n_expert with a bias):
+ * ids[n_tok][k], weights[n_tok][k]; each row as pt_gpu_route_ex computes it. */
+enum pt_status pt_gpu_route_rows(float *dlogits, size_t ld, int n_tok, int n_expert, int k,
+				 int gating, const float *dbias, int norm, float scale,
+				 int32_t *dids, float *dweights, struct pt_error *err);
+/* y[r * n + i] += b[i] for r < rows (biases over a chunk). */
+void pt_gpu_add_rows(float *y, const float *b, int n, int rows);
+/* pt_gpu_mul_scaled over rows rows of n (w broadcast). */
+void pt_gpu_mul_scaled_rows(float *y, const float *x, float c, const float *w, int n, int rows);
+/* The chunk forms of RoPE, KV store, attention and combine: n_tok tokens at positions
+ * *dpos + t, token t's vectors tok_stride (RoPE) / n_head*hd (attention) floats apart; each
+ * token's result is bit-identical to the one-token call at its position.  scores holds
+ * n_tok times the one-token scratch. */
+void pt_gpu_rope_neox_rows(float *x, int n_tok, size_t tok_stride, int n_head, int head_dim,
+			   int n_rot, const int64_t *dpos, float base, const float *dff);
+void pt_gpu_kv_store_rows(float *kc, float *vc, const float *k, const float *v, int nk, int nv,
+			  int n_tok, const int64_t *dpos, int64_t cap);
+void pt_gpu_attention_rows(const float *q, const float *kc, const float *vc, float *out,
+			   float *scores, int n_tok, int n_head, int n_kv, int hd_k, int hd_v,
+			   const int64_t *dpos, int64_t window, int64_t max_count, int64_t cap,
+			   float scale);
+void pt_gpu_combine_rows(float *out, const float *y, int n, int k, int n_tok,
+			 const int32_t *ids, const float *w, const float *s);
 /* pt_op_moe_route on one row: gating 0 none, 1 softmax, 2 sigmoid, 3 softmax over the
  * chosen weights; dbias (may be NULL) is added for the selection only, which then uses
  * dlogits[n_expert .. 2 n_expert) as scratch. */

@@ -64,6 +64,33 @@ void pt_gpu_mul_scaled(float *y, const float *x, float c, const float *w, int n)
 	mul_scaled_kernel<<<blocks(n, 256), 256, 0, pt_gpu_stream>>>(y, x, c, w, n);
 }
 
+__global__ void add_rows_kernel(float *y, const float *b, int n, long total)
+{
+	const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < total)
+		y[i] = __fadd_rn(y[i], b[i % n]);
+}
+
+void pt_gpu_add_rows(float *y, const float *b, int n, int rows)
+{
+	add_rows_kernel<<<blocks((long)n * rows, 256), 256, 0, pt_gpu_stream>>>(y, b, n,
+									     (long)n * rows);
+}
+
+__global__ void mul_scaled_rows_kernel(float *y, const float *x, float c, const float *w, int n,
+				       long total)
+{
+	const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < total)
+		y[i] = __fmul_rn(__fmul_rn(x[i], c), w[i % n]);
+}
+
+void pt_gpu_mul_scaled_rows(float *y, const float *x, float c, const float *w, int n, int rows)
+{
+	mul_scaled_rows_kernel<<<blocks((long)n * rows, 256), 256, 0, pt_gpu_stream>>>(
+		y, x, c, w, n, (long)n * rows);
+}
+
 __global__ void softcap_kernel(float *y, int n, float cap, float inv)
 {
 	const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -114,14 +141,16 @@ void pt_gpu_glu(float *out, const float *gate, const float *up, int nf, int n_ro
  * pt_op_rope_apply in NEOX mode; one thread per (head, pair).  The position is read from
  * device memory (*dpos) so one captured graph serves every decode step. */
 __global__ void rope_neox_kernel(float *x, int n_head, int head_dim, int n_rot,
-				 const int64_t *dpos, float theta_scale, const float *ff)
+				 const int64_t *dpos, float theta_scale, const float *ff,
+				 size_t tok_stride)
 {
+	x += (size_t)blockIdx.y * tok_stride; /* grid.y: the chunk's tokens (1 in decode) */
 	const int half = n_rot / 2;
 	const int t = blockIdx.x * blockDim.x + threadIdx.x;
 	if (t >= n_head * half)
 		return;
 	const int h = t / half, i = t % half;
-	float theta = (float)*dpos;
+	float theta = (float)(*dpos + (int64_t)blockIdx.y);
 	for (int j = 0; j < i; j++)
 		theta = __fmul_rn(theta, theta_scale);
 	const float th = ff ? __fdiv_rn(theta, ff[i]) : theta;
@@ -138,7 +167,17 @@ void pt_gpu_rope_neox(float *x, int n_head, int head_dim, int n_rot, const int64
 	const float theta_scale = powf(base, -2.0f / (float)n_rot);
 	const int total = n_head * (n_rot / 2);
 	rope_neox_kernel<<<blocks(total, 128), 128, 0, pt_gpu_stream>>>(x, n_head, head_dim, n_rot,
-									 dpos, theta_scale, dff);
+									 dpos, theta_scale, dff, 0);
+}
+
+void pt_gpu_rope_neox_rows(float *x, int n_tok, size_t tok_stride, int n_head, int head_dim,
+			   int n_rot, const int64_t *dpos, float base, const float *dff)
+{
+	const float theta_scale = powf(base, -2.0f / (float)n_rot);
+	const int total = n_head * (n_rot / 2);
+	const dim3 grid(blocks(total, 128), (unsigned)n_tok);
+	rope_neox_kernel<<<grid, 128, 0, pt_gpu_stream>>>(x, n_head, head_dim, n_rot, dpos,
+							  theta_scale, dff, tok_stride);
 }
 
 /* K and V rounded to F16 (the CPU path's default cache type) into row *dpos % cap. */
@@ -146,7 +185,9 @@ __global__ void kv_store_kernel(float *kc, float *vc, const float *k, const floa
 				int nv, const int64_t *dpos, long cap)
 {
 	const int i = blockIdx.x * blockDim.x + threadIdx.x;
-	const long row = (long)(*dpos % cap);
+	const long row = (long)((*dpos + (int64_t)blockIdx.y) % cap); /* grid.y: tokens */
+	k += (size_t)blockIdx.y * nk;
+	v += (size_t)blockIdx.y * nv;
 	if (i < nk)
 		kc[(size_t)row * nk + i] = __half2float(__float2half_rn(k[i]));
 	else if (i < nk + nv)
@@ -158,6 +199,13 @@ void pt_gpu_kv_store(float *kc, float *vc, const float *k, const float *v, int n
 {
 	kv_store_kernel<<<blocks(nk + nv, 256), 256, 0, pt_gpu_stream>>>(kc, vc, k, v, nk, nv, dpos,
 									  (long)cap);
+}
+
+void pt_gpu_kv_store_rows(float *kc, float *vc, const float *k, const float *v, int nk, int nv,
+			  int n_tok, const int64_t *dpos, int64_t cap)
+{
+	const dim3 grid(blocks(nk + nv, 256), (unsigned)n_tok);
+	kv_store_kernel<<<grid, 256, 0, pt_gpu_stream>>>(kc, vc, k, v, nk, nv, dpos, (long)cap);
 }
 
 /* Split-K attention: grid (head, chunk of ATT_CHUNK positions); each block scores its chunk
@@ -180,7 +228,11 @@ __global__ void __launch_bounds__(256) attn_chunk_kernel(const float *q, const f
 	__shared__ float red[8][ATT_MAX_HDV];
 	const int h = blockIdx.x, c = blockIdx.y, kvh = h / group;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-	const long pos = (long)*dpos;
+	const int n_head = gridDim.x;
+	/* grid.z: the chunk's tokens (1 in decode), token z at position *dpos + z */
+	q += (size_t)blockIdx.z * n_head * hd_k;
+	parts += (size_t)blockIdx.z * n_head * n_chunks * (2 + hd_v);
+	const long pos = (long)(*dpos + (int64_t)blockIdx.z);
 	const long first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
 	const long count = pos + 1 - first;
 	const long p0 = (long)c * ATT_CHUNK;
@@ -264,7 +316,9 @@ __global__ void attn_merge_kernel(const float *parts, float *out, int hd_v, int 
 				  const int64_t *dpos, long window)
 {
 	const int h = blockIdx.x;
-	const long pos = (long)*dpos;
+	parts += (size_t)blockIdx.y * gridDim.x * n_chunks * (2 + hd_v); /* grid.y: tokens */
+	out += (size_t)blockIdx.y * gridDim.x * hd_v;
+	const long pos = (long)(*dpos + (int64_t)blockIdx.y);
 	const long first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
 	const int n_used = (int)((pos + 1 - first + ATT_CHUNK - 1) / ATT_CHUNK);
 	const float *ph = parts + (size_t)h * n_chunks * (2 + hd_v);
@@ -297,12 +351,31 @@ void pt_gpu_attention(const float *q, const float *kc, const float *vc, float *o
 							     (long)window);
 }
 
+void pt_gpu_attention_rows(const float *q, const float *kc, const float *vc, float *out,
+			   float *scores, int n_tok, int n_head, int n_kv, int hd_k, int hd_v,
+			   const int64_t *dpos, int64_t window, int64_t max_count, int64_t cap,
+			   float scale)
+{
+	const int n_chunks = (int)((max_count + ATT_CHUNK - 1) / ATT_CHUNK);
+	const dim3 grid((unsigned)n_head, (unsigned)n_chunks, (unsigned)n_tok);
+	attn_chunk_kernel<<<grid, 256, 0, pt_gpu_stream>>>(q, kc, vc, scores, n_head / n_kv, n_kv,
+							   hd_k, hd_v, dpos, (long)window, (long)cap,
+							   scale, n_chunks);
+	const dim3 mgrid((unsigned)n_head, (unsigned)n_tok);
+	attn_merge_kernel<<<mgrid, 128, 0, pt_gpu_stream>>>(scores, out, hd_v, n_chunks, dpos,
+							    (long)window);
+}
+
 __global__ void combine_kernel(float *out, const float *y, int n, int k, const int32_t *ids,
 			       const float *w, const float *s)
 {
 	const int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
+	out += (size_t)blockIdx.y * n; /* grid.y: the chunk's tokens (1 in decode) */
+	y += (size_t)blockIdx.y * k * n;
+	ids += (size_t)blockIdx.y * k;
+	w += (size_t)blockIdx.y * k;
 	float acc = 0.0f;
 	for (int j = 0; j < k; j++) {
 		const float yi = y[(size_t)j * n + i];
@@ -316,6 +389,13 @@ void pt_gpu_combine(float *out, const float *y, int n, int k, const int32_t *ids
 		    const float *w, const float *s)
 {
 	combine_kernel<<<blocks(n, 256), 256, 0, pt_gpu_stream>>>(out, y, n, k, ids, w, s);
+}
+
+void pt_gpu_combine_rows(float *out, const float *y, int n, int k, int n_tok,
+			 const int32_t *ids, const float *w, const float *s)
+{
+	const dim3 grid(blocks(n, 256), (unsigned)n_tok);
+	combine_kernel<<<grid, 256, 0, pt_gpu_stream>>>(out, y, n, k, ids, w, s);
 }
 
 __global__ void resolve_kernel(struct pt_gpu_xdesc *desc, const struct pt_gpu_xdesc *table,

@@ -478,3 +478,283 @@ enum pt_status pt_gpu_matvec_batch(uint32_t type, uint64_t rows, uint64_t cols,
 #undef PT_MVB
 	return pt_gpu_launched(err, "batched matvec launch");
 }
+
+/* ---- prefill: matrix-matrix products over a chunk of tokens (issue 16).  One warp per
+ * MM_R output rows and MM_NT tokens (a register tile: each weight element, or K-quant group
+ * of 8, decoded once for the MM_NT tokens, each activation load used for the MM_R rows).
+ * Per (row, token), a lane makes exactly the fmaf sequence of the decode kernels
+ * (matvec_kernel for F32/F16/Q4_0/Q5_0/Q8_0, matvec_kq_kernel and its wide forms for the
+ * K-quants) and the warp the same butterfly, so a token's row of a chunk is bit-identical
+ * to its decode step's: prefill and decode, and every VRAM budget, give the same logits. ---- */
+#define MM_NT 8
+#define MM_R 4
+
+template <int T>
+__device__ __forceinline__ void mm_tile(const uint8_t *const wr[MM_R], int nr, uint32_t cols,
+					const float *const xt[MM_NT], int nt, int lane,
+					float acc[MM_R][MM_NT])
+{
+#pragma unroll
+	for (int r = 0; r < MM_R; r++)
+#pragma unroll
+		for (int t = 0; t < MM_NT; t++)
+			acc[r][t] = 0.0f;
+	if (T == T_Q4_K || T == T_Q5_K || T == T_Q6_K) {
+		const uint32_t bytes = T == T_Q4_K ? 144 : T == T_Q5_K ? 176 : 210;
+		for (uint32_t blk = 0; blk < cols / 256; blk++) {
+			float v[MM_R][8];
+#pragma unroll
+			for (int r = 0; r < MM_R; r++) /* rows past nr repeat a valid one, unused */
+				deq8<T>(wr[r] + (size_t)blk * bytes, lane, v[r]);
+			const size_t o = (size_t)blk * 256 + 8 * lane;
+#pragma unroll
+			for (int t = 0; t < MM_NT; t++) {
+				if (t >= nt)
+					break;
+				float xb[8];
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+					xb[i] = xt[t][o + i];
+#pragma unroll
+				for (int r = 0; r < MM_R; r++) {
+					if (r >= nr)
+						break;
+#pragma unroll
+					for (int i = 0; i < 8; i++)
+						acc[r][t] = fmaf(v[r][i], xb[i], acc[r][t]);
+				}
+			}
+		}
+	} else {
+		for (uint32_t e = lane; e < cols; e += 32) {
+			float w[MM_R];
+#pragma unroll
+			for (int r = 0; r < MM_R; r++)
+				w[r] = deq<T>(wr[r], e);
+#pragma unroll
+			for (int t = 0; t < MM_NT; t++) {
+				if (t >= nt)
+					break;
+				const float xv = xt[t][e];
+#pragma unroll
+				for (int r = 0; r < MM_R; r++)
+					acc[r][t] = fmaf(w[r], xv, acc[r][t]);
+			}
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < MM_R; r++)
+#pragma unroll
+		for (int t = 0; t < MM_NT; t++)
+			for (int o = 16; o > 0; o >>= 1)
+				acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], o);
+}
+
+/* y[t * ys + r] = W x[t * xs ..] for t < ntok: grid (rows / (4 MM_R), ntok / MM_NT). */
+template <int T>
+__global__ void __launch_bounds__(128) matmul_kernel(const uint8_t *__restrict__ w,
+						     size_t row_bytes, uint32_t rows, uint32_t cols,
+						     const float *__restrict__ x, size_t xs,
+						     uint32_t ntok, float *__restrict__ y, size_t ys)
+{
+	const uint32_t r0 = (blockIdx.x * 4 + (threadIdx.x >> 5)) * MM_R;
+	const int lane = threadIdx.x & 31;
+	const uint32_t t0 = blockIdx.y * MM_NT;
+	if (r0 >= rows || t0 >= ntok)
+		return;
+	const int nt = ntok - t0 < MM_NT ? (int)(ntok - t0) : MM_NT;
+	const int nr = rows - r0 < MM_R ? (int)(rows - r0) : MM_R;
+	const float *xt[MM_NT];
+	const uint8_t *wr[MM_R];
+#pragma unroll
+	for (int t = 0; t < MM_NT; t++)
+		xt[t] = x + (size_t)(t0 + (t < nt ? t : 0)) * xs;
+#pragma unroll
+	for (int r = 0; r < MM_R; r++)
+		wr[r] = w + (size_t)(r0 + (r < nr ? r : 0)) * row_bytes;
+	float acc[MM_R][MM_NT];
+	mm_tile<T>(wr, nr, cols, xt, nt, lane, acc);
+	if (lane == 0) {
+#pragma unroll
+		for (int r = 0; r < MM_R; r++)
+#pragma unroll
+			for (int t = 0; t < MM_NT; t++)
+				if (r < nr && t < nt)
+					y[(size_t)(t0 + t) * ys + r0 + r] = acc[r][t];
+	}
+}
+
+/* Grouped expert products: tile i (i < *n_tiles) = { expert, first, count (<= MM_NT) } of
+ * the pair list plist (pairs sorted by expert); pair p's input row is x + (p / xdiv) * xs,
+ * its output row y + p * ys; the weights are table[expert].w[which]. */
+template <int T>
+__global__ void __launch_bounds__(128) matmul_grouped_kernel(const struct pt_gpu_xdesc *table,
+							     int which, size_t row_bytes,
+							     uint32_t rows, uint32_t cols,
+							     const int4 *tiles,
+							     const int32_t *n_tiles,
+							     const int32_t *plist,
+							     const float *__restrict__ x,
+							     size_t xs, int xdiv,
+							     float *__restrict__ y, size_t ys)
+{
+	const uint32_t r0 = (blockIdx.x * 4 + (threadIdx.x >> 5)) * MM_R;
+	const int lane = threadIdx.x & 31;
+	if (r0 >= rows || (int)blockIdx.y >= *n_tiles)
+		return;
+	const int4 tl = tiles[blockIdx.y];
+	const int nt = tl.z;
+	const int nr = rows - r0 < MM_R ? (int)(rows - r0) : MM_R;
+	int pr[MM_NT];
+	const float *xt[MM_NT];
+	const uint8_t *wr[MM_R];
+#pragma unroll
+	for (int t = 0; t < MM_NT; t++) {
+		pr[t] = plist[tl.y + (t < nt ? t : 0)];
+		xt[t] = x + (size_t)(pr[t] / xdiv) * xs;
+	}
+	const uint8_t *w = table[tl.x].w[which];
+#pragma unroll
+	for (int r = 0; r < MM_R; r++)
+		wr[r] = w + (size_t)(r0 + (r < nr ? r : 0)) * row_bytes;
+	float acc[MM_R][MM_NT];
+	mm_tile<T>(wr, nr, cols, xt, nt, lane, acc);
+	if (lane == 0) {
+#pragma unroll
+		for (int r = 0; r < MM_R; r++)
+#pragma unroll
+			for (int t = 0; t < MM_NT; t++)
+				if (r < nr && t < nt)
+					y[(size_t)pr[t] * ys + r0 + r] = acc[r][t];
+	}
+}
+
+static bool mm_shape(uint32_t type, uint64_t rows, uint64_t cols, uint32_t *blk)
+{
+	switch (type) {
+	case T_F32: case T_F16: *blk = 1; break;
+	case T_Q8_0: case T_Q4_0: case T_Q5_0: *blk = 32; break;
+	case T_Q4_K: case T_Q5_K: case T_Q6_K: *blk = 256; break;
+	default: return false;
+	}
+	return rows > 0 && cols > 0 && rows <= (1u << 30) && cols <= (1u << 30) && cols % *blk == 0;
+}
+
+extern "C" enum pt_status pt_gpu_matmul(uint32_t type, uint64_t rows, uint64_t cols,
+					size_t row_bytes, const void *dw, const float *dx,
+					size_t xs, uint32_t ntok, float *dy, size_t ys,
+					struct pt_error *err)
+{
+	uint32_t blk;
+	if (ntok == 0)
+		return PT_OK;
+	if (!mm_shape(type, rows, cols, &blk) || xs < cols || ys < rows ||
+	    (ntok + MM_NT - 1) / MM_NT > 65535)
+		return pt_error_set(err, PT_E_INVALID, "CUDA matmul: bad shape %llu x %llu, type "
+				    "%u, %u tokens", (unsigned long long)rows,
+				    (unsigned long long)cols, type, ntok);
+	const dim3 grid((unsigned)((rows + 4 * MM_R - 1) / (4 * MM_R)), (ntok + MM_NT - 1) / MM_NT),
+		block(128);
+	const uint8_t *w = (const uint8_t *)dw;
+	const uint32_t R = (uint32_t)rows, C = (uint32_t)cols;
+#define PT_MM(T) matmul_kernel<T><<<grid, block, 0, pt_gpu_stream>>>(w, row_bytes, R, C, dx, \
+		xs, ntok, dy, ys)
+	switch (type) {
+	case T_F32: PT_MM(T_F32); break;
+	case T_F16: PT_MM(T_F16); break;
+	case T_Q8_0: PT_MM(T_Q8_0); break;
+	case T_Q4_0: PT_MM(T_Q4_0); break;
+	case T_Q5_0: PT_MM(T_Q5_0); break;
+	case T_Q4_K: PT_MM(T_Q4_K); break;
+	case T_Q5_K: PT_MM(T_Q5_K); break;
+	default: PT_MM(T_Q6_K); break;
+	}
+#undef PT_MM
+	return pt_gpu_launched(err, "matmul launch");
+}
+
+enum pt_status pt_gpu_matmul_grouped(uint32_t type, uint64_t rows, uint64_t cols,
+				     size_t row_bytes, const struct pt_gpu_xdesc *dtable,
+				     int which, const int32_t *dtiles, const int32_t *dn_tiles,
+				     uint32_t max_tiles, const int32_t *dplist, const float *dx,
+				     size_t xs, int xdiv, float *dy, size_t ys,
+				     struct pt_error *err)
+{
+	uint32_t blk;
+	if (max_tiles == 0)
+		return PT_OK;
+	if (!mm_shape(type, rows, cols, &blk) || max_tiles > 65535 || which < 0 || which > 2 ||
+	    xdiv < 1)
+		return pt_error_set(err, PT_E_INVALID, "CUDA grouped matmul: bad shape %llu x %llu",
+				    (unsigned long long)rows, (unsigned long long)cols);
+	const dim3 grid((unsigned)((rows + 4 * MM_R - 1) / (4 * MM_R)), max_tiles), block(128);
+	const uint32_t R = (uint32_t)rows, C = (uint32_t)cols;
+	const int4 *tl = (const int4 *)dtiles;
+#define PT_MMG(T) matmul_grouped_kernel<T><<<grid, block, 0, pt_gpu_stream>>>(dtable, which, \
+		row_bytes, R, C, tl, dn_tiles, dplist, dx, xs, xdiv, dy, ys)
+	switch (type) {
+	case T_F32: PT_MMG(T_F32); break;
+	case T_F16: PT_MMG(T_F16); break;
+	case T_Q8_0: PT_MMG(T_Q8_0); break;
+	case T_Q4_0: PT_MMG(T_Q4_0); break;
+	case T_Q5_0: PT_MMG(T_Q5_0); break;
+	case T_Q4_K: PT_MMG(T_Q4_K); break;
+	case T_Q5_K: PT_MMG(T_Q5_K); break;
+	default: PT_MMG(T_Q6_K); break;
+	}
+#undef PT_MMG
+	return pt_gpu_launched(err, "grouped matmul launch");
+}
+
+/* The pairs (token, rank) of a chunk grouped by expert, one block of n_expert threads:
+ * thread e lists its pairs in pair order (so the grouping is deterministic), the lists are
+ * laid out by expert, and each list is cut into tiles of at most MM_NT pairs. */
+__global__ void group_pairs_kernel(const int32_t *ids, int n_pairs, int n_expert,
+				   int32_t *plist, int4 *tiles, int32_t *n_tiles)
+{
+	__shared__ int cnt[1024], off[1024], toff[1024];
+	__shared__ int16_t sid[PT_GPU_MAX_PAIRS];
+	const int e = threadIdx.x;
+	for (int p = e; p < n_pairs; p += blockDim.x)
+		sid[p] = (int16_t)ids[p];
+	__syncthreads();
+	int c = 0;
+	if (e < n_expert)
+		for (int p = 0; p < n_pairs; p++)
+			c += sid[p] == e;
+	cnt[e] = c;
+	__syncthreads();
+	if (e == 0) {
+		int a = 0, b = 0;
+		for (int i = 0; i < n_expert; i++) {
+			off[i] = a;
+			toff[i] = b;
+			a += cnt[i];
+			b += (cnt[i] + MM_NT - 1) / MM_NT;
+		}
+		*n_tiles = b;
+	}
+	__syncthreads();
+	if (e >= n_expert || c == 0)
+		return;
+	int at = off[e];
+	for (int p = 0; p < n_pairs; p++)
+		if (sid[p] == e)
+			plist[at++] = p;
+	for (int i = 0, t = toff[e]; i < c; i += MM_NT, t++)
+		tiles[t] = make_int4(e, off[e] + i, c - i < MM_NT ? c - i : MM_NT, 0);
+}
+
+void pt_gpu_group_pairs(const int32_t *dids, int n_pairs, int n_expert, int32_t *dplist,
+			int32_t *dtiles, int32_t *dn_tiles)
+{
+	if (n_pairs <= 0 || n_pairs > PT_GPU_MAX_PAIRS || n_expert <= 0 || n_expert > 1024)
+		return; /* the callers' shapes: a chunk of <= 256 tokens, top-k <= 32 */
+	group_pairs_kernel<<<1, 1024, 0, pt_gpu_stream>>>(dids, n_pairs, n_expert, dplist,
+							   (int4 *)dtiles, dn_tiles);
+}
+
+uint32_t pt_gpu_group_max_tiles(uint32_t n_pairs, uint32_t n_expert)
+{
+	return (n_pairs + MM_NT - 1) / MM_NT + (n_pairs < n_expert ? n_pairs : n_expert);
+}

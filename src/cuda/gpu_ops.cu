@@ -91,13 +91,13 @@ extern "C" enum pt_status pt_gpu_rope(float *dx, int n_head, int head_dim, int n
  * pt_op_topk), then the weight normalization of pt_op_moe_route. */
 __global__ void __launch_bounds__(256) route_kernel(float *logits, int n, int k, int norm,
 						    float scale, int32_t *ids, float *weights,
-						    int gating, const float *bias)
+						    int gating, const float *bias, size_t ld)
 {
 	__shared__ double sh[256];
 	__shared__ float bv[256];
 	__shared__ int bi[256];
 	__shared__ unsigned char taken[1024];
-	float *l = logits + (size_t)blockIdx.x * n;
+	float *l = logits + (size_t)blockIdx.x * ld; /* ld: row stride (>= 2n with a bias) */
 	int32_t *id = ids + (size_t)blockIdx.x * k;
 	float *wt = weights + (size_t)blockIdx.x * k;
 
@@ -210,7 +210,7 @@ extern "C" enum pt_status pt_gpu_moe_route(float *dlogits, int n_expert, int n_t
 		return pt_error_set(err, PT_E_INVALID, "CUDA moe_route: bad shape (%d experts, "
 				    "top %d, %d tokens)", n_expert, k, n_tok);
 	route_kernel<<<n_tok, 256, 0, pt_gpu_stream>>>(dlogits, n_expert, k, norm, scale, dids,
-							  dweights, 1, NULL);
+							  dweights, 1, NULL, (size_t)n_expert);
 	return pt_gpu_launched(err, "moe_route launch");
 }
 
@@ -223,8 +223,21 @@ enum pt_status pt_gpu_route_ex(float *dlogits, int n_expert, int k, int gating,
 		return pt_error_set(err, PT_E_INVALID, "CUDA route: bad shape (%d experts, top %d, "
 				    "gating %d)", n_expert, k, gating);
 	route_kernel<<<1, 256, 0, pt_gpu_stream>>>(dlogits, n_expert, k, norm, scale, dids,
-						   dweights, gating, dbias);
+						   dweights, gating, dbias, 0);
 	return pt_gpu_launched(err, "route launch");
+}
+
+enum pt_status pt_gpu_route_rows(float *dlogits, size_t ld, int n_tok, int n_expert, int k,
+				 int gating, const float *dbias, int norm, float scale,
+				 int32_t *dids, float *dweights, struct pt_error *err)
+{
+	if (n_expert <= 0 || n_expert > 1024 || k <= 0 || k > 32 || k > n_expert ||
+	    gating < 0 || gating > 3 || n_tok <= 0 || ld < (size_t)(dbias ? 2 : 1) * n_expert)
+		return pt_error_set(err, PT_E_INVALID, "CUDA route: bad shape (%d experts, top %d, "
+				    "gating %d, %d rows)", n_expert, k, gating, n_tok);
+	route_kernel<<<n_tok, 256, 0, pt_gpu_stream>>>(dlogits, n_expert, k, norm, scale, dids,
+						       dweights, gating, dbias, ld);
+	return pt_gpu_launched(err, "route rows launch");
 }
 
 __global__ void swiglu_kernel(float *out, const float *gate, const float *up, int n)

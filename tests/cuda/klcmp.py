@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""klcmp.py REF TEST LIMIT: mean/max KL(ref || test) and top-1 agreement of two float32
+"""klcmp.py REF TEST LIMIT [POSITIONS]: mean/max KL(ref || test) and top-1 agreement of two float32
 probability files [positions][n_vocab] (particle eval --probs-out, oracle.mjs eval), as
 src/model/compare.c computes them; prints one line ending in PASS or FAIL (mean KL <= LIMIT,
 top-1 >= 0.98)."""
@@ -12,7 +12,7 @@ lim = float(sys.argv[3])
 if ref.size != tst.size or ref.size == 0:
     print("size mismatch %d vs %d FAIL" % (ref.size, tst.size))
     sys.exit(0)
-n = 200 if ref.size % 200 == 0 else 1
+n = int(sys.argv[4]) if len(sys.argv) > 4 else (200 if ref.size % 200 == 0 else 1)
 ref = ref.reshape(n, -1)
 tst = tst.reshape(n, -1)
 eps = 1e-10

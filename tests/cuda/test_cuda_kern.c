@@ -4,7 +4,8 @@
  * (no GPU) builds it and the device runs it.  Usage: cuda_test_kern [--device I] [--bench].
  * Ends with the line "N passed, N failed"; exit status 0 only when nothing failed.  --bench
  * then also times the matvec kernels on one large matrix per type (weight bytes read per
- * second: the decode kernels are bandwidth-bound; figures in docs/BENCHMARKS.md).
+ * second: the decode kernels are bandwidth-bound; figures in docs/BENCHMARKS.md) and the
+ * prefill matmul (tokens per second through a 4096 x 4096 matrix).
  *
  * Tolerances (src/cuda/gpu.h explains why the GPU is not bit-identical to the CPU):
  * - matvec against the exact product (dequantized weights, ggml's arithmetic, summed in
@@ -197,6 +198,170 @@ static void test_matvec_errors(void)
 	pt_gpu_free(d);
 }
 
+/* ---- prefill matmul: each token's row bit-identical to the decode matvec on that token
+ * (so prefill and decode steps give the same logits), and within the matvec's bound of the
+ * CPU scalar kernel; rows ys apart with a gap the kernel must not write. ---- */
+static void test_matmul(enum pt_type type, uint32_t rows, uint32_t cols, uint32_t ntok)
+{
+	struct pt_error err = { 0 };
+	uint64_t rb = 0;
+	if (pt_type_row_bytes(type, cols, &rb) != 0) {
+		check(0, "%s: row bytes for %u", pt_type_name(type), cols);
+		return;
+	}
+	const size_t ys = rows + 3;
+	uint8_t *w = xmalloc(rb * rows);
+	float *wf = xmalloc(sizeof(float) * cols), *x = xmalloc(sizeof(float) * cols * ntok);
+	float *y_mm = xmalloc(sizeof(float) * ys * ntok), *y_mv = xmalloc(sizeof(float) * rows);
+	float *y_cpu = xmalloc(sizeof(float) * rows);
+	for (uint32_t r = 0; r < rows; r++) {
+		for (uint32_t c = 0; c < cols; c++)
+			wf[c] = frand();
+		if (pt_quant_quantize_row(type, wf, w + rb * r, cols, &err) != PT_OK) {
+			check(0, "%s: quantize: %s", pt_type_name(type), err.msg);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < (size_t)cols * ntok; i++)
+		x[i] = frand() * (i % 89 == 5 ? 6.0f : 1.0f);
+	for (size_t i = 0; i < ys * ntok; i++)
+		y_mm[i] = 12345.0f;
+	void *dw = dev_copy(w, rb * rows), *dx = dev_copy(x, sizeof(float) * cols * ntok);
+	float *dy = dev_copy(y_mm, sizeof(float) * ys * ntok);
+	float *dv = dev_copy(NULL, sizeof(float) * rows);
+	check(pt_gpu_matmul(type, rows, cols, rb, dw, dx, cols, ntok, dy, ys, &err) == PT_OK,
+	      "%s matmul %ux%u x %u: launch: %s", pt_type_name(type), rows, cols, ntok, err.msg);
+	get(y_mm, dy, sizeof(float) * ys * ntok);
+	const struct pt_kern_mat m = { .type = type, .rows = rows, .cols = cols, .row_bytes = rb,
+				       .data = w };
+	void *scratch = xmalloc(pt_kern_act_bytes(&m, 1) + 64);
+	int differ = 0, gap = 0, bad_cpu = 0;
+	for (uint32_t t = 0; t < ntok; t++) {
+		const float *xt = x + (size_t)t * cols;
+		pt_gpu_matvec(type, rows, cols, rb, dw, (const float *)dx + (size_t)t * cols, dv, &err);
+		get(y_mv, dv, sizeof(float) * rows);
+		differ += memcmp(y_mv, y_mm + t * ys, sizeof(float) * rows) != 0;
+		for (size_t i = rows; i < ys; i++)
+			gap += y_mm[t * ys + i] != 12345.0f;
+		if (pt_kern_matvec(&m, xt, y_cpu, scratch, NULL, &err) != PT_OK) {
+			check(0, "%s: cpu matvec: %s", pt_type_name(type), err.msg);
+			break;
+		}
+		float amax = 0;
+		for (uint32_t c = 0; c < cols; c++)
+			amax = fmaxf(amax, fabsf(xt[c]));
+		const double g = (cols / 32.0 + 6.0) * ldexp(1.0, -24);
+		for (uint32_t r = 0; r < rows; r++) {
+			double sabs = 0, wabs = 0;
+			float *deq = wf;
+			pt_quant_dequant_row(type, w + rb * r, deq, cols, &err);
+			for (uint32_t c = 0; c < cols; c++) {
+				sabs += fabs((double)deq[c] * xt[c]);
+				wabs += fabs(deq[c]);
+			}
+			const double b = wabs * amax / 254.0 + 2 * g * sabs + 1e-30;
+			bad_cpu += !(fabs(y_mm[t * ys + r] - y_cpu[r]) <= b);
+		}
+	}
+	free(scratch);
+	check(!differ, "%s matmul %ux%u x %u: %d tokens differ from the decode matvec",
+	      pt_type_name(type), rows, cols, ntok, differ);
+	check(!gap, "%s matmul %ux%u x %u: %d writes past the rows", pt_type_name(type), rows,
+	      cols, ntok, gap);
+	check(!bad_cpu, "%s matmul %ux%u x %u: %d outputs off the CPU scalar kernel",
+	      pt_type_name(type), rows, cols, ntok, bad_cpu);
+	pt_gpu_free(dw);
+	pt_gpu_free(dx);
+	pt_gpu_free(dy);
+	pt_gpu_free(dv);
+out:
+	free(w), free(wf), free(x), free(y_mm), free(y_mv), free(y_cpu);
+}
+
+/* ---- prefill grouped expert products: n_tok tokens x top-k of n_exp experts, the pairs
+ * grouped on the device; every pair's row bit-identical to the decode matvec of its expert
+ * on its token; the tile count within pt_gpu_group_max_tiles and every pair in one tile. */
+static void test_grouped(enum pt_type type, uint32_t rows, uint32_t cols, int n_exp, int k,
+			 int n_tok)
+{
+	struct pt_error err = { 0 };
+	uint64_t rb = 0;
+	if (pt_type_row_bytes(type, cols, &rb) != 0) {
+		check(0, "%s: row bytes for %u", pt_type_name(type), cols);
+		return;
+	}
+	const int n_pairs = n_tok * k;
+	const size_t mat = rb * rows, ys = rows + 1;
+	uint8_t *w = xmalloc(mat * n_exp);
+	float *wf = xmalloc(sizeof(float) * cols), *x = xmalloc(sizeof(float) * cols * n_tok);
+	float *y = xmalloc(sizeof(float) * ys * n_pairs), *yv = xmalloc(sizeof(float) * rows);
+	int32_t *ids = xmalloc(sizeof(int32_t) * n_pairs);
+	for (size_t r = 0; r < (size_t)rows * n_exp; r++) {
+		for (uint32_t c = 0; c < cols; c++)
+			wf[c] = frand();
+		pt_quant_quantize_row(type, wf, w + rb * r, cols, &err);
+	}
+	for (size_t i = 0; i < (size_t)cols * n_tok; i++)
+		x[i] = frand();
+	for (int t = 0; t < n_tok; t++) /* k distinct experts per token, skewed to expert 0..2 */
+		for (int j = 0; j < k; j++) {
+			int e = (int)((frand() + 1.0f) * 0.5f * (float)(j == 0 ? 3 : n_exp)) % n_exp;
+			for (int i = 0; i < j; i++)
+				if (ids[t * k + i] == e) {
+					e = (e + 1) % n_exp;
+					i = -1;
+				}
+			ids[t * k + j] = e;
+		}
+	uint8_t *dw = dev_copy(w, mat * n_exp);
+	struct pt_gpu_xdesc *table = xmalloc(sizeof *table * n_exp);
+	for (int e = 0; e < n_exp; e++) {
+		table[e].w[0] = table[e].w[1] = table[e].w[2] = dw + mat * e;
+		table[e].rank = table[e].pad = 0;
+	}
+	const uint32_t max_tiles = pt_gpu_group_max_tiles((uint32_t)n_pairs, (uint32_t)n_exp);
+	void *dtable = dev_copy(table, sizeof *table * n_exp);
+	int32_t *dids = dev_copy(ids, sizeof(int32_t) * n_pairs);
+	int32_t *dplist = dev_copy(NULL, sizeof(int32_t) * n_pairs);
+	int32_t *dtiles = dev_copy(NULL, sizeof(int32_t) * 4 * max_tiles);
+	int32_t *dnt = dev_copy(NULL, sizeof(int32_t));
+	float *dx = dev_copy(x, sizeof(float) * cols * n_tok);
+	float *dy = dev_copy(NULL, sizeof(float) * ys * n_pairs), *dv = dev_copy(NULL, sizeof(float) * rows);
+	pt_gpu_group_pairs(dids, n_pairs, n_exp, dplist, dtiles, dnt);
+	check(pt_gpu_matmul_grouped(type, rows, cols, rb, dtable, 1, dtiles, dnt, max_tiles, dplist,
+				    dx, cols, k, dy, ys, &err) == PT_OK,
+	      "%s grouped: launch: %s", pt_type_name(type), err.msg);
+	get(y, dy, sizeof(float) * ys * n_pairs);
+	int32_t nt = 0, *tiles = xmalloc(sizeof(int32_t) * 4 * max_tiles);
+	int32_t *plist = xmalloc(sizeof(int32_t) * n_pairs);
+	get(&nt, dnt, sizeof nt);
+	get(tiles, dtiles, sizeof(int32_t) * 4 * max_tiles);
+	get(plist, dplist, sizeof(int32_t) * n_pairs);
+	int seen_bad = nt < 1 || (uint32_t)nt > max_tiles, covered = 0;
+	for (int i = 0; !seen_bad && i < nt; i++) {
+		const int32_t *tl = tiles + 4 * i;
+		seen_bad |= tl[2] < 1 || tl[2] > 8 || tl[1] < 0 || tl[1] + tl[2] > n_pairs;
+		for (int j = 0; !seen_bad && j < tl[2]; j++)
+			seen_bad |= ids[plist[tl[1] + j]] != tl[0];
+		covered += seen_bad ? 0 : tl[2];
+	}
+	check(!seen_bad && covered == n_pairs, "%s grouped %d pairs: %d tiles (max %u) do not "
+	      "cover the pairs by expert", pt_type_name(type), n_pairs, nt, max_tiles);
+	int differ = 0;
+	for (int p = 0; p < n_pairs; p++) {
+		pt_gpu_matvec(type, rows, cols, rb, dw + mat * ids[p], dx + (size_t)(p / k) * cols, dv,
+			      &err);
+		get(yv, dv, sizeof(float) * rows);
+		differ += memcmp(yv, y + (size_t)p * ys, sizeof(float) * rows) != 0;
+	}
+	check(!differ, "%s grouped %ux%u, %d experts, top-%d, %d tokens: %d pairs differ from "
+	      "the decode matvec", pt_type_name(type), rows, cols, n_exp, k, n_tok, differ);
+	pt_gpu_free(dw), pt_gpu_free(dtable), pt_gpu_free(dids), pt_gpu_free(dplist);
+	pt_gpu_free(dtiles), pt_gpu_free(dnt), pt_gpu_free(dx), pt_gpu_free(dy), pt_gpu_free(dv);
+	free(w), free(wf), free(x), free(y), free(yv), free(ids), free(table), free(tiles);
+	free(plist);
+}
+
 /* ---- element-wise and small reductions -------------------------------------------------- */
 
 static int close_rel(float a, float b, double rel)
@@ -362,6 +527,47 @@ static void bench_matvec(enum pt_type type, uint32_t rows, uint32_t cols)
 	free(w), free(wf), free(x);
 }
 
+/* Prefill product: ntok tokens through one rows x cols matrix (the weights decoded once per
+ * 8 tokens): tokens per second and the float multiply-add rate. */
+static void bench_matmul(enum pt_type type, uint32_t rows, uint32_t cols, uint32_t ntok)
+{
+	struct pt_error err = { 0 };
+	uint64_t rb = 0;
+	pt_type_row_bytes(type, cols, &rb);
+	uint8_t *w = xmalloc(rb * rows);
+	float *wf = xmalloc(sizeof(float) * cols), *x = xmalloc(sizeof(float) * cols * ntok);
+	for (uint32_t c = 0; c < cols; c++)
+		wf[c] = frand();
+	for (size_t i = 0; i < (size_t)cols * ntok; i++)
+		x[i] = frand();
+	pt_quant_quantize_row(type, wf, w, cols, &err);
+	for (uint32_t r = 1; r < rows; r++)
+		memcpy(w + rb * r, w, rb);
+	void *dw = dev_copy(w, rb * rows), *dx = dev_copy(x, sizeof(float) * cols * ntok);
+	float *dy = dev_copy(NULL, sizeof(float) * rows * ntok);
+	double t[5];
+	pt_gpu_matmul(type, rows, cols, rb, dw, dx, cols, ntok, dy, rows, &err);
+	pt_gpu_sync(&err);
+	for (int k = 0; k < 5; k++) {
+		const double t0 = now_s();
+		for (int i = 0; i < 10; i++)
+			pt_gpu_matmul(type, rows, cols, rb, dw, dx, cols, ntok, dy, rows, &err);
+		pt_gpu_sync(&err);
+		t[k] = (now_s() - t0) / 10;
+	}
+	for (int i = 0; i < 5; i++)
+		for (int j = i + 1; j < 5; j++)
+			if (t[j] < t[i]) {
+				const double u = t[i];
+				t[i] = t[j], t[j] = u;
+			}
+	printf("bench matmul %-4s %u x %u, %u tokens: %.1f us, %.0f tok/s, %.2f TFLOP/s\n",
+	       pt_type_name(type), rows, cols, ntok, t[2] * 1e6, ntok / t[2],
+	       2.0 * rows * cols * ntok / t[2] / 1e12);
+	pt_gpu_free(dw), pt_gpu_free(dx), pt_gpu_free(dy);
+	free(w), free(wf), free(x);
+}
+
 int main(int argc, char **argv)
 {
 	int device = 0, bench = 0;
@@ -405,6 +611,15 @@ int main(int argc, char **argv)
 	printf("matvec: worst error / bound %.3f against the exact product, %.3f against the "
 	       "CPU scalar kernel\n", worst_exact, worst_cpu);
 	test_matvec_errors();
+	static const uint32_t mshapes[][3] = { { 1, 256, 1 }, { 7, 512, 9 }, { 33, 2816, 16 },
+					       { 257, 1024, 23 }, { 130, 4096, 64 } };
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+		for (size_t s = 0; s < sizeof mshapes / sizeof mshapes[0]; s++)
+			test_matmul(types[t], mshapes[s][0], mshapes[s][1], mshapes[s][2]);
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+		test_grouped(types[t], 40, 512, 7, 3, 45);
+		test_grouped(types[t], 9, 256, 128, 6, 256); /* 1,536 pairs, most experts in one tile */
+	}
 
 	test_rmsnorm(1, 1, 1);
 	test_rmsnorm(255, 3, 1);
@@ -430,6 +645,8 @@ int main(int argc, char **argv)
 						   PT_TYPE_Q4_K, PT_TYPE_Q5_K, PT_TYPE_Q6_K };
 		for (size_t t = 0; t < sizeof bt / sizeof bt[0]; t++)
 			bench_matvec(bt[t], 32768, 4096);
+		for (size_t t = 0; t < sizeof bt / sizeof bt[0]; t++)
+			bench_matmul(bt[t], 4096, 4096, 256);
 	}
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
