@@ -1166,3 +1166,41 @@ PT_TEST(test_chatparse_qwen3_xml_grammar)
 	cJSON_Delete(bad);
 	cJSON_Delete(tools);
 }
+
+/* The XML path under allocation failures: the call or PT_E_NOMEM at finish, never a wrong
+ * result. */
+PT_TEST(test_chatparse_qwen3_xml_allocation_failures)
+{
+	cJSON *tools = cJSON_Parse(XML_TOOLS);
+	REQUIRE(tools);
+	const char *text = "<think>r</think>Hi " XCALL("f", XP("s", "1") XP("i", "2"));
+	struct pt_chat_parser_opts o = { .format = PT_CHAT_QWEN3_XML, .tools = true,
+					 .reasoning = true, .tool_defs = tools };
+	int ok_runs = 0;
+	for (uint64_t k = 1; k < 200; k++) {
+		pt_alloc_fail_at(k);
+		pt_chat_parser *p = NULL;
+		enum pt_status s = pt_chat_parser_new(&o, &p, NULL);
+		struct pt_chat_result r = { 0 };
+		if (s == PT_OK) {
+			const size_t len = strlen(text);
+			for (size_t i = 0; i < len; i += 5)
+				pt_chat_parser_feed(p, text + i, len - i < 5 ? len - i : 5, NULL, NULL);
+			s = pt_chat_parser_finish(p, NULL, NULL, &r, NULL);
+			pt_chat_parser_free(p);
+		}
+		pt_alloc_fail_at(0);
+		if (s == PT_OK) {
+			ok_runs++;
+			CHECK_EQ_STR(r.content, "Hi");
+			CHECK_EQ_INT(r.n_calls, 1);
+			if (r.n_calls == 1)
+				CHECK_EQ_STR(r.calls[0].arguments, "{\"s\":\"1\",\"i\":2}");
+			pt_chat_result_free(&r);
+		} else {
+			CHECK_EQ_INT(s, PT_E_NOMEM);
+		}
+	}
+	CHECK(ok_runs > 0);
+	cJSON_Delete(tools);
+}
