@@ -54,12 +54,18 @@ fi
 "$P" bench --membw --json --threads "$THREADS" >"$O/bw.json" 2>"$O/bw.err"
 rec membw $? "$O/bw.json"
 BW=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' "$O/bw.json" "$THREADS")
+# Before every run: the file back into the page cache (llama-bench's repack build copies the
+# weights into its own memory and evicts part of the file; session 7's round 2 was read from
+# disk by every engine after it).
+warm() { cat "$M" >/dev/null; }
 pt() { # NAME BIN PROMPT GEN
+	warm
 	"$2" bench -m "$M" --prompt-tokens "$3" --gen "$4" --json --no-lock --no-profile \
 		--membw-bps "$BW" --threads "$THREADS" --io mmap >"$O/p.json" 2>"$O/p.err"
 	rec "$1" $? "$O/p.json"
 }
 lb() { # VARIANT PROMPTS GEN
+	warm
 	$LB "$1" "$M" "$THREADS" "$2" "$3" >"$O/l.json" 2>"$O/l.err"
 	rec "llama-bench-$1-${THREADS}t" $? "$O/l.json"
 }
