@@ -293,6 +293,28 @@ static bool has31(uint32_t month)
 	       month == 10 || month == 12;
 }
 
+/* A UTF-8 lead byte c: how many continuation bytes follow, and the first one's range (it
+ * rules out overlong forms, surrogates and code points above U+10FFFF); false when c cannot
+ * lead a character. */
+static bool utf8_lead(struct gr_frame *f, uint8_t c)
+{
+	if (c >= 0xc2 && c <= 0xdf) {
+		f->u8need = 1;
+		f->u8lo = 0x80, f->u8hi = 0xbf;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		f->u8need = 2;
+		f->u8lo = c == 0xe0 ? 0xa0 : 0x80;
+		f->u8hi = c == 0xed ? 0x9f : 0xbf;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		f->u8need = 3;
+		f->u8lo = c == 0xf0 ? 0x90 : 0x80;
+		f->u8hi = c == 0xf4 ? 0x8f : 0xbf;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 /* Formats as small state machines over f->g (see grammar.h for the shapes).  February
  * stops at day 28 so every generated date is valid whatever the year. */
 static bool fmt_step(struct gr_frame *f, uint8_t fmt, uint8_t c)
@@ -496,22 +518,8 @@ static void own_str(struct fctx *x, uint32_t n, uint8_t c)
 			emit(x, n);
 			return;
 		}
-		/* a UTF-8 lead byte: the first continuation byte's range rules out overlong
-		 * forms, surrogates and code points above U+10FFFF */
-		if (c >= 0xc2 && c <= 0xdf) {
-			f->u8need = 1;
-			f->u8lo = 0x80, f->u8hi = 0xbf;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			f->u8need = 2;
-			f->u8lo = c == 0xe0 ? 0xa0 : 0x80;
-			f->u8hi = c == 0xed ? 0x9f : 0xbf;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			f->u8need = 3;
-			f->u8lo = c == 0xf0 ? 0x90 : 0x80;
-			f->u8hi = c == 0xf4 ? 0x8f : 0xbf;
-		} else {
+		if (!utf8_lead(f, c)) /* a UTF-8 lead byte */
 			return;
-		}
 		f->a++;
 		excl_adv(g, f, c);
 		emit(x, n);
@@ -977,20 +985,8 @@ static void own_text(struct fctx *x, uint32_t n, uint8_t c)
 	} else if (c == '<' || (c < 0x20 && c != '\t' && c != '\n' && c != '\r')) {
 		return;
 	} else if (c >= 0x80) {
-		if (c >= 0xc2 && c <= 0xdf) {
-			f->u8need = 1;
-			f->u8lo = 0x80, f->u8hi = 0xbf;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			f->u8need = 2;
-			f->u8lo = c == 0xe0 ? 0xa0 : 0x80;
-			f->u8hi = c == 0xed ? 0x9f : 0xbf;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			f->u8need = 3;
-			f->u8lo = c == 0xf0 ? 0x90 : 0x80;
-			f->u8hi = c == 0xf4 ? 0x8f : 0xbf;
-		} else {
+		if (!utf8_lead(f, c))
 			return;
-		}
 	}
 	f->phase = 1;
 	emit(x, n);
