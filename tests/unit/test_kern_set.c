@@ -167,6 +167,96 @@ PT_TEST(test_kern_set_glu_equals_two_matvecs_and_act)
 		pt_pool_destroy(pools[p]);
 }
 
+/* Decode rows in pairs (the AVX-512 register tile at one token, kern_internal.h) equal the
+ * level's dot row by row, bit for bit, in pt_kern_matvec_q, pt_kern_matvec_set and
+ * pt_kern_glu_set, with the pairing on and off (pt_kern_set_decode_group), at 1-3 threads:
+ * odd row counts (a lone last row), tasks that start mid-pair across products, 1-8 blocks a
+ * row (Qwen3's 768-column downs are 3 Q6_K blocks). */
+PT_TEST(test_kern_set_decode_pairs_equal_the_dot)
+{
+	enum { NT = 4, NC = 3 };
+	static const enum pt_type tt[NT] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0, PT_TYPE_Q5_0 };
+	static const uint64_t cols[NC] = { 256, 768, 2048 };
+	static const uint64_t nr[NT] = { 131, 66, 17, 45 };
+	pt_pool *pools[3] = { NULL, NULL, NULL };
+	float x[2048];
+	for (int i = 0; i < 2048; i++)
+		x[i] = rndf();
+	for (int p = 0; p < 3; p++)
+		REQUIRE(pt_pool_create((uint32_t)p + 1, &pools[p], NULL) == PT_OK);
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, NULL) == PT_OK);
+		for (int c = 0; c < NC; c++) {
+			struct pt_kern_mv set[NT];
+			struct pt_kern_glu glu[NT / 2];
+			float *ref[NT], *grf[NT / 2];
+			void *xq[NT];
+			for (int i = 0; i < NT; i++) {
+				REQUIRE(make_mat(&set[i].w, tt[i], nr[i], cols[c], i == 1 ? 6 : 0) == 0);
+				xq[i] = quantized(&set[i].w, x);
+				set[i].xq = xq[i];
+				ref[i] = pt_mallocn(nr[i], sizeof(float));
+				set[i].y = pt_mallocn(nr[i], sizeof(float));
+				REQUIRE(xq[i] && ref[i] && set[i].y);
+				const struct pt_kern_ops *o = pt_kern_ops(tt[i]);
+				for (uint64_t r = 0; r < nr[i]; r++)
+					ref[i][r] = o->dot(cols[c], (const uint8_t *)set[i].w.data +
+								      r * set[i].w.row_bytes, xq[i]);
+			}
+			/* GLU entries: gate 0 / up 1 over min rows, gate 2 / up 3 likewise */
+			for (int j = 0; j < NT / 2; j++) {
+				const uint64_t n = nr[2 * j] < nr[2 * j + 1] ? nr[2 * j] : nr[2 * j + 1];
+				glu[j] = (struct pt_kern_glu){ set[2 * j].w, set[2 * j + 1].w, xq[2 * j],
+							       xq[2 * j + 1], pt_mallocn(n, sizeof(float)),
+							       NULL, NULL };
+				glu[j].gate.rows = glu[j].up.rows = n;
+				grf[j] = pt_mallocn(n, sizeof(float));
+				REQUIRE(glu[j].y && grf[j]);
+				test_act(grf[j], ref[2 * j], ref[2 * j + 1], (int)n);
+			}
+			for (uint32_t g = 1; g <= 2; g++) {
+				pt_kern_set_decode_group(g);
+				for (int p = 0; p < 3; p++) {
+					for (int i = 0; i < NT; i++) {
+						memset(set[i].y, 0xff, nr[i] * sizeof(float));
+						REQUIRE(pt_kern_matvec_q(&set[i].w, xq[i], set[i].y, pools[p],
+									 NULL) == PT_OK);
+						CHECK(memcmp(set[i].y, ref[i], nr[i] * sizeof(float)) == 0);
+						memset(set[i].y, 0xff, nr[i] * sizeof(float));
+					}
+					REQUIRE(pt_kern_matvec_set(set, NT, pools[p], NULL) == PT_OK);
+					for (int i = 0; i < NT; i++)
+						if (memcmp(set[i].y, ref[i], nr[i] * sizeof(float)) != 0)
+							pt_test_fail(__FILE__, __LINE__,
+								     "set: level %d cols %llu type %s group %u "
+								     "threads %d differs from the dot", lv,
+								     (unsigned long long)cols[c],
+								     pt_type_name(tt[i]), g, p + 1);
+					REQUIRE(pt_kern_glu_set(glu, NT / 2, test_act, pools[p], NULL) ==
+						PT_OK);
+					for (int j = 0; j < NT / 2; j++)
+						CHECK(memcmp(glu[j].y, grf[j],
+							     glu[j].gate.rows * sizeof(float)) == 0);
+				}
+			}
+			pt_kern_set_decode_group(2);
+			for (int j = 0; j < NT / 2; j++) {
+				pt_free(glu[j].y);
+				pt_free(grf[j]);
+			}
+			for (int i = 0; i < NT; i++) {
+				pt_free((void *)set[i].w.data);
+				pt_free(xq[i]);
+				pt_free(ref[i]);
+				pt_free(set[i].y);
+			}
+		}
+	}
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	for (int p = 0; p < 3; p++)
+		pt_pool_destroy(pools[p]);
+}
+
 PT_TEST(test_kern_set_rejects_bad_sets)
 {
 	struct pt_kern_mv mv[PT_KERN_SET_MAX + 1];
