@@ -189,11 +189,6 @@ struct pt_kern_mv {
 enum pt_status pt_kern_matvec_set(const struct pt_kern_mv *set, uint32_t n, pt_pool *pool,
 				  struct pt_error *err);
 
-/* Decode (single-token) products take weight rows in pairs through the AVX-512 register tile
- * (bit-identical to the dot); rows = 1 forces the dot row by row, rows >= 2 restores the
- * default (A/B benchmarks and tests).  Not to be called while kernels run. */
-void pt_kern_set_decode_group(uint32_t rows);
-
 /* Element-wise gated activation out[i] = f(gate[i]) * up[i] (pt_op_swiglu, pt_op_geglu).  It
  * is called on sub-ranges, so it must be a pure function of each element. */
 typedef void (*pt_kern_glu_fn)(float *out, const float *gate, const float *up, int n);

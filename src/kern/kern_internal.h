@@ -141,36 +141,6 @@ extern const struct pt_kern_tile pt_kern_tile_neon[PT_TYPE_COUNT];
 extern const struct pt_kern_tile pt_kern_tile_dotprod[PT_TYPE_COUNT];
 /* aarch64 SMMLA tiles (tile_i8mm.c), bit-identical to the dotprod dots the i8mm level runs */
 extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
-/* Weight rows per call of the single-token (decode) products (matvec.c, matvec_set.c): the
- * level's register tile at one token where it takes two or more rows (one activation load and
- * one combined horizontal reduction per row pair; bit-identical to the dot by the tile's
- * contract), else 1 (the dot row by row).  Only at the AVX-512 level, the one where the pair
- * was measured (docs/PERFORMANCE.md, "Issue 21, round 5"); pt_kern_set_decode_group (kern.h)
- * forces 1 for A/B runs and tests. */
-extern uint32_t pt_kern_decode_group_max;
-static inline uint32_t kern_decode_rows(const struct pt_kern_ops *ops)
-{
-#if defined(PT_KERN_X86)
-	if (ops->level == PT_KERN_LEVEL_AVX512 && ops->tile.fn && ops->tile.rows >= 2 &&
-	    pt_kern_decode_group_max >= 2)
-		return 2;
-#endif
-	(void)ops;
-	return 1;
-}
-
-/* y[0 .. nr) = rows r .. r + nr - 1 of a matrix (rows of rb bytes at data) against the one
- * activation row xq: the tile for nr > 1, the dot for nr == 1. */
-static inline void kern_dot_rows(const struct pt_kern_ops *ops, uint64_t cols,
-				 const uint8_t *data, size_t rb, uint64_t r, uint32_t nr,
-				 const void *xq, float *y)
-{
-	if (nr > 1)
-		ops->tile.fn((size_t)cols, data + r * rb, rb, nr, xq, 0, 1, y, nr);
-	else
-		y[0] = ops->dot((size_t)cols, data + r * rb, xq);
-}
-
 /* tile_avx512.c's Q4_K / Q6_K / Q5_0 / Q8_0 dot and dot4 (one body with the tile, so bit-identical). */
 float pt_kern_dot_q4_k_avx512(size_t n, const void *w, const void *a);
 void pt_kern_dot4_q4_k_avx512(size_t n, const void *w, const void *a, size_t s, float o[4]);

@@ -9,13 +9,6 @@
 #include "util/alloc.h"
 #include "util/status.h"
 
-uint32_t pt_kern_decode_group_max = 2; /* kern_internal.h */
-
-void pt_kern_set_decode_group(uint32_t rows)
-{
-	pt_kern_decode_group_max = rows;
-}
-
 #define MIN_ROWS_PER_TASK 16
 #define TASKS_PER_THREAD 4
 #define MATVEC_TASK_BYTES (256u << 10)
@@ -157,15 +150,13 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 					y[k * w->rows + r] = out[k];
 			}
 		}
-		const uint32_t g = kern_decode_rows(jb->ops);
 		for (; tok < jb->n_tok; tok++) {
 			const uint8_t *xq = jb->xq + tok * ab;
 			float *y = jb->y + tok * w->rows;
-			for (uint64_t r = t0; r < t1; r += g) {
-				const uint32_t nr = t1 - r < g ? (uint32_t)(t1 - r) : g;
-				for (uint32_t k = 0; k < nr && r + k + pf < r1; k++)
-					prefetch_row(data + (r + k + pf) * w->row_bytes, w->row_bytes);
-				kern_dot_rows(jb->ops, w->cols, data, w->row_bytes, r, nr, xq, y + r);
+			for (uint64_t r = t0; r < t1; r++) {
+				if (r + pf < r1)
+					prefetch_row(data + (r + pf) * w->row_bytes, w->row_bytes);
+				y[r] = jb->ops->dot(w->cols, data + r * w->row_bytes, xq);
 			}
 		}
 	}

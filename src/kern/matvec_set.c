@@ -5,9 +5,8 @@
  * synchronising the workers) is comparable to a small product's compute.  Here the output
  * rows of all products of a set are concatenated and cut into tasks of contiguous rows (a
  * task may span products), so a set costs one dispatch.  Every output element is still one
- * call of the level's dot function on the same bytes (or of its register tile for a row pair,
- * bit-identical to it: kern_decode_rows), so results are bit-identical to the products run
- * one by one, whatever the thread count.
+ * call of the level's dot function on the same bytes, so results are bit-identical to the
+ * products run one by one, whatever the thread count.
  */
 #include "kern/kern_internal.h"
 
@@ -52,12 +51,10 @@ static void rows_plain(const struct seg *s, uint64_t r0, uint64_t r1)
 {
 	const struct pt_kern_mat *w = s->w;
 	const uint8_t *data = w->data;
-	const uint32_t g = kern_decode_rows(s->ops);
-	for (uint64_t r = r0; r < r1; r += g) {
-		const uint32_t nr = r1 - r < g ? (uint32_t)(r1 - r) : g;
-		for (uint32_t k = 0; SET_PREFETCH_ROWS && k < nr && r + k + SET_PREFETCH_ROWS < r1; k++)
-			prefetch_bytes(data + (r + k + SET_PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
-		kern_dot_rows(s->ops, w->cols, data, w->row_bytes, r, nr, s->xq, s->y + r);
+	for (uint64_t r = r0; r < r1; r++) {
+		if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1)
+			prefetch_bytes(data + (r + SET_PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
+		s->y[r] = s->ops->dot(w->cols, data + r * w->row_bytes, s->xq);
 	}
 }
 
@@ -69,23 +66,17 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 	const uint8_t *ud = s->u ? (const uint8_t *)s->u->data : gd + s->up_off;
 	const size_t urb = s->u ? s->u->row_bytes : g->row_bytes;
 	const uint64_t ucols = s->u ? s->u->cols : g->cols;
-	const uint32_t gg = kern_decode_rows(s->ops), gu = kern_decode_rows(s->uops);
-	const uint32_t grp = gg < gu ? gg : gu; /* GLU_CHUNK is a multiple of either */
 	float gv[GLU_CHUNK], uv[GLU_CHUNK];
 	for (uint64_t c0 = r0; c0 < r1; c0 += GLU_CHUNK) {
 		const uint64_t c1 = c0 + GLU_CHUNK < r1 ? c0 + GLU_CHUNK : r1;
-		for (uint64_t r = c0; r < c1; r += grp) {
-			const uint32_t nr = c1 - r < grp ? (uint32_t)(c1 - r) : grp;
-			for (uint32_t k = 0; SET_PREFETCH_ROWS && k < nr &&
-					     r + k + SET_PREFETCH_ROWS < r1; k++) {
-				const uint64_t ra = r + k + SET_PREFETCH_ROWS;
+		for (uint64_t r = c0; r < c1; r++) {
+			if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1) {
+				const uint64_t ra = r + SET_PREFETCH_ROWS;
 				prefetch_bytes(gd + ra * g->row_bytes, g->row_bytes);
 				prefetch_bytes(ud + ra * urb, urb);
 			}
-			kern_dot_rows(s->ops, g->cols, gd, g->row_bytes, r, nr, s->xq, gv + (r - c0));
-			kern_dot_rows(s->uops, ucols, ud, urb, r, nr, s->xq_up, uv + (r - c0));
-		}
-		for (uint64_t r = c0; r < c1; r++) {
+			gv[r - c0] = s->ops->dot(g->cols, gd + r * g->row_bytes, s->xq);
+			uv[r - c0] = s->uops->dot(ucols, ud + r * urb, s->xq_up);
 			if (s->bg)
 				gv[r - c0] += s->bg[r];
 			if (s->bu)

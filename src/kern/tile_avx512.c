@@ -67,29 +67,6 @@ static inline __m512 reduce8(const __m512 v[8])
 	return finish8(halve_pairs(u[0], u[1]), halve_pairs(u[2], u[3]));
 }
 
-/* Two 16-lane sums at once (decode's row pairs), each by hsum512's tree: lane i + lane i + 8
- * of a and of b, then hsum256's steps; a's sum lands in lane 0, b's in lane 4. */
-static inline __m512 reduce2(__m512 a, __m512 b)
-{
-	const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-				       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-	const __m512 w = halve_pairs(u, u);
-	return finish8(w, w);
-}
-
-/* The two 256-bit halves' sums of m by hsum256's tree (low half in lane 0, high in lane 4). */
-static inline __m512 reduce_halves(__m512 m)
-{
-	const __m512 w = halve_pairs(m, m);
-	return finish8(w, w);
-}
-
-static inline void store_pair(__m512 s, float *y)
-{
-	y[0] = _mm512_cvtss_f32(s);
-	y[1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(s, 1));
-}
-
 /* Writes the 2 x 4 tile's outputs from finish8 order (output k = 2t + r). */
 static inline void store8(__m512 s, float *y, size_t ys)
 {
@@ -103,9 +80,7 @@ static inline void store8(__m512 s, float *y, size_t ys)
  * of an even number of rows by row pairs through reduce8. */
 #define TILE_STORE(acc, R, T, y, ys)                                                          \
 	do {                                                                                  \
-		if ((R) == 2 && (T) == 1) {                                                   \
-			store_pair(reduce2((acc)[0][0], (acc)[1][0]), (y));                   \
-		} else if ((R) % 2 == 0 && (T) == TILE_T) {                                   \
+		if ((R) % 2 == 0 && (T) == TILE_T) {                                          \
 			UNROLL for (int p_ = 0; p_ < (R); p_ += 2) {                          \
 				__m512 v_[8];                                                 \
 				UNROLL for (int k_ = 0; k_ < 8; k_++)                         \
@@ -240,10 +215,6 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			v[k] = acc[k & 1][k >> 1];
 		const __m512 m = finish8(halve_pairs(accm[0], accm[1]), halve_pairs(accm[2], accm[3]));
 		store8(_mm512_sub_ps(reduce8(v), m), y, ys);
-		return;
-	}
-	if (R == 2 && T == 1) { /* a decode row pair: both outputs through one tree */
-		store_pair(_mm512_sub_ps(reduce2(acc[0][0], acc[1][0]), reduce_halves(accm[0])), y);
 		return;
 	}
 	UNROLL for (int t = 0; t < T; t++) {

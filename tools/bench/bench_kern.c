@@ -4,8 +4,7 @@
  *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
- *   and Qwen3-30B-A3B decode products from DRAM, best level only, decode rows in pairs and
- *   row by row; "sets": one Sarvam and one Qwen3 decode layer's experts as decode dispatches
+ *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one Qwen3 decode layer's experts as decode dispatches
  *   them)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
@@ -100,14 +99,11 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 		for (uint32_t th = 1; th <= 2; th++) {
 			pt_pool *pool = NULL;
 			pt_pool_create(th, &pool, NULL);
-			/* "decode": decode rows in pairs (the default) and row by row
-			 * (pt_kern_set_decode_group), back to back in every window */
-			const int nvar = max_level_only ? 2 : 1;
-			double best[2] = { 0, 0 }, best_cpu[2] = { 0, 0 };
+			const int nvar = 1;
+			double best[1] = { 0 }, best_cpu[1] = { 0 };
 			uint64_t e = 0;
 			for (int win = 0; win < 3; win++) /* best of 3: the host is shared */
 				for (int v = 0; v < nvar; v++) {
-					pt_kern_set_decode_group(v ? 1 : 2);
 					double t0 = now(), c0 = proc_cpu_now(), t1;
 					uint64_t bytes = 0;
 					do {
@@ -121,11 +117,9 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 					best[v] = r > best[v] ? r : best[v];
 					best_cpu[v] = rc > best_cpu[v] ? rc : best_cpu[v];
 				}
-			pt_kern_set_decode_group(2);
 			if (max_level_only) /* wall, and per CPU second of all threads (spinning
 					       waits included): the host is shared */
-				printf("  %ut pairs %6.2f (%5.2f/cpu-s) rows %6.2f (%5.2f/cpu-s)", th,
-				       best[0], best_cpu[0], best[1], best_cpu[1]);
+				printf("  %ut %6.2f (%5.2f/cpu-s)", th, best[0], best_cpu[0]);
 			else
 				printf("  %s/%ut %6.2f", pt_kern_level_name(lv), th, best[0]);
 			fflush(stdout);
@@ -151,13 +145,12 @@ static void act_mul(float *out, const float *gate, const float *up, int n)
  * separate matvecs, from slabs of ne experts laid out like the GGUF tensors (~390 MB, far
  * beyond the caches), k different experts per layer.  Sarvam-30B: 7 experts (top-6 + the
  * shared one) of 1024 x 4096; Qwen3-30B-A3B: 8 of 128 experts of 768 x 2048.  Each window
- * runs the variants back to back (decode rows in pairs through the tile, the default, and
- * row by row: pt_kern_set_decode_group), so a busy host loads them alike.  Weight GB/s, wall
+ * runs the two variants back to back, so a busy host loads them alike.  Weight GB/s, wall
  * and per CPU second of all threads, best of 5 windows. */
 static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_, uint32_t nf_,
 		       uint32_t d_)
 {
-	enum { KMAX = 8, WINDOWS = 5, VARIANTS = 3 };
+	enum { KMAX = 8, WINDOWS = 5, VARIANTS = 2 };
 	const uint64_t NE = ne_, NF = nf_, D = d_;
 	const uint32_t K = k_ < KMAX ? k_ : KMAX;
 	uint64_t grb, drb;
@@ -183,8 +176,7 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
 		x[i] = (float)(rnd8() - 128) / 64.0f;
 	pt_kern_set_level(pt_kern_level_max(), NULL);
 	pt_kern_quantize_row(pt_kern_ops(PT_TYPE_Q4_K)->act_type, x, xq, D);
-	static const char *const vname[VARIANTS] = { "sets, row pairs", "sets, rows",
-						      "matvecs, row pairs" };
+	static const char *const vname[VARIANTS] = { "GLU set + down set", "matvecs" };
 	double best[2][VARIANTS] = { { 0 } }, best_cpu[2][VARIANTS] = { { 0 } };
 	for (uint32_t th = 1; th <= 2; th++) {
 		pt_pool *pool = NULL;
@@ -192,7 +184,6 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
 		uint64_t layer = 0;
 		for (int win = 0; win < WINDOWS; win++)
 			for (int v = 0; v < VARIANTS; v++) {
-				pt_kern_set_decode_group(v == 1 ? 1 : 2);
 				double t0 = now(), c0 = proc_cpu_now(), t1;
 				uint64_t bytes = 0;
 				do {
@@ -208,7 +199,7 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
 						d[j] = (struct pt_kern_mv){ dm, hq + j * hrow, y + j * D };
 					}
 					layer++;
-					if (v < 2) {
+					if (v == 0) {
 						pt_kern_glu_set(g, K, act_mul, pool, NULL);
 						for (uint32_t j = 0; j < K; j++)
 							pt_kern_quantize_row(PT_TYPE_Q8_K, h + j * NF,
@@ -236,7 +227,6 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
 			}
 		pt_pool_destroy(pool);
 	}
-	pt_kern_set_decode_group(2);
 	for (int v = 0; v < VARIANTS; v++) {
 		printf("%-8s %u experts as %-20s", name, K, vname[v]);
 		for (uint32_t th = 1; th <= 2; th++)
