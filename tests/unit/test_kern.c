@@ -989,6 +989,50 @@ PT_TEST(test_kern_matmul_tile_edges)
 		pt_pool_destroy(pools[p]);
 }
 
+/* Q4_K / Q6_K products at the token counts a routed expert sees in a 512-token prefill of the
+ * full shapes (16-64, and partial token groups), 2048 columns (several weight blocks per
+ * task), rows not a multiple of the tile, 1 and 2 threads, every level: every matmul row
+ * equals matvec bit for bit. */
+PT_TEST(test_kern_matmul_moe_token_counts)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	static const uint64_t toks[] = { 5, 16, 21, 24, 33, 64 };
+	enum { ROWS = 45, COLS = 2048, MAXTOK = 64 };
+	pt_pool *pools[2] = { NULL, NULL };
+	for (int p = 0; p < 2; p++)
+		REQUIRE(pt_pool_create((uint32_t)p + 1, &pools[p], NULL) == PT_OK);
+	rng_state = 7373;
+	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+		struct mat_fixture f;
+		REQUIRE(make_fixture(&f, types[ti], ROWS, COLS, MAXTOK, 5) == 0);
+		float *ym = pt_mallocn((size_t)ROWS * MAXTOK, sizeof(float));
+		float *yv = pt_mallocn(ROWS, sizeof(float));
+		REQUIRE(ym && yv);
+		for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+			REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, NULL) == PT_OK);
+			for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+				const uint64_t nt = toks[k];
+				REQUIRE(pt_kern_matmul(&f.w, f.x, nt, ym, f.scratch, pools[k % 2], NULL) == PT_OK);
+				for (uint64_t t = 0; t < nt; t++) {
+					REQUIRE(pt_kern_matvec(&f.w, f.x + t * COLS, yv, f.scratch, pools[0],
+							       NULL) == PT_OK);
+					if (memcmp(yv, ym + t * ROWS, ROWS * sizeof(float)) != 0)
+						pt_test_fail(__FILE__, __LINE__,
+							     "%s %s tokens %llu: row %llu differs",
+							     pt_type_name(types[ti]), pt_kern_level_name(lv),
+							     (unsigned long long)nt, (unsigned long long)t);
+				}
+			}
+		}
+		pt_kern_set_level(pt_kern_level_max(), NULL);
+		pt_free(ym);
+		pt_free(yv);
+		free_fixture(&f);
+	}
+	for (int p = 0; p < 2; p++)
+		pt_pool_destroy(pools[p]);
+}
+
 /* Against the quant module as the plain reference: weights made by its quantizers from
  * float rows, kernel(w, quant(x)) == sum dequant(w) * dequant(quant(x)) up to float rounding
  * (1e-5 of sum |w a|).  For the Q8_1 partners the kernels use the stored fp16 block sum s for

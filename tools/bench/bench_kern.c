@@ -1,11 +1,12 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|moe]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
- *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one Qwen3 decode layer's experts as decode dispatches
- *   them)
+ *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
+ *   Qwen3 decode layer's experts as decode dispatches them; "moe": the Qwen3 / Sarvam
+ *   full-shape expert products at 16-64 tokens, cold, best level)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -525,6 +526,23 @@ static void bench_tile_l1(void)
 	}
 }
 
+/* Issue 21, round 5: the routed experts of the full shapes at the tokens per expert of a
+ * 512-token chunk (16-64), cold (32 experts per pass), best level: Qwen3-30B-A3B gate/up
+ * 768 x 2048 Q4_K and down 2048 x 768 Q6_K / Q4_K, Sarvam-30B gate/up 1024 x 4096 Q4_K and
+ * down 4096 x 1024 Q6_K. */
+static void bench_moe(double secs)
+{
+	static const uint64_t toks[] = { 16, 24, 32, 64 };
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
+		bench_matmul_cold(PT_TYPE_Q4_K, 768, 2048, 32, toks[i], secs);
+		bench_matmul_cold(PT_TYPE_Q6_K, 2048, 768, 32, toks[i], secs);
+		bench_matmul_cold(PT_TYPE_Q4_K, 2048, 768, 32, toks[i], secs);
+		bench_matmul_cold(PT_TYPE_Q4_K, 1024, 4096, 32, toks[i], secs);
+		bench_matmul_cold(PT_TYPE_Q6_K, 4096, 1024, 32, toks[i], secs);
+	}
+}
+
 /* qwen3moe small: 8 layers x 32 experts of gate/up 512 x 1024 (Q4_K), down 1024 x 512
  * (Q6_K), ~64 tokens each (61: a partial token group) */
 static void bench_cold(double secs)
@@ -562,6 +580,10 @@ int main(int argc, char **argv)
 		/* Qwen3-30B-A3B: routed gate/up 768 x 2048 Q4_K, down 2048 x 768 Q6_K, 128 experts */
 		bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
 		bench_case(PT_TYPE_Q6_K, 2048, 768, 128, secs);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "moe") == 0) {
+		bench_moe(secs);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "sets") == 0) {
@@ -604,5 +626,6 @@ int main(int argc, char **argv)
 	bench_matmul(PT_TYPE_Q6_K, 1024, 512, 64, secs);  /* ... and down */
 	bench_matmul(PT_TYPE_Q4_K, 2048, 2048, 512, secs);
 	bench_cold(secs);
+	bench_moe(secs);
 	return 0;
 }
