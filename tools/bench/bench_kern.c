@@ -11,6 +11,7 @@
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
  * 768 x 2048 (Qwen3-30B-A3B ffn_up_exps-like, far larger than the caches), walked expert by
  * expert so every pass streams from DRAM. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -577,9 +578,48 @@ static void bench_attn(uint32_t n_ctx, double secs)
 		t = cpu_now() - t0;
 	} while (t < secs);
 	const double per_row = t / passes / N_ROWS;
-	printf("attn qwen3 layer %5u ctx  %-8s %8.1f ms/layer (1 thread CPU)  %6.2f GMAC/s\n",
-	       n_ctx, pt_kern_level_name(pt_kern_level()), per_row * n_ctx * 1e3,
-	       macs * passes / t * 1e-9);
+	printf("attn qwen3 layer %5u ctx  %-8s rows/task 1 %8.1f ms/layer (1 thread CPU)  "
+	       "%6.2f GMAC/s\n", n_ctx, pt_kern_level_name(pt_kern_level()),
+	       per_row * n_ctx * 1e3, macs * passes / t * 1e-9);
+	/* the forward pass's prefill tiles: TILE rows of consecutive positions per task, keys
+	 * all rows see taken on together, the rest row by row (no split-K here) */
+	enum { TILE = 8, NQ = N_HEAD / N_KV };
+	float *st = malloc(pt_attn_scratch_floats(&kv, 0, NQ * TILE) * sizeof(float));
+	float *tm = malloc(TILE * NQ * sizeof(float)), *ts = malloc(TILE * NQ * sizeof(float));
+	float *tacc = malloc((size_t)TILE * NQ * HD * sizeof(float));
+	for (uint32_t tile = 1; st && tm && ts && tacc && tile <= TILE; tile *= 2) {
+		passes = 0;
+		const double t1 = cpu_now();
+		do {
+			for (uint32_t r = 0; r + tile <= N_ROWS; r += tile) {
+				const int64_t pos0 = (int64_t)((uint64_t)n_ctx * (2 * r + 1) / (2 * N_ROWS));
+				for (uint32_t h = 0; h < N_KV; h++) {
+					for (uint32_t i = 0; i < tile * NQ; i++) {
+						tm[i] = -INFINITY;
+						ts[i] = 0.0f;
+					}
+					memset(tacc, 0, (size_t)tile * NQ * HD * sizeof(float));
+					const float *qt = q + (size_t)r * N_HEAD * HD + (size_t)h * NQ * HD;
+					pt_attn_tile(&kv, 0, h, qt, HD, N_HEAD * HD, NQ, tile, 0, pos0 + 1,
+						     &a, tm, ts, tacc, st);
+					for (uint32_t i = 1; i < tile; i++)
+						pt_attn_tile(&kv, 0, h, qt + (size_t)i * N_HEAD * HD, HD, 0,
+							     NQ, 1, pos0 + 1, pos0 + 1 + i, &a,
+							     tm + i * NQ, ts + i * NQ,
+							     tacc + (size_t)i * NQ * HD, st);
+				}
+			}
+			passes++;
+			t = cpu_now() - t1;
+		} while (t < secs);
+		printf("attn qwen3 layer %5u ctx  %-8s rows/task %u %8.1f ms/layer (no split-K)\n",
+		       n_ctx, pt_kern_level_name(pt_kern_level()), tile,
+		       t / passes / N_ROWS * n_ctx * 1e3);
+	}
+	free(st);
+	free(tm);
+	free(ts);
+	free(tacc);
 done:
 	free(k);
 	free(v);
