@@ -429,6 +429,7 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 	char b[4][PT_PLAN_SIZE_LEN];
 	e->o.expert_slots = e->lay.n_moe ? e->lay.n_expert : 0;
 	enum pt_status st = make_plan(e, slot, &pe);
+	const bool fits = st == PT_OK;
 	if (st == PT_E_LIMIT) {
 		say(e, "particle: --io mmap: %s (not enforced%s)\n", pe.msg,
 		    ": the kernel pages experts in and out");
@@ -454,8 +455,13 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 	 * routed to (costs no I/O; a file larger than RAM is never 90 % resident).
 	 * PARTICLE_POPULATE=0 skips it (A/B measurements; docs/PERFORMANCE.md, issue 21). */
 	const char *pop = getenv("PARTICLE_POPULATE");
-	if (st == PT_OK && !(pop && !strcmp(pop, "0")))
+	if (st == PT_OK && !(pop && !strcmp(pop, "0"))) {
+		/* the model fits the budget: pages read from disk from here on come in 2 MiB
+		 * folios (not when it does not: there a fault should read what it needs) */
+		if (fits)
+			(void)pt_gguf_advise_huge(e->m->g);
 		(void)pt_gguf_populate(e->m->g, 90);
+	}
 	e->prov = e->m->mmap_provider;
 	snprintf(e->io_engine, sizeof e->io_engine, "%s",
 		 !e->lay.n_moe ? "no routed experts"

@@ -108,6 +108,12 @@ uint64_t pt_gguf_part_tensor_count(const pt_gguf *g, uint32_t i);
  * in the page cache already (mincore): populating a cold file would read all of it before
  * the first token.  A hint: false when a part was skipped or the kernel refused. */
 bool pt_gguf_populate(const pt_gguf *g, unsigned min_resident_pct);
+/* Asks the kernel (MADV_HUGEPAGE) to read the parts' pages that are not in the page cache in
+ * 2 MiB folios when a fault reads them: a file whose pages came in one fault-around window at
+ * a time stays in small folios, mapped 4 KiB at a time, for as long as it is cached, and
+ * decode over such a mapping ran 20-45 % slower (docs/PERFORMANCE.md, issue 21 round 5).
+ * Pages already cached keep their folios.  A hint: false when the kernel refused. */
+bool pt_gguf_advise_huge(const pt_gguf *g);
 /* By name alone: when path is NAME-0000K-of-0000N.gguf with 1 <= K <= N, N > 1, writes
  * NAME-00001-of-0000N.gguf (the name a split model goes by: its pack, its lock); else copies
  * path.  False (and out "") when out is too small. */

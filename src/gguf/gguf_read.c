@@ -725,6 +725,17 @@ bool pt_gguf_populate(const pt_gguf *g, unsigned min_resident_pct)
 	return ok;
 }
 
+bool pt_gguf_advise_huge(const pt_gguf *g)
+{
+	bool ok = true;
+	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++) {
+		const pt_gguf *p = part_of(g, i);
+		if (p->mapped && p->size && madvise((void *)p->base, (size_t)p->size, MADV_HUGEPAGE))
+			ok = false;
+	}
+	return ok;
+}
+
 enum pt_status pt_gguf_merge_parts(pt_gguf **parts, uint32_t n, const char *const *names,
 				   struct pt_error *err)
 {

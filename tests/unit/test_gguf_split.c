@@ -340,3 +340,44 @@ PT_TEST(test_gguf_populate_maps_every_part)
 	CHECK_EQ_INT(touch_faults(g), 0);
 	pt_gguf_close(g);
 }
+
+/* Whether /proc/self/smaps gives the mapping that starts at base the VmFlags flag fl. */
+static bool mapping_has_flag(const void *base, const char *fl)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false, has = false;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = lo == (unsigned long)(uintptr_t)base;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			char want[8];
+			snprintf(want, sizeof want, " %s", fl);
+			has = strstr(line, want) != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return has;
+}
+
+PT_TEST(test_gguf_advise_huge_marks_every_part)
+{
+	write_good("huge");
+	pt_gguf *g = NULL;
+	REQUIRE(pt_gguf_open(part_path("huge", 1, 3), &g, NULL) == PT_OK);
+	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++)
+		CHECK(!mapping_has_flag(pt_gguf_part_base(g, i), "hg"));
+	if (!pt_gguf_advise_huge(g)) { /* a kernel without transparent huge pages: EINVAL */
+		fprintf(stderr, "  note: MADV_HUGEPAGE refused here\n");
+	} else {
+		CHECK_EQ_INT(pt_gguf_part_count(g), 3);
+		for (uint32_t i = 0; i < pt_gguf_part_count(g); i++)
+			CHECK(mapping_has_flag(pt_gguf_part_base(g, i), "hg"));
+	}
+	CHECK_EQ_INT(touch_faults(g) >= 0, 1); /* still readable */
+	pt_gguf_close(g);
+}

@@ -16,18 +16,20 @@ O=$1 M=$2 S=$3 P=$4 P2=${5:-}
 : "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
+HUGE=0 # FileHugePages after the last warm(): large folios of the page cache
 mkdir -p "$O"
 : >"$R"
 la() { cut -d' ' -f1 /proc/loadavg; }
 rec() { # NAME RC FILE
-	python3 - "$@" "$(la)" "$(date -u +%T)" >>"$R" <<'PY'
+	python3 - "$@" "$(la)" "$(date -u +%T)" "$HUGE" >>"$R" <<'PY'
 import json, sys
-name, rc, f, load, t = sys.argv[1:6]
+name, rc, f, load, t, huge = sys.argv[1:7]
 try:
     o = json.loads(open(f).read().strip().splitlines()[-1])
 except Exception as e:
     o = {"error": str(e)}
-r = {"engine": name, "rc": int(rc), "load": float(load), "end": t}
+r = {"engine": name, "rc": int(rc), "load": float(load), "end": t,
+     "file_huge_pages_bytes": int(float(huge))}
 for k in ("prefill_tps", "decode_tps", "pp", "decode_bytes_per_token", "decode_fraction_of_membw",
           "membw_1t_bytes_per_s", "membw_2t_bytes_per_s", "peak_rss_bytes", "prompt_tokens",
           "build", "threads", "decode_phase_ms"):
@@ -57,7 +59,19 @@ BW=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_
 # Before every run: the file back into the page cache (llama-bench's repack build copies the
 # weights into its own memory and evicts part of the file; session 7's round 2 was read from
 # disk by every engine after it).
-warm() { cat "$M" >/dev/null; }
+# A file that lost pages is re-read with the page cache dropped first: pages read back into
+# the holes of a cached file come in small folios and are mapped 4 KiB at a time, and both
+# engines' decode then ran 20-45 % slower (session 8, Gemma 4 rounds 2-3: FileHugePages fell
+# from the whole file to 10.7 of 15.6 GiB after llama-bench repack's run).
+cached() { [ "$(fincore -b -n -o RES "$M" | tr -d ' ')" -ge "$(stat -c %s "$M")" ]; }
+warm() {
+	if command -v fincore >/dev/null && ! cached && [ "$(id -u)" = 0 ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+	fi
+	cat "$M" >/dev/null
+	HUGE=$(awk '/^FileHugePages/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
+}
 pt() { # NAME BIN PROMPT GEN
 	warm
 	"$2" bench -m "$M" --prompt-tokens "$3" --gen "$4" --json --no-lock --no-profile \
