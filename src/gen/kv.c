@@ -247,14 +247,14 @@ static float dot_f32(const float *k, const float *q, uint32_t n)
 	return acc;
 }
 
+/* Continues the state (*m_io, *s_io, acc) of one query over keys [p_lo, p_hi). */
 static void query_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q, int64_t p_lo,
-		      int64_t p_hi, const struct pt_attn_args *a, float *m_out, float *s_out,
+		      int64_t p_hi, const struct pt_attn_args *a, float *m_io, float *s_io,
 		      float *acc)
 {
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
-	memset(acc, 0, dv * sizeof(float));
-	float m = -INFINITY, s = 0.0f;
+	float m = *m_io, s = *s_io;
 	for (int64_t p = p_lo; p < p_hi; p++) {
 		const size_t slot = slot_of(L, p);
 		const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
@@ -273,8 +273,8 @@ static void query_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 		ko->axpy_f32(acc, v, vs, dv);
 		s = s * ms + vs;
 	}
-	*m_out = m;
-	*s_out = s;
+	*m_io = m;
+	*s_io = s;
 }
 
 /* ---- F16 cache: a group of queries per K block --------------------------------------------- */
@@ -343,26 +343,29 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 }
 
 /* F16 path: F16 query, V accumulated in F16 (each step rounded, the values kept in F32
- * storage); f32_acc: F32 query and accumulation over the widened F16 K/V. */
+ * storage); f32_acc: F32 query and accumulation over the widened F16 K/V.  Continues the
+ * states of n_row rows of n_q queries (row r's query i at q + r * row_stride + i * q_stride,
+ * state r * n_q + i): every query runs the same per-key steps as alone, in key order. */
 static void group_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
-		      size_t q_stride, uint32_t n_q, int64_t p_lo, int64_t p_hi,
-		      const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch)
+		      size_t q_stride, size_t row_stride, uint32_t n_q, uint32_t n_row,
+		      int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a, float *m, float *s,
+		      float *acc, float *scratch)
 {
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
-	struct group_scratch g = group_scratch(L, n_q, scratch);
-	for (uint32_t i = 0; i < n_q; i++) {
-		float *qi = g.q + (size_t)i * dk;
-		if (a->f32_acc) {
-			memcpy(qi, q + i * q_stride, dk * sizeof(float));
-		} else {
-			ko->f32_to_f16(q + i * q_stride, g.qh, dk);
-			ko->f16_to_f32(g.qh, qi, dk);
+	struct group_scratch g = group_scratch(L, n_q * n_row, scratch);
+	for (uint32_t r = 0; r < n_row; r++)
+		for (uint32_t i = 0; i < n_q; i++) {
+			float *qi = g.q + ((size_t)r * n_q + i) * dk;
+			const float *src = q + r * row_stride + i * q_stride;
+			if (a->f32_acc) {
+				memcpy(qi, src, dk * sizeof(float));
+			} else {
+				ko->f32_to_f16(src, g.qh, dk);
+				ko->f16_to_f32(g.qh, qi, dk);
+			}
 		}
-		m[i] = -INFINITY;
-		s[i] = 0.0f;
-	}
-	memset(acc, 0, (size_t)n_q * dv * sizeof(float));
+	n_q *= n_row;
 	int64_t pa = p_lo - p_lo % PT_KV_BLOCK;
 	while (pa < p_hi) {
 		/* whole blocks up to CHUNK keys, not past the ring's end nor past p_hi */
@@ -379,18 +382,37 @@ static void group_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 	}
 }
 
+void pt_attn_tile(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
+		  size_t q_stride, size_t row_stride, uint32_t n_q, uint32_t n_row, int64_t p_lo,
+		  int64_t p_hi, const struct pt_attn_args *a, float *m, float *s, float *acc,
+		  float *scratch)
+{
+	const struct pt_kv_layer *L = &kv->layers[il];
+	if (p_hi <= p_lo)
+		return;
+	if (kv->type == PT_KV_F16) {
+		group_f16(L, kvh, q, q_stride, row_stride, n_q, n_row, p_lo, p_hi, a, m, s, acc,
+			  scratch);
+		return;
+	}
+	for (uint32_t r = 0; r < n_row; r++)
+		for (uint32_t i = 0; i < n_q; i++) {
+			const size_t x = (size_t)r * n_q + i;
+			query_f32(L, kvh, q + r * row_stride + i * q_stride, p_lo, p_hi, a, &m[x],
+				  &s[x], acc + x * L->d.head_dim_v);
+		}
+}
+
 void pt_attn_group(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
 		   size_t q_stride, uint32_t n_q, int64_t p_lo, int64_t p_hi,
 		   const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch)
 {
-	const struct pt_kv_layer *L = &kv->layers[il];
-	if (kv->type == PT_KV_F16) {
-		group_f16(L, kvh, q, q_stride, n_q, p_lo, p_hi, a, m, s, acc, scratch);
-		return;
+	for (uint32_t i = 0; i < n_q; i++) {
+		m[i] = -INFINITY;
+		s[i] = 0.0f;
 	}
-	for (uint32_t i = 0; i < n_q; i++)
-		query_f32(L, kvh, q + i * q_stride, p_lo, p_hi, a, &m[i], &s[i],
-			  acc + (size_t)i * L->d.head_dim_v);
+	memset(acc, 0, (size_t)n_q * kv->layers[il].d.head_dim_v * sizeof(float));
+	pt_attn_tile(kv, il, kvh, q, q_stride, 0, n_q, 1, p_lo, p_hi, a, m, s, acc, scratch);
 }
 
 void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_t head_dim_v)

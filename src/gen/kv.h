@@ -126,6 +126,16 @@ void pt_kv_range(const struct pt_kv *kv, uint32_t il, int64_t pos, int64_t *firs
 void pt_attn_group(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
 		   size_t q_stride, uint32_t n_q, int64_t p_lo, int64_t p_hi,
 		   const struct pt_attn_args *a, float *m, float *s, float *acc, float *scratch);
+/* pt_attn_group continued: the states m, s, acc (as the caller left them, e.g. -INFINITY, 0,
+ * zeros) of n_row x n_q queries - row r's query i at q + r * row_stride + i * q_stride, its
+ * state at r * n_q + i - taken on over keys [p_lo, p_hi) (none if p_hi <= p_lo).  Each
+ * query gets the very values it would get alone, over the same keys in the same order, so a
+ * range may be split anywhere; the rows of a prefill chunk share each K/V chunk while it is
+ * in cache.  scratch: pt_attn_scratch_floats(kv, il, n_row * n_q) floats. */
+void pt_attn_tile(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float *q,
+		  size_t q_stride, size_t row_stride, uint32_t n_q, uint32_t n_row, int64_t p_lo,
+		  int64_t p_hi, const struct pt_attn_args *a, float *m, float *s, float *acc,
+		  float *scratch);
 /* Merges b into a exactly: both rescaled to the larger max. */
 void pt_attn_merge(struct pt_attn_part *a, const struct pt_attn_part *b, uint32_t head_dim_v);
 /* Folds a per-head attention sink (gpt-oss attn_sinks: a learned logit, not scaled, that

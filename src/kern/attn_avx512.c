@@ -1,8 +1,9 @@
 /* attn_avx512.c - AVX-512 twins of the attention inner loops in src/kern/attn.c, bit-identical
  * to the scalar code as the AVX2 ones are: a transposed K block of 16 keys is one vector, so
- * a key dot is one lane's FMA chain in index order; two blocks x four queries keep eight
- * chains in flight.  V accumulators for four queries x 64 values stay in registers across
- * all keys of a call. */
+ * a key dot is one lane's FMA chain in index order; two blocks x eight queries (or four
+ * blocks x four) keep sixteen chains in flight.  V accumulators for four queries x 64 values
+ * stay in registers across all keys of a call; the per-key rescale test is skipped for
+ * query tiles whose ms are all 1 in the call. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
@@ -23,8 +24,8 @@ INLINE __m512 load_ph(const uint16_t *p)
 INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
 		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld)
 {
-	__m512 a[4][4];
-	_Pragma("GCC unroll 4")
+	__m512 a[8][4];
+	_Pragma("GCC unroll 8")
 	for (uint32_t i = 0; i < nq; i++)
 		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
@@ -34,7 +35,7 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
 			kk[b] = load_ph(k + b * kb_stride + d * BLK);
-		_Pragma("GCC unroll 4")
+		_Pragma("GCC unroll 8")
 		for (uint32_t i = 0; i < nq; i++) {
 			const __m512 qb = _mm512_set1_ps(q[i * q_stride + d]);
 			_Pragma("GCC unroll 4")
@@ -42,43 +43,56 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 				a[i][b] = _mm512_fmadd_ps(kk[b], qb, a[i][b]);
 		}
 	}
-	_Pragma("GCC unroll 4")
+	_Pragma("GCC unroll 8")
 	for (uint32_t i = 0; i < nq; i++)
 		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
 			_mm512_storeu_ps(out + i * ld + b * BLK, a[i][b]);
 }
 
-#define DOTS_Q(nb)                                                                            \
+/* Tiles of up to 16 accumulators: 4 blocks x <= 4 queries, or 2 blocks x <= 8 queries (a
+ * GQA group of 8 converts each K block once; 16 independent chains hide the FMA latency
+ * with room to spare where 8 just covered it). */
+#define DOTS_Q4(nb)                                                                           \
 	switch (n_q - i) {                                                                    \
 	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld); break;               \
 	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld); break;               \
 	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld); break;               \
 	default: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld); break;              \
 	}
+#define DOTS_Q8(nb)                                                                           \
+	switch (n_q - i) {                                                                    \
+	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld); break;               \
+	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld); break;               \
+	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld); break;               \
+	case 4: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld); break;               \
+	case 5: dots_blk(k, kb_stride, nb, qi, q_stride, 5, n, o, ld); break;               \
+	case 6: dots_blk(k, kb_stride, nb, qi, q_stride, 6, n, o, ld); break;               \
+	case 7: dots_blk(k, kb_stride, nb, qi, q_stride, 7, n, o, ld); break;               \
+	default: dots_blk(k, kb_stride, nb, qi, q_stride, 8, n, o, ld); break;              \
+	}
 
 void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS)
 {
 	uint32_t b = 0;
-	if (n_q <= 2) /* few queries: four blocks at once still give 4-8 chains */
+	if (n_q <= 4) /* few queries: four blocks at once */
 		for (; b + 4 <= n_blk; b += 4) {
 			const uint16_t *k = kb + b * kb_stride;
-			const float *qi = q;
-			float *o = out + b * BLK;
-			if (n_q == 1)
-				dots_blk(k, kb_stride, 4, qi, q_stride, 1, n, o, ld);
-			else
-				dots_blk(k, kb_stride, 4, qi, q_stride, 2, n, o, ld);
+			for (uint32_t i = 0; i < n_q; i += 4) {
+				const float *qi = q + i * q_stride;
+				float *o = out + i * ld + b * BLK;
+				DOTS_Q4(4)
+			}
 		}
 	for (; b < n_blk; b += 2) {
 		const uint16_t *k = kb + b * kb_stride;
-		for (uint32_t i = 0; i < n_q; i += 4) {
+		for (uint32_t i = 0; i < n_q; i += 8) {
 			const float *qi = q + i * q_stride;
 			float *o = out + i * ld + b * BLK;
 			if (b + 2 <= n_blk) {
-				DOTS_Q(2)
+				DOTS_Q8(2)
 			} else {
-				DOTS_Q(1)
+				DOTS_Q8(1)
 			}
 		}
 	}
@@ -179,7 +193,7 @@ INLINE __m512 rnd16(__m512 x, const bool f16)
 
 INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
 		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      const int nv, const bool f16)
+		      const int nv, const bool f16, const bool scaled)
 {
 	__m512 a[4][4];
 	_Pragma("GCC unroll 4")
@@ -195,7 +209,7 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const float sm = ms[i * ld + j];
-			if (sm != 1.0f)
+			if (scaled && sm != 1.0f)
 				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nv; c++)
 					a[i][c] = rnd16(_mm512_mul_ps(a[i][c], _mm512_set1_ps(sm)),
@@ -213,31 +227,51 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 			_mm512_storeu_ps(acc + i * acc_ld + 16 * c, a[i][c]);
 }
 
-#define VACC_Q(nv, f16)                                                                       \
+/* Whether any of queries [0, nq)'s keys j < n_k has ms != 1 (NaN included, as the scalar
+ * test).  Once a query's max has settled, m rarely rises, so most calls find none and run
+ * the accumulation without a per-key, per-query test. */
+INLINE bool any_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t n_k)
+{
+	const __m512 one = _mm512_set1_ps(1.0f);
+	__mmask16 any = 0;
+	for (uint32_t i = 0; i < nq; i++)
+		for (uint32_t j = 0; j < n_k; j += 16) {
+			const uint32_t r = n_k - j;
+			const __mmask16 valid = r >= 16 ? 0xffff : (__mmask16)((1u << r) - 1);
+			const __m512 x = _mm512_maskz_loadu_ps(valid, ms + i * ld + j);
+			any |= _mm512_mask_cmp_ps_mask(valid, x, one, _CMP_NEQ_UQ);
+		}
+	return any != 0;
+}
+
+#define VACC_CASE(q, nv, f16, sc)                                                              \
+	case q: vacc_cols(a, acc_ld, q, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc); break;
+#define VACC_QS4(nv, f16, sc)                                                                 \
 	switch (n_q - i) {                                                                    \
-	case 1: vacc_cols(a, acc_ld, 1, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	case 2: vacc_cols(a, acc_ld, 2, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	case 3: vacc_cols(a, acc_ld, 3, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;     \
+	VACC_CASE(1, nv, f16, sc) VACC_CASE(2, nv, f16, sc) VACC_CASE(3, nv, f16, sc)         \
+	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc); break; \
+	}
+#define VACC_TILE(qs, tq, nv, f16)                                                            \
+	for (uint32_t i = 0; i < n_q; i += tq) {                                              \
+		float *a = acc + i * acc_ld + d;                                              \
+		const uint16_t *vd = v + d;                                                   \
+		const float *mi = ms + i * ld, *vi = vs + i * ld;                             \
+		if (any_scaled(mi, ld, n_q - i < tq ? n_q - i : tq, n_k)) {                   \
+			qs(nv, f16, true)                                                     \
+		} else {                                                                      \
+			qs(nv, f16, false)                                                    \
+		}                                                                             \
 	}
 
+/* Tiles of 16 accumulators, 4 queries x 64 values (8 queries x 32 values, converting each V
+ * row once per 8 queries, measured no faster). */
 INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 {
 	uint32_t d = 0;
 	for (; d + 64 <= n; d += 64)
-		for (uint32_t i = 0; i < n_q; i += 4) {
-			float *a = acc + i * acc_ld + d;
-			const uint16_t *vd = v + d;
-			const float *mi = ms + i * ld, *vi = vs + i * ld;
-			VACC_Q(4, f16)
-		}
+		VACC_TILE(VACC_QS4, 4, 4, f16)
 	for (; d + 16 <= n; d += 16)
-		for (uint32_t i = 0; i < n_q; i += 4) {
-			float *a = acc + i * acc_ld + d;
-			const uint16_t *vd = v + d;
-			const float *mi = ms + i * ld, *vi = vs + i * ld;
-			VACC_Q(1, f16)
-		}
+		VACC_TILE(VACC_QS4, 4, 1, f16)
 	if (d < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
 		(f16 ? pt_kern_attn_vacc_f16_avx2 : pt_kern_attn_vacc_f32_avx2)(
 			acc + d, acc_ld, n_q, v + d, v_stride, n_k, ms, vs, ld, n - d);

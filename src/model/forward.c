@@ -144,6 +144,7 @@ struct attn_task {
 	uint32_t group;    /* query heads per KV head */
 	uint32_t n_sub;    /* head groups per KV head: tasks take group / n_sub heads each */
 	const float *sinks; /* per-head sink logits (gpt-oss), NULL: none */
+	uint32_t tile_rows; /* rows per attn_fn task (ATTN_TILE_ROWS, 1 in sliding layers) */
 };
 
 /* Keys per split-K block.  Block boundaries depend only on the query position, and blocks
@@ -154,8 +155,13 @@ struct attn_task {
  * per-token form costs about the same) */
 #define DN_CHUNK_MIN_DEFAULT 16
 
+/* Prefill rows per attention task: the tile's rows (x the KV head's query heads) pass over
+ * each K/V chunk together while it is in L1/L2, instead of every row streaming the whole
+ * context again.  Results are unchanged (pt_attn_tile). */
+#define ATTN_TILE_ROWS 8
+
 /* Per-worker scratch of a task: pt_attn_group's part, then the block's (m, s, acc) and the
- * running total's, n_q heads each. */
+ * running total's, n_q heads each (n_q: the query heads of a task's tile of rows). */
 struct attn_mem {
 	float *s, *pm, *ps, *pacc, *tm, *ts, *tacc;
 };
@@ -163,7 +169,7 @@ struct attn_mem {
 static struct attn_mem attn_mem(pt_fwd *f, const struct attn_task *t, uint32_t worker)
 {
 	struct attn_mem w;
-	const uint32_t n_q = t->group / t->n_sub;
+	const uint32_t n_q = t->group / t->n_sub * t->tile_rows;
 	w.s = f->attn_scratch + (size_t)worker * f->attn_scratch_n;
 	w.pm = w.s + pt_attn_scratch_floats(&f->seqs[0].kv, t->il, n_q) -
 	       2 * (size_t)n_q * (2 + t->hd_v);
@@ -175,45 +181,96 @@ static struct attn_mem attn_mem(pt_fwd *f, const struct attn_task *t, uint32_t w
 	return w;
 }
 
-/* One task per (row, KV head, head group), rows from the last (the most keys) down so the
- * pool's tail is short: every attention block of the group's heads, merged in order. */
+/* Whether row r + 1 continues row r's sequence at the next position with the same first
+ * key (a tile's rows then share every split-K block boundary). */
+static bool attn_rows_chain(const pt_fwd *f, uint32_t il, uint32_t r)
+{
+	if (f->rseq[r + 1] != f->rseq[r] || f->rpos[r + 1] != f->rpos[r] + 1)
+		return false;
+	const struct pt_kv *kv = &f->seqs[f->rseq[r]].kv;
+	int64_t f0, c0, f1, c1;
+	pt_kv_range(kv, il, f->rpos[r], &f0, &c0);
+	pt_kv_range(kv, il, f->rpos[r + 1], &f1, &c1);
+	return f0 == f1;
+}
+
+/* Rows [r0, r0 + nr) of one chain (attn_rows_chain), query heads h0 .. h0 + n_q of KV head
+ * kvh: every split-K block of the rows' keys, merged in order.  Keys every row of the block
+ * sees run for all rows at once; the few keys only later rows see run row by row after
+ * them (positions rise by one a row, so row i sees i more keys than row 0 in the last
+ * block).  Each query's steps are those of a task of its own. */
+static void attn_rows(const struct attn_task *t, const struct attn_mem *w, uint32_t r0,
+		      uint32_t nr, uint32_t kvh, uint32_t h0, uint32_t n_q)
+{
+	pt_fwd *f = t->f;
+	const uint32_t hd_v = t->hd_v, nq = nr * n_q;
+	const float *q = f->q + (size_t)r0 * f->w_qk + (size_t)h0 * t->hd_k;
+	const struct pt_kv *kv = &f->seqs[f->rseq[r0]].kv;
+	int64_t first, count0;
+	pt_kv_range(kv, t->il, f->rpos[r0], &first, &count0);
+	const int64_t end0 = first + count0; /* row i's keys end at end0 + i */
+	for (uint32_t i = 0; i < nq; i++) {
+		w->tm[i] = -INFINITY;
+		w->ts[i] = 0.0f;
+	}
+	memset(w->tacc, 0, (size_t)nq * hd_v * sizeof(float));
+	const int64_t blk = f->attn_block;
+	for (int64_t p = first; p < end0 + nr - 1; p += blk) {
+		for (uint32_t i = 0; i < nq; i++) {
+			w->pm[i] = -INFINITY;
+			w->ps[i] = 0.0f;
+		}
+		memset(w->pacc, 0, (size_t)nq * hd_v * sizeof(float));
+		const int64_t bend = p + blk;
+		const int64_t common = end0 < bend ? end0 : bend;
+		pt_attn_tile(kv, t->il, kvh, q, t->hd_k, f->w_qk, n_q, nr, p, common, &t->a, w->pm,
+			     w->ps, w->pacc, w->s);
+		for (uint32_t r = 1; r < nr; r++) {
+			const int64_t hi = end0 + r < bend ? end0 + r : bend;
+			const int64_t lo = common > p ? common : p;
+			const size_t x = (size_t)r * n_q;
+			pt_attn_tile(kv, t->il, kvh, q + (size_t)r * f->w_qk, t->hd_k, 0, n_q, 1, lo,
+				     hi, &t->a, w->pm + x, w->ps + x, w->pacc + x * hd_v, w->s);
+		}
+		for (uint32_t i = 0; i < nq; i++) {
+			struct pt_attn_part tot = { w->tm[i], w->ts[i], w->tacc + (size_t)i * hd_v };
+			const struct pt_attn_part part = { w->pm[i], w->ps[i],
+							   w->pacc + (size_t)i * hd_v };
+			pt_attn_merge(&tot, &part, hd_v);
+			w->tm[i] = tot.m;
+			w->ts[i] = tot.s;
+		}
+	}
+	for (uint32_t r = 0; r < nr; r++)
+		for (uint32_t i = 0; i < n_q; i++) {
+			const size_t x = (size_t)r * n_q + i;
+			struct pt_attn_part tot = { w->tm[x], w->ts[x], w->tacc + x * hd_v };
+			if (t->sinks)
+				pt_attn_sink(&tot, t->sinks[h0 + i], hd_v);
+			pt_attn_finish(&tot, hd_v,
+				       f->att + (size_t)(r0 + r) * f->w_qk + (size_t)(h0 + i) * hd_v);
+		}
+}
+
+/* One task per (tile of rows, KV head, head group), tiles from the last rows (the most keys)
+ * down so the pool's tail is short; a tile's rows that do not chain (another sequence, a
+ * position gap, a sliding window) run as separate chains. */
 static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 {
 	const struct attn_task *t = ctx;
 	pt_fwd *f = t->f;
 	const uint32_t per_row = t->n_head / t->group * t->n_sub, n_q = t->group / t->n_sub;
-	const uint32_t row = t->n_rows - 1 - task / per_row, g = task % per_row;
+	const uint32_t tile = task / per_row, g = task % per_row;
 	const uint32_t kvh = g / t->n_sub, h0 = g * n_q;
+	const uint32_t r_end = t->n_rows - tile * t->tile_rows;
+	const uint32_t r_beg = r_end > t->tile_rows ? r_end - t->tile_rows : 0;
 	const struct attn_mem w = attn_mem(f, t, worker);
-	const float *q = f->q + (size_t)row * f->w_qk + (size_t)h0 * t->hd_k;
-	const struct pt_kv *kv = &f->seqs[f->rseq[row]].kv;
-	int64_t first, count;
-	pt_kv_range(kv, t->il, f->rpos[row], &first, &count);
-	for (uint32_t i = 0; i < n_q; i++) {
-		w.tm[i] = -INFINITY;
-		w.ts[i] = 0.0f;
-	}
-	memset(w.tacc, 0, (size_t)n_q * t->hd_v * sizeof(float));
-	const int64_t blk = f->attn_block;
-	for (int64_t p = first; p < first + count; p += blk) {
-		const int64_t hi = p + blk < first + count ? p + blk : first + count;
-		pt_attn_group(kv, t->il, kvh, q, t->hd_k, n_q, p, hi, &t->a, w.pm, w.ps, w.pacc,
-			      w.s);
-		for (uint32_t i = 0; i < n_q; i++) {
-			struct pt_attn_part tot = { w.tm[i], w.ts[i], w.tacc + (size_t)i * t->hd_v };
-			const struct pt_attn_part part = { w.pm[i], w.ps[i],
-							   w.pacc + (size_t)i * t->hd_v };
-			pt_attn_merge(&tot, &part, t->hd_v);
-			w.tm[i] = tot.m;
-			w.ts[i] = tot.s;
-		}
-	}
-	for (uint32_t i = 0; i < n_q; i++) {
-		struct pt_attn_part tot = { w.tm[i], w.ts[i], w.tacc + (size_t)i * t->hd_v };
-		if (t->sinks)
-			pt_attn_sink(&tot, t->sinks[h0 + i], t->hd_v);
-		pt_attn_finish(&tot, t->hd_v,
-			       f->att + (size_t)row * f->w_qk + (size_t)(h0 + i) * t->hd_v);
+	for (uint32_t r = r_beg; r < r_end;) {
+		uint32_t e = r + 1;
+		while (e < r_end && attn_rows_chain(f, t->il, e - 1))
+			e++;
+		attn_rows(t, &w, r, e - r, kvh, h0, n_q);
+		r = e;
 	}
 }
 
@@ -453,7 +510,7 @@ static void attend(pt_fwd *f, uint32_t il, uint32_t n, uint32_t n_head, uint32_t
 		   uint32_t hd_k, uint32_t hd_v, float scale)
 {
 	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, n,
-			       n_head / n_kv, 1, f->m->layers[il].attn_sinks };
+			       n_head / n_kv, 1, f->m->layers[il].attn_sinks, 1 };
 	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
 	t.a.scale = scale;
 	t.a.softcap = 0.0f;
@@ -466,7 +523,10 @@ static void attend(pt_fwd *f, uint32_t il, uint32_t n, uint32_t n_head, uint32_t
 		pt_pool_run(f->pool, attn_block_fn, &t, n_kv * t.n_sub * t.n_blocks);
 		attn_merge_row(f, &t);
 	} else {
-		pt_pool_run(f->pool, attn_fn, &t, n * n_kv * t.n_sub);
+		if (n > 1 && !f->m->hp.is_swa[il])
+			t.tile_rows = ATTN_TILE_ROWS;
+		const uint32_t n_tiles = (n + t.tile_rows - 1) / t.tile_rows;
+		pt_pool_run(f->pool, attn_fn, &t, n_tiles * n_kv * t.n_sub);
 	}
 }
 
@@ -1885,7 +1945,8 @@ static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n
 		f->n_k = (uint32_t)umax(f->n_k, (size_t)nkv * hk);
 		*w_qkv = (uint32_t)umax(*w_qkv, (size_t)hp->n_head * hk + (size_t)nkv * (hk + hv));
 		*max_rot = (uint32_t)umax(*max_rot, hp->is_swa[il] ? hp->n_rot_swa : hp->n_rot);
-		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->seqs[0].kv, il, hp->n_head / nkv));
+		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->seqs[0].kv, il,
+							       hp->n_head / nkv * ATTN_TILE_ROWS));
 		const struct pt_layer_weights *L = &m->layers[il];
 		f->w_ff = (uint32_t)umax(f->w_ff, L->ffn_gate.rows);
 		f->w_ff = (uint32_t)umax(f->w_ff, L->sh_gate.rows);

@@ -129,10 +129,18 @@ PT_TEST(test_attn_vacc_levels_bit_identical)
 				for (uint32_t j = 0; j < n_k; j++)
 					for (uint32_t d = 0; d < n; d++)
 						v[j][d] = pt_f32_to_fp16(rnd(&seed, scale));
+				/* ms: random rescales; none (the kernels' no-rescale path); or one
+				 * rescale (or a NaN) at one key of one query, so a tile of queries
+				 * with none sits beside one that has it */
+				const int mode = trial % 3;
 				for (uint32_t i = 0; i < n_q * LD; i++) {
-					const uint32_t r = rng_next(&seed) % 4;
+					const uint32_t r = mode == 0 ? rng_next(&seed) % 4 : 1;
 					ms[i] = r == 0 ? fabsf(rnd(&seed, 1.0f)) : 1.0f;
 					vs[i] = r == 0 ? 1.0f : fabsf(rnd(&seed, 1.0f));
+				}
+				if (mode == 2) {
+					const uint32_t i = (uint32_t)trial % n_q, j = (uint32_t)di % n_k;
+					ms[i * LD + j] = trial == 5 ? NAN : 0.25f;
 				}
 				for (uint32_t i = 0; i < n_q * 512; i++)
 					acc_a[i] = pt_fp16_to_f32(pt_f32_to_fp16(rnd(&seed, 4.0f)));

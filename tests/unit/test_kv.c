@@ -264,6 +264,73 @@ PT_TEST(test_kv_group_attention_bit_identical_to_sequential_reference)
 	pt_kv_fini(&kv);
 }
 
+/* pt_attn_tile: rows of queries taken on together over a shared key range, then row by row
+ * over the rest (as the forward pass's prefill tiles run), give each query the bits
+ * pt_attn_group gives it alone over its whole range: F16 cache (one-row and tiled
+ * numerics) and F32 cache, ranges and split points across K-block and chunk edges. */
+PT_TEST(test_kv_tile_rows_bit_identical_to_group)
+{
+	enum { TR = 3, TH = 4, TPOS = 160 };
+	for (int type = 0; type < 2; type++) {
+		struct pt_kv kv;
+		struct pt_kv_layer_desc d = { 2, DK, DV, 0, false };
+		struct pt_error err = { 0 };
+		REQUIRE(pt_kv_init(&kv, type ? PT_KV_F32 : PT_KV_F16, 1, &d, TPOS, 8, &err) ==
+			PT_OK);
+		float *scratch = pt_mallocn(pt_attn_scratch_floats(&kv, 0, TR * TH), sizeof(float));
+		REQUIRE(scratch != NULL);
+		float kx[2 * DK], vx[2 * DV];
+		for (int64_t p = 0; p < TPOS; p++) {
+			for (int i = 0; i < 2 * DK; i++)
+				kx[i] = 2.0f * frnd();
+			for (int i = 0; i < 2 * DV; i++)
+				vx[i] = frnd();
+			pt_kv_store(&kv, 0, p, kx, vx);
+		}
+		/* rows of 2 KV heads x TH query heads; the tile takes KV head 1's heads */
+		static float q[TR][2 * TH * DK];
+		float m[TR * TH], s[TR * TH], acc[TR * TH * DV];
+		float gm[TH], gs[TH], gacc[TH * DV];
+		uint32_t bad = 0, runs = 0;
+		for (int64_t lo = 0; lo < 40; lo += 13)
+			for (int64_t hi0 = lo; hi0 < TPOS - TR; hi0 += 11) {
+				for (int r = 0; r < TR; r++)
+					for (int i = 0; i < 2 * TH * DK; i++)
+						q[r][i] = 2.0f * frnd();
+				const int64_t mid = lo + (hi0 - lo) * (hi0 % 3) / 2; /* lo, middle, hi0 */
+				for (int f32_acc = 0; f32_acc < 2; f32_acc++) {
+					struct pt_attn_args a = { 0.125f, 0.0f, f32_acc != 0 };
+					for (int i = 0; i < TR * TH; i++) {
+						m[i] = -INFINITY;
+						s[i] = 0.0f;
+					}
+					memset(acc, 0, sizeof acc);
+					const float *q1 = q[0] + TH * DK;
+					pt_attn_tile(&kv, 0, 1, q1, DK, 2 * TH * DK, TH, TR, lo, mid, &a,
+						     m, s, acc, scratch);
+					pt_attn_tile(&kv, 0, 1, q1, DK, 2 * TH * DK, TH, TR, mid, hi0 + 1,
+						     &a, m, s, acc, scratch);
+					for (int r = 1; r < TR; r++)
+						pt_attn_tile(&kv, 0, 1, q1 + r * 2 * TH * DK, DK, 0, TH, 1,
+							     hi0 + 1, hi0 + 1 + r, &a, m + r * TH,
+							     s + r * TH, acc + r * TH * DV, scratch);
+					for (int r = 0; r < TR; r++) {
+						pt_attn_group(&kv, 0, 1, q[r] + TH * DK, DK, TH, lo,
+							      hi0 + 1 + r, &a, gm, gs, gacc, scratch);
+						bad += memcmp(gm, m + r * TH, sizeof gm) != 0 ||
+						       memcmp(gs, s + r * TH, sizeof gs) != 0 ||
+						       memcmp(gacc, acc + r * TH * DV, sizeof gacc) != 0;
+						runs++;
+					}
+				}
+			}
+		CHECK(runs > 100);
+		CHECK_EQ_INT(bad, 0);
+		pt_free(scratch);
+		pt_kv_fini(&kv);
+	}
+}
+
 /* MLA: a cache whose V lives in K (v_in_k, no V array) attends bit-identically to one that
  * stores the same values (K's first dv) as a separate V, for F16 and F32 caches, one-row and
  * tiled numerics, across K-block and chunk boundaries; and it takes only the K bytes. */

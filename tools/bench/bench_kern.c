@@ -6,17 +6,20 @@
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
  *   Qwen3 decode layer's experts as decode dispatches them; "moe": the Qwen3 / Sarvam
- *   full-shape expert products at 16-64 tokens, cold, best level)
+ *   full-shape expert products at 16-64 tokens, cold, best level; "attn": one Qwen3-30B-A3B
+ *   layer's prefill attention at 1k / 4k context, one thread)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
  * 768 x 2048 (Qwen3-30B-A3B ffn_up_exps-like, far larger than the caches), walked expert by
  * expert so every pass streams from DRAM. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "gen/kv.h"
 #include "kern/kern.h"
 #include "quant/quant.h"
 #include "util/alloc.h"
@@ -554,6 +557,106 @@ static void bench_cold(double secs)
 	bench_matmul(PT_TYPE_Q4_K, 512, 1024, 64, secs);
 }
 
+/* Issue 21: one Qwen3-30B-A3B layer's prefill attention (32 query heads over 4 KV heads,
+ * head dim 128, F16 cache, F32 accumulation as prefill chunks run it, split-K blocks of
+ * 1024 keys) for a whole prompt of n_ctx tokens, one thread: 32 rows spread evenly over the
+ * prompt are timed (thread CPU) through pt_attn_row, the per-row mean times n_ctx estimates
+ * the layer.  GMAC/s counts the q.k and p.v products the causal triangle needs. */
+static void bench_attn(uint32_t n_ctx, double secs)
+{
+	enum { N_HEAD = 32, N_KV = 4, HD = 128, N_ROWS = 32 };
+	const struct pt_kv_layer_desc desc = { N_KV, HD, HD, 0, false };
+	struct pt_kv kv;
+	struct pt_error err;
+	if (pt_kv_init(&kv, PT_KV_F16, 1, &desc, n_ctx, 512, &err) != PT_OK) {
+		printf("attn: %s\n", err.msg);
+		return;
+	}
+	float *k = malloc(N_KV * HD * sizeof(float)), *v = malloc(N_KV * HD * sizeof(float));
+	float *q = malloc((size_t)N_ROWS * N_HEAD * HD * sizeof(float));
+	float *out = malloc(N_HEAD * HD * sizeof(float));
+	float *scratch = malloc(pt_attn_scratch_floats(&kv, 0, N_HEAD / N_KV) * sizeof(float));
+	if (!k || !v || !q || !out || !scratch) {
+		printf("attn: out of memory\n");
+		goto done;
+	}
+	for (uint32_t p = 0; p < n_ctx; p++) {
+		for (uint32_t i = 0; i < N_KV * HD; i++) {
+			k[i] = (float)rnd8() / 128.0f - 1.0f;
+			v[i] = (float)rnd8() / 128.0f - 1.0f;
+		}
+		pt_kv_store(&kv, 0, p, k, v);
+	}
+	for (size_t i = 0; i < (size_t)N_ROWS * N_HEAD * HD; i++)
+		q[i] = (float)rnd8() / 64.0f - 2.0f;
+	const struct pt_attn_args a = { 0.08838835f, 0.0f, true };
+	double macs = 0.0; /* per pass over the sampled rows */
+	for (uint32_t r = 0; r < N_ROWS; r++)
+		macs += 2.0 * (double)((uint64_t)n_ctx * (2 * r + 1) / (2 * N_ROWS) + 1) * N_HEAD * HD;
+	uint32_t passes = 0;
+	const double t0 = cpu_now();
+	double t = 0.0;
+	do {
+		for (uint32_t r = 0; r < N_ROWS; r++) {
+			const int64_t pos = (int64_t)((uint64_t)n_ctx * (2 * r + 1) / (2 * N_ROWS));
+			pt_attn_row(&kv, 0, N_HEAD, q + (size_t)r * N_HEAD * HD, pos, &a, 1024, out,
+				    scratch);
+		}
+		passes++;
+		t = cpu_now() - t0;
+	} while (t < secs);
+	const double per_row = t / passes / N_ROWS;
+	printf("attn qwen3 layer %5u ctx  %-8s rows/task 1 %8.1f ms/layer (1 thread CPU)  "
+	       "%6.2f GMAC/s\n", n_ctx, pt_kern_level_name(pt_kern_level()),
+	       per_row * n_ctx * 1e3, macs * passes / t * 1e-9);
+	/* the forward pass's prefill tiles: TILE rows of consecutive positions per task, keys
+	 * all rows see taken on together, the rest row by row (no split-K here) */
+	enum { TILE = 8, NQ = N_HEAD / N_KV };
+	float *st = malloc(pt_attn_scratch_floats(&kv, 0, NQ * TILE) * sizeof(float));
+	float *tm = malloc(TILE * NQ * sizeof(float)), *ts = malloc(TILE * NQ * sizeof(float));
+	float *tacc = malloc((size_t)TILE * NQ * HD * sizeof(float));
+	for (uint32_t tile = 1; st && tm && ts && tacc && tile <= TILE; tile *= 2) {
+		passes = 0;
+		const double t1 = cpu_now();
+		do {
+			for (uint32_t r = 0; r + tile <= N_ROWS; r += tile) {
+				const int64_t pos0 = (int64_t)((uint64_t)n_ctx * (2 * r + 1) / (2 * N_ROWS));
+				for (uint32_t h = 0; h < N_KV; h++) {
+					for (uint32_t i = 0; i < tile * NQ; i++) {
+						tm[i] = -INFINITY;
+						ts[i] = 0.0f;
+					}
+					memset(tacc, 0, (size_t)tile * NQ * HD * sizeof(float));
+					const float *qt = q + (size_t)r * N_HEAD * HD + (size_t)h * NQ * HD;
+					pt_attn_tile(&kv, 0, h, qt, HD, N_HEAD * HD, NQ, tile, 0, pos0 + 1,
+						     &a, tm, ts, tacc, st);
+					for (uint32_t i = 1; i < tile; i++)
+						pt_attn_tile(&kv, 0, h, qt + (size_t)i * N_HEAD * HD, HD, 0,
+							     NQ, 1, pos0 + 1, pos0 + 1 + i, &a,
+							     tm + i * NQ, ts + i * NQ,
+							     tacc + (size_t)i * NQ * HD, st);
+				}
+			}
+			passes++;
+			t = cpu_now() - t1;
+		} while (t < secs);
+		printf("attn qwen3 layer %5u ctx  %-8s rows/task %u %8.1f ms/layer (no split-K)\n",
+		       n_ctx, pt_kern_level_name(pt_kern_level()), tile,
+		       t / passes / N_ROWS * n_ctx * 1e3);
+	}
+	free(st);
+	free(tm);
+	free(ts);
+	free(tacc);
+done:
+	free(k);
+	free(v);
+	free(q);
+	free(out);
+	free(scratch);
+	pt_kv_fini(&kv);
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
@@ -562,6 +665,11 @@ int main(int argc, char **argv)
 	printf("cpu: %s\n", pt_kern_cpu_name());
 	if (argc > 2 && strcmp(argv[2], "dot") == 0) {
 		bench_dot_l1();
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "attn") == 0) {
+		bench_attn(1024, secs);
+		bench_attn(4096, secs);
 		return 0;
 	}
 	if (cold_only) {
