@@ -142,11 +142,29 @@ PY
 }
 
 # a_run ENGINE MODEL REP CMD...: one section-A record.
+# resident MODEL: the model whole in the page cache before an in-RAM run.  A file that lost
+# pages (llama-bench's repack build, or a VM's proactive reclaim of unmapped page cache:
+# DAMON pageout on the development VM) is read again into a dropped page cache: pages read
+# back into the holes of a cached file come in small folios, mapped 4 KiB at a time, and
+# every engine's decode then ran 20-45 % slower (docs/PERFORMANCE.md, issue 21 round 5).
+# Sets HUGE: the page cache's 2 MiB-folio bytes after it (recorded with the run).
+resident() {
+	HUGE=0
+	command -v fincore >/dev/null || return 0
+	[ "$(fincore -b -n -o RES "$1" | tr -d ' ')" -ge "$(stat -c %s "$1")" ] || {
+		drop_caches
+		cat "$1" >/dev/null
+	}
+	HUGE=$(awk '/^FileHugePages/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
+}
+
 a_run() {
 	eng=$1 am=$2 ar=$3; shift 3
+	resident "$am"
 	la=$(loadavg)
 	"$@" >"$OUT/a.out" 2>"$OUT/a.err"
-	record A "$eng" "$am" "{\"rep\": $ar, \"load\": $la}" "$OUT/a.out" $?
+	record A "$eng" "$am" "{\"rep\": $ar, \"load\": $la, \"file_huge_pages_bytes\": $HUGE}" \
+		"$OUT/a.out" $?
 }
 
 # In RAM: particle with --io mmap (the file fits, as llama.cpp's default mmap), particle with
@@ -160,10 +178,12 @@ lb_runs() { # MODEL REP PROMPTS
 	[ -n "$LB_OK" ] || return 0
 	for v in repack norepack; do
 		for t in 1 2; do
+			resident "$1"
 			la=$(loadavg)
 			sh tools/bench/llama_bench.sh run "$OUT" "$v" "$1" "$t" "$3" 128 \
 				>"$OUT/a.out" 2>"$OUT/a.err"
-			record A "llama-bench-$v-${t}t" "$1" "{\"rep\": $2, \"load\": $la}" "$OUT/a.out" $?
+			record A "llama-bench-$v-${t}t" "$1" \
+				"{\"rep\": $2, \"load\": $la, \"file_huge_pages_bytes\": $HUGE}" "$OUT/a.out" $?
 		done
 	done
 }
