@@ -16,7 +16,7 @@ O=$1 M=$2 S=$3 P=$4 P2=${5:-}
 : "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
-HUGE=0 # FileHugePages after the last warm(): large folios of the page cache
+. "$(dirname "$0")/resident.sh" # resident FILE; HUGE: FileHugePages after it
 mkdir -p "$O"
 : >"$R"
 la() { cut -d' ' -f1 /proc/loadavg; }
@@ -56,22 +56,8 @@ fi
 "$P" bench --membw --json --threads "$THREADS" >"$O/bw.json" 2>"$O/bw.err"
 rec membw $? "$O/bw.json"
 BW=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' "$O/bw.json" "$THREADS")
-# Before every run: the file back into the page cache (llama-bench's repack build copies the
-# weights into its own memory and evicts part of the file; session 7's round 2 was read from
-# disk by every engine after it).
-# A file that lost pages is re-read with the page cache dropped first: pages read back into
-# the holes of a cached file come in small folios and are mapped 4 KiB at a time, and both
-# engines' decode then ran 20-45 % slower (session 8, Gemma 4 rounds 2-3: FileHugePages fell
-# from the whole file to 10.7 of 15.6 GiB after llama-bench repack's run).
-cached() { [ "$(fincore -b -n -o RES "$M" | tr -d ' ')" -ge "$(stat -c %s "$M")" ]; }
-warm() {
-	if command -v fincore >/dev/null && ! cached && [ "$(id -u)" = 0 ]; then
-		sync
-		echo 3 >/proc/sys/vm/drop_caches
-	fi
-	cat "$M" >/dev/null
-	HUGE=$(awk '/^FileHugePages/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
-}
+# Before every run: the file whole in the page cache, in large folios (resident.sh).
+warm() { resident "$M"; }
 pt() { # NAME BIN PROMPT GEN
 	warm
 	"$2" bench -m "$M" --prompt-tokens "$3" --gen "$4" --json --no-lock --no-profile \

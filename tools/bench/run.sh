@@ -142,21 +142,7 @@ PY
 }
 
 # a_run ENGINE MODEL REP CMD...: one section-A record.
-# resident MODEL: the model whole in the page cache before an in-RAM run.  A file that lost
-# pages (llama-bench's repack build, or a VM's proactive reclaim of unmapped page cache:
-# DAMON pageout on the development VM) is read again into a dropped page cache: pages read
-# back into the holes of a cached file come in small folios, mapped 4 KiB at a time, and
-# every engine's decode then ran 20-45 % slower (docs/PERFORMANCE.md, issue 21 round 5).
-# Sets HUGE: the page cache's 2 MiB-folio bytes after it (recorded with the run).
-resident() {
-	HUGE=0
-	command -v fincore >/dev/null || return 0
-	[ "$(fincore -b -n -o RES "$1" | tr -d ' ')" -ge "$(stat -c %s "$1")" ] || {
-		drop_caches
-		cat "$1" >/dev/null
-	}
-	HUGE=$(awk '/^FileHugePages/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
-}
+. tools/bench/resident.sh # resident MODEL before every in-RAM run; HUGE recorded with it
 
 a_run() {
 	eng=$1 am=$2 ar=$3; shift 3
