@@ -141,6 +141,12 @@ extern const struct pt_kern_tile pt_kern_tile_neon[PT_TYPE_COUNT];
 extern const struct pt_kern_tile pt_kern_tile_dotprod[PT_TYPE_COUNT];
 /* aarch64 SMMLA tiles (tile_i8mm.c), bit-identical to the dotprod dots the i8mm level runs */
 extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
+/* membw_avx2.c / membw_avx512.c: sum of the 64-bit words of bytes (a multiple of 64) bytes
+ * with the level's widest loads: the bandwidth probe's read loop (membw.c). */
+uint64_t pt_membw_sum_generic(const void *buf, size_t bytes); /* membw.c: any CPU */
+uint64_t pt_membw_sum_avx2(const void *buf, size_t bytes);
+uint64_t pt_membw_sum_avx512(const void *buf, size_t bytes);
+
 /* tile_avx512.c's Q4_K / Q6_K / Q5_0 / Q8_0 dot and dot4 (one body with the tile, so bit-identical). */
 float pt_kern_dot_q4_k_avx512(size_t n, const void *w, const void *a);
 void pt_kern_dot4_q4_k_avx512(size_t n, const void *w, const void *a, size_t s, float o[4]);

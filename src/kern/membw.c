@@ -1,7 +1,11 @@
-/* membw.c - memory read-bandwidth probe (membw.h).  Each thread sums 64-byte lines of its
- * contiguous share with eight independent 64-bit lanes (GCC/Clang vector extension: SSE2 or
- * wider loads, no ISA dispatch needed for a load-bound loop); every thread starts a pass at
- * a barrier and the pass lasts until the slowest finishes. */
+/* membw.c - memory read-bandwidth probe (membw.h).  Each thread sums the 64-bit words of its
+ * contiguous share with the widest loads the CPU has (membw_avx512.c / membw_avx2.c on
+ * x86-64, 16-byte vectors elsewhere), several independent accumulators, so a pass is bound by
+ * the memory alone; every thread starts a pass at a barrier and the pass lasts until the
+ * slowest finishes.  (Until session 9 the loop summed 64-byte GCC vectors, which the baseline
+ * x86-64 build lowered to SSE2 with a stack round trip per 16 bytes: it read 17-19 GB/s a
+ * thread where the memory gives 27-33, so the "limit" it reported was ~half the real one;
+ * docs/PERFORMANCE.md, issue 21 round 6.) */
 #include "kern/membw.h"
 
 #include <pthread.h>
@@ -10,9 +14,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "kern/kern_internal.h"
 #include "util/alloc.h"
 
 typedef uint64_t lane8 __attribute__((vector_size(64)));
+typedef uint64_t lane2 __attribute__((vector_size(16)));
+typedef uint64_t (*reader_fn)(const void *buf, size_t bytes);
 
 /* Threads wait at this gate until every one was created (go) or one could not be (abort):
  * the barriers count every thread, so none may reach them unless all exist. */
@@ -25,27 +32,37 @@ struct gate {
 struct worker {
 	struct gate *g;
 	const lane8 *p;
-	size_t n; /* lanes */
+	size_t n; /* 64-byte lines */
 	uint64_t sum;
 	pthread_barrier_t *start, *end;
 	uint32_t passes;
+	reader_fn read;
 };
 
-static uint64_t sum_lines(const lane8 *p, size_t n)
+/* The portable loop: four 16-byte accumulators per 64-byte line (native on SSE2 and NEON). */
+uint64_t pt_membw_sum_generic(const void *buf, size_t bytes)
 {
-	lane8 a = { 0 }, b = { 0 };
-	size_t i = 0;
-	for (; i + 2 <= n; i += 2) {
-		a += p[i];
-		b += p[i + 1];
+	const lane2 *q = buf;
+	lane2 a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	for (size_t i = 0; i + 4 <= bytes / 16; i += 4) {
+		a += q[i];
+		b += q[i + 1];
+		c += q[i + 2];
+		d += q[i + 3];
 	}
-	if (i < n)
-		a += p[i];
-	a += b;
-	uint64_t s = 0;
-	for (int j = 0; j < 8; j++)
-		s += a[j];
-	return s;
+	a += b + c + d;
+	return a[0] + a[1];
+}
+
+static reader_fn pick_reader(void)
+{
+#if defined(PT_KERN_X86)
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
+		return pt_membw_sum_avx512;
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2)
+		return pt_membw_sum_avx2;
+#endif
+	return pt_membw_sum_generic;
 }
 
 static void *work(void *arg)
@@ -60,7 +77,7 @@ static void *work(void *arg)
 		return NULL;
 	for (uint32_t k = 0; k <= w->passes; k++) { /* pass 0: warm-up */
 		pthread_barrier_wait(w->start);
-		w->sum += sum_lines(w->p, w->n);
+		w->sum += w->read(w->p, w->n * sizeof(lane8));
 		pthread_barrier_wait(w->end);
 	}
 	return NULL;
@@ -99,6 +116,7 @@ enum pt_status pt_membw_probe(uint64_t bytes, uint32_t threads, uint32_t passes,
 	for (size_t i = 0; i < bytes / 8; i++)
 		q[i] = i * 0x9E3779B97F4A7C15ull;
 	const size_t lanes = bytes / sizeof(lane8), per = lanes / threads;
+	const reader_fn reader = pick_reader();
 	struct worker w[64];
 	pthread_t th[64];
 	pthread_barrier_t start, end;
@@ -111,6 +129,7 @@ enum pt_status pt_membw_probe(uint64_t bytes, uint32_t threads, uint32_t passes,
 		w[t] = (struct worker){ .p = buf + per * t,
 					.n = t + 1 == threads ? lanes - per * t : per,
 					.start = &start, .end = &end, .passes = passes,
+					.read = reader,
 					.g = &g };
 		if (pthread_create(&th[t], NULL, work, &w[t]) != 0) {
 			st = pt_error_set(err, PT_E_IO, "membw: cannot start a thread");

@@ -5,10 +5,12 @@
 
 #include "expert/layout.h"
 #include "gen/decode_bytes.h"
+#include "kern/kern_internal.h"
 #include "kern/membw.h"
 #include "model/mkmodel.h"
 #include "model/model.h"
 #include "test.h"
+#include "util/alloc.h"
 
 static struct pt_model *tiny(enum pt_arch arch, const char *file)
 {
@@ -146,4 +148,29 @@ PT_TEST(test_kern_membw_probe)
 	CHECK(r.checksum == one * 4);
 	CHECK(pt_membw_probe(1u << 20, 0, 3, &r, &err) == PT_E_INVALID);
 	CHECK(pt_membw_probe(1u << 20, 1, 0, &r, &err) == PT_E_INVALID);
+}
+
+/* Every read loop of the probe sums every word: lengths of 1..40 lines, so the unrolled
+ * bodies and their tails are all exercised, at an odd line offset. */
+PT_TEST(test_kern_membw_readers_sum_every_word)
+{
+	enum { LINES = 41 };
+	uint64_t *buf = pt_mallocn(LINES * 8 + 8, sizeof(uint64_t));
+	REQUIRE(buf);
+	uint64_t *p = (uint64_t *)(((uintptr_t)buf + 63) & ~(uintptr_t)63) + 8;
+	for (size_t i = 0; i < (LINES - 1) * 8; i++)
+		p[i] = i * 0x9E3779B97F4A7C15ull + 1;
+	for (size_t lines = 1; lines < LINES; lines++) {
+		uint64_t want = 0;
+		for (size_t i = 0; i < lines * 8; i++)
+			want += p[i];
+		CHECK(pt_membw_sum_generic(p, lines * 64) == want);
+#if defined(PT_KERN_X86)
+		if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX2)
+			CHECK(pt_membw_sum_avx2(p, lines * 64) == want);
+		if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512)
+			CHECK(pt_membw_sum_avx512(p, lines * 64) == want);
+#endif
+	}
+	pt_free(buf);
 }

@@ -1,11 +1,13 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|moe]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|attn]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
- *   Qwen3 decode layer's experts as decode dispatches them; "moe": the Qwen3 / Sarvam
+ *   Qwen3 decode layer's experts as decode dispatches them; "token": one Qwen3 decode
+ *   token's whole weight stream (48 layers' products and the head) as decode dispatches it,
+ *   without the non-product work; "moe": the Qwen3 / Sarvam
  *   full-shape expert products at 16-64 tokens, cold, best level; "attn": one Qwen3-30B-A3B
  *   layer's prefill attention at 1k / 4k context, one thread)
  *
@@ -18,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gen/kv.h"
 #include "kern/kern.h"
@@ -245,6 +251,177 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
 	pt_free(y);
 	pt_free(y2);
 	pt_free(xq);
+	pt_free(hq);
+}
+
+/* Issue 21: one Qwen3-30B-A3B decode token's weight stream as decode dispatches it, without
+ * the non-product work (norms, attention over the context, rope, top-k): per layer the Q/K/V
+ * set (4096/512/512 x 2048, Q4_K/Q4_K/Q6_K), the output projection (2048 x 4096 Q4_K), the F32
+ * router (128 x 2048), a GLU set of 8 of the layer's NE experts (768 x 2048 Q4_K) and their
+ * downs (2048 x 768 Q6_K); 48 layers, then the output head (151936 x 2048 Q6_K).  Every layer
+ * has its own buffers (NE = 16 experts a layer keeps the whole ~3 GB beyond any cache).  The
+ * buffers are one mapping, marked MADV_HUGEPAGE like the engine's model mapping.  Prints
+ * tokens/s and weight GB/s of the whole token and of its parts (time in each kind of
+ * dispatch), best of 5 windows: the real decode's `decode_phase_s_per_token` without its
+ * compute, to tell the products' streaming from the rest. */
+static int cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void bench_token(double secs, uint32_t threads)
+{
+	enum { LAYERS = 48, NE = 16, K = 8, D = 2048, NF = 768, NQ = 4096, NKV = 512, NEXP = 128 };
+	const uint64_t VOCAB = 151936;
+	uint64_t q4_d, q6_d, q4_q, q6_nf;
+	pt_type_row_bytes(PT_TYPE_Q4_K, D, &q4_d);
+	pt_type_row_bytes(PT_TYPE_Q6_K, D, &q6_d);
+	pt_type_row_bytes(PT_TYPE_Q4_K, NQ, &q4_q);
+	pt_type_row_bytes(PT_TYPE_Q6_K, NF, &q6_nf);
+	const size_t sq = q4_d * NQ, sk = q4_d * NKV, sv = q6_d * NKV, so = q4_q * D,
+		     sr = (size_t)D * 4 * NEXP, sg = q4_d * NF, sd = q6_nf * D;
+	const size_t layer = sq + sk + sv + so + sr + NE * (2 * sg + sd), head = q6_d * VOCAB;
+	const size_t total = layer * LAYERS + head;
+	uint8_t *base = mmap(NULL, total + (2u << 20), PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED) {
+		fprintf(stderr, "bench: cannot map %zu bytes\n", total);
+		exit(1);
+	}
+	uint8_t *w = (uint8_t *)(((uintptr_t)base + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+	madvise(w, total, MADV_HUGEPAGE);
+	/* BENCH_TOKEN_FILE=F: stream F's bytes (from 1 GiB in: a model's weights; any bytes
+	 * stream alike) through a shared read-only mapping instead, as the engine maps a model
+	 * in RAM: tells the page cache's placement from the products' work */
+	const char *fp = getenv("BENCH_TOKEN_FILE");
+	const uint8_t *fmap = NULL;
+	size_t fsize = 0;
+	if (fp) {
+		int fd = open(fp, O_RDONLY);
+		struct stat sb;
+		if (fd < 0 || fstat(fd, &sb) != 0 || (size_t)sb.st_size < total + (1ul << 30)) {
+			fprintf(stderr, "bench: %s: cannot map %zu bytes\n", fp, total + (1ul << 30));
+			exit(1);
+		}
+		fsize = (size_t)sb.st_size;
+		fmap = mmap(NULL, fsize, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (fmap == MAP_FAILED) {
+			fprintf(stderr, "bench: %s: mmap failed\n", fp);
+			exit(1);
+		}
+		madvise((void *)fmap, fsize, MADV_HUGEPAGE);
+		volatile uint8_t sink = 0;
+		for (size_t i = 0; i < fsize; i += 4096)
+			sink += fmap[i];
+		(void)sink;
+	}
+	for (uint32_t l = 0; !fp && l < LAYERS; l++) {
+		uint8_t *p = w + l * layer;
+		fill(PT_TYPE_Q4_K, p, sq + sk);
+		fill(PT_TYPE_Q6_K, p + sq + sk, sv);
+		fill(PT_TYPE_Q4_K, p + sq + sk + sv, so);
+		float *r = (float *)(p + sq + sk + sv + so);
+		for (size_t i = 0; i < sr / 4; i++)
+			r[i] = (float)(rnd8() - 128) / 512.0f;
+		uint8_t *e = p + sq + sk + sv + so + sr;
+		fill(PT_TYPE_Q4_K, e, NE * 2 * sg);
+		fill(PT_TYPE_Q6_K, e + NE * 2 * sg, NE * sd);
+	}
+	if (!fp)
+		fill(PT_TYPE_Q6_K, w + layer * LAYERS, head);
+	else
+		w = (uint8_t *)fmap + (1ul << 30);
+	float *x = pt_mallocn(NQ, sizeof(float)), *y = pt_mallocn(VOCAB, sizeof(float));
+	float *h = pt_mallocn((size_t)K * NF, sizeof(float)), *yk = pt_mallocn((size_t)K * D, sizeof(float));
+	uint8_t *xq = pt_malloc(65536), *xq2 = pt_malloc(65536), *hq = pt_malloc((size_t)K * 4096);
+	for (uint64_t i = 0; i < NQ; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	pt_kern_quantize_row(PT_TYPE_Q8_K, x, xq, D);
+	pt_kern_quantize_row(PT_TYPE_Q8_K, x, xq2, NQ);
+	const size_t hrow = 4096;
+	pt_pool *pool = NULL;
+	pt_pool_create(threads, &pool, NULL);
+	double best = 1e30, best_part[4] = { 0 }, per_win[5];
+	uint64_t tok = 0;
+	for (int win = 0; win < 5; win++) {
+		double t0 = now(), t1;
+		uint64_t n = 0;
+		double acc[4] = { 0 };
+		do {
+			for (uint32_t l = 0; l < LAYERS; l++) {
+				uint8_t *p = w + l * layer;
+				double a = now();
+				struct pt_kern_mv qkv[3] = {
+					{ { PT_TYPE_Q4_K, NQ, D, q4_d, p }, xq, y },
+					{ { PT_TYPE_Q4_K, NKV, D, q4_d, p + sq }, xq, y + NQ },
+					{ { PT_TYPE_Q6_K, NKV, D, q6_d, p + sq + sk }, xq, y + NQ + NKV },
+				};
+				pt_kern_matvec_set(qkv, 3, pool, NULL);
+				struct pt_kern_mat o = { PT_TYPE_Q4_K, D, NQ, q4_q, p + sq + sk + sv };
+				pt_kern_matvec_q(&o, xq2, y, pool, NULL);
+				double b = now();
+				struct pt_kern_mat r = { PT_TYPE_F32, NEXP, D, (size_t)D * 4,
+							 p + sq + sk + sv + so };
+				pt_kern_matvec_q(&r, x, y, pool, NULL);
+				double c = now();
+				const uint8_t *e = p + sq + sk + sv + so + sr;
+				struct pt_kern_glu g[K];
+				struct pt_kern_mv dn[K];
+				for (uint32_t j = 0; j < K; j++) {
+					const uint64_t ex = (tok * 5 + j * 3 + l) % NE;
+					g[j] = (struct pt_kern_glu){ { PT_TYPE_Q4_K, NF, D, q4_d, e + ex * sg },
+								     { PT_TYPE_Q4_K, NF, D, q4_d,
+								       e + (NE + ex) * sg },
+								     xq, xq, h + j * NF, NULL, NULL };
+					dn[j] = (struct pt_kern_mv){ { PT_TYPE_Q6_K, D, NF, q6_nf,
+								       e + 2 * NE * sg + ex * sd },
+								     hq + j * hrow, yk + j * D };
+				}
+				pt_kern_glu_set(g, K, act_mul, pool, NULL);
+				for (uint32_t j = 0; j < K; j++)
+					pt_kern_quantize_row(PT_TYPE_Q8_K, h + j * NF, hq + j * hrow, NF);
+				pt_kern_matvec_set(dn, K, pool, NULL);
+				double d = now();
+				acc[0] += b - a;
+				acc[1] += c - b;
+				acc[2] += d - c;
+			}
+			double a = now();
+			struct pt_kern_mat hm = { PT_TYPE_Q6_K, VOCAB, D, q6_d, w + layer * LAYERS };
+			pt_kern_matvec_q(&hm, xq, y, pool, NULL);
+			acc[3] += now() - a;
+			tok++;
+			n++;
+			t1 = now();
+		} while (t1 - t0 < secs / 5);
+		const double per = (t1 - t0) / (double)n;
+		per_win[win] = per;
+		if (per < best) {
+			best = per;
+			for (int i = 0; i < 4; i++)
+				best_part[i] = acc[i] / (double)n;
+		}
+	}
+	qsort(per_win, 5, sizeof(double), cmp_double);
+	const double bytes = (double)(LAYERS * (sq + sk + sv + so + sr + K * (2 * sg + sd)) + head);
+	printf("qwen3 token %ut: best %.2f tok/s (median %.2f), %.3f GB/token, %.2f GB/s; best window ms: "
+	       "attn-proj %.2f router %.2f experts %.2f head %.2f (experts %.2f GB/s, head %.2f GB/s)\n",
+	       threads, 1.0 / best, 1.0 / per_win[2], bytes / 1e9, bytes / best / 1e9, best_part[0] * 1e3,
+	       best_part[1] * 1e3, best_part[2] * 1e3, best_part[3] * 1e3,
+	       (double)(LAYERS * K * (2 * sg + sd)) / best_part[2] / 1e9, (double)head / best_part[3] / 1e9);
+	pt_pool_destroy(pool);
+	munmap(base, total + (2u << 20));
+	if (fmap)
+		munmap((void *)fmap, fsize);
+	pt_free(x);
+	pt_free(y);
+	pt_free(h);
+	pt_free(yk);
+	pt_free(xq);
+	pt_free(xq2);
 	pt_free(hq);
 }
 
@@ -692,6 +869,11 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "moe") == 0) {
 		bench_moe(secs);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "token") == 0) {
+		bench_token(secs, 1);
+		bench_token(secs, 2);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "sets") == 0) {
