@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gen/kv.h"
+#include "gguf/gguf.h"
 #include "kern/kern.h"
 #include "quant/quant.h"
 #include "util/alloc.h"
@@ -264,6 +265,61 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
  * tokens/s and weight GB/s of the whole token and of its parts (time in each kind of
  * dispatch), best of 5 windows: the real decode's `decode_phase_s_per_token` without its
  * compute, to tell the products' streaming from the rest. */
+/* The Qwen3-30B-A3B-shape tensors of a GGUF for bench_token: 0, or -1 with a message when a
+ * tensor is missing or not of the synthetic layout's type and shape.  The mapping is marked
+ * MADV_HUGEPAGE and touched, as the engine does for a model that fits. */
+static int token_gguf(const char *path, pt_gguf **g, uint32_t layers, void *lps,
+		      const uint8_t **head)
+{
+	struct lp_ {
+		const uint8_t *q, *k, *v, *o, *r, *gate, *up, *down;
+		uint32_t ne;
+		enum pt_type tv, td;
+	} *lp = lps;
+	struct pt_error err = { 0 };
+	if (pt_gguf_open(path, g, &err) != PT_OK) {
+		fprintf(stderr, "bench: %s: %s\n", path, err.msg);
+		return -1;
+	}
+	static const char *const names[8] = { "attn_q", "attn_k", "attn_v", "attn_output",
+					       "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps",
+					       "ffn_down_exps" };
+	static const enum pt_type types[8] = { PT_TYPE_Q4_K, PT_TYPE_Q4_K, PT_TYPE_Q6_K,
+					       PT_TYPE_Q4_K, PT_TYPE_F32,  PT_TYPE_Q4_K,
+					       PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	for (uint32_t l = 0; l < layers; l++) {
+		const uint8_t *ptr[8];
+		for (int i = 0; i < 8; i++) {
+			char name[64];
+			snprintf(name, sizeof name, "blk.%u.%s.weight", l, names[i]);
+			const struct pt_gguf_tensor *t = pt_gguf_find_tensor(*g, name);
+			/* V and the downs: Q6_K or Q4_K (Q4_K_M gives some layers more bits) */
+			const bool alt = (i == 2 || i == 7) && t && t->type == PT_TYPE_Q4_K;
+			if (!t || (t->type != (uint32_t)types[i] && !alt) || !t->data) {
+				fprintf(stderr, "bench: %s: %s missing or not %s\n", path, name,
+					pt_type_name(types[i]));
+				return -1;
+			}
+			ptr[i] = t->data;
+		}
+		char vn[64], dn[64];
+		snprintf(vn, sizeof vn, "blk.%u.attn_v.weight", l);
+		snprintf(dn, sizeof dn, "blk.%u.ffn_down_exps.weight", l);
+		lp[l] = (struct lp_){ ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], ptr[5], ptr[6], ptr[7],
+				      128, (enum pt_type)pt_gguf_find_tensor(*g, vn)->type,
+				      (enum pt_type)pt_gguf_find_tensor(*g, dn)->type };
+	}
+	const struct pt_gguf_tensor *t = pt_gguf_find_tensor(*g, "output.weight");
+	if (!t || t->type != PT_TYPE_Q6_K || t->ne[1] != 151936) {
+		fprintf(stderr, "bench: %s: output.weight is not Q6_K x 151936\n", path);
+		return -1;
+	}
+	*head = t->data;
+	(void)pt_gguf_advise_huge(*g);
+	(void)pt_gguf_populate(*g, 90);
+	return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	const double x = *(const double *)a, y = *(const double *)b;
@@ -274,11 +330,12 @@ static void bench_token(double secs, uint32_t threads)
 {
 	enum { LAYERS = 48, NE = 16, K = 8, D = 2048, NF = 768, NQ = 4096, NKV = 512, NEXP = 128 };
 	const uint64_t VOCAB = 151936;
-	uint64_t q4_d, q6_d, q4_q, q6_nf;
+	uint64_t q4_d, q6_d, q4_q, q6_nf, q4_nf;
 	pt_type_row_bytes(PT_TYPE_Q4_K, D, &q4_d);
 	pt_type_row_bytes(PT_TYPE_Q6_K, D, &q6_d);
 	pt_type_row_bytes(PT_TYPE_Q4_K, NQ, &q4_q);
 	pt_type_row_bytes(PT_TYPE_Q6_K, NF, &q6_nf);
+	pt_type_row_bytes(PT_TYPE_Q4_K, NF, &q4_nf);
 	const size_t sq = q4_d * NQ, sk = q4_d * NKV, sv = q6_d * NKV, so = q4_q * D,
 		     sr = (size_t)D * 4 * NEXP, sg = q4_d * NF, sd = q6_nf * D;
 	const size_t layer = sq + sk + sv + so + sr + NE * (2 * sg + sd), head = q6_d * VOCAB;
@@ -291,32 +348,23 @@ static void bench_token(double secs, uint32_t threads)
 	}
 	uint8_t *w = (uint8_t *)(((uintptr_t)base + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
 	madvise(w, total, MADV_HUGEPAGE);
-	/* BENCH_TOKEN_FILE=F: stream F's bytes (from 1 GiB in: a model's weights; any bytes
-	 * stream alike) through a shared read-only mapping instead, as the engine maps a model
-	 * in RAM: tells the page cache's placement from the products' work */
-	const char *fp = getenv("BENCH_TOKEN_FILE");
-	const uint8_t *fmap = NULL;
-	size_t fsize = 0;
-	if (fp) {
-		int fd = open(fp, O_RDONLY);
-		struct stat sb;
-		if (fd < 0 || fstat(fd, &sb) != 0 || (size_t)sb.st_size < total + (1ul << 30)) {
-			fprintf(stderr, "bench: %s: cannot map %zu bytes\n", fp, total + (1ul << 30));
-			exit(1);
-		}
-		fsize = (size_t)sb.st_size;
-		fmap = mmap(NULL, fsize, PROT_READ, MAP_SHARED, fd, 0);
-		close(fd);
-		if (fmap == MAP_FAILED) {
-			fprintf(stderr, "bench: %s: mmap failed\n", fp);
-			exit(1);
-		}
-		madvise((void *)fmap, fsize, MADV_HUGEPAGE);
-		volatile uint8_t sink = 0;
-		for (size_t i = 0; i < fsize; i += 4096)
-			sink += fmap[i];
-		(void)sink;
-	}
+	/* BENCH_TOKEN_GGUF=F: the Qwen3-30B-A3B-shape model F's own tensors at their offsets in
+	 * its mapping (the engine's placement and layout: experts picked from all 128), instead
+	 * of the synthetic buffers */
+	const char *fp = getenv("BENCH_TOKEN_GGUF");
+	pt_gguf *gg = NULL;
+	struct lptr {
+		const uint8_t *q, *k, *v, *o, *r, *gate, *up, *down;
+		uint32_t ne;
+		enum pt_type tv, td;
+	} lp[LAYERS];
+	const uint8_t *headp = NULL;
+	if (fp && token_gguf(fp, &gg, LAYERS, lp, &headp) != 0)
+		exit(1);
+	/* BENCH_TOKEN_NE=N: pick from the first N experts of each layer only */
+	if (fp && getenv("BENCH_TOKEN_NE"))
+		for (uint32_t l = 0; l < LAYERS; l++)
+			lp[l].ne = (uint32_t)atoi(getenv("BENCH_TOKEN_NE"));
 	for (uint32_t l = 0; !fp && l < LAYERS; l++) {
 		uint8_t *p = w + l * layer;
 		fill(PT_TYPE_Q4_K, p, sq + sk);
@@ -329,10 +377,16 @@ static void bench_token(double secs, uint32_t threads)
 		fill(PT_TYPE_Q4_K, e, NE * 2 * sg);
 		fill(PT_TYPE_Q6_K, e + NE * 2 * sg, NE * sd);
 	}
-	if (!fp)
+	if (!fp) {
 		fill(PT_TYPE_Q6_K, w + layer * LAYERS, head);
-	else
-		w = (uint8_t *)fmap + (1ul << 30);
+		headp = w + layer * LAYERS;
+		for (uint32_t l = 0; l < LAYERS; l++) {
+			uint8_t *p = w + l * layer, *e = p + sq + sk + sv + so + sr;
+			lp[l] = (struct lptr){ p, p + sq, p + sq + sk, p + sq + sk + sv,
+					       p + sq + sk + sv + so, e, e + NE * sg, e + 2 * NE * sg, NE,
+					       PT_TYPE_Q6_K, PT_TYPE_Q6_K };
+		}
+	}
 	float *x = pt_mallocn(NQ, sizeof(float)), *y = pt_mallocn(VOCAB, sizeof(float));
 	float *h = pt_mallocn((size_t)K * NF, sizeof(float)), *yk = pt_mallocn((size_t)K * D, sizeof(float));
 	uint8_t *xq = pt_malloc(65536), *xq2 = pt_malloc(65536), *hq = pt_malloc((size_t)K * 4096);
@@ -352,32 +406,30 @@ static void bench_token(double secs, uint32_t threads)
 		double acc[4] = { 0 };
 		do {
 			for (uint32_t l = 0; l < LAYERS; l++) {
-				uint8_t *p = w + l * layer;
+				const struct lptr *L = &lp[l];
 				double a = now();
 				struct pt_kern_mv qkv[3] = {
-					{ { PT_TYPE_Q4_K, NQ, D, q4_d, p }, xq, y },
-					{ { PT_TYPE_Q4_K, NKV, D, q4_d, p + sq }, xq, y + NQ },
-					{ { PT_TYPE_Q6_K, NKV, D, q6_d, p + sq + sk }, xq, y + NQ + NKV },
+					{ { PT_TYPE_Q4_K, NQ, D, q4_d, L->q }, xq, y },
+					{ { PT_TYPE_Q4_K, NKV, D, q4_d, L->k }, xq, y + NQ },
+					{ { L->tv, NKV, D, L->tv == PT_TYPE_Q6_K ? q6_d : q4_d, L->v }, xq,
+					  y + NQ + NKV },
 				};
 				pt_kern_matvec_set(qkv, 3, pool, NULL);
-				struct pt_kern_mat o = { PT_TYPE_Q4_K, D, NQ, q4_q, p + sq + sk + sv };
+				struct pt_kern_mat o = { PT_TYPE_Q4_K, D, NQ, q4_q, L->o };
 				pt_kern_matvec_q(&o, xq2, y, pool, NULL);
 				double b = now();
-				struct pt_kern_mat r = { PT_TYPE_F32, NEXP, D, (size_t)D * 4,
-							 p + sq + sk + sv + so };
+				struct pt_kern_mat r = { PT_TYPE_F32, NEXP, D, (size_t)D * 4, L->r };
 				pt_kern_matvec_q(&r, x, y, pool, NULL);
 				double c = now();
-				const uint8_t *e = p + sq + sk + sv + so + sr;
 				struct pt_kern_glu g[K];
 				struct pt_kern_mv dn[K];
 				for (uint32_t j = 0; j < K; j++) {
-					const uint64_t ex = (tok * 5 + j * 3 + l) % NE;
-					g[j] = (struct pt_kern_glu){ { PT_TYPE_Q4_K, NF, D, q4_d, e + ex * sg },
-								     { PT_TYPE_Q4_K, NF, D, q4_d,
-								       e + (NE + ex) * sg },
+					const uint64_t ex = (tok * 5 + j * 3 + l) % L->ne;
+					g[j] = (struct pt_kern_glu){ { PT_TYPE_Q4_K, NF, D, q4_d, L->gate + ex * sg },
+								     { PT_TYPE_Q4_K, NF, D, q4_d, L->up + ex * sg },
 								     xq, xq, h + j * NF, NULL, NULL };
-					dn[j] = (struct pt_kern_mv){ { PT_TYPE_Q6_K, D, NF, q6_nf,
-								       e + 2 * NE * sg + ex * sd },
+					const size_t drb = L->td == PT_TYPE_Q6_K ? q6_nf : q4_nf;
+					dn[j] = (struct pt_kern_mv){ { L->td, D, NF, drb, L->down + ex * drb * D },
 								     hq + j * hrow, yk + j * D };
 				}
 				pt_kern_glu_set(g, K, act_mul, pool, NULL);
@@ -390,7 +442,7 @@ static void bench_token(double secs, uint32_t threads)
 				acc[2] += d - c;
 			}
 			double a = now();
-			struct pt_kern_mat hm = { PT_TYPE_Q6_K, VOCAB, D, q6_d, w + layer * LAYERS };
+			struct pt_kern_mat hm = { PT_TYPE_Q6_K, VOCAB, D, q6_d, headp };
 			pt_kern_matvec_q(&hm, xq, y, pool, NULL);
 			acc[3] += now() - a;
 			tok++;
@@ -414,8 +466,7 @@ static void bench_token(double secs, uint32_t threads)
 	       (double)(LAYERS * K * (2 * sg + sd)) / best_part[2] / 1e9, (double)head / best_part[3] / 1e9);
 	pt_pool_destroy(pool);
 	munmap(base, total + (2u << 20));
-	if (fmap)
-		munmap((void *)fmap, fsize);
+	pt_gguf_close(gg);
 	pt_free(x);
 	pt_free(y);
 	pt_free(h);
