@@ -20,10 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "gen/kv.h"
 #include "gguf/gguf.h"
@@ -255,27 +252,20 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
 	pt_free(hq);
 }
 
-/* Issue 21: one Qwen3-30B-A3B decode token's weight stream as decode dispatches it, without
- * the non-product work (norms, attention over the context, rope, top-k): per layer the Q/K/V
- * set (4096/512/512 x 2048, Q4_K/Q4_K/Q6_K), the output projection (2048 x 4096 Q4_K), the F32
- * router (128 x 2048), a GLU set of 8 of the layer's NE experts (768 x 2048 Q4_K) and their
- * downs (2048 x 768 Q6_K); 48 layers, then the output head (151936 x 2048 Q6_K).  Every layer
- * has its own buffers (NE = 16 experts a layer keeps the whole ~3 GB beyond any cache).  The
- * buffers are one mapping, marked MADV_HUGEPAGE like the engine's model mapping.  Prints
- * tokens/s and weight GB/s of the whole token and of its parts (time in each kind of
- * dispatch), best of 5 windows: the real decode's `decode_phase_s_per_token` without its
- * compute, to tell the products' streaming from the rest. */
+/* One decode layer's weights for bench_token: the attention products, the router, and the
+ * gate / up / down slabs of its ne experts (V and the downs are Q6_K or Q4_K). */
+struct token_layer {
+	const uint8_t *q, *k, *v, *o, *r, *gate, *up, *down;
+	uint32_t ne;
+	enum pt_type tv, td;
+};
+
 /* The Qwen3-30B-A3B-shape tensors of a GGUF for bench_token: 0, or -1 with a message when a
- * tensor is missing or not of the synthetic layout's type and shape.  The mapping is marked
- * MADV_HUGEPAGE and touched, as the engine does for a model that fits. */
-static int token_gguf(const char *path, pt_gguf **g, uint32_t layers, void *lps,
+ * tensor is missing or of another type.  The mapping is marked MADV_HUGEPAGE and populated,
+ * as the engine does for a model that fits. */
+static int token_gguf(const char *path, pt_gguf **g, uint32_t layers, struct token_layer *lp,
 		      const uint8_t **head)
 {
-	struct lp_ {
-		const uint8_t *q, *k, *v, *o, *r, *gate, *up, *down;
-		uint32_t ne;
-		enum pt_type tv, td;
-	} *lp = lps;
 	struct pt_error err = { 0 };
 	if (pt_gguf_open(path, g, &err) != PT_OK) {
 		fprintf(stderr, "bench: %s: %s\n", path, err.msg);
@@ -288,26 +278,22 @@ static int token_gguf(const char *path, pt_gguf **g, uint32_t layers, void *lps,
 					       PT_TYPE_Q4_K, PT_TYPE_F32,  PT_TYPE_Q4_K,
 					       PT_TYPE_Q4_K, PT_TYPE_Q6_K };
 	for (uint32_t l = 0; l < layers; l++) {
-		const uint8_t *ptr[8];
+		const struct pt_gguf_tensor *t[8];
 		for (int i = 0; i < 8; i++) {
 			char name[64];
 			snprintf(name, sizeof name, "blk.%u.%s.weight", l, names[i]);
-			const struct pt_gguf_tensor *t = pt_gguf_find_tensor(*g, name);
+			t[i] = pt_gguf_find_tensor(*g, name);
 			/* V and the downs: Q6_K or Q4_K (Q4_K_M gives some layers more bits) */
-			const bool alt = (i == 2 || i == 7) && t && t->type == PT_TYPE_Q4_K;
-			if (!t || (t->type != (uint32_t)types[i] && !alt) || !t->data) {
+			const bool alt = (i == 2 || i == 7) && t[i] && t[i]->type == PT_TYPE_Q4_K;
+			if (!t[i] || (t[i]->type != (uint32_t)types[i] && !alt) || !t[i]->data) {
 				fprintf(stderr, "bench: %s: %s missing or not %s\n", path, name,
 					pt_type_name(types[i]));
 				return -1;
 			}
-			ptr[i] = t->data;
 		}
-		char vn[64], dn[64];
-		snprintf(vn, sizeof vn, "blk.%u.attn_v.weight", l);
-		snprintf(dn, sizeof dn, "blk.%u.ffn_down_exps.weight", l);
-		lp[l] = (struct lp_){ ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], ptr[5], ptr[6], ptr[7],
-				      128, (enum pt_type)pt_gguf_find_tensor(*g, vn)->type,
-				      (enum pt_type)pt_gguf_find_tensor(*g, dn)->type };
+		lp[l] = (struct token_layer){ t[0]->data, t[1]->data, t[2]->data, t[3]->data,
+					      t[4]->data, t[5]->data, t[6]->data, t[7]->data, 128,
+					      (enum pt_type)t[2]->type, (enum pt_type)t[7]->type };
 	}
 	const struct pt_gguf_tensor *t = pt_gguf_find_tensor(*g, "output.weight");
 	if (!t || t->type != PT_TYPE_Q6_K || t->ne[1] != 151936) {
@@ -326,6 +312,18 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Issue 21: one Qwen3-30B-A3B decode token's weight stream as decode dispatches it, without
+ * the non-product work (norms, attention over the context, rope, top-k): per layer the Q/K/V
+ * set (4096/512/512 x 2048, Q4_K/Q4_K/Q6_K), the output projection (2048 x 4096 Q4_K), the F32
+ * router (128 x 2048), a GLU set of 8 of the layer's experts (768 x 2048 Q4_K) and their
+ * downs (2048 x 768 Q6_K); 48 layers, then the output head (151936 x 2048 Q6_K).  Synthetic
+ * buffers: every layer its own, NE = 16 experts a layer (the whole ~3 GB beyond any cache),
+ * one mapping marked MADV_HUGEPAGE like the engine's model mapping.  BENCH_TOKEN_GGUF=F: the
+ * Qwen3-shape model F's own tensors at their offsets in its mapping instead (experts picked
+ * among all 128; BENCH_TOKEN_NE=N: among the first N).  Prints tokens/s and weight GB/s of the
+ * token and the time in each kind of dispatch, best / median of 5 windows: the real decode's
+ * `decode_phase_s_per_token` without its compute, to tell the products' streaming from the
+ * rest. */
 static void bench_token(double secs, uint32_t threads)
 {
 	enum { LAYERS = 48, NE = 16, K = 8, D = 2048, NF = 768, NQ = 4096, NKV = 512, NEXP = 128 };
@@ -339,54 +337,57 @@ static void bench_token(double secs, uint32_t threads)
 	const size_t sq = q4_d * NQ, sk = q4_d * NKV, sv = q6_d * NKV, so = q4_q * D,
 		     sr = (size_t)D * 4 * NEXP, sg = q4_d * NF, sd = q6_nf * D;
 	const size_t layer = sq + sk + sv + so + sr + NE * (2 * sg + sd), head = q6_d * VOCAB;
-	const size_t total = layer * LAYERS + head;
-	uint8_t *base = mmap(NULL, total + (2u << 20), PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (base == MAP_FAILED) {
-		fprintf(stderr, "bench: cannot map %zu bytes\n", total);
-		exit(1);
-	}
-	uint8_t *w = (uint8_t *)(((uintptr_t)base + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
-	madvise(w, total, MADV_HUGEPAGE);
-	/* BENCH_TOKEN_GGUF=F: the Qwen3-30B-A3B-shape model F's own tensors at their offsets in
-	 * its mapping (the engine's placement and layout: experts picked from all 128), instead
-	 * of the synthetic buffers */
-	const char *fp = getenv("BENCH_TOKEN_GGUF");
-	pt_gguf *gg = NULL;
-	struct lptr {
-		const uint8_t *q, *k, *v, *o, *r, *gate, *up, *down;
-		uint32_t ne;
-		enum pt_type tv, td;
-	} lp[LAYERS];
+	const size_t total = layer * LAYERS + head + (2u << 20);
+	struct token_layer lp[LAYERS];
 	const uint8_t *headp = NULL;
-	if (fp && token_gguf(fp, &gg, LAYERS, lp, &headp) != 0)
-		exit(1);
-	/* BENCH_TOKEN_NE=N: pick from the first N experts of each layer only */
-	if (fp && getenv("BENCH_TOKEN_NE"))
+	pt_gguf *gg = NULL;
+	uint8_t *base = NULL;
+	const char *fp = getenv("BENCH_TOKEN_GGUF"), *ne_env = getenv("BENCH_TOKEN_NE");
+	if (fp) {
+		if (token_gguf(fp, &gg, LAYERS, lp, &headp) != 0)
+			exit(1);
+		const int ne = ne_env ? atoi(ne_env) : NEXP;
+		if (ne < K || ne > NEXP) {
+			fprintf(stderr, "bench: BENCH_TOKEN_NE=%s: expected %d..%d\n", ne_env, K, NEXP);
+			exit(2);
+		}
 		for (uint32_t l = 0; l < LAYERS; l++)
-			lp[l].ne = (uint32_t)atoi(getenv("BENCH_TOKEN_NE"));
-	for (uint32_t l = 0; !fp && l < LAYERS; l++) {
-		uint8_t *p = w + l * layer;
-		fill(PT_TYPE_Q4_K, p, sq + sk);
-		fill(PT_TYPE_Q6_K, p + sq + sk, sv);
-		fill(PT_TYPE_Q4_K, p + sq + sk + sv, so);
-		float *r = (float *)(p + sq + sk + sv + so);
-		for (size_t i = 0; i < sr / 4; i++)
-			r[i] = (float)(rnd8() - 128) / 512.0f;
-		uint8_t *e = p + sq + sk + sv + so + sr;
-		fill(PT_TYPE_Q4_K, e, NE * 2 * sg);
-		fill(PT_TYPE_Q6_K, e + NE * 2 * sg, NE * sd);
-	}
-	if (!fp) {
-		fill(PT_TYPE_Q6_K, w + layer * LAYERS, head);
-		headp = w + layer * LAYERS;
+			lp[l].ne = (uint32_t)ne;
+	} else {
+		base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (base == MAP_FAILED) {
+			fprintf(stderr, "bench: cannot map %zu bytes\n", total);
+			exit(1);
+		}
+		uint8_t *w = (uint8_t *)(((uintptr_t)base + (2u << 20) - 1) &
+					 ~(uintptr_t)((2u << 20) - 1));
+		madvise(w, total - (2u << 20), MADV_HUGEPAGE);
 		for (uint32_t l = 0; l < LAYERS; l++) {
 			uint8_t *p = w + l * layer, *e = p + sq + sk + sv + so + sr;
-			lp[l] = (struct lptr){ p, p + sq, p + sq + sk, p + sq + sk + sv,
-					       p + sq + sk + sv + so, e, e + NE * sg, e + 2 * NE * sg, NE,
-					       PT_TYPE_Q6_K, PT_TYPE_Q6_K };
+			fill(PT_TYPE_Q4_K, p, sq + sk);
+			fill(PT_TYPE_Q6_K, p + sq + sk, sv);
+			fill(PT_TYPE_Q4_K, p + sq + sk + sv, so);
+			float *r = (float *)(p + sq + sk + sv + so);
+			for (size_t i = 0; i < sr / 4; i++)
+				r[i] = (float)(rnd8() - 128) / 512.0f;
+			fill(PT_TYPE_Q4_K, e, NE * 2 * sg);
+			fill(PT_TYPE_Q6_K, e + NE * 2 * sg, NE * sd);
+			lp[l] = (struct token_layer){ p, p + sq, p + sq + sk, p + sq + sk + sv,
+						      p + sq + sk + sv + so, e, e + NE * sg,
+						      e + 2 * NE * sg, NE, PT_TYPE_Q6_K, PT_TYPE_Q6_K };
 		}
+		headp = w + layer * LAYERS;
+		fill(PT_TYPE_Q6_K, (uint8_t *)headp, head);
 	}
+	/* weight bytes a token reads (V and the downs by each layer's type) */
+	double bytes = (double)head, expert_bytes = 0;
+	for (uint32_t l = 0; l < LAYERS; l++) {
+		const size_t drb = lp[l].td == PT_TYPE_Q6_K ? q6_nf : q4_nf;
+		const size_t vb = (lp[l].tv == PT_TYPE_Q6_K ? q6_d : q4_d) * NKV;
+		expert_bytes += (double)(K * (2 * sg + drb * D));
+		bytes += (double)(sq + sk + vb + so + sr);
+	}
+	bytes += expert_bytes;
 	float *x = pt_mallocn(NQ, sizeof(float)), *y = pt_mallocn(VOCAB, sizeof(float));
 	float *h = pt_mallocn((size_t)K * NF, sizeof(float)), *yk = pt_mallocn((size_t)K * D, sizeof(float));
 	uint8_t *xq = pt_malloc(65536), *xq2 = pt_malloc(65536), *hq = pt_malloc((size_t)K * 4096);
@@ -406,7 +407,7 @@ static void bench_token(double secs, uint32_t threads)
 		double acc[4] = { 0 };
 		do {
 			for (uint32_t l = 0; l < LAYERS; l++) {
-				const struct lptr *L = &lp[l];
+				const struct token_layer *L = &lp[l];
 				double a = now();
 				struct pt_kern_mv qkv[3] = {
 					{ { PT_TYPE_Q4_K, NQ, D, q4_d, L->q }, xq, y },
@@ -458,14 +459,14 @@ static void bench_token(double secs, uint32_t threads)
 		}
 	}
 	qsort(per_win, 5, sizeof(double), cmp_double);
-	const double bytes = (double)(LAYERS * (sq + sk + sv + so + sr + K * (2 * sg + sd)) + head);
 	printf("qwen3 token %ut: best %.2f tok/s (median %.2f), %.3f GB/token, %.2f GB/s; best window ms: "
 	       "attn-proj %.2f router %.2f experts %.2f head %.2f (experts %.2f GB/s, head %.2f GB/s)\n",
 	       threads, 1.0 / best, 1.0 / per_win[2], bytes / 1e9, bytes / best / 1e9, best_part[0] * 1e3,
 	       best_part[1] * 1e3, best_part[2] * 1e3, best_part[3] * 1e3,
-	       (double)(LAYERS * K * (2 * sg + sd)) / best_part[2] / 1e9, (double)head / best_part[3] / 1e9);
+	       expert_bytes / best_part[2] / 1e9, (double)head / best_part[3] / 1e9);
 	pt_pool_destroy(pool);
-	munmap(base, total + (2u << 20));
+	if (base)
+		munmap(base, total);
 	pt_gguf_close(gg);
 	pt_free(x);
 	pt_free(y);
