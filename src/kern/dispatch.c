@@ -222,7 +222,7 @@ static void build_tables(void)
 				continue;
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
 								 level_fns(use)[t], NULL,
-								 (enum pt_kern_level)use, { NULL, 0, 0 } };
+								 (enum pt_kern_level)use, { .fn = NULL } };
 			level_extras(lv, use, &ops_table[lv][t], t);
 		}
 	}

@@ -652,8 +652,8 @@ const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {
 };
 
 const struct pt_kern_tile pt_kern_tile_avx2[PT_TYPE_COUNT] = {
-	[PT_TYPE_Q4_K] = { tile_q4_k, 1, Q4K_TOKS },
-	[PT_TYPE_Q8_0] = { tile_q8_0, Q32_R, Q32_T },
-	[PT_TYPE_Q5_0] = { tile_q5_0, Q32_R, Q32_T },
-	[PT_TYPE_Q6_K] = { tile_q6_k, 1, Q6K_T },
+	[PT_TYPE_Q4_K] = { .fn = tile_q4_k, .rows = 1, .toks = Q4K_TOKS },
+	[PT_TYPE_Q8_0] = { .fn = tile_q8_0, .rows = Q32_R, .toks = Q32_T },
+	[PT_TYPE_Q5_0] = { .fn = tile_q5_0, .rows = Q32_R, .toks = Q32_T },
+	[PT_TYPE_Q6_K] = { .fn = tile_q6_k, .rows = 1, .toks = Q6K_T },
 };

@@ -673,7 +673,9 @@ const pt_kern_dot4_fn PT_NEON_DOT4_TABLE[PT_TYPE_COUNT] = {
 
 /* 2 weight rows x 4 tokens for the prefill types (the types x86-64 tiles, and Q4_0). */
 const struct pt_kern_tile PT_NEON_TILE_TABLE[PT_TYPE_COUNT] = {
-	[PT_TYPE_Q4_0] = { tile_q4_0, MAXR, MAXK }, [PT_TYPE_Q5_0] = { tile_q5_0, MAXR, MAXK },
-	[PT_TYPE_Q8_0] = { tile_q8_0, MAXR, MAXK }, [PT_TYPE_Q4_K] = { tile_q4_k, MAXR, MAXK },
-	[PT_TYPE_Q6_K] = { tile_q6_k, MAXR, MAXK },
+	[PT_TYPE_Q4_0] = { .fn = tile_q4_0, .rows = MAXR, .toks = MAXK },
+	[PT_TYPE_Q5_0] = { .fn = tile_q5_0, .rows = MAXR, .toks = MAXK },
+	[PT_TYPE_Q8_0] = { .fn = tile_q8_0, .rows = MAXR, .toks = MAXK },
+	[PT_TYPE_Q4_K] = { .fn = tile_q4_k, .rows = MAXR, .toks = MAXK },
+	[PT_TYPE_Q6_K] = { .fn = tile_q6_k, .rows = MAXR, .toks = MAXK },
 };

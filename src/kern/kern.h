@@ -86,10 +86,24 @@ typedef void (*pt_kern_tile_fn)(size_t n, const void *w, size_t w_stride, uint32
 				const void *a, size_t a_stride, uint32_t n_tok, float *y,
 				size_t y_stride);
 
+/* Prepared tile (optional): prep decodes `rows` whole weight rows of n columns (w, w +
+ * w_stride, ...) once into out, laid out as the tile consumes them (codes split, scales
+ * unpacked: ceil(n / prep_cols) * prep_unit bytes, out 64-byte aligned); prepped then runs the
+ * rows x n_tok (<= toks) tile over them.  Outputs are bit-identical to fn's: only the exact
+ * integer decoding moved out of the token loop, which pays where many token groups pass over
+ * the same rows (prefill). */
+typedef void (*pt_kern_tile_prep_fn)(size_t n, const void *w, size_t w_stride, void *out);
+typedef void (*pt_kern_tile_prepped_fn)(size_t n, const void *prepared, const void *a,
+					size_t a_stride, uint32_t n_tok, float *y, size_t y_stride);
+
 struct pt_kern_tile {
 	pt_kern_tile_fn fn; /* NULL if the level has no tile kernel for the type */
 	uint32_t rows;      /* most weight rows per call */
 	uint32_t toks;      /* most activation rows per call */
+	pt_kern_tile_prep_fn prep;       /* NULL: the tile reads the weights as stored */
+	pt_kern_tile_prepped_fn prepped; /* with prep: the tile over prepared rows */
+	uint32_t prep_cols;              /* columns per prepared unit */
+	uint32_t prep_unit;              /* prepared bytes per unit of `rows` rows */
 };
 
 struct pt_kern_ops {

@@ -92,6 +92,26 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* Prepared tiles (pt_kern_tile.prep): each thread decodes a block's whole row tiles once
+ * into this buffer, then every token group runs over the prepared rows.  Worth it from two
+ * token groups on (the decoding costs about one group's share of the tile's work).  Blocks
+ * of ~24 KiB prepared (with a 4-token activation panel they stay in a 48 KiB L1; 48 and 96
+ * KiB were slower, docs/PERFORMANCE.md), at least one row tile of up to 64 KiB. */
+#define PREP_BLOCK_BYTES (24u << 10)
+#define PREP_SCRATCH_BYTES (64u << 10)
+#define PREP_MIN_TOKS 8
+static _Thread_local uint8_t prep_scratch[PREP_SCRATCH_BYTES] __attribute__((aligned(64)));
+
+/* Prepared bytes per row tile of w, or 0 where the tile reads the weights as stored. */
+static size_t prep_tile_bytes(const struct job *jb)
+{
+	const struct pt_kern_tile *tl = &jb->ops->tile;
+	if (!tl->prep || jb->n_tok < PREP_MIN_TOKS)
+		return 0;
+	const uint64_t b = (jb->w->cols + tl->prep_cols - 1) / tl->prep_cols * tl->prep_unit;
+	return b <= PREP_SCRATCH_BYTES ? (size_t)b : 0;
+}
+
 /* Rows [r0, r1) of a multi-token product through the level's register tile. */
 static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 {
@@ -99,12 +119,19 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 	const struct pt_kern_tile *tl = &jb->ops->tile;
 	const uint8_t *data = w->data;
 	const size_t ab = jb->act_row_bytes, rb = w->row_bytes;
+	const size_t prep = prep_tile_bytes(jb);
 	uint64_t block = MATMUL_BLOCK_BYTES / rb / tl->rows * tl->rows;
+	if (prep)
+		block = min_u64(block, (PREP_BLOCK_BYTES > prep ? PREP_BLOCK_BYTES / prep : 1) * tl->rows);
 	if (block < tl->rows)
 		block = tl->rows;
 	const uint64_t groups = (jb->n_tok + tl->toks - 1) / tl->toks;
 	for (uint64_t b0 = r0; b0 < r1; b0 += block) {
 		const uint64_t b1 = min_u64(b0 + block, r1);
+		/* whole row tiles of the block prepared (a partial last tile reads as stored) */
+		const uint64_t prepared = prep ? (b1 - b0) / tl->rows * tl->rows : 0;
+		for (uint64_t k = 0; k < prepared / tl->rows; k++)
+			tl->prep(w->cols, data + (b0 + k * tl->rows) * rb, rb, prep_scratch + k * prep);
 		/* the next block's rows (past r1: the next task's, which this thread usually runs
 		 * next), fetched a slice per token group while this block runs */
 		const uint8_t *next = data + b1 * rb;
@@ -117,7 +144,10 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 				prefetch_l2(next + pf, min_u64(slice, next_bytes - pf));
 				pf += slice;
 			}
-			for (uint64_t r = b0; r < b1; r += tl->rows)
+			for (uint64_t k = 0; k < prepared / tl->rows; k++)
+				tl->prepped(w->cols, prep_scratch + k * prep, jb->xq + tok * ab, ab, nt,
+					    jb->y + tok * w->rows + b0 + k * tl->rows, w->rows);
+			for (uint64_t r = b0 + prepared; r < b1; r += tl->rows)
 				tl->fn(w->cols, data + r * rb, rb, (uint32_t)min_u64(tl->rows, b1 - r),
 				       jb->xq + tok * ab, ab, nt, jb->y + tok * w->rows + r, w->rows);
 		}

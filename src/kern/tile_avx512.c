@@ -147,11 +147,29 @@ static inline __m512i q4k_scales(const uint8_t *s, __m256i *mins2)
 #define SCG(g) { SCL(2 * (g)), SCL(2 * (g)), SCL(2 * (g) + 1), SCL(2 * (g) + 1) }
 static const char q4k_sc_ctrl[4][64] __attribute__((aligned(64))) = { SCG(0), SCG(1), SCG(2), SCG(3) };
 
-static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
-							     const uint8_t *a, size_t as, const int T,
-							     float *y, size_t ys)
+/* Prepared Q4_K (prep_q4_k): per super-block, a pair of rows as the tile's registers hold
+ * them, so the token loop only loads: the codes of chunk pairs g = 0..3 of row r (64 bytes
+ * each, as q4k_tile_n splits them), both rows' min words and min scales (one register each),
+ * each row's eight scale words and its scale as f32.  704 bytes against 2 x 144 stored. */
+#define Q4KP_CODES 0   /* [r][g] 64 bytes */
+#define Q4KP_MINS 512  /* int16 x 32: row 0's mins2, row 1's */
+#define Q4KP_DMIN 576  /* f32 x 16: row 0's dmin x 8, row 1's x 8 */
+#define Q4KP_SC 640    /* [r] int16 x 8 */
+#define Q4KP_D 672     /* [r] f32 */
+#define Q4KP_B 704
+
+/* Row codes of chunk pair g: low nibbles of the 32 bytes in the lower half, high in the upper. */
+static inline __m512i q4k_codes(const uint8_t *x, int g)
 {
-	const __m512i m4 = _mm512_set1_epi8(0xF);
+	const __m512i b = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 16 + 32 * g)));
+	return _mm512_and_si512(_mm512_mask_srli_epi16(b, 0xFFFF0000u, b, 4), _mm512_set1_epi8(0xF));
+}
+
+/* prepared = 0: R rows w, w + ws as stored; prepared = 1: w is prep_q4_k's output (R = 2). */
+static inline __attribute__((always_inline)) void q4k_tile_any(const int prepared, size_t n, const uint8_t *w,
+							       size_t ws, const int R, const uint8_t *a, size_t as,
+							       const int T, float *y, size_t ys)
+{
 	__m512 acc[TILE_R][TILE_T], accm[TILE_T];
 	UNROLL for (int t = 0; t < T; t++) {
 		accm[t] = _mm512_setzero_ps();
@@ -159,21 +177,29 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			acc[r][t] = _mm512_setzero_ps();
 	}
 	for (size_t i = 0; i < n / QKK; i++) {
-		const uint8_t *x[TILE_R];
+		const uint8_t *x[TILE_R], *pb = prepared ? w + i * Q4KP_B : w;
 		__m512i scw[TILE_R];
 		__m256i mins2[TILE_R];
+		__m512i mins;
 		__m512 dmx;
-		UNROLL for (int r = 0; r < R; r++) {
-			x[r] = w + r * ws + i * Q4K_B;
-			scw[r] = q4k_scales(x[r] + 4, &mins2[r]);
-		}
-		/* min terms: rows 0 and 1 in the lower and upper 8 lanes of one register */
-		__m512i mins = _mm512_castsi256_si512(mins2[0]);
-		if (R == 2) {
-			mins = _mm512_inserti64x4(mins, mins2[1], 1);
-			dmx = _mm512_insertf32x8(bcast_f16(x[0] + 2), _mm256_set1_ps(_cvtsh_ss(kern_u16(x[1] + 2))), 1);
+		if (prepared) {
+			UNROLL for (int r = 0; r < R; r++)
+				scw[r] = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(pb + Q4KP_SC + 16 * r)));
+			mins = _mm512_load_si512((const void *)(pb + Q4KP_MINS));
+			dmx = _mm512_load_ps((const void *)(pb + Q4KP_DMIN));
 		} else {
-			dmx = opaque(bcast_f16(x[0] + 2));
+			UNROLL for (int r = 0; r < R; r++) {
+				x[r] = w + r * ws + i * Q4K_B;
+				scw[r] = q4k_scales(x[r] + 4, &mins2[r]);
+			}
+			/* min terms: rows 0 and 1 in the lower and upper 8 lanes of one register */
+			mins = _mm512_castsi256_si512(mins2[0]);
+			if (R == 2) {
+				mins = _mm512_inserti64x4(mins, mins2[1], 1);
+				dmx = _mm512_insertf32x8(bcast_f16(x[0] + 2), _mm256_set1_ps(_cvtsh_ss(kern_u16(x[1] + 2))), 1);
+			} else {
+				dmx = opaque(bcast_f16(x[0] + 2));
+			}
 		}
 		UNROLL for (int t = 0; t < T; t++) {
 			const uint8_t *q8 = a + t * as + i * Q8K_B;
@@ -186,8 +212,8 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			__m512i q[TILE_R], s[TILE_R];
 			const __m512i ctrl = _mm512_load_si512((const void *)q4k_sc_ctrl[g]);
 			UNROLL for (int r = 0; r < R; r++) {
-				__m512i b = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r] + 16 + 32 * g)));
-				q[r] = _mm512_and_si512(_mm512_mask_srli_epi16(b, 0xFFFF0000u, b, 4), m4);
+				q[r] = prepared ? _mm512_load_si512((const void *)(pb + Q4KP_CODES + 64 * (4 * r + g)))
+						: q4k_codes(x[r], g);
 				s[r] = _mm512_shuffle_epi8(scw[r], ctrl);
 			}
 			UNROLL for (int t = 0; t < T; t++) {
@@ -200,7 +226,7 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 			}
 		}
 		UNROLL for (int r = 0; r < R; r++) {
-			const __m512 dx = opaque(bcast_f16(x[r]));
+			const __m512 dx = opaque(prepared ? _mm512_set1_ps(kern_f32(pb + Q4KP_D + 4 * r)) : bcast_f16(x[r]));
 			UNROLL for (int t = 0; t < T; t++) {
 				const __m512 d = _mm512_mul_ps(dx, bcast_f32(a + t * as + i * Q8K_B));
 				acc[r][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
@@ -222,6 +248,46 @@ static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uin
 		y[t * ys] = hsum512(acc[0][t]) - m0;
 		if (R == 2)
 			y[t * ys + 1] = hsum512(acc[1][t]) - hsum256(_mm512_extractf32x8_ps(accm[t], 1));
+	}
+}
+
+static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							     const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys)
+{
+	q4k_tile_any(0, n, w, ws, R, a, as, T, y, ys);
+}
+
+static void prep_q4_k(size_t n, const void *w, size_t ws, void *out)
+{
+	uint8_t *o = out;
+	for (size_t i = 0; i < n / QKK; i++, o += Q4KP_B) {
+		const uint8_t *x[2];
+		__m256i mins2[2];
+		UNROLL for (int r = 0; r < 2; r++) {
+			x[r] = (const uint8_t *)w + r * ws + i * Q4K_B;
+			_mm_store_si128((__m128i *)(o + Q4KP_SC + 16 * r),
+					_mm512_castsi512_si128(q4k_scales(x[r] + 4, &mins2[r])));
+			UNROLL for (int g = 0; g < 4; g++)
+				_mm512_store_si512((void *)(o + Q4KP_CODES + 64 * (4 * r + g)), q4k_codes(x[r], g));
+			const float d = _cvtsh_ss(kern_u16(x[r]));
+			memcpy(o + Q4KP_D + 4 * r, &d, sizeof d);
+		}
+		_mm512_store_si512((void *)(o + Q4KP_MINS), _mm512_inserti64x4(_mm512_castsi256_si512(mins2[0]), mins2[1], 1));
+		_mm512_store_ps((void *)(o + Q4KP_DMIN),
+				_mm512_insertf32x8(bcast_f16(x[0] + 2), _mm256_set1_ps(_cvtsh_ss(kern_u16(x[1] + 2))), 1));
+		memset(o + Q4KP_D + 8, 0, Q4KP_B - Q4KP_D - 8);
+	}
+}
+
+static void prepped_q4_k(size_t n, const void *p, const void *a, size_t as, uint32_t nt, float *y, size_t ys)
+{
+	const uint8_t *P = p, *A = a;
+	switch (nt) {
+	case 1: q4k_tile_any(1, n, P, 0, 2, A, as, 1, y, ys); break;
+	case 2: q4k_tile_any(1, n, P, 0, 2, A, as, 2, y, ys); break;
+	case 3: q4k_tile_any(1, n, P, 0, 2, A, as, 3, y, ys); break;
+	default: q4k_tile_any(1, n, P, 0, 2, A, as, 4, y, ys); break;
 	}
 }
 
@@ -357,24 +423,41 @@ static inline __m512 set2_f16(const uint8_t *a, const uint8_t *b)
  * accumulators + 4 codes + 4 scales + 3 token registers fit the 32 zmm). */
 #define Q32_R 4
 
+/* Codes and scales of one row's block pair (x1 = x0 for the odd last block, its scale 0). */
+static inline __attribute__((always_inline)) void q32_row(const int q8w, const uint8_t *x0, int odd, size_t bb,
+							  __m512i *q, __m512 *dw)
+{
+	const uint8_t *x1 = odd ? x0 : x0 + bb;
+	if (q8w)
+		*q = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0 + 2))),
+							 _mm256_loadu_si256((const __m256i *)(x1 + 2)), 1),
+				      _mm512_set1_epi8((char)0x80));
+	else
+		*q = q5_0_codes(x0, x1);
+	*dw = odd ? _mm512_insertf32x8(bcast_f16(x0), _mm256_setzero_ps(), 1) : set2_f16(x0, x1);
+}
+
+/* Prepared Q5_0 / Q8_0 (prep_q32): per block pair, the Q32_R rows' code and scale registers
+ * (64 bytes each, row after row), so the token loop only loads them. */
+#define Q32P_B (Q32_R * 128)
+
 /* One pair of blocks (x0/x1 of each row, y0/y1 of each token; the odd last block of a row
- * is paired with itself and its copy weighted 0). */
-static inline __attribute__((always_inline)) void q32_pair(const int q8w, const uint8_t *w, size_t ws, const int R,
-							   const uint8_t *a, size_t as, const int T,
-							   size_t ib, int odd, __m512 acc[Q32_R][TILE_T])
+ * is paired with itself and its copy weighted 0).  prepared: w is prep_q32's output. */
+static inline __attribute__((always_inline)) void q32_pair(const int q8w, const int prepared, const uint8_t *w,
+							   size_t ws, const int R, const uint8_t *a, size_t as,
+							   const int T, size_t ib, int odd, __m512 acc[Q32_R][TILE_T])
 {
 	const size_t bb = q8w ? Q8_0_B : Q5_0_B;
 	__m512i q[Q32_R];
 	__m512 dw[Q32_R];
 	UNROLL for (int r = 0; r < R; r++) {
-		const uint8_t *x0 = w + r * ws + ib * bb, *x1 = odd ? x0 : x0 + bb;
-		if (q8w)
-			q[r] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x0 + 2))),
-								   _mm256_loadu_si256((const __m256i *)(x1 + 2)), 1),
-						_mm512_set1_epi8((char)0x80));
-		else
-			q[r] = q5_0_codes(x0, x1);
-		dw[r] = odd ? _mm512_insertf32x8(bcast_f16(x0), _mm256_setzero_ps(), 1) : set2_f16(x0, x1);
+		if (prepared) {
+			const uint8_t *pp = w + ib / 2 * Q32P_B + 128 * r;
+			q[r] = _mm512_load_si512((const void *)pp);
+			dw[r] = _mm512_load_ps((const void *)(pp + 64));
+		} else {
+			q32_row(q8w, w + r * ws + ib * bb, odd, bb, &q[r], &dw[r]);
+		}
 	}
 	UNROLL for (int t = 0; t < T; t++) {
 		const uint8_t *y0 = a + t * as + ib * Q8_0_B, *y1 = odd ? y0 : y0 + Q8_0_B;
@@ -391,9 +474,10 @@ static inline __attribute__((always_inline)) void q32_pair(const int q8w, const 
 	}
 }
 
-static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size_t n, const uint8_t *w, size_t ws,
-							     const int R, const uint8_t *a, size_t as, const int T,
-							     float *y, size_t ys)
+static inline __attribute__((always_inline)) void q32_tile_any(const int q8w, const int prepared, size_t n,
+							       const uint8_t *w, size_t ws, const int R,
+							       const uint8_t *a, size_t as, const int T,
+							       float *y, size_t ys)
 {
 	__m512 acc[Q32_R][TILE_T];
 	UNROLL for (int r = 0; r < R; r++)
@@ -402,9 +486,9 @@ static inline __attribute__((always_inline)) void q32_tile_n(const int q8w, size
 	const size_t nb = n / QK;
 	size_t ib = 0;
 	for (; ib + 2 <= nb; ib += 2)
-		q32_pair(q8w, w, ws, R, a, as, T, ib, 0, acc);
+		q32_pair(q8w, prepared, w, ws, R, a, as, T, ib, 0, acc);
 	if (ib < nb)
-		q32_pair(q8w, w, ws, R, a, as, T, ib, 1, acc);
+		q32_pair(q8w, prepared, w, ws, R, a, as, T, ib, 1, acc);
 	TILE_STORE(acc, R, T, y, ys);
 }
 
@@ -412,15 +496,55 @@ static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const ui
 							      const uint8_t *a, size_t as, const int T,
 							      float *y, size_t ys)
 {
-	q32_tile_n(0, n, w, ws, R, a, as, T, y, ys);
+	q32_tile_any(0, 0, n, w, ws, R, a, as, T, y, ys);
 }
 
 static inline __attribute__((always_inline)) void q8_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
 							      const uint8_t *a, size_t as, const int T,
 							      float *y, size_t ys)
 {
-	q32_tile_n(1, n, w, ws, R, a, as, T, y, ys);
+	q32_tile_any(1, 0, n, w, ws, R, a, as, T, y, ys);
 }
+
+static inline __attribute__((always_inline)) void prep_q32(const int q8w, size_t n, const uint8_t *w, size_t ws,
+							   uint8_t *out)
+{
+	const size_t bb = q8w ? Q8_0_B : Q5_0_B, nb = n / QK;
+	for (size_t ib = 0; ib < nb; ib += 2, out += Q32P_B)
+		UNROLL for (int r = 0; r < Q32_R; r++) {
+			__m512i q;
+			__m512 dw;
+			q32_row(q8w, w + r * ws + ib * bb, ib + 1 == nb, bb, &q, &dw);
+			_mm512_store_si512((void *)(out + 128 * r), q);
+			_mm512_store_ps((void *)(out + 128 * r + 64), dw);
+		}
+}
+
+static void prep_q5_0(size_t n, const void *w, size_t ws, void *out)
+{
+	prep_q32(0, n, w, ws, out);
+}
+
+static void prep_q8_0(size_t n, const void *w, size_t ws, void *out)
+{
+	prep_q32(1, n, w, ws, out);
+}
+
+#define PREPPED_Q32(name, q8w)                                                                \
+	static void name(size_t n, const void *p, const void *a, size_t as, uint32_t nt, float *y, \
+			 size_t ys)                                                           \
+	{                                                                                     \
+		const uint8_t *P = p, *A = a;                                                 \
+		switch (nt) {                                                                 \
+		case 1: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 1, y, ys); break;         \
+		case 2: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 2, y, ys); break;         \
+		case 3: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 3, y, ys); break;         \
+		default: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 4, y, ys); break;        \
+		}                                                                             \
+	}
+
+PREPPED_Q32(prepped_q5_0, 0)
+PREPPED_Q32(prepped_q8_0, 1)
 
 float pt_kern_dot_q5_0_avx512(size_t n, const void *w, const void *a)
 {
@@ -498,8 +622,11 @@ TILE_FN4(tile_q5_0, q5_0_tile_n)
 TILE_FN4(tile_q8_0, q8_0_tile_n)
 
 const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
-	[PT_TYPE_Q4_K] = { tile_q4_k, TILE_R, TILE_T },
-	[PT_TYPE_Q6_K] = { tile_q6_k, TILE_R, TILE_T },
-	[PT_TYPE_Q5_0] = { tile_q5_0, Q32_R, TILE_T },
-	[PT_TYPE_Q8_0] = { tile_q8_0, Q32_R, TILE_T },
+	[PT_TYPE_Q4_K] = { .fn = tile_q4_k, .rows = TILE_R, .toks = TILE_T, .prep = prep_q4_k,
+			   .prepped = prepped_q4_k, .prep_cols = QKK, .prep_unit = Q4KP_B },
+	[PT_TYPE_Q6_K] = { .fn = tile_q6_k, .rows = TILE_R, .toks = TILE_T },
+	[PT_TYPE_Q5_0] = { .fn = tile_q5_0, .rows = Q32_R, .toks = TILE_T, .prep = prep_q5_0,
+			   .prepped = prepped_q5_0, .prep_cols = 2 * QK, .prep_unit = Q32P_B },
+	[PT_TYPE_Q8_0] = { .fn = tile_q8_0, .rows = Q32_R, .toks = TILE_T, .prep = prep_q8_0,
+			   .prepped = prepped_q8_0, .prep_cols = 2 * QK, .prep_unit = Q32P_B },
 };

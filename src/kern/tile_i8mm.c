@@ -292,9 +292,9 @@ static void tile_q6_k(size_t n, const void *w, size_t w_stride, uint32_t n_rows,
 }
 
 const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT] = {
-	[PT_TYPE_Q8_0] = { tile_q8_0, ROWS, TOKS },
-	[PT_TYPE_Q4_0] = { tile_q4_0, ROWS, TOKS },
-	[PT_TYPE_Q4_K] = { tile_q4_k, ROWS, TOKS },
-	[PT_TYPE_Q5_0] = { tile_q5_0, ROWS, TOKS },
-	[PT_TYPE_Q6_K] = { tile_q6_k, ROWS, TOKS },
+	[PT_TYPE_Q8_0] = { .fn = tile_q8_0, .rows = ROWS, .toks = TOKS },
+	[PT_TYPE_Q4_0] = { .fn = tile_q4_0, .rows = ROWS, .toks = TOKS },
+	[PT_TYPE_Q4_K] = { .fn = tile_q4_k, .rows = ROWS, .toks = TOKS },
+	[PT_TYPE_Q5_0] = { .fn = tile_q5_0, .rows = ROWS, .toks = TOKS },
+	[PT_TYPE_Q6_K] = { .fn = tile_q6_k, .rows = ROWS, .toks = TOKS },
 };

@@ -905,8 +905,53 @@ PT_TEST(test_kern_tile_matches_dot)
 									     pt_kern_level_name(lv), n, nr, nt, r, t);
 						}
 				}
+			/* the prepared tile (full row tiles, prepared once): equal to dot as well */
+			for (size_t li = 0; o->tile.prep && li < 2; li++) {
+				const size_t n = lens[li];
+				static uint8_t prepared[N / 64 * 4096] __attribute__((aligned(64)));
+				const size_t bytes = (n + o->tile.prep_cols - 1) / o->tile.prep_cols * o->tile.prep_unit;
+				if (n % pt_type_traits(o->type)->block_elems != 0)
+					continue;
+				REQUIRE(o->tile.prepped != NULL && bytes <= sizeof prepared);
+				memset(prepared, 0xA5, sizeof prepared);
+				o->tile.prep(n, w[0], WB, prepared);
+				for (size_t i = bytes; i < sizeof prepared; i++) /* writes only its bytes */
+					if (prepared[i] != 0xA5) {
+						pt_test_fail(__FILE__, __LINE__, "%s prep wrote past %zu bytes",
+							     pt_type_name(o->type), bytes);
+						break;
+					}
+				for (uint32_t nt = 1; nt <= o->tile.toks; nt++) {
+					float y[MAXT * MAXR];
+					memset(y, 0xff, sizeof y);
+					o->tile.prepped(n, prepared, a[0], WB, nt, y, MAXR);
+					for (uint32_t t = 0; t < MAXT; t++)
+						for (uint32_t r = 0; r < MAXR; r++) {
+							uint32_t bits;
+							memcpy(&bits, &y[t * MAXR + r], 4);
+							if (t >= nt || r >= o->tile.rows) {
+								CHECK(bits == 0xffffffffu);
+								continue;
+							}
+							float d = o->dot(n, w[r], a[t]);
+							if (memcmp(&d, &y[t * MAXR + r], 4) != 0)
+								pt_test_fail(__FILE__, __LINE__,
+									     "%s %s n %zu prepared tile x%u [%u][%u] differs",
+									     pt_type_name(o->type),
+									     pt_kern_level_name(lv), n, nt, r, t);
+						}
+				}
+			}
 		}
 	}
+#if defined(PT_KERN_X86)
+	/* AVX-512 prefill tiles prepare their rows once per weight block */
+	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512) {
+		static const enum pt_type prepared_types[] = { PT_TYPE_Q4_K, PT_TYPE_Q5_0, PT_TYPE_Q8_0 };
+		for (size_t k = 0; k < sizeof prepared_types / sizeof prepared_types[0]; k++)
+			CHECK(pt_kern_ops_at(PT_KERN_LEVEL_AVX512, prepared_types[k])->tile.prep != NULL);
+	}
+#endif
 #if defined(PT_KERN_ARM64)
 	/* the prefill types have a NEON and an SDOT tile and an SMMLA one at the i8mm level (qemu
 	 * -cpu max; -cpu cortex-a53 runs the NEON ones), so the loop above covered them */
@@ -987,6 +1032,45 @@ PT_TEST(test_kern_matmul_tile_edges)
 		}
 	for (int p = 0; p < 3; p++)
 		pt_pool_destroy(pools[p]);
+}
+
+/* Matmul where the prepared tiles start and stop: 7 tokens (below the threshold: rows read as
+ * stored), 8 and 13 (prepared), rows leaving a partial last tile, one row tile per block
+ * (Q4_K 17,920 columns: 49 KB prepared a row pair) and rows too wide for the preparation
+ * buffer (Q4_K 24,064 columns: 66 KB; Q5_0 16,416): every row equals matvec. */
+PT_TEST(test_kern_matmul_prepared_edges)
+{
+	static const struct { enum pt_type type; uint64_t cols; } cases[] = {
+		{ PT_TYPE_Q4_K, 512 }, { PT_TYPE_Q4_K, 17920 }, { PT_TYPE_Q4_K, 24064 }, { PT_TYPE_Q8_0, 704 },
+		{ PT_TYPE_Q5_0, 288 }, { PT_TYPE_Q5_0, 16384 + 32 },
+	};
+	static const uint64_t toks[] = { 7, 8, 13 };
+	enum { ROWS = 43, MAXTOK = 13 };
+	pt_pool *pool = NULL;
+	REQUIRE(pt_pool_create(2, &pool, NULL) == PT_OK);
+	rng_state = 8484;
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		const uint64_t cols = cases[c].cols;
+		struct mat_fixture f;
+		REQUIRE(make_fixture(&f, cases[c].type, ROWS, cols, MAXTOK, 5) == 0);
+		float *ym = pt_mallocn((size_t)ROWS * MAXTOK, sizeof(float));
+		float *yv = pt_mallocn(ROWS, sizeof(float));
+		REQUIRE(ym && yv);
+		for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+			REQUIRE(pt_kern_matmul(&f.w, f.x, toks[k], ym, f.scratch, pool, NULL) == PT_OK);
+			for (uint64_t t = 0; t < toks[k]; t++) {
+				REQUIRE(pt_kern_matvec(&f.w, f.x + t * cols, yv, f.scratch, pool, NULL) == PT_OK);
+				if (memcmp(yv, ym + t * ROWS, ROWS * sizeof(float)) != 0)
+					pt_test_fail(__FILE__, __LINE__, "%s cols %llu tokens %llu: row %llu differs",
+						     pt_type_name(cases[c].type), (unsigned long long)cols,
+						     (unsigned long long)toks[k], (unsigned long long)t);
+			}
+		}
+		pt_free(ym);
+		pt_free(yv);
+		free_fixture(&f);
+	}
+	pt_pool_destroy(pool);
 }
 
 /* Q4_K / Q6_K products at the token counts a routed expert sees in a 512-token prefill of the

@@ -727,22 +727,28 @@ static void bench_tile_l1(void)
 					x[i] = (float)(rnd8() + rnd8() - 255) / 128.0f;
 				pt_kern_quantize_row(o->act_type, x, a[t], N);
 			}
-			double best[3] = { 1e9, 1e9, 1e9 };
+			static uint8_t prepared[N * 8] __attribute__((aligned(64)));
+			if (o->tile.prep) /* the prepared tile over rows prepared once (prefill) */
+				o->tile.prep(N, w[0], sizeof w[0], prepared);
+			double best[4] = { 1e9, 1e9, 1e9, 1e9 };
 			volatile float sink = 0;
 			for (int rep = 0; rep < 5; rep++) {
-				for (int kind = 0; kind < 3; kind++) {
-					if ((kind == 1 && !o->dot4) || (kind == 2 && !o->tile.fn))
+				for (int kind = 0; kind < 4; kind++) {
+					if ((kind == 1 && !o->dot4) || (kind == 2 && !o->tile.fn) ||
+					    (kind == 3 && !o->tile.prep))
 						continue;
-					uint32_t nr = kind == 2 ? o->tile.rows : 1;
-					uint32_t nt = kind == 2 ? o->tile.toks : kind == 1 ? 4 : 1;
+					uint32_t nr = kind >= 2 ? o->tile.rows : 1;
+					uint32_t nt = kind >= 2 ? o->tile.toks : kind == 1 ? 4 : 1;
 					double t0 = now();
 					for (int i = 0; i < 1000; i++) {
 						if (kind == 0)
 							y[0] = o->dot(N, w[0], a[0]);
 						else if (kind == 1)
 							o->dot4(N, w[0], a[0], sizeof a[0], y);
-						else
+						else if (kind == 2)
 							o->tile.fn(N, w[0], sizeof w[0], nr, a[0], sizeof a[0], nt, y, R);
+						else
+							o->tile.prepped(N, prepared, a[0], sizeof a[0], nt, y, R);
 						sink += y[0];
 					}
 					double dt = (now() - t0) / 1000 / (nr * nt);
@@ -750,10 +756,11 @@ static void bench_tile_l1(void)
 				}
 			}
 			(void)sink;
-			printf("  %-6s %-6s dot %7.2f   dot4 %7.2f   tile %ux%u %7.2f\n",
+			printf("  %-6s %-6s dot %7.2f   dot4 %7.2f   tile %ux%u %7.2f   prepared %7.2f\n",
 			       pt_type_name(types[k]), pt_kern_level_name(lv), best[0] * 1e9 / (N / 256),
 			       o->dot4 ? best[1] * 1e9 / (N / 256) : 0.0, o->tile.rows, o->tile.toks,
-			       o->tile.fn ? best[2] * 1e9 / (N / 256) : 0.0);
+			       o->tile.fn ? best[2] * 1e9 / (N / 256) : 0.0,
+			       o->tile.prep ? best[3] * 1e9 / (N / 256) : 0.0);
 		}
 	}
 }
