@@ -26,7 +26,8 @@
  * Q6_K; AVX-512 every type but IQ4_XS.  Register tiles (several weight rows x several tokens per
  * call, used by pt_kern_matmul for two or more tokens before dot4): AVX-512 Q4_K Q6_K at
  * 2 rows x 4 tokens, Q5_0 Q8_0 at 4 rows x 4 tokens (maddubs + vpdpwssd, or vpdpbusd on unsigned codes with the
- * offset taken from the activation sums: the same exact integers as the dot; tile_avx512.c),
+ * offset taken from the activation sums: the same exact integers as the dot; tile_avx512.c;
+ * all four also prepared: rows decoded once, then many token groups, pt_kern_tile.prep),
  * AVX2 Q4_K at 1 row x 3 tokens, Q6_K at 1 x 4, Q5_0 Q8_0 at 2 x 6 (dot_avx2.c).  The
  * AVX-512 level requires VNNI (dispatch.c): a CPU with AVX-512 F/BW but no VNNI runs the AVX2
  * level.  Types with no kernel at all (IQ2/IQ3/IQ1, TQ,
@@ -177,7 +178,9 @@ enum pt_status pt_kern_matvec_q(const struct pt_kern_mat *w, const void *xq, flo
  * Activation rows are converted in parallel from 8 tokens on; then each task takes a band of
  * weight rows (whole tiles).  With a register tile (two or more tokens): blocks of weight
  * rows of about 32 KiB are reused across all tokens, tile.toks tokens at a time, each group's
- * activation panel passing over the block's row tiles; otherwise blocks of 16 rows, four
+ * activation panel passing over the block's row tiles (from 8 tokens, where the tile has a
+ * prepared form: blocks of ~24 KiB prepared once per thread, then every group runs over
+ * them); otherwise blocks of 16 rows, four
  * tokens per weight decode where the level has dot4.  Errors as pt_kern_matvec. */
 enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint64_t n_tok,
 			      float *y, void *scratch, pt_pool *pool, struct pt_error *err);

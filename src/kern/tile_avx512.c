@@ -331,20 +331,34 @@ static inline __attribute__((always_inline)) void q6k_decode(const uint8_t *x, i
 	*sb = _mm512_permutexvar_epi16(_mm512_add_epi16(lane_sub, _mm512_set1_epi16((int16_t)(8 * h + 4))), scw);
 }
 
-static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
-							     const uint8_t *a, size_t as, const int T,
-							     float *y, size_t ys)
+/* Prepared Q6_K (prep_q6_k): per super-block, a pair of rows' decoded registers: the codes
+ * qa, qb of halves 0 and 1, their scale words sa, sb, the -32-scaled scales of the bias, the
+ * row scale as f32.  1,152 bytes against 2 x 210 stored. */
+#define Q6KP_CODES 0  /* [r][h] qa, qb: 64 bytes each */
+#define Q6KP_SCW 512  /* [r][h] sa, sb */
+#define Q6KP_BIAS 1024 /* [r] int16 x 16: scale x -32 */
+#define Q6KP_D 1088   /* [r] f32 */
+#define Q6KP_B 1152
+
+/* prepared = 0: R rows w, w + ws as stored; prepared = 1: w is prep_q6_k's output (R = 2). */
+static inline __attribute__((always_inline)) void q6k_tile_any(const int prepared, size_t n, const uint8_t *w,
+							       size_t ws, const int R, const uint8_t *a, size_t as,
+							       const int T, float *y, size_t ys)
 {
 	__m512 acc[TILE_R][TILE_T];
 	UNROLL for (int r = 0; r < R; r++)
 		UNROLL for (int t = 0; t < T; t++)
 			acc[r][t] = _mm512_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++) {
-		const uint8_t *x[TILE_R];
+		const uint8_t *x[TILE_R], *pb = prepared ? w + i * Q6KP_B : w;
 		__m256i sc16[TILE_R];
 		__m512i sc32n[TILE_R];
 		__m512i sumi[TILE_R][TILE_T];
 		UNROLL for (int r = 0; r < R; r++) {
+			if (prepared) {
+				sc32n[r] = _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(pb + Q6KP_BIAS + 32 * r)));
+				continue;
+			}
 			x[r] = w + r * ws + i * Q6K_B;
 			sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x[r] + 192)));
 			/* scale x -32 fits int16 (|s| <= 128); words 16-31 are not used */
@@ -358,8 +372,18 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 		}
 		UNROLL for (int h = 0; h < 2; h++) {
 			__m512i qa[TILE_R], qb[TILE_R], sa[TILE_R], sb[TILE_R];
-			UNROLL for (int r = 0; r < R; r++)
-				q6k_decode(x[r], h, _mm512_castsi256_si512(sc16[r]), &qa[r], &qb[r], &sa[r], &sb[r]);
+			UNROLL for (int r = 0; r < R; r++) {
+				if (prepared) {
+					const uint8_t *c = pb + Q6KP_CODES + 256 * r + 128 * h;
+					const uint8_t *k = pb + Q6KP_SCW + 256 * r + 128 * h;
+					qa[r] = _mm512_load_si512((const void *)c);
+					qb[r] = _mm512_load_si512((const void *)(c + 64));
+					sa[r] = _mm512_load_si512((const void *)k);
+					sb[r] = _mm512_load_si512((const void *)(k + 64));
+				} else {
+					q6k_decode(x[r], h, _mm512_castsi256_si512(sc16[r]), &qa[r], &qb[r], &sa[r], &sb[r]);
+				}
+			}
 			UNROLL for (int t = 0; t < T; t++) {
 				const uint8_t *q8 = a + t * as + i * Q8K_B + Q8K_QS + 128 * h;
 				const __m512i ya = _mm512_loadu_si512((const void *)q8);
@@ -371,7 +395,7 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 			}
 		}
 		UNROLL for (int r = 0; r < R; r++) {
-			const __m512 dx = opaque(bcast_f16(x[r] + 208));
+			const __m512 dx = opaque(prepared ? _mm512_set1_ps(kern_f32(pb + Q6KP_D + 4 * r)) : bcast_f16(x[r] + 208));
 			UNROLL for (int t = 0; t < T; t++) {
 				const __m512 d = _mm512_mul_ps(dx, bcast_f32(a + t * as + i * Q8K_B));
 				acc[r][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][t]), acc[r][t]);
@@ -379,6 +403,48 @@ static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uin
 		}
 	}
 	TILE_STORE(acc, R, T, y, ys);
+}
+
+static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
+							     const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys)
+{
+	q6k_tile_any(0, n, w, ws, R, a, as, T, y, ys);
+}
+
+static void prep_q6_k(size_t n, const void *w, size_t ws, void *out)
+{
+	uint8_t *o = out;
+	for (size_t i = 0; i < n / QKK; i++, o += Q6KP_B) {
+		UNROLL for (int r = 0; r < 2; r++) {
+			const uint8_t *x = (const uint8_t *)w + r * ws + i * Q6K_B;
+			const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 192)));
+			_mm256_store_si256((__m256i *)(o + Q6KP_BIAS + 32 * r),
+					   _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
+			UNROLL for (int h = 0; h < 2; h++) {
+				__m512i qa, qb, sa, sb;
+				q6k_decode(x, h, _mm512_castsi256_si512(sc16), &qa, &qb, &sa, &sb);
+				_mm512_store_si512((void *)(o + Q6KP_CODES + 256 * r + 128 * h), qa);
+				_mm512_store_si512((void *)(o + Q6KP_CODES + 256 * r + 128 * h + 64), qb);
+				_mm512_store_si512((void *)(o + Q6KP_SCW + 256 * r + 128 * h), sa);
+				_mm512_store_si512((void *)(o + Q6KP_SCW + 256 * r + 128 * h + 64), sb);
+			}
+			const float d = _cvtsh_ss(kern_u16(x + 208));
+			memcpy(o + Q6KP_D + 4 * r, &d, sizeof d);
+		}
+		memset(o + Q6KP_D + 8, 0, Q6KP_B - Q6KP_D - 8);
+	}
+}
+
+static void prepped_q6_k(size_t n, const void *p, const void *a, size_t as, uint32_t nt, float *y, size_t ys)
+{
+	const uint8_t *P = p, *A = a;
+	switch (nt) {
+	case 1: q6k_tile_any(1, n, P, 0, 2, A, as, 1, y, ys); break;
+	case 2: q6k_tile_any(1, n, P, 0, 2, A, as, 2, y, ys); break;
+	case 3: q6k_tile_any(1, n, P, 0, 2, A, as, 3, y, ys); break;
+	default: q6k_tile_any(1, n, P, 0, 2, A, as, 4, y, ys); break;
+	}
 }
 
 float pt_kern_dot_q6_k_avx512(size_t n, const void *w, const void *a)
@@ -624,7 +690,8 @@ TILE_FN4(tile_q8_0, q8_0_tile_n)
 const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = { .fn = tile_q4_k, .rows = TILE_R, .toks = TILE_T, .prep = prep_q4_k,
 			   .prepped = prepped_q4_k, .prep_cols = QKK, .prep_unit = Q4KP_B },
-	[PT_TYPE_Q6_K] = { .fn = tile_q6_k, .rows = TILE_R, .toks = TILE_T },
+	[PT_TYPE_Q6_K] = { .fn = tile_q6_k, .rows = TILE_R, .toks = TILE_T, .prep = prep_q6_k,
+			   .prepped = prepped_q6_k, .prep_cols = QKK, .prep_unit = Q6KP_B },
 	[PT_TYPE_Q5_0] = { .fn = tile_q5_0, .rows = Q32_R, .toks = TILE_T, .prep = prep_q5_0,
 			   .prepped = prepped_q5_0, .prep_cols = 2 * QK, .prep_unit = Q32P_B },
 	[PT_TYPE_Q8_0] = { .fn = tile_q8_0, .rows = Q32_R, .toks = TILE_T, .prep = prep_q8_0,

@@ -947,7 +947,8 @@ PT_TEST(test_kern_tile_matches_dot)
 #if defined(PT_KERN_X86)
 	/* AVX-512 prefill tiles prepare their rows once per weight block */
 	if (pt_kern_level_max() >= PT_KERN_LEVEL_AVX512) {
-		static const enum pt_type prepared_types[] = { PT_TYPE_Q4_K, PT_TYPE_Q5_0, PT_TYPE_Q8_0 };
+		static const enum pt_type prepared_types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q5_0,
+							       PT_TYPE_Q8_0 };
 		for (size_t k = 0; k < sizeof prepared_types / sizeof prepared_types[0]; k++)
 			CHECK(pt_kern_ops_at(PT_KERN_LEVEL_AVX512, prepared_types[k])->tile.prep != NULL);
 	}
