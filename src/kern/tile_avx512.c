@@ -149,7 +149,7 @@ static const char q4k_sc_ctrl[4][64] __attribute__((aligned(64))) = { SCG(0), SC
 
 /* Prepared Q4_K (prep_q4_k): per super-block, a pair of rows as the tile's registers hold
  * them, so the token loop only loads: the codes of chunk pairs g = 0..3 of row r (64 bytes
- * each, as q4k_tile_n splits them), both rows' min words and min scales (one register each),
+ * each, as q4k_codes splits them), both rows' min words and min scales (one register each),
  * each row's eight scale words and its scale as f32.  704 bytes against 2 x 144 stored. */
 #define Q4KP_CODES 0   /* [r][g] 64 bytes */
 #define Q4KP_MINS 512  /* int16 x 32: row 0's mins2, row 1's */
@@ -251,13 +251,6 @@ static inline __attribute__((always_inline)) void q4k_tile_any(const int prepare
 	}
 }
 
-static inline __attribute__((always_inline)) void q4k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
-							     const uint8_t *a, size_t as, const int T,
-							     float *y, size_t ys)
-{
-	q4k_tile_any(0, n, w, ws, R, a, as, T, y, ys);
-}
-
 static void prep_q4_k(size_t n, const void *w, size_t ws, void *out)
 {
 	uint8_t *o = out;
@@ -280,27 +273,33 @@ static void prep_q4_k(size_t n, const void *w, size_t ws, void *out)
 	}
 }
 
-static void prepped_q4_k(size_t n, const void *p, const void *a, size_t as, uint32_t nt, float *y, size_t ys)
-{
-	const uint8_t *P = p, *A = a;
-	switch (nt) {
-	case 1: q4k_tile_any(1, n, P, 0, 2, A, as, 1, y, ys); break;
-	case 2: q4k_tile_any(1, n, P, 0, 2, A, as, 2, y, ys); break;
-	case 3: q4k_tile_any(1, n, P, 0, 2, A, as, 3, y, ys); break;
-	default: q4k_tile_any(1, n, P, 0, 2, A, as, 4, y, ys); break;
+/* The prepared tile over 1..4 tokens: body(prepared, n, w, ws, R, a, as, T, y, ys), every
+ * token count its own fully unrolled instance. */
+#define PREPPED_FN(name, body, R)                                                             \
+	static void name(size_t n, const void *p, const void *a, size_t as, uint32_t nt, float *y, \
+			 size_t ys)                                                           \
+	{                                                                                     \
+		const uint8_t *P = p, *A = a;                                                 \
+		switch (nt) {                                                                 \
+		case 1: body(1, n, P, 0, R, A, as, 1, y, ys); break;                          \
+		case 2: body(1, n, P, 0, R, A, as, 2, y, ys); break;                          \
+		case 3: body(1, n, P, 0, R, A, as, 3, y, ys); break;                          \
+		default: body(1, n, P, 0, R, A, as, 4, y, ys); break;                         \
+		}                                                                             \
 	}
-}
+
+PREPPED_FN(prepped_q4_k, q4k_tile_any, 2)
 
 float pt_kern_dot_q4_k_avx512(size_t n, const void *w, const void *a)
 {
 	float r;
-	q4k_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	q4k_tile_any(0, n, w, 0, 1, a, 0, 1, &r, 1);
 	return r;
 }
 
 void pt_kern_dot4_q4_k_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
 {
-	q4k_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+	q4k_tile_any(0, n, w, 0, 1, a, s, 4, o, 1);
 }
 
 /* ---- Q6_K --------------------------------------------------------------------------------- */
@@ -405,13 +404,6 @@ static inline __attribute__((always_inline)) void q6k_tile_any(const int prepare
 	TILE_STORE(acc, R, T, y, ys);
 }
 
-static inline __attribute__((always_inline)) void q6k_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
-							     const uint8_t *a, size_t as, const int T,
-							     float *y, size_t ys)
-{
-	q6k_tile_any(0, n, w, ws, R, a, as, T, y, ys);
-}
-
 static void prep_q6_k(size_t n, const void *w, size_t ws, void *out)
 {
 	uint8_t *o = out;
@@ -436,27 +428,18 @@ static void prep_q6_k(size_t n, const void *w, size_t ws, void *out)
 	}
 }
 
-static void prepped_q6_k(size_t n, const void *p, const void *a, size_t as, uint32_t nt, float *y, size_t ys)
-{
-	const uint8_t *P = p, *A = a;
-	switch (nt) {
-	case 1: q6k_tile_any(1, n, P, 0, 2, A, as, 1, y, ys); break;
-	case 2: q6k_tile_any(1, n, P, 0, 2, A, as, 2, y, ys); break;
-	case 3: q6k_tile_any(1, n, P, 0, 2, A, as, 3, y, ys); break;
-	default: q6k_tile_any(1, n, P, 0, 2, A, as, 4, y, ys); break;
-	}
-}
+PREPPED_FN(prepped_q6_k, q6k_tile_any, 2)
 
 float pt_kern_dot_q6_k_avx512(size_t n, const void *w, const void *a)
 {
 	float r;
-	q6k_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	q6k_tile_any(0, n, w, 0, 1, a, 0, 1, &r, 1);
 	return r;
 }
 
 void pt_kern_dot4_q6_k_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
 {
-	q6k_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+	q6k_tile_any(0, n, w, 0, 1, a, s, 4, o, 1);
 }
 
 /* ---- Q5_0 and Q8_0 against Q8_0 ---------------------------------------------------------- */
@@ -558,20 +541,6 @@ static inline __attribute__((always_inline)) void q32_tile_any(const int q8w, co
 	TILE_STORE(acc, R, T, y, ys);
 }
 
-static inline __attribute__((always_inline)) void q5_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
-							      const uint8_t *a, size_t as, const int T,
-							      float *y, size_t ys)
-{
-	q32_tile_any(0, 0, n, w, ws, R, a, as, T, y, ys);
-}
-
-static inline __attribute__((always_inline)) void q8_0_tile_n(size_t n, const uint8_t *w, size_t ws, const int R,
-							      const uint8_t *a, size_t as, const int T,
-							      float *y, size_t ys)
-{
-	q32_tile_any(1, 0, n, w, ws, R, a, as, T, y, ys);
-}
-
 static inline __attribute__((always_inline)) void prep_q32(const int q8w, size_t n, const uint8_t *w, size_t ws,
 							   uint8_t *out)
 {
@@ -596,44 +565,45 @@ static void prep_q8_0(size_t n, const void *w, size_t ws, void *out)
 	prep_q32(1, n, w, ws, out);
 }
 
-#define PREPPED_Q32(name, q8w)                                                                \
-	static void name(size_t n, const void *p, const void *a, size_t as, uint32_t nt, float *y, \
-			 size_t ys)                                                           \
-	{                                                                                     \
-		const uint8_t *P = p, *A = a;                                                 \
-		switch (nt) {                                                                 \
-		case 1: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 1, y, ys); break;         \
-		case 2: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 2, y, ys); break;         \
-		case 3: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 3, y, ys); break;         \
-		default: q32_tile_any(q8w, 1, n, P, 0, Q32_R, A, as, 4, y, ys); break;        \
-		}                                                                             \
-	}
+static inline __attribute__((always_inline)) void q5_0_tile_any(const int prepared, size_t n, const uint8_t *w,
+								size_t ws, const int R, const uint8_t *a, size_t as,
+								const int T, float *y, size_t ys)
+{
+	q32_tile_any(0, prepared, n, w, ws, R, a, as, T, y, ys);
+}
 
-PREPPED_Q32(prepped_q5_0, 0)
-PREPPED_Q32(prepped_q8_0, 1)
+static inline __attribute__((always_inline)) void q8_0_tile_any(const int prepared, size_t n, const uint8_t *w,
+								size_t ws, const int R, const uint8_t *a, size_t as,
+								const int T, float *y, size_t ys)
+{
+	q32_tile_any(1, prepared, n, w, ws, R, a, as, T, y, ys);
+}
+
+PREPPED_FN(prepped_q5_0, q5_0_tile_any, Q32_R)
+PREPPED_FN(prepped_q8_0, q8_0_tile_any, Q32_R)
 
 float pt_kern_dot_q5_0_avx512(size_t n, const void *w, const void *a)
 {
 	float r;
-	q5_0_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	q5_0_tile_any(0, n, w, 0, 1, a, 0, 1, &r, 1);
 	return r;
 }
 
 void pt_kern_dot4_q5_0_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
 {
-	q5_0_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+	q5_0_tile_any(0, n, w, 0, 1, a, s, 4, o, 1);
 }
 
 float pt_kern_dot_q8_0_avx512(size_t n, const void *w, const void *a)
 {
 	float r;
-	q8_0_tile_n(n, w, 0, 1, a, 0, 1, &r, 1);
+	q8_0_tile_any(0, n, w, 0, 1, a, 0, 1, &r, 1);
 	return r;
 }
 
 void pt_kern_dot4_q8_0_avx512(size_t n, const void *w, const void *a, size_t s, float o[4])
 {
-	q8_0_tile_n(n, w, 0, 1, a, s, 4, o, 1);
+	q8_0_tile_any(0, n, w, 0, 1, a, s, 4, o, 1);
 }
 
 /* ---- tiles -------------------------------------------------------------------------------- */
@@ -645,19 +615,19 @@ void pt_kern_dot4_q8_0_avx512(size_t n, const void *w, const void *a, size_t s, 
 	{                                                                                     \
 		const uint8_t *W = w, *A = a;                                                 \
 		switch ((nr == 2 ? 4 : 0) + nt - 1) {                                         \
-		case 0: body(n, W, ws, 1, A, as, 1, y, ys); break;                            \
-		case 1: body(n, W, ws, 1, A, as, 2, y, ys); break;                            \
-		case 2: body(n, W, ws, 1, A, as, 3, y, ys); break;                            \
-		case 3: body(n, W, ws, 1, A, as, 4, y, ys); break;                            \
-		case 4: body(n, W, ws, 2, A, as, 1, y, ys); break;                            \
-		case 5: body(n, W, ws, 2, A, as, 2, y, ys); break;                            \
-		case 6: body(n, W, ws, 2, A, as, 3, y, ys); break;                            \
-		default: body(n, W, ws, 2, A, as, 4, y, ys); break;                           \
+		case 0: body(0, n, W, ws, 1, A, as, 1, y, ys); break;                            \
+		case 1: body(0, n, W, ws, 1, A, as, 2, y, ys); break;                            \
+		case 2: body(0, n, W, ws, 1, A, as, 3, y, ys); break;                            \
+		case 3: body(0, n, W, ws, 1, A, as, 4, y, ys); break;                            \
+		case 4: body(0, n, W, ws, 2, A, as, 1, y, ys); break;                            \
+		case 5: body(0, n, W, ws, 2, A, as, 2, y, ys); break;                            \
+		case 6: body(0, n, W, ws, 2, A, as, 3, y, ys); break;                            \
+		default: body(0, n, W, ws, 2, A, as, 4, y, ys); break;                           \
 		}                                                                             \
 	}
 
-TILE_FN(tile_q4_k, q4k_tile_n)
-TILE_FN(tile_q6_k, q6k_tile_n)
+TILE_FN(tile_q4_k, q4k_tile_any)
+TILE_FN(tile_q6_k, q6k_tile_any)
 /* ... and for up to four rows. */
 #define TILE_FN4(name, body)                                                                  \
 	static void name(size_t n, const void *w, size_t ws, uint32_t nr, const void *a,     \
@@ -665,27 +635,27 @@ TILE_FN(tile_q6_k, q6k_tile_n)
 	{                                                                                     \
 		const uint8_t *W = w, *A = a;                                                 \
 		switch ((nr - 1) * 4 + nt - 1) {                                              \
-		case 0: body(n, W, ws, 1, A, as, 1, y, ys); break;                            \
-		case 1: body(n, W, ws, 1, A, as, 2, y, ys); break;                            \
-		case 2: body(n, W, ws, 1, A, as, 3, y, ys); break;                            \
-		case 3: body(n, W, ws, 1, A, as, 4, y, ys); break;                            \
-		case 4: body(n, W, ws, 2, A, as, 1, y, ys); break;                            \
-		case 5: body(n, W, ws, 2, A, as, 2, y, ys); break;                            \
-		case 6: body(n, W, ws, 2, A, as, 3, y, ys); break;                            \
-		case 7: body(n, W, ws, 2, A, as, 4, y, ys); break;                            \
-		case 8: body(n, W, ws, 3, A, as, 1, y, ys); break;                            \
-		case 9: body(n, W, ws, 3, A, as, 2, y, ys); break;                            \
-		case 10: body(n, W, ws, 3, A, as, 3, y, ys); break;                           \
-		case 11: body(n, W, ws, 3, A, as, 4, y, ys); break;                           \
-		case 12: body(n, W, ws, 4, A, as, 1, y, ys); break;                           \
-		case 13: body(n, W, ws, 4, A, as, 2, y, ys); break;                           \
-		case 14: body(n, W, ws, 4, A, as, 3, y, ys); break;                           \
-		default: body(n, W, ws, 4, A, as, 4, y, ys); break;                           \
+		case 0: body(0, n, W, ws, 1, A, as, 1, y, ys); break;                            \
+		case 1: body(0, n, W, ws, 1, A, as, 2, y, ys); break;                            \
+		case 2: body(0, n, W, ws, 1, A, as, 3, y, ys); break;                            \
+		case 3: body(0, n, W, ws, 1, A, as, 4, y, ys); break;                            \
+		case 4: body(0, n, W, ws, 2, A, as, 1, y, ys); break;                            \
+		case 5: body(0, n, W, ws, 2, A, as, 2, y, ys); break;                            \
+		case 6: body(0, n, W, ws, 2, A, as, 3, y, ys); break;                            \
+		case 7: body(0, n, W, ws, 2, A, as, 4, y, ys); break;                            \
+		case 8: body(0, n, W, ws, 3, A, as, 1, y, ys); break;                            \
+		case 9: body(0, n, W, ws, 3, A, as, 2, y, ys); break;                            \
+		case 10: body(0, n, W, ws, 3, A, as, 3, y, ys); break;                           \
+		case 11: body(0, n, W, ws, 3, A, as, 4, y, ys); break;                           \
+		case 12: body(0, n, W, ws, 4, A, as, 1, y, ys); break;                           \
+		case 13: body(0, n, W, ws, 4, A, as, 2, y, ys); break;                           \
+		case 14: body(0, n, W, ws, 4, A, as, 3, y, ys); break;                           \
+		default: body(0, n, W, ws, 4, A, as, 4, y, ys); break;                           \
 		}                                                                             \
 	}
 
-TILE_FN4(tile_q5_0, q5_0_tile_n)
-TILE_FN4(tile_q8_0, q8_0_tile_n)
+TILE_FN4(tile_q5_0, q5_0_tile_any)
+TILE_FN4(tile_q8_0, q8_0_tile_any)
 
 const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = { .fn = tile_q4_k, .rows = TILE_R, .toks = TILE_T, .prep = prep_q4_k,
