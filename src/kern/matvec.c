@@ -129,8 +129,8 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 	for (uint64_t b0 = r0; b0 < r1; b0 += block) {
 		const uint64_t b1 = min_u64(b0 + block, r1);
 		/* whole row tiles of the block prepared (a partial last tile reads as stored) */
-		const uint64_t prepared = prep ? (b1 - b0) / tl->rows * tl->rows : 0;
-		for (uint64_t k = 0; k < prepared / tl->rows; k++)
+		const uint64_t n_prep = prep ? (b1 - b0) / tl->rows : 0;
+		for (uint64_t k = 0; k < n_prep; k++)
 			tl->prep(w->cols, data + (b0 + k * tl->rows) * rb, rb, prep_scratch + k * prep);
 		/* the next block's rows (past r1: the next task's, which this thread usually runs
 		 * next), fetched a slice per token group while this block runs */
@@ -144,10 +144,10 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 				prefetch_l2(next + pf, min_u64(slice, next_bytes - pf));
 				pf += slice;
 			}
-			for (uint64_t k = 0; k < prepared / tl->rows; k++)
+			for (uint64_t k = 0; k < n_prep; k++)
 				tl->prepped(w->cols, prep_scratch + k * prep, jb->xq + tok * ab, ab, nt,
 					    jb->y + tok * w->rows + b0 + k * tl->rows, w->rows);
-			for (uint64_t r = b0 + prepared; r < b1; r += tl->rows)
+			for (uint64_t r = b0 + n_prep * tl->rows; r < b1; r += tl->rows)
 				tl->fn(w->cols, data + r * rb, rb, (uint32_t)min_u64(tl->rows, b1 - r),
 				       jb->xq + tok * ab, ab, nt, jb->y + tok * w->rows + r, w->rows);
 		}
