@@ -144,7 +144,7 @@ struct attn_task {
 	uint32_t group;    /* query heads per KV head */
 	uint32_t n_sub;    /* head groups per KV head: tasks take group / n_sub heads each */
 	const float *sinks; /* per-head sink logits (gpt-oss), NULL: none */
-	uint32_t tile_rows; /* rows per attn_fn task (ATTN_TILE_ROWS, 1 in sliding layers) */
+	uint32_t tile_rows; /* rows per attn_fn task (ATTN_TILE_ROWS; 1 for a one-row chunk) */
 };
 
 /* Keys per split-K block.  Block boundaries depend only on the query position, and blocks
@@ -181,8 +181,10 @@ static struct attn_mem attn_mem(pt_fwd *f, const struct attn_task *t, uint32_t w
 	return w;
 }
 
-/* Whether row r + 1 continues row r's sequence at the next position with the same first
- * key (a tile's rows then share every split-K block boundary). */
+/* Whether row r + 1 continues row r's sequence at the next position, and either with the
+ * same first key (a tile's rows then share every split-K block boundary) or, in a sliding
+ * window, with the next one while both rows' keys are one split-K block (each row's keys
+ * then run as one block: its own first keys, the keys all rows see, its own last keys). */
 static bool attn_rows_chain(const pt_fwd *f, uint32_t il, uint32_t r)
 {
 	if (f->rseq[r + 1] != f->rseq[r] || f->rpos[r + 1] != f->rpos[r] + 1)
@@ -191,14 +193,15 @@ static bool attn_rows_chain(const pt_fwd *f, uint32_t il, uint32_t r)
 	int64_t f0, c0, f1, c1;
 	pt_kv_range(kv, il, f->rpos[r], &f0, &c0);
 	pt_kv_range(kv, il, f->rpos[r + 1], &f1, &c1);
-	return f0 == f1;
+	return f0 == f1 || (f1 == f0 + 1 && c0 <= f->attn_block && c1 <= f->attn_block);
 }
 
 /* Rows [r0, r0 + nr) of one chain (attn_rows_chain), query heads h0 .. h0 + n_q of KV head
  * kvh: every split-K block of the rows' keys, merged in order.  Keys every row of the block
- * sees run for all rows at once; the few keys only later rows see run row by row after
- * them (positions rise by one a row, so row i sees i more keys than row 0 in the last
- * block).  Each query's steps are those of a task of its own. */
+ * sees run for all rows at once; the few keys only some rows see run row by row around them
+ * (positions rise by one a row, so row i sees i more keys than row 0 at the end of the last
+ * block and, in a sliding window, i fewer at the start of its one block).  Each query's steps
+ * are those of a task of its own: the same keys in the same order, the same blocks. */
 static void attn_rows(const struct attn_task *t, const struct attn_mem *w, uint32_t r0,
 		      uint32_t nr, uint32_t kvh, uint32_t h0, uint32_t n_q)
 {
@@ -206,23 +209,39 @@ static void attn_rows(const struct attn_task *t, const struct attn_mem *w, uint3
 	const uint32_t hd_v = t->hd_v, nq = nr * n_q;
 	const float *q = f->q + (size_t)r0 * f->w_qk + (size_t)h0 * t->hd_k;
 	const struct pt_kv *kv = &f->seqs[f->rseq[r0]].kv;
-	int64_t first, count0;
+	int64_t first, count0, first_last, count_last;
 	pt_kv_range(kv, t->il, f->rpos[r0], &first, &count0);
+	pt_kv_range(kv, t->il, f->rpos[r0 + nr - 1], &first_last, &count_last);
 	const int64_t end0 = first + count0; /* row i's keys end at end0 + i */
+	const int64_t blk = f->attn_block;
+	/* sliding: row i's keys start at its own first (first .. first_last) and are one block */
+	const bool slide = first_last != first;
+	if (slide && (first_last > end0 || count_last > blk)) {
+		/* a window narrower than the chain, or wider than a block: row by row */
+		for (uint32_t r = 0; r < nr; r++)
+			attn_rows(t, w, r0 + r, 1, kvh, h0, n_q);
+		return;
+	}
 	for (uint32_t i = 0; i < nq; i++) {
 		w->tm[i] = -INFINITY;
 		w->ts[i] = 0.0f;
 	}
 	memset(w->tacc, 0, (size_t)nq * hd_v * sizeof(float));
-	const int64_t blk = f->attn_block;
-	for (int64_t p = first; p < end0 + nr - 1; p += blk) {
+	for (int64_t p = slide ? first_last : first; p < end0 + nr - 1; p += blk) {
 		for (uint32_t i = 0; i < nq; i++) {
 			w->pm[i] = -INFINITY;
 			w->ps[i] = 0.0f;
 		}
 		memset(w->pacc, 0, (size_t)nq * hd_v * sizeof(float));
-		const int64_t bend = p + blk;
+		const int64_t bend = slide ? end0 + nr - 1 : p + blk;
 		const int64_t common = end0 < bend ? end0 : bend;
+		for (uint32_t r = 0; slide && r + 1 < nr; r++) {
+			int64_t fr, cr;
+			pt_kv_range(kv, t->il, f->rpos[r0 + r], &fr, &cr);
+			const size_t x = (size_t)r * n_q;
+			pt_attn_tile(kv, t->il, kvh, q + (size_t)r * f->w_qk, t->hd_k, 0, n_q, 1, fr,
+				     first_last, &t->a, w->pm + x, w->ps + x, w->pacc + x * hd_v, w->s);
+		}
 		pt_attn_tile(kv, t->il, kvh, q, t->hd_k, f->w_qk, n_q, nr, p, common, &t->a, w->pm,
 			     w->ps, w->pacc, w->s);
 		for (uint32_t r = 1; r < nr; r++) {
@@ -523,7 +542,7 @@ static void attend(pt_fwd *f, uint32_t il, uint32_t n, uint32_t n_head, uint32_t
 		pt_pool_run(f->pool, attn_block_fn, &t, n_kv * t.n_sub * t.n_blocks);
 		attn_merge_row(f, &t);
 	} else {
-		if (n > 1 && !f->m->hp.is_swa[il])
+		if (n > 1)
 			t.tile_rows = ATTN_TILE_ROWS;
 		const uint32_t n_tiles = (n + t.tile_rows - 1) / t.tile_rows;
 		pt_pool_run(f->pool, attn_fn, &t, n_tiles * n_kv * t.n_sub);

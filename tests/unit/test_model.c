@@ -46,6 +46,7 @@ static float init_value(const struct pt_hparams *hp, const struct pt_tensor_desc
 struct tiny_opts {
 	const char *skip, *bad_shape, *arch_name, *f16_name;
 	uint32_t n_used; /* expert_used_count override (0: the preset's) */
+	uint32_t n_swa;  /* sliding window override (0: the preset's) */
 };
 
 static enum pt_status write_tiny(const char *path, enum pt_arch arch,
@@ -60,6 +61,8 @@ static enum pt_status write_tiny(const char *path, enum pt_arch arch,
 		st = pt_arch_tensors(&hp, &l, err);
 	if (o->n_used)
 		hp.n_expert_used = o->n_used; /* after the tensor list: only the key changes */
+	if (o->n_swa)
+		hp.n_swa = o->n_swa;
 	if (st == PT_OK)
 		st = pt_gguf_writer_create(path, 32, &w, err);
 	if (st == PT_OK)
@@ -111,7 +114,7 @@ static enum pt_status write_tiny(const char *path, enum pt_arch arch,
 	return st;
 }
 
-static const struct tiny_opts plain = { NULL, NULL, NULL, NULL, 0 };
+static const struct tiny_opts plain = { NULL, NULL, NULL, NULL, 0, 0 };
 
 PT_TEST(test_model_loads_every_arch)
 {
@@ -149,11 +152,11 @@ static void expect_refused(enum pt_arch a, const struct tiny_opts *o, enum pt_st
 
 PT_TEST(test_model_refuses_broken_files)
 {
-	const struct tiny_opts missing = { "blk.1.ffn_down_exps.weight", NULL, NULL, NULL, 0 };
+	const struct tiny_opts missing = { "blk.1.ffn_down_exps.weight", NULL, NULL, NULL, 0, 0 };
 	expect_refused(PT_ARCH_QWEN3MOE, &missing, PT_E_FORMAT, "blk.1.ffn_down_exps.weight");
-	const struct tiny_opts shape = { NULL, "blk.0.attn_k.weight", NULL, NULL, 0 };
+	const struct tiny_opts shape = { NULL, "blk.0.attn_k.weight", NULL, NULL, 0, 0 };
 	expect_refused(PT_ARCH_QWEN3MOE, &shape, PT_E_FORMAT, "blk.0.attn_k.weight");
-	const struct tiny_opts arch = { NULL, NULL, "llama", NULL, 0 };
+	const struct tiny_opts arch = { NULL, NULL, "llama", NULL, 0, 0 };
 	struct pt_error err = { 0 };
 	const char *path = pt_test_tmpfile("arch.gguf");
 	REQUIRE(write_tiny(path, PT_ARCH_QWEN3MOE, &arch, &err) == PT_OK);
@@ -161,10 +164,10 @@ PT_TEST(test_model_refuses_broken_files)
 	CHECK(pt_model_open(path, &m, &err) != PT_OK);
 	CHECK(m == NULL);
 	CHECK_CONTAINS(err.msg, "llama");
-	const struct tiny_opts f16norm = { NULL, NULL, NULL, "blk.0.ffn_norm.weight", 0 };
+	const struct tiny_opts f16norm = { NULL, NULL, NULL, "blk.0.ffn_norm.weight", 0, 0 };
 	expect_refused(PT_ARCH_BAILINGMOE2, &f16norm, PT_E_UNSUPPORTED, "blk.0.ffn_norm.weight");
 	/* a key out of range is refused naming it (whichever check sees it first) */
-	const struct tiny_opts used = { NULL, NULL, NULL, NULL, 999 };
+	const struct tiny_opts used = { NULL, NULL, NULL, NULL, 999, 0 };
 	struct pt_error e2 = { 0 };
 	const char *p2 = pt_test_tmpfile("used.gguf");
 	REQUIRE(write_tiny(p2, PT_ARCH_GEMMA4, &used, &e2) == PT_OK);
@@ -189,7 +192,8 @@ static float *run(const char *path, const uint32_t *toks, uint32_t n, uint32_t b
 		goto out;
 	/* recurrent layers (qwen35moe) token by token: the chunked delta rule rounds otherwise
 	 * (tests/unit/test_qwen35.c compares the two) */
-	struct pt_fwd_opts o = { 64, batch, kvt, pool, NULL, attn_block, NULL, NULL, 1, UINT32_MAX };
+	struct pt_fwd_opts o = { n > 64 ? n : 64, batch, kvt, pool, NULL, attn_block, NULL, NULL, 1,
+				   UINT32_MAX };
 	if (pt_fwd_create(m, &o, &f, &err) != PT_OK)
 		goto out;
 	l = pt_mallocn((size_t)n * m->output.rows, sizeof(float));
@@ -251,6 +255,58 @@ PT_TEST(test_model_prefill_equals_decode_and_threads_agree)
 			pt_free(threaded);
 		}
 	}
+}
+
+static size_t count_diff(const float *a, const float *b, size_t n)
+{
+	size_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += a[i] != b[i];
+	return d;
+}
+
+/* Sliding-window layers: a prefill tile's rows share the keys all of them see while each
+ * row's window starts one key later than the row before (attn_rows).  Windows narrower than,
+ * as wide as and wider than the tile's 8 rows, one split-K block or several: prefill equals
+ * token-by-token decode bit for bit (below PT_ATTN_TILED_ROWS rows both take the same
+ * per-key steps), and two prefills whose tiles fall on different rows agree bit for bit. */
+PT_TEST(test_model_sliding_window_tiles_exact)
+{
+	enum { N = 40, NL = 136 };
+	uint32_t toks[NL];
+	for (int i = 0; i < NL; i++)
+		toks[i] = (uint32_t)(i * 37 + 11) % N_VOCAB;
+	const enum pt_arch archs[] = { PT_ARCH_GEMMA4, PT_ARCH_GPTOSS };
+	const uint32_t windows[] = { 3, 8, 13 };
+	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+		for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
+			struct pt_error err = { 0 };
+			const char *path = pt_test_tmpfile("swa.gguf");
+			const struct tiny_opts o = { NULL, NULL, NULL, NULL, 0, windows[wi] };
+			REQUIRE(write_tiny(path, archs[a], &o, &err) == PT_OK);
+			for (int kv = 0; kv < 2; kv++) {
+				const enum pt_kv_type kvt = kv ? PT_KV_F32 : PT_KV_F16;
+				for (uint32_t blk = 0; blk <= 5; blk += 5) { /* 1024; 5 */
+					float *single = run(path, toks, N, 16, 1, true, kvt, blk);
+					float *chunked = run(path, toks, N, 16, 1, false, kvt, blk);
+					float *threaded = run(path, toks, N, 40, 2, false, kvt, blk);
+					REQUIRE(single && chunked && threaded);
+					CHECK_EQ_INT(count_diff(single, chunked, (size_t)N * N_VOCAB), 0);
+					CHECK_EQ_INT(count_diff(single, threaded, (size_t)N * N_VOCAB), 0);
+					pt_free(single);
+					pt_free(chunked);
+					pt_free(threaded);
+				}
+			}
+			/* the tiled F32-accumulating path (chunks of >= 64 rows): one chunk of 136
+			 * rows against two of 68, whose tiles start 4 rows apart */
+			float *one = run(path, toks, NL, NL, 2, false, PT_KV_F16, 0);
+			float *two = run(path, toks, NL, 68, 1, false, PT_KV_F16, 0);
+			REQUIRE(one && two);
+			CHECK_EQ_INT(count_diff(one, two, (size_t)NL * N_VOCAB), 0);
+			pt_free(one);
+			pt_free(two);
+		}
 }
 
 /* Quantized mixtures (partner formats Q8_K and Q8_0): one-chunk prefill (the layer's MoE input
