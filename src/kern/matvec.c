@@ -96,9 +96,16 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
  * into this buffer, then every token group runs over the prepared rows.  Worth it from two
  * token groups on (the decoding costs about one group's share of the tile's work).  Blocks
  * of ~24 KiB prepared (with a 4-token activation panel they stay in a 48 KiB L1; 48 and 96
- * KiB were slower, docs/PERFORMANCE.md), at least one row tile of up to 64 KiB. */
+ * KiB were slower, docs/PERFORMANCE.md), at least one row tile of up to 128 KiB.  Where the
+ * tokens' activation rows outgrow PREP_WIDE_ACT_BYTES (a dense product over a prefill chunk
+ * of hundreds of rows) every block streams them all from L3 or DRAM again, so blocks grow
+ * to PREP_WIDE_BLOCK_BYTES: 5x the rows per pass over the activations, the prepared rows
+ * then read from L2 (bench_kern dense, two processes: Q4_K 2816 x 4096 at 2048 tokens
+ * 76 -> 98 GMAC/s, at 128 tokens unchanged). */
 #define PREP_BLOCK_BYTES (24u << 10)
-#define PREP_SCRATCH_BYTES (64u << 10)
+#define PREP_WIDE_BLOCK_BYTES (120u << 10)
+#define PREP_WIDE_ACT_BYTES (512u << 10)
+#define PREP_SCRATCH_BYTES (128u << 10)
 #define PREP_MIN_TOKS 8
 static _Thread_local uint8_t prep_scratch[PREP_SCRATCH_BYTES] __attribute__((aligned(64)));
 
@@ -121,8 +128,11 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 	const size_t ab = jb->act_row_bytes, rb = w->row_bytes;
 	const size_t prep = prep_tile_bytes(jb);
 	uint64_t block = MATMUL_BLOCK_BYTES / rb / tl->rows * tl->rows;
-	if (prep)
-		block = min_u64(block, (PREP_BLOCK_BYTES > prep ? PREP_BLOCK_BYTES / prep : 1) * tl->rows);
+	if (prep) {
+		const uint64_t bb = jb->n_tok * ab > PREP_WIDE_ACT_BYTES ? PREP_WIDE_BLOCK_BYTES
+									: PREP_BLOCK_BYTES;
+		block = (bb > prep ? bb / prep : 1) * tl->rows;
+	}
 	if (block < tl->rows)
 		block = tl->rows;
 	const uint64_t groups = (jb->n_tok + tl->toks - 1) / tl->toks;

@@ -1037,13 +1037,16 @@ PT_TEST(test_kern_matmul_tile_edges)
 
 /* Matmul where the prepared tiles start and stop: 7 tokens (below the threshold: rows read as
  * stored), 8 and 13 (prepared), rows leaving a partial last tile, one row tile per block
- * (Q4_K 17,920 columns: 49 KB prepared a row pair) and rows too wide for the preparation
- * buffer (Q4_K 24,064 columns: 66 KB; Q5_0 16,416): every row equals matvec. */
+ * (Q4_K 17,920 columns: 49 KB prepared a row pair; 46,592: 128,128 bytes, past even the
+ * wide blocks' 120 KiB; Q5_0 16,352: exactly the 128 KiB buffer) and rows too wide for the
+ * preparation buffer (Q4_K 48,384 columns: 133,056 bytes; Q5_0 16,416: 131,584): every row
+ * equals matvec. */
 PT_TEST(test_kern_matmul_prepared_edges)
 {
 	static const struct { enum pt_type type; uint64_t cols; } cases[] = {
-		{ PT_TYPE_Q4_K, 512 }, { PT_TYPE_Q4_K, 17920 }, { PT_TYPE_Q4_K, 24064 }, { PT_TYPE_Q8_0, 704 },
-		{ PT_TYPE_Q5_0, 288 }, { PT_TYPE_Q5_0, 16384 + 32 },
+		{ PT_TYPE_Q4_K, 512 }, { PT_TYPE_Q4_K, 17920 }, { PT_TYPE_Q4_K, 24064 },
+		{ PT_TYPE_Q4_K, 46592 }, { PT_TYPE_Q4_K, 48384 }, { PT_TYPE_Q8_0, 704 },
+		{ PT_TYPE_Q5_0, 288 }, { PT_TYPE_Q5_0, 16384 - 32 }, { PT_TYPE_Q5_0, 16384 + 32 },
 	};
 	static const uint64_t toks[] = { 7, 8, 13 };
 	enum { ROWS = 43, MAXTOK = 13 };
@@ -1067,6 +1070,46 @@ PT_TEST(test_kern_matmul_prepared_edges)
 						     (unsigned long long)toks[k], (unsigned long long)t);
 			}
 		}
+		pt_free(ym);
+		pt_free(yv);
+		free_fixture(&f);
+	}
+	pt_pool_destroy(pool);
+}
+
+/* Products over more tokens than the caches keep beside a block of prepared rows (activation
+ * rows past 512 KiB: matvec.c's wide blocks of ~120 KiB, several a task and a partial one,
+ * and a partial last token group): every matmul row equals matvec bit for bit. */
+PT_TEST(test_kern_matmul_wide_blocks)
+{
+	static const struct { enum pt_type type; uint64_t cols, toks; } cases[] = {
+		{ PT_TYPE_Q4_K, 4096, 118 }, { PT_TYPE_Q4_K, 2816, 171 }, { PT_TYPE_Q6_K, 2048, 250 },
+		{ PT_TYPE_Q8_0, 2112, 245 }, { PT_TYPE_Q5_0, 2048, 263 },
+	};
+	enum { ROWS = 203 };
+	pt_pool *pool = NULL;
+	REQUIRE(pt_pool_create(2, &pool, NULL) == PT_OK);
+	rng_state = 9191;
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		const uint64_t cols = cases[c].cols, nt = cases[c].toks;
+		/* the case must reach the wide blocks */
+		const struct pt_kern_mat probe = { cases[c].type, ROWS, cols, 0, NULL };
+		CHECK(pt_kern_act_bytes(&probe, nt) > (512u << 10));
+		struct mat_fixture f;
+		REQUIRE(make_fixture(&f, cases[c].type, ROWS, cols, (uint32_t)nt, 5) == 0);
+		float *ym = pt_mallocn((size_t)ROWS * nt, sizeof(float));
+		float *yv = pt_mallocn(ROWS, sizeof(float));
+		REQUIRE(ym && yv);
+		REQUIRE(pt_kern_matmul(&f.w, f.x, nt, ym, f.scratch, pool, NULL) == PT_OK);
+		size_t bad = 0;
+		for (uint64_t t = 0; t < nt; t++) {
+			REQUIRE(pt_kern_matvec(&f.w, f.x + t * cols, yv, f.scratch, pool, NULL) == PT_OK);
+			bad += memcmp(yv, ym + t * ROWS, ROWS * sizeof(float)) != 0;
+		}
+		if (bad)
+			pt_test_fail(__FILE__, __LINE__, "%s cols %llu: %zu of %llu token rows differ",
+				     pt_type_name(cases[c].type), (unsigned long long)cols, bad,
+				     (unsigned long long)nt);
 		pt_free(ym);
 		pt_free(yv);
 		free_fixture(&f);

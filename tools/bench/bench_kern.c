@@ -1,14 +1,15 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|attn]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
  *   Qwen3 decode layer's experts as decode dispatches them; "token": one Qwen3 decode
  *   token's whole weight stream (48 layers' products and the head) as decode dispatches it,
  *   without the non-product work; "moe": the Qwen3 / Sarvam
- *   full-shape expert products at 16-64 tokens, cold, best level; "attn": one Qwen3-30B-A3B
+ *   full-shape expert products at 16-64 tokens, cold, best level; "dense": Gemma 4's dense
+ *   products at 128-2048 tokens, best level; "attn": one Qwen3-30B-A3B
  *   layer's prefill attention at 1k / 4k context, one thread)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
@@ -479,7 +480,32 @@ static void bench_token(double secs, uint32_t threads)
 
 /* Prefill: n_tok activation rows against one matrix, pt_kern_matmul_q (4 tokens per weight
  * decode where a dot4 kernel exists) versus n_tok separate matvecs; GMAC/s per CPU second, one thread. */
+static void bench_matmul_levels(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok,
+				double secs, int lv_lo);
+
 static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok, double secs)
+{
+	bench_matmul_levels(t, rows, cols, n_tok, secs, 0);
+}
+
+/* Issue 21: Gemma 4 26B-A4B's dense prefill products (attn_q / attn_output of a sliding
+ * layer, the dense FFN's gate and down) at the rows of a prefill chunk (128 - 2048), best
+ * level only: with many rows the activations no longer fit the caches, and how the product
+ * walks them decides its speed. */
+static void bench_dense(double secs)
+{
+	static const uint64_t toks[] = { 128, 512, 2048 };
+	const int top = (int)pt_kern_level_max();
+	for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
+		bench_matmul_levels(PT_TYPE_Q4_K, 4096, 2816, toks[i], secs, top);
+		bench_matmul_levels(PT_TYPE_Q4_K, 2816, 4096, toks[i], secs, top);
+		bench_matmul_levels(PT_TYPE_Q4_K, 2112, 2816, toks[i], secs, top);
+		bench_matmul_levels(PT_TYPE_Q8_0, 2816, 2112, toks[i], secs, top);
+	}
+}
+
+static void bench_matmul_levels(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok,
+				double secs, int lv_lo)
 {
 	uint64_t rb;
 	pt_type_row_bytes(t, cols, &rb);
@@ -495,9 +521,9 @@ static void bench_matmul(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t 
 		pt_kern_quantize_row(pt_kern_ops(t)->act_type, x + k * cols, xq + k * ab, cols);
 	printf("%-5s %5llux%-5llu %llu tok", pt_type_name(t), (unsigned long long)rows,
 	       (unsigned long long)cols, (unsigned long long)n_tok);
-	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+	for (int lv = lv_lo; lv <= (int)pt_kern_level_max(); lv++) {
 		pt_kern_set_level((enum pt_kern_level)lv, NULL);
-		for (int batched = 0; batched < 2; batched++) {
+		for (int batched = lv_lo ? 1 : 0; batched < 2; batched++) {
 			double best = 0;
 			for (int win = 0; win < 3; win++) {
 				double t0 = cpu_now(), t1;
@@ -924,6 +950,10 @@ int main(int argc, char **argv)
 		/* Qwen3-30B-A3B: routed gate/up 768 x 2048 Q4_K, down 2048 x 768 Q6_K, 128 experts */
 		bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
 		bench_case(PT_TYPE_Q6_K, 2048, 768, 128, secs);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "dense") == 0) {
+		bench_dense(secs);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "moe") == 0) {
