@@ -9,7 +9,7 @@
  *   token's whole weight stream (48 layers' products and the head) as decode dispatches it,
  *   without the non-product work; "moe": the Qwen3 / Sarvam
  *   full-shape expert products at 16-64 tokens, cold, best level; "dense": Gemma 4's dense
- *   products at 128-2048 tokens, best level; "attn": one Qwen3-30B-A3B
+ *   products at 128-2048 tokens and Sarvam-30B's at 512, best level; "attn": one Qwen3-30B-A3B
  *   layer's prefill attention at 1k / 4k context, one thread)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
@@ -502,6 +502,12 @@ static void bench_dense(double secs)
 		bench_matmul_levels(PT_TYPE_Q4_K, 2112, 2816, toks[i], secs, top);
 		bench_matmul_levels(PT_TYPE_Q8_0, 2816, 2112, toks[i], secs, top);
 	}
+	/* Sarvam-30B's at a 512-token prompt: attn_qkv, attn_output, the shared expert's
+	 * gate/up and down */
+	bench_matmul_levels(PT_TYPE_Q4_K, 4608, 4096, 512, secs, top);
+	bench_matmul_levels(PT_TYPE_Q4_K, 4096, 4096, 512, secs, top);
+	bench_matmul_levels(PT_TYPE_Q4_K, 1024, 4096, 512, secs, top);
+	bench_matmul_levels(PT_TYPE_Q6_K, 4096, 1024, 512, secs, top);
 }
 
 static void bench_matmul_levels(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_tok,
