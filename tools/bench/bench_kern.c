@@ -1,7 +1,7 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
@@ -10,7 +10,8 @@
  *   without the non-product work; "moe": the Qwen3 / Sarvam
  *   full-shape expert products at 16-64 tokens, cold, best level; "dense": Gemma 4's dense
  *   products at 128-2048 tokens and Sarvam-30B's at 512, best level; "attn": one Qwen3-30B-A3B
- *   layer's prefill attention at 1k / 4k context, one thread)
+ *   layer's prefill attention at 1k / 4k context, one thread; "il": a prototype decode layout,
+ *   16 Q4_K rows interleaved, against the per-row dot on Qwen3's routed gates, one thread)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -141,6 +142,209 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 	pt_free(y);
 	pt_free(xq);
 }
+
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Issue 21 round 9 (`il` mode): a prototype decode layout, measured against the per-row dot.
+ * Sixteen Q4_K rows interleaved super-block by super-block, one row per 32-bit lane: each
+ * 64-byte load holds 4 code bytes (8 weights) of each of the 16 rows, the activation's 4 bytes
+ * are broadcast to all lanes (vpdpbusd), and each row's sub-block scales, mins and super-block
+ * scales sit side by side, so one widening load replaces the per-row scale unpacking and
+ * shuffles of the dot.  Not bit-identical to the dot (another float order): a prototype. */
+#define IL16_B 2368 /* per super-block: codes 2048, scales 8 x 16, min pairs 4 x 32, d 32, dmin 32 */
+
+static void il16_scale_min(const uint8_t *q, int j, uint8_t *sc, uint8_t *m)
+{
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+		*m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+	}
+}
+
+/* 16 rows of a Q4_K matrix (rb bytes a row, nsb super-blocks) into the interleaved layout */
+static void il16_pack(const uint8_t *w, size_t rb, size_t nsb, uint8_t *out)
+{
+	for (size_t i = 0; i < nsb; i++, out += IL16_B)
+		for (int j = 0; j < 16; j++) {
+			const uint8_t *x = w + j * rb + i * 144;
+			for (int g = 0; g < 4; g++)
+				for (int st = 0; st < 8; st++)
+					memcpy(out + (g * 8 + st) * 64 + 4 * j, x + 16 + 32 * g + 4 * st, 4);
+			for (int sb = 0; sb < 8; sb++) {
+				uint8_t sc, m;
+				il16_scale_min(x + 4, sb, &sc, &m);
+				out[2048 + sb * 16 + j] = sc;
+				out[2176 + (sb / 2) * 32 + 2 * j + (sb & 1)] = m;
+			}
+			memcpy(out + 2304 + 2 * j, x, 2);
+			memcpy(out + 2336 + 2 * j, x + 2, 2);
+		}
+}
+
+/* y[0..15] = the 16 rows at p . the Q8_K activation q8; pf: prefetch one super-block ahead */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
+static void il16_gemv(size_t nsb, const uint8_t *p, const uint8_t *q8, float *y, int pf)
+{
+	const __m512i m4 = _mm512_set1_epi8(0xF);
+	__m512 accf = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+	for (size_t i = 0; i < nsb; i++, p += IL16_B, q8 += 292) {
+		if (pf)
+			for (int o = 0; o < IL16_B; o += 64)
+				_mm_prefetch((const char *)p + IL16_B + o, _MM_HINT_NTA);
+		int32_t bsp[4]; /* the sub-blocks' activation sums, as word pairs (2g, 2g + 1) */
+		const uint8_t *bs = q8 + 260;
+		for (int g = 0; g < 4; g++) {
+			int16_t b[4];
+			memcpy(b, bs + 8 * g, 8);
+			const uint16_t lo = (uint16_t)(b[0] + b[1]), hi = (uint16_t)(b[2] + b[3]);
+			bsp[g] = (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
+		}
+		__m512i sumi = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
+		for (int g = 0; g < 4; g++) {
+			__m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
+			for (int st = 0; st < 8; st++) {
+				const __m512i x = _mm512_loadu_si512((const void *)(p + (g * 8 + st) * 64));
+				int32_t ylo, yhi;
+				memcpy(&ylo, q8 + 4 + 64 * g + 4 * st, 4);
+				memcpy(&yhi, q8 + 4 + 64 * g + 32 + 4 * st, 4);
+				alo = _mm512_dpbusd_epi32(alo, _mm512_and_si512(x, m4), _mm512_set1_epi32(ylo));
+				ahi = _mm512_dpbusd_epi32(ahi, _mm512_and_si512(_mm512_srli_epi16(x, 4), m4),
+							  _mm512_set1_epi32(yhi));
+			}
+			const __m512i slo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2048 + 32 * g)));
+			const __m512i shi = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2064 + 32 * g)));
+			sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(alo, slo));
+			sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(ahi, shi));
+			const __m512i mw = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 2176 + 32 * g)));
+			msum = _mm512_dpwssd_epi32(msum, mw, _mm512_set1_epi32(bsp[g]));
+		}
+		float d8;
+		memcpy(&d8, q8, 4);
+		const __m512 vd8 = _mm512_set1_ps(d8);
+		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2304)));
+		const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2336)));
+		accf = _mm512_fmadd_ps(_mm512_mul_ps(d, vd8), _mm512_cvtepi32_ps(sumi), accf);
+		accm = _mm512_fmadd_ps(_mm512_mul_ps(dm, vd8), _mm512_cvtepi32_ps(msum), accm);
+	}
+	_mm512_storeu_ps(y, _mm512_sub_ps(accf, accm));
+}
+
+static void sort_d(double *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (v[j] < v[i]) {
+				const double t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+}
+
+/* Qwen3's routed gate matrices (768 x 2048 Q4_K, 128 experts, one random expert after
+ * another), one thread (run two processes at once for two cores): the decode dot row by row
+ * (prefetch 4 rows ahead, as decode does) against il16_gemv without and with software
+ * prefetch, alternating in 9 windows; the L1 cost of each; il16 against the dot's values. */
+static void bench_il(double secs)
+{
+	if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw")) {
+		printf("il: needs AVX-512 VNNI; skipped\n");
+		return;
+	}
+	const uint64_t rows = 768, cols = 2048, ne = 128;
+	uint64_t rb;
+	pt_type_row_bytes(PT_TYPE_Q4_K, cols, &rb);
+	const size_t eb = (size_t)(rb * rows), nsb = cols / 256, gb = nsb * IL16_B, eb16 = rows / 16 * gb;
+	uint8_t *w = pt_malloc(eb * ne), *w16 = pt_malloc(eb16 * ne);
+	float *x = pt_mallocn(cols, sizeof(float)), y[768], y2[768];
+	if (!w || !w16 || !x) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(1);
+	}
+	fill(PT_TYPE_Q4_K, w, eb * ne);
+	for (uint64_t e = 0; e < ne; e++)
+		for (uint64_t k = 0; k < rows / 16; k++)
+			il16_pack(w + e * eb + 16 * k * rb, rb, nsb, w16 + e * eb16 + k * gb);
+	for (uint64_t i = 0; i < cols; i++)
+		x[i] = (float)(rnd8() - 128) / 64.0f;
+	struct pt_kern_mat m = { PT_TYPE_Q4_K, rows, cols, (size_t)rb, w };
+	void *xq = pt_malloc(pt_kern_act_bytes(&m, 1));
+	pt_kern_quantize_row(PT_TYPE_Q8_K, x, xq, cols);
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	const pt_kern_dot_fn dot = pt_kern_ops(PT_TYPE_Q4_K)->dot;
+	double maxrel = 0;
+	for (uint64_t r = 0; r < rows; r++)
+		y[r] = dot(cols, w + r * rb, xq);
+	for (uint64_t k = 0; k < rows / 16; k++)
+		il16_gemv(nsb, w16 + k * gb, xq, y2 + 16 * k, 0);
+	for (uint64_t r = 0; r < rows; r++) {
+		const double e = fabs((double)y2[r] - y[r]) / (fabs((double)y[r]) + 1e-3);
+		maxrel = e > maxrel ? e : maxrel;
+	}
+	printf("il: 16-row interleaved against the dot (%s): max relative difference %.2e\n",
+	       pt_kern_level_name(pt_kern_level_max()), maxrel);
+	for (int rep = 0; rep < 3; rep++) {
+		const int iters = 20000;
+		const double t0 = now();
+		for (int it = 0; it < iters; it++)
+			for (uint64_t r = 0; r < 16; r++)
+				y[r] = dot(cols, w + r * rb, xq);
+		const double t1 = now();
+		for (int it = 0; it < iters; it++)
+			il16_gemv(nsb, w16, xq, y2, 0);
+		const double t2 = now();
+		printf("il: L1, ns per 256 weights and row: dot %.2f, 16-row interleaved %.2f\n",
+		       (t1 - t0) * 1e9 / iters / 16 / nsb, (t2 - t1) * 1e9 / iters / 16 / nsb);
+	}
+	enum { NWIN = 9, NVAR = 3 };
+	double res[NVAR][NWIN];
+	for (int win = 0; win < NWIN; win++)
+		for (int v = 0; v < NVAR; v++) {
+			const double t0 = now();
+			double t1;
+			uint64_t bytes = 0;
+			do {
+				const uint64_t e = rnd8() % ne;
+				if (v == 0) {
+					const uint8_t *d = w + e * eb;
+					for (uint64_t r = 0; r < rows; r++) {
+						if (r + 4 < rows)
+							for (size_t o = 0; o < rb; o += 64)
+								__builtin_prefetch(d + (r + 4) * rb + o, 0, 0);
+						y[r] = dot(cols, d + r * rb, xq);
+					}
+				} else {
+					for (uint64_t k = 0; k < rows / 16; k++)
+						il16_gemv(nsb, w16 + e * eb16 + k * gb, xq, y + 16 * k, v == 2);
+				}
+				bytes += eb;
+				t1 = now();
+			} while (t1 - t0 < secs);
+			res[v][win] = (double)bytes / (t1 - t0) / 1e9;
+		}
+	static const char *const names[NVAR] = { "row by row (dot)", "16 rows interleaved",
+						 "16 interleaved + prefetch" };
+	for (int v = 0; v < NVAR; v++) {
+		sort_d(res[v], NWIN);
+		printf("il: %-26s best %6.2f median %6.2f GB/s (Q4_K bytes as stored)\n", names[v],
+		       res[v][NWIN - 1], res[v][NWIN / 2]);
+	}
+	pt_free(w);
+	pt_free(w16);
+	pt_free(x);
+	pt_free(xq);
+}
+#else
+static void bench_il(double secs)
+{
+	(void)secs;
+	printf("il: x86-64 only; skipped\n");
+}
+#endif
 
 /* A plain activation for the GLU set (the bench measures streaming, not the activation). */
 static void act_mul(float *out, const float *gate, const float *up, int n)
@@ -956,6 +1160,10 @@ int main(int argc, char **argv)
 		/* Qwen3-30B-A3B: routed gate/up 768 x 2048 Q4_K, down 2048 x 768 Q6_K, 128 experts */
 		bench_case(PT_TYPE_Q4_K, 768, 2048, 128, secs);
 		bench_case(PT_TYPE_Q6_K, 2048, 768, 128, secs);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "il") == 0) {
+		bench_il(secs);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "dense") == 0) {
