@@ -27,6 +27,7 @@
 #include "gen/kv.h"
 #include "gguf/gguf.h"
 #include "kern/kern.h"
+#include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/alloc.h"
 
@@ -155,17 +156,6 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
  * shuffles of the dot.  Not bit-identical to the dot (another float order): a prototype. */
 #define IL16_B 2368 /* per super-block: codes 2048, scales 8 x 16, min pairs 4 x 32, d 32, dmin 32 */
 
-static void il16_scale_min(const uint8_t *q, int j, uint8_t *sc, uint8_t *m)
-{
-	if (j < 4) {
-		*sc = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-		*m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-	}
-}
-
 /* 16 rows of a Q4_K matrix (rb bytes a row, nsb super-blocks) into the interleaved layout */
 static void il16_pack(const uint8_t *w, size_t rb, size_t nsb, uint8_t *out)
 {
@@ -177,7 +167,7 @@ static void il16_pack(const uint8_t *w, size_t rb, size_t nsb, uint8_t *out)
 					memcpy(out + (g * 8 + st) * 64 + 4 * j, x + 16 + 32 * g + 4 * st, 4);
 			for (int sb = 0; sb < 8; sb++) {
 				uint8_t sc, m;
-				il16_scale_min(x + 4, sb, &sc, &m);
+				pt_get_scale_min_k4(sb, x + 4, &sc, &m);
 				out[2048 + sb * 16 + j] = sc;
 				out[2176 + (sb / 2) * 32 + 2 * j + (sb & 1)] = m;
 			}
@@ -234,16 +224,7 @@ static void il16_gemv(size_t nsb, const uint8_t *p, const uint8_t *q8, float *y,
 	_mm512_storeu_ps(y, _mm512_sub_ps(accf, accm));
 }
 
-static void sort_d(double *v, int n)
-{
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j < n; j++)
-			if (v[j] < v[i]) {
-				const double t = v[i];
-				v[i] = v[j];
-				v[j] = t;
-			}
-}
+static int cmp_double(const void *a, const void *b);
 
 /* Qwen3's routed gate matrices (768 x 2048 Q4_K, 128 experts, one random expert after
  * another), one thread (run two processes at once for two cores): the decode dot row by row
@@ -329,7 +310,7 @@ static void bench_il(double secs)
 	static const char *const names[NVAR] = { "row by row (dot)", "16 rows interleaved",
 						 "16 interleaved + prefetch" };
 	for (int v = 0; v < NVAR; v++) {
-		sort_d(res[v], NWIN);
+		qsort(res[v], NWIN, sizeof(double), cmp_double);
 		printf("il: %-26s best %6.2f median %6.2f GB/s (Q4_K bytes as stored)\n", names[v],
 		       res[v][NWIN - 1], res[v][NWIN / 2]);
 	}
