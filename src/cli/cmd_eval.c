@@ -79,6 +79,8 @@ static void help(void)
 	       "                         from --vram; top-k to n_expert; implies --gpu)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --no-profile           do not read or write the expert-popularity profile\n"
+	       "  --repack               copy Q4_K weights at load into 16-row interleaved blocks\n"
+	       "                         (faster decode in RAM on AVX2/AVX-512; a slower start)\n"
 	       "  --verbose              plan line, I/O engine and model card at start, the\n"
 	       "                         counters at the end (stderr)\n"
 	       "  -h, --help             this help\n");

@@ -108,6 +108,8 @@ static void help(void)
 	       "  --gpu-device I            CUDA device ordinal (default 0; implies --gpu)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
 	       "  --no-profile              do not read or write the expert-popularity profile\n"
+	       "  --repack                  copy Q4_K weights at load into 16-row interleaved blocks\n"
+	       "                            (faster decode in RAM on AVX2/AVX-512; a slower start)\n"
 	       "                            (warms the expert cache at start; results unchanged)\n"
 	       "  --quiet                   no stats footer (and no harmony reasoning on stderr)\n"
 	       "  --verbose                 print the load plan (model, budget, I/O, CPU)\n"

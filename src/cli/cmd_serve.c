@@ -91,6 +91,8 @@ static void help(void)
 	       "                            boundaries, counted in the plan; default 4)\n"
 	       "  --no-lock                 do not take the single-process model lock\n"
 	       "  --no-profile              do not read or write the expert-popularity profile\n"
+	       "  --repack                  copy Q4_K weights at load into 16-row interleaved blocks\n"
+	       "                            (faster decode in RAM on AVX2/AVX-512; a slower start)\n"
 	       "  --verbose                 print the load plan\n\n"
 	       "request defaults (each request may override them):\n"
 	       "  -n, --n-predict, --max-new N  tokens to generate, -1 = until EOS or the\n"

@@ -48,7 +48,8 @@ bool pt_cli_engine_switch(const char *a, struct pt_cli_engine *f)
 {
 	bool *b = strcmp(a, "--no-lock") == 0 ? &f->no_lock
 		: strcmp(a, "--no-profile") == 0 ? &f->no_profile
-		: strcmp(a, "--verbose") == 0 ? &f->verbose : NULL;
+		: strcmp(a, "--verbose") == 0 ? &f->verbose
+		: strcmp(a, "--repack") == 0 ? &f->repack : NULL;
 	if (b)
 		*b = true;
 	return b != NULL;
@@ -118,6 +119,7 @@ void pt_cli_engine_opts(const struct pt_cli_engine *f, const char *model, FILE *
 	eo->use_profile = !f->no_profile;
 	eo->log = f->verbose ? stderr : NULL;
 	eo->verbose = f->verbose;
+	eo->repack = f->repack;
 }
 
 int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo)
@@ -156,6 +158,8 @@ bool pt_cli_engine_opts_switch(const char *f, bool with_verbose, struct pt_engin
 		eo->use_profile = false;
 	else if (!strcmp(f, "--no-lock"))
 		eo->no_lock = true;
+	else if (!strcmp(f, "--repack"))
+		eo->repack = true;
 	else if (with_verbose && !strcmp(f, "--verbose"))
 		eo->verbose = true;
 	else

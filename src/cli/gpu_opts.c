@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "gen/engine.h"
+#include "model/model.h"
 #include "util/alloc.h"
 #ifdef PT_CUDA
 #include "cuda/gpu.h"
@@ -117,6 +118,10 @@ int pt_cli_gpu_eval(const struct pt_cli_gpu *g, const struct pt_model *m, uint32
 #else
 	struct pt_error err = { 0 };
 	enum pt_cache_policy pol = PT_CACHE_LFU;
+	if (m->n_repack) { /* the device uploads the weights as stored */
+		pt_cli_error("--repack and --gpu cannot be combined");
+		return PT_EXIT_USAGE;
+	}
 	if (policy && pt_cache_policy_parse(policy, &pol, &err) != PT_OK)
 		return pt_cli_fail(&err);
 	struct pt_gpu_fwd_opts o = { g->device, g->vram, n_ctx, g->slots, (int)pol, log };
@@ -182,6 +187,10 @@ int pt_cli_gpu_attach(const struct pt_cli_gpu *g, struct pt_engine *e, const cha
 #else
 	struct pt_error err = { 0 };
 	enum pt_cache_policy pol = PT_CACHE_LFU;
+	if (pt_engine_model(e)->n_repack) { /* the device uploads the weights as stored */
+		pt_cli_error("--repack and --gpu cannot be combined");
+		return PT_EXIT_USAGE;
+	}
 	if (policy && pt_cache_policy_parse(policy, &pol, &err) != PT_OK)
 		return pt_cli_fail(&err);
 	struct pt_cli_gpu_run *r = pt_calloc(1, sizeof *r);

@@ -23,6 +23,7 @@
 #include "model/deltanet.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/repack.h"
 #include "token/tok.h"
 #include "util/alloc.h"
 #include "util/lock.h"
@@ -62,6 +63,8 @@ struct pt_engine {
 	struct pt_plan plan;
 	char plan_line[512];
 	char io_engine[160];
+	uint64_t repacked_bytes; /* --repack (pt_engine_stats) */
+	double repack_s;
 	enum pt_cache_policy policy;
 	uint64_t prefill_tokens, decode_tokens, prefill_ns, decode_ns;
 	struct pt_profile prof; /* expert popularity: loaded at open, saved at close */
@@ -625,6 +628,29 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 	return st;
 }
 
+/* --repack: the Q4_K / Q6_K matrices into the interleaved layout, experts too when mapped. */
+static enum pt_status repack(pt_engine *e, struct pt_error *err)
+{
+	if (!pt_kern_x16_native(PT_TYPE_Q4_K)) {
+		say(e, "particle: repack: skipped (no interleaved kernel at CPU level %s)%s\n",
+		    pt_kern_level_name(pt_kern_level()), "");
+		return PT_OK;
+	}
+	const bool mapped = e->prov.get == e->m->mmap_provider.get;
+	struct pt_repack_stats s;
+	enum pt_status st = pt_model_repack(e->m, mapped, e->pool, &s, err);
+	e->repacked_bytes = s.bytes_in;
+	e->repack_s = s.seconds;
+	if (st == PT_OK && e->o.log) {
+		char b[2][PT_PLAN_SIZE_LEN];
+		fprintf(e->o.log, "particle: repack: %u matrices (%s as stored, %s "
+			"interleaved%s) in %.1f s\n", s.matrices, pt_plan_size(s.bytes_in, b[0]),
+			pt_plan_size(s.bytes_out, b[1]), mapped ? ", experts included" : "",
+			s.seconds);
+	}
+	return st;
+}
+
 static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 {
 	const struct pt_engine_opts *o = &e->o;
@@ -675,6 +701,8 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	const uint32_t threads = engine_threads(o);
 	if (threads > 1)
 		st = pt_pool_create(threads, &e->pool, err);
+	if (st == PT_OK && o->repack)
+		st = repack(e, err);
 	return st == PT_OK ? open_fwd(e, err) : st;
 }
 
@@ -1256,6 +1284,7 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.expert_slots_used = cs.slots_used,
 		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
 		.head_s = (double)pt_fwd_head_ns(e->f) * 1e-9,
+		.repacked_bytes = e->repacked_bytes, .repack_s = e->repack_s,
 		.decode_steps = e->decode_steps, .expert_gets = pt_fwd_expert_gets(e->f),
 		.n_seq = e->n_seq, .snap_bytes = e->snap_used,
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,

@@ -68,6 +68,12 @@ struct pt_engine_opts {
 	uint32_t ckpt_every;
 	uint32_t ckpt_max;
 	uint32_t dn_chunk_min;
+	/* added by issue 21 round 10: Q4_K matrices copied at open into the interleaved X16
+	 * layout (model/repack.h) where the CPU level has a kernel for it: the resident ones
+	 * always, the routed experts when they are mapped (not streamed).  Results change in the
+	 * last bits (the same for prefill and decode); costs load time, not memory (the
+	 * mapping's pages are released). */
+	bool repack;
 };
 
 #define PT_ENGINE_MAX_SEQ 256
@@ -109,6 +115,9 @@ struct pt_engine_stats {
 	uint64_t ckpt_bytes;        /* live checkpoints */
 	uint64_t ckpt_saved, ckpt_restored;
 	uint64_t replayed_tokens;   /* kept tokens evaluated again by rewinds */
+	/* added by issue 21 round 10: --repack's interleaved copies (0: none) */
+	uint64_t repacked_bytes;    /* weight bytes as stored that now run interleaved */
+	double repack_s;            /* open time spent copying them */
 	/* added by perf2: where the forward pass's wall time goes (pt_fwd_phase_ns order:
 	 * attention, router, experts, ffn rest, head) and the pool's barrier cost */
 	double phase_s[5];

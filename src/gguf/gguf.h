@@ -114,6 +114,13 @@ bool pt_gguf_populate(const pt_gguf *g, unsigned min_resident_pct);
  * decode over such a mapping ran 20-45 % slower (docs/PERFORMANCE.md, issue 21 round 5).
  * Pages already cached keep their folios.  A hint: false when the kernel refused. */
 bool pt_gguf_advise_huge(const pt_gguf *g);
+/* [p, p + len) of a part's mapping will not be read again (pt_model_repack copied it): its
+ * whole pages are unmapped from the page tables (MADV_DONTNEED) and dropped from the page
+ * cache (POSIX_FADV_DONTNEED), so the memory is free at once - for the copy's 2 MiB pages,
+ * which a nearly full machine would otherwise give out as 4 KiB ones.  Reading the range
+ * again faults it back in from the file.  A hint: false when p is outside every mapped part
+ * or the kernel refused. */
+bool pt_gguf_release(const pt_gguf *g, const void *p, size_t len);
 /* By name alone: when path is NAME-0000K-of-0000N.gguf with 1 <= K <= N, N > 1, writes
  * NAME-00001-of-0000N.gguf (the name a split model goes by: its pack, its lock); else copies
  * path.  False (and out "") when out is too small. */

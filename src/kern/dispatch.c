@@ -210,6 +210,28 @@ static void level_extras(int lv, int use, struct pt_kern_ops *o, int t)
 }
 #endif
 
+/* The X16 kernel of a level (none of its own: the next lower level's, down to scalar). */
+static void x16_of(int lv, int t, struct pt_kern_ops *o)
+{
+	for (int use = lv; use >= 0; use--) {
+		const pt_kern_x16_fn *tab = pt_kern_x16_scalar;
+#if defined(PT_KERN_X86)
+		if (use == PT_KERN_LEVEL_AVX512)
+			tab = pt_kern_x16_avx512;
+		else if (use == PT_KERN_LEVEL_AVX2)
+			tab = pt_kern_x16_avx2;
+#else
+		if (use > 0)
+			continue;
+#endif
+		if (tab[t]) {
+			o->x16 = tab[t];
+			o->x16_level = (enum pt_kern_level)use;
+			return;
+		}
+	}
+}
+
 static void build_tables(void)
 {
 	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
@@ -222,8 +244,10 @@ static void build_tables(void)
 				continue;
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
 								 level_fns(use)[t], NULL,
-								 (enum pt_kern_level)use, { .fn = NULL } };
+								 (enum pt_kern_level)use, { .fn = NULL },
+								 NULL, PT_KERN_LEVEL_SCALAR };
 			level_extras(lv, use, &ops_table[lv][t], t);
+			x16_of(lv, t, &ops_table[lv][t]);
 		}
 	}
 }

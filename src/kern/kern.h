@@ -38,6 +38,7 @@
 #ifndef PT_KERN_H
 #define PT_KERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,6 +108,12 @@ struct pt_kern_tile {
 	uint32_t prep_unit;              /* prepared bytes per unit of `rows` rows */
 };
 
+/* Interleaved-rows kernel (PT_KERN_LAYOUT_X16): the 16 rows of one band (pt_kern_x16_band
+ * bytes: n / 256 super-blocks, see below) times n_tok <= PT_KERN_X16_TOKS activation rows (a,
+ * a + a_stride, ...; bytes) into y[t * y_stride + r], r < 16 (floats). */
+typedef void (*pt_kern_x16_fn)(size_t n, const void *band, const void *a, size_t a_stride,
+			       uint32_t n_tok, float *y, size_t y_stride);
+
 struct pt_kern_ops {
 	enum pt_type type;          /* weight type */
 	enum pt_type act_type;      /* partner (activation) format */
@@ -114,6 +121,8 @@ struct pt_kern_ops {
 	pt_kern_dot4_fn dot4;       /* NULL if this level has no multi-activation kernel */
 	enum pt_kern_level level;   /* level the dot actually runs at (scalar if no SIMD twin) */
 	struct pt_kern_tile tile;   /* prefill tile, .fn NULL if none (matmul then uses dot4) */
+	pt_kern_x16_fn x16;         /* interleaved rows, NULL if the type has no such layout */
+	enum pt_kern_level x16_level; /* level x16 runs at (the scalar reference if no twin) */
 };
 
 /* ---- CPU level ------------------------------------------------------------------------- */
@@ -153,12 +162,21 @@ void pt_kern_quantize_row(enum pt_type act_type, const float *x, void *out, size
 
 /* ---- matrix products ------------------------------------------------------------------- */
 
+/* How a matrix's rows are stored: as in the file (row after row), or interleaved 16 at a
+ * time (pt_kern_x16_pack: a copy made at load for faster decode, see "interleaved rows"). */
+enum pt_kern_layout {
+	PT_KERN_LAYOUT_ROWS = 0,
+	PT_KERN_LAYOUT_X16 = 1,
+};
+
 struct pt_kern_mat {
 	enum pt_type type;
 	uint64_t rows;       /* output features */
 	uint64_t cols;       /* input features (ne0), a multiple of the type's block size */
-	size_t row_bytes;    /* stride between rows, >= the packed row size */
-	const void *data;    /* [rows][row_bytes] */
+	size_t row_bytes;    /* stride between rows, >= the packed row size (as stored in the
+				file: for X16 it only sizes the activation) */
+	const void *data;    /* [rows][row_bytes], or X16 bands */
+	enum pt_kern_layout layout; /* 0: rows */
 };
 
 /* Scratch bytes for n_rows quantized activation rows of a product with w (0 on overflow or
@@ -187,6 +205,53 @@ enum pt_status pt_kern_matmul(const struct pt_kern_mat *w, const float *x, uint6
 /* Same with pre-quantized activations, rows of act_row_bytes (pt_kern_act_bytes(w, 1)). */
 enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uint64_t n_tok,
 				float *y, pt_pool *pool, struct pt_error *err);
+
+/* ---- interleaved rows (X16) ------------------------------------------------------------
+ * Q4_K and Q6_K (a Q4_K_M file's matrices).  Rows are grouped in bands of 16 (rows must be a
+ * multiple of 16); a Q4_K band stores, per super-block of 256 columns, PT_KERN_X16_Q4K_SB
+ * bytes:
+ *   [0, 2048)     codes: 64-byte vector v = 8 g + s (chunk pair g < 4, step s < 8) holds at
+ *                 bytes 4 r .. 4 r + 3 the qs bytes 32 g + 4 s .. + 3 of row r (low nibbles:
+ *                 elements 64 g + 4 s .., high: 64 g + 32 + 4 s ..);
+ *   [2048, 2176)  sub-block scales, u8: scale of sub-block j of row r at 16 j + r;
+ *   [2176, 2304)  sub-block mins, u8: min of sub-block j of row r at 32 (j / 2) + 2 r + j % 2;
+ *   [2304, 2336)  d of row r (F16) at 2 r;  [2336, 2368) dmin of row r (F16) at 2 r.
+ * A Q6_K band, PT_KERN_X16_Q6K_SB bytes a super-block (as stored: 16 x 210):
+ *   [0, 3072)     codes, four groups of 768 bytes (half h of the super-block, steps st = 4 k
+ *                 .. 4 k + 3; group 2 h + k): the 64-byte vectors of the ql bytes 64 h + 4 st
+ *                 .. + 3 of each row (4 r .. 4 r + 3 holds row r's), then of ql bytes 64 h +
+ *                 32 + 4 st .., then of qh bytes 32 h + 4 st .., each for st = 4 k .. 4 k + 3
+ *                 (the order the kernels read them: one sequential stream);
+ *   [3072, 3328)  scales, i8: sub-block j (16 elements) of row r at 16 j + r;
+ *   [3328, 3360)  d of row r (F16) at 2 r.
+ * One 64-byte load then carries 4 code bytes of each of 16 rows, one lane per row: the
+ * activation's 4 bytes are broadcast to every lane, and a band streams as one sequence.
+ *
+ * Numerics (every level and shape bit-identical: the scalar reference defines them): per
+ * super-block exact integers, for Q4_K isum = sum_j sc_j sum_k q_k a_k and msum = sum_j m_j
+ * (bsums[2j] + bsums[2j+1]), then super-block by super-block A = fma(d * d8, (float)isum, A)
+ * and M = fma(dmin * d8, (float)msum, M) (products rounded to F32), y = A - M; for Q6_K
+ * isum = sum_j sc_j sum_k (q_k - 32) a_k, A as for Q4_K, y = A.  This
+ * differs from the per-row dot's float order in the last bits (the dot keeps 16 partial
+ * lanes), so a matrix is either X16 for every product (prefill and decode) or not at all. */
+#define PT_KERN_X16_ROWS 16
+#define PT_KERN_X16_TOKS 8
+#define PT_KERN_X16_Q4K_SB 2368
+#define PT_KERN_X16_Q6K_SB 3360
+
+/* Whether type has the X16 layout, and the matrix's shape allows it (rows a multiple of 16,
+ * cols of 256). */
+bool pt_kern_x16_ok(enum pt_type type, uint64_t rows, uint64_t cols);
+/* Bytes of one band of 16 rows of cols columns (0 if the type has no X16 layout). */
+size_t pt_kern_x16_band(enum pt_type type, uint64_t cols);
+/* Bands [b0, b1) of a rows-layout matrix (row r at src + r * row_bytes) into dst (band b at
+ * dst + b * pt_kern_x16_band; dst is the whole matrix's copy).  Exact: bytes are moved, not
+ * requantized.  The caller checked pt_kern_x16_ok. */
+void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint64_t cols,
+		      uint64_t b0, uint64_t b1, void *dst);
+/* Whether the current level runs X16 products with a SIMD kernel of its own (where it does
+ * not, the layout still computes, with the scalar reference: correct but slow). */
+bool pt_kern_x16_native(enum pt_type type);
 
 /* ---- sets of single-token products (decode) -------------------------------------------- */
 

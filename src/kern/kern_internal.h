@@ -141,6 +141,14 @@ extern const struct pt_kern_tile pt_kern_tile_neon[PT_TYPE_COUNT];
 extern const struct pt_kern_tile pt_kern_tile_dotprod[PT_TYPE_COUNT];
 /* aarch64 SMMLA tiles (tile_i8mm.c), bit-identical to the dotprod dots the i8mm level runs */
 extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
+/* Interleaved-rows kernels per level (x16.c: the scalar reference; x16_avx512.c, x16_avx2.c),
+ * NULL where a level has none; all bit-identical to the scalar one (kern.h, "interleaved"). */
+extern const pt_kern_x16_fn pt_kern_x16_scalar[PT_TYPE_COUNT];
+extern const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT];
+extern const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT];
+/* A matrix's layout against its ops (X16: the type has it and the shape allows it). */
+enum pt_status pt_kern_check_layout(const struct pt_kern_mat *w, const struct pt_kern_ops *ops,
+				    struct pt_error *err);
 /* membw_avx2.c / membw_avx512.c: sum of the 64-bit words of bytes (a multiple of 64) bytes
  * with the level's widest loads: the bandwidth probe's read loop (membw.c). */
 uint64_t pt_membw_sum_generic(const void *buf, size_t bytes); /* membw.c: any CPU */

@@ -40,6 +40,9 @@ static enum pt_status check_mat(const struct pt_kern_mat *w, const struct pt_ker
 	if (w->row_bytes < wrow)
 		return pt_error_set(err, PT_E_INVALID, "%s matrix: row stride %zu < row size %llu",
 				    pt_type_name(w->type), w->row_bytes, (unsigned long long)wrow);
+	enum pt_status st = pt_kern_check_layout(w, ops, err);
+	if (st != PT_OK)
+		return st;
 	*ops_out = ops;
 	*act_row_bytes = (size_t)arow;
 	return PT_OK;
@@ -164,6 +167,28 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 	}
 }
 
+/* Interleaved rows (X16): bands [r0 / 16, r1 / 16) in blocks of about X16_BLOCK_BYTES, each
+ * group of up to PT_KERN_X16_TOKS tokens passing over the block's bands while they are hot;
+ * decode is one token over every band, one sequential stream. */
+#define X16_BLOCK_BYTES (48u << 10)
+
+static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
+{
+	const struct pt_kern_mat *w = jb->w;
+	const uint8_t *data = w->data;
+	const size_t band = pt_kern_x16_band(w->type, w->cols), ab = jb->act_row_bytes;
+	const uint64_t per = band < X16_BLOCK_BYTES ? X16_BLOCK_BYTES / band : 1;
+	for (uint64_t b0 = r0 / PT_KERN_X16_ROWS; b0 < r1 / PT_KERN_X16_ROWS; b0 += per) {
+		const uint64_t b1 = min_u64(b0 + per, r1 / PT_KERN_X16_ROWS);
+		for (uint64_t tok = 0; tok < jb->n_tok; tok += PT_KERN_X16_TOKS) {
+			const uint32_t nt = (uint32_t)min_u64(PT_KERN_X16_TOKS, jb->n_tok - tok);
+			for (uint64_t b = b0; b < b1; b++)
+				jb->ops->x16(w->cols, data + b * band, jb->xq + tok * ab, ab, nt,
+					     jb->y + tok * w->rows + b * PT_KERN_X16_ROWS, w->rows);
+		}
+	}
+}
+
 static void run_task(void *ctx, uint32_t task, uint32_t worker)
 {
 	const struct job *jb = ctx;
@@ -173,6 +198,10 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 	uint64_t r0 = (uint64_t)task * jb->rows_per_task;
 	uint64_t r1 = r0 + jb->rows_per_task < w->rows ? r0 + jb->rows_per_task : w->rows;
 	(void)worker;
+	if (w->layout == PT_KERN_LAYOUT_X16) {
+		run_x16(jb, r0, r1);
+		return;
+	}
 	if (jb->ops->tile.fn && jb->n_tok > 1) {
 		run_tiles(jb, r0, r1);
 		return;
@@ -214,7 +243,8 @@ static void run_rows(struct job *jb, pt_pool *pool)
 	if (per < MIN_ROWS_PER_TASK)
 		per = MIN_ROWS_PER_TASK;
 	/* whole register tiles per task (rows is 2 or 4; dot4 / dot take any split) */
-	const uint64_t tr = jb->ops->tile.fn && jb->ops->tile.rows > 1 ? jb->ops->tile.rows : 2;
+	const uint64_t tr = jb->w->layout == PT_KERN_LAYOUT_X16	      ? PT_KERN_X16_ROWS
+			    : jb->ops->tile.fn && jb->ops->tile.rows > 1 ? jb->ops->tile.rows : 2;
 	per = (per + tr - 1) / tr * tr;
 	uint64_t n_tasks = (jb->w->rows + per - 1) / per;
 	if (n_tasks > UINT32_MAX) { /* cannot happen below 2^36 rows; keep the cast honest */

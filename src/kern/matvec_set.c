@@ -46,11 +46,37 @@ static inline void prefetch_bytes(const uint8_t *p, size_t bytes)
 		__builtin_prefetch(p + off, 0, 0);
 }
 
+/* Outputs [r0, r1) of an interleaved (X16) product into out[0 .. r1 - r0): whole bands
+ * where the range covers them, a band the range cuts computed whole into a buffer (every
+ * output is the same kernel call either way). */
+static void x16_rows(const struct pt_kern_mat *w, const struct pt_kern_ops *ops, const void *xq,
+		     uint64_t r0, uint64_t r1, float *out)
+{
+	const uint8_t *data = w->data;
+	const size_t band = pt_kern_x16_band(w->type, w->cols);
+	for (uint64_t r = r0; r < r1;) {
+		const uint64_t b = r / PT_KERN_X16_ROWS, lo = b * PT_KERN_X16_ROWS;
+		const uint64_t hi = lo + PT_KERN_X16_ROWS, e = hi < r1 ? hi : r1;
+		if (r == lo && e == hi) {
+			ops->x16(w->cols, data + b * band, xq, 0, 1, out + (r - r0), 0);
+		} else {
+			float tmp[PT_KERN_X16_ROWS];
+			ops->x16(w->cols, data + b * band, xq, 0, 1, tmp, 0);
+			memcpy(out + (r - r0), tmp + (r - lo), (size_t)(e - r) * sizeof(float));
+		}
+		r = e;
+	}
+}
+
 /* Plain product rows [r0, r1) of s. */
 static void rows_plain(const struct seg *s, uint64_t r0, uint64_t r1)
 {
 	const struct pt_kern_mat *w = s->w;
 	const uint8_t *data = w->data;
+	if (w->layout == PT_KERN_LAYOUT_X16) {
+		x16_rows(w, s->ops, s->xq, r0, r1, s->y + r0);
+		return;
+	}
 	for (uint64_t r = r0; r < r1; r++) {
 		if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1)
 			prefetch_bytes(data + (r + SET_PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
@@ -67,6 +93,33 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 	const size_t urb = s->u ? s->u->row_bytes : g->row_bytes;
 	const uint64_t ucols = s->u ? s->u->cols : g->cols;
 	float gv[GLU_CHUNK], uv[GLU_CHUNK];
+	const bool gx = g->layout == PT_KERN_LAYOUT_X16;
+	const bool ux = s->u ? s->u->layout == PT_KERN_LAYOUT_X16 : gx;
+	if (gx || ux) { /* interleaved gate and/or up: a chunk of each, then the biases */
+		for (uint64_t c0 = r0; c0 < r1; c0 += GLU_CHUNK) {
+			const uint64_t c1 = c0 + GLU_CHUNK < r1 ? c0 + GLU_CHUNK : r1;
+			if (gx)
+				x16_rows(g, s->ops, s->xq, c0, c1, gv);
+			else
+				for (uint64_t r = c0; r < c1; r++)
+					gv[r - c0] = s->ops->dot(g->cols, gd + r * g->row_bytes, s->xq);
+			if (ux && s->u)
+				x16_rows(s->u, s->uops, s->xq_up, c0, c1, uv);
+			else if (ux) /* fused gate_up: the up rows follow the gate rows */
+				x16_rows(g, s->ops, s->xq, s->rows + c0, s->rows + c1, uv);
+			else
+				for (uint64_t r = c0; r < c1; r++)
+					uv[r - c0] = s->uops->dot(ucols, ud + r * urb, s->xq_up);
+			for (uint64_t r = c0; r < c1; r++) {
+				if (s->bg)
+					gv[r - c0] += s->bg[r];
+				if (s->bu)
+					uv[r - c0] += s->bu[r];
+			}
+			act(s->y + c0, gv, uv, (int)(c1 - c0));
+		}
+		return;
+	}
 	for (uint64_t c0 = r0; c0 < r1; c0 += GLU_CHUNK) {
 		const uint64_t c1 = c0 + GLU_CHUNK < r1 ? c0 + GLU_CHUNK : r1;
 		for (uint64_t r = c0; r < c1; r++) {
@@ -120,7 +173,7 @@ static enum pt_status checked_ops(const struct pt_kern_mat *w, const struct pt_k
 				    pt_type_name(w->type), (unsigned long long)w->cols,
 				    w->row_bytes);
 	*out = ops;
-	return PT_OK;
+	return pt_kern_check_layout(w, ops, err);
 }
 
 /* Rows per task: a share of the rows (SET_TASKS_PER_THREAD tasks per thread), at most about

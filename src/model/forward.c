@@ -958,7 +958,7 @@ static void read_ahead(pt_fwd *f, uint32_t il, uint32_t n)
 
 static struct pt_kern_mat expert_mat(const struct pt_expert_mat *x, const void *data)
 {
-	struct pt_kern_mat k = { x->type, x->rows, x->cols, x->row_bytes, data };
+	struct pt_kern_mat k = { x->type, x->rows, x->cols, x->row_bytes, data, x->layout };
 	return k;
 }
 

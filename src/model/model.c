@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "model/ops.h"
 #include "quant/quant.h"
@@ -377,6 +378,9 @@ void pt_model_close(struct pt_model *m)
 		return;
 	pt_free(m->layers);
 	pt_free(m->rope_sect_ff);
+	for (uint32_t i = 0; i < m->n_repack; i++)
+		munmap(m->repack[i].p, m->repack[i].bytes);
+	pt_free(m->repack);
 	pt_gguf_close(m->g);
 	pt_free(m);
 }

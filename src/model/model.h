@@ -2,7 +2,8 @@
  * (model/arch.h), every tensor bound in place in the read-only mapping, and the expert
  * provider through which the forward pass reaches routed-expert weights.
  *
- * Nothing is copied at load: matrices are struct pt_kern_mat views into the mapping, 1-D
+ * Nothing is copied at load (pt_model_repack, model/repack.h, may copy Q4_K matrices into an
+ * interleaved layout afterwards): matrices are struct pt_kern_mat views into the mapping, 1-D
  * tensors (norm gains, scales, biases) must be F32 and are used as float pointers, and the
  * token embedding is dequantized one row at a time on demand. */
 #ifndef PT_MODEL_MODEL_H
@@ -63,7 +64,9 @@ struct pt_expert_mat {
 	uint64_t cols;
 	size_t row_bytes;
 	size_t expert_bytes;
-	const uint8_t *data; /* in the mapping (NULL if the tensor is absent) */
+	const uint8_t *data; /* in the mapping (NULL if the tensor is absent), or the
+				interleaved copy (pt_model_repack) */
+	enum pt_kern_layout layout; /* PT_KERN_LAYOUT_X16 after pt_model_repack */
 };
 
 struct pt_layer_weights {
@@ -102,6 +105,12 @@ struct pt_layer_weights {
 	const float *ssm_norm;   /* [d_v], shared by the value heads */
 };
 
+/* Memory the model owns beside the mapping (pt_model_repack's copies). */
+struct pt_model_buf {
+	void *p;
+	size_t bytes;
+};
+
 struct pt_model {
 	pt_gguf *g;       /* owned */
 	struct pt_hparams hp;
@@ -117,6 +126,9 @@ struct pt_model {
 	/* bytes of the tensors in the file that are never bound nor read (PT_ROLE_SKIP: GLM's
 	 * NextN blocks): not computed, not resident, no expert slots */
 	uint64_t skipped_bytes;
+	/* interleaved copies made by pt_model_repack (model/repack.h), unmapped at close */
+	struct pt_model_buf *repack;
+	uint32_t n_repack, cap_repack;
 };
 
 /* Opens path, reads and validates the hyper-parameters, checks every tensor's presence,

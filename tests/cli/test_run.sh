@@ -12,7 +12,7 @@ expect_exit 0 "run --help" -- "$PARTICLE" run --help
 for f in --model --prompt --messages --template --raw --max-new --max-context --temperature \
 	--top-k --top-p --min-p --repetition-penalty --repeat-last-n --seed --stop --threads \
 	--memory --expert-slots --io --cache-policy --kv-type --batch --no-lock --quiet \
-	--verbose --stats-json PARTICLE_MODEL; do
+	--verbose --stats-json --repack PARTICLE_MODEL; do
 	expect_grep "$TMP/out" "$f" "run --help documents $f"
 done
 expect_exit 0 "particle --help" -- "$PARTICLE" --help
@@ -209,6 +209,23 @@ if "$PARTICLE" mkmodel --arch bailingmoe2 --preset tiny --quant f32 -o "$B" >/de
 	out=$(python3 "$DIR/run_pty.py" "$PARTICLE" "$B" "$TMP" 2>&1); then ok; else bad "interactive session: $out"; fi
 echo "$out"
 # the same session on qwen35moe: linear-attention state restored from checkpoints (issue 18)
+# --repack (issue 21): a small-preset Q4_K_M model (256-wide rows) has matrices to repack;
+# the tiny F32 one has none and says so
+R="$TMP/repack.gguf"
+if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m -o "$R" \
+	>/dev/null 2>&1; then
+	expect_exit 0 "run --repack" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 --repack --verbose
+	if grep -Eq "particle: repack: [1-9][0-9]* matrices .*experts included" "$TMP/err" ||
+		grep -q "particle: repack: skipped (no interleaved kernel" "$TMP/err"; then ok
+	else bad "run --repack --verbose: no repack line: $(head -c 600 "$TMP/err")"; fi
+	[ -s "$TMP/out" ] && ok || bad "run --repack printed nothing"
+else
+	bad "mkmodel small q4_k_m failed"
+fi
+expect_exit 0 "run --repack, nothing to repack" -- "$PARTICLE" run -m "$M" --prompt hi -n 2 \
+	--repack --verbose
+expect_grep "$TMP/err" "particle: repack: 0 matrices\|repack: skipped" "repack of an F32 model"
+
 Q="$TMP/q35.gguf"
 if "$PARTICLE" mkmodel --arch qwen35moe --preset tiny --quant q8_0 -o "$Q" >/dev/null 2>&1 &&
 	out=$(python3 "$DIR/run_pty.py" "$PARTICLE" "$Q" "$TMP" 2>&1); then ok; else bad "qwen35moe interactive session: $out"; fi

@@ -599,7 +599,7 @@ static int make_fixture(struct mat_fixture *f, enum pt_type t, uint64_t rows, ui
 	uint64_t rb;
 	if (pt_type_row_bytes(t, cols, &rb) != 0)
 		return -1;
-	f->w = (struct pt_kern_mat){ t, rows, cols, (size_t)rb + pad, NULL };
+	f->w = (struct pt_kern_mat){ t, rows, cols, (size_t)rb + pad, NULL, PT_KERN_LAYOUT_ROWS };
 	f->data = pt_malloc(rows * f->w.row_bytes);
 	f->x = pt_mallocn(n_tok * cols, sizeof(float));
 	f->scratch = pt_malloc(pt_kern_act_bytes(&f->w, n_tok));
@@ -687,7 +687,7 @@ PT_TEST(test_kern_matvec_rejects_bad_shapes)
 	struct pt_error err = { 0 };
 	float x[300] = { 0 }, y[4];
 	uint8_t buf[4096] = { 0 };
-	struct pt_kern_mat w = { PT_TYPE_Q4_K, 2, 300, 2000, buf };
+	struct pt_kern_mat w = { PT_TYPE_Q4_K, 2, 300, 2000, buf, PT_KERN_LAYOUT_ROWS };
 	CHECK_EQ_INT(pt_kern_matvec(&w, x, y, buf, NULL, &err), PT_E_INVALID);
 	CHECK_CONTAINS(err.msg, "multiple of the block size");
 	pt_error_clear(&err);
@@ -1093,7 +1093,7 @@ PT_TEST(test_kern_matmul_wide_blocks)
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		const uint64_t cols = cases[c].cols, nt = cases[c].toks;
 		/* the case must reach the wide blocks */
-		const struct pt_kern_mat probe = { cases[c].type, ROWS, cols, 0, NULL };
+		const struct pt_kern_mat probe = { cases[c].type, ROWS, cols, 0, NULL, PT_KERN_LAYOUT_ROWS };
 		CHECK(pt_kern_act_bytes(&probe, nt) > (512u << 10));
 		struct mat_fixture f;
 		REQUIRE(make_fixture(&f, cases[c].type, ROWS, cols, (uint32_t)nt, 5) == 0);

@@ -39,7 +39,7 @@ static int make_mat(struct pt_kern_mat *w, enum pt_type t, uint64_t rows, uint64
 			return -1;
 	}
 	pt_free(x);
-	*w = (struct pt_kern_mat){ t, rows, cols, (size_t)(rb + pad), d };
+	*w = (struct pt_kern_mat){ t, rows, cols, (size_t)(rb + pad), d, PT_KERN_LAYOUT_ROWS };
 	return 0;
 }
 
@@ -175,15 +175,16 @@ PT_TEST(test_kern_set_rejects_bad_sets)
 	float y[64] = { 0 }, x[256] = { 0 };
 	uint8_t w[64 * 144] = { 0 };
 	for (int i = 0; i <= PT_KERN_SET_MAX; i++)
-		mv[i] = (struct pt_kern_mv){ { PT_TYPE_Q4_K, 1, 256, 144, w }, x, y };
+		mv[i] = (struct pt_kern_mv){ { PT_TYPE_Q4_K, 1, 256, 144, w, PT_KERN_LAYOUT_ROWS }, x, y };
 	y[0] = 42.0f; /* a product that ran would write 0 here */
 	CHECK_EQ_INT(pt_kern_matvec_set(mv, PT_KERN_SET_MAX + 1, NULL, &err), PT_E_INVALID);
 	mv[1].w.type = PT_TYPE_IQ2_XXS; /* no kernel */
 	CHECK_EQ_INT(pt_kern_matvec_set(mv, 2, NULL, &err), PT_E_UNSUPPORTED);
-	mv[1].w = (struct pt_kern_mat){ PT_TYPE_Q4_K, 1, 256, 100, w }; /* stride < row */
+	mv[1].w = (struct pt_kern_mat){ PT_TYPE_Q4_K, 1, 256, 100, w, PT_KERN_LAYOUT_ROWS }; /* stride < row */
 	CHECK_EQ_INT(pt_kern_matvec_set(mv, 2, NULL, &err), PT_E_INVALID);
 	CHECK(y[0] == 42.0f); /* nothing ran: the checks come first */
-	g = (struct pt_kern_glu){ { PT_TYPE_Q4_K, 4, 256, 144, w }, { PT_TYPE_Q4_K, 3, 256, 144, w },
+	g = (struct pt_kern_glu){ { PT_TYPE_Q4_K, 4, 256, 144, w, PT_KERN_LAYOUT_ROWS },
+				  { PT_TYPE_Q4_K, 3, 256, 144, w, PT_KERN_LAYOUT_ROWS },
 				  x, x, y, NULL, NULL };
 	CHECK_EQ_INT(pt_kern_glu_set(&g, 1, test_act, NULL, &err), PT_E_INVALID);
 	g.up.data = NULL;

@@ -10,8 +10,8 @@
  *   without the non-product work; "moe": the Qwen3 / Sarvam
  *   full-shape expert products at 16-64 tokens, cold, best level; "dense": Gemma 4's dense
  *   products at 128-2048 tokens and Sarvam-30B's at 512, best level; "attn": one Qwen3-30B-A3B
- *   layer's prefill attention at 1k / 4k context, one thread; "il": a prototype decode layout,
- *   16 Q4_K rows interleaved, against the per-row dot on Qwen3's routed gates, one thread)
+ *   layer's prefill attention at 1k / 4k context, one thread; "il" / "il6": the X16 layout,
+ *   16 Q4_K / Q6_K rows interleaved, against the per-row dot on Qwen3's routed gates, one thread)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -99,7 +99,7 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 	fill(t, w, total);
 	for (uint64_t i = 0; i < cols; i++)
 		x[i] = (float)(rnd8() - 128) / 64.0f;
-	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w, PT_KERN_LAYOUT_ROWS };
 	void *xq = pt_malloc(pt_kern_act_bytes(&m, 1));
 	pt_kern_quantize_row(pt_kern_ops(t)->act_type, x, xq, cols);
 	printf("%-5s %5llux%-5llu x%-3llu", pt_type_name(t), (unsigned long long)rows,
@@ -145,141 +145,68 @@ static void bench_case(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t ex
 }
 
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-/* Issue 21 round 9 (`il` mode): a prototype decode layout, measured against the per-row dot.
- * Sixteen Q4_K rows interleaved super-block by super-block, one row per 32-bit lane: each
- * 64-byte load holds 4 code bytes (8 weights) of each of the 16 rows, the activation's 4 bytes
- * are broadcast to all lanes (vpdpbusd), and each row's sub-block scales, mins and super-block
- * scales sit side by side, so one widening load replaces the per-row scale unpacking and
- * shuffles of the dot.  Not bit-identical to the dot (another float order): a prototype. */
-#define IL16_B 2368 /* per super-block: codes 2048, scales 8 x 16, min pairs 4 x 32, d 32, dmin 32 */
-
-/* 16 rows of a Q4_K matrix (rb bytes a row, nsb super-blocks) into the interleaved layout */
-static void il16_pack(const uint8_t *w, size_t rb, size_t nsb, uint8_t *out)
-{
-	for (size_t i = 0; i < nsb; i++, out += IL16_B)
-		for (int j = 0; j < 16; j++) {
-			const uint8_t *x = w + j * rb + i * 144;
-			for (int g = 0; g < 4; g++)
-				for (int st = 0; st < 8; st++)
-					memcpy(out + (g * 8 + st) * 64 + 4 * j, x + 16 + 32 * g + 4 * st, 4);
-			for (int sb = 0; sb < 8; sb++) {
-				uint8_t sc, m;
-				pt_get_scale_min_k4(sb, x + 4, &sc, &m);
-				out[2048 + sb * 16 + j] = sc;
-				out[2176 + (sb / 2) * 32 + 2 * j + (sb & 1)] = m;
-			}
-			memcpy(out + 2304 + 2 * j, x, 2);
-			memcpy(out + 2336 + 2 * j, x + 2, 2);
-		}
-}
-
-/* y[0..15] = the 16 rows at p . the Q8_K activation q8; pf: prefetch one super-block ahead */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
-static void il16_gemv(size_t nsb, const uint8_t *p, const uint8_t *q8, float *y, int pf)
-{
-	const __m512i m4 = _mm512_set1_epi8(0xF);
-	__m512 accf = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
-	for (size_t i = 0; i < nsb; i++, p += IL16_B, q8 += 292) {
-		if (pf)
-			for (int o = 0; o < IL16_B; o += 64)
-				_mm_prefetch((const char *)p + IL16_B + o, _MM_HINT_NTA);
-		int32_t bsp[4]; /* the sub-blocks' activation sums, as word pairs (2g, 2g + 1) */
-		const uint8_t *bs = q8 + 260;
-		for (int g = 0; g < 4; g++) {
-			int16_t b[4];
-			memcpy(b, bs + 8 * g, 8);
-			const uint16_t lo = (uint16_t)(b[0] + b[1]), hi = (uint16_t)(b[2] + b[3]);
-			bsp[g] = (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
-		}
-		__m512i sumi = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
-		for (int g = 0; g < 4; g++) {
-			__m512i alo = _mm512_setzero_si512(), ahi = _mm512_setzero_si512();
-			for (int st = 0; st < 8; st++) {
-				const __m512i x = _mm512_loadu_si512((const void *)(p + (g * 8 + st) * 64));
-				int32_t ylo, yhi;
-				memcpy(&ylo, q8 + 4 + 64 * g + 4 * st, 4);
-				memcpy(&yhi, q8 + 4 + 64 * g + 32 + 4 * st, 4);
-				alo = _mm512_dpbusd_epi32(alo, _mm512_and_si512(x, m4), _mm512_set1_epi32(ylo));
-				ahi = _mm512_dpbusd_epi32(ahi, _mm512_and_si512(_mm512_srli_epi16(x, 4), m4),
-							  _mm512_set1_epi32(yhi));
-			}
-			const __m512i slo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2048 + 32 * g)));
-			const __m512i shi = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2064 + 32 * g)));
-			sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(alo, slo));
-			sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(ahi, shi));
-			const __m512i mw = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 2176 + 32 * g)));
-			msum = _mm512_dpwssd_epi32(msum, mw, _mm512_set1_epi32(bsp[g]));
-		}
-		float d8;
-		memcpy(&d8, q8, 4);
-		const __m512 vd8 = _mm512_set1_ps(d8);
-		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2304)));
-		const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2336)));
-		accf = _mm512_fmadd_ps(_mm512_mul_ps(d, vd8), _mm512_cvtepi32_ps(sumi), accf);
-		accm = _mm512_fmadd_ps(_mm512_mul_ps(dm, vd8), _mm512_cvtepi32_ps(msum), accm);
-	}
-	_mm512_storeu_ps(y, _mm512_sub_ps(accf, accm));
-}
-
 static int cmp_double(const void *a, const void *b);
 
-/* Qwen3's routed gate matrices (768 x 2048 Q4_K, 128 experts, one random expert after
- * another), one thread (run two processes at once for two cores): the decode dot row by row
- * (prefetch 4 rows ahead, as decode does) against il16_gemv without and with software
- * prefetch, alternating in 9 windows; the L1 cost of each; il16 against the dot's values. */
-static void bench_il(double secs)
+/* Issue 21 rounds 9-10 (`il` mode): the interleaved-rows layout (kern.h, PT_KERN_LAYOUT_X16)
+ * against the per-row dot on Qwen3's routed gate matrices (768 x 2048 Q4_K, or Q6_K with
+ * `il6`, 128 experts, one
+ * random expert after another), one thread (run two processes at once for two cores): the
+ * decode dot row by row (prefetch 4 rows ahead, as decode does), the X16 kernel of the best
+ * level and of the AVX2 level, alternating in 9 windows; the L1 cost of each; X16 against
+ * the dot's values. */
+static void bench_il(double secs, enum pt_type type)
 {
-	if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw")) {
-		printf("il: needs AVX-512 VNNI; skipped\n");
-		return;
-	}
 	const uint64_t rows = 768, cols = 2048, ne = 128;
 	uint64_t rb;
-	pt_type_row_bytes(PT_TYPE_Q4_K, cols, &rb);
-	const size_t eb = (size_t)(rb * rows), nsb = cols / 256, gb = nsb * IL16_B, eb16 = rows / 16 * gb;
+	pt_type_row_bytes(type, cols, &rb);
+	const size_t eb = (size_t)(rb * rows), band = pt_kern_x16_band(type, cols);
+	const size_t eb16 = rows / 16 * band;
 	uint8_t *w = pt_malloc(eb * ne), *w16 = pt_malloc(eb16 * ne);
 	float *x = pt_mallocn(cols, sizeof(float)), y[768], y2[768];
 	if (!w || !w16 || !x) {
 		fprintf(stderr, "bench: out of memory\n");
 		exit(1);
 	}
-	fill(PT_TYPE_Q4_K, w, eb * ne);
-	for (uint64_t e = 0; e < ne; e++)
-		for (uint64_t k = 0; k < rows / 16; k++)
-			il16_pack(w + e * eb + 16 * k * rb, rb, nsb, w16 + e * eb16 + k * gb);
+	fill(type, w, eb * ne);
+	pt_kern_x16_pack(type, w, (size_t)rb, cols, 0, rows / 16 * ne, w16);
 	for (uint64_t i = 0; i < cols; i++)
 		x[i] = (float)(rnd8() - 128) / 64.0f;
-	struct pt_kern_mat m = { PT_TYPE_Q4_K, rows, cols, (size_t)rb, w };
+	struct pt_kern_mat m = { type, rows, cols, (size_t)rb, w, PT_KERN_LAYOUT_ROWS };
 	void *xq = pt_malloc(pt_kern_act_bytes(&m, 1));
 	pt_kern_quantize_row(PT_TYPE_Q8_K, x, xq, cols);
-	pt_kern_set_level(pt_kern_level_max(), NULL);
-	const pt_kern_dot_fn dot = pt_kern_ops(PT_TYPE_Q4_K)->dot;
+	const enum pt_kern_level top = pt_kern_level_max();
+	const struct pt_kern_ops *best = pt_kern_ops_at(top, type);
+	const struct pt_kern_ops *lo = pt_kern_ops_at(top > 0 ? (enum pt_kern_level)1 : top, type);
+	const pt_kern_dot_fn dot = best->dot;
 	double maxrel = 0;
 	for (uint64_t r = 0; r < rows; r++)
 		y[r] = dot(cols, w + r * rb, xq);
 	for (uint64_t k = 0; k < rows / 16; k++)
-		il16_gemv(nsb, w16 + k * gb, xq, y2 + 16 * k, 0);
+		best->x16(cols, w16 + k * band, xq, 0, 1, y2 + 16 * k, 0);
 	for (uint64_t r = 0; r < rows; r++) {
 		const double e = fabs((double)y2[r] - y[r]) / (fabs((double)y[r]) + 1e-3);
 		maxrel = e > maxrel ? e : maxrel;
 	}
-	printf("il: 16-row interleaved against the dot (%s): max relative difference %.2e\n",
-	       pt_kern_level_name(pt_kern_level_max()), maxrel);
+	printf("il: %s X16 (%s) against the dot: max relative difference %.2e\n",
+	       pt_type_name(type), pt_kern_level_name(best->x16_level), maxrel);
 	for (int rep = 0; rep < 3; rep++) {
 		const int iters = 20000;
-		const double t0 = now();
+		double t[3];
+		t[0] = now();
 		for (int it = 0; it < iters; it++)
 			for (uint64_t r = 0; r < 16; r++)
 				y[r] = dot(cols, w + r * rb, xq);
-		const double t1 = now();
+		t[1] = now();
 		for (int it = 0; it < iters; it++)
-			il16_gemv(nsb, w16, xq, y2, 0);
-		const double t2 = now();
-		printf("il: L1, ns per 256 weights and row: dot %.2f, 16-row interleaved %.2f\n",
-		       (t1 - t0) * 1e9 / iters / 16 / nsb, (t2 - t1) * 1e9 / iters / 16 / nsb);
+			best->x16(cols, w16, xq, 0, 1, y2, 0);
+		t[2] = now();
+		for (int it = 0; it < iters; it++)
+			lo->x16(cols, w16, xq, 0, 1, y2, 0);
+		const double t3 = now();
+		printf("il: L1, ns per 256 weights and row: dot %.2f, X16 %s %.2f, X16 %s %.2f\n",
+		       (t[1] - t[0]) * 1e9 / iters / 16 / (cols / 256), pt_kern_level_name(best->x16_level),
+		       (t[2] - t[1]) * 1e9 / iters / 16 / (cols / 256), pt_kern_level_name(lo->x16_level),
+		       (t3 - t[2]) * 1e9 / iters / 16 / (cols / 256));
 	}
 	enum { NWIN = 9, NVAR = 3 };
 	double res[NVAR][NWIN];
@@ -299,33 +226,29 @@ static void bench_il(double secs)
 						y[r] = dot(cols, d + r * rb, xq);
 					}
 				} else {
+					const struct pt_kern_ops *o = v == 1 ? best : lo;
 					for (uint64_t k = 0; k < rows / 16; k++)
-						il16_gemv(nsb, w16 + e * eb16 + k * gb, xq, y + 16 * k, v == 2);
+						o->x16(cols, w16 + e * eb16 + k * band, xq, 0, 1, y + 16 * k, 0);
 				}
 				bytes += eb;
 				t1 = now();
 			} while (t1 - t0 < secs);
 			res[v][win] = (double)bytes / (t1 - t0) / 1e9;
 		}
-	static const char *const names[NVAR] = { "row by row (dot)", "16 rows interleaved",
-						 "16 interleaved + prefetch" };
+	char names[NVAR][40];
+	snprintf(names[0], sizeof names[0], "row by row (dot)");
+	snprintf(names[1], sizeof names[1], "X16 %s", pt_kern_level_name(best->x16_level));
+	snprintf(names[2], sizeof names[2], "X16 %s", pt_kern_level_name(lo->x16_level));
 	for (int v = 0; v < NVAR; v++) {
 		qsort(res[v], NWIN, sizeof(double), cmp_double);
-		printf("il: %-26s best %6.2f median %6.2f GB/s (Q4_K bytes as stored)\n", names[v],
-		       res[v][NWIN - 1], res[v][NWIN / 2]);
+		printf("il: %-26s best %6.2f median %6.2f GB/s (%s bytes as stored)\n", names[v],
+		       res[v][NWIN - 1], res[v][NWIN / 2], pt_type_name(type));
 	}
 	pt_free(w);
 	pt_free(w16);
 	pt_free(x);
 	pt_free(xq);
 }
-#else
-static void bench_il(double secs)
-{
-	(void)secs;
-	printf("il: x86-64 only; skipped\n");
-}
-#endif
 
 /* A plain activation for the GLU set (the bench measures streaming, not the activation). */
 static void act_mul(float *out, const float *gate, const float *up, int n)
@@ -354,8 +277,8 @@ static void bench_sets(double secs, const char *name, uint32_t ne_, uint32_t k_,
 	uint8_t *gs = pt_malloc(ge * NE), *us = pt_malloc(ge * NE), *ds = pt_malloc(de * NE);
 	float *x = pt_mallocn(D, sizeof(float)), *h = pt_mallocn((size_t)K * NF, sizeof(float));
 	float *y = pt_mallocn((size_t)K * D, sizeof(float)), *y2 = pt_mallocn(NF, sizeof(float));
-	struct pt_kern_mat gm = { PT_TYPE_Q4_K, NF, D, (size_t)grb, NULL };
-	struct pt_kern_mat dm = { PT_TYPE_Q6_K, D, NF, (size_t)drb, NULL };
+	struct pt_kern_mat gm = { PT_TYPE_Q4_K, NF, D, (size_t)grb, NULL, PT_KERN_LAYOUT_ROWS };
+	struct pt_kern_mat dm = { PT_TYPE_Q6_K, D, NF, (size_t)drb, NULL, PT_KERN_LAYOUT_ROWS };
 	void *xq = pt_malloc(pt_kern_act_bytes(&gm, 1));
 	uint8_t *hq = pt_malloc(pt_kern_act_bytes(&dm, 1) * K);
 	const size_t hrow = pt_kern_act_bytes(&dm, 1);
@@ -506,10 +429,27 @@ static int cmp_double(const void *a, const void *b)
  * buffers: every layer its own, NE = 16 experts a layer (the whole ~3 GB beyond any cache),
  * one mapping marked MADV_HUGEPAGE like the engine's model mapping.  BENCH_TOKEN_GGUF=F: the
  * Qwen3-shape model F's own tensors at their offsets in its mapping instead (experts picked
- * among all 128; BENCH_TOKEN_NE=N: among the first N).  Prints tokens/s and weight GB/s of the
+ * among all 128; BENCH_TOKEN_NE=N: among the first N); BENCH_TOKEN_X16=1: the products on
+ * interleaved copies (--repack's layout; copies not freed: a one-shot bench).  Prints tokens/s and weight GB/s of the
  * token and the time in each kind of dispatch, best / median of 5 windows: the real decode's
  * `decode_phase_s_per_token` without its compute, to tell the products' streaming from the
  * rest. */
+/* count consecutive rows x cols matrices of type t into one X16 copy (anonymous, 2 MiB
+ * pages), or NULL. */
+static uint8_t *x16_copy(enum pt_type t, const uint8_t *src, uint64_t rows, uint64_t cols,
+			 uint64_t count)
+{
+	uint64_t rb;
+	pt_type_row_bytes(t, cols, &rb);
+	const size_t bytes = (size_t)(rows / 16 * count) * pt_kern_x16_band(t, cols);
+	uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, bytes, MADV_HUGEPAGE);
+	pt_kern_x16_pack(t, src, (size_t)rb, cols, 0, rows / 16 * count, p);
+	return p;
+}
+
 static void bench_token(double secs, uint32_t threads)
 {
 	enum { LAYERS = 48, NE = 16, K = 8, D = 2048, NF = 768, NQ = 4096, NKV = 512, NEXP = 128 };
@@ -565,6 +505,39 @@ static void bench_token(double secs, uint32_t threads)
 		headp = w + layer * LAYERS;
 		fill(PT_TYPE_Q6_K, (uint8_t *)headp, head);
 	}
+	/* BENCH_TOKEN_X16=1: every Q4_K / Q6_K matrix copied into the interleaved layout
+	 * (--repack's), the products run on the copies */
+	const bool x16 = getenv("BENCH_TOKEN_X16") && !strcmp(getenv("BENCH_TOKEN_X16"), "1");
+	struct token_layer lx[LAYERS];
+	const uint8_t *headx = NULL;
+	size_t sgx = 0, sdx[2] = { 0, 0 }; /* expert strides of the copies (downs: Q6_K, Q4_K) */
+	if (x16) {
+		sgx = NF / 16 * pt_kern_x16_band(PT_TYPE_Q4_K, D);
+		sdx[0] = D / 16 * pt_kern_x16_band(PT_TYPE_Q6_K, NF);
+		sdx[1] = D / 16 * pt_kern_x16_band(PT_TYPE_Q4_K, NF);
+		for (uint32_t l = 0; l < LAYERS; l++) {
+			const struct token_layer *L = &lp[l];
+			lx[l] = *L;
+			lx[l].q = x16_copy(PT_TYPE_Q4_K, L->q, NQ, D, 1);
+			lx[l].k = x16_copy(PT_TYPE_Q4_K, L->k, NKV, D, 1);
+			lx[l].v = x16_copy(L->tv, L->v, NKV, D, 1);
+			lx[l].o = x16_copy(PT_TYPE_Q4_K, L->o, D, NQ, 1);
+			lx[l].gate = x16_copy(PT_TYPE_Q4_K, L->gate, NF, D, L->ne);
+			lx[l].up = x16_copy(PT_TYPE_Q4_K, L->up, NF, D, L->ne);
+			lx[l].down = x16_copy(L->td, L->down, D, NF, L->ne);
+			if (!lx[l].q || !lx[l].k || !lx[l].v || !lx[l].o || !lx[l].gate || !lx[l].up ||
+			    !lx[l].down) {
+				fprintf(stderr, "bench: cannot map the X16 copies\n");
+				exit(1);
+			}
+		}
+		headx = x16_copy(PT_TYPE_Q6_K, headp, VOCAB, D, 1);
+		if (!headx) {
+			fprintf(stderr, "bench: cannot map the X16 head\n");
+			exit(1);
+		}
+	}
+	const enum pt_kern_layout lay = x16 ? PT_KERN_LAYOUT_X16 : PT_KERN_LAYOUT_ROWS;
 	/* weight bytes a token reads (V and the downs by each layer's type) */
 	double bytes = (double)head, expert_bytes = 0;
 	for (uint32_t l = 0; l < LAYERS; l++) {
@@ -593,30 +566,32 @@ static void bench_token(double secs, uint32_t threads)
 		double acc[4] = { 0 };
 		do {
 			for (uint32_t l = 0; l < LAYERS; l++) {
-				const struct token_layer *L = &lp[l];
+				const struct token_layer *L = x16 ? &lx[l] : &lp[l];
 				double a = now();
 				struct pt_kern_mv qkv[3] = {
-					{ { PT_TYPE_Q4_K, NQ, D, q4_d, L->q }, xq, y },
-					{ { PT_TYPE_Q4_K, NKV, D, q4_d, L->k }, xq, y + NQ },
-					{ { L->tv, NKV, D, L->tv == PT_TYPE_Q6_K ? q6_d : q4_d, L->v }, xq,
+					{ { PT_TYPE_Q4_K, NQ, D, q4_d, L->q, lay }, xq, y },
+					{ { PT_TYPE_Q4_K, NKV, D, q4_d, L->k, lay }, xq, y + NQ },
+					{ { L->tv, NKV, D, L->tv == PT_TYPE_Q6_K ? q6_d : q4_d, L->v, lay }, xq,
 					  y + NQ + NKV },
 				};
 				pt_kern_matvec_set(qkv, 3, pool, NULL);
-				struct pt_kern_mat o = { PT_TYPE_Q4_K, D, NQ, q4_q, L->o };
+				struct pt_kern_mat o = { PT_TYPE_Q4_K, D, NQ, q4_q, L->o, lay };
 				pt_kern_matvec_q(&o, xq2, y, pool, NULL);
 				double b = now();
-				struct pt_kern_mat r = { PT_TYPE_F32, NEXP, D, (size_t)D * 4, L->r };
+				struct pt_kern_mat r = { PT_TYPE_F32, NEXP, D, (size_t)D * 4, L->r, PT_KERN_LAYOUT_ROWS };
 				pt_kern_matvec_q(&r, x, y, pool, NULL);
 				double c = now();
 				struct pt_kern_glu g[K];
 				struct pt_kern_mv dn[K];
 				for (uint32_t j = 0; j < K; j++) {
 					const uint64_t ex = (tok * 5 + j * 3 + l) % L->ne;
-					g[j] = (struct pt_kern_glu){ { PT_TYPE_Q4_K, NF, D, q4_d, L->gate + ex * sg },
-								     { PT_TYPE_Q4_K, NF, D, q4_d, L->up + ex * sg },
+					const size_t es = x16 ? sgx : sg;
+					g[j] = (struct pt_kern_glu){ { PT_TYPE_Q4_K, NF, D, q4_d, L->gate + ex * es, lay },
+								     { PT_TYPE_Q4_K, NF, D, q4_d, L->up + ex * es, lay },
 								     xq, xq, h + j * NF, NULL, NULL };
 					const size_t drb = L->td == PT_TYPE_Q6_K ? q6_nf : q4_nf;
-					dn[j] = (struct pt_kern_mv){ { L->td, D, NF, drb, L->down + ex * drb * D },
+					const size_t ds = x16 ? sdx[L->td == PT_TYPE_Q6_K ? 0 : 1] : drb * D;
+					dn[j] = (struct pt_kern_mv){ { L->td, D, NF, drb, L->down + ex * ds, lay },
 								     hq + j * hrow, yk + j * D };
 				}
 				pt_kern_glu_set(g, K, act_mul, pool, NULL);
@@ -629,7 +604,7 @@ static void bench_token(double secs, uint32_t threads)
 				acc[2] += d - c;
 			}
 			double a = now();
-			struct pt_kern_mat hm = { PT_TYPE_Q6_K, VOCAB, D, q6_d, headp };
+			struct pt_kern_mat hm = { PT_TYPE_Q6_K, VOCAB, D, q6_d, x16 ? headx : headp, lay };
 			pt_kern_matvec_q(&hm, xq, y, pool, NULL);
 			acc[3] += now() - a;
 			tok++;
@@ -645,9 +620,9 @@ static void bench_token(double secs, uint32_t threads)
 		}
 	}
 	qsort(per_win, 5, sizeof(double), cmp_double);
-	printf("qwen3 token %ut: best %.2f tok/s (median %.2f), %.3f GB/token, %.2f GB/s; best window ms: "
+	printf("qwen3 token%s %ut: best %.2f tok/s (median %.2f), %.3f GB/token, %.2f GB/s; best window ms: "
 	       "attn-proj %.2f router %.2f experts %.2f head %.2f (experts %.2f GB/s, head %.2f GB/s)\n",
-	       threads, 1.0 / best, 1.0 / per_win[2], bytes / 1e9, bytes / best / 1e9, best_part[0] * 1e3,
+	       x16 ? " x16" : "", threads, 1.0 / best, 1.0 / per_win[2], bytes / 1e9, bytes / best / 1e9, best_part[0] * 1e3,
 	       best_part[1] * 1e3, best_part[2] * 1e3, best_part[3] * 1e3,
 	       expert_bytes / best_part[2] / 1e9, (double)head / best_part[3] / 1e9);
 	pt_pool_destroy(pool);
@@ -705,7 +680,7 @@ static void bench_matmul_levels(enum pt_type t, uint64_t rows, uint64_t cols, ui
 	fill(t, w, (size_t)(rb * rows));
 	for (uint64_t i = 0; i < cols * n_tok; i++)
 		x[i] = (float)(rnd8() - 128) / 64.0f;
-	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w, PT_KERN_LAYOUT_ROWS };
 	size_t ab = pt_kern_act_bytes(&m, 1);
 	uint8_t *xq = pt_malloc(ab * n_tok);
 	for (uint64_t k = 0; k < n_tok; k++)
@@ -757,7 +732,7 @@ static void bench_matmul_cold(enum pt_type t, uint64_t rows, uint64_t cols, uint
 	fill(t, w, eb * n_exp);
 	for (uint64_t i = 0; i < cols * n_tok; i++)
 		x[i] = (float)(rnd8() - 128) / 64.0f;
-	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w };
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w, PT_KERN_LAYOUT_ROWS };
 	size_t ab = pt_kern_act_bytes(&m, 1);
 	uint8_t *xq = pt_malloc(ab * n_tok);
 	for (uint64_t k = 0; k < n_tok; k++)
@@ -1143,8 +1118,8 @@ int main(int argc, char **argv)
 		bench_case(PT_TYPE_Q6_K, 2048, 768, 128, secs);
 		return 0;
 	}
-	if (argc > 2 && strcmp(argv[2], "il") == 0) {
-		bench_il(secs);
+	if (argc > 2 && (strcmp(argv[2], "il") == 0 || strcmp(argv[2], "il6") == 0)) {
+		bench_il(secs, argv[2][2] == '6' ? PT_TYPE_Q6_K : PT_TYPE_Q4_K);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "dense") == 0) {

@@ -1,0 +1,194 @@
+/* x16.c - interleaved rows (PT_KERN_LAYOUT_X16, kern.h): the layout's packing and the scalar
+ * reference kernel, which defines the numerics every SIMD twin reproduces bit for bit.
+ *
+ * Why: decode reads each weight once per token, so it runs at the speed one core streams
+ * rows through its dot.  Row by row, each 256-weight super-block pays its own scale
+ * unpacking, shuffles and final reductions; with 16 rows interleaved, one load feeds 16
+ * rows, the scales of 16 rows arrive unpacked side by side, and the band is one sequential
+ * stream (docs/PERFORMANCE.md, issue 21 rounds 9-10).
+ */
+#include "kern/kern_internal.h"
+
+#include <math.h>
+
+#include "util/status.h"
+
+#define X16_CODES 0
+#define X16_SC 2048
+#define X16_MIN 2176
+#define X16_D 2304
+#define X16_DMIN 2336
+_Static_assert(X16_DMIN + 32 == PT_KERN_X16_Q4K_SB, "X16 Q4_K super-block layout");
+
+/* Q6_K codes in the order the kernels read them (one sequential stream): four groups g = 2 h +
+ * st / 4 of 768 bytes, each the ql vectors of steps st of part c = 0, of c = 1, then the qh
+ * vectors of those steps. */
+#define X6_QL(h, c, st) (768 * (2 * (h) + (st) / 4) + 256 * (c) + 64 * ((st) % 4))
+#define X6_QH(h, st) (768 * (2 * (h) + (st) / 4) + 512 + 64 * ((st) % 4))
+#define X6_SC 3072
+#define X6_D 3328
+_Static_assert(X6_D + 32 == PT_KERN_X16_Q6K_SB, "X16 Q6_K super-block layout");
+
+/* Bytes of one super-block of 16 rows, 0 for a type without the layout. */
+static size_t sb_bytes(enum pt_type type)
+{
+	return type == PT_TYPE_Q4_K ? PT_KERN_X16_Q4K_SB
+	       : type == PT_TYPE_Q6_K ? PT_KERN_X16_Q6K_SB : 0;
+}
+
+bool pt_kern_x16_ok(enum pt_type type, uint64_t rows, uint64_t cols)
+{
+	return sb_bytes(type) && rows % PT_KERN_X16_ROWS == 0 && cols % QKK == 0 && cols > 0;
+}
+
+size_t pt_kern_x16_band(enum pt_type type, uint64_t cols)
+{
+	const size_t sb = sb_bytes(type);
+	if (!sb || cols % QKK || cols / QKK > SIZE_MAX / sb)
+		return 0;
+	return (size_t)(cols / QKK) * sb;
+}
+
+static void pack_q6_k(const uint8_t *src, size_t row_bytes, size_t nsb, uint64_t b0,
+		      uint64_t b1, size_t band, uint8_t *dst)
+{
+	for (uint64_t b = b0; b < b1; b++) {
+		uint8_t *o = dst + b * band;
+		const uint8_t *rows = src + b * PT_KERN_X16_ROWS * row_bytes;
+		for (size_t i = 0; i < nsb; i++, o += PT_KERN_X16_Q6K_SB)
+			for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
+				const uint8_t *x = rows + r * row_bytes + i * Q6K_B;
+				for (int v = 0; v < 32; v++) /* ql bytes 4 v = 64 h + 32 c + 4 st */
+					memcpy(o + X6_QL(v / 16, (v / 8) % 2, v % 8) + 4 * r, x + 4 * v, 4);
+				for (int w = 0; w < 16; w++) /* qh bytes 4 w = 32 h + 4 st */
+					memcpy(o + X6_QH(w / 8, w % 8) + 4 * r, x + 128 + 4 * w, 4);
+				for (int j = 0; j < 16; j++)
+					o[X6_SC + 16 * j + r] = x[192 + j];
+				memcpy(o + X6_D + 2 * r, x + 208, 2);
+			}
+	}
+}
+
+void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint64_t cols,
+		      uint64_t b0, uint64_t b1, void *dst)
+{
+	const size_t band = pt_kern_x16_band(type, cols), nsb = (size_t)(cols / QKK);
+	if (type == PT_TYPE_Q6_K) {
+		pack_q6_k(src, row_bytes, nsb, b0, b1, band, dst);
+		return;
+	}
+	for (uint64_t b = b0; b < b1; b++) {
+		uint8_t *o = (uint8_t *)dst + b * band;
+		const uint8_t *rows = (const uint8_t *)src + b * PT_KERN_X16_ROWS * row_bytes;
+		for (size_t i = 0; i < nsb; i++, o += PT_KERN_X16_Q4K_SB)
+			for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
+				const uint8_t *x = rows + r * row_bytes + i * Q4K_B;
+				for (int v = 0; v < 32; v++) /* v = 8 g + s: qs bytes 32 g + 4 s = 4 v */
+					memcpy(o + X16_CODES + 64 * v + 4 * r, x + 16 + 4 * v, 4);
+				for (int j = 0; j < 8; j++) {
+					uint8_t sc, m;
+					kern_q4k_scale_min(x + 4, j, &sc, &m);
+					o[X16_SC + 16 * j + r] = sc;
+					o[X16_MIN + 32 * (j / 2) + 2 * r + j % 2] = m;
+				}
+				memcpy(o + X16_D + 2 * r, x, 2);
+				memcpy(o + X16_DMIN + 2 * r, x + 2, 2);
+			}
+	}
+}
+
+/* The definition (kern.h): per super-block exact integer sums, then one FMA chain per output
+ * for the scaled sums and one for the min terms. */
+static void x16_q4_k_scalar(size_t n, const void *band, const void *a, size_t as,
+			    uint32_t n_tok, float *y, size_t ys)
+{
+	const size_t nsb = n / QKK;
+	for (uint32_t t = 0; t < n_tok; t++)
+		for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
+			float acc = 0.0f, accm = 0.0f;
+			const uint8_t *p = band;
+			const uint8_t *q8 = (const uint8_t *)a + t * as;
+			for (size_t i = 0; i < nsb; i++, p += PT_KERN_X16_Q4K_SB, q8 += Q8K_B) {
+				int32_t isum = 0, msum = 0;
+				for (int j = 0; j < 8; j++) {
+					const int g = j / 2, hi = j % 2;
+					int32_t s = 0;
+					for (int k = 0; k < 32; k++) {
+						const uint8_t b = p[X16_CODES + 64 * (8 * g + k / 4) + 4 * r + k % 4];
+						const int code = hi ? b >> 4 : b & 0xF;
+						s += code * (int8_t)q8[Q8K_QS + 64 * g + 32 * hi + k];
+					}
+					isum += s * p[X16_SC + 16 * j + r];
+					const int32_t bs = kern_i16(q8 + Q8K_BSUMS + 4 * j) +
+							   kern_i16(q8 + Q8K_BSUMS + 4 * j + 2);
+					msum += bs * p[X16_MIN + 32 * g + 2 * r + hi];
+				}
+				const float d8 = kern_f32(q8);
+				const float dd = kern_fp16_to_f32(kern_u16(p + X16_D + 2 * r)) * d8;
+				const float dm = kern_fp16_to_f32(kern_u16(p + X16_DMIN + 2 * r)) * d8;
+				acc = fmaf(dd, (float)isum, acc);
+				accm = fmaf(dm, (float)msum, accm);
+			}
+			y[t * ys + r] = acc - accm;
+		}
+}
+
+/* Q6_K: sub-block j (16 elements) = half h = j / 8, part q = (j / 2) % 4, steps st = 4 (j % 2)
+ * .. + 3; element 128 h + 32 q + 4 st + i has its low bits in the ql vector (h, c = q % 2, st)
+ * (the high nibble for q >= 2) and bits 2 q, 2 q + 1 of the qh vector (h, st). */
+static void x16_q6_k_scalar(size_t n, const void *band, const void *a, size_t as,
+			    uint32_t n_tok, float *y, size_t ys)
+{
+	const size_t nsb = n / QKK;
+	for (uint32_t t = 0; t < n_tok; t++)
+		for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
+			float acc = 0.0f;
+			const uint8_t *p = band;
+			const uint8_t *q8 = (const uint8_t *)a + t * as;
+			for (size_t i = 0; i < nsb; i++, p += PT_KERN_X16_Q6K_SB, q8 += Q8K_B) {
+				int32_t isum = 0;
+				for (int j = 0; j < 16; j++) {
+					const int h = j / 8, q = (j / 2) % 4;
+					int32_t s = 0;
+					for (int k = 0; k < 16; k++) {
+						const int st = 4 * (j % 2) + k / 4, b = 4 * r + k % 4;
+						const uint8_t lb = p[X6_QL(h, q % 2, st) + b];
+						const uint8_t hb = p[X6_QH(h, st) + b];
+						const int code = (q >= 2 ? lb >> 4 : lb & 0xF) |
+								 ((hb >> (2 * q)) & 3) << 4;
+						s += (code - 32) *
+						     (int8_t)q8[Q8K_QS + 128 * h + 32 * q + 4 * st + k % 4];
+					}
+					isum += s * (int8_t)p[X6_SC + 16 * j + r];
+				}
+				const float dd = kern_fp16_to_f32(kern_u16(p + X6_D + 2 * r)) * kern_f32(q8);
+				acc = fmaf(dd, (float)isum, acc);
+			}
+			y[t * ys + r] = acc;
+		}
+}
+
+const pt_kern_x16_fn pt_kern_x16_scalar[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_q4_k_scalar,
+	[PT_TYPE_Q6_K] = x16_q6_k_scalar,
+};
+
+bool pt_kern_x16_native(enum pt_type type)
+{
+	const struct pt_kern_ops *o = pt_kern_ops(type);
+	return o && o->x16 && o->x16_level != PT_KERN_LEVEL_SCALAR;
+}
+
+enum pt_status pt_kern_check_layout(const struct pt_kern_mat *w, const struct pt_kern_ops *ops,
+				    struct pt_error *err)
+{
+	if (w->layout == PT_KERN_LAYOUT_ROWS)
+		return PT_OK;
+	if (w->layout != PT_KERN_LAYOUT_X16)
+		return pt_error_set(err, PT_E_INVALID, "unknown matrix layout %d", (int)w->layout);
+	if (!ops->x16 || !pt_kern_x16_ok(w->type, w->rows, w->cols))
+		return pt_error_set(err, PT_E_INVALID, "%s matrix %llu x %llu: no interleaved "
+				    "(x16) layout for this type and shape", pt_type_name(w->type),
+				    (unsigned long long)w->rows, (unsigned long long)w->cols);
+	return PT_OK;
+}

@@ -1,0 +1,108 @@
+/* x16_avx2.c - AVX2 kernel over Q4_K rows interleaved 16 at a time (kern.h, "interleaved
+ * rows"), bit-identical to x16.c's scalar reference.
+ *
+ * A super-block's 16 rows are done as two halves of 8 rows, one row per 32-bit lane of a
+ * 256-bit vector, one half after the other within each super-block (one pass over the band).  Without VNNI, maddubs multiplies the code bytes by the broadcast
+ * activation bytes into exact int16 pair sums (|pair| <= 2 * 15 * 128), eight steps of them
+ * add up in int16 without overflow (<= 30720), and one madd by ones gives each row's exact
+ * sub-block sum.  The float steps per lane are the reference's.
+ */
+#include "kern/kern_internal.h"
+
+#include <immintrin.h>
+
+#define UNROLL _Pragma("GCC unroll 8")
+#define X16_AVX2_TOKS 4
+
+/* Half h (rows 8 h .. 8 h + 7) of the super-block at p against the tokens' super-blocks at
+ * q8, q8 + as, ...: into the accumulators acc[t], accm[t]. */
+static inline __attribute__((always_inline)) void q4_k_sb_half(const uint8_t *p, const int h,
+								const uint8_t *q8, size_t as,
+								const int T, __m256 *acc,
+								__m256 *accm)
+{
+	const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
+	{
+		__m256i sumi[X16_AVX2_TOKS];
+		UNROLL for (int t = 0; t < T; t++)
+			sumi[t] = _mm256_setzero_si256();
+		for (int g = 0; g < 4; g++) {
+			__m256i lo[X16_AVX2_TOKS], hi[X16_AVX2_TOKS];
+			UNROLL for (int t = 0; t < T; t++)
+				lo[t] = hi[t] = _mm256_setzero_si256();
+			UNROLL for (int s = 0; s < 8; s++) {
+				const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 64 * (8 * g + s) + 32 * h));
+				const __m256i cl = _mm256_and_si256(x, m4);
+				const __m256i ch = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+				UNROLL for (int t = 0; t < T; t++) {
+					const uint8_t *qs = q8 + t * as + Q8K_QS + 64 * g + 4 * s;
+					lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(cl, _mm256_set1_epi32((int)kern_u32(qs))));
+					hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(ch, _mm256_set1_epi32((int)kern_u32(qs + 32))));
+				}
+			}
+			const __m256i sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2048 + 32 * g + 8 * h)));
+			const __m256i sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2064 + 32 * g + 8 * h)));
+			UNROLL for (int t = 0; t < T; t++)
+				sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(
+					_mm256_mullo_epi32(_mm256_madd_epi16(lo[t], ones), sl),
+					_mm256_mullo_epi32(_mm256_madd_epi16(hi[t], ones), sh)));
+		}
+		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2304 + 16 * h)));
+		const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2336 + 16 * h)));
+		UNROLL for (int t = 0; t < T; t++) {
+			const uint8_t *bs = q8 + t * as + Q8K_BSUMS;
+			__m256i msum = _mm256_setzero_si256();
+			UNROLL for (int g = 0; g < 4; g++) {
+				const uint16_t l = (uint16_t)(kern_i16(bs + 8 * g) + kern_i16(bs + 8 * g + 2));
+				const uint16_t u = (uint16_t)(kern_i16(bs + 8 * g + 4) + kern_i16(bs + 8 * g + 6));
+				const __m256i mw = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 2176 + 32 * g + 16 * h)));
+				msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mw, _mm256_set1_epi32((int)((uint32_t)l | (uint32_t)u << 16))));
+			}
+			const __m256 d8 = _mm256_set1_ps(kern_f32(q8 + t * as));
+			acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+			accm[t] = _mm256_fmadd_ps(_mm256_mul_ps(dm, d8), _mm256_cvtepi32_ps(msum), accm[t]);
+		}
+	}
+}
+
+/* Both halves super-block by super-block (the band read once, in order). */
+static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8_t *p,
+							    const uint8_t *a, size_t as, const int T,
+							    float *y, size_t ys)
+{
+	__m256 acc[2][X16_AVX2_TOKS], accm[2][X16_AVX2_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[0][t] = accm[0][t] = acc[1][t] = accm[1][t] = _mm256_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q4K_SB) {
+		q4_k_sb_half(p, 0, a + i * Q8K_B, as, T, acc[0], accm[0]);
+		q4_k_sb_half(p, 1, a + i * Q8K_B, as, T, acc[1], accm[1]);
+	}
+	UNROLL for (int t = 0; t < T; t++) {
+		_mm256_storeu_ps(y + t * ys, _mm256_sub_ps(acc[0][t], accm[0][t]));
+		_mm256_storeu_ps(y + t * ys + 8, _mm256_sub_ps(acc[1][t], accm[1][t]));
+	}
+}
+
+static void x16_q4_k_avx2(size_t n, const void *band, const void *a, size_t as,
+			  uint32_t n_tok, float *y, size_t ys)
+{
+	const uint8_t *p = band, *q = a;
+	for (uint32_t t0 = 0; t0 < n_tok; t0 += X16_AVX2_TOKS) {
+		const uint32_t nt = n_tok - t0 < X16_AVX2_TOKS ? n_tok - t0 : X16_AVX2_TOKS;
+		const uint8_t *qt = q + t0 * as;
+		float *yt = y + t0 * ys;
+		switch (nt) {
+		case 1: x16_q4_k(n, p, qt, as, 1, yt, ys); break;
+		case 2: x16_q4_k(n, p, qt, as, 2, yt, ys); break;
+		case 3: x16_q4_k(n, p, qt, as, 3, yt, ys); break;
+		default: x16_q4_k(n, p, qt, as, 4, yt, ys); break;
+		}
+	}
+}
+
+const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_q4_k_avx2,
+	/* no Q6_K: an AVX2 twin of x16_avx512.c's (maddubs pairs, two halves) ran at 6.9 ns a
+	 * row and super-block in L1, as the dot, but streamed 7.5 against the dot's ~14 GB/s
+	 * from DRAM (bench_kern il6, docs/PERFORMANCE.md round 10): Q6_K stays row by row */
+};

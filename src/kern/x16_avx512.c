@@ -1,0 +1,183 @@
+/* x16_avx512.c - AVX-512 VNNI kernels over Q4_K and Q6_K rows interleaved 16 at a time
+ * (kern.h, "interleaved rows"), bit-identical to x16.c's scalar reference.
+ *
+ * One row per 32-bit lane: vpdpbusd multiplies a vector of 4 code bytes of each of the 16
+ * rows by the activation's 4 bytes broadcast to every lane (unsigned codes, signed
+ * activations: the instruction's operand order), giving each row's exact sub-block sum in its
+ * lane; the scales (widened from bytes) and the min words then apply per lane.  The integer
+ * sums are exact, and the float steps per lane are the reference's, so any token count gives
+ * the same bits.  Up to PT_KERN_X16_TOKS tokens share each code vector's nibble split.
+ */
+#include "kern/kern_internal.h"
+
+#include <immintrin.h>
+
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* Word pairs (sum of sub-block 2g, of 2g + 1) of the activation's 16-element bsums. */
+static inline void bsum_pairs(const uint8_t *q8, int32_t out[4])
+{
+	const uint8_t *bs = q8 + Q8K_BSUMS;
+	UNROLL for (int g = 0; g < 4; g++) {
+		const uint16_t lo = (uint16_t)(kern_i16(bs + 8 * g) + kern_i16(bs + 8 * g + 2));
+		const uint16_t hi = (uint16_t)(kern_i16(bs + 8 * g + 4) + kern_i16(bs + 8 * g + 6));
+		out[g] = (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
+	}
+}
+
+static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8_t *p,
+							    const uint8_t *a, size_t as, const int T,
+							    float *y, size_t ys)
+{
+	const __m512i m4 = _mm512_set1_epi8(0xF);
+	__m512 acc[PT_KERN_X16_TOKS], accm[PT_KERN_X16_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[t] = accm[t] = _mm512_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q4K_SB) {
+		const uint8_t *q8 = a + i * Q8K_B;
+		__m512i sumi[PT_KERN_X16_TOKS];
+		UNROLL for (int t = 0; t < T; t++)
+			sumi[t] = _mm512_setzero_si512();
+		for (int g = 0; g < 4; g++) {
+			__m512i lo[PT_KERN_X16_TOKS], hi[PT_KERN_X16_TOKS];
+			UNROLL for (int t = 0; t < T; t++)
+				lo[t] = hi[t] = _mm512_setzero_si512();
+			UNROLL for (int s = 0; s < 8; s++) {
+				const __m512i x = _mm512_loadu_si512((const void *)(p + 64 * (8 * g + s)));
+				const __m512i cl = _mm512_and_si512(x, m4);
+				const __m512i ch = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+				UNROLL for (int t = 0; t < T; t++) {
+					const uint8_t *qs = q8 + t * as + Q8K_QS + 64 * g + 4 * s;
+					lo[t] = _mm512_dpbusd_epi32(lo[t], cl, _mm512_set1_epi32((int)kern_u32(qs)));
+					hi[t] = _mm512_dpbusd_epi32(hi[t], ch, _mm512_set1_epi32((int)kern_u32(qs + 32)));
+				}
+			}
+			const __m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2048 + 32 * g)));
+			const __m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2064 + 32 * g)));
+			UNROLL for (int t = 0; t < T; t++)
+				sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sl),
+										     _mm512_mullo_epi32(hi[t], sh)));
+		}
+		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2304)));
+		const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2336)));
+		UNROLL for (int t = 0; t < T; t++) {
+			int32_t bp[4];
+			bsum_pairs(q8 + t * as, bp);
+			__m512i msum = _mm512_setzero_si512();
+			UNROLL for (int g = 0; g < 4; g++) {
+				const __m512i mw = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 2176 + 32 * g)));
+				msum = _mm512_dpwssd_epi32(msum, mw, _mm512_set1_epi32(bp[g]));
+			}
+			const __m512 d8 = _mm512_set1_ps(kern_f32(q8 + t * as));
+			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+			accm[t] = _mm512_fmadd_ps(_mm512_mul_ps(dm, d8), _mm512_cvtepi32_ps(msum), accm[t]);
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++)
+		_mm512_storeu_ps(y + t * ys, _mm512_sub_ps(acc[t], accm[t]));
+}
+
+static void x16_q4_k_avx512(size_t n, const void *band, const void *a, size_t as,
+			    uint32_t n_tok, float *y, size_t ys)
+{
+	const uint8_t *p = band, *q = a;
+	switch (n_tok) {
+	case 1: x16_q4_k(n, p, q, as, 1, y, ys); break;
+	case 2: x16_q4_k(n, p, q, as, 2, y, ys); break;
+	case 3: x16_q4_k(n, p, q, as, 3, y, ys); break;
+	case 4: x16_q4_k(n, p, q, as, 4, y, ys); break;
+	case 5: x16_q4_k(n, p, q, as, 5, y, ys); break;
+	case 6: x16_q4_k(n, p, q, as, 6, y, ys); break;
+	case 7: x16_q4_k(n, p, q, as, 7, y, ys); break;
+	case 8: x16_q4_k(n, p, q, as, 8, y, ys); break;
+	default: break;
+	}
+}
+
+/* Q6_K (layout: kern.h, x16.c), group by group in storage order: per step, one load each of
+ * the two ql vectors and the qh vector gives the codes of four sub-blocks (parts q = 0..3):
+ * the nibbles and the qh bit pairs (16-bit shifts: the mask drops what crosses a byte).  The
+ * -32 offset is taken from the activation's 16-element sums (32 * bsums[j]) before the scale.
+ * Four sub-block sums per token live in registers, so a call takes at most X6_TOKS tokens. */
+#define X6_TOKS 4
+
+static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8_t *p,
+							    const uint8_t *a, size_t as, const int T,
+							    float *y, size_t ys)
+{
+	const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
+	__m512 acc[X6_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[t] = _mm512_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q6K_SB) {
+		const uint8_t *q8 = a + i * Q8K_B;
+		__m512i sumi[X6_TOKS];
+		UNROLL for (int t = 0; t < T; t++)
+			sumi[t] = _mm512_setzero_si512();
+		UNROLL for (int g = 0; g < 4; g++) {
+			const int h = g / 2, k = g % 2;
+			const uint8_t *gp = p + 768 * g;
+			__m512i sj[4][X6_TOKS];
+			UNROLL for (int q = 0; q < 4; q++)
+				UNROLL for (int t = 0; t < T; t++)
+					sj[q][t] = _mm512_setzero_si512();
+			UNROLL for (int u = 0; u < 4; u++) {
+				const int st = 4 * k + u;
+				const __m512i l0 = _mm512_loadu_si512((const void *)(gp + 64 * u));
+				const __m512i l1 = _mm512_loadu_si512((const void *)(gp + 256 + 64 * u));
+				const __m512i hb = _mm512_loadu_si512((const void *)(gp + 512 + 64 * u));
+				__m512i code[4];
+				code[0] = _mm512_or_si512(_mm512_and_si512(l0, m4),
+							  _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+				code[1] = _mm512_or_si512(_mm512_and_si512(l1, m4),
+							  _mm512_and_si512(_mm512_slli_epi16(hb, 2), m30));
+				code[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+							  _mm512_and_si512(hb, m30));
+				code[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+							  _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+				UNROLL for (int q = 0; q < 4; q++)
+					UNROLL for (int t = 0; t < T; t++) {
+						const uint8_t *qs = q8 + t * as + Q8K_QS + 128 * h + 32 * q + 4 * st;
+						sj[q][t] = _mm512_dpbusd_epi32(sj[q][t], code[q],
+									       _mm512_set1_epi32((int)kern_u32(qs)));
+					}
+			}
+			UNROLL for (int q = 0; q < 4; q++) {
+				const int j = 8 * h + 2 * q + k;
+				const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + 3072 + 16 * j)));
+				UNROLL for (int t = 0; t < T; t++) {
+					const int32_t off = 32 * kern_i16(q8 + t * as + Q8K_BSUMS + 2 * j);
+					sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(
+						_mm512_sub_epi32(sj[q][t], _mm512_set1_epi32(off)), sc));
+				}
+			}
+		}
+		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 3328)));
+		UNROLL for (int t = 0; t < T; t++) {
+			const __m512 d8 = _mm512_set1_ps(kern_f32(q8 + t * as));
+			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++)
+		_mm512_storeu_ps(y + t * ys, acc[t]);
+}
+
+static void x16_q6_k_avx512(size_t n, const void *band, const void *a, size_t as,
+			    uint32_t n_tok, float *y, size_t ys)
+{
+	const uint8_t *p = band, *q = a;
+	for (uint32_t t0 = 0; t0 < n_tok; t0 += X6_TOKS) {
+		const uint32_t nt = n_tok - t0 < X6_TOKS ? n_tok - t0 : X6_TOKS;
+		switch (nt) {
+		case 1: x16_q6_k(n, p, q + t0 * as, as, 1, y + t0 * ys, ys); break;
+		case 2: x16_q6_k(n, p, q + t0 * as, as, 2, y + t0 * ys, ys); break;
+		case 3: x16_q6_k(n, p, q + t0 * as, as, 3, y + t0 * ys, ys); break;
+		default: x16_q6_k(n, p, q + t0 * as, as, 4, y + t0 * ys, ys); break;
+		}
+	}
+}
+
+const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_q4_k_avx512,
+	[PT_TYPE_Q6_K] = x16_q6_k_avx512,
+};

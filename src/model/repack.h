@@ -1,0 +1,33 @@
+/* repack.h - the model's Q4_K and Q6_K matrices copied once into the interleaved X16 layout
+ * (kern.h, "interleaved rows") for faster decode in RAM: llama.cpp's CPU repacking, in our
+ * layout. */
+#ifndef PT_MODEL_REPACK_H
+#define PT_MODEL_REPACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kern/pool.h"
+#include "model/model.h"
+#include "util/status.h"
+
+struct pt_repack_stats {
+	uint64_t bytes_in;  /* weight bytes as stored that were repacked */
+	uint64_t bytes_out; /* their interleaved copies (+2.8 % for Q4_K, = for Q6_K) */
+	uint32_t matrices;  /* resident matrices and expert tensors repacked */
+	double seconds;
+};
+
+/* Copies every matrix of m whose type has an X16 kernel of its own at the current CPU level
+ * (pt_kern_x16_native: Q4_K, Q6_K) and whose shape allows it (pt_kern_x16_ok) into anonymous
+ * memory in the X16 layout and points the matrix there: the resident projections and
+ * feed-forward matrices (attention, dense and shared-expert FFN, linear-attention
+ * projections, an untied output head), and with experts, the routed-expert tensors too (only
+ * for the mapping's expert provider: a streaming cache reads experts as stored).  The source
+ * pages of the mapping are released as each matrix is done.  Results change in the last bits
+ * (the X16 numerics), identically for prefill and decode.  pool may be NULL.  PT_E_NOMEM
+ * when a copy cannot be allocated (matrices done so far stay repacked: still consistent). */
+enum pt_status pt_model_repack(struct pt_model *m, bool experts, pt_pool *pool,
+			       struct pt_repack_stats *stats, struct pt_error *err);
+
+#endif

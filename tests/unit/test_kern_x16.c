@@ -1,0 +1,495 @@
+/* test_kern_x16.c - interleaved rows (PT_KERN_LAYOUT_X16, kern.h; src/kern/x16*.c): the
+ * packing and the scalar kernel against the numerics' definition computed here from the
+ * rows as stored; every level's kernel bit-identical to the scalar one at every token count;
+ * products (matmul, sets, gated sets) over X16 matrices equal to the kernel and independent
+ * of thread count and batch size; and malformed X16 matrices refused. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern/kern.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+#include "test.h"
+#include "util/alloc.h"
+
+static uint32_t seed = 11;
+
+static uint32_t rnd(void)
+{
+	seed = seed * 1664525u + 1013904223u;
+	return seed >> 8;
+}
+
+static float rndf(void)
+{
+	return (float)(rnd() & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* rows x cols of t (Q4_K, Q6_K): quantized from random floats, or (raw) random bytes in
+ * every field with finite scales, which reaches the extreme codes, scales and mins that
+ * real weights rarely do. */
+static uint8_t *make_w(enum pt_type t, uint64_t rows, uint64_t cols, bool raw, size_t *rb_out)
+{
+	uint64_t rb;
+	if (pt_type_row_bytes(t, cols, &rb) != 0)
+		return NULL;
+	uint8_t *d = pt_malloc(rows * rb);
+	float *x = pt_mallocn(cols, sizeof(float));
+	if (!d || !x) {
+		pt_free(d);
+		pt_free(x);
+		return NULL;
+	}
+	for (uint64_t r = 0; r < rows; r++) {
+		uint8_t *row = d + r * rb;
+		if (raw) {
+			for (uint64_t i = 0; i < rb; i++)
+				row[i] = (uint8_t)rnd();
+			for (uint64_t b = 0; b < cols / 256; b++) {
+				const uint16_t dd = pt_f32_to_fp16(0.001f + 0.01f * (float)(rnd() % 100));
+				const uint16_t dm = pt_f32_to_fp16(0.0005f * (float)(rnd() % 100));
+				if (t == PT_TYPE_Q6_K) {
+					memcpy(row + b * 210 + 208, &dd, 2);
+				} else {
+					memcpy(row + b * 144, &dd, 2);
+					memcpy(row + b * 144 + 2, &dm, 2);
+				}
+			}
+		} else {
+			for (uint64_t i = 0; i < cols; i++)
+				x[i] = rndf() * (r % 3 ? 1.0f : 7.0f);
+			if (pt_quant_quantize_row(t, x, row, cols, NULL) != PT_OK) {
+				pt_free(d);
+				pt_free(x);
+				return NULL;
+			}
+		}
+	}
+	pt_free(x);
+	*rb_out = (size_t)rb;
+	return d;
+}
+
+/* n_tok Q8_K activation rows of cols, at stride as (>= the row size); token 0 extreme (the
+ * quantizer gives -128 and 127), the others random. */
+static uint8_t *make_act(uint64_t cols, uint32_t n_tok, size_t as)
+{
+	uint8_t *q = pt_calloc(n_tok, as);
+	float *x = pt_mallocn(cols, sizeof(float));
+	if (!q || !x) {
+		pt_free(q);
+		pt_free(x);
+		return NULL;
+	}
+	for (uint32_t t = 0; t < n_tok; t++) {
+		for (uint64_t i = 0; i < cols; i++)
+			x[i] = t == 0 ? (i % 2 ? 3.0f : -3.0f) * (i % 7 ? 1.0f : 0.5f) : rndf() * 2.0f;
+		pt_kern_quantize_row(PT_TYPE_Q8_K, x, q + t * as, cols);
+	}
+	pt_free(x);
+	return q;
+}
+
+static float fp16(const uint8_t *p)
+{
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return pt_fp16_to_f32(h);
+}
+
+/* Q6_K's definition (kern.h) on one row as stored (element order: GGUF-AND-QUANTS.md, as
+ * dequantize_row_q6_K), with the products' summed magnitude. */
+static float definition_q6k(const uint8_t *row, uint64_t cols, const uint8_t *q8, double *mag)
+{
+	float acc = 0.0f;
+	*mag = 0;
+	for (uint64_t b = 0; b < cols / 256; b++, row += 210, q8 += 292) {
+		int code[256];
+		for (int h = 0; h < 2; h++)
+			for (int l = 0; l < 32; l++) {
+				const uint8_t *ql = row + 64 * h, hb = row[128 + 32 * h + l];
+				code[128 * h + l] = (ql[l] & 0xF) | (hb & 3) << 4;
+				code[128 * h + 32 + l] = (ql[l + 32] & 0xF) | ((hb >> 2) & 3) << 4;
+				code[128 * h + 64 + l] = (ql[l] >> 4) | ((hb >> 4) & 3) << 4;
+				code[128 * h + 96 + l] = (ql[l + 32] >> 4) | ((hb >> 6) & 3) << 4;
+			}
+		int32_t isum = 0;
+		int64_t iabs = 0;
+		for (int j = 0; j < 16; j++) {
+			int32_t s = 0;
+			for (int k = 0; k < 16; k++) {
+				const int v = (code[16 * j + k] - 32) * (int8_t)q8[4 + 16 * j + k];
+				s += v;
+				iabs += abs(v) * abs((int8_t)row[192 + j]);
+			}
+			isum += s * (int8_t)row[192 + j];
+		}
+		float d8;
+		memcpy(&d8, q8, 4);
+		const float dd = fp16(row + 208) * d8;
+		acc = fmaf(dd, (float)isum, acc);
+		*mag += fabs((double)dd) * (double)iabs;
+	}
+	return acc;
+}
+
+/* The definition (kern.h) on one row as stored: exact integers per super-block, then the two
+ * FMA chains. */
+static float definition(const uint8_t *row, uint64_t cols, const uint8_t *q8, double *mag)
+{
+	float acc = 0.0f, accm = 0.0f;
+	*mag = 0;
+	for (uint64_t b = 0; b < cols / 256; b++, row += 144, q8 += 292) {
+		int32_t isum = 0, msum = 0;
+		int64_t iabs = 0, mabs = 0;
+		for (int j = 0; j < 8; j++) {
+			uint8_t sc, m;
+			pt_get_scale_min_k4(j, row + 4, &sc, &m);
+			int32_t s = 0;
+			for (int k = 0; k < 32; k++) {
+				const uint8_t byte = row[16 + 32 * (j / 2) + k];
+				const int code = j % 2 ? byte >> 4 : byte & 0xF;
+				s += code * (int8_t)q8[4 + 32 * j + k];
+				iabs += (int64_t)sc * abs(code * (int8_t)q8[4 + 32 * j + k]);
+			}
+			int16_t b0, b1;
+			memcpy(&b0, q8 + 260 + 4 * j, 2);
+			memcpy(&b1, q8 + 262 + 4 * j, 2);
+			isum += s * sc;
+			msum += (b0 + b1) * m;
+			mabs += (int64_t)m * abs(b0 + b1);
+		}
+		float d8;
+		memcpy(&d8, q8, 4);
+		const float dd = fp16(row) * d8, dm = fp16(row + 2) * d8;
+		acc = fmaf(dd, (float)isum, acc);
+		accm = fmaf(dm, (float)msum, accm);
+		*mag += fabs((double)dd) * (double)iabs + fabs((double)dm) * (double)mabs;
+	}
+	return acc - accm;
+}
+
+static bool same_bits(float a, float b)
+{
+	return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static uint8_t *pack_t(enum pt_type t, const uint8_t *w, size_t rb, uint64_t rows, uint64_t cols)
+{
+	const size_t band = pt_kern_x16_band(t, cols);
+	uint8_t *p = pt_malloc(rows / 16 * band);
+	if (!p)
+		return NULL;
+	/* in two calls, as a pool would split it */
+	pt_kern_x16_pack(t, w, rb, cols, 0, rows / 32, p);
+	pt_kern_x16_pack(t, w, rb, cols, rows / 32, rows / 16, p);
+	return p;
+}
+
+static uint8_t *pack(const uint8_t *w, size_t rb, uint64_t rows, uint64_t cols)
+{
+	return pack_t(PT_TYPE_Q4_K, w, rb, rows, cols);
+}
+
+static uint8_t *make_q4k(uint64_t rows, uint64_t cols, bool raw, size_t *rb_out)
+{
+	return make_w(PT_TYPE_Q4_K, rows, cols, raw, rb_out);
+}
+
+PT_TEST(test_kern_x16_shape_rules)
+{
+	CHECK(pt_kern_x16_ok(PT_TYPE_Q4_K, 32, 512));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q4_K, 40, 512));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q4_K, 32, 0));
+	CHECK(pt_kern_x16_ok(PT_TYPE_Q6_K, 32, 512));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q6_K, 8, 512));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q5_K, 32, 512));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q8_0, 32, 512));
+	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q4_K, 2048), 8 * PT_KERN_X16_Q4K_SB);
+	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q6_K, 512), 2 * PT_KERN_X16_Q6K_SB);
+	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q4_K, 300), 0);
+	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q5_K, 256), 0);
+	const struct pt_kern_ops *o = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q4_K);
+	REQUIRE(o && o->x16 && o->x16_level == PT_KERN_LEVEL_SCALAR);
+	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q6_K)->x16 != NULL);
+	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q8_0)->x16 == NULL);
+}
+
+/* The scalar kernel over the packed bands equals the definition on the rows as stored, bit
+ * for bit, and the definition is close to the per-row dot (another float order: within 1e-6
+ * of the summed magnitude of the weight-activation products). */
+PT_TEST(test_kern_x16_scalar_is_the_definition)
+{
+	static const uint64_t colss[] = { 256, 768, 2048 };
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	for (int ti = 0; ti < 2; ti++)
+		for (int raw = 0; raw < 2; raw++)
+			for (size_t c = 0; c < 3; c++) {
+				const enum pt_type t = types[ti];
+				const struct pt_kern_ops *o = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
+				REQUIRE(o && o->x16);
+				const uint64_t rows = 32, cols = colss[c];
+				size_t rb;
+				uint8_t *w = make_w(t, rows, cols, raw, &rb);
+				REQUIRE(w);
+				uint8_t *p = pack_t(t, w, rb, rows, cols);
+				const size_t as = 292 * (cols / 256);
+				uint8_t *q = make_act(cols, 3, as);
+				REQUIRE(p && q);
+				const size_t band = pt_kern_x16_band(t, cols);
+				int bad = 0, far = 0;
+				for (uint64_t b = 0; b < rows / 16; b++) {
+					float y[3 * 16];
+					o->x16(cols, p + b * band, q, as, 3, y, 16);
+					for (uint32_t k = 0; k < 3; k++)
+						for (int r = 0; r < 16; r++) {
+							const uint8_t *row = w + (b * 16 + r) * rb;
+							const uint8_t *qk = q + k * as;
+							double mag;
+							const float def = t == PT_TYPE_Q6_K
+										  ? definition_q6k(row, cols, qk, &mag)
+										  : definition(row, cols, qk, &mag);
+							bad += !same_bits(y[k * 16 + r], def);
+							const float dot = o->dot(cols, row, qk);
+							/* both within a few ulps of the products' summed size */
+							far += !(fabs((double)dot - def) <= 1e-6 * (mag + 1e-30));
+						}
+				}
+				CHECK_EQ_INT(bad, 0);
+				CHECK_EQ_INT(far, 0);
+				pt_free(w);
+				pt_free(p);
+				pt_free(q);
+			}
+}
+
+/* Every level's kernel equals the scalar one bit for bit, at every token count. */
+PT_TEST(test_kern_x16_levels_bit_identical)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	int levels = 0;
+	for (int ti = 0; ti < 2; ti++) {
+		const enum pt_type t = types[ti];
+		const uint64_t rows = 48, cols = 1024;
+		size_t rb;
+		uint8_t *w = make_w(t, rows, cols, true, &rb);
+		REQUIRE(w);
+		uint8_t *p = pack_t(t, w, rb, rows, cols);
+		const size_t as = 292 * 4 + 36; /* a padded stride */
+		uint8_t *q = make_act(cols, PT_KERN_X16_TOKS, as);
+		REQUIRE(p && q);
+		const size_t band = pt_kern_x16_band(t, cols);
+		const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
+		for (int lv = 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, t);
+			if (!o || (int)o->x16_level != lv) /* no CPU support, or no kernel of its own */
+				continue;
+			levels++;
+			int bad = 0;
+			for (uint32_t nt = 1; nt <= PT_KERN_X16_TOKS; nt++)
+				for (uint64_t b = 0; b < rows / 16; b++) {
+					float y[PT_KERN_X16_TOKS * 20], z[PT_KERN_X16_TOKS * 20];
+					memset(y, 0, sizeof y);
+					memset(z, 0, sizeof z);
+					o->x16(cols, p + b * band, q, as, nt, y, 20);
+					ref->x16(cols, p + b * band, q, as, nt, z, 20);
+					/* the outputs, and nothing past each token's 16 */
+					bad += memcmp(y, z, sizeof y) != 0;
+				}
+			CHECK_EQ_INT(bad, 0);
+		}
+		pt_free(w);
+		pt_free(p);
+		pt_free(q);
+	}
+	printf("    x16: %d (type, SIMD level) pairs checked against the scalar kernels\n", levels);
+}
+
+static struct pt_kern_mat x16_mat_t(enum pt_type t, const uint8_t *p, uint64_t rows,
+				    uint64_t cols)
+{
+	uint64_t rb;
+	pt_type_row_bytes(t, cols, &rb);
+	return (struct pt_kern_mat){ t, rows, cols, (size_t)rb, p, PT_KERN_LAYOUT_X16 };
+}
+
+static struct pt_kern_mat x16_mat(const uint8_t *p, uint64_t rows, uint64_t cols)
+{
+	return x16_mat_t(PT_TYPE_Q4_K, p, rows, cols);
+}
+
+/* matmul over an X16 matrix: every (token, row) is the scalar kernel's value, whatever the
+ * batch size or thread count (so prefill equals token-by-token decode). */
+static void check_matmul(enum pt_type type)
+{
+	const uint64_t rows = 80, cols = 512;
+	const uint32_t ntok = 21;
+	size_t rb;
+	uint8_t *w = make_w(type, rows, cols, false, &rb);
+	REQUIRE(w);
+	uint8_t *p = pack_t(type, w, rb, rows, cols);
+	const size_t as = 292 * 2;
+	uint8_t *q = make_act(cols, ntok, as);
+	REQUIRE(p && q);
+	const struct pt_kern_mat m = x16_mat_t(type, p, rows, cols);
+	const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, type);
+	float *want = pt_mallocn(ntok * rows, sizeof(float));
+	float *got = pt_mallocn(ntok * rows, sizeof(float));
+	REQUIRE(want && got);
+	for (uint32_t t = 0; t < ntok; t++)
+		for (uint64_t b = 0; b < rows / 16; b++)
+			ref->x16(cols, p + b * pt_kern_x16_band(type, cols), q + t * as, as, 1,
+				 want + t * rows + b * 16, rows);
+	static const uint32_t batches[] = { 1, 3, 8, 9, 21 };
+	for (uint32_t th = 1; th <= 3; th++) {
+		pt_pool *pool = NULL;
+		REQUIRE(pt_pool_create(th, &pool, NULL) == PT_OK);
+		for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
+			memset(got, 0xff, ntok * rows * sizeof(float));
+			for (uint32_t t0 = 0; t0 < ntok; t0 += batches[k]) {
+				const uint32_t n = ntok - t0 < batches[k] ? ntok - t0 : batches[k];
+				CHECK(pt_kern_matmul_q(&m, q + t0 * as, n, got + t0 * rows, pool, NULL) ==
+				      PT_OK);
+			}
+			CHECK(memcmp(got, want, ntok * rows * sizeof(float)) == 0);
+		}
+		/* from float activations: the same quantized bytes, the same results */
+		float *x = pt_mallocn(cols, sizeof(float)), y[80], z[80];
+		void *scratch = pt_malloc(pt_kern_act_bytes(&m, 1));
+		REQUIRE(x && scratch);
+		for (uint64_t i = 0; i < cols; i++)
+			x[i] = rndf();
+		CHECK(pt_kern_matvec(&m, x, y, scratch, pool, NULL) == PT_OK);
+		CHECK(pt_kern_matvec_q(&m, scratch, z, pool, NULL) == PT_OK);
+		CHECK(memcmp(y, z, sizeof y) == 0);
+		pt_free(x);
+		pt_free(scratch);
+		pt_pool_destroy(pool);
+	}
+	pt_free(want);
+	pt_free(got);
+	pt_free(w);
+	pt_free(p);
+	pt_free(q);
+}
+
+PT_TEST(test_kern_x16_matmul_equals_kernel)
+{
+	check_matmul(PT_TYPE_Q4_K);
+	check_matmul(PT_TYPE_Q6_K);
+}
+
+static void glu_act(float *out, const float *g, const float *u, int n)
+{
+	for (int i = 0; i < n; i++)
+		out[i] = g[i] * u[i] + 0.5f * g[i] - u[i] * u[i];
+}
+
+/* Sets: X16 products (Q4_K, Q6_K) beside row-layout ones (a 67-row product first, so task
+ * boundaries cut bands), plain and gated (separate X16 gate and up, a fused X16 gate_up whose halves are not
+ * whole bands, an X16 gate with a row-layout up), equal to the products one by one. */
+PT_TEST(test_kern_x16_sets_equal_one_by_one)
+{
+	const uint64_t cols = 512;
+	const size_t as = 292 * 2;
+	size_t rb;
+	uint8_t *w0 = make_q4k(67, cols, false, &rb), *w1 = make_q4k(48, cols, true, &rb);
+	uint8_t *w2 = make_q4k(32, cols, false, &rb), *w3 = make_q4k(48, cols, false, &rb);
+	size_t rb6;
+	uint8_t *w6 = make_w(PT_TYPE_Q6_K, 32, cols, true, &rb6);
+	REQUIRE(w0 && w1 && w2 && w3 && w6);
+	uint8_t *p6 = pack_t(PT_TYPE_Q6_K, w6, rb6, 32, cols);
+	REQUIRE(p6);
+	const struct pt_kern_mat m6 = x16_mat_t(PT_TYPE_Q6_K, p6, 32, cols);
+	float r6[32];
+	uint8_t *p1 = pack(w1, rb, 48, cols), *p2 = pack(w2, rb, 32, cols);
+	uint8_t *p3 = pack(w3, rb, 48, cols);
+	uint8_t *q = make_act(cols, 1, as);
+	REQUIRE(p1 && p2 && p3 && q);
+	const struct pt_kern_mat m0 = { PT_TYPE_Q4_K, 67, cols, rb, w0, PT_KERN_LAYOUT_ROWS };
+	const struct pt_kern_mat m1 = x16_mat(p1, 48, cols), m2 = x16_mat(p2, 32, cols);
+	const struct pt_kern_mat m3 = x16_mat(p3, 48, cols);
+	float r0[67], r1[48], r2[32], r3[48];
+	REQUIRE(pt_kern_matvec_q(&m0, q, r0, NULL, NULL) == PT_OK);
+	REQUIRE(pt_kern_matvec_q(&m1, q, r1, NULL, NULL) == PT_OK);
+	REQUIRE(pt_kern_matvec_q(&m2, q, r2, NULL, NULL) == PT_OK);
+	REQUIRE(pt_kern_matvec_q(&m3, q, r3, NULL, NULL) == PT_OK);
+	REQUIRE(pt_kern_matvec_q(&m6, q, r6, NULL, NULL) == PT_OK);
+	/* gated references: gate m1 (first 32 rows are not a matrix of their own: use m2 as
+	 * gate and up of 32 rows); fused m3 = 24 gate rows then 24 up rows */
+	float g_sep[32], g_fused[24], g_mixed[48];
+	glu_act(g_sep, r2, r2, 32);
+	glu_act(g_fused, r3, r3 + 24, 24);
+	glu_act(g_mixed, r1, r3, 48); /* set below with up = m3 as X16 too */
+	float up_rows[48];
+	const struct pt_kern_mat m3rows = { PT_TYPE_Q4_K, 48, cols, rb, w3, PT_KERN_LAYOUT_ROWS };
+	REQUIRE(pt_kern_matvec_q(&m3rows, q, up_rows, NULL, NULL) == PT_OK);
+	float g_rowsup[48];
+	glu_act(g_rowsup, r1, up_rows, 48);
+	for (uint32_t th = 1; th <= 3; th++) {
+		pt_pool *pool = NULL;
+		REQUIRE(pt_pool_create(th, &pool, NULL) == PT_OK);
+		float y0[67], y1[48], y2[32], y3[48], y6[32];
+		struct pt_kern_mv set[5] = { { m0, q, y0 }, { m1, q, y1 }, { m2, q, y2 }, { m3, q, y3 },
+					     { m6, q, y6 } };
+		CHECK(pt_kern_matvec_set(set, 5, pool, NULL) == PT_OK);
+		CHECK(memcmp(y0, r0, sizeof r0) == 0 && memcmp(y1, r1, sizeof r1) == 0 &&
+		      memcmp(y2, r2, sizeof r2) == 0 && memcmp(y3, r3, sizeof r3) == 0 &&
+		      memcmp(y6, r6, sizeof r6) == 0);
+		float h0[67], h1[32], h2[24], h3[48], h4[48];
+		struct pt_kern_glu gs[5] = {
+			{ m0, m0, q, q, h0, NULL, NULL },
+			{ m2, m2, q, q, h1, NULL, NULL },
+			{ m3, { 0 }, q, NULL, h2, NULL, NULL },
+			{ m1, m3, q, q, h3, NULL, NULL },
+			{ m1, m3rows, q, q, h4, NULL, NULL },
+		};
+		float g0[67];
+		glu_act(g0, r0, r0, 67);
+		CHECK(pt_kern_glu_set(gs, 5, glu_act, pool, NULL) == PT_OK);
+		CHECK(memcmp(h0, g0, sizeof h0) == 0);
+		CHECK(memcmp(h1, g_sep, sizeof h1) == 0);
+		CHECK(memcmp(h2, g_fused, sizeof h2) == 0);
+		CHECK(memcmp(h3, g_mixed, sizeof h3) == 0);
+		CHECK(memcmp(h4, g_rowsup, sizeof h4) == 0);
+		pt_pool_destroy(pool);
+	}
+	pt_free(w0);
+	pt_free(w1);
+	pt_free(w2);
+	pt_free(w3);
+	pt_free(p1);
+	pt_free(p2);
+	pt_free(p3);
+	pt_free(w6);
+	pt_free(p6);
+	pt_free(q);
+}
+
+PT_TEST(test_kern_x16_rejects_bad_matrices)
+{
+	uint8_t buf[2 * PT_KERN_X16_Q4K_SB] = { 0 };
+	float y[48];
+	uint8_t q[292] = { 0 };
+	struct pt_error err = { 0 };
+	struct pt_kern_mat m = x16_mat(buf, 40, 256); /* 40 rows: not whole bands */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, &err) == PT_E_INVALID);
+	CHECK_CONTAINS(err.msg, "x16");
+	struct pt_kern_mv mv = { m, q, y };
+	CHECK(pt_kern_matvec_set(&mv, 1, NULL, NULL) == PT_E_INVALID);
+	m = x16_mat(buf, 16, 256);
+	m.type = PT_TYPE_Q5_K; /* no X16 layout */
+	m.row_bytes = 176;
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, NULL) == PT_E_INVALID);
+	m = x16_mat(buf, 16, 256);
+	m.layout = (enum pt_kern_layout)7;
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, &err) == PT_E_INVALID);
+	CHECK_CONTAINS(err.msg, "layout");
+	struct pt_kern_glu g = { x16_mat(buf, 48, 256), { 0 }, q, NULL, y, NULL, NULL };
+	g.gate.rows = 40;
+	CHECK(pt_kern_glu_set(&g, 1, glu_act, NULL, NULL) == PT_E_INVALID);
+	m = x16_mat(buf, 16, 256); /* and a good one runs */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, NULL) == PT_OK);
+}
