@@ -8,6 +8,10 @@
  * (relative differences around 1e-6).  The activation quantizers are the same code at every
  * level, so quantized activation bytes never depend on the CPU level.
  *
+ * Interleaved rows (PT_KERN_LAYOUT_X16, below): Q4_K and Q6_K matrices copied into bands of
+ * 16 rows (model/repack.c, --repack) run their own kernels (x16*.c: scalar reference, AVX-512
+ * for both types, AVX2 for Q4_K), with their own numerics, identical at every level.
+ *
  * Determinism: every output element is computed by exactly one thread, by the level's dot
  * function or its dot4 / tile twins (bit-identical to it: one body instantiated per shape, so
  * each output sees the dot's operation sequence), whatever the thread count or batch size:
