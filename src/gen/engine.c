@@ -65,6 +65,7 @@ struct pt_engine {
 	char io_engine[160];
 	uint64_t repacked_bytes; /* --repack (pt_engine_stats) */
 	double repack_s;
+	bool mapped_fits;        /* experts mapped and the model fits the budget */
 	enum pt_cache_policy policy;
 	uint64_t prefill_tokens, decode_tokens, prefill_ns, decode_ns;
 	struct pt_profile prof; /* expert popularity: loaded at open, saved at close */
@@ -433,6 +434,7 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 	e->o.expert_slots = e->lay.n_moe ? e->lay.n_expert : 0;
 	enum pt_status st = make_plan(e, slot, &pe);
 	const bool fits = st == PT_OK;
+	e->mapped_fits = fits;
 	if (st == PT_E_LIMIT) {
 		say(e, "particle: --io mmap: %s (not enforced%s)\n", pe.msg,
 		    ": the kernel pages experts in and out");
@@ -636,7 +638,12 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 		    pt_kern_level_name(pt_kern_level()), "");
 		return PT_OK;
 	}
-	const bool mapped = e->prov.get == e->m->mmap_provider.get;
+	/* mapped experts are copied only when the model fits: a copy of a model larger than
+	 * memory cannot be paged back from the file as the mapping can */
+	const bool mapped = e->prov.get == e->m->mmap_provider.get && e->mapped_fits;
+	if (e->prov.get == e->m->mmap_provider.get && !e->mapped_fits && e->lay.n_moe)
+		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
+		    "the model does not fit the budget; --io mmap pages them", "");
 	struct pt_repack_stats s;
 	enum pt_status st = pt_model_repack(e->m, mapped, e->pool, &s, err);
 	e->repacked_bytes = s.bytes_in;

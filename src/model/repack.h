@@ -23,7 +23,8 @@ struct pt_repack_stats {
  * memory in the X16 layout and points the matrix there: the resident projections and
  * feed-forward matrices (attention, dense and shared-expert FFN, linear-attention
  * projections, an untied output head), and with experts, the routed-expert tensors too (only
- * for the mapping's expert provider: a streaming cache reads experts as stored).  The source
+ * for the mapping's expert provider when the model fits memory: a streaming cache reads
+ * experts as stored, and a copy of a model larger than memory could not be paged).  The source
  * pages of the mapping are released as each matrix is done.  Results change in the last bits
  * (the X16 numerics), identically for prefill and decode.  pool may be NULL.  PT_E_NOMEM
  * when a copy cannot be allocated (matrices done so far stay repacked: still consistent). */

@@ -26,10 +26,10 @@ static const char *model_path(enum pt_arch arch, uint32_t n_layer, const char *n
 	return pt_mkmodel_write(&o, &err) == PT_OK ? path : NULL;
 }
 
-static pt_engine *open_with(const char *path, const char *io, bool repack)
+static pt_engine *open_budget(const char *path, const char *io, bool repack, uint64_t budget)
 {
 	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 64, .n_batch = 16,
-				    .memory_budget = 1ull << 30, .io_mode = io,
+				    .memory_budget = budget, .io_mode = io,
 				    .expert_slots = strcmp(io, "mmap") ? 8 : 0, .no_lock = true,
 				    .repack = repack };
 	struct pt_error err = { 0 };
@@ -39,6 +39,11 @@ static pt_engine *open_with(const char *path, const char *io, bool repack)
 		return NULL;
 	}
 	return e;
+}
+
+static pt_engine *open_with(const char *path, const char *io, bool repack)
+{
+	return open_budget(path, io, repack, 1ull << 30);
 }
 
 /* All N_TOK rows' logits: in chunks of 16 (prefill), or one token at a time (decode). */
@@ -146,6 +151,24 @@ static void check_arch(enum pt_arch arch, uint32_t n_layer, const char *file)
 PT_TEST(test_gen_engine_repack_qwen3moe)
 {
 	check_arch(PT_ARCH_QWEN3MOE, 1, "repack_qwen3.gguf");
+}
+
+/* --io mmap with a budget below the model: the experts stay as stored (a copy could not be
+ * paged back from the file), the resident matrices are repacked. */
+PT_TEST(test_gen_engine_repack_mapped_over_budget)
+{
+	const char *path = model_path(PT_ARCH_QWEN3MOE, 1, "repack_budget.gguf");
+	REQUIRE(path);
+	pt_engine *e = open_budget(path, "mmap", true, 8u << 20);
+	REQUIRE(e);
+	const struct pt_layer_weights *L = &pt_engine_model(e)->layers[0];
+	CHECK(L->gate_exps.layout == PT_KERN_LAYOUT_ROWS);
+	CHECK(L->down_exps.layout == PT_KERN_LAYOUT_ROWS);
+	CHECK(L->wo.type != PT_TYPE_Q4_K || L->wo.layout == PT_KERN_LAYOUT_X16);
+	float *l = eval_all(e, false);
+	CHECK(l != NULL);
+	pt_free(l);
+	pt_engine_close(e);
 }
 
 PT_TEST(test_gen_engine_repack_gemma4)
