@@ -115,9 +115,10 @@ struct pt_cli_gpu {
  * when f is not a GPU flag, -1 after printing the error for a bad or missing value. */
 int pt_cli_gpu_flag(const char *f, const char *v, struct pt_cli_gpu *g);
 /* After parsing: 0 when no GPU flag was given or the device is usable, else the exit code
- * after the one-line error (a CPU-only build: how to build with CUDA, exit 2; a CUDA build:
+ * after the one-line error (--gpu with --repack: exit 2; a CPU-only build: how to build with
+ * CUDA, exit 2; a CUDA build:
  * no driver / no device / --vram above free memory, exit 1; --gpu-layers N < all, exit 2). */
-int pt_cli_gpu_ready(const struct pt_cli_gpu *g);
+int pt_cli_gpu_ready(const struct pt_cli_gpu *g, bool repack);
 struct pt_model;
 /* Evaluates n tokens on the GPU (src/cuda/gpu_fwd.h) into logits [n][n_vocab]; policy is
  * --cache-policy (NULL: lfu); log: plan and counters (NULL: quiet).  Exit code. */

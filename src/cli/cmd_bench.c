@@ -192,7 +192,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return PT_EXIT_USAGE;
 	}
 	a->model = pt_cli_model_path(a->model); /* a name in the models directory */
-	return pt_cli_gpu_ready(&a->gpu);
+	return pt_cli_gpu_ready(&a->gpu, a->eo.repack);
 }
 
 static double now_s(void)

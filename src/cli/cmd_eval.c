@@ -188,7 +188,7 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 		pt_cli_error("eval: give exactly one of --prompt, --tokens, --tokens-file");
 		return PT_EXIT_USAGE;
 	}
-	return pt_cli_gpu_ready(&a->gpu);
+	return pt_cli_gpu_ready(&a->gpu, a->eo.repack);
 }
 
 /* Parses ids separated by commas/whitespace; *out is pt_malloc'd. */

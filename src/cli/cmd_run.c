@@ -202,7 +202,7 @@ static int check_opts(const struct opts *o)
 		pt_cli_error("run: no model: give -m MODEL or set PARTICLE_MODEL");
 		return PT_EXIT_USAGE;
 	}
-	return pt_cli_gpu_ready(&o->gpu);
+	return pt_cli_gpu_ready(&o->gpu, o->eng.repack);
 }
 
 static int gpu_flag(void *opts, const char *a, const char *next)

@@ -89,10 +89,14 @@ static int device_usable(const struct pt_cli_gpu *g, struct pt_gpu_info *info)
 }
 #endif
 
-int pt_cli_gpu_ready(const struct pt_cli_gpu *g)
+int pt_cli_gpu_ready(const struct pt_cli_gpu *g, bool repack)
 {
 	if (!g->on)
 		return PT_EXIT_OK;
+	if (repack) { /* the device uploads the weights as stored */
+		pt_cli_error("--repack and --gpu cannot be combined");
+		return PT_EXIT_USAGE;
+	}
 #ifndef PT_CUDA
 	pt_cli_error("this build has no CUDA backend; rebuild with make CUDA=1");
 	return PT_EXIT_USAGE;

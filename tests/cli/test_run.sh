@@ -222,6 +222,9 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 else
 	bad "mkmodel small q4_k_m failed"
 fi
+expect_exit 2 "--repack with --gpu" -- "$PARTICLE" run -m "$M" --prompt hi --repack --gpu
+expect_one_error_line "--repack with --gpu"
+expect_grep "$TMP/err" "cannot be combined" "--repack --gpu says why"
 expect_exit 0 "run --repack, nothing to repack" -- "$PARTICLE" run -m "$M" --prompt hi -n 2 \
 	--repack --verbose
 expect_grep "$TMP/err" "particle: repack: 0 matrices\|repack: skipped" "repack of an F32 model"
