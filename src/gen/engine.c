@@ -640,8 +640,9 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	}
 	/* mapped experts are copied only when the model fits: a copy of a model larger than
 	 * memory cannot be paged back from the file as the mapping can */
-	const bool mapped = e->prov.get == e->m->mmap_provider.get && e->mapped_fits;
-	if (e->prov.get == e->m->mmap_provider.get && !e->mapped_fits && e->lay.n_moe)
+	const bool on_map = e->prov.get == e->m->mmap_provider.get;
+	const bool mapped = on_map && e->mapped_fits;
+	if (on_map && !e->mapped_fits && e->lay.n_moe)
 		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
 		    "the model does not fit the budget; --io mmap pages them", "");
 	struct pt_repack_stats s;

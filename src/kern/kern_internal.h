@@ -100,6 +100,17 @@ static inline void kern_q4k_scale_min(const uint8_t *s, int j, uint8_t *sc, uint
 	}
 }
 
+/* The activation sums of Q8_K sub-blocks 2g and 2g + 1 (32 elements each: two 16-element
+ * bsums each, |sum| <= 4096) as the int16 pair of one 32-bit word, low = 2g: the X16 Q4_K
+ * kernels' min-term operand. */
+static inline int32_t kern_q8k_bsum_pair(const uint8_t *q8, int g)
+{
+	const uint8_t *bs = q8 + Q8K_BSUMS + 8 * g;
+	const uint16_t lo = (uint16_t)(kern_i16(bs) + kern_i16(bs + 2));
+	const uint16_t hi = (uint16_t)(kern_i16(bs + 4) + kern_i16(bs + 6));
+	return (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
+}
+
 /* The byte offsets used by the kernels are the quant module's block layouts. */
 _Static_assert(sizeof(struct pt_block_q4_0) == Q4_0_B && sizeof(struct pt_block_q4_1) == Q4_1_B &&
 		       sizeof(struct pt_block_q5_0) == Q5_0_B && sizeof(struct pt_block_q5_1) == Q5_1_B &&

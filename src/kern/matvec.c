@@ -243,8 +243,9 @@ static void run_rows(struct job *jb, pt_pool *pool)
 	if (per < MIN_ROWS_PER_TASK)
 		per = MIN_ROWS_PER_TASK;
 	/* whole register tiles per task (rows is 2 or 4; dot4 / dot take any split) */
-	const uint64_t tr = jb->w->layout == PT_KERN_LAYOUT_X16	      ? PT_KERN_X16_ROWS
-			    : jb->ops->tile.fn && jb->ops->tile.rows > 1 ? jb->ops->tile.rows : 2;
+	const uint64_t tr = jb->w->layout == PT_KERN_LAYOUT_X16 ? PT_KERN_X16_ROWS
+			    : jb->ops->tile.fn && jb->ops->tile.rows > 1 ? jb->ops->tile.rows
+									 : 2;
 	per = (per + tr - 1) / tr * tr;
 	uint64_t n_tasks = (jb->w->rows + per - 1) / per;
 	if (n_tasks > UINT32_MAX) { /* cannot happen below 2^36 rows; keep the cast honest */

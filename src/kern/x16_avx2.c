@@ -50,13 +50,10 @@ static inline __attribute__((always_inline)) void q4_k_sb_half(const uint8_t *p,
 		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2304 + 16 * h)));
 		const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2336 + 16 * h)));
 		UNROLL for (int t = 0; t < T; t++) {
-			const uint8_t *bs = q8 + t * as + Q8K_BSUMS;
 			__m256i msum = _mm256_setzero_si256();
 			UNROLL for (int g = 0; g < 4; g++) {
-				const uint16_t l = (uint16_t)(kern_i16(bs + 8 * g) + kern_i16(bs + 8 * g + 2));
-				const uint16_t u = (uint16_t)(kern_i16(bs + 8 * g + 4) + kern_i16(bs + 8 * g + 6));
 				const __m256i mw = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 2176 + 32 * g + 16 * h)));
-				msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mw, _mm256_set1_epi32((int)((uint32_t)l | (uint32_t)u << 16))));
+				msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mw, _mm256_set1_epi32(kern_q8k_bsum_pair(q8 + t * as, g))));
 			}
 			const __m256 d8 = _mm256_set1_ps(kern_f32(q8 + t * as));
 			acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sumi[t]), acc[t]);

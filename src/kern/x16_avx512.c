@@ -14,17 +14,6 @@
 
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* Word pairs (sum of sub-block 2g, of 2g + 1) of the activation's 16-element bsums. */
-static inline void bsum_pairs(const uint8_t *q8, int32_t out[4])
-{
-	const uint8_t *bs = q8 + Q8K_BSUMS;
-	UNROLL for (int g = 0; g < 4; g++) {
-		const uint16_t lo = (uint16_t)(kern_i16(bs + 8 * g) + kern_i16(bs + 8 * g + 2));
-		const uint16_t hi = (uint16_t)(kern_i16(bs + 8 * g + 4) + kern_i16(bs + 8 * g + 6));
-		out[g] = (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
-	}
-}
-
 static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8_t *p,
 							    const uint8_t *a, size_t as, const int T,
 							    float *y, size_t ys)
@@ -61,12 +50,10 @@ static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8
 		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2304)));
 		const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2336)));
 		UNROLL for (int t = 0; t < T; t++) {
-			int32_t bp[4];
-			bsum_pairs(q8 + t * as, bp);
 			__m512i msum = _mm512_setzero_si512();
 			UNROLL for (int g = 0; g < 4; g++) {
 				const __m512i mw = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 2176 + 32 * g)));
-				msum = _mm512_dpwssd_epi32(msum, mw, _mm512_set1_epi32(bp[g]));
+				msum = _mm512_dpwssd_epi32(msum, mw, _mm512_set1_epi32(kern_q8k_bsum_pair(q8 + t * as, g)));
 			}
 			const __m512 d8 = _mm512_set1_ps(kern_f32(q8 + t * as));
 			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(sumi[t]), acc[t]);

@@ -53,8 +53,7 @@ static void *copy_buffer(struct pt_model *m, size_t bytes)
 /* rows x cols of type at src into a new X16 copy; *out NULL where the matrix does not
  * qualify (a type without the layout or kernel at this level, or the shape). */
 static enum pt_status pack_matrix(struct pt_model *m, enum pt_type type, const uint8_t *src,
-				  size_t row_bytes,
-				  uint64_t rows, uint64_t cols, pt_pool *pool,
+				  size_t row_bytes, uint64_t rows, uint64_t cols, pt_pool *pool,
 				  struct pt_repack_stats *s, const uint8_t **out,
 				  struct pt_error *err)
 {
