@@ -49,52 +49,83 @@ size_t pt_kern_x16_band(enum pt_type type, uint64_t cols)
 	return (size_t)(cols / QKK) * sb;
 }
 
-static void pack_q6_k(const uint8_t *src, size_t row_bytes, size_t nsb, uint64_t b0,
-		      uint64_t b1, size_t band, uint8_t *dst)
+/* Packing runs destination-major: each 64-byte code vector is filled from the 16 rows in
+ * turn (sequential stores), and a Q4_K row's 12 scale bytes are unpacked as three 32-bit
+ * words at once; ~3x faster than row by row (repacking a 18 GB file is ~2/3 this copy). */
+static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0,
+								size_t row_bytes, uint8_t *o)
+{
+	for (int h = 0; h < 2; h++) /* ql bytes 64 h + 32 c + 4 st */
+		for (int c = 0; c < 2; c++)
+			for (int st = 0; st < 8; st++) {
+				uint8_t *d = o + X6_QL(h, c, st);
+				const uint8_t *x = x0 + 64 * h + 32 * c + 4 * st;
+				for (int r = 0; r < PT_KERN_X16_ROWS; r++, x += row_bytes)
+					memcpy(d + 4 * r, x, 4);
+			}
+	for (int h = 0; h < 2; h++) /* qh bytes 32 h + 4 st */
+		for (int st = 0; st < 8; st++) {
+			uint8_t *d = o + X6_QH(h, st);
+			const uint8_t *x = x0 + 128 + 32 * h + 4 * st;
+			for (int r = 0; r < PT_KERN_X16_ROWS; r++, x += row_bytes)
+				memcpy(d + 4 * r, x, 4);
+		}
+	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
+		const uint8_t *x = x0 + r * row_bytes;
+		for (int j = 0; j < 16; j++)
+			o[X6_SC + 16 * j + r] = x[192 + j];
+		memcpy(o + X6_D + 2 * r, x + 208, 2);
+	}
+}
+
+static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0, size_t row_bytes, uint8_t *o)
+{
+	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
+		const uint8_t *x = x0 + r * row_bytes;
+		for (int v = 0; v < 32; v++) /* v = 8 g + s: qs bytes 32 g + 4 s = 4 v */
+			memcpy(o + X16_CODES + 64 * v + 4 * r, x + 16 + 4 * v, 4);
+		/* kern_q4k_scale_min for j = 0..7 on 32-bit words: byte j % 4 of the j / 4 word */
+		const uint32_t a = kern_u32(x + 4), b = kern_u32(x + 8), c = kern_u32(x + 12);
+		const uint32_t sc_lo = a & 0x3f3f3f3fu, mn_lo = b & 0x3f3f3f3fu;
+		const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 6) & 0x03030303u) << 4;
+		const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 6) & 0x03030303u) << 4;
+		for (int j = 0; j < 4; j++) {
+			o[X16_SC + 16 * j + r] = (uint8_t)(sc_lo >> 8 * j);
+			o[X16_SC + 16 * (j + 4) + r] = (uint8_t)(sc_hi >> 8 * j);
+		}
+		for (int g = 0; g < 2; g++) { /* mins 2 g, 2 g + 1 side by side */
+			o[X16_MIN + 32 * g + 2 * r] = (uint8_t)(mn_lo >> 16 * g);
+			o[X16_MIN + 32 * g + 2 * r + 1] = (uint8_t)(mn_lo >> (16 * g + 8));
+			o[X16_MIN + 32 * (g + 2) + 2 * r] = (uint8_t)(mn_hi >> 16 * g);
+			o[X16_MIN + 32 * (g + 2) + 2 * r + 1] = (uint8_t)(mn_hi >> (16 * g + 8));
+		}
+		memcpy(o + X16_D + 2 * r, x, 2);
+		memcpy(o + X16_DMIN + 2 * r, x + 2, 2);
+	}
+}
+
+typedef void (*pack_sb_fn)(const uint8_t *x0, size_t row_bytes, uint8_t *o);
+
+static inline __attribute__((always_inline)) void pack_bands(
+	pack_sb_fn sb_fn, size_t sb_in, size_t sb_out, const uint8_t *src, size_t row_bytes,
+	size_t nsb, uint64_t b0, uint64_t b1, uint8_t *dst)
 {
 	for (uint64_t b = b0; b < b1; b++) {
-		uint8_t *o = dst + b * band;
 		const uint8_t *rows = src + b * PT_KERN_X16_ROWS * row_bytes;
-		for (size_t i = 0; i < nsb; i++, o += PT_KERN_X16_Q6K_SB)
-			for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
-				const uint8_t *x = rows + r * row_bytes + i * Q6K_B;
-				for (int v = 0; v < 32; v++) /* ql bytes 4 v = 64 h + 32 c + 4 st */
-					memcpy(o + X6_QL(v / 16, (v / 8) % 2, v % 8) + 4 * r, x + 4 * v, 4);
-				for (int w = 0; w < 16; w++) /* qh bytes 4 w = 32 h + 4 st */
-					memcpy(o + X6_QH(w / 8, w % 8) + 4 * r, x + 128 + 4 * w, 4);
-				for (int j = 0; j < 16; j++)
-					o[X6_SC + 16 * j + r] = x[192 + j];
-				memcpy(o + X6_D + 2 * r, x + 208, 2);
-			}
+		uint8_t *o = dst + b * nsb * sb_out;
+		for (size_t i = 0; i < nsb; i++)
+			sb_fn(rows + i * sb_in, row_bytes, o + i * sb_out);
 	}
 }
 
 void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint64_t cols,
 		      uint64_t b0, uint64_t b1, void *dst)
 {
-	const size_t band = pt_kern_x16_band(type, cols), nsb = (size_t)(cols / QKK);
-	if (type == PT_TYPE_Q6_K) {
-		pack_q6_k(src, row_bytes, nsb, b0, b1, band, dst);
-		return;
-	}
-	for (uint64_t b = b0; b < b1; b++) {
-		uint8_t *o = (uint8_t *)dst + b * band;
-		const uint8_t *rows = (const uint8_t *)src + b * PT_KERN_X16_ROWS * row_bytes;
-		for (size_t i = 0; i < nsb; i++, o += PT_KERN_X16_Q4K_SB)
-			for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
-				const uint8_t *x = rows + r * row_bytes + i * Q4K_B;
-				for (int v = 0; v < 32; v++) /* v = 8 g + s: qs bytes 32 g + 4 s = 4 v */
-					memcpy(o + X16_CODES + 64 * v + 4 * r, x + 16 + 4 * v, 4);
-				for (int j = 0; j < 8; j++) {
-					uint8_t sc, m;
-					kern_q4k_scale_min(x + 4, j, &sc, &m);
-					o[X16_SC + 16 * j + r] = sc;
-					o[X16_MIN + 32 * (j / 2) + 2 * r + j % 2] = m;
-				}
-				memcpy(o + X16_D + 2 * r, x, 2);
-				memcpy(o + X16_DMIN + 2 * r, x + 2, 2);
-			}
-	}
+	const size_t nsb = (size_t)(cols / QKK);
+	if (type == PT_TYPE_Q6_K)
+		pack_bands(pack_q6_k_sb, Q6K_B, PT_KERN_X16_Q6K_SB, src, row_bytes, nsb, b0, b1, dst);
+	else
+		pack_bands(pack_q4_k_sb, Q4K_B, PT_KERN_X16_Q4K_SB, src, row_bytes, nsb, b0, b1, dst);
 }
 
 /* The definition (kern.h): per super-block exact integer sums, then one FMA chain per output

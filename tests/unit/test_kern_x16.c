@@ -468,6 +468,91 @@ PT_TEST(test_kern_x16_sets_equal_one_by_one)
 	pt_free(q);
 }
 
+/* Where kern.h's layout puts each byte, checked field by field on raw rows (every bit
+ * pattern): element e's code, each sub-block's scale and min, d and dmin.  Written from the
+ * layout's description, not from the packing code; bands packed in uneven calls. */
+static int x16_field_errors(enum pt_type t, const uint8_t *w, size_t rb, const uint8_t *p,
+			    uint64_t rows, uint64_t cols)
+{
+	const size_t band = pt_kern_x16_band(t, cols);
+	const size_t sbx = t == PT_TYPE_Q6_K ? PT_KERN_X16_Q6K_SB : PT_KERN_X16_Q4K_SB;
+	int bad = 0;
+	for (uint64_t row = 0; row < rows; row++)
+		for (uint64_t i = 0; i < cols / 256; i++) {
+			const uint64_t r = row % 16;
+			const uint8_t *o = p + row / 16 * band + i * sbx;
+			if (t == PT_TYPE_Q4_K) {
+				const uint8_t *x = w + row * rb + i * 144;
+				for (int e = 0; e < 256; e++) {
+					const int g = e / 64, hi = e % 64 >= 32, k = e % 32;
+					const int want = hi ? x[16 + 32 * g + k] >> 4 : x[16 + 32 * g + k] & 15;
+					const uint8_t b = o[64 * (8 * g + k / 4) + 4 * r + k % 4];
+					bad += (hi ? b >> 4 : b & 15) != want;
+				}
+				for (int j = 0; j < 8; j++) {
+					uint8_t sc, m;
+					pt_get_scale_min_k4(j, x + 4, &sc, &m);
+					bad += o[2048 + 16 * j + r] != sc;
+					bad += o[2176 + 32 * (j / 2) + 2 * r + j % 2] != m;
+				}
+				bad += memcmp(o + 2304 + 2 * r, x, 2) != 0;
+				bad += memcmp(o + 2336 + 2 * r, x + 2, 2) != 0;
+			} else {
+				const uint8_t *x = w + row * rb + i * 210;
+				for (int e = 0; e < 256; e++) {
+					const int h = e / 128, q = e % 128 / 32, l = e % 32, st = l / 4;
+					const uint8_t lq = x[64 * h + 32 * (q % 2) + l];
+					const int want = (q >= 2 ? lq >> 4 : lq & 15) |
+							 (x[128 + 32 * h + l] >> 2 * q & 3) << 4;
+					/* group 2 h + st / 4: ql vectors of part 0, of part 1, then qh */
+					const uint8_t *gp = o + 768 * (2 * h + st / 4) + 64 * (st % 4) + 4 * r + l % 4;
+					const uint8_t lb = gp[256 * (q % 2)], hb = gp[512];
+					bad += ((q >= 2 ? lb >> 4 : lb & 15) | (hb >> 2 * q & 3) << 4) != want;
+				}
+				for (int j = 0; j < 16; j++)
+					bad += o[3072 + 16 * j + r] != x[192 + j];
+				bad += memcmp(o + 3328 + 2 * r, x + 208, 2) != 0;
+			}
+		}
+	return bad;
+}
+
+PT_TEST(test_kern_x16_pack_layout)
+{
+	const enum pt_type types[2] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	for (int ti = 0; ti < 2; ti++)
+		for (uint64_t cols = 256; cols <= 768; cols += 512) {
+			const uint64_t rows = 80;
+			size_t rb;
+			uint8_t *w = make_w(types[ti], rows, cols, true, &rb);
+			const size_t band = pt_kern_x16_band(types[ti], cols);
+			uint8_t *p = pt_malloc(rows / 16 * band);
+			CHECK(w && p);
+			if (!w || !p) {
+				pt_free(w);
+				pt_free(p);
+				continue;
+			}
+			uint8_t *p2 = pt_malloc(rows / 16 * band);
+			CHECK(p2 != NULL);
+			memset(p, 0xA5, rows / 16 * band);
+			pt_kern_x16_pack(types[ti], w, rb, cols, 0, 1, p);
+			pt_kern_x16_pack(types[ti], w, rb, cols, 1, 4, p);
+			pt_kern_x16_pack(types[ti], w, rb, cols, 4, 5, p);
+			CHECK(x16_field_errors(types[ti], w, rb, p, rows, cols) == 0);
+			/* every byte of a band is written: a second pack over another fill pattern
+			 * gives the same bytes */
+			if (p2) {
+				memset(p2, 0x5A, rows / 16 * band);
+				pt_kern_x16_pack(types[ti], w, rb, cols, 0, 5, p2);
+				CHECK(memcmp(p, p2, rows / 16 * band) == 0);
+			}
+			pt_free(w);
+			pt_free(p);
+			pt_free(p2);
+		}
+}
+
 PT_TEST(test_kern_x16_rejects_bad_matrices)
 {
 	uint8_t buf[2 * PT_KERN_X16_Q4K_SB] = { 0 };
