@@ -1,7 +1,7 @@
 #!/bin/bash
 # full_in_ram.sh - the short in-RAM comparison of one `full` checkpoint (issue 21) that fits a
 # quiet half hour: particle against llama.cpp's own llama-bench (both builds of
-# tools/bench/llama_bench.sh: repack / norepack), 2 threads, alternating rounds; then one
+# tools/bench/llama_bench.sh: repack / norepack, and the repack build without mmap), 2 threads, alternating rounds; then one
 # 4,096-token prompt each; the memory-bandwidth probe before and after.  Section A of
 # `make bench` is the complete version (1 and 2 threads, node-llama-cpp, --io direct, every
 # full shape); this one is what was measured in session 6 (docs/BENCHMARKS.md section 0.0).
@@ -75,6 +75,7 @@ while [ $r -le "$ROUNDS" ]; do
 	[ -n "$P2" ] && pt particle2 "$P2" 512 128
 	lb norepack 512 128
 	lb repack 512 128
+	lb repack-nommap 512 128
 	echo "round $r done $(date -u +%T)"
 	r=$((r + 1))
 done
@@ -84,6 +85,7 @@ while [ $r -le "$LONG_ROUNDS" ]; do
 	[ -n "$P2" ] && pt particle2-pp4096 "$P2" 4096 1
 	lb norepack 4096 0
 	lb repack 4096 0
+	lb repack-nommap 4096 0
 	echo "pp4096 round $r done $(date -u +%T)"
 	r=$((r + 1))
 done

@@ -13,9 +13,16 @@
 #       Writes SCRATCH/llama.cpp.commit (the commit built).  An existing build is reused
 #       when its commit matches.
 #   sh tools/bench/llama_bench.sh run SCRATCH VARIANT MODEL THREADS PROMPTS GEN
-#       One llama-bench run (VARIANT repack|norepack; PROMPTS e.g. 512 or 512,4096), jsonl
+#       One llama-bench run (VARIANT repack|norepack|repack-nommap; PROMPTS e.g. 512 or
+#       512,4096), jsonl
 #       converted to one JSON line {"prefill_tps", "decode_tps", "pp": {N: tok/s}, ...} on
 #       stdout (the shape run.sh's record() reads; prefill_tps is the first prompt size).
+#       repack-nommap: the repack build with `-mmp 0` (weights read into llama.cpp's own
+#       buffers, no mapping).  With the default mmap, the repack build keeps the file mapped
+#       beside its repacked copy; on a machine that cannot hold both (an 18.6 GB file in
+#       23.5 GiB) the mapped tensors it still reads are evicted and faulted back during the
+#       run, and its figures are the disk's (docs/BENCHMARKS.md 0.08).  Without the mapping
+#       it holds one copy; llama.cpp's best configuration is the best of the three.
 #
 # Source: $LLAMA_SRC (a git directory, a bundle or a checkout: e.g. the snapshot the `fetch`
 # tool brings under /work/.mirror), else the git bundle node-llama-cpp ships
@@ -76,9 +83,12 @@ build() {
 
 run() {
 	v=$1 m=$2 t=$3 pp=$4 tg=$5
-	bin=$S/llama.cpp-$v/bin/llama-bench
+	build=${v%-nommap} mmp=1
+	[ "$build" != "$v" ] && mmp=0
+	case $build in repack | norepack) ;; *) echo "llama-bench: unknown variant $v" >&2; return 2 ;; esac
+	bin=$S/llama.cpp-$build/bin/llama-bench
 	[ -x "$bin" ] || { echo "llama-bench: $bin not built" >&2; return 1; }
-	"$bin" -m "$m" -t "$t" -p "$pp" -n "$tg" -r 1 -o jsonl -ngl 0 >"$S/lb.jsonl" ||
+	"$bin" -m "$m" -t "$t" -p "$pp" -n "$tg" -r 1 -o jsonl -ngl 0 -mmp "$mmp" >"$S/lb.jsonl" ||
 		return 1
 	python3 - "$S/lb.jsonl" "$v" "$t" "$(cat "$S/llama.cpp.commit")" "$pp" <<'PY'
 import json, sys

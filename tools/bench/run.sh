@@ -157,12 +157,13 @@ a_run() {
 # the engine's streaming store ("particle-direct"; the default maps a model that fits), $BASELINE, llama.cpp; then both
 # at one thread ("-1t": no barrier spinning, the fair figure on a loaded host).
 # llama.cpp's own llama-bench (tools/bench/llama_bench.sh: built from source in $OUT), both
-# builds (repack / no repack) at 1 and 2 threads: summarize.py takes the best of the four as
+# builds (repack / no repack; the repack build also without mmap, which fits where its mapping
+# beside the copy does not) at 1 and 2 threads: summarize.py takes the best of the six as
 # the "llama.cpp-best" baseline; the node-llama-cpp rows stay beside it ("llama.cpp").
 LB_OK=
 lb_runs() { # MODEL REP PROMPTS
 	[ -n "$LB_OK" ] || return 0
-	for v in repack norepack; do
+	for v in repack norepack repack-nommap; do
 		for t in 1 2; do
 			resident "$1"
 			la=$(loadavg)

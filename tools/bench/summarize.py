@@ -70,8 +70,8 @@ def summarize(recs):
 
 
 def best_baseline(out):
-    """llama.cpp's best configuration per model (issue 21): the highest median of the four
-    llama-bench runs (repack / no-repack build x 1 / 2 threads), per phase; particle's
+    """llama.cpp's best configuration per model (issue 21): the highest median of the six
+    llama-bench runs (repack / no-repack / repack without mmap x 1 / 2 threads), per phase; particle's
     ratios against it as *_ratio_vs_llama_best, with the configuration named."""
     best = {}
     for s in out:
