@@ -1,6 +1,7 @@
-/* cmd_pack.c - `particle pack MODEL.gguf [-o PACK] [--verify]`: writes the expert pack (each
- * expert's tensors in one 4 KiB-aligned blob, one read per miss) and its SHA-256 manifest,
- * or verifies an existing pack against its manifest and the model's identity. */
+/* cmd_pack.c - `particle pack MODEL.gguf [-o PACK] [--repack] [--verify]`: writes the expert
+ * pack (each expert's tensors in one 4 KiB-aligned blob, one read per miss; with --repack its
+ * matrices interleaved) and its SHA-256 manifest, or verifies an existing pack against its
+ * manifest and the model's identity. */
 #include "cli/cli.h"
 
 #include <string.h>
@@ -14,7 +15,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: particle pack MODEL.gguf [-o PACK] [--verify]\n\n"
+		"usage: particle pack MODEL.gguf [-o PACK] [--repack] [--verify]\n\n"
 		"Writes an expert pack beside the model: every routed expert's tensors (gate, up,\n"
 		"down, per-expert scales) contiguous and 4 KiB aligned, so a cache miss is one\n"
 		"read, plus PACK.json holding sizes and SHA-256 of the model's identity (size,\n"
@@ -23,6 +24,11 @@ static void help(FILE *f)
 		"its pack is NAME-00001-of-0000N.gguf.xpack (the identity is part 1's).\n\n"
 		"options:\n"
 		"  -o PACK     pack file (default: MODEL.gguf.xpack; manifest PACK.json)\n"
+		"  --repack    store the Q4_K / Q6_K expert matrices with rows interleaved 16 at a\n"
+		"              time, as run/serve --repack lays them out in memory: runs with\n"
+		"              --repack then read experts ready for the interleaved kernels\n"
+		"              (faster prompts under a memory cap); runs without --repack do not\n"
+		"              use such a pack (default: off, matrices as stored)\n"
 		"  --verify    check an existing pack: recompute its SHA-256 and compare the\n"
 		"              model's identity, without loading the model (default: off)\n"
 		"  -h, --help  this text\n");
@@ -35,7 +41,7 @@ static void progress(uint32_t done, uint32_t n)
 		fputc('\n', stderr);
 }
 
-static int write_pack(const char *model, const char *pack)
+static int write_pack(const char *model, const char *pack, bool x16)
 {
 	struct pt_error err = { 0 };
 	struct pt_expert_layout lay;
@@ -49,13 +55,19 @@ static int write_pack(const char *model, const char *pack)
 	pt_gguf_close(g);
 	if (st != PT_OK)
 		return pt_cli_fail(&err);
-	st = pt_pack_write(model, &lay, pack, progress, &err);
+	st = pt_pack_write(model, &lay, x16, pack, progress, &err);
 	if (st == PT_OK)
-		st = pt_pack_plan(&lay, &p, &err);
+		st = pt_pack_plan(&lay, x16, &p, &err);
 	if (st == PT_OK) {
-		printf("wrote %s: %u MoE layers x %u experts, %.1f MiB, one read per expert "
-		       "(manifest %s.json)\n", pack, lay.n_moe, lay.n_expert,
-		       p.size / (1024.0 * 1024.0), pack);
+		uint32_t n_x16 = 0, n_parts = 0;
+		for (uint32_t m = 0; m < p.n_moe; m++)
+			for (uint32_t i = 0; i < lay.moe[m].n_parts; i++, n_parts++)
+				n_x16 += p.layers[m].part_x16[i];
+		printf("wrote %s: %u MoE layers x %u experts, %.1f MiB, one read per expert",
+		       pack, lay.n_moe, lay.n_expert, p.size / (1024.0 * 1024.0));
+		if (x16)
+			printf(", %u of %u expert tensors interleaved (--repack)", n_x16, n_parts);
+		printf(" (manifest %s.json)\n", pack);
 		pt_pack_free(&p);
 	}
 	pt_expert_layout_free(&lay);
@@ -70,8 +82,8 @@ static int verify_pack(const char *model, const char *pack)
 	bool have_model = stat(model, &st) == 0;
 	if (pt_pack_open(pack, have_model ? model : NULL, NULL, true, &p, &err) != PT_OK)
 		return pt_cli_fail(&err);
-	printf("%s: OK (%u MoE layers, %llu bytes, SHA-256 matches the manifest%s)\n", pack,
-	       p.n_moe, (unsigned long long)p.size,
+	printf("%s: OK (%u MoE layers, %llu bytes%s, SHA-256 matches the manifest%s)\n", pack,
+	       p.n_moe, (unsigned long long)p.size, p.x16 ? ", interleaved (--repack)" : "",
 	       have_model ? ", made from this model" : "; model not found, identity not checked");
 	pt_pack_free(&p);
 	return PT_EXIT_OK;
@@ -80,7 +92,7 @@ static int verify_pack(const char *model, const char *pack)
 int pt_cmd_pack(int argc, char **argv)
 {
 	const char *model = NULL, *out = NULL;
-	bool verify = false;
+	bool verify = false, x16 = false;
 	char def[4200];
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -88,6 +100,8 @@ int pt_cmd_pack(int argc, char **argv)
 			return PT_EXIT_OK;
 		} else if (strcmp(argv[i], "--verify") == 0) {
 			verify = true;
+		} else if (strcmp(argv[i], "--repack") == 0) {
+			x16 = true;
 		} else if (strcmp(argv[i], "-o") == 0) {
 			if (++i == argc) {
 				pt_cli_error("-o needs a file name");
@@ -119,5 +133,9 @@ int pt_cmd_pack(int argc, char **argv)
 		pt_pack_default_path(model, def, sizeof def);
 		out = def;
 	}
-	return verify ? verify_pack(model, out) : write_pack(model, out);
+	if (verify && x16) {
+		pt_cli_error("pack: --repack writes a pack; --verify checks one (not both)");
+		return PT_EXIT_USAGE;
+	}
+	return verify ? verify_pack(model, out) : write_pack(model, out, x16);
 }

@@ -84,6 +84,10 @@ static enum pt_status add_tensor(struct pt_expert_layout *l, const struct pt_ggu
 	p->file = t->part;
 	p->file_offset = t->file_offset;
 	p->stride = t->nbytes / ne_last;
+	if (t->n_dims == 3) { /* one matrix per expert: cols (ne0) x rows (ne1) */
+		p->cols = t->ne[0];
+		p->rows = t->ne[1];
+	}
 	m->expert_bytes += p->stride;
 	return PT_OK;
 }

@@ -32,6 +32,7 @@ struct pt_expert_part {
 	uint32_t file;        /* which file of the layout (split part; 0 for a single file) */
 	uint64_t file_offset; /* first byte of expert 0, within that file */
 	uint64_t stride;      /* bytes per expert */
+	uint64_t rows, cols;  /* each expert's matrix (ne1 x ne0) of a 3-D tensor, else 0 */
 };
 
 struct pt_expert_layer {

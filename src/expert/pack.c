@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kern/kern.h"
+#include "quant/types.h"
 #include "util/alloc.h"
 #include "util/safefile.h"
 
@@ -35,7 +37,23 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-enum pt_status pt_pack_plan(const struct pt_expert_layout *l, struct pt_pack *out,
+bool pt_pack_part_x16(const struct pt_expert_part *p)
+{
+	uint64_t rb;
+	return p->kind != PT_PART_OTHER && p->type < PT_TYPE_COUNT && p->rows &&
+	       pt_kern_x16_ok((enum pt_type)p->type, p->rows, p->cols) &&
+	       pt_type_row_bytes((enum pt_type)p->type, p->cols, &rb) == 0 &&
+	       p->stride / p->rows == rb && p->stride % p->rows == 0;
+}
+
+uint64_t pt_pack_part_bytes(const struct pt_expert_part *p, bool x16)
+{
+	if (!x16 || !pt_pack_part_x16(p))
+		return p->stride;
+	return p->rows / PT_KERN_X16_ROWS * pt_kern_x16_band((enum pt_type)p->type, p->cols);
+}
+
+enum pt_status pt_pack_plan(const struct pt_expert_layout *l, bool x16, struct pt_pack *out,
 			    struct pt_error *err)
 {
 	uint64_t at = 0;
@@ -44,13 +62,18 @@ enum pt_status pt_pack_plan(const struct pt_expert_layout *l, struct pt_pack *ou
 	if (!out->layers)
 		return pt_error_set(err, PT_E_NOMEM, "pack plan");
 	out->n_moe = l->n_moe;
+	out->x16 = x16;
 	for (uint32_t m = 0; m < l->n_moe; m++) {
 		struct pt_pack_layer *P = &out->layers[m];
 		uint64_t cur = 0, bytes;
 		P->layer = l->moe[m].layer;
 		for (uint32_t i = 0; i < l->moe[m].n_parts; i++) {
+			const struct pt_expert_part *q = &l->moe[m].part[i];
 			P->part_off[i] = cur;
-			cur = round_up(cur + l->moe[m].part[i].stride, PART_ALIGN);
+			P->part_x16[i] = x16 && pt_pack_part_x16(q);
+			if (pt_add_overflow(cur, pt_pack_part_bytes(q, x16), &cur))
+				return pt_error_set(err, PT_E_LIMIT, "pack size overflows");
+			cur = round_up(cur, PART_ALIGN);
 		}
 		P->stride = round_up(cur, BLOB_ALIGN);
 		P->offset = at;
@@ -171,22 +194,35 @@ static enum pt_status write_blobs(const int *in, const char *const *model, int o
 				  EVP_MD_CTX *md, void (*progress)(uint32_t, uint32_t),
 				  struct pt_error *err)
 {
-	uint64_t max = 0;
+	uint64_t max = 0, max_part = 0;
 	enum pt_status st = PT_OK;
-	for (uint32_t m = 0; m < p->n_moe; m++)
+	for (uint32_t m = 0; m < p->n_moe; m++) {
 		max = p->layers[m].stride > max ? p->layers[m].stride : max;
+		for (uint32_t i = 0; i < l->moe[m].n_parts; i++)
+			if (p->layers[m].part_x16[i] && l->moe[m].part[i].stride > max_part)
+				max_part = l->moe[m].part[i].stride;
+	}
 	uint8_t *blob = pt_malloc(max ? max : 1);
-	if (!blob)
+	uint8_t *rows = max_part ? pt_malloc(max_part) : NULL; /* an interleaved part as stored */
+	if (!blob || (max_part && !rows)) {
+		pt_free(blob);
 		return pt_error_set(err, PT_E_NOMEM, "pack buffer");
+	}
 	for (uint32_t m = 0; st == PT_OK && m < p->n_moe; m++) {
 		const struct pt_expert_layer *L = &l->moe[m];
 		for (uint32_t e = 0; st == PT_OK && e < l->n_expert; e++) {
 			memset(blob, 0, p->layers[m].stride);
-			for (uint32_t i = 0; st == PT_OK && i < L->n_parts; i++)
-				st = pread_all(in[L->part[i].file], blob + p->layers[m].part_off[i],
-					       L->part[i].stride,
-					       L->part[i].file_offset + e * L->part[i].stride,
-					       model[L->part[i].file], err);
+			for (uint32_t i = 0; st == PT_OK && i < L->n_parts; i++) {
+				const struct pt_expert_part *q = &L->part[i];
+				uint8_t *dst = blob + p->layers[m].part_off[i];
+				const bool x16 = p->layers[m].part_x16[i];
+				st = pread_all(in[q->file], x16 ? rows : dst, q->stride,
+					       q->file_offset + e * q->stride, model[q->file], err);
+				if (st == PT_OK && x16)
+					pt_kern_x16_pack((enum pt_type)q->type, rows,
+							 (size_t)(q->stride / q->rows), q->cols, 0,
+							 q->rows / PT_KERN_X16_ROWS, dst);
+			}
 			if (st == PT_OK)
 				st = write_all(out, blob, p->layers[m].stride, tmp, err);
 			if (st == PT_OK && !EVP_DigestUpdate(md, blob, p->layers[m].stride))
@@ -196,6 +232,7 @@ static enum pt_status write_blobs(const int *in, const char *const *model, int o
 			progress(m + 1, p->n_moe);
 	}
 	pt_free(blob);
+	pt_free(rows);
 	return st;
 }
 
@@ -207,7 +244,7 @@ static cJSON *manifest_json(const struct pt_expert_layout *l, const struct pt_pa
 	cJSON *f = cJSON_CreateObject();
 	char num[32];
 	cJSON_AddStringToObject(root, "format", FORMAT_NAME);
-	cJSON_AddNumberToObject(root, "version", PT_PACK_VERSION);
+	cJSON_AddNumberToObject(root, "version", p->x16 ? PT_PACK_VERSION_X16 : PT_PACK_VERSION);
 	/* 64-bit values as decimal strings: JSON numbers are doubles */
 	snprintf(num, sizeof num, "%" PRIu64, id->size);
 	cJSON_AddStringToObject(src, "size", num);
@@ -229,7 +266,10 @@ static cJSON *manifest_json(const struct pt_expert_layout *l, const struct pt_pa
 			cJSON_AddStringToObject(q, "name", l->moe[m].part[i].name);
 			cJSON_AddNumberToObject(q, "type", l->moe[m].part[i].type);
 			cJSON_AddNumberToObject(q, "off", (double)p->layers[m].part_off[i]);
-			cJSON_AddNumberToObject(q, "bytes", (double)l->moe[m].part[i].stride);
+			cJSON_AddNumberToObject(q, "bytes",
+						(double)pt_pack_part_bytes(&l->moe[m].part[i], p->x16));
+			if (p->layers[m].part_x16[i])
+				cJSON_AddStringToObject(q, "layout", "x16");
 			cJSON_AddItemToArray(parts, q);
 		}
 		cJSON_AddItemToObject(L, "parts", parts);
@@ -274,14 +314,14 @@ enum pt_status pt_pack_write_manifest(const char *model_path, const struct pt_ex
 	pt_pack_manifest_path(pack_path, man, sizeof man);
 	enum pt_status st = source_identity(model_path, l->data_offset, &id, err);
 	if (st == PT_OK)
-		st = pt_pack_plan(l, &p, err);
+		st = pt_pack_plan(l, false, &p, err);
 	if (st == PT_OK)
 		st = write_manifest(l, &p, &id, pack_path, man, sha, err);
 	pt_pack_free(&p);
 	return st;
 }
 
-enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layout *l,
+enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layout *l, bool x16,
 			     const char *pack_path, void (*progress)(uint32_t done, uint32_t n),
 			     struct pt_error *err)
 {
@@ -305,7 +345,7 @@ enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layo
 	if (st == PT_OK)
 		st = source_identity(model_path, l->data_offset, &id, err);
 	if (st == PT_OK)
-		st = pt_pack_plan(l, &p, err);
+		st = pt_pack_plan(l, x16, &p, err);
 	for (; st == PT_OK && n_open < nf; n_open++)
 		if ((in[n_open] = open(names[n_open], O_RDONLY | O_CLOEXEC)) < 0)
 			st = pt_error_sys(err, PT_E_IO, errno, "cannot open %s", names[n_open]);
@@ -386,7 +426,7 @@ static enum pt_status load_manifest(const char *path, cJSON **out, struct pt_err
 }
 
 /* One layer of the manifest, bounds-checked against the pack size. */
-static enum pt_status parse_layer(const cJSON *L, uint64_t n_expert, uint64_t size,
+static enum pt_status parse_layer(const cJSON *L, uint64_t n_expert, uint64_t size, bool x16,
 				  struct pt_pack_layer *P, const char *man, struct pt_error *err)
 {
 	uint64_t layer, span, end, off, bytes;
@@ -401,10 +441,15 @@ static enum pt_status parse_layer(const cJSON *L, uint64_t n_expert, uint64_t si
 				    man);
 	P->layer = (uint32_t)layer;
 	cJSON_ArrayForEach(q, parts) {
+		const cJSON *lay = cJSON_GetObjectItemCaseSensitive(q, "layout");
+		const bool rows = !lay || (x16 && cJSON_IsString(lay) &&
+					   strcmp(lay->valuestring, "rows") == 0);
+		const bool inter = x16 && cJSON_IsString(lay) && strcmp(lay->valuestring, "x16") == 0;
 		if (!json_u64(q, "off", &off) || !json_u64(q, "bytes", &bytes) ||
-		    off > P->stride || bytes > P->stride - off)
+		    off > P->stride || bytes > P->stride - off || !(rows || inter))
 			return pt_error_set(err, PT_E_FORMAT, "corrupt pack manifest %s: bad part "
 					    "of layer %u", man, P->layer);
+		P->part_x16[i] = inter;
 		P->part_off[i++] = off;
 	}
 	return PT_OK;
@@ -416,7 +461,7 @@ static enum pt_status match_layout(const cJSON *layers, const struct pt_expert_l
 				   struct pt_error *err)
 {
 	struct pt_pack want;
-	enum pt_status st = pt_pack_plan(l, &want, err);
+	enum pt_status st = pt_pack_plan(l, got->x16, &want, err);
 	for (uint32_t m = 0; st == PT_OK && m < l->n_moe; m++) {
 		const cJSON *parts = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetArrayItem(layers, (int)m), "parts");
@@ -428,10 +473,11 @@ static enum pt_status match_layout(const cJSON *layers, const struct pt_expert_l
 			const cJSON *q = cJSON_GetArrayItem(parts, (int)i);
 			const char *name = json_str(q, "name");
 			uint64_t type = 0, bytes = 0;
-			same = a->part_off[i] == b->part_off[i] && name &&
+			same = a->part_off[i] == b->part_off[i] &&
+			       a->part_x16[i] == b->part_x16[i] && name &&
 			       strcmp(name, l->moe[m].part[i].name) == 0 && json_u64(q, "type", &type) &&
 			       type == l->moe[m].part[i].type && json_u64(q, "bytes", &bytes) &&
-			       bytes == l->moe[m].part[i].stride;
+			       bytes == pt_pack_part_bytes(&l->moe[m].part[i], got->x16);
 		}
 		if (!same)
 			st = pt_error_set(err, PT_E_FORMAT, "pack manifest %s does not match the "
@@ -500,9 +546,11 @@ static enum pt_status parse_pack(const cJSON *j, const char *man, struct pt_pack
 	uint32_t m = 0;
 	if (!fmt || strcmp(fmt, FORMAT_NAME) != 0 || !json_u64(j, "version", &ver))
 		return pt_error_set(err, PT_E_FORMAT, "%s is not an expert pack manifest", man);
-	if (ver != PT_PACK_VERSION)
+	if (ver != PT_PACK_VERSION && ver != PT_PACK_VERSION_X16)
 		return pt_error_set(err, PT_E_UNSUPPORTED, "pack manifest %s has version %llu, this "
-				    "build reads %d", man, (unsigned long long)ver, PT_PACK_VERSION);
+				    "build reads %d and %d", man, (unsigned long long)ver,
+				    PT_PACK_VERSION, PT_PACK_VERSION_X16);
+	out->x16 = ver == PT_PACK_VERSION_X16;
 	if (!json_u64(j, "n_expert", &n_expert) || n_expert == 0 || n_expert > UINT32_MAX ||
 	    !cJSON_IsArray(layers) || cJSON_GetArraySize(layers) > 100000)
 		return pt_error_set(err, PT_E_FORMAT, "corrupt pack manifest %s", man);
@@ -511,7 +559,8 @@ static enum pt_status parse_pack(const cJSON *j, const char *man, struct pt_pack
 	if (!out->layers)
 		return pt_error_set(err, PT_E_NOMEM, "pack");
 	cJSON_ArrayForEach(L, layers) {
-		enum pt_status st = parse_layer(L, n_expert, out->size, &out->layers[m++], man, err);
+		enum pt_status st = parse_layer(L, n_expert, out->size, out->x16, &out->layers[m++],
+						man, err);
 		if (st != PT_OK)
 			return st;
 	}

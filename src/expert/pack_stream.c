@@ -25,7 +25,7 @@ uint64_t pt_pack_stream_bytes(const struct pt_expert_layout *l)
 {
 	struct pt_pack p;
 	uint64_t n = 0;
-	if (l->n_moe && pt_pack_plan(l, &p, NULL) == PT_OK)
+	if (l->n_moe && pt_pack_plan(l, false, &p, NULL) == PT_OK)
 		n = p.size;
 	if (l->n_moe)
 		pt_pack_free(&p);
@@ -65,7 +65,7 @@ enum pt_status pt_pack_stream_begin(const struct pt_expert_layout *l, const char
 		return pt_error_set(err, PT_E_NOMEM, "out of memory (pack)");
 	}
 	memcpy(s->l.moe, l->moe, l->n_moe * sizeof *l->moe);
-	st = pt_pack_plan(&s->l, &s->p, err);
+	st = pt_pack_plan(&s->l, false, &s->p, err);
 	if (st == PT_OK)
 		st = pt_safe_create(&s->f, pack_path, 0644, err);
 	if (st == PT_OK && ftruncate(s->f.fd, (off_t)s->p.size) != 0)

@@ -117,7 +117,7 @@ static enum pt_status open_pcache(pt_expert_store *s, uint64_t slot_bytes,
 	const struct pt_expert_store_config *c = &s->cfg;
 	char id[1024];
 	snprintf(id, sizeof id, "%s|%s|%s", c->model_path, c->identity ? c->identity : "",
-		 s->pack ? "pack" : "gguf");
+		 s->pack ? (s->pack->x16 ? "pack-x16" : "pack") : "gguf");
 	struct pt_pcache_config pcc = { .dir = c->pack_cache_dir, .size_bytes = c->pack_cache_size,
 					.entry_bytes = (slot_bytes + 4095) & ~4095ull,
 					.n_moe = s->lay->n_moe, .n_expert = s->lay->n_expert,

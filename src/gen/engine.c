@@ -340,6 +340,30 @@ static void say(const pt_engine *e, const char *fmt, const char *a, const char *
 	}
 }
 
+/* An interleaved pack (particle pack --repack) is read only by --repack runs, and only where
+ * this CPU level has the interleaved kernels of its types (else each product would run the
+ * scalar reference). */
+static bool pack_x16_usable(const pt_engine *e, struct pt_error *err)
+{
+	if (!e->o.repack) {
+		pt_error_set(err, PT_E_INVALID, "its experts are interleaved (particle pack "
+			     "--repack): run with --repack to use it");
+		return false;
+	}
+	for (uint32_t m = 0; m < e->lay.n_moe; m++)
+		for (uint32_t i = 0; i < e->lay.moe[m].n_parts; i++) {
+			const enum pt_type t = (enum pt_type)e->lay.moe[m].part[i].type;
+			if (e->pack.layers[m].part_x16[i] && !pt_kern_x16_native(t)) {
+				pt_error_set(err, PT_E_UNSUPPORTED, "its %s experts are interleaved "
+					     "and CPU level %s has no interleaved %s kernel",
+					     pt_type_name(t), pt_kern_level_name(pt_kern_level()),
+					     pt_type_name(t));
+				return false;
+			}
+		}
+	return true;
+}
+
 /* The pack: the one named, or MODEL.xpack when present and matching (else the GGUF). */
 static enum pt_status open_pack(pt_engine *e, struct pt_error *err)
 {
@@ -353,6 +377,10 @@ static enum pt_status open_pack(pt_engine *e, struct pt_error *err)
 	}
 	struct pt_error pe = { 0 };
 	enum pt_status st = pt_pack_open(path, e->o.model_path, &e->lay, false, &e->pack, &pe);
+	if (st == PT_OK && e->pack.x16 && !pack_x16_usable(e, &pe)) {
+		pt_pack_free(&e->pack);
+		st = PT_E_INVALID;
+	}
 	if (st == PT_OK) {
 		e->have_pack = true;
 		return PT_OK;
@@ -630,6 +658,34 @@ static enum pt_status open_fwd(pt_engine *e, struct pt_error *err)
 	return st;
 }
 
+/* The store reads an interleaved pack: its X16 parts are the experts' layout from now on
+ * (the mapping's copies of these tensors are then not read: the store is the provider). */
+static enum pt_status streamed_x16(pt_engine *e, struct pt_error *err)
+{
+	for (uint32_t m = 0; m < e->lay.n_moe; m++) {
+		const struct pt_expert_layer *EL = &e->lay.moe[m];
+		if (EL->layer >= e->m->hp.n_layer)
+			return pt_error_set(err, PT_E_INVALID, "pack layer %u out of range", EL->layer);
+		struct pt_layer_weights *L = &e->m->layers[EL->layer];
+		for (uint32_t i = 0; i < EL->n_parts; i++) {
+			const struct pt_expert_part *q = &EL->part[i];
+			struct pt_expert_mat *x = q->kind == PT_PART_GATE ? &L->gate_exps
+						  : q->kind == PT_PART_UP ? &L->up_exps
+						  : q->kind == PT_PART_GATE_UP ? &L->gate_up_exps
+						  : q->kind == PT_PART_DOWN ? &L->down_exps : NULL;
+			if (!e->pack.layers[m].part_x16[i])
+				continue;
+			if (!x || x->type != (enum pt_type)q->type || x->rows != q->rows ||
+			    x->cols != q->cols)
+				return pt_error_set(err, PT_E_INVALID, "interleaved pack: %s does not "
+						    "match the model's expert tensor", q->name);
+			x->layout = PT_KERN_LAYOUT_X16;
+		}
+	}
+	say(e, "particle: repack: routed experts read interleaved from the expert pack%s%s\n", "", "");
+	return PT_OK;
+}
+
 /* --repack: the Q4_K / Q6_K matrices into the interleaved layout, experts too when mapped. */
 static enum pt_status repack(pt_engine *e, struct pt_error *err)
 {
@@ -649,6 +705,8 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	enum pt_status st = pt_model_repack(e->m, mapped, e->pool, &s, err);
 	e->repacked_bytes = s.bytes_in;
 	e->repack_s = s.seconds;
+	if (st == PT_OK && !on_map && e->have_pack && e->pack.x16)
+		st = streamed_x16(e, err);
 	if (st == PT_OK && e->o.log) {
 		char b[2][PT_PLAN_SIZE_LEN];
 		fprintf(e->o.log, "particle: repack: %u matrices (%s as stored, %s "

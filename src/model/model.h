@@ -66,7 +66,9 @@ struct pt_expert_mat {
 	size_t expert_bytes;
 	const uint8_t *data; /* in the mapping (NULL if the tensor is absent), or the
 				interleaved copy (pt_model_repack) */
-	enum pt_kern_layout layout; /* PT_KERN_LAYOUT_X16 after pt_model_repack */
+	enum pt_kern_layout layout; /* PT_KERN_LAYOUT_X16 after pt_model_repack, or when the
+				       expert store reads an interleaved pack (then data still
+				       points at the mapping's rows, which nothing reads) */
 };
 
 struct pt_layer_weights {

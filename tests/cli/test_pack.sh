@@ -30,6 +30,7 @@ PY
 
 expect_exit 0 "pack help" -- "$PARTICLE" pack --help
 expect_grep "$TMP/out" "--verify" "help names --verify"
+expect_grep "$TMP/out" "--repack" "help names --repack"
 expect_exit 2 "pack without model" -- "$PARTICLE" pack
 expect_exit 2 "pack unknown flag" -- "$PARTICLE" pack "$TMP/m.gguf" --frobnicate
 expect_one_error_line "pack unknown flag"

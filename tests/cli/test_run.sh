@@ -219,6 +219,29 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 		grep -q "particle: repack: skipped (no interleaved kernel" "$TMP/err"; then ok
 	else bad "run --repack --verbose: no repack line: $(head -c 600 "$TMP/err")"; fi
 	[ -s "$TMP/out" ] && ok || bad "run --repack printed nothing"
+	cp "$TMP/out" "$TMP/repack_mapped.txt"
+	# an interleaved expert pack (particle pack --repack): streamed --repack runs read it and
+	# answer as the in-RAM copy does; runs without --repack leave it (named: refused)
+	expect_exit 0 "pack --repack" -- "$PARTICLE" pack "$R" --repack
+	expect_grep "$TMP/out" "expert tensors interleaved" "pack --repack summary"
+	expect_exit 0 "verify an interleaved pack" -- "$PARTICLE" pack "$R" --verify
+	expect_grep "$TMP/out" "interleaved" "verify names the layout"
+	expect_exit 2 "pack --repack --verify" -- "$PARTICLE" pack "$R" --repack --verify
+	expect_one_error_line "pack --repack --verify"
+	expect_exit 0 "run --repack, interleaved pack" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 \
+		--repack --io direct --verbose
+	if grep -q "routed experts read interleaved from the expert pack" "$TMP/err"; then
+		cmp -s "$TMP/out" "$TMP/repack_mapped.txt" && ok ||
+			bad "streamed from the interleaved pack: text differs from the in-RAM copy's"
+	elif grep -q "ignoring expert pack.*no interleaved\|repack: skipped" "$TMP/err"; then ok
+	else bad "run --repack --io direct: pack neither used nor refused: $(head -c 600 "$TMP/err")"; fi
+	expect_exit 0 "run, interleaved pack left" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 \
+		--io direct --verbose
+	expect_grep "$TMP/err" "ignoring expert pack .*run with --repack" "pack left without --repack"
+	expect_exit 2 "eval --pack interleaved, no --repack" -- "$PARTICLE" eval -m "$R" --prompt hi \
+		--pack "$R.xpack"
+	expect_one_error_line "eval --pack interleaved, no --repack"
+	rm -f "$R.xpack" "$R.xpack.json"
 else
 	bad "mkmodel small q4_k_m failed"
 fi

@@ -9,6 +9,7 @@
 
 #include "expert/pack.h"
 #include "expert/store.h"
+#include "quant/types.h"
 #include "expert_fixture.h"
 #include "util/alloc.h"
 
@@ -32,7 +33,7 @@ static int pk_setup(struct pk *k, const char *name)
 	k->file = fx_slurp(k->model, &k->size);
 	if (st != PT_OK || !k->file)
 		return -1;
-	return pt_pack_write(k->model, &k->lay, k->pack, NULL, NULL) == PT_OK ? 0 : -1;
+	return pt_pack_write(k->model, &k->lay, false, k->pack, NULL, NULL) == PT_OK ? 0 : -1;
 }
 
 static void pk_free(struct pk *k)
@@ -58,7 +59,7 @@ PT_TEST(test_expert_pack_plan_geometry)
 	struct pk k;
 	struct pt_pack p;
 	REQUIRE(pk_setup(&k, "pk0.gguf") == 0);
-	REQUIRE(pt_pack_plan(&k.lay, &p, NULL) == PT_OK);
+	REQUIRE(pt_pack_plan(&k.lay, false, &p, NULL) == PT_OK);
 	CHECK_EQ_INT(p.n_moe, 2);
 	CHECK_EQ_INT(p.layers[0].stride, 8192); /* 3 x 1440 (64-rounded 1472) + 12 */
 	CHECK_EQ_INT(p.layers[0].part_off[1], 1472);
@@ -182,10 +183,94 @@ PT_TEST(test_expert_pack_manifest_bounds)
 	/* 2 experts x 4096 do not fit a 4096-byte pack */
 	CHECK_EQ_INT(pt_pack_manifest_parse(good, 4096, &p, &err), PT_E_FORMAT);
 	CHECK_CONTAINS(err.msg, "bad layer entry");
+	const char *v3 = "{\"format\":\"particle-expert-pack\",\"version\":3}";
+	CHECK_EQ_INT(pt_pack_manifest_parse(v3, 0, &p, NULL), PT_E_UNSUPPORTED);
 	const char *v2 = "{\"format\":\"particle-expert-pack\",\"version\":2}";
-	CHECK_EQ_INT(pt_pack_manifest_parse(v2, 0, &p, NULL), PT_E_UNSUPPORTED);
+	CHECK_EQ_INT(pt_pack_manifest_parse(v2, 0, &p, NULL), PT_E_FORMAT);
 	const char *part = "{\"format\":\"particle-expert-pack\",\"version\":1,\"n_expert\":1,"
 			   "\"layers\":[{\"layer\":1,\"offset\":\"0\",\"stride\":4096,\"parts\":"
 			   "[{\"off\":4000,\"bytes\":100}]}]}";
 	CHECK_EQ_INT(pt_pack_manifest_parse(part, 4096, &p, NULL), PT_E_FORMAT);
+}
+
+/* Version 2 (interleaved packs): parts say "layout": "x16" or "rows" (or nothing: rows); any
+ * other value, and any layout in a version 1 manifest, is refused - a reader must never
+ * take interleaved bytes for rows. */
+PT_TEST(test_expert_pack_manifest_layouts)
+{
+	struct pt_pack p;
+	struct pt_error err = { 0 };
+	char buf[512];
+	const char *fmt = "{\"format\":\"particle-expert-pack\",\"version\":%d,\"n_expert\":2,"
+			  "\"layers\":[{\"layer\":1,\"offset\":\"0\",\"stride\":4096,\"parts\":"
+			  "[{\"off\":0,\"bytes\":2368%s},{\"off\":2368,\"bytes\":100}]}]}";
+	snprintf(buf, sizeof buf, fmt, 2, ",\"layout\":\"x16\"");
+	REQUIRE(pt_pack_manifest_parse(buf, 8192, &p, NULL) == PT_OK);
+	CHECK(p.x16 && p.layers[0].part_x16[0] && !p.layers[0].part_x16[1]);
+	pt_pack_free(&p);
+	snprintf(buf, sizeof buf, fmt, 2, ",\"layout\":\"rows\"");
+	REQUIRE(pt_pack_manifest_parse(buf, 8192, &p, NULL) == PT_OK);
+	CHECK(p.x16 && !p.layers[0].part_x16[0]);
+	pt_pack_free(&p);
+	const char *bad[] = { ",\"layout\":\"x32\"", ",\"layout\":16", ",\"layout\":null",
+			      ",\"layout\":\"\"" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(buf, sizeof buf, fmt, 2, bad[i]);
+		CHECK_EQ_INT(pt_pack_manifest_parse(buf, 8192, &p, &err), PT_E_FORMAT);
+		CHECK_CONTAINS(err.msg, "bad part");
+	}
+	snprintf(buf, sizeof buf, fmt, 1, ",\"layout\":\"x16\"");
+	CHECK_EQ_INT(pt_pack_manifest_parse(buf, 8192, &p, NULL), PT_E_FORMAT);
+	snprintf(buf, sizeof buf, fmt, 1, ",\"layout\":\"rows\"");
+	CHECK_EQ_INT(pt_pack_manifest_parse(buf, 8192, &p, NULL), PT_E_FORMAT);
+	snprintf(buf, sizeof buf, fmt, 1, "");
+	REQUIRE(pt_pack_manifest_parse(buf, 8192, &p, NULL) == PT_OK);
+	CHECK(!p.x16 && !p.layers[0].part_x16[0]);
+	pt_pack_free(&p);
+}
+
+/* The fixture's experts (10 x 256 rows) have no interleaved layout: an interleaved pack of
+ * it is the plain pack's geometry under version 2, and opens as such. */
+PT_TEST(test_expert_pack_x16_without_qualifying_parts)
+{
+	struct pk k;
+	struct pt_pack a, b;
+	REQUIRE(pk_setup(&k, "pk6.gguf") == 0);
+	REQUIRE(pt_pack_plan(&k.lay, false, &a, NULL) == PT_OK);
+	REQUIRE(pt_pack_plan(&k.lay, true, &b, NULL) == PT_OK);
+	CHECK(b.x16 && !a.x16);
+	CHECK_EQ_INT(a.size, b.size);
+	for (uint32_t i = 0; i < k.lay.moe[0].n_parts; i++)
+		CHECK(!b.layers[0].part_x16[i] && !pt_pack_part_x16(&k.lay.moe[0].part[i]));
+	pt_pack_free(&a);
+	pt_pack_free(&b);
+	/* what qualifies: a Q4_K / Q6_K matrix of whole bands and super-blocks, stored densely;
+	 * never an empty or padded one (a hostile file's shapes) */
+	struct pt_expert_part q = { .kind = PT_PART_GATE, .type = PT_TYPE_Q4_K, .rows = 32,
+				    .cols = 512, .stride = 32 * 288 };
+	CHECK(pt_pack_part_x16(&q) && pt_pack_part_bytes(&q, true) == 2 * 2 * 2368 &&
+	      pt_pack_part_bytes(&q, false) == 32 * 288);
+	q.rows = 0;
+	q.stride = 0;
+	CHECK(!pt_pack_part_x16(&q) && pt_pack_part_bytes(&q, true) == 0);
+	q.rows = 32;
+	q.stride = 32 * 288 + 32; /* rows with padding */
+	CHECK(!pt_pack_part_x16(&q));
+	q.stride = 32 * 288;
+	q.rows = 24; /* not whole bands */
+	CHECK(!pt_pack_part_x16(&q));
+	q.rows = 32;
+	q.kind = PT_PART_OTHER;
+	CHECK(!pt_pack_part_x16(&q));
+	q.kind = PT_PART_DOWN;
+	q.type = PT_TYPE_Q5_K; /* no interleaved layout */
+	CHECK(!pt_pack_part_x16(&q));
+	q.type = 9999;
+	CHECK(!pt_pack_part_x16(&q));
+	REQUIRE(pt_pack_write(k.model, &k.lay, true, k.pack, NULL, NULL) == PT_OK);
+	struct pt_error err = { 0 };
+	REQUIRE(pt_pack_open(k.pack, k.model, &k.lay, true, &a, &err) == PT_OK);
+	CHECK(a.x16);
+	pt_pack_free(&a);
+	pk_free(&k);
 }

@@ -3,11 +3,16 @@
  * Q4_K matrices qualify): the resident matrices and, with the experts mapped, the expert
  * tensors are X16, streamed experts stay as stored; prefill in chunks equals token-by-token
  * decode bit for bit; logits stay as close to the unrepacked model's as another CPU level's
- * are (only the float order of the Q4_K products changed). */
+ * are (only the float order of the Q4_K products changed).  An interleaved expert pack
+ * (particle pack --repack) gives the streamed experts the mapped copy's layout and bits. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "expert/layout.h"
+#include "expert/pack.h"
 #include "gen/engine.h"
+#include "gguf/gguf.h"
 #include "kern/kern.h"
 #include "model/mkmodel.h"
 #include "model/model.h"
@@ -91,12 +96,26 @@ static double row_kl(const float *p, const float *q, size_t n)
 	return kl;
 }
 
+/* At a level without the interleaved Q4_K kernel (scalar) --repack leaves every matrix as
+ * stored: true if so (the caller then has nothing else to check). */
+static bool repack_skipped(const char *path)
+{
+	CHECK(pt_kern_init(NULL) == PT_OK);
+	if (pt_kern_x16_native(PT_TYPE_Q4_K))
+		return false;
+	pt_engine *e = open_with(path, "mmap", true);
+	CHECK(e && pt_engine_model(e)->n_repack == 0);
+	printf("    repack: no interleaved kernel at this level: nothing repacked\n");
+	pt_engine_close(e);
+	return true;
+}
+
 static void check_arch(enum pt_arch arch, uint32_t n_layer, const char *file)
 {
-	if (!pt_kern_x16_native(PT_TYPE_Q4_K))
-		printf("    repack: no SIMD X16 kernel at this level: the scalar one runs\n");
 	const char *path = model_path(arch, n_layer, file);
 	REQUIRE(path);
+	if (repack_skipped(path))
+		return;
 	pt_engine *plain = open_with(path, "mmap", false);
 	pt_engine *mapped = open_with(path, "mmap", true);
 	pt_engine *streamed = open_with(path, "direct", true);
@@ -112,8 +131,11 @@ static void check_arch(enum pt_arch arch, uint32_t n_layer, const char *file)
 	CHECK(xg->type == PT_TYPE_Q4_K && xg->layout == PT_KERN_LAYOUT_X16);
 	CHECK(sg->layout == PT_KERN_LAYOUT_ROWS); /* streamed experts are read as stored */
 	/* Q6_K too (the Q4_K_M mixture's downs; attn_v where it is Q6_K) */
-	CHECK(L->down_exps.type != PT_TYPE_Q6_K || L->down_exps.layout == PT_KERN_LAYOUT_X16);
-	CHECK(L->wv.type != PT_TYPE_Q6_K || L->wv.layout == PT_KERN_LAYOUT_X16);
+	const bool q6 = pt_kern_x16_native(PT_TYPE_Q6_K); /* not at the AVX2 level */
+	CHECK(L->down_exps.type != PT_TYPE_Q6_K || L->down_exps.layout == (q6 ? PT_KERN_LAYOUT_X16
+										: PT_KERN_LAYOUT_ROWS));
+	CHECK(L->wv.type != PT_TYPE_Q6_K ||
+	      L->wv.layout == (q6 ? PT_KERN_LAYOUT_X16 : PT_KERN_LAYOUT_ROWS));
 	printf("    %s: down_exps %s %s, attn_v %s %s\n", file, pt_type_name(L->down_exps.type),
 	       L->down_exps.layout ? "x16" : "rows", L->wv.data ? pt_type_name(L->wv.type) : "-",
 	       L->wv.layout ? "x16" : "rows");
@@ -159,6 +181,8 @@ PT_TEST(test_gen_engine_repack_mapped_over_budget)
 {
 	const char *path = model_path(PT_ARCH_QWEN3MOE, 1, "repack_budget.gguf");
 	REQUIRE(path);
+	if (repack_skipped(path))
+		return;
 	pt_engine *e = open_budget(path, "mmap", true, 8u << 20);
 	REQUIRE(e);
 	const struct pt_layer_weights *L = &pt_engine_model(e)->layers[0];
@@ -174,4 +198,95 @@ PT_TEST(test_gen_engine_repack_mapped_over_budget)
 PT_TEST(test_gen_engine_repack_gemma4)
 {
 	check_arch(PT_ARCH_GEMMA4, 2, "repack_gemma4.gguf");
+}
+
+/* particle pack --repack: streamed experts read interleaved from the pack compute what the
+ * in-RAM --repack copy computes, bit for bit; without --repack the pack is not used (the
+ * experts come from the model file as stored), and naming it then is refused. */
+PT_TEST(test_gen_engine_repack_x16_pack)
+{
+	const char *path = model_path(PT_ARCH_QWEN3MOE, 1, "repack_xpack.gguf");
+	REQUIRE(path);
+	REQUIRE(pt_kern_init(NULL) == PT_OK); /* the level (PARTICLE_CPU) the engines will use */
+	char pack[4200];
+	pt_pack_default_path(path, pack, sizeof pack);
+	struct pt_expert_layout lay;
+	struct pt_error err = { 0 };
+	pt_gguf *g = NULL;
+	REQUIRE(pt_gguf_open(path, &g, &err) == PT_OK);
+	REQUIRE(pt_expert_layout_from_gguf(g, &lay, &err) == PT_OK);
+	pt_gguf_close(g);
+	REQUIRE(pt_pack_write(path, &lay, true, pack, NULL, &err) == PT_OK);
+	struct pt_pack p;
+	REQUIRE(pt_pack_open(pack, path, &lay, true, &p, &err) == PT_OK);
+	uint32_t n_x16 = 0;
+	for (uint32_t i = 0; i < lay.moe[0].n_parts; i++)
+		n_x16 += p.layers[0].part_x16[i];
+	CHECK(p.x16 && n_x16 == 3); /* gate, up (Q4_K) and down (Q4_K_M: Q6_K or Q4_K) */
+	/* the engine reads it only where this level has every such type's interleaved kernel */
+	bool usable = true;
+	for (uint32_t i = 0; i < lay.moe[0].n_parts; i++)
+		usable &= !p.layers[0].part_x16[i] ||
+			  pt_kern_x16_native((enum pt_type)lay.moe[0].part[i].type);
+	if (!usable)
+		printf("    x16 pack: this CPU level lacks an interleaved kernel: pack not used\n");
+	/* a blob's part is the rows of the model file packed as --repack packs them */
+	const struct pt_expert_part *gp = &lay.moe[0].part[0];
+	uint64_t got_bytes = 0;
+	uint8_t *file = pt_malloc(gp->stride), *blob = pt_malloc(p.layers[0].stride);
+	uint8_t *want = pt_malloc(pt_pack_part_bytes(gp, true));
+	FILE *fm = fopen(path, "rb"), *fp = fopen(pack, "rb");
+	REQUIRE(file && blob && want && fm && fp);
+	CHECK(fseek(fm, (long)(gp->file_offset + 3 * gp->stride), SEEK_SET) == 0 &&
+	      fread(file, 1, gp->stride, fm) == gp->stride);
+	CHECK(fseek(fp, (long)(p.layers[0].offset + 3 * p.layers[0].stride), SEEK_SET) == 0 &&
+	      (got_bytes = fread(blob, 1, p.layers[0].stride, fp)) == p.layers[0].stride);
+	pt_kern_x16_pack((enum pt_type)gp->type, file, gp->stride / gp->rows, gp->cols, 0,
+			 gp->rows / 16, want);
+	CHECK(memcmp(blob + p.layers[0].part_off[0], want, pt_pack_part_bytes(gp, true)) == 0);
+	fclose(fm);
+	fclose(fp);
+	pt_free(file);
+	pt_free(blob);
+	pt_free(want);
+	pt_pack_free(&p);
+	pt_expert_layout_free(&lay);
+
+	pt_engine *mapped = open_with(path, "mmap", true);
+	pt_engine *streamed = open_with(path, "direct", true);
+	pt_engine *plain = open_with(path, "mmap", false);
+	pt_engine *rows = open_with(path, "direct", false);
+	REQUIRE(mapped && streamed && plain && rows);
+	const struct pt_layer_weights *S = &pt_engine_model(streamed)->layers[0];
+	const struct pt_layer_weights *R = &pt_engine_model(rows)->layers[0];
+	const enum pt_kern_layout want_lay = usable ? PT_KERN_LAYOUT_X16 : PT_KERN_LAYOUT_ROWS;
+	CHECK(S->gate_exps.layout == want_lay && S->up_exps.layout == want_lay &&
+	      S->down_exps.layout == want_lay);
+	CHECK(R->gate_exps.layout == PT_KERN_LAYOUT_ROWS);
+	const size_t n = (size_t)N_TOK * pt_engine_n_vocab(mapped);
+	float *a = eval_all(mapped, false), *b = eval_all(streamed, false);
+	float *bd = eval_all(streamed, true), *c = eval_all(plain, false), *d = eval_all(rows, false);
+	REQUIRE(a && b && bd && c && d);
+	CHECK(!usable || memcmp(a, b, n * sizeof(float)) == 0); /* the pack's = the copy's */
+	CHECK(memcmp(b, bd, n * sizeof(float)) == 0); /* prefill = decode */
+	CHECK(memcmp(c, d, n * sizeof(float)) == 0);  /* no --repack: the pack unused */
+	CHECK(!pt_kern_x16_native(PT_TYPE_Q4_K) || memcmp(a, c, n * sizeof(float)) != 0);
+	pt_free(a);
+	pt_free(b);
+	pt_free(bd);
+	pt_free(c);
+	pt_free(d);
+	pt_engine_close(mapped);
+	pt_engine_close(streamed);
+	pt_engine_close(plain);
+	pt_engine_close(rows);
+
+	/* named with --pack but no --repack: refused (bad input) */
+	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 64, .n_batch = 16,
+				    .memory_budget = 1ull << 30, .io_mode = "direct",
+				    .expert_slots = 8, .no_lock = true, .pack_path = pack };
+	pt_engine *e = NULL;
+	CHECK_EQ_INT(pt_engine_open(&o, &e, &err), PT_E_INVALID);
+	CHECK_CONTAINS(err.msg, "--repack");
+	pt_engine_close(e);
 }
