@@ -441,10 +441,11 @@ static enum pt_status parse_layer(const cJSON *L, uint64_t n_expert, uint64_t si
 				    man);
 	P->layer = (uint32_t)layer;
 	cJSON_ArrayForEach(q, parts) {
-		const cJSON *lay = cJSON_GetObjectItemCaseSensitive(q, "layout");
-		const bool rows = !lay || (x16 && cJSON_IsString(lay) &&
-					   strcmp(lay->valuestring, "rows") == 0);
-		const bool inter = x16 && cJSON_IsString(lay) && strcmp(lay->valuestring, "x16") == 0;
+		/* absent: rows; in version 2 also "rows" or "x16"; anything else is refused */
+		const char *ls = json_str(q, "layout");
+		const bool absent = !cJSON_GetObjectItemCaseSensitive(q, "layout");
+		const bool rows = absent || (x16 && ls && strcmp(ls, "rows") == 0);
+		const bool inter = x16 && ls && strcmp(ls, "x16") == 0;
 		if (!json_u64(q, "off", &off) || !json_u64(q, "bytes", &bytes) ||
 		    off > P->stride || bytes > P->stride - off || !(rows || inter))
 			return pt_error_set(err, PT_E_FORMAT, "corrupt pack manifest %s: bad part "

@@ -44,7 +44,7 @@ struct pt_pack {
 	char *path;          /* pack data file */
 	uint64_t size;       /* its recorded size */
 	uint32_t n_moe;
-	bool x16;            /* written with --repack (version 2): parts_x16 say which */
+	bool x16;            /* written with --repack (version 2): layers' part_x16 say which */
 	struct pt_pack_layer *layers; /* [n_moe], same order as the layout */
 };
 

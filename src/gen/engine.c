@@ -668,13 +668,13 @@ static enum pt_status streamed_x16(pt_engine *e, struct pt_error *err)
 			return pt_error_set(err, PT_E_INVALID, "pack layer %u out of range", EL->layer);
 		struct pt_layer_weights *L = &e->m->layers[EL->layer];
 		for (uint32_t i = 0; i < EL->n_parts; i++) {
+			if (!e->pack.layers[m].part_x16[i])
+				continue;
 			const struct pt_expert_part *q = &EL->part[i];
 			struct pt_expert_mat *x = q->kind == PT_PART_GATE ? &L->gate_exps
 						  : q->kind == PT_PART_UP ? &L->up_exps
 						  : q->kind == PT_PART_GATE_UP ? &L->gate_up_exps
 						  : q->kind == PT_PART_DOWN ? &L->down_exps : NULL;
-			if (!e->pack.layers[m].part_x16[i])
-				continue;
 			if (!x || x->type != (enum pt_type)q->type || x->rows != q->rows ||
 			    x->cols != q->cols)
 				return pt_error_set(err, PT_E_INVALID, "interleaved pack: %s does not "
