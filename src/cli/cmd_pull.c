@@ -39,8 +39,8 @@ static void on_signal(int sig)
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: particle pull SOURCE [-o DIR] [--sha256 HEX] [--pack] [--jobs N]\n"
-		"                     [--limit-rate R] [--quiet]\n"
+		"usage: particle pull SOURCE [-o DIR] [--sha256 HEX] [--pack] [--repack]\n"
+		"                     [--jobs N] [--limit-rate R] [--quiet]\n"
 		"       particle pull --verify FILE.gguf [--sha256 HEX]\n\n"
 		"Downloads a GGUF model into the models directory ($PARTICLE_MODELS, default\n"
 		"~/.cache/particle/models).  SOURCE is an http(s) URL or\n"
@@ -59,6 +59,8 @@ static void help(FILE *f)
 		"  --sha256 HEX     expected SHA-256 (single-file models)\n"
 		"  --pack           also write the expert pack (NAME.xpack, as 'particle pack')\n"
 		"                   from the bytes as they arrive\n"
+		"  --repack         the expert pack interleaved, as 'particle pack --repack'\n"
+		"                   writes it, for runs with --repack (implies --pack)\n"
 		"  --jobs N         byte ranges in flight, each on its own connection (default 4)\n"
 		"  --limit-rate R   total download rate cap in bytes/s, e.g. 20M (default: none)\n"
 		"  --quiet          no progress output, only errors and the summary\n"
@@ -72,7 +74,7 @@ static void help(FILE *f)
 
 struct opts {
 	const char *source, *dir, *sha256, *verify;
-	bool pack, quiet;
+	bool pack, repack, quiet;
 	uint32_t jobs;
 	uint64_t rate;
 };
@@ -88,6 +90,8 @@ static bool parse_args(int argc, char **argv, struct opts *o, int *rc)
 			return false;
 		} else if (!strcmp(a, "--pack")) {
 			o->pack = true;
+		} else if (!strcmp(a, "--repack")) {
+			o->pack = o->repack = true;
 		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
 			o->quiet = true;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--sha256") || !strcmp(a, "--verify") ||
@@ -247,7 +251,8 @@ static enum pt_status check_head(void *ctx, int fd, uint64_t avail, uint64_t siz
 		struct pt_expert_layout lay;
 		st = pt_expert_layout_from_gguf_layers(g, pt_model_computed_layers(g), &lay, err);
 		if (st == PT_OK) {
-			st = pt_pack_stream_begin(&lay, j->pack_path, &j->pack, err);
+			st = pt_pack_stream_begin(&lay, j->pack_path, j->o->repack, &j->pack,
+						  err);
 			pt_expert_layout_free(&lay);
 		}
 	}
@@ -379,7 +384,8 @@ static int pull_file(const struct opts *o, const char *dir, const char *url, con
 		.chunk = env_u64("PARTICLE_PULL_CHUNK", DEFAULT_CHUNK, 4096, 1ull << 32),
 		.head_bytes = env_u64("PARTICLE_PULL_HEAD", DEFAULT_HEAD, 64, HEAD_MAX),
 		.head_max = HEAD_MAX,
-		.extra_space = o->pack ? info.size : 0, /* the pack is at most about the file */
+		/* the pack is at most about the file (interleaved Q4_K: 2368 bytes for 2304) */
+		.extra_space = o->pack ? info.size + (o->repack ? info.size / 32 : 0) : 0,
 		.http = pt_http_default_opts(),
 	};
 	d.http.bearer = getenv("HF_TOKEN");
@@ -428,7 +434,8 @@ static int pull_file(const struct opts *o, const char *dir, const char *url, con
 	       res.seconds > 0 ? res.net / 1048576.0 / res.seconds : 0.0,
 	       res.resumed ? ", resumed" : "", res.ranged ? "" : ", server without Range",
 	       res.net / 1048576.0, got, expect_from ? expect_from : "no published checksum: "
-	       "computed", o->pack ? ", expert pack written" : "");
+	       "computed", o->repack ? ", interleaved expert pack written"
+	       : o->pack ? ", expert pack written" : "");
 	fflush(stdout);
 	return PT_EXIT_OK;
 }

@@ -305,7 +305,7 @@ static enum pt_status write_manifest(const struct pt_expert_layout *l, const str
 }
 
 enum pt_status pt_pack_write_manifest(const char *model_path, const struct pt_expert_layout *l,
-				      const char *pack_path, const char sha[65],
+				      bool x16, const char *pack_path, const char sha[65],
 				      struct pt_error *err)
 {
 	struct pt_pack p = { 0 };
@@ -314,7 +314,7 @@ enum pt_status pt_pack_write_manifest(const char *model_path, const struct pt_ex
 	pt_pack_manifest_path(pack_path, man, sizeof man);
 	enum pt_status st = source_identity(model_path, l->data_offset, &id, err);
 	if (st == PT_OK)
-		st = pt_pack_plan(l, false, &p, err);
+		st = pt_pack_plan(l, x16, &p, err);
 	if (st == PT_OK)
 		st = write_manifest(l, &p, &id, pack_path, man, sha, err);
 	pt_pack_free(&p);

@@ -68,9 +68,10 @@ enum pt_status pt_pack_write(const char *model_path, const struct pt_expert_layo
 			     const char *pack_path, void (*progress)(uint32_t done, uint32_t n),
 			     struct pt_error *err);
 /* Writes only the manifest of an already written pack file whose SHA-256 is sha (used when
- * the pack was built elsewhere, e.g. while downloading: pack_stream.h). */
+ * the pack was built elsewhere, e.g. while downloading: pack_stream.h); x16 as it was
+ * written. */
 enum pt_status pt_pack_write_manifest(const char *model_path, const struct pt_expert_layout *l,
-				      const char *pack_path, const char sha[65],
+				      bool x16, const char *pack_path, const char sha[65],
 				      struct pt_error *err);
 /* Loads the manifest of pack_path and checks it against the model (identity and layout) and
  * the pack file's size; full_hash also hashes the pack file.  model_path NULL: check only the

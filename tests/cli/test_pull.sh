@@ -204,6 +204,37 @@ mkdir -p "$TMP/o6"
 PARTICLE_PULL_CHUNK=2097152 expect_exit 0 "drops" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o6" --jobs 2 --quiet
 cmp -s "$WWW/tiny.gguf" "$TMP/o6/tiny.gguf" && ok || bad "drops: bytes differ"
 N=$(cat "$PC"); lt_110 "$N" && ok || bad "drops: $N bytes sent for a $SIZE-byte file"
+# --repack: the interleaved pack built while downloading (parallel ranges, pieces cut across
+# experts, dropped connections resumed mid-expert) is byte for byte `particle pack --repack`'s
+if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m \
+	-o "$WWW/rp.gguf" >/dev/null 2>&1; then
+	set_faults --drop-after 700000 --drops 4
+	mkdir -p "$TMP/o6r" "$TMP/p6r"
+	PARTICLE_PULL_CHUNK=2097152 expect_exit 0 "pull --repack, drops" -- "$PARTICLE" pull \
+		"http://127.0.0.1:$PP/rp.gguf" -o "$TMP/o6r" --jobs 4 --repack
+	expect_grep "$TMP/out" "interleaved expert pack written" "pull --repack summary"
+	cmp -s "$WWW/rp.gguf" "$TMP/o6r/rp.gguf" && ok || bad "pull --repack: model bytes differ"
+	"$PARTICLE" pack "$TMP/o6r/rp.gguf" --repack -o "$TMP/p6r/rp.gguf.xpack" >/dev/null 2>&1
+	cmp -s "$TMP/o6r/rp.gguf.xpack" "$TMP/p6r/rp.gguf.xpack" && ok ||
+		bad "pull --repack: pack differs from particle pack --repack"
+	cmp -s "$TMP/o6r/rp.gguf.xpack.json" "$TMP/p6r/rp.gguf.xpack.json" && ok ||
+		bad "pull --repack: manifest differs"
+	grep -q '"layout":.*"x16"' "$TMP/o6r/rp.gguf.xpack.json" && ok ||
+		bad "pull --repack: manifest has no interleaved part"
+	expect_exit 0 "pack --verify of the pulled interleaved pack" -- "$PARTICLE" pack \
+		"$TMP/o6r/rp.gguf" --verify
+	expect_grep "$TMP/out" "interleaved" "verify names the layout"
+	# without --repack the same download gives the plain pack (and the two differ)
+	set_faults
+	mkdir -p "$TMP/o6p"
+	PARTICLE_PULL_CHUNK=2097152 expect_exit 0 "pull --pack of the same" -- "$PARTICLE" pull \
+		"http://127.0.0.1:$PP/rp.gguf" -o "$TMP/o6p" --jobs 4 --pack --quiet
+	! cmp -s "$TMP/o6p/rp.gguf.xpack" "$TMP/o6r/rp.gguf.xpack" && ok ||
+		bad "pull --pack and --repack wrote the same pack"
+	rm -f "$WWW/rp.gguf"
+else
+	bad "mkmodel small q4_k_m"
+fi
 set_faults --fail 3
 mkdir -p "$TMP/o7"
 expect_exit 0 "5xx" -- "$PARTICLE" pull "http://127.0.0.1:$PP/tiny.gguf" -o "$TMP/o7" --quiet
