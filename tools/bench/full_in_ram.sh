@@ -10,10 +10,13 @@
 # SCRATCH holds the llama-bench builds (`sh tools/bench/llama_bench.sh build SCRATCH`);
 # PARTICLE2 (optional) is a second particle binary run beside the first in every round.
 # Writes OUTDIR/results.jsonl (one line per run: engine, rc, load average, end time, tok/s).
-# Environment: ROUNDS (3), LONG_ROUNDS (1), THREADS (2).
+# Environment: ROUNDS (3), LONG_ROUNDS (1), THREADS (2), DEPTH_ROUNDS (0): rounds of decode
+# after 4,096 tokens of context (particle: a 4,096-token prompt then 32 tokens; llama-bench
+# -p 0 -n 32 -d 4096 -fa 0,1, its repack-nommap build: flash attention off decodes 1.6-1.7x
+# faster there than on, which its default "auto" picks; ~12 minutes a round).
 set -u
 O=$1 M=$2 S=$3 P=$4 P2=${5:-}
-: "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}"
+: "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}" "${DEPTH_ROUNDS:=0}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
 . "$(dirname "$0")/resident.sh" # resident FILE; HUGE: FileHugePages after it
@@ -32,7 +35,7 @@ r = {"engine": name, "rc": int(rc), "load": float(load), "end": t,
      "file_huge_pages_bytes": int(float(huge))}
 for k in ("prefill_tps", "decode_tps", "pp", "decode_bytes_per_token", "decode_fraction_of_membw",
           "membw_1t_bytes_per_s", "membw_2t_bytes_per_s", "peak_rss_bytes", "prompt_tokens",
-          "build", "threads", "decode_phase_ms"):
+          "build", "threads", "decode_phase_ms", "depth", "gen_tokens", "flash_attn"):
     if k in o:
         r[k] = o[k]
 print(json.dumps(r))
@@ -64,10 +67,10 @@ pt() { # NAME BIN PROMPT GEN
 		--membw-bps "$BW" --threads "$THREADS" --io mmap >"$O/p.json" 2>"$O/p.err"
 	rec "$1" $? "$O/p.json"
 }
-lb() { # VARIANT PROMPTS GEN
+lb() { # VARIANT PROMPTS GEN [DEPTH FA]
 	warm
-	$LB "$1" "$M" "$THREADS" "$2" "$3" >"$O/l.json" 2>"$O/l.err"
-	rec "llama-bench-$1-${THREADS}t" $? "$O/l.json"
+	$LB "$1" "$M" "$THREADS" "$2" "$3" "${4:-0}" "${5:-auto}" >"$O/l.json" 2>"$O/l.err"
+	rec "llama-bench-$1-${THREADS}t${4:+-d$4}" $? "$O/l.json"
 }
 r=1
 while [ $r -le "$ROUNDS" ]; do
@@ -87,6 +90,14 @@ while [ $r -le "$LONG_ROUNDS" ]; do
 	lb repack 4096 0
 	lb repack-nommap 4096 0
 	echo "pp4096 round $r done $(date -u +%T)"
+	r=$((r + 1))
+done
+r=1
+while [ $r -le "$DEPTH_ROUNDS" ]; do
+	pt particle-d4096 "$P" 4096 32
+	[ -n "$P2" ] && pt particle2-d4096 "$P2" 4096 32
+	lb repack-nommap 0 32 4096 0,1
+	echo "depth round $r done $(date -u +%T)"
 	r=$((r + 1))
 done
 "$P" bench --membw --json --threads "$THREADS" >"$O/bw.json" 2>"$O/bw.err"

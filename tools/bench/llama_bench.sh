@@ -12,9 +12,11 @@
 #       --repetitions; the model parameter use_extra_bufts is not exposed), hence two builds.
 #       Writes SCRATCH/llama.cpp.commit (the commit built).  An existing build is reused
 #       when its commit matches.
-#   sh tools/bench/llama_bench.sh run SCRATCH VARIANT MODEL THREADS PROMPTS GEN
+#   sh tools/bench/llama_bench.sh run SCRATCH VARIANT MODEL THREADS PROMPTS GEN [DEPTH [FA]]
 #       One llama-bench run (VARIANT repack|norepack|repack-nommap; PROMPTS e.g. 512 or
-#       512,4096), jsonl
+#       512,4096; DEPTH: tokens already in the context before each test, `-d`, default 0:
+#       with PROMPTS 0 the decode of a long conversation; FA: llama-bench's -fa values,
+#       default auto, e.g. 0,1 for the better of off and on), jsonl
 #       converted to one JSON line {"prefill_tps", "decode_tps", "pp": {N: tok/s}, ...} on
 #       stdout (the shape run.sh's record() reads; prefill_tps is the first prompt size).
 #       repack-nommap: the repack build with `-mmp 0` (weights read into llama.cpp's own
@@ -82,29 +84,34 @@ build() {
 }
 
 run() {
-	v=$1 m=$2 t=$3 pp=$4 tg=$5
+	v=$1 m=$2 t=$3 pp=$4 tg=$5 depth=${6:-0} fa=${7:-auto}
 	build=${v%-nommap} mmp=1
 	[ "$build" != "$v" ] && mmp=0
 	case $build in repack | norepack) ;; *) echo "llama-bench: unknown variant $v" >&2; return 2 ;; esac
 	bin=$S/llama.cpp-$build/bin/llama-bench
 	[ -x "$bin" ] || { echo "llama-bench: $bin not built" >&2; return 1; }
-	"$bin" -m "$m" -t "$t" -p "$pp" -n "$tg" -r 1 -o jsonl -ngl 0 -mmp "$mmp" >"$S/lb.jsonl" ||
-		return 1
-	python3 - "$S/lb.jsonl" "$v" "$t" "$(cat "$S/llama.cpp.commit")" "$pp" <<'PY'
+	"$bin" -m "$m" -t "$t" -p "$pp" -n "$tg" -d "$depth" -fa "$fa" -r 1 -o jsonl -ngl 0 \
+		-mmp "$mmp" >"$S/lb.jsonl" || return 1
+	python3 - "$S/lb.jsonl" "$v" "$t" "$(cat "$S/llama.cpp.commit")" "$pp" "$depth" <<'PY'
 import json, sys
-path, variant, threads, commit, pps = sys.argv[1:6]
-pp, tg = {}, None
+path, variant, threads, commit, pps, depth = sys.argv[1:7]
+# several -fa values: each figure is the best of them, and which one it was is kept
+pp, tg, fa_pp, fa_tg = {}, None, {}, None
 for line in open(path):
     line = line.strip()
     if not line.startswith("{"):
         continue
     o = json.loads(line)
     if o.get("n_gen", 0) == 0 and o.get("n_prompt", 0) > 0:
-        pp[str(o["n_prompt"])] = o["avg_ts"]
+        n = str(o["n_prompt"])
+        if o["avg_ts"] > pp.get(n, 0):
+            pp[n], fa_pp[n] = o["avg_ts"], o.get("flash_attn")
     elif o.get("n_prompt", 0) == 0 and o.get("n_gen", 0) > 0:
-        tg = o["avg_ts"]
+        if tg is None or o["avg_ts"] > tg:
+            tg, fa_tg = o["avg_ts"], o.get("flash_attn")
 first = pps.split(",")[0]
-print(json.dumps({"prefill_tps": pp.get(first), "decode_tps": tg, "pp": pp,
+print(json.dumps({"prefill_tps": pp.get(first), "decode_tps": tg, "pp": pp, "depth": int(depth),
+                  "flash_attn": {"pp": fa_pp, "tg": fa_tg},
                   "threads": int(threads), "build": "llama-bench " + variant,
                   "llama_cpp_commit": commit, "api": "llama-bench (llama.cpp C API, -o jsonl)"}))
 PY
