@@ -199,9 +199,10 @@ static uint64_t linear_bytes(const struct pt_hparams *hp, uint32_t n_rows, uint3
 
 /* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),
  * the logits row and the process overhead; n_seq > 1 adds a decode batch's logits. */
-static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uint32_t n_ctx,
+static uint64_t scratch_bytes(const struct pt_model *m, uint32_t n_batch, uint32_t n_ctx,
 			      uint32_t n_seq, uint32_t threads)
 {
+	const struct pt_hparams *hp = &m->hp;
 	const uint64_t batch_logits = n_seq > 1 ? (uint64_t)n_seq * hp->n_vocab * 4 : 0;
 	if (n_seq > n_batch)
 		n_batch = n_seq; /* the forward pass's buffers hold max(n_batch, n_seq) rows */
@@ -211,11 +212,10 @@ static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uin
 		hd = hp->head_dim_k_swa;
 	if (hp->head_dim_v_swa > hd)
 		hd = hp->head_dim_v_swa;
-	uint64_t ff = hp->n_ff;
-	if (hp->n_ff_exp * 2 > ff)
-		ff = hp->n_ff_exp * 2; /* a fused gate_up product */
-	if (hp->n_ff_shexp > ff)
-		ff = hp->n_ff_shexp;
+	/* the gate / up width the forward pass sizes from the tensors (feed_forward_length can
+	 * name a dense width no layer has: Qwen3-30B-A3B's 6,144 against its experts' 768, ~120
+	 * MB at 2,048 rows, a slot a layer under a 6 GiB cap) */
+	const uint64_t ff = pt_fwd_ff_width(m);
 	if (hp->head_dim_k_mla > hd)
 		hd = hp->head_dim_k_mla;
 	const uint64_t wq = (uint64_t)hp->n_head * hd;
@@ -227,8 +227,11 @@ static uint64_t scratch_bytes(const struct pt_hparams *hp, uint32_t n_batch, uin
 					   mla) +
 				(uint64_t)hp->n_head * ((n_ctx + 1023) / 1024) * (2 + hd) +
 				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
-	/* activation quantization scratch: at most the widest row's bytes per batch row */
-	const uint64_t act = n_batch * (ff > D ? ff : D) * 4;
+	/* activation quantization scratch: at most the widest product input's bytes per row */
+	uint64_t widest = ff > D ? ff : D;
+	if (wq > widest)
+		widest = wq;
+	const uint64_t act = n_batch * widest * 4;
 	return floats * 4 + act + batch_logits + linear_bytes(hp, n_batch, threads) +
 	       RUNTIME_OVERHEAD;
 }
@@ -305,7 +308,7 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		/* blocks never computed (GLM's NextN) are neither resident nor cached */
 		.resident_bytes = fsize - expert_bytes_total(&e->lay) - e->m->skipped_bytes,
 		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type) * e->n_seq,
-		.scratch_bytes = scratch_bytes(hp, e->n_batch, e->n_ctx, e->n_seq,
+		.scratch_bytes = scratch_bytes(e->m, e->n_batch, e->n_ctx, e->n_seq,
 					       engine_threads(&e->o)),
 		.slot_bytes = slot_bytes ? slot_bytes : 1,
 		.n_moe_layers = e->lay.n_moe ? e->lay.n_moe : 1,
@@ -546,7 +549,7 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 	 * cannot see), or a plan that fails even at 128 rows: the buffers get a sixteenth */
 	const uint64_t room = fits_lo && (all_lo || !mapped) ? budget / 8 : budget / 16;
 	for (; c > lo; c = next_chunk(c, lo)) {
-		if (scratch_bytes(&e->m->hp, c, e->n_ctx, e->n_seq, engine_threads(&e->o)) > room)
+		if (scratch_bytes(e->m, c, e->n_ctx, e->n_seq, engine_threads(&e->o)) > room)
 			continue;
 		e->n_batch = c;
 		e->o.prompt_cache_bytes = cache_bytes;

@@ -1951,12 +1951,26 @@ static size_t act_need(const struct pt_model *m, uint32_t nb)
 }
 
 /* Row widths of the per-chunk buffers from the per-layer shapes. */
+uint32_t pt_fwd_ff_width(const struct pt_model *m)
+{
+	size_t w = 0;
+	for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+		const struct pt_layer_weights *L = &m->layers[il];
+		w = umax(w, L->ffn_gate.rows);
+		w = umax(w, L->sh_gate.rows);
+		w = umax(w, L->gate_exps.rows);
+		w = umax(w, L->gate_up_exps.rows);
+	}
+	return (uint32_t)w;
+}
+
 static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n)
 {
 	const struct pt_model *m = f->m;
 	const struct pt_hparams *hp = &m->hp;
 	f->w_qk = f->n_k = f->w_ff = *w_qkv = *max_rot = 0;
 	*attn_n = 0;
+	f->w_ff = pt_fwd_ff_width(m);
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		const uint32_t hk = pt_hparams_head_dim_k(hp, il), hv = pt_hparams_head_dim_v(hp, il);
 		const uint32_t nkv = hp->n_head_kv[il];
@@ -1967,10 +1981,6 @@ static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n
 		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->seqs[0].kv, il,
 							       hp->n_head / nkv * ATTN_TILE_ROWS));
 		const struct pt_layer_weights *L = &m->layers[il];
-		f->w_ff = (uint32_t)umax(f->w_ff, L->ffn_gate.rows);
-		f->w_ff = (uint32_t)umax(f->w_ff, L->sh_gate.rows);
-		f->w_ff = (uint32_t)umax(f->w_ff, L->gate_exps.rows);
-		f->w_ff = (uint32_t)umax(f->w_ff, L->gate_up_exps.rows);
 		/* gated Q projections: [query | gate] per head, split after the product */
 		f->w_qk = (uint32_t)umax(f->w_qk, L->wq.rows);
 		*w_qkv = (uint32_t)umax(*w_qkv, L->wq.rows);

@@ -116,6 +116,10 @@ enum pt_status pt_fwd_seq_load(pt_fwd *f, uint32_t seq, int64_t pos, const void 
  * position; the KV rows below pos are kept), which must be the position the state was
  * saved at - the caller's bookkeeping (the engine's checkpoints). */
 uint64_t pt_fwd_rs_bytes(const pt_fwd *f);
+/* The widest FFN intermediate a row holds (dense, shared or routed experts; a fused gate_up
+ * counted whole): the width of the forward pass's gate / up buffers, from the tensors (a
+ * model's feed_forward_length can name a dense width no layer has). */
+uint32_t pt_fwd_ff_width(const struct pt_model *m);
 enum pt_status pt_fwd_seq_rs_save(const pt_fwd *f, uint32_t seq, float *buf,
 				  struct pt_error *err);
 enum pt_status pt_fwd_seq_rs_restore(pt_fwd *f, uint32_t seq, int64_t pos, const float *buf,

@@ -352,3 +352,34 @@ PT_TEST(test_model_quantized_prefill_equals_decode)
 		}
 	}
 }
+
+/* The forward pass's FFN width comes from the tensors: a qwen3moe file names a dense
+ * feed_forward_length no layer has (every layer routed), and the engine's memory plan sized
+ * buffers by it (one expert slot a layer lost under a 6 GiB cap at the full shape). */
+PT_TEST(test_model_ff_width_from_tensors)
+{
+	const struct {
+		enum pt_arch arch;
+		bool dense_layer;
+	} cases[] = { { PT_ARCH_QWEN3MOE, false }, { PT_ARCH_BAILINGMOE2, true } };
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		const char *path = pt_test_tmpfile("ffw.gguf");
+		struct pt_mkmodel_opts o = { .arch = cases[c].arch, .preset = "small", .n_layer = 2,
+					     .mix = PT_MIX_Q4_K_M, .seed = 3, .out_path = path,
+					     .threads = 2 };
+		struct pt_error err = { 0 };
+		REQUIRE(pt_mkmodel_write(&o, &err) == PT_OK);
+		struct pt_model *m = NULL;
+		REQUIRE(pt_model_open(path, &m, &err) == PT_OK);
+		const uint32_t w = pt_fwd_ff_width(m);
+		const uint32_t exp_w = m->layers[1].gate_exps.rows ? m->layers[1].gate_exps.rows
+								   : m->layers[1].gate_up_exps.rows;
+		if (cases[c].dense_layer) {
+			CHECK_EQ_INT(w, m->hp.n_ff); /* layer 0 is dense */
+		} else {
+			CHECK(m->hp.n_ff > exp_w); /* the metadata's dense width, unused */
+			CHECK_EQ_INT(w, exp_w);
+		}
+		pt_model_close(m);
+	}
+}
