@@ -155,8 +155,8 @@ static enum pt_status source_identity(const char *model, uint64_t data_offset,
 
 /* ---- writing ---------------------------------------------------------------------------- */
 
-static enum pt_status pread_all(int fd, uint8_t *dst, uint64_t n, uint64_t off, const char *path,
-				struct pt_error *err)
+enum pt_status pt_pack_pread_all(int fd, uint8_t *dst, uint64_t n, uint64_t off,
+				 const char *path, struct pt_error *err)
 {
 	while (n) {
 		ssize_t got = pread(fd, dst, n, (off_t)off);
@@ -216,7 +216,7 @@ static enum pt_status write_blobs(const int *in, const char *const *model, int o
 				const struct pt_expert_part *q = &L->part[i];
 				uint8_t *dst = blob + p->layers[m].part_off[i];
 				const bool x16 = p->layers[m].part_x16[i];
-				st = pread_all(in[q->file], x16 ? rows : dst, q->stride,
+				st = pt_pack_pread_all(in[q->file], x16 ? rows : dst, q->stride,
 					       q->file_offset + e * q->stride, model[q->file], err);
 				if (st == PT_OK && x16)
 					pt_kern_x16_pack((enum pt_type)q->type, rows,

@@ -85,6 +85,10 @@ void pt_pack_free(struct pt_pack *p);
 enum pt_status pt_pack_manifest_parse(const char *text, uint64_t pack_size, struct pt_pack *out,
 				      struct pt_error *err);
 
+/* Exactly n bytes of fd at off into dst (path names it in errors; a file that ends first is
+ * a format error). */
+enum pt_status pt_pack_pread_all(int fd, uint8_t *dst, uint64_t n, uint64_t off,
+				 const char *path, struct pt_error *err);
 /* SHA-256 of [0, len) of path, lowercase hex into hex[65]. */
 enum pt_status pt_pack_sha256_file(const char *path, uint64_t len, char hex[65],
 				   struct pt_error *err);

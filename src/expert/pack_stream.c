@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,8 +12,6 @@
 #include "kern/kern.h"
 #include "util/alloc.h"
 #include "util/safefile.h"
-
-#define HASH_PIECE (4u << 20)
 
 struct pt_pack_stream {
 	struct pt_expert_layout l; /* own copy */
@@ -129,23 +126,6 @@ static enum pt_status put(pt_pack_stream *s, const uint8_t *src, uint64_t n, uin
 	return PT_OK;
 }
 
-static enum pt_status get(pt_pack_stream *s, uint8_t *dst, uint64_t n, uint64_t at,
-			  struct pt_error *err)
-{
-	while (n) {
-		ssize_t r = pread(s->rfd, dst, n, (off_t)at);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return pt_error_sys(err, PT_E_IO, r < 0 ? errno : EIO, "cannot read back %s",
-					    s->f.tmp_path);
-		dst += r;
-		n -= (uint64_t)r;
-		at += (uint64_t)r;
-	}
-	return PT_OK;
-}
-
 /* The last byte of an interleaved part of one expert is in: its rows, gathered at the
  * part's place, are read back and written over with the interleaved bytes (as many or
  * more: checked at begin), exactly what pt_pack_write stores there. */
@@ -154,7 +134,8 @@ static enum pt_status interleave(pt_pack_stream *s, const struct pt_expert_part 
 {
 	const uint64_t out_n = pt_pack_part_bytes(q, true);
 	uint8_t *rows = pt_malloc(q->stride), *x16 = pt_malloc(out_n);
-	enum pt_status st = rows && x16 ? get(s, rows, q->stride, at, err)
+	enum pt_status st = rows && x16 ? pt_pack_pread_all(s->rfd, rows, q->stride, at,
+							    s->f.tmp_path, err)
 					: pt_error_set(err, PT_E_NOMEM, "out of memory (pack)");
 	if (st == PT_OK) {
 		pt_kern_x16_pack((enum pt_type)q->type, rows, (size_t)(q->stride / q->rows), q->cols,
@@ -204,38 +185,6 @@ enum pt_status pt_pack_stream_feed(pt_pack_stream *s, uint64_t off, const void *
 	return PT_OK;
 }
 
-static enum pt_status hash_fd(int fd, uint64_t len, const char *path, char out[65],
-			      struct pt_error *err)
-{
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	uint8_t *buf = pt_malloc(HASH_PIECE);
-	unsigned char d[32];
-	enum pt_status st = PT_OK;
-	if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
-		st = pt_error_set(err, PT_E_NOMEM, "sha256");
-	for (uint64_t at = 0; st == PT_OK && at < len;) {
-		size_t want = len - at < HASH_PIECE ? (size_t)(len - at) : HASH_PIECE;
-		ssize_t got = pread(fd, buf, want, (off_t)at);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			st = pt_error_sys(err, PT_E_IO, got < 0 ? errno : EIO, "cannot read %s",
-					  path);
-		else if (!EVP_DigestUpdate(md, buf, (size_t)got))
-			st = pt_error_set(err, PT_E_NOMEM, "sha256");
-		else
-			at += (uint64_t)got;
-	}
-	if (st == PT_OK) {
-		EVP_DigestFinal_ex(md, d, NULL);
-		for (int i = 0; i < 32; i++)
-			snprintf(out + 2 * i, 3, "%02x", d[i]);
-	}
-	EVP_MD_CTX_free(md);
-	pt_free(buf);
-	return st;
-}
-
 enum pt_status pt_pack_stream_finish(pt_pack_stream *s, const char *model_path,
 				     struct pt_error *err)
 {
@@ -252,13 +201,9 @@ enum pt_status pt_pack_stream_finish(pt_pack_stream *s, const char *model_path,
 							  "%u incomplete", (unsigned long long)e, m);
 					break;
 				}
-	/* the temporary file is open write-only: hash through a read descriptor */
-	int rfd = st == PT_OK ? open(s->f.tmp_path, O_RDONLY | O_CLOEXEC) : -1;
+	/* the temporary file is open write-only: hashed through its name */
 	if (st == PT_OK)
-		st = rfd < 0 ? pt_error_sys(err, PT_E_IO, errno, "cannot read %s", s->f.tmp_path)
-			     : hash_fd(rfd, s->p.size, s->path, sha, err);
-	if (rfd >= 0)
-		close(rfd);
+		st = pt_pack_sha256_file(s->f.tmp_path, s->p.size, sha, err);
 	if (st == PT_OK)
 		st = pt_safe_commit(&s->f, err);
 	if (st == PT_OK)
