@@ -197,8 +197,9 @@ static uint64_t linear_bytes(const struct pt_hparams *hp, uint32_t n_rows, uint3
 	       (uint64_t)threads * pt_dn_chunk_scratch_floats(&g) * 4 + rs;
 }
 
-/* Forward-pass buffers for n_batch rows (an upper estimate of forward.c's alloc_buffers),
- * the logits row and the process overhead; n_seq > 1 adds a decode batch's logits. */
+/* Forward-pass buffers for n_batch rows: the row buffers as forward.c sizes them
+ * (pt_fwd_rows_bytes), MLA's rows, the attention blocks' partial states and per-thread scratch, the logits row and
+ * the process overhead; n_seq > 1 adds a decode batch's logits. */
 static uint64_t scratch_bytes(const struct pt_model *m, uint32_t n_batch, uint32_t n_ctx,
 			      uint32_t n_seq, uint32_t threads)
 {
@@ -206,34 +207,23 @@ static uint64_t scratch_bytes(const struct pt_model *m, uint32_t n_batch, uint32
 	const uint64_t batch_logits = n_seq > 1 ? (uint64_t)n_seq * hp->n_vocab * 4 : 0;
 	if (n_seq > n_batch)
 		n_batch = n_seq; /* the forward pass's buffers hold max(n_batch, n_seq) rows */
-	const uint64_t D = hp->n_embd, k = hp->n_expert_used;
 	uint64_t hd = hp->head_dim_k > hp->head_dim_v ? hp->head_dim_k : hp->head_dim_v;
 	if (hp->head_dim_k_swa > hd)
 		hd = hp->head_dim_k_swa;
 	if (hp->head_dim_v_swa > hd)
 		hd = hp->head_dim_v_swa;
-	/* the gate / up width the forward pass sizes from the tensors (feed_forward_length can
-	 * name a dense width no layer has: Qwen3-30B-A3B's 6,144 against its experts' 768, ~120
-	 * MB at 2,048 rows, a slot a layer under a 6 GiB cap) */
-	const uint64_t ff = pt_fwd_ff_width(m);
 	if (hp->head_dim_k_mla > hd)
 		hd = hp->head_dim_k_mla;
-	const uint64_t wq = (uint64_t)hp->n_head * hd;
 	/* MLA: the full Q, the q_a rows and the per-head gather buffers */
 	const uint64_t mla = hp->kv_lora_rank ? (uint64_t)hp->n_head * hp->head_dim_k_mla +
 						hp->q_lora_rank + 2 * (hp->kv_lora_rank + hd)
 					      : 0;
-	const uint64_t floats = n_batch * (7 * D + 6 * wq + 2 * ff + hp->n_expert + k * D + 2 * k +
-					   mla) +
+	const uint64_t floats = (uint64_t)n_batch * mla +
 				(uint64_t)hp->n_head * ((n_ctx + 1023) / 1024) * (2 + hd) +
-				8 * (hd * 4) + 2 * (uint64_t)hp->n_vocab;
-	/* activation quantization scratch: at most the widest product input's bytes per row */
-	uint64_t widest = ff > D ? ff : D;
-	if (wq > widest)
-		widest = wq;
-	const uint64_t act = n_batch * widest * 4;
-	return floats * 4 + act + batch_logits + linear_bytes(hp, n_batch, threads) +
-	       RUNTIME_OVERHEAD;
+				/* per-thread attention scratch: a tile's queries, scores, states */
+				(uint64_t)threads * 64 * (3 * hd + 1024) + 2 * (uint64_t)hp->n_vocab;
+	return pt_fwd_rows_bytes(m, n_batch, n_seq) + floats * 4 + batch_logits +
+	       linear_bytes(hp, n_batch, threads) + RUNTIME_OVERHEAD;
 }
 
 static uint64_t expert_bytes_total(const struct pt_expert_layout *l)
@@ -515,8 +505,8 @@ static uint32_t next_chunk(uint32_t c, uint32_t lo)
 	return p;
 }
 
-/* PT_ENGINE_BATCH_AUTO: the largest prefill chunk (min(n_ctx, 4096, the rows that give
- * ~128 tokens per routed expert), then 2048, 1024, ... rows) whose forward-pass buffers take at most an eighth of the budget and with which the
+/* PT_ENGINE_BATCH_AUTO: the largest prefill chunk (min(n_ctx, 4096, and unless the experts
+ * stream, the rows that give ~128 tokens per routed expert), then 2048, 1024, ... rows) whose forward-pass buffers take at most an eighth of the budget and with which the
  * plan still holds where it held at 128 rows: every expert still fits where it did (the
  * mapping stays), else at least 3/4 of the expert slots remain.  An eighth: under a 6 GiB
  * cap the Sarvam-30B shape (~0.4 MB of buffers a row) gets 1024 rows and keeps most of the
@@ -537,7 +527,10 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 	 * while larger chunks stream more buffers (rank slots, norms) through DRAM instead of
 	 * the caches and fault in more pages (docs/PERFORMANCE.md, issue 21) */
 	const struct pt_hparams *hp = &e->m->hp;
-	if (hp->n_expert && hp->n_expert_used) {
+	/* streaming experts (they do not all fit): a prompt longer than a chunk reads every
+	 * expert again for each chunk, so there the largest chunk the plan allows wins */
+	const bool streaming = fits_lo && !all_lo && !mapped;
+	if (hp->n_expert && hp->n_expert_used && !streaming) {
 		uint64_t want = 512;
 		while (want * 2 * hp->n_expert_used <= 128ull * hp->n_expert &&
 		       want < PT_ENGINE_BATCH_MAX)

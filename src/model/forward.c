@@ -82,9 +82,11 @@ struct pt_fwd {
 	size_t mh_xrow;
 	struct pt_yarn yarn;
 	float kq_scale_mla;
-	/* row blocks, [n_rows][width] */
+	/* row blocks, [n_rows][width]; q, k, v, qkv, att and agate (attention) share f->phase
+	 * with yk (the routed experts' outputs), see phase_layout; t3 and the read-ahead rows
+	 * have one row per sequence (decode only) */
 	float *x, *h, *q, *k, *v, *qkv, *att, *t1, *t2, *t3, *gate, *up;
-	float *h2, *rl, *rw, *yk, *xg, *sel;
+	float *h2, *rl, *rw, *yk, *xg, *sel, *phase;
 	float *spec_x, *spec_l, *spec_w; /* read-ahead prediction, per row: [n_embd], [n_expert],
 					    [k] */
 	/* prefill experts: the layer input quantized once for every gate/up product [n_batch]
@@ -489,7 +491,7 @@ static enum pt_status qkv_one(pt_fwd *f, const struct pt_layer_weights *L, uint3
 }
 
 /* Q, K, V for n rows from the normed input f->h into f->q / f->k / f->v (row strides
- * w_qk, n_k, w_qk). */
+ * w_qk, n_k, w_v). */
 static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint32_t n,
 			       uint32_t nq, uint32_t nk, uint32_t nv, struct pt_error *err)
 {
@@ -503,7 +505,7 @@ static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint
 			const float *src = f->qkv + (size_t)r * w;
 			memcpy(f->q + (size_t)r * f->w_qk, src, nq * sizeof(float));
 			memcpy(f->k + (size_t)r * f->n_k, src + nq, nk * sizeof(float));
-			memcpy(f->v + (size_t)r * f->w_qk, src + nq + nk, nv * sizeof(float));
+			memcpy(f->v + (size_t)r * f->w_v, src + nq + nk, nv * sizeof(float));
 		}
 		return st;
 	}
@@ -519,7 +521,7 @@ static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint
 		st = mm_once(f, &a, &L->wv, f->h, n, f->qkv, err);
 	/* Gemma 4 full layers without attn_v: V is the raw K projection (before k_norm). */
 	for (uint32_t r = 0; st == PT_OK && r < n; r++)
-		memcpy(f->v + (size_t)r * f->w_qk, f->qkv + (size_t)r * nv, nv * sizeof(float));
+		memcpy(f->v + (size_t)r * f->w_v, f->qkv + (size_t)r * nv, nv * sizeof(float));
 	return st;
 }
 
@@ -683,7 +685,7 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 		return st;
 	for (uint32_t r = 0; r < n; r++) {
 		float *q = f->q + (size_t)r * f->w_qk, *k = f->k + (size_t)r * f->n_k;
-		float *v = f->v + (size_t)r * f->w_qk;
+		float *v = f->v + (size_t)r * f->w_v;
 		float *cs = f->rope_cs;
 		/* gated Q rows are per head [query | gate]: gates aside, queries packed */
 		for (uint32_t h = 0; gated && h < n_head; h++) {
@@ -973,6 +975,21 @@ static enum pt_status mm_in(pt_fwd *f, const struct pt_kern_mat *w, uint32_t cnt
 	return mm(f, w, f->xg, cnt, y, err);
 }
 
+/* Bytes of one row of a layer's expert input quantized once for every gate and up product,
+ * or 0 where its gate/up types do not share one quantized partner format. */
+static size_t xin_row_of(const struct pt_layer_weights *L)
+{
+	const bool fused = L->gate_up_exps.data != NULL;
+	const struct pt_expert_mat *g = fused ? &L->gate_up_exps : &L->gate_exps;
+	const struct pt_kern_mat gm = expert_mat(g, g->data);
+	const struct pt_kern_ops *og = pt_kern_ops(g->type);
+	const struct pt_kern_ops *ou = fused ? og : pt_kern_ops(L->up_exps.type);
+	if (!og || !ou || og->act_type != ou->act_type || og->act_type == PT_TYPE_F32 ||
+	    (!fused && L->up_exps.cols != g->cols))
+		return 0;
+	return pt_kern_act_bytes(&gm, 1);
+}
+
 /* Prefill: the n rows of in quantized once into f->xin for every routed expert's gate and
  * up products (row by row, so the bytes equal pt_kern_matmul's on the gathered rows), when
  * the layer's gate/up types share one quantized partner format. */
@@ -981,17 +998,11 @@ static void quant_expert_input(pt_fwd *f, const struct pt_layer_weights *L, cons
 {
 	const bool fused = L->gate_up_exps.data != NULL;
 	const struct pt_expert_mat *g = fused ? &L->gate_up_exps : &L->gate_exps;
-	const struct pt_kern_mat gm = expert_mat(g, g->data);
-	const struct pt_kern_ops *og = pt_kern_ops(g->type);
-	const struct pt_kern_ops *ou = fused ? og : pt_kern_ops(L->up_exps.type);
 	f->xin_on = false;
-	if (n < 2 || !og || !ou || og->act_type != ou->act_type || og->act_type == PT_TYPE_F32 ||
-	    (!fused && L->up_exps.cols != g->cols))
-		return;
-	f->xin_row = pt_kern_act_bytes(&gm, 1);
+	f->xin_row = n < 2 ? 0 : xin_row_of(L);
 	if (f->xin_row == 0 || f->xin_row > f->xq_row)
 		return;
-	quant_rows(f, og->act_type, in, n, g->cols, f->xin, f->xin_row);
+	quant_rows(f, pt_kern_ops(g->type)->act_type, in, n, g->cols, f->xin, f->xin_row);
 	f->xin_on = true;
 }
 
@@ -1964,27 +1975,115 @@ uint32_t pt_fwd_ff_width(const struct pt_model *m)
 	return (uint32_t)w;
 }
 
-static void widths(pt_fwd *f, uint32_t *w_qkv, uint32_t *max_rot, size_t *attn_n)
+/* Row widths of the per-chunk buffers from the per-layer shapes and the tensors. */
+struct row_widths {
+	size_t w_qk, n_k, w_v, w_qkv, w_ff, max_rot;
+	size_t gate; /* attention output gates (gated attention; 0: none) */
+};
+
+static void row_widths(const struct pt_model *m, const struct pt_arch_recipe *rc,
+		       struct row_widths *w)
 {
-	const struct pt_model *m = f->m;
 	const struct pt_hparams *hp = &m->hp;
-	f->w_qk = f->n_k = f->w_ff = *w_qkv = *max_rot = 0;
-	*attn_n = 0;
-	f->w_ff = pt_fwd_ff_width(m);
+	*w = (struct row_widths){ .w_ff = pt_fwd_ff_width(m) };
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		const uint32_t hk = pt_hparams_head_dim_k(hp, il), hv = pt_hparams_head_dim_v(hp, il);
 		const uint32_t nkv = hp->n_head_kv[il];
-		f->w_qk = (uint32_t)umax(f->w_qk, (size_t)hp->n_head * (hk > hv ? hk : hv));
-		f->n_k = (uint32_t)umax(f->n_k, (size_t)nkv * hk);
-		*w_qkv = (uint32_t)umax(*w_qkv, (size_t)hp->n_head * hk + (size_t)nkv * (hk + hv));
-		*max_rot = (uint32_t)umax(*max_rot, hp->is_swa[il] ? hp->n_rot_swa : hp->n_rot);
-		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->seqs[0].kv, il,
-							       hp->n_head / nkv * ATTN_TILE_ROWS));
+		w->w_qk = umax(w->w_qk, (size_t)hp->n_head * (hk > hv ? hk : hv));
+		w->n_k = umax(w->n_k, (size_t)nkv * hk);
+		w->w_v = umax(w->w_v, (size_t)nkv * hv);
+		w->w_qkv = umax(w->w_qkv, (size_t)hp->n_head * hk + (size_t)nkv * (hk + hv));
+		w->max_rot = umax(w->max_rot, hp->is_swa[il] ? hp->n_rot_swa : hp->n_rot);
 		const struct pt_layer_weights *L = &m->layers[il];
 		/* gated Q projections: [query | gate] per head, split after the product */
-		f->w_qk = (uint32_t)umax(f->w_qk, L->wq.rows);
-		*w_qkv = (uint32_t)umax(*w_qkv, L->wq.rows);
+		w->w_qk = umax(w->w_qk, L->wq.rows);
+		w->w_qkv = umax(w->w_qkv, L->wq.rows);
 	}
+	if (rc->attn_out_gate)
+		w->gate = (size_t)hp->n_head * hp->head_dim_k;
+}
+
+static size_t align16(size_t n)
+{
+	return (n + 15) / 16 * 16;
+}
+
+/* Attention's rows (Q and its output at stride w_qk, K, V, the fused QKV product, the
+ * output gates) are dead once its output projection has run, and the routed experts' rank
+ * slots (yk, k x n_embd a row) are filled after that: one allocation of the larger serves
+ * both phases.  Offsets of the attention buffers in it, 64-byte aligned. */
+struct phase_layout {
+	size_t q, v, att, k, qkv, gate, floats;
+};
+
+/* Rows a buffer of the FFN needs: t2 holds a shared expert's output or a parallel FFN's
+ * routed half, h2 the parallel FFN's expert input; xg gathers an expert's float rows where
+ * a layer's expert input is not quantized once for all (quant_expert_input); else one row a
+ * sequence (decode) or none. */
+struct ffn_rows {
+	bool t2, h2, xg;
+};
+
+static struct ffn_rows ffn_rows(const struct pt_model *m, const struct pt_arch_recipe *rc)
+{
+	struct ffn_rows r = { rc->ffn == PT_FFN_PARALLEL, rc->ffn == PT_FFN_PARALLEL, false };
+	for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+		const struct pt_layer_weights *L = &m->layers[il];
+		r.t2 = r.t2 || L->sh_gate.data;
+		r.xg = r.xg || (L->is_moe && xin_row_of(L) == 0);
+	}
+	return r;
+}
+
+static struct phase_layout phase_layout(const struct row_widths *w, size_t B, size_t kD)
+{
+	struct phase_layout p = { 0 };
+	p.v = p.q + align16(B * w->w_qk);
+	p.att = p.v + align16(B * w->w_v);
+	p.k = p.att + align16(B * w->w_qk);
+	p.qkv = p.k + align16(B * w->n_k);
+	p.gate = p.qkv + align16(B * w->w_qkv);
+	p.floats = umax(p.gate + align16(B * w->gate), B * kD);
+	return p;
+}
+
+/* One quantized input row of the widest product, in 64-byte multiples so each row sits on
+ * its own cache lines. */
+static size_t xq_row_bytes(const struct pt_model *m)
+{
+	return (act_need(m, 1) + 63) / 64 * 64;
+}
+
+uint64_t pt_fwd_rows_bytes(const struct pt_model *m, uint32_t n_rows, uint32_t n_seq)
+{
+	const struct pt_hparams *hp = &m->hp;
+	const struct pt_arch_recipe *rc = pt_arch_recipe(hp->arch);
+	const uint64_t B = n_rows > n_seq ? n_rows : n_seq, S = n_seq ? n_seq : 1;
+	const uint64_t D = hp->n_embd, E = hp->n_expert, k = hp->n_expert_used;
+	struct row_widths w;
+	row_widths(m, rc, &w);
+	const struct phase_layout p = phase_layout(&w, B, k * D);
+	const struct ffn_rows fr = ffn_rows(m, rc);
+	const uint64_t floats = B * (3 * D + 2 * w.w_ff + E + k) + p.floats +
+				(fr.h2 ? B * D : 1) + (fr.t2 ? B * D : 1) + (fr.xg ? B : S) * D +
+				S * (2 * D + E + k);
+	const uint64_t ints = B * 3 * k + S * k + B;
+	return floats * 4 + ints * 4 + B * 8 + 2 * B * xq_row_bytes(m) + act_need(m, (uint32_t)B);
+}
+
+static void widths(pt_fwd *f, struct row_widths *w, size_t *attn_n)
+{
+	const struct pt_hparams *hp = &f->m->hp;
+	row_widths(f->m, f->rc, w);
+	f->w_qk = (uint32_t)w->w_qk;
+	f->n_k = (uint32_t)w->n_k;
+	f->w_v = (uint32_t)w->w_v;
+	f->w_ff = (uint32_t)w->w_ff;
+	*attn_n = 0;
+	for (uint32_t il = 0; il < hp->n_layer; il++)
+		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->seqs[0].kv, il,
+							       hp->n_head / hp->n_head_kv[il] *
+								       ATTN_TILE_ROWS));
 }
 
 /* Decode buffers: a group holds the top-k experts plus one folded FFN. */
@@ -1992,9 +2091,7 @@ static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 {
 	const size_t k = f->m->hp.n_expert_used, D = f->m->hp.n_embd;
 	f->group_max = (uint32_t)(k + 1 < PT_KERN_SET_MAX ? k + 1 : PT_KERN_SET_MAX);
-	f->xq_row = act_need(f->m, 1);
-	/* 64-byte multiples keep each quantized row on its own cache lines */
-	f->xq_row = (f->xq_row + 63) / 64 * 64;
+	f->xq_row = xq_row_bytes(f->m);
 	for (size_t i = 0; i < XQ_SLOTS; i++)
 		if (!(f->xqb[i] = pt_malloc(f->xq_row ? f->xq_row : 1)))
 			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
@@ -2021,10 +2118,8 @@ static enum pt_status alloc_linear(pt_fwd *f, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const size_t B = f->n_rows;
-	f->agate = pt_mallocn(B * hp->n_head * (size_t)(hp->head_dim_k ? hp->head_dim_k : 1),
-			      sizeof(float));
 	f->rs_off = pt_calloc(hp->n_layer, sizeof(size_t));
-	if (!f->agate || !f->rs_off)
+	if (!f->rs_off)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	f->rs_floats = 0;
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
@@ -2116,29 +2211,38 @@ static enum pt_status alloc_mla(pt_fwd *f, struct pt_error *err)
 static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 {
 	const struct pt_hparams *hp = &f->m->hp;
-	const size_t B = f->n_rows, D = hp->n_embd, k = hp->n_expert_used;
-	uint32_t w_qkv, max_rot;
-	widths(f, &w_qkv, &max_rot, &f->attn_scratch_n);
-	float **bufs[] = { &f->x, &f->h, &f->h2, &f->t1, &f->t2, &f->t3, &f->xg, &f->q, &f->v,
-			   &f->att, &f->k, &f->qkv, &f->gate, &f->up, &f->rl, &f->rw, &f->yk,
-			   &f->sel, &f->rope_cs, &f->attn_scratch, &f->spec_x, &f->spec_l,
-			   &f->spec_w };
-	const size_t n[] = { B * D, B * D, B * D, B * D, B * D, B * D, B * D, B * f->w_qk,
-			     B * f->w_qk, B * f->w_qk, B * f->n_k, B * w_qkv, B * f->w_ff,
-			     B * f->w_ff, B * hp->n_expert, B * k, B * k * D, hp->n_expert,
-			     max_rot, (size_t)f->n_threads * f->attn_scratch_n, B * D,
-			     B * hp->n_expert, B * k };
+	const size_t B = f->n_rows, D = hp->n_embd, k = hp->n_expert_used, S = f->n_seq;
+	struct row_widths w;
+	widths(f, &w, &f->attn_scratch_n);
+	const struct phase_layout p = phase_layout(&w, B, k * D);
+	const struct ffn_rows fr = ffn_rows(f->m, f->rc);
+	/* decode-only rows (one per sequence): t3 (one_expert outside prefill), read-ahead */
+	float **bufs[] = { &f->x, &f->h, &f->h2, &f->t1, &f->t2, &f->t3, &f->xg, &f->phase,
+			   &f->gate, &f->up, &f->rl, &f->rw, &f->sel, &f->rope_cs,
+			   &f->attn_scratch, &f->spec_x, &f->spec_l, &f->spec_w };
+	const size_t n[] = { B * D, B * D, fr.h2 ? B * D : 1, B * D, fr.t2 ? B * D : 1, S * D,
+			     (fr.xg ? B : S) * D, p.floats, B * w.w_ff, B * w.w_ff,
+			     B * hp->n_expert, B * k, hp->n_expert, w.max_rot,
+			     (size_t)f->n_threads * f->attn_scratch_n, S * D, S * hp->n_expert,
+			     S * k };
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
 		*bufs[i] = pt_mallocn(n[i] ? n[i] : 1, sizeof(float));
 		if (!*bufs[i])
 			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	}
+	f->q = f->phase + p.q;
+	f->v = f->phase + p.v;
+	f->att = f->phase + p.att;
+	f->k = f->phase + p.k;
+	f->qkv = f->phase + p.qkv;
+	f->agate = w.gate ? f->phase + p.gate : NULL;
+	f->yk = f->phase;
 	const size_t max_blocks = (f->n_ctx + f->attn_block - 1) / f->attn_block;
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
 	f->ids = pt_mallocn(B * k, sizeof(int));
 	f->rows = pt_mallocn(B * k, sizeof(int));
 	f->slot_pos = pt_mallocn(k ? B * k : 1, sizeof(uint32_t));
-	f->spec_ids = pt_mallocn(k ? B * k : 1, sizeof(int));
+	f->spec_ids = pt_mallocn(k ? S * k : 1, sizeof(int));
 	f->rseq = pt_mallocn(B, sizeof(uint32_t));
 	f->rpos = pt_mallocn(B, sizeof(int64_t));
 	f->uni = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
@@ -2266,9 +2370,9 @@ void pt_fwd_destroy(pt_fwd *f)
 {
 	if (!f)
 		return;
-	float *bufs[] = { f->x, f->h, f->h2, f->t1, f->t2, f->t3, f->xg, f->q, f->v, f->att,
-			  f->k, f->qkv, f->gate, f->up, f->rl, f->rw, f->yk, f->sel, f->rope_cs,
-			  f->attn_scratch, f->spec_x, f->spec_l, f->spec_w };
+	float *bufs[] = { f->x, f->h, f->h2, f->t1, f->t2, f->t3, f->xg, f->phase, f->gate,
+			  f->up, f->rl, f->rw, f->sel, f->rope_cs, f->attn_scratch, f->spec_x,
+			  f->spec_l, f->spec_w };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		pt_free(bufs[i]);
 	pt_free(f->ids);
@@ -2298,7 +2402,7 @@ void pt_fwd_destroy(pt_fwd *f)
 	pt_free(f->mg_in);
 	pt_free(f->mg_out);
 	pt_free(f->mh_xq);
-	float *lin[] = { f->agate, f->lin_qkv, f->lin_y, f->lin_z, f->lin_b, f->lin_a, f->lin_o,
+	float *lin[] = { f->lin_qkv, f->lin_y, f->lin_z, f->lin_b, f->lin_a, f->lin_o,
 			 f->dn_scratch };
 	for (size_t i = 0; i < sizeof(lin) / sizeof(lin[0]); i++)
 		pt_free(lin[i]);

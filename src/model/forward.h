@@ -120,6 +120,11 @@ uint64_t pt_fwd_rs_bytes(const pt_fwd *f);
  * counted whole): the width of the forward pass's gate / up buffers, from the tensors (a
  * model's feed_forward_length can name a dense width no layer has). */
 uint32_t pt_fwd_ff_width(const struct pt_model *m);
+/* Bytes of the buffers pt_fwd_create allocates in proportion to its rows (n_rows =
+ * max(n_batch, n_seq), some of them one per sequence), for the memory plan: the layer's
+ * rows, attention's and the routed experts' (one shared allocation), the quantized inputs,
+ * routing.  Not counted: the KV cache, MLA and linear-attention rows, per-thread scratch. */
+uint64_t pt_fwd_rows_bytes(const struct pt_model *m, uint32_t n_rows, uint32_t n_seq);
 enum pt_status pt_fwd_seq_rs_save(const pt_fwd *f, uint32_t seq, float *buf,
 				  struct pt_error *err);
 enum pt_status pt_fwd_seq_rs_restore(pt_fwd *f, uint32_t seq, int64_t pos, const float *buf,

@@ -7,6 +7,7 @@
 #include "model/mkmodel.h"
 #include "util/alloc.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <string.h>
 
@@ -380,6 +381,60 @@ PT_TEST(test_model_ff_width_from_tensors)
 			CHECK(m->hp.n_ff > exp_w); /* the metadata's dense width, unused */
 			CHECK_EQ_INT(w, exp_w);
 		}
+		pt_model_close(m);
+	}
+}
+
+/* Bytes the process has allocated (glibc; 0 where a sanitizer's allocator answers). */
+static uint64_t heap_in_use(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return 0;
+#else
+	const struct mallinfo2 mi = mallinfo2();
+	return (uint64_t)mi.uordblks + mi.hblkhd;
+#endif
+}
+
+/* The memory plan's row-buffer figure is what pt_fwd_create allocates: growing the chunk
+ * by 512 rows allocates what pt_fwd_rows_bytes grows by (within 1 %).  An estimate above
+ * the allocation costs expert slots under a cap; below it, the plan overcommits.  Three
+ * layer recipes: routed only (qwen3moe: attention's rows share one block with the experts'
+ * rank slots), a shared expert and a dense layer (bailingmoe2), the parallel FFN (gemma4). */
+PT_TEST(test_model_rows_bytes_track_allocation)
+{
+	const enum pt_arch archs[] = { PT_ARCH_QWEN3MOE, PT_ARCH_BAILINGMOE2, PT_ARCH_GEMMA4 };
+	if (heap_in_use() == 0) {
+		printf("    (sanitizer build: allocation figures unavailable, checked in the plain run)\n");
+		return;
+	}
+	for (size_t c = 0; c < sizeof archs / sizeof archs[0]; c++) {
+		const char *path = pt_test_tmpfile("rows.gguf");
+		struct pt_mkmodel_opts o = { .arch = archs[c], .preset = "small", .n_layer = 2,
+					     .mix = PT_MIX_Q4_K_M, .seed = 5, .out_path = path,
+					     .threads = 2 };
+		struct pt_error err = { 0 };
+		REQUIRE(pt_mkmodel_write(&o, &err) == PT_OK);
+		struct pt_model *m = NULL;
+		REQUIRE(pt_model_open(path, &m, &err) == PT_OK);
+		uint64_t used[2];
+		const uint32_t rows[2] = { 512, 1024 };
+		for (int i = 0; i < 2; i++) {
+			/* no sliding window in the KV cache's size: a context of the largest chunk */
+			struct pt_fwd_opts fo = { .n_ctx = 1024, .n_batch = rows[i] };
+			pt_fwd *f = NULL;
+			const uint64_t before = heap_in_use();
+			REQUIRE(pt_fwd_create(m, &fo, &f, &err) == PT_OK);
+			/* a sliding-window layer's cache grows with the chunk: not a row buffer */
+			used[i] = heap_in_use() - before - pt_fwd_snapshot_bytes(f, fo.n_ctx);
+			pt_fwd_destroy(f);
+		}
+		const double got = (double)(used[1] - used[0]);
+		const double want = (double)(pt_fwd_rows_bytes(m, rows[1], 1) -
+					     pt_fwd_rows_bytes(m, rows[0], 1));
+		printf("    %s: 512 more rows: %.0f bytes allocated, %.0f planned\n",
+		       pt_arch_name(m->hp.arch), got, want);
+		CHECK(got <= want * 1.01 && got >= want * 0.99);
 		pt_model_close(m);
 	}
 }
