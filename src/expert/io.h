@@ -56,6 +56,10 @@ struct pt_io_job {
 	uint32_t expert;
 	uint32_t n_ranges;
 	uint32_t file; /* 0: the file the engine was opened on; else from pt_io_add_file */
+	/* the destination memory was never written: its first-touch page faults (the kernel
+	 * zeroing fresh pages, slow on some VMs) are taken by a kernel worker (io_uring
+	 * IOSQE_ASYNC) instead of stalling the submitting thread, which computes meanwhile */
+	bool cold;
 	struct pt_io_range r[PT_IO_MAX_RANGES];
 };
 

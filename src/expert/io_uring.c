@@ -1,6 +1,7 @@
 /* io_uring.c - the primary read backend: one ring, every read of a layer queued as one SQE
  * per range and submitted with one system call; completions are reaped on the calling thread
- * (no extra threads, so both cores stay on compute).  Short reads and -EAGAIN resubmit the
+ * (no extra threads, so both cores stay on compute; a read into never-touched memory goes
+ * through a kernel worker, see pt_io_job.cold).  Short reads and -EAGAIN resubmit the
  * remainder. */
 #include "expert/io_impl.h"
 
@@ -33,6 +34,8 @@ static enum pt_status queue_read(pt_io *io, uint32_t si, uint32_t ri, struct pt_
 	io_uring_prep_read(sqe, io->files[pt_io_range_file(&s->job, ri)].fd, rg->dst + s->done[ri],
 			   (unsigned)(rg->len - s->done[ri]), rg->offset + s->done[ri]);
 	io_uring_sqe_set_data64(sqe, (uint64_t)si << 8 | ri);
+	if (s->job.cold && s->done[ri] == 0)
+		io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
 	r->unsubmitted++;
 	return PT_OK;
 }

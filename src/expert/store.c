@@ -44,6 +44,15 @@ struct pt_expert_store {
 	struct deferred_read *deferred;
 	uint32_t n_deferred, max_deferred;
 	uint32_t n_demand; /* demand reads submitted, not yet completed */
+	/* A wave's misses past the first `pace` wait here, slots LOADING, and go to the disk as
+	 * earlier ones land: submitted together, the reads share the disk and the first lands
+	 * when nearly all have (a 4,096-row prefill of 28-expert waves waited ~35 ms at every
+	 * wave); paced, the first lands after `pace` reads' time and the rest stream behind
+	 * the compute.  A decode's misses (at most its top-k) fit in the pace. */
+	struct deferred_read *paced;
+	uint32_t n_paced, pace;
+	uint8_t *touched;    /* [n_moe][slots_per_layer]: the slot has been read into */
+	uint64_t cold_reads; /* reads into a slot's never-touched memory */
 	struct pt_error sticky;
 	char desc[1200];
 	/* lazy pack cache */
@@ -149,7 +158,13 @@ static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 	/* the read queue's size, and never more than s->jobs holds */
 	s->max_deferred = ic.max_jobs < n_jobs ? ic.max_jobs : n_jobs;
 	s->deferred = pt_calloc(s->max_deferred, sizeof *s->deferred);
-	if (st == PT_OK && !s->deferred)
+	s->paced = pt_calloc(n_jobs, sizeof *s->paced);
+	s->touched = pt_calloc((size_t)s->lay->n_moe * c->slots_per_layer + 1, 1);
+	s->pace = c->demand_depth ? c->demand_depth
+				  : (uint32_t)(PT_STORE_PACE_BYTES / (cc.slot_bytes ? cc.slot_bytes : 1));
+	if (s->pace < PT_STORE_PACE_MIN)
+		s->pace = c->demand_depth ? c->demand_depth : PT_STORE_PACE_MIN;
+	if (st == PT_OK && (!s->deferred || !s->paced || !s->touched))
 		st = pt_error_set(err, PT_E_NOMEM, "expert store read-ahead queue");
 	if (st == PT_OK)
 		st = pt_io_open(&ic, &s->io, err);
@@ -224,6 +239,8 @@ void pt_expert_store_close(pt_expert_store *s)
 	pt_expert_cache_destroy(s->cache);
 	pthread_mutex_destroy(&s->mu);
 	pt_free(s->deferred);
+	pt_free(s->paced);
+	pt_free(s->touched);
 	pt_free(s->batch);
 	pt_free(s->refs);
 	pt_free(s->jobs);
@@ -260,6 +277,10 @@ static void make_job(pt_expert_store *s, uint32_t m, uint32_t x, uint32_t slot, 
 	uint64_t len;
 	uint8_t *p = pt_expert_cache_slot_ptr(s->cache, m, slot);
 	geometry(s, m, x, p, job, &v);
+	uint8_t *t = &s->touched[(size_t)m * s->cfg.slots_per_layer + slot];
+	job->cold = !*t;
+	s->cold_reads += job->cold;
+	*t = 1;
 	int32_t entry = use_pc && s->pc ? pt_pcache_lookup(s->pc, m, x, &len) : -1;
 	if (entry >= 0 && len == job_bytes(job)) { /* the slot image, in one read */
 		job->tag |= PT_STORE_TAG_PCACHE;
@@ -350,6 +371,11 @@ static void flush_pcache(pt_expert_store *s)
 	s->n_pend = 0;
 }
 
+uint64_t pt_expert_store_cold_reads(const pt_expert_store *s)
+{
+	return s->cold_reads;
+}
+
 void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,
 				  uint64_t *written)
 {
@@ -361,6 +387,38 @@ void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint
 static void flush_deferred(pt_expert_store *s);
 static bool demand_in_flight(pt_expert_store *s);
 
+/* Empties the slots of the paced reads (a failure, or a batch given up). */
+static void drop_paced(pt_expert_store *s)
+{
+	for (uint32_t i = 0; i < s->n_paced; i++)
+		pt_expert_cache_publish(s->cache, s->paced[i].m, s->paced[i].slot, false);
+	s->n_paced = 0;
+}
+
+static uint32_t io_room(const pt_expert_store *s);
+
+/* Sends paced demand reads to the disk, in order, while fewer than the pace are in flight. */
+static void top_up_paced(pt_expert_store *s)
+{
+	uint32_t done = 0;
+	while (done < s->n_paced && s->n_demand < s->pace && io_room(s) && !s->failed) {
+		const struct deferred_read d = s->paced[done++];
+		struct pt_io_job job;
+		struct pt_error e = { 0 };
+		make_job(s, d.m, d.expert, d.slot, true, &job);
+		if (pt_io_submit(s->io, &job, 1, &e) != PT_OK) {
+			pt_expert_cache_publish(s->cache, d.m, d.slot, false);
+			fail_sticky(s, &e);
+			break;
+		}
+		s->n_demand++;
+	}
+	memmove(s->paced, s->paced + done, (s->n_paced - done) * sizeof *s->paced);
+	s->n_paced -= done;
+	if (s->failed)
+		drop_paced(s);
+}
+
 /* Reaps completions; blocks for at most one when block.  With flush, the deferred
  * read-ahead goes to the disk as soon as no demand read is in flight (and before blocking
  * on an empty queue). */
@@ -371,6 +429,8 @@ static enum pt_status reap_some(pt_expert_store *s, bool block, bool flush,
 		struct pt_error e = { 0 };
 		bool got;
 		uint64_t tag, ns;
+		if (flush && s->n_paced)
+			top_up_paced(s);
 		if (flush && s->n_deferred && (!demand_in_flight(s) || !pt_io_pending(s->io)))
 			flush_deferred(s);
 		enum pt_status st = pt_io_wait(s->io, block, &got, &tag, &ns, &e);
@@ -439,6 +499,28 @@ static enum pt_status submit(pt_expert_store *s, uint32_t m, const struct pt_cac
 	return submit_jobs(s, nj, ahead, err);
 }
 
+/* Submits the reads of refs' misses a layer waits for: up to the pace now, the rest paced
+ * (after any paced before them). */
+static enum pt_status submit_demand(pt_expert_store *s, uint32_t m,
+				    const struct pt_cache_ref *refs, uint32_t n,
+				    struct pt_error *err)
+{
+	uint32_t nj = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (refs[i].hit)
+			continue;
+		if (!s->n_paced && s->n_demand + nj < s->pace)
+			make_job(s, m, refs[i].expert, refs[i].slot, true, &s->jobs[nj++]);
+		else
+			s->paced[s->n_paced++] = (struct deferred_read){ m, refs[i].expert,
+									 refs[i].slot };
+	}
+	enum pt_status st = submit_jobs(s, nj, false, err);
+	if (st != PT_OK)
+		drop_paced(s);
+	return st;
+}
+
 /* Submits the deferred read-ahead that fits in the read queue; the rest stays deferred. */
 static void flush_deferred(pt_expert_store *s)
 {
@@ -478,6 +560,7 @@ static enum pt_status settle_deferred(pt_expert_store *s, uint32_t m, const uint
 
 static void end_batch(pt_expert_store *s)
 {
+	drop_paced(s); /* a batch given up before all its reads went out */
 	for (uint32_t i = 0; i < s->batch_n; i++)
 		if (!s->batch[i].handed)
 			pt_expert_cache_unpin(s->cache, s->batch_moe, s->batch[i].expert);
@@ -525,7 +608,7 @@ enum pt_status pt_expert_store_prefetch(pt_expert_store *s, uint32_t layer,
 	for (uint32_t i = 0; i < nr; i++)
 		s->batch[i] = (struct batch_ent){ .expert = s->refs[i].expert };
 	s->batch_n = nr;
-	st = submit(s, (uint32_t)m, s->refs, nr, false, err);
+	st = submit_demand(s, (uint32_t)m, s->refs, nr, err);
 	if (st == PT_OK && s->n_deferred)
 		st = settle_deferred(s, (uint32_t)m, experts, n, true, err);
 out:
@@ -568,6 +651,8 @@ enum pt_status pt_expert_store_next(pt_expert_store *s, uint32_t *expert, bool *
 		uint32_t left = 0, m = s->batch_moe;
 		for (uint32_t i = 0; i < s->batch_n; i++)
 			left += !s->batch[i].reported;
+		if (left && s->n_paced)
+			top_up_paced(s);
 		if (left && s->n_deferred && !pt_io_pending(s->io))
 			flush_deferred(s);
 		if (left && !pt_io_pending(s->io)) /* not ready and nothing in flight */
@@ -738,7 +823,7 @@ static bool batch_loading(pt_expert_store *s)
  * own read, or a read-ahead it took over) or a single get's read. */
 static bool demand_in_flight(pt_expert_store *s)
 {
-	return s->n_demand || (s->cache && batch_loading(s));
+	return s->n_demand || s->n_paced || (s->cache && batch_loading(s));
 }
 
 void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *experts,

@@ -43,11 +43,15 @@ struct pt_expert_store_config {
 	const char *identity;       /* model identity for the pack cache (size, mtime, ...) */
 	bool pack_cache_test_crash; /* tests: crash before each commit record */
 	bool no_read_ahead;       /* ignore pt_expert_store_ahead hints */
+	uint32_t demand_depth;    /* a wave's demand reads in flight at most (0: as many as
+				     PT_STORE_PACE_BYTES of slots, at least PT_STORE_PACE_MIN) */
 	pt_io_fault_fn fault;     /* tests; read tags: moe << 32 | expert, plus
 				     PT_STORE_TAG_PCACHE for reads from the pack cache */
 	void *fault_ctx;
 };
 
+#define PT_STORE_PACE_BYTES (24ull << 20)
+#define PT_STORE_PACE_MIN 8
 #define PT_STORE_TAG_PCACHE (1ull << 62)
 #define PT_STORE_TAG_AHEAD (1ull << 63) /* a read-ahead (not a read a layer waits for) */
 
@@ -116,6 +120,8 @@ enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_
 				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
 				     struct pt_error *err);
 
+/* Reads into a slot's never-touched memory (at most one per slot; pt_io_job.cold). */
+uint64_t pt_expert_store_cold_reads(const pt_expert_store *s);
 /* Pack-cache counters: misses served from it, entries that failed their check (read from
  * the source instead), entries written. */
 void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,

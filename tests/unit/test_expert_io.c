@@ -58,11 +58,15 @@ static int64_t fault_fn(void *ctx, uint64_t tag, uint32_t range, uint64_t offset
 	return res;
 }
 
+/* Jobs mark their (freshly mapped, never touched) destinations cold. */
+static bool jobs_cold;
+
 /* Jobs of 3 aligned ranges each (like gate/up/down), into an aligned buffer. */
 static void make_jobs(struct pt_io_job *jobs, uint8_t *buf, uint64_t per_job)
 {
 	for (uint32_t j = 0; j < NJOB; j++) {
-		jobs[j] = (struct pt_io_job){ .tag = j, .layer = 3, .expert = j, .n_ranges = 3 };
+		jobs[j] = (struct pt_io_job){ .tag = j, .layer = 3, .expert = j, .n_ranges = 3,
+					      .cold = jobs_cold };
 		for (uint32_t r = 0; r < 3; r++) {
 			uint64_t off = ((uint64_t)(r * NJOB + j) * 65536) % (FILE_BYTES - 70000);
 			off &= ~4095ull;
@@ -157,6 +161,18 @@ static void one_config(const char *file, enum pt_io_mode mode, bool pread_only, 
 PT_TEST(test_expert_io_uring_direct)
 {
 	one_config("io1.bin", PT_IO_DIRECT, false, 0, 0);
+}
+
+/* Cold destinations (io_uring hands their first-touch faults to a kernel worker): the same
+ * bytes, the same retries of short reads, the same error naming the expert. */
+PT_TEST(test_expert_io_uring_cold_destination)
+{
+	jobs_cold = true;
+	one_config("io1c.bin", PT_IO_DIRECT, false, 0, 0);
+	one_config("io2c.bin", PT_IO_DIRECT, false, 1, 0);
+	one_config("io3c.bin", PT_IO_DIRECT, false, 2, 1);
+	one_config("io4c.bin", PT_IO_BUFFERED, true, 0, 0);
+	jobs_cold = false;
 }
 
 PT_TEST(test_expert_io_pread_buffered)

@@ -303,6 +303,8 @@ PT_TEST(test_expert_store_prefill_waves)
 	struct pt_cache_stats st;
 	pt_expert_store_stats(s, 0, &st);
 	CHECK_EQ_INT(st.misses, 8); /* each expert read once */
+	/* only each slot's first read lands in never-touched memory */
+	CHECK_EQ_INT(pt_expert_store_cold_reads(s), 3);
 	pt_expert_store_close(s);
 	teardown(&c);
 }
@@ -599,4 +601,112 @@ PT_TEST(test_expert_store_ahead_settled_by_acquire)
 	CHECK_EQ_INT(st.misses, 3);
 	pt_expert_store_close(s);
 	teardown(&c);
+}
+
+/* Demand reads in the callback at once (pread workers), the most seen, and which expert's
+ * read started first. */
+struct overlap_log {
+	pthread_mutex_t mu;
+	uint32_t now, most, n_started, first;
+	uint32_t fail_expert; /* UINT32_MAX: none */
+};
+
+static int64_t count_overlap(void *ctx, uint64_t tag, uint32_t range, uint64_t off, int64_t res)
+{
+	struct overlap_log *log = ctx;
+	(void)off;
+	if (range != 0)
+		return res;
+	pthread_mutex_lock(&log->mu);
+	if (log->n_started++ == 0)
+		log->first = (uint32_t)tag;
+	if (++log->now > log->most)
+		log->most = log->now;
+	pthread_mutex_unlock(&log->mu);
+	struct timespec ts = { 0, 4 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	pthread_mutex_lock(&log->mu);
+	log->now--;
+	pthread_mutex_unlock(&log->mu);
+	return (uint32_t)tag == log->fail_expert ? -EIO : res;
+}
+
+/* One wave of 8 misses with a pace of depth: next() reports every expert once with its
+ * bytes; returns the status next ended with. */
+static enum pt_status paced_wave(uint32_t depth, struct overlap_log *log, uint32_t *seen_out)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	if (setup(&c, "stp.gguf") != 0) {
+		CHECK(!"fixture");
+		return PT_E_INVALID;
+	}
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_BUFFERED, .slots_per_layer = 8,
+					      .force_pread = true, .io_threads = 6,
+					      .demand_depth = depth, .fault = count_overlap,
+					      .fault_ctx = log };
+	CHECK(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	if (!s) {
+		teardown(&c);
+		return PT_E_INVALID;
+	}
+	static const uint32_t want[8] = { 7, 6, 5, 4, 3, 2, 1, 0 };
+	const uint32_t layer = c.lay.moe[1].layer;
+	uint32_t seen = 0, e;
+	bool got = true;
+	enum pt_status st = pt_expert_store_prefetch(s, layer, want, 8, &err);
+	while (st == PT_OK && got) {
+		st = pt_expert_store_next(s, &e, &got, &err);
+		if (st != PT_OK || !got)
+			break;
+		CHECK(!(seen & (1u << e)));
+		seen |= 1u << e;
+		struct pt_expert_view v;
+		CHECK(pt_expert_store_get(s, layer, e, &v, &err) == PT_OK);
+		CHECK(view_ok(&c, 1, e, &v));
+		pt_expert_store_release(s, layer, e);
+	}
+	if (st != PT_OK)
+		CHECK_CONTAINS(err.msg, "expert");
+	pt_expert_store_end_layer(s, layer);
+	/* the layer's slots are usable again afterwards (no paced slot left loading) */
+	static const uint32_t again[2] = { 0, 1 };
+	if (st == PT_OK) {
+		CHECK(pt_expert_store_prefetch(s, layer, again, 2, &err) == PT_OK);
+		for (int i = 0; i < 2; i++) {
+			CHECK(pt_expert_store_next(s, &e, &got, &err) == PT_OK && got);
+		}
+		pt_expert_store_end_layer(s, layer);
+	}
+	pt_expert_store_close(s);
+	teardown(&c);
+	*seen_out = seen;
+	return st;
+}
+
+/* A wave's demand reads go to the disk `demand_depth` at a time, in the wave's order, and
+ * the next as each lands (all together they share the disk and the first lands late);
+ * unpaced, the six read workers overlap more than two. */
+PT_TEST(test_expert_store_paced_demand_reads)
+{
+	struct overlap_log log = { .fail_expert = UINT32_MAX };
+	pthread_mutex_init(&log.mu, NULL);
+	uint32_t seen = 0;
+	CHECK_EQ_INT(paced_wave(2, &log, &seen), PT_OK);
+	CHECK_EQ_INT(seen, 0xff);
+	CHECK(log.most >= 1 && log.most <= 2);
+	CHECK(log.first == 7 || log.first == 6); /* the wave's first two went first */
+	CHECK_EQ_INT(log.n_started, 8);         /* each once; the second wave's two are hits */
+	log = (struct overlap_log){ .fail_expert = UINT32_MAX };
+	pthread_mutex_init(&log.mu, NULL);
+	CHECK_EQ_INT(paced_wave(8, &log, &seen), PT_OK);
+	CHECK_EQ_INT(seen, 0xff);
+	CHECK(log.most > 2);
+	/* a failed read among the paced ones ends the wave with the error, never a hang */
+	log = (struct overlap_log){ .fail_expert = 3 };
+	pthread_mutex_init(&log.mu, NULL);
+	CHECK_EQ_INT(paced_wave(2, &log, &seen), PT_E_IO);
+	CHECK(!(seen & (1u << 3)));
 }
