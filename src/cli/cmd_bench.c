@@ -40,6 +40,7 @@ struct bench_result {
 	uint64_t dec_hits, dec_misses, dec_bytes;   /* decode phase only */
 	struct pt_engine_stats st;
 	double dec_phase_s[5], dec_pool_wait_s; /* decode: forward-pass parts, pool barrier */
+	double pre_phase_s[5], pre_wait_s;      /* prefill: forward-pass parts, read waits */
 	uint64_t dec_pool_runs;
 	double dec_wait_s, dec_busy_s, dec_head_s;  /* decode phase: blocked on reads, reads
 						       in flight, output head */
@@ -274,6 +275,8 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	enum pt_status st = PT_OK;
 	if (!ids || !logits)
 		st = pt_error_set(err, PT_E_NOMEM, "cannot allocate the prompt and logits");
+	struct pt_engine_stats start;
+	pt_engine_stats(e, &start);
 	if (st == PT_OK) {
 		synth_prompt(ids, np, nv);
 		const double t0 = now_s();
@@ -284,6 +287,9 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	}
 	struct pt_engine_stats mid;
 	pt_engine_stats(e, &mid);
+	for (int p = 0; p < 5; p++)
+		r->pre_phase_s[p] = mid.phase_s[p] - start.phase_s[p];
+	r->pre_wait_s = mid.wait_s - start.wait_s;
 	pt_cli_gpu_counters(r->gpu, &r->gmid);
 	uint32_t tok = r->first_token;
 	const double t1 = now_s();
@@ -355,10 +361,13 @@ static void json_io(const struct bench_args *a, const struct bench_result *r)
 		printf("%s%.0f", i ? ", " : "", r->probe.trial_bps[i]);
 	printf("], \"decode_phase_s_per_token\": {\"attention\": %.6f, \"router\": %.6f, "
 	       "\"experts\": %.6f, \"ffn_rest\": %.6f, \"head\": %.6f}, "
-	       "\"decode_pool_runs_per_token\": %.2f, \"decode_pool_wait_s_per_token\": %.6f}\n",
+	       "\"decode_pool_runs_per_token\": %.2f, \"decode_pool_wait_s_per_token\": %.6f, "
+	       "\"prefill_phase_s\": {\"attention\": %.6f, \"router\": %.6f, \"experts\": %.6f, "
+	       "\"ffn_rest\": %.6f, \"head\": %.6f}, \"prefill_read_wait_s\": %.6f}\n",
 	       r->dec_phase_s[0] / gen, r->dec_phase_s[1] / gen, r->dec_phase_s[2] / gen,
 	       r->dec_phase_s[3] / gen, r->dec_phase_s[4] / gen, (double)r->dec_pool_runs / gen,
-	       r->dec_pool_wait_s / gen);
+	       r->dec_pool_wait_s / gen, r->pre_phase_s[0], r->pre_phase_s[1], r->pre_phase_s[2],
+	       r->pre_phase_s[3], r->pre_phase_s[4], r->pre_wait_s);
 }
 
 /* --gpu: speeds, the decode's expert hit rate in VRAM, bytes copied to the device per
@@ -467,6 +476,10 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	       r->dec_phase_s[2] / gen * 1e3, r->dec_phase_s[3] / gen * 1e3,
 	       r->dec_phase_s[4] / gen * 1e3, (double)r->dec_pool_runs / gen,
 	       r->dec_pool_wait_s / gen * 1e3);
+	printf("phases     prefill s: attention %.2f, router %.2f, experts (+shared) %.2f (%.2f "
+	       "of it blocked on reads), ffn rest %.2f, head %.2f\n", r->pre_phase_s[0],
+	       r->pre_phase_s[1], r->pre_phase_s[2], r->pre_wait_s, r->pre_phase_s[3],
+	       r->pre_phase_s[4]);
 	if (r->st.ahead_reads)
 		printf("ahead      %llu expert reads on a guess of the next layer, %llu used, "
 		       "%llu evicted unused; %llu wrong guesses dropped unread\n",

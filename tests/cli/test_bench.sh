@@ -63,6 +63,13 @@ assert sum(ph.values()) <= o["decode_compute_s_per_token"] + 1e-5, o
 assert abs(ph["head"] - o["decode_head_s_per_token"]) < 1e-6, o
 assert o["decode_pool_runs_per_token"] >= 1, o
 assert 0 <= o["decode_pool_wait_s_per_token"] <= spt + 1e-6, o
+# the prefill's split the same way, in seconds: within the prefill's time, the head ran
+# once (the last row), blocked-on-reads time inside the experts part
+pp = o["prefill_phase_s"]
+assert sorted(pp) == sorted(ph), pp
+assert all(v >= 0 for v in pp.values()) and pp["attention"] > 0 and pp["experts"] > 0, pp
+assert sum(pp.values()) <= o["ttft_s"] + 1e-3, o
+assert 0 <= o["prefill_read_wait_s"] <= pp["experts"] + 1e-3, o
 PY
 then ok; else bad "json shape"; fi
 # Greedy decode is deterministic and independent of the thread count and memory budget.
