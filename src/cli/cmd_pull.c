@@ -64,7 +64,8 @@ static void help(FILE *f)
 		"  --jobs N         byte ranges in flight, each on its own connection (default 4)\n"
 		"  --limit-rate R   total download rate cap in bytes/s, e.g. 20M (default: none)\n"
 		"  --quiet          no progress output, only errors and the summary\n"
-		"  --verify FILE    re-check a file on disk: GGUF structure and SHA-256\n"
+		"  --verify FILE    re-check a file on disk: GGUF structure and SHA-256 (with\n"
+		"                   --sha256 only; an expert pack: 'particle pack FILE --verify')\n"
 		"  -h, --help       this text\n\n"
 		"Transient network errors (resets, timeouts, HTTP 5xx) are retried with\n"
 		"exponential backoff; 404, 401/403 and 416 stop at once.  Exit codes: 0 ok,\n"
@@ -75,6 +76,7 @@ static void help(FILE *f)
 struct opts {
 	const char *source, *dir, *sha256, *verify;
 	bool pack, repack, quiet;
+	bool download_opt; /* -o, --jobs or --limit-rate given */
 	uint32_t jobs;
 	uint64_t rate;
 };
@@ -101,6 +103,8 @@ static bool parse_args(int argc, char **argv, struct opts *o, int *rc)
 				return false;
 			}
 			i++;
+			o->download_opt |= !strcmp(a, "-o") || !strcmp(a, "--jobs") ||
+					   !strcmp(a, "--limit-rate");
 			if (!strcmp(a, "-o"))
 				o->dir = v;
 			else if (!strcmp(a, "--sha256"))
@@ -140,6 +144,12 @@ static bool parse_args(int argc, char **argv, struct opts *o, int *rc)
 	}
 	if (o->source && o->verify) {
 		pt_cli_error("pull: give either SOURCE or --verify FILE");
+		return false;
+	}
+	/* download options would be silently ignored: the expert pack has its own check */
+	if (o->verify && (o->pack || o->download_opt)) {
+		pt_cli_error("pull: --verify takes only --sha256 (an expert pack: 'particle pack "
+			     "MODEL.gguf --verify')");
 		return false;
 	}
 	return true;

@@ -123,6 +123,11 @@ expect_grep "$TMP/out" "OK (GGUF v3" "verify says OK"
 expect_exit 2 "verify wrong sha" -- "$PARTICLE" pull --verify "$TMP/o1/tiny.gguf" --sha256 "$(echo "$SHA" | tr 0-9a-f 1-9a-f0)"
 expect_one_error_line "verify wrong sha"
 head -c 3000000 "$TMP/o1/tiny.gguf" >"$TMP/trunc.gguf"
+for opt in --pack --repack "-o $TMP" "--jobs 2" "--limit-rate 1M"; do
+	# shellcheck disable=SC2086 # the option and its value are two words
+	expect_exit 2 "verify refuses $opt" -- "$PARTICLE" pull --verify "$TMP/o1/tiny.gguf" $opt
+	expect_grep "$TMP/err" "takes only --sha256" "verify with $opt says why"
+done
 expect_exit 2 "verify truncated" -- "$PARTICLE" pull --verify "$TMP/trunc.gguf"
 expect_grep "$TMP/err" "past the end" "verify truncated says why"
 
