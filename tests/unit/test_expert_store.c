@@ -309,6 +309,35 @@ PT_TEST(test_expert_store_prefill_waves)
 	teardown(&c);
 }
 
+/* Prefetches want[n] on layer (MoE index m) and takes every expert next() reports: each
+ * one of want, once, with the file's bytes; the reported set in *seen (bit per expert).
+ * Returns the status next() ended with. */
+static enum pt_status drain_wave(struct ctx *c, pt_expert_store *s, uint32_t m,
+				 const uint32_t *want, uint32_t n, uint32_t *seen,
+				 struct pt_error *err)
+{
+	const uint32_t layer = c->lay.moe[m].layer;
+	uint32_t e, wanted = 0;
+	bool got = true;
+	for (uint32_t i = 0; i < n; i++)
+		wanted |= 1u << want[i];
+	*seen = 0;
+	enum pt_status st = pt_expert_store_prefetch(s, layer, want, n, err);
+	while (st == PT_OK && got) {
+		st = pt_expert_store_next(s, &e, &got, err);
+		if (st != PT_OK || !got)
+			break;
+		CHECK(wanted & (1u << e));
+		CHECK(!(*seen & (1u << e)));
+		*seen |= 1u << e;
+		struct pt_expert_view v;
+		CHECK(pt_expert_store_get(s, layer, e, &v, err) == PT_OK);
+		CHECK(view_ok(c, m, e, &v));
+		pt_expert_store_release(s, layer, e);
+	}
+	return st;
+}
+
 /* next(): every prefetched expert reported exactly once (blocking until ready), then got =
  * false; a failed read surfaces as next's error, never as a reported expert. */
 static void next_mode(enum pt_io_mode mode, bool force_pread, pt_io_fault_fn fault)
@@ -323,21 +352,8 @@ static void next_mode(enum pt_io_mode mode, bool force_pread, pt_io_fault_fn fau
 	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
 	static const uint32_t want[3] = { 0, 3, 5 };
 	const uint32_t layer = c.lay.moe[1].layer;
-	uint32_t seen = 0, e;
-	bool got = true;
-	enum pt_status st = pt_expert_store_prefetch(s, layer, want, 3, &err);
-	while (st == PT_OK && got) {
-		st = pt_expert_store_next(s, &e, &got, &err);
-		if (st != PT_OK || !got)
-			break;
-		CHECK(e == 0 || e == 3 || e == 5);
-		CHECK(!(seen & (1u << e)));
-		seen |= 1u << e;
-		struct pt_expert_view v;
-		CHECK(pt_expert_store_get(s, layer, e, &v, &err) == PT_OK);
-		CHECK(view_ok(&c, 1, e, &v));
-		pt_expert_store_release(s, layer, e);
-	}
+	uint32_t seen = 0;
+	enum pt_status st = drain_wave(&c, s, 1, want, 3, &seen, &err);
 	if (fault) {
 		CHECK(st == PT_E_IO);
 		CHECK(!(seen & (1u << 5)));
@@ -656,18 +672,7 @@ static enum pt_status paced_wave(uint32_t depth, struct overlap_log *log, uint32
 	const uint32_t layer = c.lay.moe[1].layer;
 	uint32_t seen = 0, e;
 	bool got = true;
-	enum pt_status st = pt_expert_store_prefetch(s, layer, want, 8, &err);
-	while (st == PT_OK && got) {
-		st = pt_expert_store_next(s, &e, &got, &err);
-		if (st != PT_OK || !got)
-			break;
-		CHECK(!(seen & (1u << e)));
-		seen |= 1u << e;
-		struct pt_expert_view v;
-		CHECK(pt_expert_store_get(s, layer, e, &v, &err) == PT_OK);
-		CHECK(view_ok(&c, 1, e, &v));
-		pt_expert_store_release(s, layer, e);
-	}
+	enum pt_status st = drain_wave(&c, s, 1, want, 8, &seen, &err);
 	if (st != PT_OK)
 		CHECK_CONTAINS(err.msg, "expert");
 	pt_expert_store_end_layer(s, layer);
