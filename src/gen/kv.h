@@ -3,8 +3,9 @@
  * Storage is F16 by default (llama.cpp's default type_k/type_v) or F32.  Each layer owns a
  * K and a V array of `cap` slots of n_kv_head*head_dim values; a linear layer has cap = n_ctx
  * and slot = pos, a sliding-window layer is a ring with cap = min(n_ctx, n_swa + n_batch - 1)
- * and slot = pos % cap - enough that every query of a prefill chunk still finds all keys
- * of its window after the whole chunk was written.  cap is rounded up to whole blocks of
+ * and slot = pos % cap - enough that every query of a prefill pass of up to n_batch rows
+ * still finds all keys of its window after the whole pass was written (the forward pass
+ * stores and attends a longer chunk in passes of that many rows).  cap is rounded up to whole blocks of
  * PT_KV_BLOCK slots.  V is row-major ([slot][kv head][dim]); F16 K is transposed within
  * each block - [slot / BLOCK][kv head][dim][slot % BLOCK] - so the key dots run one vector
  * lane per key with no transposes (src/kern/kern.h); F32 K is row-major like V.
@@ -65,8 +66,8 @@ struct pt_kv {
 };
 
 /* Allocates the cache for n_layer layers (a layer whose three dimensions are all 0 has no
- * cache: a recurrent layer; it must never be stored to or attended).  n_batch is the largest prefill chunk (sizes the
- * sliding rings).  PT_E_INVALID on zero dimensions, PT_E_LIMIT/NOMEM on size overflow. */
+ * cache: a recurrent layer; it must never be stored to or attended).  n_batch is the most
+ * rows of one sequence stored before their queries attend (sizes the sliding rings).  PT_E_INVALID on zero dimensions, PT_E_LIMIT/NOMEM on size overflow. */
 enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_layer,
 			  const struct pt_kv_layer_desc *descs, uint32_t n_ctx, uint32_t n_batch,
 			  struct pt_error *err);

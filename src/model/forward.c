@@ -12,7 +12,9 @@
 
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "model/deltanet.h"
 #include "model/ops.h"
@@ -49,6 +51,8 @@ struct fwd_seq {
 	int64_t pos;
 };
 
+#define TRIM_MAX 32
+
 static uint64_t ns_now(void)
 {
 	struct timespec ts;
@@ -63,6 +67,7 @@ struct pt_fwd {
 	pt_pool *pool;
 	uint32_t n_batch, n_ctx, n_threads;
 	uint32_t n_rows;  /* rows of the buffers: max(n_batch, n_seq) */
+	uint32_t swa_rows; /* rows a sliding layer stores and attends per pass (<= n_batch) */
 	uint64_t phase_ns[PT_FWD_PH_COUNT]; /* wall time per part, for the bench's decode split */
 	uint64_t expert_gets; /* provider get calls (one per expert, layer and chunk) */
 	struct fwd_seq *seqs;
@@ -73,6 +78,9 @@ struct pt_fwd {
 	int64_t *rpos;
 	bool decode_rows;
 	bool ahead_done;  /* this layer's read-ahead was made */
+	/* the row buffers of 1 MiB or more (rows_alloc): what pt_fwd_trim hands back */
+	struct { void *p; size_t bytes; } trim[TRIM_MAX];
+	uint32_t n_trim;
 	/* MLA (recipe attn PT_ATTN_MLA): the decompressed-width Q (then the heads' V outputs)
 	 * [n_rows][n_head * max(hk, hv)], the q_a rows [n_rows][q_lora], one head's rows
 	 * gathered for its k_b / v_b product [n_rows][mg_w], YaRN and the score scale */
@@ -142,7 +150,8 @@ struct attn_task {
 	uint32_t il, n_head, hd_k, hd_v;
 	struct pt_attn_args a;
 	uint32_t n_blocks; /* split-K tasks per head group (single-row chunks) */
-	uint32_t n_rows;   /* rows of the chunk */
+	uint32_t r_off;    /* the pass's first row in the chunk (a sliding layer's passes) */
+	uint32_t n_rows;   /* rows of the pass */
 	uint32_t group;    /* query heads per KV head */
 	uint32_t n_sub;    /* head groups per KV head: tasks take group / n_sub heads each */
 	const float *sinks; /* per-head sink logits (gpt-oss), NULL: none */
@@ -283,8 +292,8 @@ static void attn_fn(void *ctx, uint32_t task, uint32_t worker)
 	const uint32_t per_row = t->n_head / t->group * t->n_sub, n_q = t->group / t->n_sub;
 	const uint32_t tile = task / per_row, g = task % per_row;
 	const uint32_t kvh = g / t->n_sub, h0 = g * n_q;
-	const uint32_t r_end = t->n_rows - tile * t->tile_rows;
-	const uint32_t r_beg = r_end > t->tile_rows ? r_end - t->tile_rows : 0;
+	const uint32_t r_end = t->r_off + t->n_rows - tile * t->tile_rows;
+	const uint32_t r_beg = r_end - t->r_off > t->tile_rows ? r_end - t->tile_rows : t->r_off;
 	const struct attn_mem w = attn_mem(f, t, worker);
 	for (uint32_t r = r_beg; r < r_end;) {
 		uint32_t e = r + 1;
@@ -525,26 +534,27 @@ static enum pt_status qkv_proj(pt_fwd *f, const struct pt_layer_weights *L, uint
 	return st;
 }
 
-/* Attention of the chunk's n rows of f->q (stride w_qk, head_dim hd_k) over the cache of
- * layer il into f->att (stride w_qk, head h at h * hd_v). */
-static void attend(pt_fwd *f, uint32_t il, uint32_t n, uint32_t n_head, uint32_t n_kv,
-		   uint32_t hd_k, uint32_t hd_v, float scale)
+/* Attention of rows [r0, r0 + n) of the chunk's n_chunk rows of f->q (stride w_qk, head_dim
+ * hd_k) over the cache of layer il into f->att (stride w_qk, head h at h * hd_v). */
+static void attend(pt_fwd *f, uint32_t il, uint32_t r0, uint32_t n, uint32_t n_chunk,
+		   uint32_t n_head, uint32_t n_kv, uint32_t hd_k, uint32_t hd_v, float scale)
 {
-	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, n,
+	struct attn_task t = { f, il, n_head, hd_k, hd_v, { 0.0f, 0.0f, false }, 1, r0, n,
 			       n_head / n_kv, 1, f->m->layers[il].attn_sinks, 1 };
-	t.n_sub = attn_subgroups(f, n, n_kv, t.group);
+	t.n_sub = attn_subgroups(f, n_chunk, n_kv, t.group);
 	t.a.scale = scale;
 	t.a.softcap = 0.0f;
-	/* a batch of decodes keeps each row's one-row numerics, however many rows */
-	t.a.f32_acc = n >= PT_ATTN_TILED_ROWS && !f->decode_rows;
+	/* the chunk's rows decide the numerics, not the pass's; a batch of decodes keeps each
+	 * row's one-row numerics, however many rows */
+	t.a.f32_acc = n_chunk >= PT_ATTN_TILED_ROWS && !f->decode_rows;
 	int64_t first, count;
 	pt_kv_range(&f->seqs[f->rseq[0]].kv, il, f->rpos[0], &first, &count);
 	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
-	if (n == 1 && t.n_blocks > 1) {
+	if (n_chunk == 1 && t.n_blocks > 1) {
 		pt_pool_run(f->pool, attn_block_fn, &t, n_kv * t.n_sub * t.n_blocks);
 		attn_merge_row(f, &t);
 	} else {
-		if (n > 1)
+		if (n_chunk > 1)
 			t.tile_rows = ATTN_TILE_ROWS;
 		const uint32_t n_tiles = (n + t.tile_rows - 1) / t.tile_rows;
 		pt_pool_run(f->pool, attn_fn, &t, n_tiles * n_kv * t.n_sub);
@@ -652,7 +662,7 @@ static enum pt_status attention_mla(pt_fwd *f, uint32_t il, uint32_t n, struct p
 	st = per_head(f, &L->wk_b, H, f->mq, wq, hk, f->q, f->w_qk, dk, n, err);
 	if (st != PT_OK)
 		return st;
-	attend(f, il, n, H, 1, dk, C, f->kq_scale_mla);
+	attend(f, il, 0, n, n, H, 1, dk, C, f->kq_scale_mla);
 	/* decompress each head's latent output: u_h = v_b_h o_h, packed [n][H * hv] */
 	st = per_head(f, &L->wv_b, H, f->att, f->w_qk, C, f->mq, (size_t)H * hv, hv, n, err);
 	if (st == PT_OK)
@@ -712,10 +722,18 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 			pt_op_rope_cache(cs, (int)n_rot, f->rpos[r], base, ff);
 		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
 		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
-		pt_kv_store(&f->seqs[f->rseq[r]].kv, il, f->rpos[r], k, v);
 	}
-	attend(f, il, n, n_head, n_kv, hd_k, hd_v,
-	       rc->attn_scale > 0.0f ? rc->attn_scale : 1.0f / sqrtf((float)hd_k));
+	/* a sliding ring holds n_swa + swa_rows - 1 keys: store and attend in passes of
+	 * swa_rows rows, so every query still finds its window (full layers: one pass) */
+	const uint32_t pass = swa && hp->n_swa > 0 ? f->swa_rows : n;
+	for (uint32_t r0 = 0; r0 < n; r0 += pass) {
+		const uint32_t np = n - r0 < pass ? n - r0 : pass;
+		for (uint32_t r = r0; r < r0 + np; r++)
+			pt_kv_store(&f->seqs[f->rseq[r]].kv, il, f->rpos[r],
+				    f->k + (size_t)r * f->n_k, f->v + (size_t)r * f->w_v);
+		attend(f, il, r0, np, n, n_head, n_kv, hd_k, hd_v,
+		       rc->attn_scale > 0.0f ? rc->attn_scale : 1.0f / sqrtf((float)hd_k));
+	}
 	/* the output gate: attention output times sigmoid(gate), element by element */
 	for (uint32_t r = 0; gated && r < n; r++) {
 		float *o = f->att + (size_t)r * f->w_qk;
@@ -2086,6 +2104,38 @@ static void widths(pt_fwd *f, struct row_widths *w, size_t *attn_n)
 								       ATTN_TILE_ROWS));
 }
 
+/* pt_mallocn for a buffer sized by the chunk's rows: large ones are listed for pt_fwd_trim. */
+static void *rows_alloc(pt_fwd *f, size_t n, size_t size)
+{
+	void *p = pt_mallocn(n, size);
+	if (p && n * size >= (1u << 20) && f->n_trim < TRIM_MAX) {
+		f->trim[f->n_trim].p = p;
+		f->trim[f->n_trim++].bytes = n * size;
+	}
+	return p;
+}
+
+void pt_fwd_trim(pt_fwd *f)
+{
+	const long pg = sysconf(_SC_PAGESIZE);
+	const uintptr_t mask = pg > 0 ? ~((uintptr_t)pg - 1) : ~(uintptr_t)4095;
+	for (uint32_t i = 0; i < f->n_trim; i++) {
+		/* whole pages inside the buffer only: its neighbours keep theirs */
+		const uintptr_t a = ((uintptr_t)f->trim[i].p + ~mask) & mask;
+		const uintptr_t b = ((uintptr_t)f->trim[i].p + f->trim[i].bytes) & mask;
+		if (b > a)
+			madvise((void *)a, b - a, MADV_DONTNEED);
+	}
+}
+
+uint64_t pt_fwd_trim_bytes(const pt_fwd *f)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < f->n_trim; i++)
+		n += f->trim[i].bytes;
+	return n;
+}
+
 /* Decode buffers: a group holds the top-k experts plus one folded FFN. */
 static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 {
@@ -2098,8 +2148,8 @@ static enum pt_status alloc_decode(pt_fwd *f, struct pt_error *err)
 	f->dg = pt_mallocn((size_t)f->group_max * (f->w_ff ? f->w_ff : 1), sizeof(float));
 	f->dy = pt_mallocn((size_t)f->group_max * D, sizeof(float));
 	f->xqd = pt_mallocn(f->group_max, f->xq_row ? f->xq_row : 1);
-	f->xin = pt_mallocn(f->n_rows, f->xq_row ? f->xq_row : 1);
-	f->xgq = pt_mallocn(f->n_rows, f->xq_row ? f->xq_row : 1);
+	f->xin = rows_alloc(f, f->n_rows, f->xq_row ? f->xq_row : 1);
+	f->xgq = rows_alloc(f, f->n_rows, f->xq_row ? f->xq_row : 1);
 	if (!f->dg || !f->dy || !f->xqd || !f->xin || !f->xgq)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	if (f->n_seq > 1) {
@@ -2137,7 +2187,7 @@ static enum pt_status alloc_linear(pt_fwd *f, struct pt_error *err)
 	float **bufs[] = { &f->lin_qkv, &f->lin_y, &f->lin_z, &f->lin_b, &f->lin_a, &f->lin_o };
 	const size_t n[] = { B * C, B * C, B * V, B * H, B * H, B * V };
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
-		if (!(*bufs[i] = pt_mallocn(n[i], sizeof(float))))
+		if (!(*bufs[i] = rows_alloc(f, n[i], sizeof(float))))
 			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	f->dn_scratch_n = pt_dn_chunk_scratch_floats(&f->dn);
 	f->dn_scratch = pt_mallocn((size_t)f->n_threads * f->dn_scratch_n, sizeof(float));
@@ -2164,11 +2214,11 @@ static enum pt_status alloc_mla(pt_fwd *f, struct pt_error *err)
 	if (f->n_k < C + hp->n_rot)
 		return pt_error_set(err, PT_E_INVALID, "forward: MLA key row %u > cache row %u",
 				    C + hp->n_rot, f->n_k);
-	f->mq = pt_mallocn((size_t)f->n_rows * f->mq_w, sizeof(float));
-	f->mqa = pt_mallocn((size_t)f->n_rows * (hp->q_lora_rank ? hp->q_lora_rank : 1),
+	f->mq = rows_alloc(f, (size_t)f->n_rows * f->mq_w, sizeof(float));
+	f->mqa = rows_alloc(f, (size_t)f->n_rows * (hp->q_lora_rank ? hp->q_lora_rank : 1),
 			    sizeof(float));
-	f->mg_in = pt_mallocn((size_t)f->n_rows * f->mg_w, sizeof(float));
-	f->mg_out = pt_mallocn((size_t)f->n_rows * f->mg_w, sizeof(float));
+	f->mg_in = rows_alloc(f, (size_t)f->n_rows * f->mg_w, sizeof(float));
+	f->mg_out = rows_alloc(f, (size_t)f->n_rows * f->mg_w, sizeof(float));
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		f->mh_xrow = umax(f->mh_xrow, pt_kern_act_bytes(&f->m->layers[il].wk_b, 1));
 		f->mh_xrow = umax(f->mh_xrow, pt_kern_act_bytes(&f->m->layers[il].wv_b, 1));
@@ -2226,7 +2276,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 			     (size_t)f->n_threads * f->attn_scratch_n, S * D, S * hp->n_expert,
 			     S * k };
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
-		*bufs[i] = pt_mallocn(n[i] ? n[i] : 1, sizeof(float));
+		*bufs[i] = rows_alloc(f, n[i] ? n[i] : 1, sizeof(float));
 		if (!*bufs[i])
 			return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
 	}
@@ -2239,9 +2289,9 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->yk = f->phase;
 	const size_t max_blocks = (f->n_ctx + f->attn_block - 1) / f->attn_block;
 	f->parts = pt_mallocn((size_t)hp->n_head * max_blocks, (2 + (size_t)f->w_qk / hp->n_head) * sizeof(float));
-	f->ids = pt_mallocn(B * k, sizeof(int));
-	f->rows = pt_mallocn(B * k, sizeof(int));
-	f->slot_pos = pt_mallocn(k ? B * k : 1, sizeof(uint32_t));
+	f->ids = rows_alloc(f, B * k, sizeof(int));
+	f->rows = rows_alloc(f, B * k, sizeof(int));
+	f->slot_pos = rows_alloc(f, k ? B * k : 1, sizeof(uint32_t));
 	f->spec_ids = pt_mallocn(k ? S * k : 1, sizeof(int));
 	f->rseq = pt_mallocn(B, sizeof(uint32_t));
 	f->rpos = pt_mallocn(B, sizeof(int64_t));
@@ -2249,7 +2299,7 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	f->wave_end = pt_mallocn(hp->n_expert ? hp->n_expert : 1, sizeof(uint32_t));
 	f->eoff = pt_mallocn((size_t)hp->n_expert + 1, sizeof(uint32_t));
 	f->act_bytes = act_need(f->m, f->n_rows);
-	f->act = pt_malloc(f->act_bytes ? f->act_bytes : 1);
+	f->act = rows_alloc(f, f->act_bytes ? f->act_bytes : 1, 1);
 	if (!f->ids || !f->rows || !f->slot_pos || !f->act || !f->parts || !f->uni || !f->wave_end ||
 	    !f->spec_ids || !f->eoff || !f->rseq || !f->rpos)
 		return pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate buffers");
@@ -2279,7 +2329,7 @@ static enum pt_status kv_create(pt_fwd *f, enum pt_kv_type type, struct pt_error
 	if (!f->seqs)
 		st = pt_error_set(err, PT_E_NOMEM, "forward: cannot allocate sequences");
 	for (uint32_t s = 0; st == PT_OK && s < f->n_seq; s++)
-		st = pt_kv_init(&f->seqs[s].kv, type, hp->n_layer, d, f->n_ctx, f->n_batch, err);
+		st = pt_kv_init(&f->seqs[s].kv, type, hp->n_layer, d, f->n_ctx, f->swa_rows, err);
 	pt_free(d);
 	return st;
 }
@@ -2353,6 +2403,8 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 				    opts->n_seq, PT_FWD_MAX_SEQ);
 	}
 	f->n_rows = f->n_batch > f->n_seq ? f->n_batch : f->n_seq;
+	f->swa_rows = opts->swa_rows && opts->swa_rows < f->n_batch ? opts->swa_rows
+								     : pt_fwd_swa_rows(f->n_batch);
 	enum pt_status st = kv_create(f, opts->kv_type, err);
 	if (st == PT_OK)
 		st = alloc_buffers(f, err);

@@ -38,15 +38,40 @@ struct pt_fwd_opts {
 	 * use the chunked delta rule (0: the default 16; UINT32_MAX: never, token by token
 	 * as a decode does). */
 	uint32_t dn_chunk_min;
+	/* Sliding-window layers: rows of a chunk stored and attended per pass (0: the default
+	 * pt_fwd_swa_rows(n_batch)); their rings hold n_swa + this - 1 keys, not n_swa + n_batch
+	 * - 1, so a long chunk costs no more sliding cache than one of this many rows.  Results
+	 * do not depend on it. */
+	uint32_t swa_rows;
 };
 
 #define PT_FWD_MAX_SEQ 256
+
+/* Sliding layers attend a chunk in passes of at most this many rows (forward.c attention):
+ * a 4,096-row chunk under a memory cap (each expert read once per prompt) then keeps the
+ * sliding ring of a 2,048-row one, and a rewind of up to this many tokens keeps the ring. */
+#define PT_FWD_SWA_ROWS 2048u
+
+/* The sliding-ring rows of a forward pass with n_batch-row chunks (the engine's KV
+ * estimate): min(n_batch, PT_FWD_SWA_ROWS). */
+static inline uint32_t pt_fwd_swa_rows(uint32_t n_batch)
+{
+	return n_batch < PT_FWD_SWA_ROWS ? n_batch : PT_FWD_SWA_ROWS;
+}
 
 typedef struct pt_fwd pt_fwd;
 
 enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts *opts,
 			     pt_fwd **out, struct pt_error *err);
 void pt_fwd_destroy(pt_fwd *f); /* NULL-safe */
+
+/* Hands the memory of the chunk-sized buffers back to the kernel (MADV_DONTNEED on their
+ * whole pages; they hold nothing between evaluations, and pages touched again come back
+ * zeroed): after a long prompt, the rows a decode never touches stop counting against the
+ * memory budget, so the expert cache can take them back (engine.c, issue 21).  The bytes
+ * those buffers span: pt_fwd_trim_bytes. */
+void pt_fwd_trim(pt_fwd *f);
+uint64_t pt_fwd_trim_bytes(const pt_fwd *f);
 
 /* Positions already in the KV cache (the next token's position). */
 int64_t pt_fwd_pos(const pt_fwd *f);

@@ -179,6 +179,9 @@ PT_TEST(test_model_refuses_broken_files)
 }
 
 /* Logits of a token sequence: one eval call with batch b and t threads, or token by token. */
+/* Sliding layers' rows per pass in run() (0: the forward pass's default). */
+static uint32_t run_swa_rows;
+
 static float *run(const char *path, const uint32_t *toks, uint32_t n, uint32_t batch,
 		  uint32_t threads, bool one_by_one, enum pt_kv_type kvt, uint32_t attn_block)
 {
@@ -194,7 +197,7 @@ static float *run(const char *path, const uint32_t *toks, uint32_t n, uint32_t b
 	/* recurrent layers (qwen35moe) token by token: the chunked delta rule rounds otherwise
 	 * (tests/unit/test_qwen35.c compares the two) */
 	struct pt_fwd_opts o = { n > 64 ? n : 64, batch, kvt, pool, NULL, attn_block, NULL, NULL, 1,
-				   UINT32_MAX };
+				   UINT32_MAX, run_swa_rows };
 	if (pt_fwd_create(m, &o, &f, &err) != PT_OK)
 		goto out;
 	l = pt_mallocn((size_t)n * m->output.rows, sizeof(float));
@@ -307,6 +310,67 @@ PT_TEST(test_model_sliding_window_tiles_exact)
 			CHECK_EQ_INT(count_diff(one, two, (size_t)NL * N_VOCAB), 0);
 			pt_free(one);
 			pt_free(two);
+		}
+}
+
+/* A sliding layer stores and attends a long chunk in passes of swa_rows rows, its ring sized
+ * for a pass, not the chunk: the logits of one 136-row chunk are bit-identical whether the
+ * sliding layers take it in one pass or in passes of 5, 16 or 64 rows (pass boundaries off
+ * the 8-row tiles, windows narrower and wider than a pass, F16 and F32 caches, 1 and 2
+ * threads), and the rings shrink with the pass. */
+PT_TEST(test_model_sliding_passes_exact)
+{
+	enum { NL = 136 };
+	uint32_t toks[NL];
+	for (int i = 0; i < NL; i++)
+		toks[i] = (uint32_t)(i * 29 + 7) % N_VOCAB;
+	const enum pt_arch archs[] = { PT_ARCH_GEMMA4, PT_ARCH_GPTOSS };
+	const uint32_t windows[] = { 3, 13, 40 };
+	const uint32_t passes[] = { 5, 16, 64 };
+	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+		for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
+			struct pt_error err = { 0 };
+			const char *path = pt_test_tmpfile("swapass.gguf");
+			const struct tiny_opts o = { NULL, NULL, NULL, NULL, 0, windows[wi] };
+			REQUIRE(write_tiny(path, archs[a], &o, &err) == PT_OK);
+			for (int kv = 0; kv < 2; kv++) {
+				const enum pt_kv_type kvt = kv ? PT_KV_F32 : PT_KV_F16;
+				run_swa_rows = 0;
+				float *one = run(path, toks, NL, NL, 2, false, kvt, 0);
+				REQUIRE(one);
+				for (size_t p = 0; p < sizeof passes / sizeof passes[0]; p++) {
+					run_swa_rows = passes[p];
+					float *split = run(path, toks, NL, NL, 1 + (uint32_t)(p & 1),
+							   false, kvt, 0);
+					REQUIRE(split);
+					CHECK_EQ_INT(count_diff(one, split, (size_t)NL * N_VOCAB), 0);
+					pt_free(split);
+				}
+				run_swa_rows = 0;
+				pt_free(one);
+			}
+			/* the rings: n_swa + pass - 1 slots (whole blocks), not n_swa + chunk - 1 */
+			struct pt_model *m = NULL;
+			REQUIRE(pt_model_open(path, &m, &err) == PT_OK);
+			uint64_t snap[2];
+			for (int i = 0; i < 2; i++) {
+				struct pt_fwd_opts fo = { .n_ctx = 1024, .n_batch = 512,
+							  .swa_rows = i ? 16 : 0 };
+				pt_fwd *f = NULL;
+				REQUIRE(pt_fwd_create(m, &fo, &f, &err) == PT_OK);
+				snap[i] = pt_fwd_snapshot_bytes(f, fo.n_ctx);
+				pt_fwd_destroy(f);
+			}
+			uint64_t want = 0;
+			const struct pt_hparams *hp = &m->hp;
+			for (uint32_t il = 0; il < hp->n_layer; il++)
+				if (hp->is_swa[il])
+					want += (pt_kv_layer_slots(1024, hp->n_swa, 512) -
+						 pt_kv_layer_slots(1024, hp->n_swa, 16)) *
+						pt_hparams_kv_values(hp, il) * 2;
+			CHECK(want > 0);
+			CHECK(snap[0] - snap[1] == want);
+			pt_model_close(m);
 		}
 }
 
@@ -435,6 +499,49 @@ PT_TEST(test_model_rows_bytes_track_allocation)
 		printf("    %s: 512 more rows: %.0f bytes allocated, %.0f planned\n",
 		       pt_arch_name(m->hp.arch), got, want);
 		CHECK(got <= want * 1.01 && got >= want * 0.99);
+		pt_model_close(m);
+	}
+}
+
+/* pt_fwd_trim hands the chunk buffers' pages back between evaluations (a long prompt's rows
+ * stop counting once it is done, issue 21): they hold nothing a later evaluation reads, so
+ * prompt, trim, more tokens gives the logits of the same calls without the trim, bit for
+ * bit, for every architecture; with 4,096-row buffers there is something to trim. */
+PT_TEST(test_model_trim_between_evals_exact)
+{
+	enum { N = 48 };
+	uint32_t toks[N];
+	for (int i = 0; i < N; i++)
+		toks[i] = (uint32_t)(i * 37 + 11) % N_VOCAB;
+	for (int a = 0; a < PT_ARCH_COUNT; a++) {
+		struct pt_error err = { 0 };
+		const char *path = pt_test_tmpfile("trim.gguf");
+		REQUIRE(write_tiny(path, (enum pt_arch)a, &plain, &err) == PT_OK);
+		struct pt_model *m = NULL;
+		REQUIRE(pt_model_open(path, &m, &err) == PT_OK);
+		float *l[2];
+		for (int t = 0; t < 2; t++) {
+			struct pt_fwd_opts fo = { .n_ctx = 4096, .n_batch = 4096, .kv_type = PT_KV_F32,
+						  .dn_chunk_min = UINT32_MAX };
+			pt_fwd *f = NULL;
+			REQUIRE(pt_fwd_create(m, &fo, &f, &err) == PT_OK);
+			CHECK(pt_fwd_trim_bytes(f) >= (1u << 20));
+			l[t] = pt_mallocn((size_t)N * m->output.rows, sizeof(float));
+			REQUIRE(l[t]);
+			CHECK_EQ_INT(pt_fwd_eval(f, toks, 30, l[t], &err), PT_OK);
+			if (t)
+				pt_fwd_trim(f);
+			CHECK_EQ_INT(pt_fwd_eval(f, toks + 30, 17, l[t] + (size_t)30 * m->output.rows,
+					       &err), PT_OK);
+			if (t)
+				pt_fwd_trim(f);
+			CHECK_EQ_INT(pt_fwd_eval(f, toks + 47, 1, l[t] + (size_t)47 * m->output.rows,
+					       &err), PT_OK);
+			pt_fwd_destroy(f);
+		}
+		CHECK_EQ_INT(count_diff(l[0], l[1], (size_t)N * m->output.rows), 0);
+		pt_free(l[0]);
+		pt_free(l[1]);
 		pt_model_close(m);
 	}
 }
