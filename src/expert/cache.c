@@ -30,6 +30,7 @@ struct pt_expert_cache {
 	struct pt_cache_config cfg;
 	uint8_t *pool;
 	uint64_t pool_bytes;
+	uint32_t slots_on; /* slots [0, slots_on) of each layer are in use; the rest are lent */
 	struct layer_state *layers;
 	void *meta; /* one block for every per-layer array */
 	pthread_mutex_t mu;
@@ -122,6 +123,7 @@ enum pt_status pt_expert_cache_create(const struct pt_cache_config *cfg, pt_expe
 		return pt_error_set(err, PT_E_NOMEM, "expert cache");
 	c->cfg = *cfg;
 	c->cfg.slot_bytes = (cfg->slot_bytes + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+	c->slots_on = cfg->slots_per_layer;
 	lm = layer_meta_bytes(cfg->slots_per_layer, cfg->n_expert);
 	c->layers = pt_calloc(cfg->n_layers ? cfg->n_layers : 1, sizeof *c->layers);
 	if (pt_mul_overflow(lm, cfg->n_layers, &meta_bytes) || !c->layers ||
@@ -165,6 +167,66 @@ uint32_t pt_expert_cache_slots(const pt_expert_cache *c)
 	return c->cfg.slots_per_layer;
 }
 
+uint32_t pt_expert_cache_active(pt_expert_cache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	const uint32_t n = c->slots_on;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *populated,
+					  struct pt_error *err)
+{
+	if (populated)
+		*populated = false;
+	if (n == 0 || n > c->cfg.slots_per_layer)
+		return pt_error_set(err, PT_E_INVALID, "expert cache: %u active slots (1..%u)", n,
+				    c->cfg.slots_per_layer);
+	pthread_mutex_lock(&c->mu);
+	const uint32_t old = c->slots_on;
+	for (uint32_t li = 0; li < c->cfg.n_layers; li++) /* all or nothing */
+		for (uint32_t s = n; s < old; s++)
+			if (c->layers[li].slot_pins[s] ||
+			    c->layers[li].slot_state[s] == SLOT_LOADING) {
+				pthread_mutex_unlock(&c->mu);
+				return pt_error_set(err, PT_E_BUSY, "expert cache: layer %u slot %u "
+						    "is in use", li, s);
+			}
+	for (uint32_t li = 0; li < c->cfg.n_layers && n < old; li++) {
+		struct layer_state *l = &c->layers[li];
+		for (uint32_t s = n; s < old; s++) {
+			if (l->slot_expert[s] >= 0)
+				l->expert_slot[l->slot_expert[s]] = -1;
+			l->slot_expert[s] = -1;
+			l->slot_state[s] = SLOT_EMPTY;
+			l->slot_ahead[s] = 0;
+		}
+		/* the memory goes back to the kernel now (zero pages when touched again) */
+		uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + n) * c->cfg.slot_bytes;
+		if (c->pool)
+			madvise(p, (size_t)((uint64_t)(old - n) * c->cfg.slot_bytes), MADV_DONTNEED);
+	}
+	/* given back: their pages are faulted in now, in one pass, rather than by each slot's
+	 * first read in the middle of a decode (a fresh page is zeroed by the kernel, slowly
+	 * on a VM whose host has not backed it lately) */
+	bool pop = c->pool != NULL && n > old;
+	for (uint32_t li = 0; pop && li < c->cfg.n_layers; li++) {
+		uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + old) * c->cfg.slot_bytes;
+		pop = madvise(p, (size_t)((uint64_t)(n - old) * c->cfg.slot_bytes),
+			      MADV_POPULATE_WRITE) == 0;
+	}
+	if (populated)
+		*populated = pop;
+	c->slots_on = n;
+	pthread_mutex_unlock(&c->mu);
+	return PT_OK;
+}
+
 uint8_t *pt_expert_cache_slot_ptr(pt_expert_cache *c, uint32_t layer, uint32_t slot)
 {
 	uint64_t idx = (uint64_t)layer * c->cfg.slots_per_layer + slot;
@@ -191,7 +253,7 @@ static bool better_victim(const pt_expert_cache *c, const struct layer_state *l,
 static int32_t pick_victim(const pt_expert_cache *c, const struct layer_state *l)
 {
 	int32_t best = -1;
-	for (uint32_t s = 0; s < c->cfg.slots_per_layer; s++) {
+	for (uint32_t s = 0; s < c->slots_on; s++) {
 		if (l->slot_pins[s] || l->slot_state[s] == SLOT_LOADING)
 			continue;
 		if (best < 0 || better_victim(c, l, s, (uint32_t)best))
@@ -203,7 +265,7 @@ static int32_t pick_victim(const pt_expert_cache *c, const struct layer_state *l
 static uint32_t unpinned(const pt_expert_cache *c, const struct layer_state *l)
 {
 	uint32_t n = 0;
-	for (uint32_t s = 0; s < c->cfg.slots_per_layer; s++)
+	for (uint32_t s = 0; s < c->slots_on; s++)
 		n += !l->slot_pins[s] && l->slot_state[s] != SLOT_LOADING;
 	return n;
 }
@@ -542,7 +604,7 @@ void pt_expert_cache_resident(pt_expert_cache *c, uint32_t layer, uint8_t *resid
 		return;
 	pthread_mutex_lock(&c->mu);
 	const struct layer_state *l = &c->layers[layer];
-	for (uint32_t s = 0; s < c->cfg.slots_per_layer; s++)
+	for (uint32_t s = 0; s < c->slots_on; s++)
 		if (l->slot_state[s] == SLOT_READY && l->slot_expert[s] >= 0 &&
 		    (uint32_t)l->slot_expert[s] < n_expert)
 			resident[l->slot_expert[s]] = 1;

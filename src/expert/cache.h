@@ -66,6 +66,16 @@ void pt_expert_cache_destroy(pt_expert_cache *c); /* NULL-safe */
 
 uint64_t pt_expert_cache_slot_bytes(const pt_expert_cache *c);
 uint32_t pt_expert_cache_slots(const pt_expert_cache *c);
+/* Slots each layer uses now (pt_expert_cache_set_active; at first every slot). */
+uint32_t pt_expert_cache_active(pt_expert_cache *c);
+/* Each layer uses slots [0, n) from now on, 1 <= n <= slots_per_layer.  Lowering n drops the
+ * experts of slots [n, old n) and returns their memory to the kernel (MADV_DONTNEED): the
+ * slots are lent, e.g. to a long prompt's chunk buffers; raising n gives them back empty,
+ * their memory faulted in again at once (MADV_POPULATE_WRITE; *populated, which may be NULL,
+ * says whether the kernel did).  PT_E_BUSY (nothing changed) when a slot to lend is pinned
+ * or loading; PT_E_INVALID for n out of range. */
+enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *populated,
+					  struct pt_error *err);
 /* First byte of a slot (4096-aligned). */
 uint8_t *pt_expert_cache_slot_ptr(pt_expert_cache *c, uint32_t layer, uint32_t slot);
 

@@ -836,7 +836,7 @@ void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *e
 	pthread_mutex_lock(&s->mu);
 	/* leave the next acquire of n experts its room: read-ahead slots stay LOADING (not
 	 * victims) until their reads land */
-	const uint32_t slots = s->cfg.slots_per_layer;
+	const uint32_t slots = pt_expert_cache_active(s->cache);
 	/* and room in the read queue for what is deferred plus the next demand acquire */
 	const uint32_t busy = pt_io_pending(s->io) + s->n_deferred + n;
 	const uint32_t qfree = s->max_deferred > busy ? s->max_deferred - busy : 0;
@@ -862,7 +862,7 @@ uint32_t pt_expert_store_warm(pt_expert_store *s, uint32_t layer, const uint32_t
 	if (m < 0 || !s->cache)
 		return 0;
 	pthread_mutex_lock(&s->mu);
-	const uint32_t slots = s->cfg.slots_per_layer;
+	const uint32_t slots = pt_expert_cache_active(s->cache);
 	const uint32_t busy = pt_io_pending(s->io) + s->n_deferred;
 	const uint32_t qfree = s->max_deferred > busy ? s->max_deferred - busy : 0;
 	uint32_t room = slots > reserve ? slots - reserve : 0;
@@ -899,6 +899,42 @@ void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer)
 		s->batch_n = 0;
 	}
 	pthread_mutex_unlock(&s->mu);
+}
+
+enum pt_status pt_expert_store_set_slots(pt_expert_store *s, uint32_t n, struct pt_error *err)
+{
+	if (!s->cache)
+		return PT_OK;
+	pthread_mutex_lock(&s->mu);
+	enum pt_status st = PT_OK;
+	struct pt_error e = { 0 };
+	end_batch(s);
+	for (uint32_t i = 0; i < s->n_deferred; i++) /* guesses not yet read: dropped */
+		pt_expert_cache_cancel_ahead(s->cache, s->deferred[i].m, s->deferred[i].slot);
+	s->n_deferred = 0;
+	while (pt_io_pending(s->io) && reap(s, true, &e) == PT_OK)
+		;
+	pt_error_clear(&e); /* a failed read is sticky: the next get reports it */
+	if (s->n_pend)
+		flush_pcache(s);
+	s->warming = false;
+	const uint32_t old = pt_expert_cache_active(s->cache);
+	bool populated = false;
+	st = pt_expert_cache_set_active(s->cache, n, &populated, err);
+	/* lent memory comes back untouched (its first read cold again) unless the cache
+	 * faulted it in as it gave it back */
+	for (uint32_t m = 0; st == PT_OK && m < s->lay->n_moe && n != old; m++) {
+		const uint32_t lo = n < old ? n : old, hi = n < old ? old : n;
+		memset(&s->touched[(size_t)m * s->cfg.slots_per_layer + lo], n > old && populated,
+		       hi - lo);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return st;
+}
+
+uint32_t pt_expert_store_active_slots(pt_expert_store *s)
+{
+	return s->cache ? pt_expert_cache_active(s->cache) : s->cfg.slots_per_layer;
 }
 
 enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_t *experts,

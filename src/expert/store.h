@@ -120,6 +120,16 @@ enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_
 				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
 				     struct pt_error *err);
 
+/* Slots each layer uses from now on (1 <= n <= slots_per_layer; cache modes only, else a
+ * no-op): lowering n lends slots [n, ...) - their experts dropped, their memory returned to
+ * the kernel - to a long prompt's chunk buffers (issue 21: the plan sizes the slots for
+ * decode, and a prompt borrows what its chunk needs); raising n gives them back, empty
+ * and faulted in again (pt_expert_cache_set_active).
+ * Between evaluations only: every read in flight lands first and deferred read-ahead is
+ * dropped.  The number in use: pt_expert_store_active_slots. */
+enum pt_status pt_expert_store_set_slots(pt_expert_store *s, uint32_t n, struct pt_error *err);
+uint32_t pt_expert_store_active_slots(pt_expert_store *s);
+
 /* Reads into a slot's never-touched memory (at most one per slot; pt_io_job.cold). */
 uint64_t pt_expert_store_cold_reads(const pt_expert_store *s);
 /* Pack-cache counters: misses served from it, entries that failed their check (read from

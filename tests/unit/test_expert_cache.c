@@ -2,6 +2,7 @@
 #include "test.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "expert/cache.h"
 #include "util/alloc.h"
@@ -303,5 +304,76 @@ PT_TEST(test_expert_cache_read_ahead)
 	/* out-of-range guesses are skipped */
 	const uint32_t badg[] = { 99 };
 	CHECK_EQ_INT(pt_expert_cache_acquire_ahead(c, 0, badg, 1, 4, refs), 0);
+	pt_expert_cache_destroy(c);
+}
+
+/* Lending slots (issue 21: a long prompt's chunk buffers borrow them): set_active(n) drops
+ * the experts of slots >= n on every layer and zeroes their memory (handed back to the
+ * kernel), acquire and waves then use n slots only; a pinned or loading slot refuses the
+ * loan with nothing changed; raising n gives the slots back empty, faulted in again; n out
+ * of range is refused. */
+PT_TEST(test_expert_cache_lend_slots)
+{
+	pt_expert_cache *c = mk(2, 32, 4, PT_CACHE_LFU);
+	struct pt_error err = { 0 };
+	uint32_t slot = 0;
+	REQUIRE(c != NULL);
+	CHECK_EQ_INT(pt_expert_cache_active(c), 4);
+	uint32_t fill[] = { 1, 2, 3, 4 };
+	CHECK_EQ_INT(token(c, 0, fill, 4), 0);
+	CHECK_EQ_INT(token(c, 1, fill, 4), 0);
+	for (uint32_t l = 0; l < 2; l++)
+		for (uint32_t s = 0; s < 4; s++)
+			memset(pt_expert_cache_slot_ptr(c, l, s), 0x5a,
+			       pt_expert_cache_slot_bytes(c));
+	CHECK_EQ_INT(pt_expert_cache_set_active(c, 0, NULL, &err), PT_E_INVALID);
+	CHECK_EQ_INT(pt_expert_cache_set_active(c, 5, NULL, &err), PT_E_INVALID);
+
+	/* a pin on layer 1's slot 3: no loan, nothing dropped */
+	struct pt_cache_ref refs[8];
+	uint32_t m = 0;
+	REQUIRE(pt_expert_cache_find(c, 1, 4, &slot) == 2);
+	CHECK_EQ_INT(slot, 3);
+	REQUIRE(pt_expert_cache_acquire(c, 1, &fill[3], 1, refs, &m, NULL) == PT_OK);
+	CHECK_EQ_INT(pt_expert_cache_set_active(c, 2, NULL, &err), PT_E_BUSY);
+	CHECK_EQ_INT(pt_expert_cache_active(c), 4);
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 4, &slot), 2);
+	pt_expert_cache_release(c, 1, refs, m);
+
+	bool populated = true;
+	REQUIRE(pt_expert_cache_set_active(c, 2, &populated, &err) == PT_OK);
+	CHECK(!populated); /* lending faults nothing in */
+	CHECK_EQ_INT(pt_expert_cache_active(c), 2);
+	for (uint32_t l = 0; l < 2; l++) {
+		CHECK_EQ_INT(pt_expert_cache_find(c, l, 1, &slot), 2); /* slots 0, 1 kept */
+		CHECK_EQ_INT(pt_expert_cache_find(c, l, 2, &slot), 2);
+		CHECK_EQ_INT(pt_expert_cache_find(c, l, 3, &slot), 0); /* lent: dropped */
+		CHECK_EQ_INT(pt_expert_cache_find(c, l, 4, &slot), 0);
+		CHECK_EQ_INT(pt_expert_cache_slot_ptr(c, l, 0)[0], 0x5a);
+		/* the lent memory went back to the kernel: zero when touched again */
+		const uint8_t *p = pt_expert_cache_slot_ptr(c, l, 2);
+		CHECK_EQ_INT(p[0], 0);
+		CHECK_EQ_INT(p[2 * pt_expert_cache_slot_bytes(c) - 1], 0);
+	}
+	/* two slots now: three misses do not fit, waves cut by two, victims among 0 and 1 */
+	uint32_t three[] = { 7, 8, 9 }, ends[8], nw = 0;
+	CHECK_EQ_INT(pt_expert_cache_acquire(c, 0, three, 3, refs, &m, NULL), PT_E_LIMIT);
+	REQUIRE(pt_expert_cache_waves(c, 0, three, 3, ends, &nw, NULL) == PT_OK);
+	CHECK_EQ_INT(nw, 2);
+	CHECK_EQ_INT(token(c, 0, three, 2), 0);
+	REQUIRE(pt_expert_cache_find(c, 0, 7, &slot) == 2);
+	CHECK(slot < 2);
+
+	/* given back: four slots again, the two lent ones empty (taken before any victim) and
+	 * faulted in at once (zero pages, present) */
+	REQUIRE(pt_expert_cache_set_active(c, 4, &populated, &err) == PT_OK);
+	CHECK(populated);
+	CHECK_EQ_INT(pt_expert_cache_slot_ptr(c, 1, 3)[0], 0);
+	CHECK_EQ_INT(pt_expert_cache_active(c), 4);
+	CHECK_EQ_INT(token(c, 0, &three[2], 1), 0);
+	REQUIRE(pt_expert_cache_find(c, 0, 9, &slot) == 2);
+	CHECK(slot >= 2);
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 7, &slot), 2); /* nothing evicted for it */
+	CHECK_EQ_INT(pt_expert_cache_find(c, 0, 8, &slot), 2);
 	pt_expert_cache_destroy(c);
 }

@@ -523,6 +523,16 @@ static int64_t slow_ahead(void *ctx, uint64_t tag, uint32_t range, uint64_t off,
 	return res;
 }
 
+/* A buffered pread store of 9 slots a layer over c's model whose read-ahead and warm-up
+ * reads take 40 ms each (slow_ahead). */
+static struct pt_expert_store_config slow_cfg(const struct ctx *c)
+{
+	return (struct pt_expert_store_config){ .model_path = c->path, .layout = &c->lay,
+						.mode = PT_IO_BUFFERED, .slots_per_layer = 9,
+						.force_pread = true, .io_threads = 2,
+						.fault = slow_ahead };
+}
+
 /* Demand reads wait for room in the read queue: warm-up reads still in flight on two layers
  * (13 of the 17 the queue holds) plus 5 demand misses would overflow it.  Once this failed
  * the whole run with "18 expert reads in flight, at most 17" (a CI flake under disk load). */
@@ -532,10 +542,7 @@ PT_TEST(test_expert_store_demand_waits_for_queue_room)
 	pt_expert_store *s = NULL;
 	struct pt_error err = { 0 };
 	REQUIRE(setup_n(&c, "stq.gguf", 32) == 0);
-	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
-					      .mode = PT_IO_BUFFERED, .slots_per_layer = 9,
-					      .force_pread = true, .io_threads = 2,
-					      .fault = slow_ahead };
+	struct pt_expert_store_config cfg = slow_cfg(&c);
 	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
 	const uint32_t l0 = c.lay.moe[0].layer, l1 = c.lay.moe[1].layer;
 	static const uint32_t warm[9] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
@@ -714,4 +721,79 @@ PT_TEST(test_expert_store_paced_demand_reads)
 	pthread_mutex_init(&log.mu, NULL);
 	CHECK_EQ_INT(paced_wave(2, &log, &seen), PT_E_IO);
 	CHECK(!(seen & (1u << 3)));
+}
+
+/* Lending slots between evaluations (issue 21): warm-up reads still in flight (slow, 40 ms)
+ * land first, then slots [3, 9) of both layers are dropped; a layer then waves through 3
+ * slots with every expert's bytes right, giving them back makes 9 usable again (faulted in
+ * as they return, so no read into them is a cold one), and reads keep matching the file.
+ * mmap mode: a no-op. */
+PT_TEST(test_expert_store_lend_slots)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	struct pt_error err = { 0 };
+	REQUIRE(setup_n(&c, "stl.gguf", 32) == 0);
+	struct pt_expert_store_config cfg = slow_cfg(&c);
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	const uint32_t l0 = c.lay.moe[0].layer, l1 = c.lay.moe[1].layer;
+	static const uint32_t warm[9] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+	CHECK_EQ_INT(pt_expert_store_warm(s, l0, warm, 9, 0), 9);
+	CHECK_EQ_INT(pt_expert_store_warm(s, l1, warm, 9, 5), 4);
+	CHECK_EQ_INT(pt_expert_store_active_slots(s), 9);
+	CHECK_EQ_INT(pt_expert_store_set_slots(s, 0, &err), PT_E_INVALID);
+	REQUIRE(pt_expert_store_set_slots(s, 3, &err) == PT_OK);
+	CHECK_EQ_INT(pt_expert_store_active_slots(s), 3);
+	uint8_t res[32];
+	uint32_t kept = 0;
+	for (uint32_t m = 0; m < 2; m++) {
+		pt_expert_store_resident(s, m, res, 32);
+		for (uint32_t i = 0; i < 32; i++)
+			kept += res[i];
+	}
+	CHECK_EQ_INT(kept, 6); /* the warmed experts of slots 0-2 of each layer landed */
+	/* a prefill layer of 8 experts through 3 slots: three waves, the bytes right */
+	uint32_t want[8] = { 10, 11, 12, 13, 14, 15, 16, 17 }, ends[8], nw = 0;
+	int bad = 0;
+	REQUIRE(pt_expert_store_waves(s, l0, want, 8, ends, &nw, &err) == PT_OK);
+	CHECK_EQ_INT(nw, 3);
+	for (uint32_t w = 0, lo = 0; w < nw; lo = ends[w++]) {
+		REQUIRE(pt_expert_store_prefetch(s, l0, want + lo, ends[w] - lo, &err) == PT_OK);
+		for (uint32_t i = lo; i < ends[w]; i++) {
+			struct pt_expert_view v;
+			REQUIRE(pt_expert_store_get(s, l0, want[i], &v, &err) == PT_OK);
+			bad += !view_ok(&c, 0, want[i], &v);
+			pt_expert_store_release(s, l0, want[i]);
+		}
+		pt_expert_store_end_layer(s, l0);
+	}
+	const uint64_t cold = pt_expert_store_cold_reads(s);
+	REQUIRE(pt_expert_store_set_slots(s, 9, &err) == PT_OK);
+	CHECK_EQ_INT(pt_expert_store_active_slots(s), 9);
+	REQUIRE(pt_expert_store_waves(s, l0, want, 8, ends, &nw, &err) == PT_OK);
+	CHECK_EQ_INT(nw, 1);
+	REQUIRE(pt_expert_store_prefetch(s, l0, want, 8, &err) == PT_OK);
+	for (uint32_t i = 0; i < 8; i++) {
+		struct pt_expert_view v;
+		REQUIRE(pt_expert_store_get(s, l0, want[i], &v, &err) == PT_OK);
+		bad += !view_ok(&c, 0, want[i], &v);
+		pt_expert_store_release(s, l0, want[i]);
+	}
+	pt_expert_store_end_layer(s, l0);
+	CHECK_EQ_INT(bad, 0);
+	/* the given-back slots were faulted in as they came back: no read into them is cold */
+	CHECK_EQ_INT(pt_expert_store_cold_reads(s), cold);
+	struct pt_cache_stats st;
+	pt_expert_store_stats(s, 0, &st);
+	CHECK_EQ_INT(st.read_errors, 0);
+	pt_expert_store_close(s);
+
+	/* mmap mode: nothing to lend */
+	cfg.mode = PT_IO_MMAP;
+	cfg.map_base = c.file;
+	cfg.map_size = c.size;
+	REQUIRE(pt_expert_store_open(&cfg, &s, &err) == PT_OK);
+	CHECK_EQ_INT(pt_expert_store_set_slots(s, 3, &err), PT_OK);
+	pt_expert_store_close(s);
+	teardown(&c);
 }
