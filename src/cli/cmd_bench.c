@@ -114,7 +114,9 @@ static void help(void)
 	       "llama-bench spellings are accepted too: -p/--n-prompt (--prompt-tokens),\n"
 	       "-n/--n-gen (--gen), -t (--threads), -b/--batch-size (--batch).\n\n"
 	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
-	       "layer's experts (for A/B runs); PARTICLE_CPU=scalar|avx2|avx512 caps the kernels.\n");
+	       "layer's experts, PARTICLE_LEND=0 plans the expert slots with the prompt chunk's\n"
+	       "buffers held for good instead of lent by each long prompt (both for A/B runs);\n"
+	       "PARTICLE_CPU=scalar|avx2|avx512 caps the kernels.\n");
 }
 
 static int parse_value(struct bench_args *a, const char *f, const char *v)
@@ -438,7 +440,8 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       "\"disk_bw_bytes_per_s\": %.0f, \"disk_bw_source\": \"%s\", "
 		       "\"io_floor_s_per_token\": %.6f, \"time_over_floor\": %.4f, "
 		       "\"first_token\": %u, \"last_token\": %u, \"batch\": %u, "
-		       "\"repacked_bytes\": %llu, \"repack_s\": %.3f", a->model,
+		       "\"repacked_bytes\": %llu, \"repack_s\": %.3f, \"slots_lend_max\": %u, "
+		       "\"slots_lent_peak\": %u", a->model,
 		       (unsigned long long)a->threads, (unsigned long long)a->prompt,
 		       (unsigned long long)a->gen, pf, dc, r->ttft_s, tpt,
 		       (unsigned long long)r->st.peak_rss_bytes,
@@ -448,7 +451,8 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       ratio((double)r->hits, (double)(r->hits + r->misses)), bpt,
 		       (unsigned long long)r->bytes_read, r->st.wait_s, r->disk_bw, r->disk_how,
 		       floor_s, ratio(tpt, floor_s), r->first_token, r->last_token, r->n_batch,
-		       (unsigned long long)r->st.repacked_bytes, r->st.repack_s);
+		       (unsigned long long)r->st.repacked_bytes, r->st.repack_s,
+		       r->st.slots_lend_max, r->st.slots_lent_peak);
 		json_io(a, r);
 		return;
 	}
@@ -456,8 +460,11 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	printf("model      %s (%llu threads, io %s, budget %.0f MiB, %u slots/layer)\n",
 	       a->model, (unsigned long long)a->threads, r->st.io_engine ? r->st.io_engine : "?",
 	       (double)r->st.memory_budget * mib, r->st.slots_per_layer);
-	printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s, chunks of %u)\n",
+	printf("prefill    %llu tokens in %.3f s: %.2f tok/s (ttft %.3f s, chunks of %u",
 	       (unsigned long long)a->prompt, r->prefill_s, pf, r->ttft_s, r->n_batch);
+	if (r->st.slots_lent_peak)
+		printf(", %u slots/layer lent to them", r->st.slots_lent_peak);
+	printf(")\n");
 	printf("decode     %llu tokens in %.3f s: %.2f tok/s (%.2f ms/token)\n",
 	       (unsigned long long)a->gen, r->decode_s, dc, tpt * 1e3);
 	if (r->st.repacked_bytes)

@@ -59,6 +59,10 @@ struct pt_engine {
 	uint64_t decode_steps;
 	uint32_t n_ctx, n_batch;
 	bool auto_batch; /* n_batch chosen from the memory plan (PT_ENGINE_BATCH_AUTO) */
+	/* Slots lent to the chunk buffers (issue 21): the plan sizes the slots for plan_rows
+	 * rows of buffers (a decode's), and a prompt of more rows lends up to lend_max slots a
+	 * layer to its chunk for as long as it runs (0: the plan holds n_batch rows). */
+	uint32_t plan_rows, plan_slots, lend_max, lent_peak;
 	struct pt_plan_input pin;
 	struct pt_plan plan;
 	char plan_line[512];
@@ -162,8 +166,8 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		if (pt_hparams_is_recurrent(hp, il))
 			continue; /* a recurrent state instead (below) */
-		const uint64_t cap =
-			pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0, n_batch);
+		const uint64_t cap = pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0,
+						       pt_fwd_swa_rows(n_batch));
 		/* MLA layers cache only the latent + RoPE key (V lives in K) */
 		total += cap * pt_hparams_kv_values(hp, il) * el;
 	}
@@ -298,13 +302,13 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		/* blocks never computed (GLM's NextN) are neither resident nor cached */
 		.resident_bytes = fsize - expert_bytes_total(&e->lay) - e->m->skipped_bytes,
 		.kv_bytes = kv_bytes(hp, e->n_ctx, e->n_batch, e->o.kv_type) * e->n_seq,
-		.scratch_bytes = scratch_bytes(e->m, e->n_batch, e->n_ctx, e->n_seq,
-					       engine_threads(&e->o)),
+		.scratch_bytes = scratch_bytes(e->m, e->plan_rows ? e->plan_rows : e->n_batch,
+					       e->n_ctx, e->n_seq, engine_threads(&e->o)),
 		.slot_bytes = slot_bytes ? slot_bytes : 1,
 		.n_moe_layers = e->lay.n_moe ? e->lay.n_moe : 1,
 		.top_k = hp->n_expert_used ? hp->n_expert_used : 1,
 		.n_expert = e->lay.n_expert ? e->lay.n_expert : 1,
-		.slots_override = e->o.expert_slots,
+		.slots_override = e->o.expert_slots ? e->o.expert_slots : e->plan_slots,
 		.n_seq = e->n_seq,
 		.cache_bytes = e->o.prompt_cache_bytes,
 		.ckpt_bytes = ckpt_plan_bytes(e),
@@ -558,6 +562,72 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 	e->o.prompt_cache_bytes = cache_bytes;
 }
 
+/* Rows of chunk buffers the slot plan leaves room for when prompts lend slots: a decode's
+ * (the smallest chunk choose_batch considers, or one row a sequence). */
+static uint32_t small_rows(const pt_engine *e)
+{
+	const uint32_t lo = e->n_ctx < 128 ? e->n_ctx : 128;
+	return lo > e->n_seq ? lo : e->n_seq;
+}
+
+/* After the plan for n_batch-row chunks (the prefill's slots): where the store streams
+ * experts and the slots are planned (no --expert-slots), decode gets the slots the chunk
+ * buffers' bytes beyond a decode's (small_rows rows) would hold, in whole slots across the
+ * MoE layers, and each prompt of more rows lends them back to its chunk for as long as it
+ * runs (lend_for, eval_lent).  The chunk buffers are only touched by a prompt and handed
+ * back after it (pt_fwd_trim), so the process never holds more than the prefill's plan: a
+ * prompt runs with the slots of the n_batch-row plan, a decode with those plus the loan. */
+static void lend_plan(pt_engine *e, uint64_t slot)
+{
+	struct pt_error ignore = { 0 };
+	const uint32_t prefill_slots = e->plan.slots_per_layer;
+	const struct pt_plan keep = e->plan;
+	const struct pt_plan_input keep_in = e->pin;
+	char line[sizeof e->plan_line];
+	memcpy(line, e->plan_line, sizeof line);
+	/* PARTICLE_LEND=0: the plan holds n_batch rows of buffers as before (A/B comparisons) */
+	const char *env = getenv("PARTICLE_LEND");
+	if (e->o.expert_slots || e->plan.all_experts || e->n_batch <= small_rows(e) ||
+	    (env && !strcmp(env, "0")))
+		return;
+	const uint32_t th = engine_threads(&e->o);
+	const uint64_t freed = scratch_bytes(e->m, e->n_batch, e->n_ctx, e->n_seq, th) -
+			       scratch_bytes(e->m, small_rows(e), e->n_ctx, e->n_seq, th);
+	const uint64_t k = freed / (e->pin.slot_bytes * e->pin.n_moe_layers);
+	if (k == 0 || prefill_slots + k >= e->pin.n_expert)
+		return; /* nothing to lend, or decode would hold every expert: plan as is */
+	e->plan_rows = small_rows(e);
+	e->plan_slots = prefill_slots + (uint32_t)k;
+	if (make_plan(e, slot, &ignore) == PT_OK) {
+		e->lend_max = (uint32_t)k;
+		const size_t n = strlen(e->plan_line);
+		snprintf(e->plan_line + n, sizeof e->plan_line - n,
+			 "; a prompt of more than %u tokens lends up to %u slots/layer to its "
+			 "%u-row chunk", e->plan_rows, e->lend_max, e->n_batch);
+		return;
+	}
+	e->plan_rows = 0; /* the plan for n_batch rows stands */
+	e->plan_slots = 0;
+	e->plan = keep;
+	e->pin = keep_in;
+	memcpy(e->plan_line, line, sizeof line);
+}
+
+/* Slots a layer lends to an evaluation of n tokens: what its chunk's rows need beyond the
+ * plan's rows, in whole slots across the MoE layers (at most lend_max). */
+static uint32_t lend_for(const pt_engine *e, uint32_t n)
+{
+	const uint32_t rows = n < e->n_batch ? n : e->n_batch;
+	if (!e->lend_max || !e->store || rows <= e->plan_rows)
+		return 0;
+	const uint32_t th = engine_threads(&e->o);
+	const uint64_t need = scratch_bytes(e->m, rows, e->n_ctx, e->n_seq, th) -
+			      scratch_bytes(e->m, e->plan_rows, e->n_ctx, e->n_seq, th);
+	const uint64_t per = e->pin.slot_bytes * e->pin.n_moe_layers;
+	const uint64_t k = (need + per - 1) / per;
+	return k < e->lend_max ? (uint32_t)k : e->lend_max;
+}
+
 /* Plan, then the expert source: the mapping (--io mmap, or no routed experts) or the
  * store. */
 static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
@@ -581,6 +651,8 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 	if (mode == PT_IO_MMAP || !e->lay.n_moe)
 		return open_mapped(e, slot, auto_mmap, err);
 	st = make_plan(e, slot, err);
+	if (st == PT_OK)
+		lend_plan(e, slot);
 	return st == PT_OK ? open_store(e, mode, err) : st;
 }
 
@@ -1028,6 +1100,28 @@ static enum pt_status eval_cut(pt_engine *e, uint32_t seq, const uint32_t *token
 	return st;
 }
 
+/* eval_cut with the slots a long prompt lends to its chunk buffers lent for its duration,
+ * and the buffers' memory handed back after it (lend_plan). */
+static enum pt_status eval_lent(pt_engine *e, uint32_t seq, const uint32_t *tokens, uint32_t n,
+				float *logits, bool all_logits, struct pt_error *err)
+{
+	uint32_t lend = seq == 0 && e->dev.eval ? 0 : lend_for(e, n);
+	const uint32_t slots = e->plan.slots_per_layer;
+	struct pt_error e1 = { 0 };
+	if (lend && pt_expert_store_set_slots(e->store, slots - lend, &e1) != PT_OK)
+		lend = 0; /* a slot still in use (never between evaluations): run unlent */
+	e->lent_peak = lend > e->lent_peak ? lend : e->lent_peak;
+	enum pt_status st = eval_cut(e, seq, tokens, n, logits, all_logits, err);
+	if (!lend)
+		return st;
+	pt_fwd_trim(e->f);
+	struct pt_error e2 = { 0 };
+	const enum pt_status back = pt_expert_store_set_slots(e->store, slots, &e2);
+	if (st == PT_OK && back != PT_OK)
+		*err = e2;
+	return st == PT_OK ? back : st;
+}
+
 enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *tokens,
 				  uint32_t n, float *logits, bool all_logits, struct pt_error *err)
 {
@@ -1040,7 +1134,7 @@ enum pt_status pt_engine_seq_eval(pt_engine *e, uint32_t seq, const uint32_t *to
 		return pt_error_set(err, PT_E_LIMIT, "context full: %lld + %u tokens > %u",
 				    (long long)pos, n, e->n_ctx);
 	const uint64_t t0 = pt_io_now_ns();
-	enum pt_status st = eval_cut(e, seq, tokens, n, logits, all_logits, err);
+	enum pt_status st = eval_lent(e, seq, tokens, n, logits, all_logits, err);
 	count_time(e, n, n == 1, pt_io_now_ns() - t0);
 	if (st == PT_OK && e->trace_failed)
 		st = pt_error_set(err, e->trace_err.code, "--trace-experts: %s", e->trace_err.msg);
@@ -1138,7 +1232,8 @@ static enum pt_status rewind_to(pt_engine *e, uint32_t seq, int64_t pos, bool la
 	if (st == PT_OK && lazy && e->ck)
 		*at = from; /* the caller's prefill evaluates [from, pos) with the rest */
 	else if (st == PT_OK && pos > from) /* the history already holds these tokens */
-		st = eval_cut(e, seq, e->toks[seq] + from, (uint32_t)(pos - from), NULL, false, err);
+		st = eval_lent(e, seq, e->toks[seq] + from, (uint32_t)(pos - from), NULL, false,
+			       err);
 	e->last_replay[seq] = (uint32_t)(pos - from);
 	e->replayed += (uint64_t)(pos - from);
 	return st;
@@ -1337,6 +1432,9 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.memory_budget = e->pin.budget, .resident_bytes = e->pin.resident_bytes,
 		.kv_bytes = e->pin.kv_bytes, .slot_bytes = e->pin.slot_bytes,
 		.slots_per_layer = e->plan.slots_per_layer, .n_moe_layers = e->lay.n_moe,
+		.slots_lend_max = e->lend_max, .slots_lent_peak = e->lent_peak,
+		.slots_active = e->store ? pt_expert_store_active_slots(e->store)
+					 : e->plan.slots_per_layer,
 		.hits = cs.hits, .misses = cs.misses, .bytes_read = cs.bytes_read,
 		.read_s = (double)cs.read_ns * 1e-9, .wait_s = (double)cs.wait_ns * 1e-9,
 		.peak_rss_bytes = peak_rss(), .io_engine = e->io_engine,

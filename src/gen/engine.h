@@ -123,6 +123,11 @@ struct pt_engine_stats {
 	double phase_s[5];
 	uint64_t pool_runs;         /* dispatches to the worker threads */
 	double pool_wait_s;         /* caller's wall time waiting on other threads' tasks */
+	/* added by issue 21 round 14: slots a long prompt lends to its chunk buffers (the
+	 * plan's slots_per_layer is what decode keeps) */
+	uint32_t slots_lend_max;    /* at most, per layer (0: prompts never lend) */
+	uint32_t slots_lent_peak;   /* the most any evaluation so far lent, per layer */
+	uint32_t slots_active;      /* slots a layer uses now (slots_per_layer between prompts) */
 };
 
 typedef struct pt_engine pt_engine;

@@ -70,6 +70,8 @@ assert sorted(pp) == sorted(ph), pp
 assert all(v >= 0 for v in pp.values()) and pp["attention"] > 0 and pp["experts"] > 0, pp
 assert sum(pp.values()) <= o["ttft_s"] + 1e-3, o
 assert 0 <= o["prefill_read_wait_s"] <= pp["experts"] + 1e-3, o
+# slots a prompt lends to its chunk (issue 21): never more than the plan lets it
+assert 0 <= o["slots_lent_peak"] <= o["slots_lend_max"] < o["slots_per_layer"], o
 PY
 then ok; else bad "json shape"; fi
 # Greedy decode is deterministic and independent of the thread count and memory budget.

@@ -155,3 +155,65 @@ PT_TEST(test_gen_engine_chunk_auto_bounded_by_budget)
 	CHECK_EQ_INT(pt_engine_n_batch(e), 200);
 	pt_engine_close(e);
 }
+
+/* Slots lent to a long prompt (issue 21): under a budget where experts stream and the plan
+ * picks the slots, a chunk of more rows than a decode's borrows slots for as long as it runs,
+ * so decode keeps more slots than a plan holding the chunk's buffers would give it.  The
+ * prompt's logits stay those of the mapped run, the loan shows in the stats and is repaid
+ * (every slot in use again after the prompt), and the next tokens decode exactly too. */
+PT_TEST(test_gen_engine_chunk_prompt_lends_slots)
+{
+	pt_engine *e = NULL;
+	struct pt_engine_stats st = { 0 };
+	/* the whole context as one chunk (the tiny model's buffers are small beside the
+	 * runtime's fixed reserve, so the automatic chunk stays at 128 under such budgets) */
+	for (uint64_t b = 40ull << 20; b >= 24ull << 20 && !e; b -= 256ull << 10) {
+		e = open_chunk(N_CTX, "direct", 0, b);
+		if (!e)
+			continue;
+		pt_engine_stats(e, &st);
+		if (st.slots_lend_max == 0) {
+			pt_engine_close(e);
+			e = NULL;
+		}
+	}
+	REQUIRE(e != NULL);
+	CHECK_EQ_INT(pt_engine_n_batch(e), N_CTX);
+	CHECK_EQ_INT(st.slots_active, st.slots_per_layer);
+	pt_engine *m = open_chunk(PT_ENGINE_BATCH_AUTO, "mmap", 0, 1ull << 30);
+	REQUIRE(m != NULL);
+	const uint32_t nv = pt_engine_n_vocab(m);
+	float *a = pt_mallocn(nv, sizeof(float)), *b = pt_mallocn(nv, sizeof(float));
+	REQUIRE(a && b);
+	CHECK(prompt_logits(m, a));
+	CHECK(prompt_logits(e, b));
+	CHECK(memcmp(a, b, nv * sizeof(float)) == 0);
+	pt_engine_stats(e, &st);
+	printf("    budget %.2f MiB: %u slots/layer, a prompt lends up to %u, this one %u\n",
+	       (double)st.memory_budget / (1 << 20), st.slots_per_layer, st.slots_lend_max,
+	       st.slots_lent_peak);
+	CHECK(st.slots_lent_peak > 0 && st.slots_lent_peak <= st.slots_lend_max);
+	CHECK_EQ_INT(st.slots_active, st.slots_per_layer);
+	/* decode after the loan, through the slots given back */
+	struct pt_error err = { 0 };
+	for (uint32_t t = 0; t < 4; t++) {
+		const uint32_t tok = 5 + t;
+		REQUIRE(pt_engine_eval(m, &tok, 1, a, false, &err) == PT_OK);
+		REQUIRE(pt_engine_eval(e, &tok, 1, b, false, &err) == PT_OK);
+		CHECK(memcmp(a, b, nv * sizeof(float)) == 0);
+	}
+	/* a short turn lends nothing */
+	pt_engine_stats(e, &st);
+	const uint32_t peak = st.slots_lent_peak;
+	uint32_t turn[20];
+	for (uint32_t i = 0; i < 20; i++)
+		turn[i] = 40 + i;
+	REQUIRE(pt_engine_eval(e, turn, 20, b, false, &err) == PT_OK);
+	pt_engine_stats(e, &st);
+	CHECK_EQ_INT(st.slots_lent_peak, peak);
+	CHECK_EQ_INT(st.slots_active, st.slots_per_layer);
+	pt_free(a);
+	pt_free(b);
+	pt_engine_close(m);
+	pt_engine_close(e);
+}
