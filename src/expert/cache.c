@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "util/alloc.h"
 
@@ -187,6 +188,8 @@ enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *
 	if (n == 0 || n > c->cfg.slots_per_layer)
 		return pt_error_set(err, PT_E_INVALID, "expert cache: %u active slots (1..%u)", n,
 				    c->cfg.slots_per_layer);
+	const long sys_pg = sysconf(_SC_PAGESIZE);
+	const uintptr_t pg = sys_pg > 0 ? (uintptr_t)sys_pg : 4096;
 	pthread_mutex_lock(&c->mu);
 	const uint32_t old = c->slots_on;
 	for (uint32_t li = 0; li < c->cfg.n_layers; li++) /* all or nothing */
@@ -206,19 +209,30 @@ enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *
 			l->slot_state[s] = SLOT_EMPTY;
 			l->slot_ahead[s] = 0;
 		}
-		/* the memory goes back to the kernel now (zero pages when touched again) */
-		uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + n) * c->cfg.slot_bytes;
-		if (c->pool)
-			madvise(p, (size_t)((uint64_t)(old - n) * c->cfg.slot_bytes), MADV_DONTNEED);
+		/* the memory goes back to the kernel now (zero pages when touched again): the
+		 * whole pages inside the lent slots (a slot is 4 KiB-aligned; pages may be
+		 * larger, e.g. 64 KiB on some Arm64 kernels) */
+		const uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + n) *
+						     c->cfg.slot_bytes;
+		const uintptr_t a = ((uintptr_t)p + pg - 1) & ~(uintptr_t)(pg - 1);
+		const uintptr_t b = ((uintptr_t)p + (uint64_t)(old - n) * c->cfg.slot_bytes) &
+				    ~(uintptr_t)(pg - 1);
+		if (c->pool && b > a)
+			madvise((void *)a, b - a, MADV_DONTNEED);
 	}
 	/* given back: their pages are faulted in now, in one pass, rather than by each slot's
 	 * first read in the middle of a decode (a fresh page is zeroed by the kernel, slowly
 	 * on a VM whose host has not backed it lately) */
 	bool pop = c->pool != NULL && n > old;
 	for (uint32_t li = 0; pop && li < c->cfg.n_layers; li++) {
-		uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + old) * c->cfg.slot_bytes;
-		pop = madvise(p, (size_t)((uint64_t)(n - old) * c->cfg.slot_bytes),
-			      MADV_POPULATE_WRITE) == 0;
+		/* the pages the given-back slots touch (faulting in a neighbour's present page
+		 * changes nothing) */
+		const uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + old) *
+						     c->cfg.slot_bytes;
+		const uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+		const uintptr_t b = ((uintptr_t)p + (uint64_t)(n - old) * c->cfg.slot_bytes + pg - 1) &
+				    ~(uintptr_t)(pg - 1);
+		pop = madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
 	}
 	if (populated)
 		*populated = pop;

@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "expert/cache.h"
 #include "util/alloc.h"
@@ -318,6 +319,7 @@ PT_TEST(test_expert_cache_lend_slots)
 	struct pt_error err = { 0 };
 	uint32_t slot = 0;
 	REQUIRE(c != NULL);
+	const bool small_pages = sysconf(_SC_PAGESIZE) <= (long)pt_expert_cache_slot_bytes(c);
 	CHECK_EQ_INT(pt_expert_cache_active(c), 4);
 	uint32_t fill[] = { 1, 2, 3, 4 };
 	CHECK_EQ_INT(token(c, 0, fill, 4), 0);
@@ -350,10 +352,13 @@ PT_TEST(test_expert_cache_lend_slots)
 		CHECK_EQ_INT(pt_expert_cache_find(c, l, 3, &slot), 0); /* lent: dropped */
 		CHECK_EQ_INT(pt_expert_cache_find(c, l, 4, &slot), 0);
 		CHECK_EQ_INT(pt_expert_cache_slot_ptr(c, l, 0)[0], 0x5a);
-		/* the lent memory went back to the kernel: zero when touched again */
+		/* the lent memory went back to the kernel: zero when touched again (whole pages
+		 * only: with pages larger than the two lent 8 KiB slots, e.g. 64 KiB ones, none) */
 		const uint8_t *p = pt_expert_cache_slot_ptr(c, l, 2);
-		CHECK_EQ_INT(p[0], 0);
-		CHECK_EQ_INT(p[2 * pt_expert_cache_slot_bytes(c) - 1], 0);
+		if (small_pages) {
+			CHECK_EQ_INT(p[0], 0);
+			CHECK_EQ_INT(p[2 * pt_expert_cache_slot_bytes(c) - 1], 0);
+		}
 	}
 	/* two slots now: three misses do not fit, waves cut by two, victims among 0 and 1 */
 	uint32_t three[] = { 7, 8, 9 }, ends[8], nw = 0;
@@ -368,7 +373,8 @@ PT_TEST(test_expert_cache_lend_slots)
 	 * faulted in at once (zero pages, present) */
 	REQUIRE(pt_expert_cache_set_active(c, 4, &populated, &err) == PT_OK);
 	CHECK(populated);
-	CHECK_EQ_INT(pt_expert_cache_slot_ptr(c, 1, 3)[0], 0);
+	if (small_pages)
+		CHECK_EQ_INT(pt_expert_cache_slot_ptr(c, 1, 3)[0], 0);
 	CHECK_EQ_INT(pt_expert_cache_active(c), 4);
 	CHECK_EQ_INT(token(c, 0, &three[2], 1), 0);
 	REQUIRE(pt_expert_cache_find(c, 0, 9, &slot) == 2);
