@@ -570,6 +570,14 @@ static uint32_t small_rows(const pt_engine *e)
 	return lo > e->n_seq ? lo : e->n_seq;
 }
 
+/* Bytes of chunk buffers for rows beyond the plan's small_rows. */
+static uint64_t rows_beyond_small(const pt_engine *e, uint32_t rows)
+{
+	const uint32_t th = engine_threads(&e->o);
+	return scratch_bytes(e->m, rows, e->n_ctx, e->n_seq, th) -
+	       scratch_bytes(e->m, small_rows(e), e->n_ctx, e->n_seq, th);
+}
+
 /* After the plan for n_batch-row chunks (the prefill's slots): where the store streams
  * experts and the slots are planned (no --expert-slots), decode gets the slots the chunk
  * buffers' bytes beyond a decode's (small_rows rows) would hold, in whole slots across the
@@ -590,10 +598,8 @@ static void lend_plan(pt_engine *e, uint64_t slot)
 	if (e->o.expert_slots || e->plan.all_experts || e->n_batch <= small_rows(e) ||
 	    (env && !strcmp(env, "0")))
 		return;
-	const uint32_t th = engine_threads(&e->o);
-	const uint64_t freed = scratch_bytes(e->m, e->n_batch, e->n_ctx, e->n_seq, th) -
-			       scratch_bytes(e->m, small_rows(e), e->n_ctx, e->n_seq, th);
-	const uint64_t k = freed / (e->pin.slot_bytes * e->pin.n_moe_layers);
+	const uint64_t k = rows_beyond_small(e, e->n_batch) /
+			   (e->pin.slot_bytes * e->pin.n_moe_layers);
 	if (k == 0 || prefill_slots + k >= e->pin.n_expert)
 		return; /* nothing to lend, or decode would hold every expert: plan as is */
 	e->plan_rows = small_rows(e);
@@ -620,9 +626,7 @@ static uint32_t lend_for(const pt_engine *e, uint32_t n)
 	const uint32_t rows = n < e->n_batch ? n : e->n_batch;
 	if (!e->lend_max || !e->store || rows <= e->plan_rows)
 		return 0;
-	const uint32_t th = engine_threads(&e->o);
-	const uint64_t need = scratch_bytes(e->m, rows, e->n_ctx, e->n_seq, th) -
-			      scratch_bytes(e->m, e->plan_rows, e->n_ctx, e->n_seq, th);
+	const uint64_t need = rows_beyond_small(e, rows); /* plan_rows == small_rows */
 	const uint64_t per = e->pin.slot_bytes * e->pin.n_moe_layers;
 	const uint64_t k = (need + per - 1) / per;
 	return k < e->lend_max ? (uint32_t)k : e->lend_max;
