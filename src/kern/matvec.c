@@ -172,6 +172,23 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
  * decode is one token over every band, one sequential stream. */
 #define X16_BLOCK_BYTES (48u << 10)
 
+/* Interleaved rows (X16): bands [r0 / 16, r1 / 16) in blocks of about X16_BLOCK_BYTES, each
+ * group of up to PT_KERN_X16_TOKS tokens passing over the block's bands while they are hot;
+ * decode is one token over every band, one sequential stream. */
+#define X16_BLOCK_BYTES (48u << 10)
+
+/* Decode over X16 bands: before a band, its lines (shifted X16_PREFETCH_BYTES ahead) are
+ * requested at once, so the core keeps many more misses in flight than the kernel's own
+ * loads do (bench_kern il on Zen 5, one thread: Q4_K 23.7 -> 30-34 GB/s, Q6_K 23 -> 28). */
+#define X16_PREFETCH_BYTES 2048u
+#define X16_PREFETCH_TOKS 2u
+
+static inline void prefetch_span(const uint8_t *p, const uint8_t *end)
+{
+	for (; p < end; p += 64)
+		__builtin_prefetch(p, 0, 3);
+}
+
 static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 {
 	const struct pt_kern_mat *w = jb->w;
@@ -180,6 +197,15 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 	const uint64_t per = band < X16_BLOCK_BYTES ? X16_BLOCK_BYTES / band : 1;
 	for (uint64_t b0 = r0 / PT_KERN_X16_ROWS; b0 < r1 / PT_KERN_X16_ROWS; b0 += per) {
 		const uint64_t b1 = min_u64(b0 + per, r1 / PT_KERN_X16_ROWS);
+		if (jb->n_tok <= 2) { /* decode: one stream, the misses requested a band ahead */
+			const uint8_t *end = data + w->rows / PT_KERN_X16_ROWS * band;
+			for (uint64_t b = b0; b < b1; b++) {
+				pt_kern_x16_prefetch(data + b * band, band, end);
+				jb->ops->x16(w->cols, data + b * band, jb->xq, ab, (uint32_t)jb->n_tok,
+					     jb->y + b * PT_KERN_X16_ROWS, w->rows);
+			}
+			continue;
+		}
 		for (uint64_t tok = 0; tok < jb->n_tok; tok += PT_KERN_X16_TOKS) {
 			const uint32_t nt = (uint32_t)min_u64(PT_KERN_X16_TOKS, jb->n_tok - tok);
 			for (uint64_t b = b0; b < b1; b++)

@@ -342,7 +342,7 @@ static void check_matmul(enum pt_type type)
 		for (uint64_t b = 0; b < rows / 16; b++)
 			ref->x16(cols, p + b * pt_kern_x16_band(type, cols), q + t * as, as, 1,
 				 want + t * rows + b * 16, rows);
-	static const uint32_t batches[] = { 1, 3, 8, 9, 21 };
+	static const uint32_t batches[] = { 1, 2, 3, 8, 9, 21 };
 	for (uint32_t th = 1; th <= 3; th++) {
 		pt_pool *pool = NULL;
 		REQUIRE(pt_pool_create(th, &pool, NULL) == PT_OK);
