@@ -172,23 +172,6 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
  * decode is one token over every band, one sequential stream. */
 #define X16_BLOCK_BYTES (48u << 10)
 
-/* Interleaved rows (X16): bands [r0 / 16, r1 / 16) in blocks of about X16_BLOCK_BYTES, each
- * group of up to PT_KERN_X16_TOKS tokens passing over the block's bands while they are hot;
- * decode is one token over every band, one sequential stream. */
-#define X16_BLOCK_BYTES (48u << 10)
-
-/* Decode over X16 bands: before a band, its lines (shifted X16_PREFETCH_BYTES ahead) are
- * requested at once, so the core keeps many more misses in flight than the kernel's own
- * loads do (bench_kern il on Zen 5, one thread: Q4_K 23.7 -> 30-34 GB/s, Q6_K 23 -> 28). */
-#define X16_PREFETCH_BYTES 2048u
-#define X16_PREFETCH_TOKS 2u
-
-static inline void prefetch_span(const uint8_t *p, const uint8_t *end)
-{
-	for (; p < end; p += 64)
-		__builtin_prefetch(p, 0, 3);
-}
-
 static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 {
 	const struct pt_kern_mat *w = jb->w;
