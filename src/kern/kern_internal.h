@@ -160,8 +160,10 @@ extern const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT];
 /* Single-token products over X16 bands request a band's lines (shifted this far ahead) at
  * once before running it: many more misses in flight than the kernel's own loads keep
  * (bench_kern il, Zen 5, one thread: Q4_K 23.7 -> 30-34 GB/s, Q6_K 23 -> 28; a hint only,
- * results unchanged).  end: the first byte not to fetch. */
-#define PT_KERN_X16_PREFETCH_BYTES 2048u
+ * results unchanged).  The band itself (no shift) measured best: Q6_K 26 -> 29.5 GB/s on one
+ * thread, 52 -> 58 on two, Q4_K the same or better (docs/PERFORMANCE.md, round 16).  end:
+ * the first byte not to fetch. */
+#define PT_KERN_X16_PREFETCH_BYTES 0u
 
 static inline void pt_kern_x16_prefetch(const uint8_t *band_start, size_t band, const uint8_t *end)
 {

@@ -27,6 +27,7 @@
 #include "gen/kv.h"
 #include "gguf/gguf.h"
 #include "kern/kern.h"
+#include "kern/kern_internal.h" /* pt_kern_x16_prefetch: il measures decode's band prefetch */
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/alloc.h"
@@ -152,8 +153,9 @@ static int cmp_double(const void *a, const void *b);
  * `il6`, 128 experts, one
  * random expert after another), one thread (run two processes at once for two cores): the
  * decode dot row by row (prefetch 4 rows ahead, as decode does), the X16 kernel of the best
- * level and of the AVX2 level, alternating in 9 windows; the L1 cost of each; X16 against
- * the dot's values. */
+ * level and of the AVX2 level (scalar for Q6_K), and the best level with each band's lines
+ * requested before it runs (pt_kern_x16_prefetch, as decode does), alternating in 9
+ * windows; the L1 cost of each; X16 against the dot's values. */
 static void bench_il(double secs, enum pt_type type)
 {
 	const uint64_t rows = 768, cols = 2048, ne = 128;
@@ -208,7 +210,7 @@ static void bench_il(double secs, enum pt_type type)
 		       (t[2] - t[1]) * 1e9 / iters / 16 / (cols / 256), pt_kern_level_name(lo->x16_level),
 		       (t3 - t[2]) * 1e9 / iters / 16 / (cols / 256));
 	}
-	enum { NWIN = 9, NVAR = 3 };
+	enum { NWIN = 9, NVAR = 4 };
 	double res[NVAR][NWIN];
 	for (int win = 0; win < NWIN; win++)
 		for (int v = 0; v < NVAR; v++) {
@@ -226,9 +228,13 @@ static void bench_il(double secs, enum pt_type type)
 						y[r] = dot(cols, d + r * rb, xq);
 					}
 				} else {
-					const struct pt_kern_ops *o = v == 1 ? best : lo;
-					for (uint64_t k = 0; k < rows / 16; k++)
-						o->x16(cols, w16 + e * eb16 + k * band, xq, 0, 1, y + 16 * k, 0);
+					const struct pt_kern_ops *o = v == 2 ? lo : best;
+					const uint8_t *d = w16 + e * eb16;
+					for (uint64_t k = 0; k < rows / 16; k++) {
+						if (v == 3) /* as decode runs it (matvec_set.c) */
+							pt_kern_x16_prefetch(d + k * band, band, d + eb16);
+						o->x16(cols, d + k * band, xq, 0, 1, y + 16 * k, 0);
+					}
 				}
 				bytes += eb;
 				t1 = now();
@@ -239,9 +245,10 @@ static void bench_il(double secs, enum pt_type type)
 	snprintf(names[0], sizeof names[0], "row by row (dot)");
 	snprintf(names[1], sizeof names[1], "X16 %s", pt_kern_level_name(best->x16_level));
 	snprintf(names[2], sizeof names[2], "X16 %s", pt_kern_level_name(lo->x16_level));
+	snprintf(names[3], sizeof names[3], "X16 %s, band prefetched", pt_kern_level_name(best->x16_level));
 	for (int v = 0; v < NVAR; v++) {
 		qsort(res[v], NWIN, sizeof(double), cmp_double);
-		printf("il: %-26s best %6.2f median %6.2f GB/s (%s bytes as stored)\n", names[v],
+		printf("il: %-30s best %6.2f median %6.2f GB/s (%s bytes as stored)\n", names[v],
 		       res[v][NWIN - 1], res[v][NWIN / 2], pt_type_name(type));
 	}
 	pt_free(w);
