@@ -53,21 +53,24 @@ int pt_cli_list_flag(const char *flag, const char *what, const char *v, const ch
  * stored in eo, 0 when f is not one of them, -1 after printing the error for a bad value. */
 struct pt_engine_opts;
 int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo);
-/* bench and eval: --no-lock, --no-profile, --repack and (with_verbose) --verbose into eo; true when f is
- * one of them. */
+/* bench and eval: --no-lock, --no-profile, --repack, --no-repack and (with_verbose) --verbose
+ * into eo; true when f is one of them.  Both repack only when asked (repack_auto stays off);
+ * the last of --repack / --no-repack counts. */
 bool pt_cli_engine_opts_switch(const char *f, bool with_verbose, struct pt_engine_opts *eo);
 /* The engine flags of run and serve, as given (defaults are the command's). */
 struct pt_cli_engine {
 	const char *io, *policy, *kv;           /* --io, --cache-policy, --kv-type */
 	uint64_t max_ctx, threads, memory, slots; /* -c, -t, --memory, --expert-slots */
 	uint64_t batch;                         /* -b; 0: the largest the memory plan allows */
-	bool no_lock, no_profile, verbose, repack;
+	bool no_lock, no_profile, verbose;
+	bool repack, no_repack; /* neither: repack where the model runs from memory */
 };
 /* -c/--max-context/--ctx-size, -t/--threads, --expert-slots, -b/--batch/--batch-size,
  * --memory, --io, --cache-policy, --kv-type with the value v: returns 1 when stored, 0 when a
  * is not one of them, -1 after the one-line error for a bad number. */
 int pt_cli_engine_value_flag(const char *a, const char *v, struct pt_cli_engine *f);
-/* --no-lock, --no-profile, --verbose, --repack: true when a is one of them (stored). */
+/* --no-lock, --no-profile, --verbose, --repack, --no-repack (the last of those two counts):
+ * true when a is one of them (stored). */
 bool pt_cli_engine_switch(const char *a, struct pt_cli_engine *f);
 /* After parsing: the --io / --cache-policy / --kv-type words; 0, or PT_EXIT_USAGE after one
  * error line that starts with "<cmd>: ". */

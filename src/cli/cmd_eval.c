@@ -82,8 +82,8 @@ static void help(void)
 	       "  --repack               Q4_K / Q6_K matrices with rows interleaved 16 at a\n"
 	       "                         time: copied at load (routed experts too when mapped\n"
 	       "                         in RAM), or read so from an expert pack written by\n"
-	       "                         `particle pack --repack`; prompts ~1.4x faster, a\n"
-	       "                         slower start (~0.6 s/GB copied)\n"
+	       "                         `particle pack --repack`\n"
+	       "  --no-repack            every matrix as stored (the default here)\n"
 	       "  --verbose              plan line, I/O engine and model card at start, the\n"
 	       "                         counters at the end (stderr)\n"
 	       "  -h, --help             this help\n");

@@ -46,10 +46,14 @@ int pt_cli_engine_value_flag(const char *a, const char *v, struct pt_cli_engine 
 
 bool pt_cli_engine_switch(const char *a, struct pt_cli_engine *f)
 {
+	if (strcmp(a, "--repack") == 0 || strcmp(a, "--no-repack") == 0) {
+		f->repack = a[2] == 'r';
+		f->no_repack = !f->repack;
+		return true;
+	}
 	bool *b = strcmp(a, "--no-lock") == 0 ? &f->no_lock
 		: strcmp(a, "--no-profile") == 0 ? &f->no_profile
-		: strcmp(a, "--verbose") == 0 ? &f->verbose
-		: strcmp(a, "--repack") == 0 ? &f->repack : NULL;
+		: strcmp(a, "--verbose") == 0 ? &f->verbose : NULL;
 	if (b)
 		*b = true;
 	return b != NULL;
@@ -120,6 +124,7 @@ void pt_cli_engine_opts(const struct pt_cli_engine *f, const char *model, FILE *
 	eo->log = f->verbose ? stderr : NULL;
 	eo->verbose = f->verbose;
 	eo->repack = f->repack;
+	eo->repack_auto = !f->repack && !f->no_repack;
 }
 
 int pt_cli_engine_flag(const char *f, const char *v, struct pt_engine_opts *eo)
@@ -158,8 +163,10 @@ bool pt_cli_engine_opts_switch(const char *f, bool with_verbose, struct pt_engin
 		eo->use_profile = false;
 	else if (!strcmp(f, "--no-lock"))
 		eo->no_lock = true;
-	else if (!strcmp(f, "--repack"))
-		eo->repack = true;
+	else if (!strcmp(f, "--repack") || !strcmp(f, "--no-repack")) {
+		eo->repack = f[2] == 'r';
+		eo->repack_auto = false;
+	}
 	else if (with_verbose && !strcmp(f, "--verbose"))
 		eo->verbose = true;
 	else

@@ -758,9 +758,17 @@ static enum pt_status streamed_x16(pt_engine *e, struct pt_error *err)
 	return PT_OK;
 }
 
-/* --repack: the Q4_K / Q6_K matrices into the interleaved layout, experts too when mapped. */
+/* --repack: the Q4_K / Q6_K matrices into the interleaved layout, experts too when mapped;
+ * repack_auto alone: only when the whole model runs from memory. */
 static enum pt_status repack(pt_engine *e, struct pt_error *err)
 {
+	const bool on_map = e->prov.get == e->m->mmap_provider.get;
+	const bool mapped = on_map && e->mapped_fits;
+	if (!e->o.repack && !mapped) {
+		say(e, "particle: repack: off (%s%s; --repack copies the resident weights)\n",
+		    on_map ? "the model does not fit the budget" : "the experts stream", "");
+		return PT_OK;
+	}
 	if (!pt_kern_x16_native(PT_TYPE_Q4_K)) {
 		say(e, "particle: repack: skipped (no interleaved kernel at CPU level %s)%s\n",
 		    pt_kern_level_name(pt_kern_level()), "");
@@ -768,8 +776,6 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	}
 	/* mapped experts are copied only when the model fits: a copy of a model larger than
 	 * memory cannot be paged back from the file as the mapping can */
-	const bool on_map = e->prov.get == e->m->mmap_provider.get;
-	const bool mapped = on_map && e->mapped_fits;
 	if (on_map && !e->mapped_fits && e->lay.n_moe)
 		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
 		    "the model does not fit the budget; --io mmap pages them", "");
@@ -839,7 +845,7 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 	const uint32_t threads = engine_threads(o);
 	if (threads > 1)
 		st = pt_pool_create(threads, &e->pool, err);
-	if (st == PT_OK && o->repack)
+	if (st == PT_OK && (o->repack || o->repack_auto))
 		st = repack(e, err);
 	return st == PT_OK ? open_fwd(e, err) : st;
 }

@@ -74,6 +74,11 @@ struct pt_engine_opts {
 	 * last bits (the same for prefill and decode); costs load time, not memory (the
 	 * mapping's pages are released). */
 	bool repack;
+	/* added by issue 21 round 16: as repack, but only where the whole model runs from
+	 * memory (its experts mapped and the model within the budget): there decode streams
+	 * every weight from RAM and the copy is paid once; where experts stream nothing is
+	 * copied (the CLI's default; repack wins when both are set). */
+	bool repack_auto;
 };
 
 #define PT_ENGINE_MAX_SEQ 256

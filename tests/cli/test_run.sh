@@ -12,7 +12,7 @@ expect_exit 0 "run --help" -- "$PARTICLE" run --help
 for f in --model --prompt --messages --template --raw --max-new --max-context --temperature \
 	--top-k --top-p --min-p --repetition-penalty --repeat-last-n --seed --stop --threads \
 	--memory --expert-slots --io --cache-policy --kv-type --batch --no-lock --quiet \
-	--verbose --stats-json --repack PARTICLE_MODEL; do
+	--verbose --stats-json --repack --no-repack PARTICLE_MODEL; do
 	expect_grep "$TMP/out" "$f" "run --help documents $f"
 done
 expect_exit 0 "particle --help" -- "$PARTICLE" --help
@@ -220,6 +220,39 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	else bad "run --repack --verbose: no repack line: $(head -c 600 "$TMP/err")"; fi
 	[ -s "$TMP/out" ] && ok || bad "run --repack printed nothing"
 	cp "$TMP/out" "$TMP/repack_mapped.txt"
+	# the defaults (issue 21 round 16): a one-shot run keeps the weights as stored (the quick
+	# start; the last of --no-repack / --repack counts); serve (and interactive chat) repack a
+	# model that runs from memory, not one whose experts stream
+	for flags in "" "--no-repack" "--repack --no-repack"; do
+		expect_exit 0 "run $flags" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 --verbose $flags
+		grep -q "particle: repack:" "$TMP/err" &&
+			bad "run $flags: repacked: $(grep 'repack:' "$TMP/err")" || ok
+	done
+	expect_exit 0 "run --no-repack --repack" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 \
+		--verbose --no-repack --repack
+	expect_grep "$TMP/err" "particle: repack: [1-9][0-9]* matrices\|repack: skipped" \
+		"the last of --no-repack / --repack counts"
+	serve_log() { # serve_log FLAGS...: serve's stderr until it listens, in $TMP/serve.err
+		"$PARTICLE" serve -m "$R" --port 0 --no-lock --verbose "$@" >"$TMP/serve.out" \
+			2>"$TMP/serve.err" &
+		spid=$!
+		i=0
+		while [ $i -lt 600 ] && ! grep -q "http://" "$TMP/serve.out" &&
+			kill -0 $spid 2>/dev/null; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -TERM $spid 2>/dev/null
+		wait $spid
+	}
+	serve_log
+	expect_grep "$TMP/serve.err" "particle: repack: [1-9][0-9]* matrices .*experts included\|repack: skipped" \
+		"serve repacks a model in RAM by default"
+	serve_log --io direct
+	expect_grep "$TMP/serve.err" "particle: repack: off (the experts stream" \
+		"serve with streamed experts: default off"
+	serve_log --no-repack
+	grep -q "particle: repack:" "$TMP/serve.err" && bad "serve --no-repack repacked" || ok
 	# an interleaved expert pack (particle pack --repack): streamed --repack runs read it and
 	# answer as the in-RAM copy does; runs without --repack leave it (named: refused)
 	expect_exit 0 "pack --repack" -- "$PARTICLE" pack "$R" --repack

@@ -195,6 +195,68 @@ PT_TEST(test_gen_engine_repack_mapped_over_budget)
 	pt_engine_close(e);
 }
 
+static pt_engine *open_auto(const char *path, const char *io, uint64_t budget)
+{
+	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 64, .n_batch = 16,
+				    .memory_budget = budget, .io_mode = io,
+				    .expert_slots = strcmp(io, "mmap") ? 8 : 0, .no_lock = true,
+				    .repack_auto = true };
+	struct pt_error err = { 0 };
+	pt_engine *e = NULL;
+	if (pt_engine_open(&o, &e, &err) != PT_OK) {
+		printf("    open: %s\n", err.msg);
+		return NULL;
+	}
+	return e;
+}
+
+/* repack_auto (the CLI's default): the model running from memory is repacked exactly as
+ * --repack does it (same layout, same logits bit for bit); where the experts stream, or the
+ * mapped model exceeds the budget, nothing is copied (the prompt's logits then equal the
+ * unrepacked model's bit for bit); an explicit repack still wins. */
+PT_TEST(test_gen_engine_repack_auto)
+{
+	const char *path = model_path(PT_ARCH_QWEN3MOE, 1, "repack_auto.gguf");
+	REQUIRE(path);
+	if (repack_skipped(path))
+		return;
+	pt_engine *forced = open_with(path, "mmap", true), *plain = open_with(path, "mmap", false);
+	pt_engine *in_ram = open_auto(path, "mmap", 1ull << 30);
+	pt_engine *streamed = open_auto(path, "direct", 1ull << 30);
+	pt_engine *over = open_auto(path, "mmap", 8u << 20);
+	REQUIRE(forced && plain && in_ram && streamed && over);
+	const struct pt_model *mf = pt_engine_model(forced), *ma = pt_engine_model(in_ram);
+	CHECK(ma->n_repack == mf->n_repack && ma->n_repack > 0);
+	CHECK(ma->layers[0].gate_exps.layout == PT_KERN_LAYOUT_X16);
+	CHECK(ma->layers[0].wo.layout == mf->layers[0].wo.layout);
+	CHECK(pt_engine_model(streamed)->n_repack == 0);
+	CHECK(pt_engine_model(over)->n_repack == 0);
+	CHECK(pt_engine_model(over)->layers[0].wo.layout == PT_KERN_LAYOUT_ROWS);
+	struct pt_engine_stats st;
+	pt_engine_stats(in_ram, &st);
+	CHECK(st.repacked_bytes > 0);
+	pt_engine_stats(streamed, &st);
+	CHECK(st.repacked_bytes == 0);
+	const size_t n = (size_t)N_TOK * pt_engine_n_vocab(plain);
+	float *f = eval_all(forced, false), *a = eval_all(in_ram, false);
+	float *p = eval_all(plain, false), *s = eval_all(streamed, false), *o = eval_all(over, false);
+	REQUIRE(f && a && p && s && o);
+	CHECK(memcmp(a, f, n * sizeof(float)) == 0);
+	CHECK(memcmp(s, p, n * sizeof(float)) == 0);
+	CHECK(memcmp(o, p, n * sizeof(float)) == 0);
+	CHECK(memcmp(a, p, n * sizeof(float)) != 0); /* the interleaved products did run */
+	pt_free(f);
+	pt_free(a);
+	pt_free(p);
+	pt_free(s);
+	pt_free(o);
+	pt_engine_close(forced);
+	pt_engine_close(plain);
+	pt_engine_close(in_ram);
+	pt_engine_close(streamed);
+	pt_engine_close(over);
+}
+
 PT_TEST(test_gen_engine_repack_gemma4)
 {
 	check_arch(PT_ARCH_GEMMA4, 2, "repack_gemma4.gguf");
