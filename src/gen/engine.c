@@ -342,7 +342,7 @@ static void say(const pt_engine *e, const char *fmt, const char *a, const char *
  * scalar reference). */
 static bool pack_x16_usable(const pt_engine *e, struct pt_error *err)
 {
-	if (!e->o.repack) {
+	if (!e->o.repack && !e->o.repack_auto) {
 		pt_error_set(err, PT_E_INVALID, "its experts are interleaved (particle pack "
 			     "--repack): run with --repack to use it");
 		return false;
@@ -759,12 +759,14 @@ static enum pt_status streamed_x16(pt_engine *e, struct pt_error *err)
 }
 
 /* --repack: the Q4_K / Q6_K matrices into the interleaved layout, experts too when mapped;
- * repack_auto alone: only when the whole model runs from memory. */
+ * repack_auto alone: only when the whole model runs from memory, or its experts stream from
+ * an interleaved pack (someone wrote it for this: particle pack / pull --repack). */
 static enum pt_status repack(pt_engine *e, struct pt_error *err)
 {
 	const bool on_map = e->prov.get == e->m->mmap_provider.get;
 	const bool mapped = on_map && e->mapped_fits;
-	if (!e->o.repack && !mapped) {
+	const bool x16_pack = !on_map && e->have_pack && e->pack.x16;
+	if (!e->o.repack && !mapped && !x16_pack) {
 		say(e, "particle: repack: off (%s%s; --repack copies the resident weights)\n",
 		    on_map ? "the model does not fit the budget" : "the experts stream", "");
 		return PT_OK;
@@ -783,7 +785,7 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	enum pt_status st = pt_model_repack(e->m, mapped, e->pool, &s, err);
 	e->repacked_bytes = s.bytes_in;
 	e->repack_s = s.seconds;
-	if (st == PT_OK && !on_map && e->have_pack && e->pack.x16)
+	if (st == PT_OK && x16_pack)
 		st = streamed_x16(e, err);
 	if (st == PT_OK && e->o.log) {
 		char b[2][PT_PLAN_SIZE_LEN];

@@ -75,9 +75,10 @@ struct pt_engine_opts {
 	 * mapping's pages are released). */
 	bool repack;
 	/* added by issue 21 round 16: as repack, but only where the whole model runs from
-	 * memory (its experts mapped and the model within the budget): there decode streams
-	 * every weight from RAM and the copy is paid once; where experts stream nothing is
-	 * copied (the CLI's default; repack wins when both are set). */
+	 * memory (its experts mapped and the model within the budget: decode streams every
+	 * weight from RAM, the copy is paid once) or its experts stream from an interleaved
+	 * pack; otherwise nothing is copied (the CLI's default for serve and interactive run;
+	 * repack wins when both are set). */
 	bool repack_auto;
 };
 

@@ -271,6 +271,9 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	expect_exit 0 "run, interleaved pack left" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 \
 		--io direct --verbose
 	expect_grep "$TMP/err" "ignoring expert pack .*run with --repack" "pack left without --repack"
+	serve_log --io direct # serve's default uses an interleaved pack as --repack does
+	expect_grep "$TMP/serve.err" "routed experts read interleaved from the expert pack\|ignoring expert pack.*no interleaved" \
+		"serve with streamed experts uses the interleaved pack by default"
 	expect_exit 2 "eval --pack interleaved, no --repack" -- "$PARTICLE" eval -m "$R" --prompt hi \
 		--pack "$R.xpack"
 	expect_one_error_line "eval --pack interleaved, no --repack"

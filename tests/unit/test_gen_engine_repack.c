@@ -4,7 +4,9 @@
  * tensors are X16, streamed experts stay as stored; prefill in chunks equals token-by-token
  * decode bit for bit; logits stay as close to the unrepacked model's as another CPU level's
  * are (only the float order of the Q4_K products changed).  An interleaved expert pack
- * (particle pack --repack) gives the streamed experts the mapped copy's layout and bits. */
+ * (particle pack --repack) gives the streamed experts the mapped copy's layout and bits;
+ * repack_auto (the CLI's default for serve) copies only a model that runs from memory, and
+ * uses an interleaved pack as --repack does. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -318,17 +320,21 @@ PT_TEST(test_gen_engine_repack_x16_pack)
 	pt_engine *streamed = open_with(path, "direct", true);
 	pt_engine *plain = open_with(path, "mmap", false);
 	pt_engine *rows = open_with(path, "direct", false);
-	REQUIRE(mapped && streamed && plain && rows);
+	pt_engine *auto_s = open_auto(path, "direct", 1ull << 30); /* the CLI's default */
+	REQUIRE(mapped && streamed && plain && rows && auto_s);
 	const struct pt_layer_weights *S = &pt_engine_model(streamed)->layers[0];
 	const struct pt_layer_weights *R = &pt_engine_model(rows)->layers[0];
 	const enum pt_kern_layout want_lay = usable ? PT_KERN_LAYOUT_X16 : PT_KERN_LAYOUT_ROWS;
 	CHECK(S->gate_exps.layout == want_lay && S->up_exps.layout == want_lay &&
 	      S->down_exps.layout == want_lay);
 	CHECK(R->gate_exps.layout == PT_KERN_LAYOUT_ROWS);
+	CHECK(pt_engine_model(auto_s)->layers[0].down_exps.layout == want_lay);
 	const size_t n = (size_t)N_TOK * pt_engine_n_vocab(mapped);
 	float *a = eval_all(mapped, false), *b = eval_all(streamed, false);
 	float *bd = eval_all(streamed, true), *c = eval_all(plain, false), *d = eval_all(rows, false);
-	REQUIRE(a && b && bd && c && d);
+	float *as = eval_all(auto_s, false);
+	REQUIRE(a && b && bd && c && d && as);
+	CHECK(memcmp(as, b, n * sizeof(float)) == 0); /* repack_auto uses the pack as --repack */
 	CHECK(!usable || memcmp(a, b, n * sizeof(float)) == 0); /* the pack's = the copy's */
 	CHECK(memcmp(b, bd, n * sizeof(float)) == 0); /* prefill = decode */
 	CHECK(memcmp(c, d, n * sizeof(float)) == 0);  /* no --repack: the pack unused */
@@ -338,6 +344,8 @@ PT_TEST(test_gen_engine_repack_x16_pack)
 	pt_free(bd);
 	pt_free(c);
 	pt_free(d);
+	pt_free(as);
+	pt_engine_close(auto_s);
 	pt_engine_close(mapped);
 	pt_engine_close(streamed);
 	pt_engine_close(plain);
