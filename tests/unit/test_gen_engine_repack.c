@@ -33,12 +33,13 @@ static const char *model_path(enum pt_arch arch, uint32_t n_layer, const char *n
 	return pt_mkmodel_write(&o, &err) == PT_OK ? path : NULL;
 }
 
-static pt_engine *open_budget(const char *path, const char *io, bool repack, uint64_t budget)
+static pt_engine *open_mode(const char *path, const char *io, bool repack, bool repack_auto,
+			    uint64_t budget)
 {
 	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 64, .n_batch = 16,
 				    .memory_budget = budget, .io_mode = io,
 				    .expert_slots = strcmp(io, "mmap") ? 8 : 0, .no_lock = true,
-				    .repack = repack };
+				    .repack = repack, .repack_auto = repack_auto };
 	struct pt_error err = { 0 };
 	pt_engine *e = NULL;
 	if (pt_engine_open(&o, &e, &err) != PT_OK) {
@@ -48,9 +49,20 @@ static pt_engine *open_budget(const char *path, const char *io, bool repack, uin
 	return e;
 }
 
+static pt_engine *open_budget(const char *path, const char *io, bool repack, uint64_t budget)
+{
+	return open_mode(path, io, repack, false, budget);
+}
+
 static pt_engine *open_with(const char *path, const char *io, bool repack)
 {
 	return open_budget(path, io, repack, 1ull << 30);
+}
+
+/* repack_auto, the CLI's default for serve and interactive run */
+static pt_engine *open_auto(const char *path, const char *io, uint64_t budget)
+{
+	return open_mode(path, io, false, true, budget);
 }
 
 /* All N_TOK rows' logits: in chunks of 16 (prefill), or one token at a time (decode). */
@@ -197,25 +209,10 @@ PT_TEST(test_gen_engine_repack_mapped_over_budget)
 	pt_engine_close(e);
 }
 
-static pt_engine *open_auto(const char *path, const char *io, uint64_t budget)
-{
-	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 64, .n_batch = 16,
-				    .memory_budget = budget, .io_mode = io,
-				    .expert_slots = strcmp(io, "mmap") ? 8 : 0, .no_lock = true,
-				    .repack_auto = true };
-	struct pt_error err = { 0 };
-	pt_engine *e = NULL;
-	if (pt_engine_open(&o, &e, &err) != PT_OK) {
-		printf("    open: %s\n", err.msg);
-		return NULL;
-	}
-	return e;
-}
-
 /* repack_auto (the CLI's default): the model running from memory is repacked exactly as
  * --repack does it (same layout, same logits bit for bit); where the experts stream, or the
  * mapped model exceeds the budget, nothing is copied (the prompt's logits then equal the
- * unrepacked model's bit for bit); an explicit repack still wins. */
+ * unrepacked model's bit for bit). */
 PT_TEST(test_gen_engine_repack_auto)
 {
 	const char *path = model_path(PT_ARCH_QWEN3MOE, 1, "repack_auto.gguf");
