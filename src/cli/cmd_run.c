@@ -111,7 +111,7 @@ static void help(void)
 	       "                            (warms the expert cache at start; results unchanged)\n"
 	       "  --repack                  Q4_K / Q6_K matrices with rows interleaved 16 at a\n"
 	       "                            time, copied at load (~0.6 s/GB; the file leaves the\n"
-	       "                            page cache): prompts ~1.4x and decode ~1.2x faster.\n"
+	       "                            page cache): prompts ~1.5x faster, decode the same.\n"
 	       "                            Default: on in interactive chat when the whole model\n"
 	       "                            runs from memory, off for --prompt / --messages (the\n"
 	       "                            quick start); --repack also where experts stream (the\n"

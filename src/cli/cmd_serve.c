@@ -93,7 +93,7 @@ static void help(void)
 	       "  --no-profile              do not read or write the expert-popularity profile\n"
 	       "  --repack                  Q4_K / Q6_K matrices with rows interleaved 16 at a\n"
 	       "                            time, copied at load (~0.6 s/GB; the file leaves the\n"
-	       "                            page cache): prompts ~1.4x and decode ~1.2x faster.\n"
+	       "                            page cache): prompts ~1.5x faster, decode the same.\n"
 	       "                            Default: on when the whole model runs from memory;\n"
 	       "                            --repack also where experts stream (the resident\n"
 	       "                            weights, and a `particle pack --repack` pack)\n"
