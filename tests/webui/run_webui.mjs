@@ -59,7 +59,10 @@ async function main() {
 	// settings: greedy (the tiny random model then loops instead of ending early) and long
 	// replies, so there is time to watch them
 	await page.click('#settings summary');
-	await page.fill('#set-max_tokens', '1500');
+	// (the conversation through step 2 must fit the tiny model's 4,096 positions: this reply,
+	// two stopped ones of at most 1,300 tokens and a short one; uncapped, a Stop landing late
+	// on a loaded machine overflowed the context and the next message got a 400)
+	await page.fill('#set-max_tokens', '1200');
 	await page.fill('#set-seed', '7');
 	await page.fill('#set-temperature', '0');
 
@@ -137,7 +140,7 @@ async function main() {
 	await page.locator('#status').screenshot({ path: join(shotDir, 'status.png') });
 
 	// ---- 2: Stop mid-way frees the slot; the next message works ----
-	await page.fill('#set-max_tokens', '3000');
+	await page.fill('#set-max_tokens', '1300');
 	await page.evaluate(() => { window.__t.updates = 0; });
 	allowAbort = (r) => r.url().endsWith('/v1/chat/completions');
 	await page.fill('#input', 'Tell me a long story');
