@@ -157,19 +157,14 @@ extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_scalar[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT];
-/* Single-token products over X16 bands request a band's lines (shifted this far ahead) at
- * once before running it: many more misses in flight than the kernel's own loads keep
- * (bench_kern il, Zen 5, one thread: Q4_K 23.7 -> 30-34 GB/s, Q6_K 23 -> 28; a hint only,
- * results unchanged).  The band itself (no shift) measured best: Q6_K 26 -> 29.5 GB/s on one
- * thread, 52 -> 58 on two, Q4_K the same or better (docs/PERFORMANCE.md, round 16).  end:
- * the first byte not to fetch. */
-#define PT_KERN_X16_PREFETCH_BYTES 0u
-
-static inline void pt_kern_x16_prefetch(const uint8_t *band_start, size_t band, const uint8_t *end)
+/* Single-token products over X16 bands request a band's lines at once right before running
+ * it: many more misses in flight than the kernel's own loads keep (bench_kern il, Zen 5, one
+ * thread: Q4_K 23.7 -> 30-34 GB/s, Q6_K 23 -> 28 with the lines 2 KiB ahead; the band itself
+ * measured best: Q6_K 26 -> 29.5 GB/s on one thread, 52 -> 58 on two, Q4_K the same or
+ * better; docs/PERFORMANCE.md rounds 15-16).  A hint only: results unchanged. */
+static inline void pt_kern_x16_prefetch(const uint8_t *band_start, size_t band)
 {
-	const uint8_t *p = band_start + PT_KERN_X16_PREFETCH_BYTES;
-	const uint8_t *e = p + band < end ? p + band : end;
-	for (; p < e; p += 64)
+	for (const uint8_t *p = band_start; p < band_start + band; p += 64)
 		__builtin_prefetch(p, 0, 3);
 }
 

@@ -232,7 +232,7 @@ static void bench_il(double secs, enum pt_type type)
 					const uint8_t *d = w16 + e * eb16;
 					for (uint64_t k = 0; k < rows / 16; k++) {
 						if (v == 3) /* as decode runs it (matvec_set.c) */
-							pt_kern_x16_prefetch(d + k * band, band, d + eb16);
+							pt_kern_x16_prefetch(d + k * band, band);
 						o->x16(cols, d + k * band, xq, 0, 1, y + 16 * k, 0);
 					}
 				}
