@@ -253,6 +253,10 @@ size_t pt_kern_x16_band(enum pt_type type, uint64_t cols);
  * requantized.  The caller checked pt_kern_x16_ok. */
 void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint64_t cols,
 		      uint64_t b0, uint64_t b1, void *dst);
+/* Row r (0-15) of a band of cols columns back into row as stored (row_bytes of the type):
+ * the exact inverse of pt_kern_x16_pack.  The caller checked pt_kern_x16_ok. */
+void pt_kern_x16_unpack_row(enum pt_type type, const void *band, uint64_t cols, uint32_t r,
+			    void *row);
 /* Whether the current level runs X16 products with a SIMD kernel of its own (where it does
  * not, the layout still computes, with the scalar reference: correct but slow). */
 bool pt_kern_x16_native(enum pt_type type);

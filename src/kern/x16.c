@@ -128,6 +128,54 @@ void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint
 		pack_bands(pack_q4_k_sb, Q4K_B, PT_KERN_X16_Q4K_SB, src, row_bytes, nsb, b0, b1, dst);
 }
 
+/* The inverses: row r of one packed super-block back as stored (the embedding rows of a
+ * head tied to the token embedding are read from its X16 copy). */
+static void unpack_q6_k_sb(const uint8_t *o, int r, uint8_t *x)
+{
+	for (int h = 0; h < 2; h++)
+		for (int st = 0; st < 8; st++) {
+			for (int c = 0; c < 2; c++)
+				memcpy(x + 64 * h + 32 * c + 4 * st, o + X6_QL(h, c, st) + 4 * r, 4);
+			memcpy(x + 128 + 32 * h + 4 * st, o + X6_QH(h, st) + 4 * r, 4);
+		}
+	for (int j = 0; j < 16; j++)
+		x[192 + j] = o[X6_SC + 16 * j + r];
+	memcpy(x + 208, o + X6_D + 2 * r, 2);
+}
+
+static void unpack_q4_k_sb(const uint8_t *o, int r, uint8_t *x)
+{
+	uint8_t sc[8], mn[8];
+	for (int j = 0; j < 8; j++) {
+		sc[j] = o[X16_SC + 16 * j + r];
+		mn[j] = o[X16_MIN + 32 * (j / 2) + 2 * r + j % 2];
+	}
+	for (int j = 0; j < 4; j++) { /* kern_q4k_scale_min's packing of 6-bit scales and mins */
+		x[4 + j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+		x[8 + j] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+		x[12 + j] = (uint8_t)((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+	}
+	for (int v = 0; v < 32; v++)
+		memcpy(x + 16 + 4 * v, o + X16_CODES + 64 * v + 4 * r, 4);
+	memcpy(x, o + X16_D + 2 * r, 2);
+	memcpy(x + 2, o + X16_DMIN + 2 * r, 2);
+}
+
+void pt_kern_x16_unpack_row(enum pt_type type, const void *band, uint64_t cols, uint32_t r,
+			    void *row)
+{
+	const size_t nsb = (size_t)(cols / QKK), sb = sb_bytes(type);
+	const size_t sb_in = type == PT_TYPE_Q6_K ? Q6K_B : Q4K_B;
+	for (size_t i = 0; i < nsb; i++) {
+		const uint8_t *o = (const uint8_t *)band + i * sb;
+		uint8_t *x = (uint8_t *)row + i * sb_in;
+		if (type == PT_TYPE_Q6_K)
+			unpack_q6_k_sb(o, (int)r, x);
+		else
+			unpack_q4_k_sb(o, (int)r, x);
+	}
+}
+
 /* The definition (kern.h): per super-block exact integer sums, then one FMA chain per output
  * for the scaled sums and one for the min terms. */
 static void x16_q4_k_scalar(size_t n, const void *band, const void *a, size_t as,

@@ -385,6 +385,27 @@ void pt_model_close(struct pt_model *m)
 	pt_free(m);
 }
 
+/* Row tok of an X16 head (the tied embedding repacked): each super-block's bytes of the row
+ * back as stored, then dequantized as the mapped row would be. */
+static enum pt_status embed_row_x16(const struct pt_kern_mat *w, uint32_t tok, float *out,
+				    struct pt_error *err)
+{
+	const size_t band = pt_kern_x16_band(w->type, w->cols);
+	const uint8_t *b = (const uint8_t *)w->data + (size_t)(tok / PT_KERN_X16_ROWS) * band;
+	uint64_t sb_bytes;
+	if (pt_type_row_bytes(w->type, 256, &sb_bytes) != 0 || sb_bytes > 256)
+		return pt_error_set(err, PT_E_FORMAT, "token_embd.weight: bad row length");
+	const size_t sbx = band / (size_t)(w->cols / 256); /* one super-block of 16 rows */
+	uint8_t row[256];
+	for (uint64_t i = 0; i < w->cols / 256; i++) {
+		pt_kern_x16_unpack_row(w->type, b + i * sbx, 256, tok % PT_KERN_X16_ROWS, row);
+		enum pt_status st = pt_quant_dequant_row(w->type, row, out + i * 256, 256, err);
+		if (st != PT_OK)
+			return st;
+	}
+	return PT_OK;
+}
+
 enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float *out,
 				  struct pt_error *err)
 {
@@ -395,6 +416,8 @@ enum pt_status pt_model_embed_row(const struct pt_model *m, uint32_t tok, float 
 	uint64_t rb;
 	if (pt_type_row_bytes(t->type, t->ne[0], &rb) != 0)
 		return pt_error_set(err, PT_E_FORMAT, "token_embd.weight: bad row length");
+	if (m->embd_in_output)
+		return embed_row_x16(&m->output, tok, out, err);
 	return pt_quant_dequant_row((enum pt_type)t->type, t->data + (size_t)tok * rb, out,
 				    t->ne[0], err);
 }

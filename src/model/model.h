@@ -123,6 +123,9 @@ struct pt_model {
 	 * 0): freq factors 1 / INFINITY per pair; NULL when every pair rotates (plain NEOX) */
 	float *rope_sect_ff;
 	struct pt_kern_mat output; /* the lm head: output.weight or token_embd when tied */
+	/* a tied head repacked (pt_model_repack): embedding rows are read from output's X16
+	 * copy, the mapped token_embd pages were released */
+	bool embd_in_output;
 	struct pt_layer_weights *layers;
 	struct pt_expert_provider mmap_provider;
 	/* bytes of the tensors in the file that are never bound nor read (PT_ROLE_SKIP: GLM's

@@ -154,6 +154,33 @@ static void check_arch(enum pt_arch arch, uint32_t n_layer, const char *file)
 	       L->down_exps.layout ? "x16" : "rows", L->wv.data ? pt_type_name(L->wv.type) : "-",
 	       L->wv.layout ? "x16" : "rows");
 	CHECK(S->wo.layout == L->wo.layout);
+	/* the head, tied to the token embedding or not, is repacked where its type has the
+	 * layout; a tied one's embedding rows come back out of the copy bit for bit */
+	const struct pt_model *pp = pt_engine_model(plain);
+	const bool head_x16 = pt_kern_x16_native(pp->output.type) &&
+			      pt_kern_x16_ok(pp->output.type, pp->output.rows, pp->output.cols);
+	CHECK(mp->output.layout == (head_x16 ? PT_KERN_LAYOUT_X16 : PT_KERN_LAYOUT_ROWS));
+	CHECK(mp->embd_in_output == (head_x16 && pp->hp.tied_embeddings));
+	CHECK(ms->embd_in_output == mp->embd_in_output && !pp->embd_in_output);
+	{
+		const uint32_t D = pp->hp.n_embd, nvocab = (uint32_t)pp->output.rows;
+		const uint32_t toks[4] = { 0, 1, 17, nvocab - 1 };
+		float *a = pt_mallocn(D, sizeof(float)), *b = pt_mallocn(D, sizeof(float));
+		REQUIRE(a && b);
+		for (int i = 0; i < 4; i++) {
+			CHECK(pt_model_embed_row(pp, toks[i], a, NULL) == PT_OK);
+			CHECK(pt_model_embed_row(mp, toks[i], b, NULL) == PT_OK);
+			CHECK(memcmp(a, b, D * sizeof(float)) == 0);
+			CHECK(pt_model_embed_row(ms, toks[i], b, NULL) == PT_OK);
+			CHECK(memcmp(a, b, D * sizeof(float)) == 0);
+		}
+		CHECK(pt_model_embed_row(mp, nvocab, b, NULL) == PT_E_INVALID);
+		pt_free(a);
+		pt_free(b);
+	}
+	printf("    %s: head %s %s%s\n", file, pt_type_name(pp->output.type),
+	       mp->output.layout ? "x16" : "rows",
+	       pp->hp.tied_embeddings ? " (tied: embedding rows read from the copy)" : "");
 	const size_t nv = pt_engine_n_vocab(plain), n = (size_t)N_TOK * nv;
 	float *ref = eval_all(plain, false);
 	float *pre = eval_all(mapped, false), *dec = eval_all(mapped, true);
@@ -182,6 +209,59 @@ static void check_arch(enum pt_arch arch, uint32_t n_layer, const char *file)
 	pt_engine_close(plain);
 	pt_engine_close(mapped);
 	pt_engine_close(streamed);
+}
+
+/* A tied head repacked: pt_model_embed_row reads each token's row back out of the X16 copy
+ * and dequantizes it exactly as the mapped row (the small models' compact vocabularies
+ * are not a multiple of 16 rows, so no engine above repacks a tied head: a model of just
+ * the two tensors does here).  Raw random rows, finite scales: every field's bits count. */
+PT_TEST(test_gen_engine_repack_tied_embedding_rows)
+{
+	const enum pt_type types[2] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	const uint64_t rows = 48, cols = 512;
+	for (int ti = 0; ti < 2; ti++) {
+		const enum pt_type t = types[ti];
+		uint64_t rb;
+		REQUIRE(pt_type_row_bytes(t, cols, &rb) == 0);
+		const size_t band = pt_kern_x16_band(t, cols);
+		uint8_t *w = pt_malloc(rows * rb), *x = pt_malloc(rows / 16 * band);
+		float *a = pt_mallocn(cols, sizeof(float)), *b = pt_mallocn(cols, sizeof(float));
+		REQUIRE(w && x && a && b);
+		uint32_t seed = 7u + (uint32_t)ti;
+		for (uint64_t i = 0; i < rows * rb; i++) {
+			seed = seed * 1664525u + 1013904223u;
+			w[i] = (uint8_t)(seed >> 24);
+		}
+		for (uint64_t r = 0; r < rows; r++) /* finite f16 scales (d, dmin): 0x3c00 = 1.0 */
+			for (uint64_t sb = 0; sb < cols / 256; sb++) {
+				uint8_t *blk = w + r * rb + sb * (rb / (cols / 256));
+				uint8_t *d = t == PT_TYPE_Q6_K ? blk + 208 : blk;
+				d[1] &= 0x3b;
+				if (t == PT_TYPE_Q4_K)
+					d[3] &= 0x3b;
+			}
+		pt_kern_x16_pack(t, w, (size_t)rb, cols, 0, rows / 16, x);
+		struct pt_gguf_tensor te = { .n_dims = 2, .ne = { cols, rows, 1, 1 }, .type = t,
+					     .nbytes = rows * rb, .data = w };
+		struct pt_model plain = { .tok_embd = &te }, packed = plain;
+		plain.output = (struct pt_kern_mat){ t, rows, cols, (size_t)rb, w,
+						     PT_KERN_LAYOUT_ROWS };
+		packed.output = (struct pt_kern_mat){ t, rows, cols, (size_t)rb, x,
+						      PT_KERN_LAYOUT_X16 };
+		packed.embd_in_output = true;
+		int bad = 0;
+		for (uint32_t tok = 0; tok < rows; tok++) {
+			CHECK(pt_model_embed_row(&plain, tok, a, NULL) == PT_OK);
+			CHECK(pt_model_embed_row(&packed, tok, b, NULL) == PT_OK);
+			bad += memcmp(a, b, cols * sizeof(float)) != 0;
+		}
+		CHECK_EQ_INT(bad, 0);
+		CHECK(pt_model_embed_row(&packed, (uint32_t)rows, b, NULL) == PT_E_INVALID);
+		pt_free(w);
+		pt_free(x);
+		pt_free(a);
+		pt_free(b);
+	}
 }
 
 PT_TEST(test_gen_engine_repack_qwen3moe)
