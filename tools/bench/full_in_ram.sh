@@ -14,9 +14,14 @@
 # after 4,096 tokens of context (particle: a 4,096-token prompt then 32 tokens; llama-bench
 # -p 0 -n 32 -d 4096 -fa 0,1, its repack-nommap build: flash attention off decodes 1.6-1.7x
 # faster there than on, which its default "auto" picks; ~12 minutes a round).
+# PARTICLE_ARGS: extra flags for every particle run (e.g. --repack, particle's best
+# configuration in RAM); LB_VARIANTS: the llama-bench variants of each round (default
+# "norepack repack repack-nommap"; on the Zen 5 host repack-nommap was the best in every
+# round of sessions 18-19).
 set -u
 O=$1 M=$2 S=$3 P=$4 P2=${5:-}
 : "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}" "${DEPTH_ROUNDS:=0}"
+: "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
 . "$(dirname "$0")/resident.sh" # resident FILE; HUGE: FileHugePages after it
@@ -64,7 +69,7 @@ warm() { resident "$M"; }
 pt() { # NAME BIN PROMPT GEN
 	warm
 	"$2" bench -m "$M" --prompt-tokens "$3" --gen "$4" --json --no-lock --no-profile \
-		--membw-bps "$BW" --threads "$THREADS" --io mmap >"$O/p.json" 2>"$O/p.err"
+		--membw-bps "$BW" --threads "$THREADS" --io mmap $PARTICLE_ARGS >"$O/p.json" 2>"$O/p.err"
 	rec "$1" $? "$O/p.json"
 }
 lb() { # VARIANT PROMPTS GEN [DEPTH FA]
@@ -76,9 +81,7 @@ r=1
 while [ $r -le "$ROUNDS" ]; do
 	pt particle "$P" 512 128
 	[ -n "$P2" ] && pt particle2 "$P2" 512 128
-	lb norepack 512 128
-	lb repack 512 128
-	lb repack-nommap 512 128
+	for v in $LB_VARIANTS; do lb "$v" 512 128; done
 	echo "round $r done $(date -u +%T)"
 	r=$((r + 1))
 done
@@ -86,9 +89,7 @@ r=1
 while [ $r -le "$LONG_ROUNDS" ]; do
 	pt particle-pp4096 "$P" 4096 1
 	[ -n "$P2" ] && pt particle2-pp4096 "$P2" 4096 1
-	lb norepack 4096 0
-	lb repack 4096 0
-	lb repack-nommap 4096 0
+	for v in $LB_VARIANTS; do lb "$v" 4096 0; done
 	echo "pp4096 round $r done $(date -u +%T)"
 	r=$((r + 1))
 done
