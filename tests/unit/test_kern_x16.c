@@ -547,37 +547,22 @@ PT_TEST(test_kern_x16_pack_layout)
 				pt_kern_x16_pack(types[ti], w, rb, cols, 0, 5, p2);
 				CHECK(memcmp(p, p2, rows / 16 * band) == 0);
 			}
-			pt_free(w);
-			pt_free(p);
-			pt_free(p2);
-		}
-}
-
-/* pt_kern_x16_unpack_row gives every row back byte for byte (a tied head's embedding rows
- * are read out of its X16 copy): raw bytes, so every bit of every field must survive. */
-PT_TEST(test_kern_x16_unpack_row_inverts_pack)
-{
-	const enum pt_type types[2] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
-	for (int ti = 0; ti < 2; ti++)
-		for (uint64_t cols = 256; cols <= 768; cols += 512) {
-			const uint64_t rows = 48;
-			size_t rb;
-			uint8_t *w = make_w(types[ti], rows, cols, true, &rb);
-			uint8_t *p = w ? pack_t(types[ti], w, rb, rows, cols) : NULL;
+			/* pt_kern_x16_unpack_row is the exact inverse (a tied head's embedding rows
+			 * are read out of its copy): raw bytes, every row back byte for byte */
 			uint8_t *row = pt_malloc(rb);
-			REQUIRE(w && p && row);
-			const size_t band = pt_kern_x16_band(types[ti], cols);
+			CHECK(row != NULL);
 			int bad = 0;
-			for (uint64_t r = 0; r < rows; r++) {
+			for (uint64_t r = 0; row && r < rows; r++) {
 				memset(row, 0xA5, rb);
 				pt_kern_x16_unpack_row(types[ti], p + r / 16 * band, cols,
 						       (uint32_t)(r % 16), row);
 				bad += memcmp(row, w + r * rb, rb) != 0;
 			}
 			CHECK_EQ_INT(bad, 0);
+			pt_free(row);
 			pt_free(w);
 			pt_free(p);
-			pt_free(row);
+			pt_free(p2);
 		}
 }
 
