@@ -481,6 +481,7 @@ enum pt_status pt_gguf_writer_create(const char *path, uint32_t alignment,
 	if (st == PT_OK) {
 		st = pt_safe_output(&w->out, path, err);
 		w->fd = st == PT_OK ? w->out.fd : -1;
+		w->out.drop_cache = true; /* a model file: mapped later, best read back */
 	}
 	if (st == PT_OK && alignment != 32)
 		st = pt_gguf_writer_set_u32(w, "general.alignment", alignment, err);

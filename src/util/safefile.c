@@ -160,6 +160,7 @@ enum pt_status pt_safe_create(struct pt_safe_file *f, const char *path, mode_t m
 	f->fp = NULL;
 	f->path = NULL;
 	f->tmp_path = NULL;
+	f->drop_cache = false;
 	if (!path || !*path)
 		return pt_error_set(err, PT_E_INVALID, "empty output path");
 	if (!*base_of(path) || strcmp(base_of(path), ".") == 0 || strcmp(base_of(path), "..") == 0)
@@ -257,6 +258,11 @@ static enum pt_status commit_stream(struct pt_safe_file *f, struct pt_error *err
 	return st;
 }
 
+void pt_drop_page_cache(int fd)
+{
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 enum pt_status pt_safe_commit(struct pt_safe_file *f, struct pt_error *err)
 {
 	enum pt_status st = PT_OK;
@@ -271,11 +277,15 @@ enum pt_status pt_safe_commit(struct pt_safe_file *f, struct pt_error *err)
 					  f->path);
 		if (st == PT_OK && fsync(fileno(f->fp)) != 0)
 			st = pt_error_sys(err, PT_E_IO, errno, "cannot sync %s", f->path);
+		if (st == PT_OK && f->drop_cache)
+			pt_drop_page_cache(fileno(f->fp));
 		if (fclose(f->fp) != 0 && st == PT_OK)
 			st = pt_error_sys(err, PT_E_IO, errno, "cannot close %s", f->path);
 	} else {
 		if (fsync(f->fd) != 0)
 			st = pt_error_sys(err, PT_E_IO, errno, "cannot sync %s", f->path);
+		if (st == PT_OK && f->drop_cache)
+			pt_drop_page_cache(f->fd);
 		if (close(f->fd) != 0 && st == PT_OK)
 			st = pt_error_sys(err, PT_E_IO, errno, "cannot close %s", f->path);
 	}
@@ -357,6 +367,7 @@ enum pt_status pt_safe_output(struct pt_safe_file *f, const char *path, struct p
 	f->fp = NULL;
 	f->path = NULL;
 	f->tmp_path = NULL;
+	f->drop_cache = false;
 	if (sfd >= 0 || (path && lstat(path, &st) == 0 &&
 			 (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))) {
 		/* A stream the user named: written as it is, nothing to truncate or replace.

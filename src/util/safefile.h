@@ -37,7 +37,16 @@ struct pt_safe_file {
 	FILE *fp;          /* set by pt_safe_stdio (then use only fp; commit flushes it) */
 	char *path;        /* final path (owned) */
 	char *tmp_path;    /* temporary path in the same directory (owned) */
+	/* commit drops the written pages from the page cache (pt_drop_page_cache): set for
+	 * model files, which are mapped later */
+	bool drop_cache;
 };
+
+/* After an fsync: the file's pages out of the page cache (a hint; clean pages only).  A
+ * file's written pages stay cached in small folios, and a model mapped from them decodes
+ * up to 2.5x slower through 4 KiB mappings until they turn over; read back from disk they
+ * come in large folios (docs/PERFORMANCE.md, issue 21 round 17). */
+void pt_drop_page_cache(int fd);
 
 /* Starts a new file that will appear at `path` on commit.  mode: 0600 for per-user state,
  * 0644 for outputs the user asked for (umask still applies). */
