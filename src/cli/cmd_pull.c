@@ -185,10 +185,6 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t min, uint64_t m
 	return x;
 }
 
-/* ---- split keys ----------------------------------------------------------------------- */
-
-/* A part of a split model must say which part it is (split.no is 0-based) and of how many;
- * a single file must not claim to be a part. */
 /* A pulled file's pages out of the page cache once it is checked: written (and checked)
  * pages sit there in small folios, and a model mapped from them decodes up to 2.5x slower
  * until they turn over; the first run reads it back in large folios (util/safefile.h). */
@@ -201,6 +197,10 @@ static void drop_cached(const char *path)
 	}
 }
 
+/* ---- split keys ----------------------------------------------------------------------- */
+
+/* A part of a split model must say which part it is (split.no is 0-based) and of how many;
+ * a single file must not claim to be a part. */
 static enum pt_status check_split(const pt_gguf *g, const char *name, uint32_t no,
 				  uint32_t count, struct pt_error *err)
 {

@@ -391,12 +391,9 @@ static enum pt_status embed_row_x16(const struct pt_kern_mat *w, uint32_t tok, f
 				    struct pt_error *err)
 {
 	const size_t band = pt_kern_x16_band(w->type, w->cols);
+	const size_t sbx = pt_kern_x16_band(w->type, 256); /* one super-block of 16 rows */
 	const uint8_t *b = (const uint8_t *)w->data + (size_t)(tok / PT_KERN_X16_ROWS) * band;
-	uint64_t sb_bytes;
-	if (pt_type_row_bytes(w->type, 256, &sb_bytes) != 0 || sb_bytes > 256)
-		return pt_error_set(err, PT_E_FORMAT, "token_embd.weight: bad row length");
-	const size_t sbx = band / (size_t)(w->cols / 256); /* one super-block of 16 rows */
-	uint8_t row[256];
+	uint8_t row[256]; /* one super-block of the row as stored: 144 (Q4_K) or 210 (Q6_K) */
 	for (uint64_t i = 0; i < w->cols / 256; i++) {
 		pt_kern_x16_unpack_row(w->type, b + i * sbx, 256, tok % PT_KERN_X16_ROWS, row);
 		enum pt_status st = pt_quant_dequant_row(w->type, row, out + i * 256, 256, err);

@@ -128,8 +128,7 @@ enum pt_status pt_model_repack(struct pt_model *m, bool experts, pt_pool *pool,
 	/* a head tied to the token embedding is repacked too (Gemma 4's is a fifth of a decode
 	 * token's bytes): the embedding rows are then read back out of the copy */
 	const bool tied = m->tok_embd && m->output.data == m->tok_embd->data;
-	if (m->output.data && !m->embd_in_output)
-		st = repack_mat(m, &m->output, pool, &s, err);
+	st = repack_mat(m, &m->output, pool, &s, err);
 	if (st == PT_OK && tied && m->output.layout == PT_KERN_LAYOUT_X16)
 		m->embd_in_output = true;
 	for (uint32_t il = 0; st == PT_OK && il < m->hp.n_layer; il++) {

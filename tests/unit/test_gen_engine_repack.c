@@ -232,7 +232,7 @@ PT_TEST(test_gen_engine_repack_tied_embedding_rows)
 			seed = seed * 1664525u + 1013904223u;
 			w[i] = (uint8_t)(seed >> 24);
 		}
-		for (uint64_t r = 0; r < rows; r++) /* finite f16 scales (d, dmin): 0x3c00 = 1.0 */
+		for (uint64_t r = 0; r < rows; r++) /* finite f16 scales (d, dmin): exponent not all ones */
 			for (uint64_t sb = 0; sb < cols / 256; sb++) {
 				uint8_t *blk = w + r * rb + sb * (rb / (cols / 256));
 				uint8_t *d = t == PT_TYPE_Q6_K ? blk + 208 : blk;
