@@ -157,15 +157,43 @@ extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_scalar[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT];
-/* Single-token products over X16 bands request a band's lines at once right before running
- * it: many more misses in flight than the kernel's own loads keep (bench_kern il, Zen 5, one
- * thread: Q4_K 23.7 -> 30-34 GB/s, Q6_K 23 -> 28 with the lines 2 KiB ahead; the band itself
- * measured best: Q6_K 26 -> 29.5 GB/s on one thread, 52 -> 58 on two, Q4_K the same or
- * better; docs/PERFORMANCE.md rounds 15-16).  A hint only: results unchanged. */
-static inline void pt_kern_x16_prefetch(const uint8_t *band_start, size_t band)
+/* The X16 kernels request the lines PT_KERN_X16_AHEAD_SB super-blocks ahead of the one they
+ * read, a quarter super-block per step (pt_kern_x16_prefetch_ahead), so a band streams with
+ * its next lines always in flight while the kernel computes; bands of a matrix lie one after
+ * another, so the stream runs on into the next band.  Whoever starts a stream requests its
+ * first PT_KERN_X16_AHEAD_SB super-blocks (pt_kern_x16_prefetch_start).  bench_kern il, Zen 5,
+ * one thread: Q4_K 27.0 -> 31.5 GB/s, Q6_K 26.8 -> 34.4 against the earlier burst of a whole
+ * band right before it ran; two at once 50 -> 62 (docs/PERFORMANCE.md round 18).  One and two
+ * super-blocks ahead measured the same for Q4_K, two the best for Q6_K; a whole band (8)
+ * ahead lower.  Hints only: results unchanged, and a request past a matrix's end (the last
+ * band's) touches nothing (addresses are formed as integers, never dereferenced). */
+#define PT_KERN_X16_AHEAD_SB 2
+
+static inline void pt_kern_prefetch_range(uintptr_t a, uintptr_t b)
 {
-	for (const uint8_t *p = band_start; p < band_start + band; p += 64)
-		__builtin_prefetch(p, 0, 3);
+	for (uintptr_t l = a & ~(uintptr_t)63; l < b; l += 64)
+		__builtin_prefetch((const void *)l, 0, 3);
+}
+
+/* Bytes [*lo, *hi) after a super-block's start that its step `part` (0..3) requests: part
+ * `part` of the super-block PT_KERN_X16_AHEAD_SB ahead (the four parts tile it). */
+static inline void pt_kern_x16_ahead_part(size_t sb_bytes, int part, size_t *lo, size_t *hi)
+{
+	*lo = PT_KERN_X16_AHEAD_SB * sb_bytes + sb_bytes * (size_t)part / 4;
+	*hi = PT_KERN_X16_AHEAD_SB * sb_bytes + sb_bytes * (size_t)(part + 1) / 4;
+}
+
+static inline void pt_kern_x16_prefetch_ahead(const uint8_t *sb, size_t sb_bytes, int part)
+{
+	size_t lo, hi;
+	pt_kern_x16_ahead_part(sb_bytes, part, &lo, &hi);
+	pt_kern_prefetch_range((uintptr_t)sb + lo, (uintptr_t)sb + hi);
+}
+
+/* The first PT_KERN_X16_AHEAD_SB super-blocks of a stream starting at band. */
+static inline void pt_kern_x16_prefetch_start(const uint8_t *band, size_t sb_bytes)
+{
+	pt_kern_prefetch_range((uintptr_t)band, (uintptr_t)band + PT_KERN_X16_AHEAD_SB * sb_bytes);
 }
 
 /* A matrix's layout against its ops (X16: the type has it and the shape allows it). */

@@ -178,15 +178,14 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 	const uint8_t *data = w->data;
 	const size_t band = pt_kern_x16_band(w->type, w->cols), ab = jb->act_row_bytes;
 	const uint64_t per = band < X16_BLOCK_BYTES ? X16_BLOCK_BYTES / band : 1;
-	/* decode (one or two tokens): one stream, each band's misses requested at once */
-	const bool stream = jb->n_tok <= 2;
+	/* the kernels keep the stream's next lines requested; its first ones are asked here */
+	if (r0 < r1)
+		pt_kern_x16_prefetch_start(data + r0 / PT_KERN_X16_ROWS * band, pt_kern_x16_band(w->type, QKK));
 	for (uint64_t b0 = r0 / PT_KERN_X16_ROWS; b0 < r1 / PT_KERN_X16_ROWS; b0 += per) {
 		const uint64_t b1 = min_u64(b0 + per, r1 / PT_KERN_X16_ROWS);
 		for (uint64_t tok = 0; tok < jb->n_tok; tok += PT_KERN_X16_TOKS) {
 			const uint32_t nt = (uint32_t)min_u64(PT_KERN_X16_TOKS, jb->n_tok - tok);
 			for (uint64_t b = b0; b < b1; b++) {
-				if (stream)
-					pt_kern_x16_prefetch(data + b * band, band);
 				jb->ops->x16(w->cols, data + b * band, jb->xq + tok * ab, ab, nt,
 					     jb->y + tok * w->rows + b * PT_KERN_X16_ROWS, w->rows);
 			}

@@ -71,7 +71,11 @@ static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8
 	UNROLL for (int t = 0; t < T; t++)
 		acc[0][t] = accm[0][t] = acc[1][t] = accm[1][t] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q4K_SB) {
+		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 0);
+		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 1);
 		q4_k_sb_half(p, 0, a + i * Q8K_B, as, T, acc[0], accm[0]);
+		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 2);
+		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 3);
 		q4_k_sb_half(p, 1, a + i * Q8K_B, as, T, acc[1], accm[1]);
 	}
 	UNROLL for (int t = 0; t < T; t++) {

@@ -28,6 +28,7 @@ static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8
 		UNROLL for (int t = 0; t < T; t++)
 			sumi[t] = _mm512_setzero_si512();
 		for (int g = 0; g < 4; g++) {
+			pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, g);
 			__m512i lo[PT_KERN_X16_TOKS], hi[PT_KERN_X16_TOKS];
 			UNROLL for (int t = 0; t < T; t++)
 				lo[t] = hi[t] = _mm512_setzero_si512();
@@ -104,6 +105,7 @@ static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8
 		UNROLL for (int g = 0; g < 4; g++) {
 			const int h = g / 2, k = g % 2;
 			const uint8_t *gp = p + 768 * g;
+			pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q6K_SB, g);
 			__m512i sj[4][X6_TOKS];
 			UNROLL for (int q = 0; q < 4; q++)
 				UNROLL for (int t = 0; t < T; t++)

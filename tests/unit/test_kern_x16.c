@@ -2,13 +2,15 @@
  * packing and the scalar kernel against the numerics' definition computed here from the
  * rows as stored; every level's kernel bit-identical to the scalar one at every token count;
  * products (matmul, sets, gated sets) over X16 matrices equal to the kernel and independent
- * of thread count and batch size; and malformed X16 matrices refused. */
+ * of thread count and batch size; the stream's prefetch requests every line before the kernel
+ * reads it; and malformed X16 matrices refused. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kern/kern.h"
+#include "kern/kern_internal.h" /* the X16 stream's prefetch ranges */
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "test.h"
@@ -563,6 +565,45 @@ PT_TEST(test_kern_x16_pack_layout)
 			pt_free(w);
 			pt_free(p);
 			pt_free(p2);
+		}
+}
+
+/* The X16 kernels' prefetch (kern_internal.h): the stream's start, then every super-block's
+ * four steps, request each line of a stream of super-blocks by the super-block
+ * PT_KERN_X16_AHEAD_SB before the first one that reads it (a wrong part split, a gap or a
+ * line lost to the rounding fails), whatever the stream's alignment to lines. */
+PT_TEST(test_kern_x16_prefetch_covers_the_stream)
+{
+	const size_t sbs[2] = { PT_KERN_X16_Q4K_SB, PT_KERN_X16_Q6K_SB };
+	enum { N_SB = 12 };
+	CHECK(PT_KERN_X16_AHEAD_SB >= 1);
+	for (int ti = 0; ti < 2; ti++)
+		for (size_t base = 0; base < 128; base += 24) {
+			const size_t sb = sbs[ti], end = base + N_SB * sb;
+			const size_t n_lines = (end + 63) / 64;
+			/* when[l]: the super-block whose steps request line l first (-1: the start) */
+			int when[(N_SB + PT_KERN_X16_AHEAD_SB + 2) * PT_KERN_X16_Q6K_SB / 64 + 4];
+			for (size_t l = 0; l < sizeof when / sizeof when[0]; l++)
+				when[l] = N_SB + 1;
+			for (size_t a = base & ~(size_t)63; a < base + PT_KERN_X16_AHEAD_SB * sb; a += 64)
+				when[a / 64] = -1;
+			for (int i = 0; i < N_SB; i++)
+				for (int part = 0; part < 4; part++) {
+					size_t lo, hi;
+					pt_kern_x16_ahead_part(sb, part, &lo, &hi);
+					CHECK(hi > lo);
+					const size_t a0 = base + (size_t)i * sb + lo, a1 = base + (size_t)i * sb + hi;
+					for (size_t a = a0 & ~(size_t)63; a < a1; a += 64)
+						if (when[a / 64] > i)
+							when[a / 64] = i;
+				}
+			int late = 0;
+			for (size_t l = base / 64; l < n_lines; l++) {
+				/* the first super-block that reads line l */
+				const size_t first = l * 64 > base ? (l * 64 - base) / sb : 0;
+				late += !(when[l] == -1 || when[l] <= (int)first - PT_KERN_X16_AHEAD_SB);
+			}
+			CHECK_EQ_INT(late, 0);
 		}
 }
 

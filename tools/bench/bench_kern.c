@@ -27,7 +27,7 @@
 #include "gen/kv.h"
 #include "gguf/gguf.h"
 #include "kern/kern.h"
-#include "kern/kern_internal.h" /* pt_kern_x16_prefetch: il measures decode's band prefetch */
+#include "kern/kern_internal.h" /* pt_kern_x16_prefetch_start: il measures decode's stream start */
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/alloc.h"
@@ -153,9 +153,9 @@ static int cmp_double(const void *a, const void *b);
  * `il6`, 128 experts, one
  * random expert after another), one thread (run two processes at once for two cores): the
  * decode dot row by row (prefetch 4 rows ahead, as decode does), the X16 kernel of the best
- * level and of the AVX2 level (scalar for Q6_K), and the best level with each band's lines
- * requested before it runs (pt_kern_x16_prefetch, as decode does), alternating in 9
- * windows; the L1 cost of each; X16 against the dot's values. */
+ * level and of the AVX2 level (scalar for Q6_K), and the best level with each expert's first
+ * lines requested before it runs (pt_kern_x16_prefetch_start, as decode does at the start of
+ * a task), alternating in 9 windows; the L1 cost of each; X16 against the dot's values. */
 static void bench_il(double secs, enum pt_type type)
 {
 	const uint64_t rows = 768, cols = 2048, ne = 128;
@@ -230,9 +230,9 @@ static void bench_il(double secs, enum pt_type type)
 				} else {
 					const struct pt_kern_ops *o = v == 2 ? lo : best;
 					const uint8_t *d = w16 + e * eb16;
+					if (v == 3) /* as decode runs it (matvec_set.c) */
+						pt_kern_x16_prefetch_start(d, pt_kern_x16_band(type, 256));
 					for (uint64_t k = 0; k < rows / 16; k++) {
-						if (v == 3) /* as decode runs it (matvec_set.c) */
-							pt_kern_x16_prefetch(d + k * band, band);
 						o->x16(cols, d + k * band, xq, 0, 1, y + 16 * k, 0);
 					}
 				}
@@ -245,7 +245,7 @@ static void bench_il(double secs, enum pt_type type)
 	snprintf(names[0], sizeof names[0], "row by row (dot)");
 	snprintf(names[1], sizeof names[1], "X16 %s", pt_kern_level_name(best->x16_level));
 	snprintf(names[2], sizeof names[2], "X16 %s", pt_kern_level_name(lo->x16_level));
-	snprintf(names[3], sizeof names[3], "X16 %s, band prefetched", pt_kern_level_name(best->x16_level));
+	snprintf(names[3], sizeof names[3], "X16 %s, stream start requested", pt_kern_level_name(best->x16_level));
 	for (int v = 0; v < NVAR; v++) {
 		qsort(res[v], NWIN, sizeof(double), cmp_double);
 		printf("il: %-30s best %6.2f median %6.2f GB/s (%s bytes as stored)\n", names[v],
