@@ -114,7 +114,9 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 suite "unit tests" build/pt_test
 suite "unit tests (ASan+UBSan)" build/asan/pt_test
-# ThreadSanitizer only for the expert tests: the I/O completion path and compute threads.
+# ThreadSanitizer for the threaded parts: the kernels' pool (its claim words), the expert
+# tests (the I/O completion path and compute threads) ...
+[ -x build/tsan/pt_test ] && suite "pool unit tests (TSan)" build/tsan/pt_test pool
 [ -x build/tsan/pt_test ] && suite "expert unit tests (TSan)" build/tsan/pt_test expert
 # ... and the streaming forward pass end to end (engine, store, io_uring and pread pool).
 [ -x build/tsan/pt_test ] && suite "engine unit tests (TSan)" build/tsan/pt_test gen_engine

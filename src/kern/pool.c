@@ -1,12 +1,17 @@
 /* pool.c - the kernels' thread pool (see pool.h).
  *
- * A run publishes its parameters, then one 64-bit claim word (run tag | task count | next
- * index) and bumps a 32-bit generation that sleeping workers wait on.  Every thread, the
- * caller included, claims task indices with a compare-and-swap that succeeds only while the
- * word still carries the tag it saw, so a worker waking late can never take a task of a later
- * run.  The caller waits for the count of finished tasks, not for every worker to check in:
- * a worker that is descheduled (more threads than free cores) just misses the run.  Waits
- * spin with `pause`, then yield, then sleep on a futex; wakes are skipped when nobody sleeps.
+ * A run publishes its parameters, then one 64-bit claim word per thread (run tag | end |
+ * next index: that thread's share, a contiguous range of the tasks) and bumps a 32-bit
+ * generation that sleeping workers wait on.  Every thread, the caller included, claims its
+ * own share's tasks in ascending order, then takes what is left of the others' from their
+ * ends, each with a compare-and-swap that succeeds only while the word still carries the tag
+ * it saw, so a worker waking late can never take a task of a later run.  Shares keep each
+ * thread's tasks adjacent: a product's rows stream through a core in one run instead of
+ * alternating with the other threads' (the kernels' prefetch runs on into the next task's
+ * rows; docs/PERFORMANCE.md round 18).  The caller waits for the count of finished tasks,
+ * not for every worker to check in: a worker that is descheduled (more threads than free
+ * cores) just misses the run and its share is taken by the others.  Waits spin with `pause`,
+ * then yield, then sleep on a futex; wakes are skipped when nobody sleeps.
  */
 #include "kern/pool.h"
 
@@ -15,6 +20,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -29,7 +35,8 @@
 #define SPIN_PAUSE 4000
 #define SPIN_YIELD 100
 
-/* Claim word: tag (20 bits) | count (22 bits) | next index (22 bits). */
+/* Claim word: tag (20 bits) | end (22 bits) | next index (22 bits): the share's tasks not yet
+ * claimed are [next, end). */
 #define IDX_BITS 22
 #define IDX_MASK ((1ull << IDX_BITS) - 1)
 #define TAG_MASK ((1ull << 20) - 1)
@@ -40,16 +47,23 @@ struct pt_pool {
 	uint32_t n_started;          /* workers successfully created */
 	pthread_t *threads;          /* [n_threads - 1] */
 	_Atomic uint32_t generation; /* bumped once per batch; futex word for idle workers */
-	_Atomic uint64_t claim;      /* see above */
+	struct share *shares;        /* [n_threads]: thread t's claim word */
+	uint32_t count;              /* tasks of the current batch */
 	_Atomic uint32_t done;       /* tasks of the current batch finished; futex word */
 	_Atomic uint32_t sleepers;   /* threads inside a futex wait */
 	_Atomic int stop;
-	/* Batch parameters: written before the claim word is published, read only by a thread
+	/* Batch parameters: written before the claim words are published, read only by a thread
 	 * holding a claimed task of that batch (the caller cannot move on before it finishes). */
 	pt_pool_fn fn;
 	void *ctx;
 	uint32_t base;
 	uint64_t runs, wait_ns; /* diagnostics, written by the caller only */
+};
+
+/* A thread's claim word, alone in its cache lines (128 bytes apart whatever the alignment). */
+struct share {
+	_Atomic uint64_t claim;
+	char pad[120];
 };
 
 struct worker_arg {
@@ -102,22 +116,39 @@ static void wake(pt_pool *pool, _Atomic uint32_t *word)
 		futex_wake(word);
 }
 
-/* Runs tasks of the batch tagged tag until none is left. */
+/* Claims a task of the batch tagged tag from share sh: its next one (own share), or its last
+ * (another thread's); false when the share has none left. */
+static bool claim(struct share *sh, uint64_t tag, bool own, uint32_t *task)
+{
+	uint64_t v = atomic_load_explicit(&sh->claim, memory_order_acquire);
+	for (;;) {
+		const uint64_t next = v & IDX_MASK, end = (v >> IDX_BITS) & IDX_MASK;
+		if ((v >> (2 * IDX_BITS)) != tag || next >= end)
+			return false;
+		const uint64_t nv = own ? v + 1 : v - (1ull << IDX_BITS);
+		if (atomic_compare_exchange_weak_explicit(&sh->claim, &v, nv, memory_order_acq_rel,
+							  memory_order_acquire)) {
+			*task = (uint32_t)(own ? next : end - 1);
+			return true;
+		}
+	}
+}
+
+/* Runs tasks of the batch tagged tag until none is left: this thread's share first, then
+ * the others' from their ends. */
 static void drain(pt_pool *pool, uint64_t tag, uint32_t worker)
 {
-	uint64_t v = atomic_load_explicit(&pool->claim, memory_order_acquire);
-	for (;;) {
-		uint64_t idx = v & IDX_MASK, count = (v >> IDX_BITS) & IDX_MASK;
-		if ((v >> (2 * IDX_BITS)) != tag || idx >= count)
-			return;
-		if (!atomic_compare_exchange_weak_explicit(&pool->claim, &v, v + 1,
-							   memory_order_acq_rel,
-							   memory_order_acquire))
-			continue;
-		pool->fn(pool->ctx, pool->base + (uint32_t)idx, worker);
-		if (atomic_fetch_add(&pool->done, 1) + 1 == count)
-			wake(pool, &pool->done);
-		v = atomic_load_explicit(&pool->claim, memory_order_acquire);
+	const uint32_t n = pool->n_threads;
+	for (uint32_t k = 0; k < n; k++) {
+		struct share *sh = &pool->shares[(worker + k) % n];
+		uint32_t task;
+		while (claim(sh, tag, k == 0, &task)) {
+			/* count and the batch's parameters were written before the claim word */
+			const uint32_t count = pool->count;
+			pool->fn(pool->ctx, pool->base + task, worker);
+			if (atomic_fetch_add(&pool->done, 1) + 1 == count)
+				wake(pool, &pool->done);
+		}
 	}
 }
 
@@ -146,6 +177,7 @@ void pt_pool_destroy(pt_pool *pool)
 	for (uint32_t i = 0; i < pool->n_started; i++)
 		pthread_join(pool->threads[i], NULL);
 	pt_free(pool->threads);
+	pt_free(pool->shares);
 	pt_free(pool);
 }
 
@@ -159,6 +191,11 @@ enum pt_status pt_pool_create(uint32_t n_threads, pt_pool **out, struct pt_error
 	if (!pool)
 		return pt_error_set(err, PT_E_NOMEM, "out of memory creating thread pool");
 	pool->n_threads = n_threads;
+	pool->shares = pt_calloc(n_threads, sizeof *pool->shares);
+	if (!pool->shares) {
+		pt_pool_destroy(pool);
+		return pt_error_set(err, PT_E_NOMEM, "out of memory creating thread pool");
+	}
 	if (n_threads > 1) {
 		pool->threads = pt_calloc(n_threads - 1, sizeof *pool->threads);
 		if (!pool->threads) {
@@ -194,12 +231,19 @@ uint32_t pt_pool_threads(const pt_pool *pool)
 static void run_batch(pt_pool *pool, uint32_t base, uint32_t count)
 {
 	pool->base = base;
+	pool->count = count;
 	atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
 	uint32_t gen = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
 	uint64_t tag = gen & TAG_MASK;
-	/* release: fn, ctx, base and done = 0 are visible to whoever claims from this word */
-	atomic_store_explicit(&pool->claim, (tag << (2 * IDX_BITS)) | ((uint64_t)count << IDX_BITS),
-			      memory_order_release);
+	/* release: fn, ctx, base, count and done = 0 are visible to whoever claims from these
+	 * words; thread t's share is tasks [count t / n, count (t + 1) / n) */
+	const uint64_t n = pool->n_threads;
+	for (uint64_t t = 0; t < n; t++) {
+		const uint64_t lo = count * t / n, hi = count * (t + 1) / n;
+		atomic_store_explicit(&pool->shares[t].claim,
+				      (tag << (2 * IDX_BITS)) | (hi << IDX_BITS) | lo,
+				      memory_order_release);
+	}
 	atomic_store(&pool->generation, gen);
 	wake(pool, &pool->generation);
 	drain(pool, tag, 0);

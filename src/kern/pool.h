@@ -2,10 +2,13 @@
  *
  * The caller thread takes part in every run, so a pool of N threads starts N - 1 workers.
  * Workers spin briefly after a run (decode dispatches hundreds of runs per token), then
- * yield, then sleep on a futex.  Tasks are claimed one index at a time from a shared word:
- * which thread runs a task varies between runs (a busy or descheduled worker simply takes
- * none), so task functions must make each task's output independent of the thread that
- * computes it (the kernels do: every output element belongs to exactly one task).
+ * yield, then sleep on a futex.  Each thread claims the tasks of its own share (thread t of
+ * n: tasks [count t / n, count (t + 1) / n)) one index at a time in ascending order, then
+ * takes what is left of the other shares from their ends: a thread's tasks are adjacent
+ * (tasks are rows of a product: the kernels stream them), but which thread runs a task still
+ * varies between runs (a busy or descheduled worker simply takes none), so task functions
+ * must make each task's output independent of the thread that computes it (the kernels do:
+ * every output element belongs to exactly one task).
  */
 #ifndef PT_KERN_POOL_H
 #define PT_KERN_POOL_H
