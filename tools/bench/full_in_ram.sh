@@ -14,6 +14,9 @@
 # after 4,096 tokens of context (particle: a 4,096-token prompt then 32 tokens; llama-bench
 # -p 0 -n 32 -d 4096 -fa 0,1, its repack-nommap build: flash attention off decodes 1.6-1.7x
 # faster there than on, which its default "auto" picks; ~12 minutes a round).
+# PROBE_EACH=1: the bandwidth probe again right before every particle run (recorded as
+# "membw-NAME"), and that run's fraction of the probe taken against it: this host's memory
+# bandwidth swings 2x within minutes, so a probe minutes away says little about one run.
 # PARTICLE_ARGS: extra flags for every particle run (e.g. --repack, particle's best
 # configuration in RAM); LB_VARIANTS: the llama-bench variants of each round (default
 # "norepack repack repack-nommap"; on the Zen 5 host repack-nommap was the best in every
@@ -21,7 +24,7 @@
 set -u
 O=$1 M=$2 S=$3 P=$4 P2=${5:-}
 : "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}" "${DEPTH_ROUNDS:=0}"
-: "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}"
+: "${PROBE_EACH:=0}" "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
 . "$(dirname "$0")/resident.sh" # resident FILE; HUGE: FileHugePages after it
@@ -68,8 +71,14 @@ BW=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_
 warm() { resident "$M"; }
 pt() { # NAME BIN PROMPT GEN
 	warm
+	local bw=$BW
+	if [ "$PROBE_EACH" = 1 ]; then
+		"$P" bench --membw --json --threads "$THREADS" >"$O/bw1.json" 2>"$O/bw.err"
+		rec "membw-$1" $? "$O/bw1.json"
+		bw=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' "$O/bw1.json" "$THREADS")
+	fi
 	"$2" bench -m "$M" --prompt-tokens "$3" --gen "$4" --json --no-lock --no-profile \
-		--membw-bps "$BW" --threads "$THREADS" --io mmap $PARTICLE_ARGS >"$O/p.json" 2>"$O/p.err"
+		--membw-bps "$bw" --threads "$THREADS" --io mmap $PARTICLE_ARGS >"$O/p.json" 2>"$O/p.err"
 	rec "$1" $? "$O/p.json"
 }
 lb() { # VARIANT PROMPTS GEN [DEPTH FA]
