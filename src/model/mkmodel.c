@@ -965,6 +965,10 @@ static enum pt_status reroute_file(struct writer *wr, const pt_gguf *g, const ch
 		st = pt_error_sys(err, PT_E_IO, errno, "reroute: fdatasync");
 	if (st == PT_OK)
 		st = put(fd, &skew, sizeof skew, skew_off, true, err);
+	/* synced: out of the page cache, as every file the GGUF writer commits (its written
+	 * pages sit there in small folios and slow every run mapping them: safefile.h) */
+	if (st == PT_OK)
+		pt_drop_page_cache(fd);
 	if (close(fd) != 0 && st == PT_OK)
 		st = pt_error_sys(err, PT_E_IO, errno, "reroute: close");
 	return st;
