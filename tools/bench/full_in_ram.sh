@@ -66,7 +66,10 @@ if command -v fincore >/dev/null; then
 fi
 "$P" bench --membw --json --threads "$THREADS" >"$O/bw.json" 2>"$O/bw.err"
 rec membw $? "$O/bw.json"
-BW=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' "$O/bw.json" "$THREADS")
+probe_bps() { # FILE: the THREADS-thread figure of a `bench --membw --json` line
+	python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' "$1" "$THREADS"
+}
+BW=$(probe_bps "$O/bw.json")
 # Before every run: the file whole in the page cache, in large folios (resident.sh).
 warm() { resident "$M"; }
 pt() { # NAME BIN PROMPT GEN
@@ -75,7 +78,7 @@ pt() { # NAME BIN PROMPT GEN
 	if [ "$PROBE_EACH" = 1 ]; then
 		"$P" bench --membw --json --threads "$THREADS" >"$O/bw1.json" 2>"$O/bw.err"
 		rec "membw-$1" $? "$O/bw1.json"
-		bw=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["membw_%st_bytes_per_s" % sys.argv[2]]))' "$O/bw1.json" "$THREADS")
+		bw=$(probe_bps "$O/bw1.json")
 	fi
 	"$2" bench -m "$M" --prompt-tokens "$3" --gen "$4" --json --no-lock --no-profile \
 		--membw-bps "$bw" --threads "$THREADS" --io mmap $PARTICLE_ARGS >"$O/p.json" 2>"$O/p.err"
