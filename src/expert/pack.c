@@ -53,8 +53,12 @@ uint64_t pt_pack_part_bytes(const struct pt_expert_part *p, bool x16)
 	return p->rows / PT_KERN_X16_ROWS * pt_kern_x16_band((enum pt_type)p->type, p->cols);
 }
 
-enum pt_status pt_pack_plan(const struct pt_expert_layout *l, bool x16, struct pt_pack *out,
-			    struct pt_error *err)
+/* The plan, each part interleaved where x16 asks and it qualifies; with `as` (a manifest
+ * read back), only the parts `as` says are: a pack written before a type gained its
+ * interleaved kernels keeps that type's parts as stored, and still reads. */
+static enum pt_status plan_parts(const struct pt_expert_layout *l, bool x16,
+				 const struct pt_pack *as, struct pt_pack *out,
+				 struct pt_error *err)
 {
 	uint64_t at = 0;
 	memset(out, 0, sizeof *out);
@@ -70,8 +74,9 @@ enum pt_status pt_pack_plan(const struct pt_expert_layout *l, bool x16, struct p
 		for (uint32_t i = 0; i < l->moe[m].n_parts; i++) {
 			const struct pt_expert_part *q = &l->moe[m].part[i];
 			P->part_off[i] = cur;
-			P->part_x16[i] = x16 && pt_pack_part_x16(q);
-			if (pt_add_overflow(cur, pt_pack_part_bytes(q, x16), &cur))
+			const bool want = as ? m < as->n_moe && as->layers[m].part_x16[i] : x16;
+			P->part_x16[i] = want && pt_pack_part_x16(q);
+			if (pt_add_overflow(cur, pt_pack_part_bytes(q, P->part_x16[i]), &cur))
 				return pt_error_set(err, PT_E_LIMIT, "pack size overflows");
 			cur = round_up(cur, PART_ALIGN);
 		}
@@ -82,6 +87,12 @@ enum pt_status pt_pack_plan(const struct pt_expert_layout *l, bool x16, struct p
 	}
 	out->size = at;
 	return PT_OK;
+}
+
+enum pt_status pt_pack_plan(const struct pt_expert_layout *l, bool x16, struct pt_pack *out,
+			    struct pt_error *err)
+{
+	return plan_parts(l, x16, NULL, out, err);
 }
 
 void pt_pack_free(struct pt_pack *p)
@@ -267,7 +278,8 @@ static cJSON *manifest_json(const struct pt_expert_layout *l, const struct pt_pa
 			cJSON_AddNumberToObject(q, "type", l->moe[m].part[i].type);
 			cJSON_AddNumberToObject(q, "off", (double)p->layers[m].part_off[i]);
 			cJSON_AddNumberToObject(q, "bytes",
-						(double)pt_pack_part_bytes(&l->moe[m].part[i], p->x16));
+						(double)pt_pack_part_bytes(&l->moe[m].part[i],
+									   p->layers[m].part_x16[i]));
 			if (p->layers[m].part_x16[i])
 				cJSON_AddStringToObject(q, "layout", "x16");
 			cJSON_AddItemToArray(parts, q);
@@ -456,13 +468,14 @@ static enum pt_status parse_layer(const cJSON *L, uint64_t n_expert, uint64_t si
 	return PT_OK;
 }
 
-/* The manifest's layers must be exactly what pt_pack_plan makes for this model's layout. */
+/* The manifest's layers must be exactly what pt_pack_plan makes for this model's layout,
+ * with the parts the manifest interleaves (each one that qualifies). */
 static enum pt_status match_layout(const cJSON *layers, const struct pt_expert_layout *l,
 				   const struct pt_pack *got, const char *man,
 				   struct pt_error *err)
 {
 	struct pt_pack want;
-	enum pt_status st = pt_pack_plan(l, got->x16, &want, err);
+	enum pt_status st = plan_parts(l, got->x16, got, &want, err);
 	for (uint32_t m = 0; st == PT_OK && m < l->n_moe; m++) {
 		const cJSON *parts = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetArrayItem(layers, (int)m), "parts");
@@ -478,7 +491,7 @@ static enum pt_status match_layout(const cJSON *layers, const struct pt_expert_l
 			       a->part_x16[i] == b->part_x16[i] && name &&
 			       strcmp(name, l->moe[m].part[i].name) == 0 && json_u64(q, "type", &type) &&
 			       type == l->moe[m].part[i].type && json_u64(q, "bytes", &bytes) &&
-			       bytes == pt_pack_part_bytes(&l->moe[m].part[i], got->x16);
+			       bytes == pt_pack_part_bytes(&l->moe[m].part[i], a->part_x16[i]);
 		}
 		if (!same)
 			st = pt_error_set(err, PT_E_FORMAT, "pack manifest %s does not match the "

@@ -758,9 +758,9 @@ static enum pt_status streamed_x16(pt_engine *e, struct pt_error *err)
 	return PT_OK;
 }
 
-/* --repack: the Q4_K / Q6_K matrices into the interleaved layout, experts too when mapped;
- * repack_auto alone: only when the whole model runs from memory, or its experts stream from
- * an interleaved pack (someone wrote it for this: particle pack / pull --repack). */
+/* --repack: the Q4_K / Q6_K / Q8_0 / Q5_0 matrices into the interleaved layout, experts too
+ * when mapped; repack_auto alone: only when the whole model runs from memory, or its experts
+ * stream from an interleaved pack (someone wrote it for this: particle pack / pull --repack). */
 static enum pt_status repack(pt_engine *e, struct pt_error *err)
 {
 	const bool on_map = e->prov.get == e->m->mmap_provider.get;

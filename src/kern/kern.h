@@ -8,9 +8,10 @@
  * (relative differences around 1e-6).  The activation quantizers are the same code at every
  * level, so quantized activation bytes never depend on the CPU level.
  *
- * Interleaved rows (PT_KERN_LAYOUT_X16, below): Q4_K and Q6_K matrices copied into bands of
- * 16 rows (model/repack.c, --repack) run their own kernels (x16*.c: scalar reference, AVX-512
- * for both types, AVX2 for Q4_K), with their own numerics, identical at every level.
+ * Interleaved rows (PT_KERN_LAYOUT_X16, below): Q4_K, Q6_K, Q8_0 and Q5_0 matrices copied
+ * into bands of 16 rows (model/repack.c, --repack) run their own kernels (x16*.c: scalar
+ * reference, AVX-512 for all four, AVX2 for Q4_K), with their own numerics, identical at
+ * every level.
  *
  * Determinism: every output element is computed by exactly one thread, by the level's dot
  * function or its dot4 / tile twins (bit-identical to it: one body instantiated per shape, so
@@ -113,7 +114,7 @@ struct pt_kern_tile {
 };
 
 /* Interleaved-rows kernel (PT_KERN_LAYOUT_X16): the 16 rows of one band (pt_kern_x16_band
- * bytes: n / 256 super-blocks, see below) times n_tok <= PT_KERN_X16_TOKS activation rows (a,
+ * bytes: n / 256 super-blocks or n / 32 blocks, see below) times n_tok <= PT_KERN_X16_TOKS activation rows (a,
  * a + a_stride, ...; bytes) into y[t * y_stride + r], r < 16 (floats). */
 typedef void (*pt_kern_x16_fn)(size_t n, const void *band, const void *a, size_t a_stride,
 			       uint32_t n_tok, float *y, size_t y_stride);
@@ -211,7 +212,9 @@ enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uin
 				float *y, pt_pool *pool, struct pt_error *err);
 
 /* ---- interleaved rows (X16) ------------------------------------------------------------
- * Q4_K and Q6_K (a Q4_K_M file's matrices).  Rows are grouped in bands of 16 (rows must be a
+ * Q4_K and Q6_K (a Q4_K_M file's matrices), Q8_0 and Q5_0 (a Q8_0 file's; a Q4_K_M file's
+ * matrices whose rows are not whole super-blocks, e.g. Gemma 4's 704-wide expert downs).
+ * Rows are grouped in bands of 16 (rows must be a
  * multiple of 16); a Q4_K band stores, per super-block of 256 columns, PT_KERN_X16_Q4K_SB
  * bytes:
  *   [0, 2048)     codes: 64-byte vector v = 8 g + s (chunk pair g < 4, step s < 8) holds at
@@ -228,6 +231,16 @@ enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uin
  *                 (the order the kernels read them: one sequential stream);
  *   [3072, 3328)  scales, i8: sub-block j (16 elements) of row r at 16 j + r;
  *   [3328, 3360)  d of row r (F16) at 2 r.
+ * A Q8_0 band, PT_KERN_X16_Q8_0_BLK bytes a block of 32 columns (as stored: 16 x 34):
+ *   [0, 512)      codes: vector s < 8 holds at bytes 4 r .. 4 r + 3 the codes 4 s .. 4 s + 3
+ *                 of row r plus 128 (the sign bit flipped: stored unsigned);
+ *   [512, 544)    d of row r (F16) at 2 r.
+ * A Q5_0 band, PT_KERN_X16_Q5_0_BLK bytes a block (as stored: 16 x 22):
+ *   [0, 256)      vector s < 4 holds at bytes 4 r .. the qs bytes 4 s .. 4 s + 3 of row r (low
+ *                 nibbles: elements 4 s + k, high: 16 + 4 s + k);
+ *   [256, 320)    row r's fifth bits as a 32-bit word at 4 r: bit 2 s of byte k is element 4 s
+ *                 + k's, bit 2 s + 1 element 16 + 4 s + k's (step s finds its bits in place);
+ *   [320, 352)    d of row r (F16) at 2 r.
  * One 64-byte load then carries 4 code bytes of each of 16 rows, one lane per row: the
  * activation's 4 bytes are broadcast to every lane, and a band streams as one sequence.
  *
@@ -235,17 +248,23 @@ enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uin
  * super-block exact integers, for Q4_K isum = sum_j sc_j sum_k q_k a_k and msum = sum_j m_j
  * (bsums[2j] + bsums[2j+1]), then super-block by super-block A = fma(d * d8, (float)isum, A)
  * and M = fma(dmin * d8, (float)msum, M) (products rounded to F32), y = A - M; for Q6_K
- * isum = sum_j sc_j sum_k (q_k - 32) a_k, A as for Q4_K, y = A.  This
+ * isum = sum_j sc_j sum_k (q_k - 32) a_k, A as for Q4_K, y = A; for Q8_0 and Q5_0 (Q8_0
+ * activations, d8 their F16 scale) per block isum = sum_k w_k a_k, A = fma(d * d8, (float)isum,
+ * A) block by block, y = A.  This
  * differs from the per-row dot's float order in the last bits (the dot keeps 16 partial
  * lanes), so a matrix is either X16 for every product (prefill and decode) or not at all. */
 #define PT_KERN_X16_ROWS 16
 #define PT_KERN_X16_TOKS 8
 #define PT_KERN_X16_Q4K_SB 2368
 #define PT_KERN_X16_Q6K_SB 3360
+#define PT_KERN_X16_Q8_0_BLK 544
+#define PT_KERN_X16_Q5_0_BLK 352
 
 /* Whether type has the X16 layout, and the matrix's shape allows it (rows a multiple of 16,
- * cols of 256). */
+ * cols of the type's unit: 256 for Q4_K / Q6_K, 32 for Q8_0 / Q5_0). */
 bool pt_kern_x16_ok(enum pt_type type, uint64_t rows, uint64_t cols);
+/* Columns of one packed unit of type (256 or 32; 0 if the type has no X16 layout). */
+uint32_t pt_kern_x16_unit_cols(enum pt_type type);
 /* Bytes of one band of 16 rows of cols columns (0 if the type has no X16 layout). */
 size_t pt_kern_x16_band(enum pt_type type, uint64_t cols);
 /* Bands [b0, b1) of a rows-layout matrix (row r at src + r * row_bytes) into dst (band b at

@@ -190,10 +190,24 @@ static inline void pt_kern_x16_prefetch_ahead(const uint8_t *sb, size_t sb_bytes
 	pt_kern_prefetch_range((uintptr_t)sb + lo, (uintptr_t)sb + hi);
 }
 
-/* The first PT_KERN_X16_AHEAD_SB super-blocks of a stream starting at band. */
-static inline void pt_kern_x16_prefetch_start(const uint8_t *band, size_t sb_bytes)
+/* The Q8_0 / Q5_0 kernels (32-column blocks of 544 / 352 bytes) request, per block, the
+ * block PT_KERN_X16_AHEAD_BLK ahead: about the K-quants' distance in bytes. */
+#define PT_KERN_X16_AHEAD_BLK 16
+
+static inline void pt_kern_x16_prefetch_blk(const uint8_t *blk, size_t blk_bytes)
 {
-	pt_kern_prefetch_range((uintptr_t)band, (uintptr_t)band + PT_KERN_X16_AHEAD_SB * sb_bytes);
+	const uintptr_t a = (uintptr_t)blk + PT_KERN_X16_AHEAD_BLK * blk_bytes;
+	pt_kern_prefetch_range(a, a + blk_bytes);
+}
+
+/* Bytes a type's kernel keeps requested ahead of the one it reads (x16.c): the first bytes
+ * of a stream its caller requests (pt_kern_x16_prefetch_start); 0 without the layout. */
+size_t pt_kern_x16_ahead(enum pt_type type);
+
+/* The first `ahead` bytes (pt_kern_x16_ahead) of a stream starting at band. */
+static inline void pt_kern_x16_prefetch_start(const uint8_t *band, size_t ahead)
+{
+	pt_kern_prefetch_range((uintptr_t)band, (uintptr_t)band + ahead);
 }
 
 /* A matrix's layout against its ops (X16: the type has it and the shape allows it). */

@@ -181,7 +181,7 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 	/* the kernels keep the stream's next lines requested; its first ones are asked here */
 	if (r0 < r1)
 		pt_kern_x16_prefetch_start(data + r0 / PT_KERN_X16_ROWS * band,
-					   pt_kern_x16_band(w->type, QKK));
+					   pt_kern_x16_ahead(w->type));
 	for (uint64_t b0 = r0 / PT_KERN_X16_ROWS; b0 < r1 / PT_KERN_X16_ROWS; b0 += per) {
 		const uint64_t b1 = min_u64(b0 + per, r1 / PT_KERN_X16_ROWS);
 		for (uint64_t tok = 0; tok < jb->n_tok; tok += PT_KERN_X16_TOKS) {

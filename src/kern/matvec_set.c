@@ -57,7 +57,7 @@ static void x16_rows(const struct pt_kern_mat *w, const struct pt_kern_ops *ops,
 	/* the kernels keep the stream's next lines requested; its first ones are asked here */
 	if (r0 < r1)
 		pt_kern_x16_prefetch_start(data + r0 / PT_KERN_X16_ROWS * band,
-					   pt_kern_x16_band(w->type, QKK));
+					   pt_kern_x16_ahead(w->type));
 	for (uint64_t r = r0; r < r1;) {
 		const uint64_t b = r / PT_KERN_X16_ROWS, lo = b * PT_KERN_X16_ROWS;
 		const uint64_t hi = lo + PT_KERN_X16_ROWS, e = hi < r1 ? hi : r1;

@@ -166,7 +166,97 @@ static void x16_q6_k_avx512(size_t n, const void *band, const void *a, size_t as
 	}
 }
 
+/* Q8_0 and Q5_0 (32-column blocks, Q8_0 activations: d, then 32 codes).  vpdpbusd takes the
+ * weight side unsigned: Q8_0 codes are stored as w + 128 and Q5_0's are 0..31 (w + 16), so
+ * the sum over a block is the exact one plus 128 (or 16) times the activation's block sum,
+ * which is taken off per token (one psadbw: the 16 rows share it).  Q5_0's fifth bits come
+ * from one vector per block, each step's at fixed bits of every byte (kern.h). */
+static inline int32_t q8_0_block_sum(const uint8_t *qs)
+{
+	const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)qs),
+					   _mm256_set1_epi8((char)0x80));
+	const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
+	const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+	return (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+}
+
+/* Bit b (0-7) of every byte at bit 4 (16-bit shifts: the mask keeps bit 4, which a shift of
+ * at most 4 left or 3 right fills from the same byte). */
+static inline __m512i bit_to_4(__m512i v, int b)
+{
+	const __m512i m10 = _mm512_set1_epi8(0x10);
+	if (b < 4)
+		return _mm512_and_si512(_mm512_slli_epi16(v, (unsigned)(4 - b)), m10);
+	if (b == 4)
+		return _mm512_and_si512(v, m10);
+	return _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(b - 4)), m10);
+}
+
+static inline __attribute__((always_inline)) void x16_blk32(size_t n, const uint8_t *p,
+							     const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys, const bool q5)
+{
+	const size_t blk = q5 ? PT_KERN_X16_Q5_0_BLK : PT_KERN_X16_Q8_0_BLK;
+	const int32_t off = q5 ? 16 : 128;
+	const __m512i m4 = _mm512_set1_epi8(0xF);
+	__m512 acc[PT_KERN_X16_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[t] = _mm512_setzero_ps();
+	for (size_t i = 0; i < n / QK; i++, p += blk) {
+		pt_kern_x16_prefetch_blk(p, blk);
+		__m512i code[8];
+		if (q5) {
+			const __m512i hb = _mm512_loadu_si512((const void *)(p + 256));
+			UNROLL for (int s = 0; s < 4; s++) {
+				const __m512i x = _mm512_loadu_si512((const void *)(p + 64 * s));
+				code[s] = _mm512_or_si512(_mm512_and_si512(x, m4), bit_to_4(hb, 2 * s));
+				code[4 + s] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x, 4), m4),
+							      bit_to_4(hb, 2 * s + 1));
+			}
+		} else {
+			UNROLL for (int s = 0; s < 8; s++)
+				code[s] = _mm512_loadu_si512((const void *)(p + 64 * s));
+		}
+		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + blk - 32)));
+		UNROLL for (int t = 0; t < T; t++) {
+			const uint8_t *qa = a + t * as + i * Q8_0_B;
+			__m512i sum = _mm512_setzero_si512();
+			UNROLL for (int c = 0; c < 8; c++)
+				sum = _mm512_dpbusd_epi32(sum, code[c],
+							  _mm512_set1_epi32((int)kern_u32(qa + 2 + 4 * c)));
+			sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(off * q8_0_block_sum(qa + 2)));
+			const __m512 d8 = _mm512_set1_ps(_cvtsh_ss(kern_u16(qa)));
+			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(sum), acc[t]);
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++)
+		_mm512_storeu_ps(y + t * ys, acc[t]);
+}
+
+#define X16_BLK32_FN(name, q5)                                                                  \
+	static void name(size_t n, const void *band, const void *a, size_t as, uint32_t n_tok,   \
+			 float *y, size_t ys)                                                    \
+	{                                                                                        \
+		const uint8_t *p = band, *q = a;                                                 \
+		switch (n_tok) {                                                                 \
+		case 1: x16_blk32(n, p, q, as, 1, y, ys, q5); break;                             \
+		case 2: x16_blk32(n, p, q, as, 2, y, ys, q5); break;                             \
+		case 3: x16_blk32(n, p, q, as, 3, y, ys, q5); break;                             \
+		case 4: x16_blk32(n, p, q, as, 4, y, ys, q5); break;                             \
+		case 5: x16_blk32(n, p, q, as, 5, y, ys, q5); break;                             \
+		case 6: x16_blk32(n, p, q, as, 6, y, ys, q5); break;                             \
+		case 7: x16_blk32(n, p, q, as, 7, y, ys, q5); break;                             \
+		case 8: x16_blk32(n, p, q, as, 8, y, ys, q5); break;                             \
+		default: break;                                                                  \
+		}                                                                                \
+	}
+
+X16_BLK32_FN(x16_q8_0_avx512, false)
+X16_BLK32_FN(x16_q5_0_avx512, true)
+
 const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = x16_q4_k_avx512,
 	[PT_TYPE_Q6_K] = x16_q6_k_avx512,
+	[PT_TYPE_Q8_0] = x16_q8_0_avx512,
+	[PT_TYPE_Q5_0] = x16_q5_0_avx512,
 };

@@ -385,18 +385,22 @@ void pt_model_close(struct pt_model *m)
 	pt_free(m);
 }
 
-/* Row tok of an X16 head (the tied embedding repacked): each super-block's bytes of the row
+/* Row tok of an X16 head (the tied embedding repacked): each packed unit's bytes of the row
  * back as stored, then dequantized as the mapped row would be. */
 static enum pt_status embed_row_x16(const struct pt_kern_mat *w, uint32_t tok, float *out,
 				    struct pt_error *err)
 {
+	const uint32_t uc = pt_kern_x16_unit_cols(w->type); /* 256, or 32 for Q8_0 / Q5_0 */
 	const size_t band = pt_kern_x16_band(w->type, w->cols);
-	const size_t sbx = pt_kern_x16_band(w->type, 256); /* one super-block of 16 rows */
+	const size_t ux = pt_kern_x16_band(w->type, uc); /* one unit of 16 rows */
 	const uint8_t *b = (const uint8_t *)w->data + (size_t)(tok / PT_KERN_X16_ROWS) * band;
-	uint8_t row[256]; /* one super-block of the row as stored: 144 (Q4_K) or 210 (Q6_K) */
-	for (uint64_t i = 0; i < w->cols / 256; i++) {
-		pt_kern_x16_unpack_row(w->type, b + i * sbx, 256, tok % PT_KERN_X16_ROWS, row);
-		enum pt_status st = pt_quant_dequant_row(w->type, row, out + i * 256, 256, err);
+	uint8_t row[256]; /* one unit of the row as stored: 144 (Q4_K), 210 (Q6_K), 34, 22 */
+	if (!uc || !ux)
+		return pt_error_set(err, PT_E_INVALID, "embedding: no interleaved layout for %s",
+				    pt_type_name(w->type));
+	for (uint64_t i = 0; i < w->cols / uc; i++) {
+		pt_kern_x16_unpack_row(w->type, b + i * ux, uc, tok % PT_KERN_X16_ROWS, row);
+		enum pt_status st = pt_quant_dequant_row(w->type, row, out + i * uc, uc, err);
 		if (st != PT_OK)
 			return st;
 	}

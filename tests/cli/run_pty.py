@@ -24,7 +24,9 @@ import time
 
 P, MODEL, TMP = sys.argv[1:4]
 EXTRA = sys.argv[4:]
-FLAGS = ["--temperature", "0", "-n", "512", "-c", "4096"] + EXTRA
+# --repack on both sides: interactive chat repacks a model in memory by default and a
+# one-shot run does not, and a repacked matrix gives other bits in the last places
+FLAGS = ["--temperature", "0", "-n", "512", "-c", "4096", "--repack"] + EXTRA
 STATS = os.path.join(TMP, "turn.json")
 failed = 0
 

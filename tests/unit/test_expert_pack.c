@@ -9,6 +9,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "expert/pack.h"
 #include "expert/pack_stream.h"
 #include "expert/store.h"
@@ -340,13 +342,14 @@ static uint64_t *shuffled_pieces(uint64_t size, uint64_t max_piece, uint64_t see
 	return pc;
 }
 
-/* A small-preset Q4_K_M model: 256-wide rows, so its expert matrices can be interleaved. */
-static const char *x16_model(const char *name, struct pt_expert_layout *lay)
+/* A small-preset model (Q4_K_M, or Q8_0 with mix_q8): 256-wide rows, so its expert matrices
+ * can be interleaved. */
+static const char *x16_model_mix(const char *name, struct pt_expert_layout *lay, bool mix_q8)
 {
 	const char *path = pt_test_tmpfile(name);
 	struct pt_mkmodel_opts o = { .arch = PT_ARCH_QWEN3MOE, .preset = "small", .n_layer = 2,
-				     .mix = PT_MIX_Q4_K_M, .seed = 9, .out_path = path,
-				     .threads = 2 };
+				     .mix = mix_q8 ? PT_MIX_Q8_0 : PT_MIX_Q4_K_M, .seed = 9,
+				     .out_path = path, .threads = 2 };
 	struct pt_error err = { 0 };
 	pt_gguf *g = NULL;
 	if (pt_mkmodel_write(&o, &err) != PT_OK || pt_gguf_open(path, &g, &err) != PT_OK)
@@ -354,6 +357,93 @@ static const char *x16_model(const char *name, struct pt_expert_layout *lay)
 	enum pt_status st = pt_expert_layout_from_gguf(g, lay, &err);
 	pt_gguf_close(g);
 	return st == PT_OK ? path : NULL;
+}
+
+static const char *x16_model(const char *name, struct pt_expert_layout *lay)
+{
+	return x16_model_mix(name, lay, false);
+}
+
+/* The manifest at path parsed, edited by edit, written back (compact). */
+static int edit_manifest(const char *path, void (*edit)(cJSON *root))
+{
+	uint64_t n = 0;
+	char *text = (char *)fx_slurp(path, &n);
+	cJSON *root = text ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
+	pt_free(text);
+	if (!root)
+		return -1;
+	edit(root);
+	char *out = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	FILE *f = out ? fopen(path, "wb") : NULL;
+	const int ok = f && fwrite(out, 1, strlen(out), f) == strlen(out);
+	if (f && fclose(f) != 0)
+		return -1;
+	cJSON_free(out);
+	return ok ? 0 : -1;
+}
+
+static void to_version_2(cJSON *root)
+{
+	cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(root, "version"), 2);
+}
+
+static void first_part_x16(cJSON *root)
+{
+	cJSON *L = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "layers"), 0);
+	cJSON *q = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(L, "parts"), 0);
+	cJSON_AddStringToObject(q, "layout", "x16");
+}
+
+/* Q8_0 experts interleave now (x16.c); an interleaved pack written before they did (version
+ * 2, those parts as stored) still opens with them as stored, and a manifest that calls a
+ * part interleaved where it cannot be is refused. */
+PT_TEST(test_expert_pack_x16_manifest_layouts_honoured)
+{
+	struct pt_expert_layout lay;
+	const char *model = x16_model_mix("pk_q8.gguf", &lay, true);
+	REQUIRE(model);
+	uint32_t n_x16 = 0, n_q8 = 0;
+	for (uint32_t m = 0; m < lay.n_moe; m++)
+		for (uint32_t i = 0; i < lay.moe[m].n_parts; i++) {
+			n_x16 += pt_pack_part_x16(&lay.moe[m].part[i]);
+			n_q8 += lay.moe[m].part[i].type == PT_TYPE_Q8_0;
+		}
+	CHECK(n_q8 > 0 && n_x16 == n_q8);
+	char pack[600], man[700];
+	pt_pack_default_path(model, pack, sizeof pack);
+	pt_pack_manifest_path(pack, man, sizeof man);
+	struct pt_error err = { 0 };
+	struct pt_pack p;
+	/* the new interleaved pack: every Q8_0 part interleaved */
+	REQUIRE(pt_pack_write(model, &lay, true, pack, NULL, &err) == PT_OK);
+	REQUIRE(pt_pack_open(pack, model, &lay, true, &p, &err) == PT_OK);
+	uint32_t got = 0;
+	for (uint32_t m = 0; m < p.n_moe; m++)
+		for (uint32_t i = 0; i < lay.moe[m].n_parts; i++)
+			got += p.layers[m].part_x16[i];
+	CHECK(p.x16 && got == n_x16);
+	pt_pack_free(&p);
+	/* an older build's version 2 pack of this model: the rows pack, version 2 */
+	REQUIRE(pt_pack_write(model, &lay, false, pack, NULL, &err) == PT_OK);
+	REQUIRE(edit_manifest(man, to_version_2) == 0);
+	CHECK_EQ_INT(pt_pack_open(pack, model, &lay, true, &p, &err), PT_OK);
+	got = 0;
+	for (uint32_t m = 0; m < p.n_moe; m++)
+		for (uint32_t i = 0; i < lay.moe[m].n_parts; i++)
+			got += p.layers[m].part_x16[i];
+	CHECK(p.x16 && got == 0);
+	pt_pack_free(&p);
+	pt_expert_layout_free(&lay);
+	/* a part that cannot be interleaved (the fixture's shapes) called interleaved */
+	struct pk k;
+	REQUIRE(pk_setup(&k, "pk_q8_bad.gguf") == 0);
+	REQUIRE(pt_pack_write(k.model, &k.lay, true, k.pack, NULL, &err) == PT_OK);
+	REQUIRE(edit_manifest(k.man, first_part_x16) == 0);
+	CHECK_EQ_INT(pt_pack_open(k.pack, k.model, &k.lay, true, &p, &err), PT_E_FORMAT);
+	CHECK_CONTAINS(err.msg, "does not match");
+	pk_free(&k);
 }
 
 /* The streamed pack of model (pieces in shuffled order from two threads) is pt_pack_write's,

@@ -214,12 +214,13 @@ static void check_arch(enum pt_arch arch, uint32_t n_layer, const char *file)
 /* A tied head repacked: pt_model_embed_row reads each token's row back out of the X16 copy
  * and dequantizes it exactly as the mapped row (the small models' compact vocabularies
  * are not a multiple of 16 rows, so no engine above repacks a tied head: a model of just
- * the two tensors does here).  Raw random rows, finite scales: every field's bits count. */
+ * the two tensors does here).  Raw random rows, finite scales: every field's bits count;
+ * Q8_0 and Q5_0 heads (Q8_0 files) unpack 32 columns at a time. */
 PT_TEST(test_gen_engine_repack_tied_embedding_rows)
 {
-	const enum pt_type types[2] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	const enum pt_type types[4] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0, PT_TYPE_Q5_0 };
 	const uint64_t rows = 48, cols = 512;
-	for (int ti = 0; ti < 2; ti++) {
+	for (int ti = 0; ti < 4; ti++) {
 		const enum pt_type t = types[ti];
 		uint64_t rb;
 		REQUIRE(pt_type_row_bytes(t, cols, &rb) == 0);
@@ -232,9 +233,11 @@ PT_TEST(test_gen_engine_repack_tied_embedding_rows)
 			seed = seed * 1664525u + 1013904223u;
 			w[i] = (uint8_t)(seed >> 24);
 		}
-		for (uint64_t r = 0; r < rows; r++) /* finite f16 scales (d, dmin): exponent not all ones */
-			for (uint64_t sb = 0; sb < cols / 256; sb++) {
-				uint8_t *blk = w + r * rb + sb * (rb / (cols / 256));
+		/* finite f16 scales (d, dmin): exponent not all ones */
+		const uint64_t unit = t == PT_TYPE_Q8_0 || t == PT_TYPE_Q5_0 ? 32 : 256;
+		for (uint64_t r = 0; r < rows; r++)
+			for (uint64_t sb = 0; sb < cols / unit; sb++) {
+				uint8_t *blk = w + r * rb + sb * (rb / (cols / unit));
 				uint8_t *d = t == PT_TYPE_Q6_K ? blk + 208 : blk;
 				d[1] &= 0x3b;
 				if (t == PT_TYPE_Q4_K)

@@ -29,7 +29,19 @@ static float rndf(void)
 	return (float)(rnd() & 0xffff) / 32768.0f - 1.0f;
 }
 
-/* rows x cols of t (Q4_K, Q6_K): quantized from random floats, or (raw) random bytes in
+/* The 32-column types (Q8_0, Q5_0: Q8_0 activations) against the K-quants (Q8_K). */
+static bool is_blk(enum pt_type t)
+{
+	return t == PT_TYPE_Q8_0 || t == PT_TYPE_Q5_0;
+}
+
+/* Bytes of one activation row of cols for weights of type t. */
+static size_t act_row(enum pt_type t, uint64_t cols)
+{
+	return is_blk(t) ? 34 * (cols / 32) : 292 * (cols / 256);
+}
+
+/* rows x cols of t (Q4_K, Q6_K, Q8_0, Q5_0): quantized from random floats, or (raw) random bytes in
  * every field with finite scales, which reaches the extreme codes, scales and mins that
  * real weights rarely do. */
 static uint8_t *make_w(enum pt_type t, uint64_t rows, uint64_t cols, bool raw, size_t *rb_out)
@@ -49,7 +61,11 @@ static uint8_t *make_w(enum pt_type t, uint64_t rows, uint64_t cols, bool raw, s
 		if (raw) {
 			for (uint64_t i = 0; i < rb; i++)
 				row[i] = (uint8_t)rnd();
-			for (uint64_t b = 0; b < cols / 256; b++) {
+			for (uint64_t b = 0; is_blk(t) && b < cols / 32; b++) {
+				const uint16_t dd = pt_f32_to_fp16(0.001f + 0.01f * (float)(rnd() % 100));
+				memcpy(row + b * (t == PT_TYPE_Q8_0 ? 34 : 22), &dd, 2);
+			}
+			for (uint64_t b = 0; !is_blk(t) && b < cols / 256; b++) {
 				const uint16_t dd = pt_f32_to_fp16(0.001f + 0.01f * (float)(rnd() % 100));
 				const uint16_t dm = pt_f32_to_fp16(0.0005f * (float)(rnd() % 100));
 				if (t == PT_TYPE_Q6_K) {
@@ -74,9 +90,10 @@ static uint8_t *make_w(enum pt_type t, uint64_t rows, uint64_t cols, bool raw, s
 	return d;
 }
 
-/* n_tok Q8_K activation rows of cols, at stride as (>= the row size); token 0 extreme (the
- * quantizer gives -128 and 127), the others random. */
-static uint8_t *make_act(uint64_t cols, uint32_t n_tok, size_t as)
+/* n_tok activation rows of cols for weights of type wt (Q8_K, or Q8_0 for Q8_0 / Q5_0), at
+ * stride as (>= the row size); token 0 extreme (the quantizer gives its extreme codes), the
+ * others random. */
+static uint8_t *make_act_t(enum pt_type wt, uint64_t cols, uint32_t n_tok, size_t as)
 {
 	uint8_t *q = pt_calloc(n_tok, as);
 	float *x = pt_mallocn(cols, sizeof(float));
@@ -88,10 +105,15 @@ static uint8_t *make_act(uint64_t cols, uint32_t n_tok, size_t as)
 	for (uint32_t t = 0; t < n_tok; t++) {
 		for (uint64_t i = 0; i < cols; i++)
 			x[i] = t == 0 ? (i % 2 ? 3.0f : -3.0f) * (i % 7 ? 1.0f : 0.5f) : rndf() * 2.0f;
-		pt_kern_quantize_row(PT_TYPE_Q8_K, x, q + t * as, cols);
+		pt_kern_quantize_row(is_blk(wt) ? PT_TYPE_Q8_0 : PT_TYPE_Q8_K, x, q + t * as, cols);
 	}
 	pt_free(x);
 	return q;
+}
+
+static uint8_t *make_act(uint64_t cols, uint32_t n_tok, size_t as)
+{
+	return make_act_t(PT_TYPE_Q4_K, cols, n_tok, as);
 }
 
 static float fp16(const uint8_t *p)
@@ -173,6 +195,36 @@ static float definition(const uint8_t *row, uint64_t cols, const uint8_t *q8, do
 	return acc - accm;
 }
 
+/* Q8_0's and Q5_0's definition (kern.h) on one row as stored: per block the exact integer
+ * sum, then one FMA chain. */
+static float definition_blk(enum pt_type t, const uint8_t *row, uint64_t cols,
+			    const uint8_t *q8, double *mag)
+{
+	float acc = 0.0f;
+	*mag = 0;
+	const size_t bb = t == PT_TYPE_Q8_0 ? 34 : 22;
+	for (uint64_t b = 0; b < cols / 32; b++, row += bb, q8 += 34) {
+		int32_t isum = 0;
+		int64_t iabs = 0;
+		uint32_t qh;
+		memcpy(&qh, row + 2, 4);
+		for (int k = 0; k < 32; k++) {
+			int w;
+			if (t == PT_TYPE_Q8_0)
+				w = (int8_t)row[2 + k];
+			else
+				w = ((k < 16 ? row[6 + k] & 15 : row[6 + k - 16] >> 4) |
+				     (int)((qh >> k) & 1) << 4) - 16;
+			isum += w * (int8_t)q8[2 + k];
+			iabs += abs(w * (int8_t)q8[2 + k]);
+		}
+		const float dd = fp16(row) * fp16(q8);
+		acc = fmaf(dd, (float)isum, acc);
+		*mag += fabs((double)dd) * (double)iabs;
+	}
+	return acc;
+}
+
 static bool same_bits(float a, float b)
 {
 	return memcmp(&a, &b, sizeof a) == 0;
@@ -208,7 +260,21 @@ PT_TEST(test_kern_x16_shape_rules)
 	CHECK(pt_kern_x16_ok(PT_TYPE_Q6_K, 32, 512));
 	CHECK(!pt_kern_x16_ok(PT_TYPE_Q6_K, 8, 512));
 	CHECK(!pt_kern_x16_ok(PT_TYPE_Q5_K, 32, 512));
-	CHECK(!pt_kern_x16_ok(PT_TYPE_Q8_0, 32, 512));
+	CHECK(pt_kern_x16_ok(PT_TYPE_Q8_0, 32, 512));
+	CHECK(pt_kern_x16_ok(PT_TYPE_Q8_0, 2816, 704));
+	CHECK(pt_kern_x16_ok(PT_TYPE_Q5_0, 16, 32));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q5_0, 16, 48));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q8_0, 24, 64));
+	CHECK(!pt_kern_x16_ok(PT_TYPE_Q4_0, 32, 512));
+	CHECK_EQ_INT(pt_kern_x16_unit_cols(PT_TYPE_Q4_K), 256);
+	CHECK_EQ_INT(pt_kern_x16_unit_cols(PT_TYPE_Q8_0), 32);
+	CHECK_EQ_INT(pt_kern_x16_unit_cols(PT_TYPE_Q5_1), 0);
+	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q8_0, 704), 22 * PT_KERN_X16_Q8_0_BLK);
+	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q5_0, 64), 2 * PT_KERN_X16_Q5_0_BLK);
+	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q5_0, 40), 0);
+	/* the packed units hold exactly the bytes of 16 rows as stored */
+	CHECK_EQ_INT(PT_KERN_X16_Q8_0_BLK, 16 * 34);
+	CHECK_EQ_INT(PT_KERN_X16_Q5_0_BLK, 16 * 22);
 	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q4_K, 2048), 8 * PT_KERN_X16_Q4K_SB);
 	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q6_K, 512), 2 * PT_KERN_X16_Q6K_SB);
 	CHECK_EQ_INT(pt_kern_x16_band(PT_TYPE_Q4_K, 300), 0);
@@ -216,7 +282,9 @@ PT_TEST(test_kern_x16_shape_rules)
 	const struct pt_kern_ops *o = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q4_K);
 	REQUIRE(o && o->x16 && o->x16_level == PT_KERN_LEVEL_SCALAR);
 	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q6_K)->x16 != NULL);
-	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q8_0)->x16 == NULL);
+	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q8_0)->x16 != NULL);
+	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q5_0)->x16 != NULL);
+	CHECK(pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, PT_TYPE_Q4_0)->x16 == NULL);
 }
 
 /* The scalar kernel over the packed bands equals the definition on the rows as stored, bit
@@ -224,21 +292,22 @@ PT_TEST(test_kern_x16_shape_rules)
  * of the summed magnitude of the weight-activation products). */
 PT_TEST(test_kern_x16_scalar_is_the_definition)
 {
-	static const uint64_t colss[] = { 256, 768, 2048 };
-	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
-	for (int ti = 0; ti < 2; ti++)
+	static const uint64_t colss[] = { 256, 768, 2048 }, colss_blk[] = { 32, 704, 2048 };
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
+	for (int ti = 0; ti < 4; ti++)
 		for (int raw = 0; raw < 2; raw++)
 			for (size_t c = 0; c < 3; c++) {
 				const enum pt_type t = types[ti];
 				const struct pt_kern_ops *o = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
 				REQUIRE(o && o->x16);
-				const uint64_t rows = 32, cols = colss[c];
+				const uint64_t rows = 32, cols = is_blk(t) ? colss_blk[c] : colss[c];
 				size_t rb;
 				uint8_t *w = make_w(t, rows, cols, raw, &rb);
 				REQUIRE(w);
 				uint8_t *p = pack_t(t, w, rb, rows, cols);
-				const size_t as = 292 * (cols / 256);
-				uint8_t *q = make_act(cols, 3, as);
+				const size_t as = act_row(t, cols);
+				uint8_t *q = make_act_t(t, cols, 3, as);
 				REQUIRE(p && q);
 				const size_t band = pt_kern_x16_band(t, cols);
 				int bad = 0, far = 0;
@@ -250,7 +319,8 @@ PT_TEST(test_kern_x16_scalar_is_the_definition)
 							const uint8_t *row = w + (b * 16 + r) * rb;
 							const uint8_t *qk = q + k * as;
 							double mag;
-							const float def = t == PT_TYPE_Q6_K
+							const float def = is_blk(t) ? definition_blk(t, row, cols, qk, &mag)
+									  : t == PT_TYPE_Q6_K
 										  ? definition_q6k(row, cols, qk, &mag)
 										  : definition(row, cols, qk, &mag);
 							bad += !same_bits(y[k * 16 + r], def);
@@ -270,17 +340,18 @@ PT_TEST(test_kern_x16_scalar_is_the_definition)
 /* Every level's kernel equals the scalar one bit for bit, at every token count. */
 PT_TEST(test_kern_x16_levels_bit_identical)
 {
-	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
 	int levels = 0;
-	for (int ti = 0; ti < 2; ti++) {
+	for (int ti = 0; ti < 4; ti++) {
 		const enum pt_type t = types[ti];
 		const uint64_t rows = 48, cols = 1024;
 		size_t rb;
 		uint8_t *w = make_w(t, rows, cols, true, &rb);
 		REQUIRE(w);
 		uint8_t *p = pack_t(t, w, rb, rows, cols);
-		const size_t as = 292 * 4 + 36; /* a padded stride */
-		uint8_t *q = make_act(cols, PT_KERN_X16_TOKS, as);
+		const size_t as = act_row(t, cols) + 36; /* a padded stride */
+		uint8_t *q = make_act_t(t, cols, PT_KERN_X16_TOKS, as);
 		REQUIRE(p && q);
 		const size_t band = pt_kern_x16_band(t, cols);
 		const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
@@ -312,8 +383,9 @@ PT_TEST(test_kern_x16_levels_bit_identical)
 static struct pt_kern_mat x16_mat_t(enum pt_type t, const uint8_t *p, uint64_t rows,
 				    uint64_t cols)
 {
-	uint64_t rb;
-	pt_type_row_bytes(t, cols, &rb);
+	uint64_t rb = 0;
+	if (pt_type_row_bytes(t, cols, &rb) != 0)
+		rb = 0;
 	return (struct pt_kern_mat){ t, rows, cols, (size_t)rb, p, PT_KERN_LAYOUT_X16 };
 }
 
@@ -326,14 +398,14 @@ static struct pt_kern_mat x16_mat(const uint8_t *p, uint64_t rows, uint64_t cols
  * batch size or thread count (so prefill equals token-by-token decode). */
 static void check_matmul(enum pt_type type)
 {
-	const uint64_t rows = 80, cols = 512;
+	const uint64_t rows = 80, cols = is_blk(type) ? 352 : 512;
 	const uint32_t ntok = 21;
 	size_t rb;
 	uint8_t *w = make_w(type, rows, cols, false, &rb);
 	REQUIRE(w);
 	uint8_t *p = pack_t(type, w, rb, rows, cols);
-	const size_t as = 292 * 2;
-	uint8_t *q = make_act(cols, ntok, as);
+	const size_t as = act_row(type, cols);
+	uint8_t *q = make_act_t(type, cols, ntok, as);
 	REQUIRE(p && q);
 	const struct pt_kern_mat m = x16_mat_t(type, p, rows, cols);
 	const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, type);
@@ -381,6 +453,8 @@ PT_TEST(test_kern_x16_matmul_equals_kernel)
 {
 	check_matmul(PT_TYPE_Q4_K);
 	check_matmul(PT_TYPE_Q6_K);
+	check_matmul(PT_TYPE_Q8_0);
+	check_matmul(PT_TYPE_Q5_0);
 }
 
 static void glu_act(float *out, const float *g, const float *u, int n)
@@ -406,6 +480,21 @@ PT_TEST(test_kern_x16_sets_equal_one_by_one)
 	REQUIRE(p6);
 	const struct pt_kern_mat m6 = x16_mat_t(PT_TYPE_Q6_K, p6, 32, cols);
 	float r6[32];
+	/* Q8_0 and Q5_0 (their own activation format) in the same sets */
+	size_t rb8, rb5;
+	uint8_t *w8 = make_w(PT_TYPE_Q8_0, 32, cols, true, &rb8);
+	uint8_t *w5 = make_w(PT_TYPE_Q5_0, 32, cols, false, &rb5);
+	REQUIRE(w8 && w5);
+	uint8_t *p8 = pack_t(PT_TYPE_Q8_0, w8, rb8, 32, cols);
+	uint8_t *p5 = pack_t(PT_TYPE_Q5_0, w5, rb5, 32, cols);
+	uint8_t *qb = make_act_t(PT_TYPE_Q8_0, cols, 1, act_row(PT_TYPE_Q8_0, cols));
+	REQUIRE(p8 && p5 && qb);
+	const struct pt_kern_mat m8 = x16_mat_t(PT_TYPE_Q8_0, p8, 32, cols);
+	const struct pt_kern_mat m5 = x16_mat_t(PT_TYPE_Q5_0, p5, 32, cols);
+	float r8[32], r5[32], g85[32];
+	REQUIRE(pt_kern_matvec_q(&m8, qb, r8, NULL, NULL) == PT_OK);
+	REQUIRE(pt_kern_matvec_q(&m5, qb, r5, NULL, NULL) == PT_OK);
+	glu_act(g85, r8, r5, 32);
 	uint8_t *p1 = pack(w1, rb, 48, cols), *p2 = pack(w2, rb, 32, cols);
 	uint8_t *p3 = pack(w3, rb, 48, cols);
 	uint8_t *q = make_act(cols, 1, as);
@@ -433,24 +522,27 @@ PT_TEST(test_kern_x16_sets_equal_one_by_one)
 	for (uint32_t th = 1; th <= 3; th++) {
 		pt_pool *pool = NULL;
 		REQUIRE(pt_pool_create(th, &pool, NULL) == PT_OK);
-		float y0[67], y1[48], y2[32], y3[48], y6[32];
-		struct pt_kern_mv set[5] = { { m0, q, y0 }, { m1, q, y1 }, { m2, q, y2 }, { m3, q, y3 },
-					     { m6, q, y6 } };
-		CHECK(pt_kern_matvec_set(set, 5, pool, NULL) == PT_OK);
+		float y0[67], y1[48], y2[32], y3[48], y6[32], y8[32], y5[32];
+		struct pt_kern_mv set[7] = { { m0, q, y0 }, { m1, q, y1 }, { m2, q, y2 }, { m3, q, y3 },
+					     { m6, q, y6 }, { m8, qb, y8 }, { m5, qb, y5 } };
+		CHECK(pt_kern_matvec_set(set, 7, pool, NULL) == PT_OK);
 		CHECK(memcmp(y0, r0, sizeof r0) == 0 && memcmp(y1, r1, sizeof r1) == 0 &&
 		      memcmp(y2, r2, sizeof r2) == 0 && memcmp(y3, r3, sizeof r3) == 0 &&
-		      memcmp(y6, r6, sizeof r6) == 0);
-		float h0[67], h1[32], h2[24], h3[48], h4[48];
-		struct pt_kern_glu gs[5] = {
+		      memcmp(y6, r6, sizeof r6) == 0 && memcmp(y8, r8, sizeof r8) == 0 &&
+		      memcmp(y5, r5, sizeof r5) == 0);
+		float h0[67], h1[32], h2[24], h3[48], h4[48], h5[32];
+		struct pt_kern_glu gs[6] = {
 			{ m0, m0, q, q, h0, NULL, NULL },
 			{ m2, m2, q, q, h1, NULL, NULL },
 			{ m3, { 0 }, q, NULL, h2, NULL, NULL },
 			{ m1, m3, q, q, h3, NULL, NULL },
 			{ m1, m3rows, q, q, h4, NULL, NULL },
+			{ m8, m5, qb, qb, h5, NULL, NULL },
 		};
 		float g0[67];
 		glu_act(g0, r0, r0, 67);
-		CHECK(pt_kern_glu_set(gs, 5, glu_act, pool, NULL) == PT_OK);
+		CHECK(pt_kern_glu_set(gs, 6, glu_act, pool, NULL) == PT_OK);
+		CHECK(memcmp(h5, g85, sizeof h5) == 0);
 		CHECK(memcmp(h0, g0, sizeof h0) == 0);
 		CHECK(memcmp(h1, g_sep, sizeof h1) == 0);
 		CHECK(memcmp(h2, g_fused, sizeof h2) == 0);
@@ -467,6 +559,11 @@ PT_TEST(test_kern_x16_sets_equal_one_by_one)
 	pt_free(p3);
 	pt_free(w6);
 	pt_free(p6);
+	pt_free(w8);
+	pt_free(p8);
+	pt_free(w5);
+	pt_free(p5);
+	pt_free(qb);
 	pt_free(q);
 }
 
@@ -479,7 +576,33 @@ static int x16_field_errors(enum pt_type t, const uint8_t *w, size_t rb, const u
 	const size_t band = pt_kern_x16_band(t, cols);
 	const size_t sbx = t == PT_TYPE_Q6_K ? PT_KERN_X16_Q6K_SB : PT_KERN_X16_Q4K_SB;
 	int bad = 0;
-	for (uint64_t row = 0; row < rows; row++)
+	for (uint64_t row = 0; is_blk(t) && row < rows; row++)
+		for (uint64_t i = 0; i < cols / 32; i++) {
+			const uint64_t r = row % 16;
+			if (t == PT_TYPE_Q8_0) {
+				const uint8_t *o = p + row / 16 * band + i * PT_KERN_X16_Q8_0_BLK;
+				const uint8_t *x = w + row * rb + i * 34;
+				/* code e at bytes 64 (e / 4) + 4 r + e % 4, sign bit flipped */
+				for (int e = 0; e < 32; e++)
+					bad += o[64 * (e / 4) + 4 * r + e % 4] != (uint8_t)(x[2 + e] ^ 0x80);
+				bad += memcmp(o + 512 + 2 * r, x, 2) != 0;
+			} else {
+				const uint8_t *o = p + row / 16 * band + i * PT_KERN_X16_Q5_0_BLK;
+				const uint8_t *x = w + row * rb + i * 22;
+				uint32_t qh, hw;
+				memcpy(&qh, x + 2, 4);
+				memcpy(&hw, o + 256 + 4 * r, 4);
+				for (int e = 0; e < 32; e++) {
+					const int hi = e >= 16, s = e % 16 / 4, k = e % 4;
+					const uint8_t qs = x[6 + e % 16], b = o[64 * s + 4 * r + k];
+					bad += (hi ? b >> 4 : b & 15) != (hi ? qs >> 4 : qs & 15);
+					/* its fifth bit: bit 2 s + hi of byte k of row r's word */
+					bad += ((hw >> (8 * k + 2 * s + hi)) & 1) != ((qh >> e) & 1);
+				}
+				bad += memcmp(o + 320 + 2 * r, x, 2) != 0;
+			}
+		}
+	for (uint64_t row = 0; !is_blk(t) && row < rows; row++)
 		for (uint64_t i = 0; i < cols / 256; i++) {
 			const uint64_t r = row % 16;
 			const uint8_t *o = p + row / 16 * band + i * sbx;
@@ -521,9 +644,10 @@ static int x16_field_errors(enum pt_type t, const uint8_t *w, size_t rb, const u
 
 PT_TEST(test_kern_x16_pack_layout)
 {
-	const enum pt_type types[2] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K };
-	for (int ti = 0; ti < 2; ti++)
-		for (uint64_t cols = 256; cols <= 768; cols += 512) {
+	const enum pt_type types[4] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0, PT_TYPE_Q5_0 };
+	for (int ti = 0; ti < 4; ti++)
+		for (uint64_t cols = is_blk(types[ti]) ? 32 : 256; cols <= 768;
+		     cols += is_blk(types[ti]) ? 672 : 512) {
 			const uint64_t rows = 80;
 			size_t rb;
 			uint8_t *w = make_w(types[ti], rows, cols, true, &rb);
@@ -607,6 +731,42 @@ PT_TEST(test_kern_x16_prefetch_covers_the_stream)
 		}
 }
 
+/* The same for the 32-column blocks (Q8_0, Q5_0): the caller's start requests the first
+ * pt_kern_x16_ahead bytes, each block the block PT_KERN_X16_AHEAD_BLK after it. */
+PT_TEST(test_kern_x16_prefetch_covers_the_blocks)
+{
+	const enum pt_type types[2] = { PT_TYPE_Q8_0, PT_TYPE_Q5_0 };
+	const size_t blks[2] = { PT_KERN_X16_Q8_0_BLK, PT_KERN_X16_Q5_0_BLK };
+	enum { N_BLK = 40 };
+	CHECK(PT_KERN_X16_AHEAD_BLK >= 1);
+	CHECK_EQ_INT(pt_kern_x16_ahead(PT_TYPE_Q4_K), PT_KERN_X16_AHEAD_SB * PT_KERN_X16_Q4K_SB);
+	CHECK_EQ_INT(pt_kern_x16_ahead(PT_TYPE_Q4_0), 0);
+	for (int ti = 0; ti < 2; ti++)
+		for (size_t base = 0; base < 128; base += 24) {
+			const size_t blk = blks[ti], end = base + N_BLK * blk;
+			const size_t ahead = pt_kern_x16_ahead(types[ti]);
+			CHECK_EQ_INT(ahead, PT_KERN_X16_AHEAD_BLK * blk);
+			int when[(N_BLK + PT_KERN_X16_AHEAD_BLK + 2) * PT_KERN_X16_Q8_0_BLK / 64 + 4];
+			for (size_t l = 0; l < sizeof when / sizeof when[0]; l++)
+				when[l] = N_BLK + 1;
+			for (size_t a = base & ~(size_t)63; a < base + ahead; a += 64)
+				when[a / 64] = -1;
+			for (int i = 0; i < N_BLK; i++) {
+				/* what pt_kern_x16_prefetch_blk asks for block i */
+				const size_t a0 = base + (size_t)i * blk + PT_KERN_X16_AHEAD_BLK * blk;
+				for (size_t a = a0 & ~(size_t)63; a < a0 + blk; a += 64)
+					if (when[a / 64] > i)
+						when[a / 64] = i;
+			}
+			int late = 0;
+			for (size_t l = base / 64; l < (end + 63) / 64; l++) {
+				const size_t first = l * 64 > base ? (l * 64 - base) / blk : 0;
+				late += !(when[l] == -1 || when[l] <= (int)first - PT_KERN_X16_AHEAD_BLK);
+			}
+			CHECK_EQ_INT(late, 0);
+		}
+}
+
 PT_TEST(test_kern_x16_rejects_bad_matrices)
 {
 	uint8_t buf[2 * PT_KERN_X16_Q4K_SB] = { 0 };
@@ -618,6 +778,8 @@ PT_TEST(test_kern_x16_rejects_bad_matrices)
 	CHECK_CONTAINS(err.msg, "x16");
 	struct pt_kern_mv mv = { m, q, y };
 	CHECK(pt_kern_matvec_set(&mv, 1, NULL, NULL) == PT_E_INVALID);
+	m = x16_mat_t(PT_TYPE_Q8_0, buf, 16, 48); /* not whole 32-column blocks */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, &err) == PT_E_INVALID);
 	m = x16_mat(buf, 16, 256);
 	m.type = PT_TYPE_Q5_K; /* no X16 layout */
 	m.row_bytes = 176;

@@ -11,7 +11,8 @@
  *   full-shape expert products at 16-64 tokens, cold, best level; "dense": Gemma 4's dense
  *   products at 128-2048 tokens and Sarvam-30B's at 512, best level; "attn": one Qwen3-30B-A3B
  *   layer's prefill attention at 1k / 4k context, one thread; "il" / "il6": the X16 layout,
- *   16 Q4_K / Q6_K rows interleaved, against the per-row dot on Qwen3's routed gates, one thread)
+ *   16 Q4_K / Q6_K rows interleaved, against the per-row dot on Qwen3's routed gates, one
+ *   thread; "il8" / "il5": the same for Q8_0 / Q5_0 on Gemma 4's routed downs, 2816 x 704)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -79,6 +80,8 @@ static void fill(enum pt_type t, uint8_t *p, size_t bytes)
 			memcpy(p + b + 2, &h, 2);
 		} else if (t == PT_TYPE_Q6_K) {
 			memcpy(p + b + 208, &h, 2);
+		} else if (t == PT_TYPE_Q8_0 || t == PT_TYPE_Q5_0) {
+			memcpy(p + b, &h, 2);
 		}
 	}
 }
@@ -158,13 +161,15 @@ static int cmp_double(const void *a, const void *b);
  * a task), alternating in 9 windows; the L1 cost of each; X16 against the dot's values. */
 static void bench_il(double secs, enum pt_type type)
 {
-	const uint64_t rows = 768, cols = 2048, ne = 128;
+	/* Q8_0 / Q5_0: Gemma 4's routed downs, 2816 x 704 */
+	const bool blk = type == PT_TYPE_Q8_0 || type == PT_TYPE_Q5_0;
+	const uint64_t rows = blk ? 2816 : 768, cols = blk ? 704 : 2048, ne = 128;
 	uint64_t rb;
 	pt_type_row_bytes(type, cols, &rb);
 	const size_t eb = (size_t)(rb * rows), band = pt_kern_x16_band(type, cols);
 	const size_t eb16 = rows / 16 * band;
 	uint8_t *w = pt_malloc(eb * ne), *w16 = pt_malloc(eb16 * ne);
-	float *x = pt_mallocn(cols, sizeof(float)), y[768], y2[768];
+	float *x = pt_mallocn(cols, sizeof(float)), y[2816], y2[2816];
 	if (!w || !w16 || !x) {
 		fprintf(stderr, "bench: out of memory\n");
 		exit(1);
@@ -175,7 +180,7 @@ static void bench_il(double secs, enum pt_type type)
 		x[i] = (float)(rnd8() - 128) / 64.0f;
 	struct pt_kern_mat m = { type, rows, cols, (size_t)rb, w, PT_KERN_LAYOUT_ROWS };
 	void *xq = pt_malloc(pt_kern_act_bytes(&m, 1));
-	pt_kern_quantize_row(PT_TYPE_Q8_K, x, xq, cols);
+	pt_kern_quantize_row(pt_kern_ops(type)->act_type, x, xq, cols);
 	const enum pt_kern_level top = pt_kern_level_max();
 	const struct pt_kern_ops *best = pt_kern_ops_at(top, type);
 	const struct pt_kern_ops *lo = pt_kern_ops_at(top > 0 ? (enum pt_kern_level)1 : top, type);
@@ -206,9 +211,9 @@ static void bench_il(double secs, enum pt_type type)
 			lo->x16(cols, w16, xq, 0, 1, y2, 0);
 		const double t3 = now();
 		printf("il: L1, ns per 256 weights and row: dot %.2f, X16 %s %.2f, X16 %s %.2f\n",
-		       (t[1] - t[0]) * 1e9 / iters / 16 / (cols / 256), pt_kern_level_name(best->x16_level),
-		       (t[2] - t[1]) * 1e9 / iters / 16 / (cols / 256), pt_kern_level_name(lo->x16_level),
-		       (t3 - t[2]) * 1e9 / iters / 16 / (cols / 256));
+		       (t[1] - t[0]) * 1e9 / iters / 16 / ((double)cols / 256), pt_kern_level_name(best->x16_level),
+		       (t[2] - t[1]) * 1e9 / iters / 16 / ((double)cols / 256), pt_kern_level_name(lo->x16_level),
+		       (t3 - t[2]) * 1e9 / iters / 16 / ((double)cols / 256));
 	}
 	enum { NWIN = 9, NVAR = 4 };
 	double res[NVAR][NWIN];
@@ -231,7 +236,7 @@ static void bench_il(double secs, enum pt_type type)
 					const struct pt_kern_ops *o = v == 2 ? lo : best;
 					const uint8_t *d = w16 + e * eb16;
 					if (v == 3) /* as decode runs it (matvec_set.c) */
-						pt_kern_x16_prefetch_start(d, pt_kern_x16_band(type, 256));
+						pt_kern_x16_prefetch_start(d, pt_kern_x16_ahead(type));
 					for (uint64_t k = 0; k < rows / 16; k++) {
 						o->x16(cols, d + k * band, xq, 0, 1, y + 16 * k, 0);
 					}
@@ -1127,6 +1132,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && (strcmp(argv[2], "il") == 0 || strcmp(argv[2], "il6") == 0)) {
 		bench_il(secs, argv[2][2] == '6' ? PT_TYPE_Q6_K : PT_TYPE_Q4_K);
+		return 0;
+	}
+	if (argc > 2 && (strcmp(argv[2], "il8") == 0 || strcmp(argv[2], "il5") == 0)) {
+		bench_il(secs, argv[2][2] == '8' ? PT_TYPE_Q8_0 : PT_TYPE_Q5_0);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "dense") == 0) {
