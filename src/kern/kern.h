@@ -10,8 +10,8 @@
  *
  * Interleaved rows (PT_KERN_LAYOUT_X16, below): Q4_K, Q6_K, Q8_0 and Q5_0 matrices copied
  * into bands of 16 rows (model/repack.c, --repack) run their own kernels (x16*.c: scalar
- * reference, AVX-512 for all four, AVX2 for Q4_K), with their own numerics, identical at
- * every level.
+ * reference, AVX-512 for all four, AVX2 for all but Q6_K), with their own numerics, identical
+ * at every level.
  *
  * Determinism: every output element is computed by exactly one thread, by the level's dot
  * function or its dot4 / tile twins (bit-identical to it: one body instantiated per shape, so

@@ -174,12 +174,13 @@ static inline __attribute__((always_inline)) void pack_q8_0_blk(const uint8_t *x
  * 2 s of byte k is element 4 s + k's (a low nibble), bit 2 s + 1 element 16 + 4 s + k's. */
 static uint32_t q5_0_spread(uint32_t qh)
 {
+	/* nibble v's bit k to bit 8 k: v * 0x00204081 places copies of v at bits 0, 7, 14, 21
+	 * (no carries: they do not overlap), and the mask keeps bit k of the copy at 7 k */
 	uint32_t w = 0;
-	for (int s = 0; s < 4; s++)
-		for (int k = 0; k < 4; k++) {
-			w |= ((qh >> (4 * s + k)) & 1u) << (8 * k + 2 * s);
-			w |= ((qh >> (16 + 4 * s + k)) & 1u) << (8 * k + 2 * s + 1);
-		}
+	for (int s = 0; s < 4; s++) {
+		w |= (((qh >> 4 * s) & 0xFu) * 0x00204081u & 0x01010101u) << 2 * s;
+		w |= (((qh >> (16 + 4 * s)) & 0xFu) * 0x00204081u & 0x01010101u) << (2 * s + 1);
+	}
 	return w;
 }
 

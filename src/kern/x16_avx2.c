@@ -1,5 +1,5 @@
-/* x16_avx2.c - AVX2 kernel over Q4_K rows interleaved 16 at a time (kern.h, "interleaved
- * rows"), bit-identical to x16.c's scalar reference.
+/* x16_avx2.c - AVX2 kernels over Q4_K, Q8_0 and Q5_0 rows interleaved 16 at a time (kern.h,
+ * "interleaved rows"), bit-identical to x16.c's scalar reference.
  *
  * A super-block's 16 rows are done as two halves of 8 rows, one row per 32-bit lane of a
  * 256-bit vector, one half after the other within each super-block (one pass over the band).  Without VNNI, maddubs multiplies the code bytes by the broadcast
@@ -101,8 +101,124 @@ static void x16_q4_k_avx2(size_t n, const void *band, const void *a, size_t as,
 	}
 }
 
+/* Q8_0 and Q5_0 (32-column blocks, Q8_0 activations; kern.h), two halves of 8 rows as for
+ * Q4_K.  maddubs takes the code side unsigned and saturates its int16 pair sums, so every
+ * product is kept small enough to stay exact for any activation byte: Q8_0's stored codes
+ * (w + 128, 0..255) go in as their two nibbles (pairs <= 2 * 15 * 128; eight steps add up to
+ * 30720 in int16), the high nibble's sum counted 16 times; Q5_0's codes (0..31, pairs <= 2 *
+ * 31 * 128) add up in int16 over the four steps of one nibble half (31744).  128 (Q8_0) or 16
+ * (Q5_0) times the activation's block sum is then taken off, as in the AVX-512 kernel. */
+static inline int32_t q8_0_block_sum(const uint8_t *qs)
+{
+	const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)qs),
+					   _mm256_set1_epi8((char)0x80));
+	const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
+	const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+	return (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+}
+
+/* Bit b (0-7) of every byte at bit 4 (x16_avx512.c's bit_to_4). */
+static inline __m256i bit_to_4(__m256i v, int b)
+{
+	const __m256i m10 = _mm256_set1_epi8(0x10);
+	if (b < 4)
+		return _mm256_and_si256(_mm256_slli_epi16(v, (int)(4 - b)), m10);
+	if (b == 4)
+		return _mm256_and_si256(v, m10);
+	return _mm256_and_si256(_mm256_srli_epi16(v, (int)(b - 4)), m10);
+}
+
+/* Half h of the block at p against the tokens' blocks at q8, q8 + as, ...: into acc[t]. */
+static inline __attribute__((always_inline)) void blk32_half(const uint8_t *p, const int h,
+							      const uint8_t *q8, size_t as,
+							      const int T, __m256 *acc,
+							      const bool q5)
+{
+	const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
+	__m256i s0[X16_AVX2_TOKS], s1[X16_AVX2_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		s0[t] = s1[t] = _mm256_setzero_si256();
+	if (q5) {
+		const __m256i hb = _mm256_loadu_si256((const __m256i *)(p + 256 + 32 * h));
+		UNROLL for (int s = 0; s < 4; s++) {
+			const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 64 * s + 32 * h));
+			const __m256i cl = _mm256_or_si256(_mm256_and_si256(x, m4), bit_to_4(hb, 2 * s));
+			const __m256i ch = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
+							   bit_to_4(hb, 2 * s + 1));
+			UNROLL for (int t = 0; t < T; t++) {
+				const uint8_t *qs = q8 + t * as + 2;
+				s0[t] = _mm256_add_epi16(s0[t], _mm256_maddubs_epi16(cl, _mm256_set1_epi32((int)kern_u32(qs + 4 * s))));
+				s1[t] = _mm256_add_epi16(s1[t], _mm256_maddubs_epi16(ch, _mm256_set1_epi32((int)kern_u32(qs + 16 + 4 * s))));
+			}
+		}
+	} else {
+		UNROLL for (int s = 0; s < 8; s++) {
+			const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 64 * s + 32 * h));
+			const __m256i cl = _mm256_and_si256(x, m4);
+			const __m256i ch = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+			UNROLL for (int t = 0; t < T; t++) {
+				const __m256i b = _mm256_set1_epi32((int)kern_u32(q8 + t * as + 2 + 4 * s));
+				s0[t] = _mm256_add_epi16(s0[t], _mm256_maddubs_epi16(cl, b));
+				s1[t] = _mm256_add_epi16(s1[t], _mm256_maddubs_epi16(ch, b));
+			}
+		}
+	}
+	const size_t blk = q5 ? PT_KERN_X16_Q5_0_BLK : PT_KERN_X16_Q8_0_BLK;
+	const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + blk - 32 + 16 * h)));
+	UNROLL for (int t = 0; t < T; t++) {
+		const uint8_t *qa = q8 + t * as;
+		const __m256i lo = _mm256_madd_epi16(s0[t], ones), hi = _mm256_madd_epi16(s1[t], ones);
+		__m256i sum = q5 ? _mm256_add_epi32(lo, hi) : _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 4));
+		sum = _mm256_sub_epi32(sum, _mm256_set1_epi32((q5 ? 16 : 128) * q8_0_block_sum(qa + 2)));
+		const __m256 d8 = _mm256_set1_ps(_cvtsh_ss(kern_u16(qa)));
+		acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sum), acc[t]);
+	}
+}
+
+static inline __attribute__((always_inline)) void x16_blk32(size_t n, const uint8_t *p,
+							     const uint8_t *a, size_t as, const int T,
+							     float *y, size_t ys, const bool q5)
+{
+	const size_t blk = q5 ? PT_KERN_X16_Q5_0_BLK : PT_KERN_X16_Q8_0_BLK;
+	__m256 acc[2][X16_AVX2_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+	for (size_t i = 0; i < n / QK; i++, p += blk) {
+		pt_kern_x16_prefetch_blk(p, blk);
+		blk32_half(p, 0, a + i * Q8_0_B, as, T, acc[0], q5);
+		blk32_half(p, 1, a + i * Q8_0_B, as, T, acc[1], q5);
+	}
+	UNROLL for (int t = 0; t < T; t++) {
+		_mm256_storeu_ps(y + t * ys, acc[0][t]);
+		_mm256_storeu_ps(y + t * ys + 8, acc[1][t]);
+	}
+}
+
+#define X16_BLK32_FN(name, q5)                                                                  \
+	static void name(size_t n, const void *band, const void *a, size_t as, uint32_t n_tok,   \
+			 float *y, size_t ys)                                                    \
+	{                                                                                        \
+		const uint8_t *p = band, *q = a;                                                 \
+		for (uint32_t t0 = 0; t0 < n_tok; t0 += X16_AVX2_TOKS) {                         \
+			const uint32_t nt = n_tok - t0 < X16_AVX2_TOKS ? n_tok - t0 : X16_AVX2_TOKS; \
+			const uint8_t *qt = q + t0 * as;                                         \
+			float *yt = y + t0 * ys;                                                 \
+			switch (nt) {                                                            \
+			case 1: x16_blk32(n, p, qt, as, 1, yt, ys, q5); break;                   \
+			case 2: x16_blk32(n, p, qt, as, 2, yt, ys, q5); break;                   \
+			case 3: x16_blk32(n, p, qt, as, 3, yt, ys, q5); break;                   \
+			default: x16_blk32(n, p, qt, as, 4, yt, ys, q5); break;                  \
+			}                                                                        \
+		}                                                                                \
+	}
+
+X16_BLK32_FN(x16_q8_0_avx2, false)
+X16_BLK32_FN(x16_q5_0_avx2, true)
+
 const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = x16_q4_k_avx2,
+	[PT_TYPE_Q8_0] = x16_q8_0_avx2,
+	[PT_TYPE_Q5_0] = x16_q5_0_avx2,
 	/* no Q6_K: an AVX2 twin of x16_avx512.c's (maddubs pairs, two halves) ran at 6.9 ns a
 	 * row and super-block in L1, as the dot, but streamed 7.5 against the dot's ~14 GB/s
 	 * from DRAM (bench_kern il6, docs/PERFORMANCE.md round 10): Q6_K stays row by row */
