@@ -428,3 +428,49 @@ PT_TEST(test_gen_engine_batch_plan)
 	o.memory_budget = 1ull << 30;
 	CHECK(pt_engine_open(&o, &e, &err) == PT_E_INVALID);
 }
+
+/* Gemma 4's final logit softcap runs over the pool in chunks of 16,384 logits when a chunk's
+ * logits are more than one (forward.c softcap_rows): a prompt's every-row logits (the split
+ * path) equal the same tokens evaluated one at a time (one row, below a chunk: the serial
+ * path), so no logit is capped twice or left out at a chunk edge. */
+PT_TEST(test_gen_engine_softcap_split_equals_serial)
+{
+	const char *p = pt_test_tmpfile("softcap_g.gguf");
+	char path[512];
+	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(write_model(path, PT_ARCH_GEMMA4, PT_MIX_Q8_0));
+	struct pt_error err = { 0 };
+	enum { LONG = 256 };
+	struct pt_engine_opts o = { .model_path = path, .threads = 3, .n_ctx = LONG,
+				    .n_batch = LONG, .memory_budget = 1ull << 30, .no_lock = true,
+				    .io_mode = "mmap" };
+	pt_engine *e = NULL;
+	REQUIRE(pt_engine_open(&o, &e, &err) == PT_OK);
+	const uint32_t nv = pt_engine_n_vocab(e);
+	/* enough rows that the logits of one chunk span several softcap tasks, not a whole
+	 * number of them (the prompt is one chunk: n_batch) */
+	const uint32_t n = 16384 / nv * 3 + 2 < LONG ? 16384 / nv * 3 + 2 : LONG - 1;
+	CHECK((uint64_t)n * nv > 2 * 16384 && ((uint64_t)n * nv) % 16384 != 0);
+	CHECK(nv < 16384);
+	uint32_t toks[LONG];
+	for (uint32_t i = 0; i < n; i++)
+		toks[i] = prompt_tok(1, i);
+	float *all = pt_calloc((size_t)n * nv, sizeof(float)), *one = pt_calloc(nv, sizeof(float));
+	REQUIRE(all && one);
+	REQUIRE(pt_engine_eval(e, toks, n, all, true, &err) == PT_OK);
+	REQUIRE(pt_engine_rewind(e, 0, &err) == PT_OK);
+	int bad = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		REQUIRE(pt_engine_eval(e, &toks[i], 1, one, false, &err) == PT_OK);
+		bad += memcmp(one, all + (size_t)i * nv, nv * sizeof(float)) != 0;
+	}
+	CHECK_EQ_INT(bad, 0);
+	/* and capped: |logit| below the cap (30) everywhere */
+	int over = 0;
+	for (size_t i = 0; i < (size_t)n * nv; i++)
+		over += !(all[i] > -30.0f && all[i] < 30.0f);
+	CHECK_EQ_INT(over, 0);
+	pt_free(all);
+	pt_free(one);
+	pt_engine_close(e);
+}
