@@ -370,21 +370,31 @@ static void x16_q6_k_scalar(size_t n, const void *band, const void *a, size_t as
 
 /* Q8_0 and Q5_0 against Q8_0 activations (d, then 32 codes): per block the exact integer
  * sum of weight times activation, then one FMA chain, A = fma(d * d8, (float)isum, A). */
-static void x16_q8_0_scalar(size_t n, const void *band, const void *a, size_t as,
-			    uint32_t n_tok, float *y, size_t ys)
+static inline int blk32_weight(const uint8_t *p, int r, int k, bool q5)
 {
+	if (!q5)
+		return p[64 * (k / 4) + 4 * r + k % 4] - 128;
+	const int hi = k >= 16, s = (k % 16) / 4, kk = k % 4;
+	const uint8_t b = p[64 * s + 4 * r + kk];
+	const uint32_t hw = kern_u32(p + X5_QH + 4 * r);
+	return ((hi ? b >> 4 : b & 0xF) | (int)((hw >> (8 * kk + 2 * s + hi)) & 1u) << 4) - 16;
+}
+
+static inline __attribute__((always_inline)) void x16_blk32_scalar(
+	size_t n, const void *band, const void *a, size_t as, uint32_t n_tok, float *y, size_t ys,
+	const bool q5)
+{
+	const size_t blk = q5 ? PT_KERN_X16_Q5_0_BLK : PT_KERN_X16_Q8_0_BLK;
 	for (uint32_t t = 0; t < n_tok; t++)
 		for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
 			float acc = 0.0f;
 			const uint8_t *p = band;
 			const uint8_t *q8 = (const uint8_t *)a + t * as;
-			for (size_t i = 0; i < n / QK; i++, p += PT_KERN_X16_Q8_0_BLK, q8 += Q8_0_B) {
+			for (size_t i = 0; i < n / QK; i++, p += blk, q8 += Q8_0_B) {
 				int32_t isum = 0;
-				for (int k = 0; k < QK; k++) {
-					const int w = p[64 * (k / 4) + 4 * r + k % 4] - 128;
-					isum += w * (int8_t)q8[2 + k];
-				}
-				const float dd = kern_fp16_to_f32(kern_u16(p + X8_D + 2 * r)) *
+				for (int k = 0; k < QK; k++)
+					isum += blk32_weight(p, r, k, q5) * (int8_t)q8[2 + k];
+				const float dd = kern_fp16_to_f32(kern_u16(p + blk - 32 + 2 * r)) *
 						 kern_fp16_to_f32(kern_u16(q8));
 				acc = fmaf(dd, (float)isum, acc);
 			}
@@ -392,30 +402,16 @@ static void x16_q8_0_scalar(size_t n, const void *band, const void *a, size_t as
 		}
 }
 
+static void x16_q8_0_scalar(size_t n, const void *band, const void *a, size_t as,
+			    uint32_t n_tok, float *y, size_t ys)
+{
+	x16_blk32_scalar(n, band, a, as, n_tok, y, ys, false);
+}
+
 static void x16_q5_0_scalar(size_t n, const void *band, const void *a, size_t as,
 			    uint32_t n_tok, float *y, size_t ys)
 {
-	for (uint32_t t = 0; t < n_tok; t++)
-		for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
-			float acc = 0.0f;
-			const uint8_t *p = band;
-			const uint8_t *q8 = (const uint8_t *)a + t * as;
-			for (size_t i = 0; i < n / QK; i++, p += PT_KERN_X16_Q5_0_BLK, q8 += Q8_0_B) {
-				const uint32_t hw = kern_u32(p + X5_QH + 4 * r);
-				int32_t isum = 0;
-				for (int k = 0; k < QK; k++) {
-					const int hi = k >= 16, s = (k % 16) / 4, kk = k % 4;
-					const uint8_t b = p[64 * s + 4 * r + kk];
-					const int code = (hi ? b >> 4 : b & 0xF) |
-							 (int)((hw >> (8 * kk + 2 * s + hi)) & 1u) << 4;
-					isum += (code - 16) * (int8_t)q8[2 + k];
-				}
-				const float dd = kern_fp16_to_f32(kern_u16(p + X5_D + 2 * r)) *
-						 kern_fp16_to_f32(kern_u16(q8));
-				acc = fmaf(dd, (float)isum, acc);
-			}
-			y[t * ys + r] = acc;
-		}
+	x16_blk32_scalar(n, band, a, as, n_tok, y, ys, true);
 }
 
 const pt_kern_x16_fn pt_kern_x16_scalar[PT_TYPE_COUNT] = {

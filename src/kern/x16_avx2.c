@@ -11,6 +11,8 @@
 
 #include <immintrin.h>
 
+#include "kern/x16_blk_avx2.h"
+
 #define UNROLL _Pragma("GCC unroll 8")
 #define X16_AVX2_TOKS 4
 
@@ -108,14 +110,6 @@ static void x16_q4_k_avx2(size_t n, const void *band, const void *a, size_t as,
  * 30720 in int16), the high nibble's sum counted 16 times; Q5_0's codes (0..31, pairs <= 2 *
  * 31 * 128) add up in int16 over the four steps of one nibble half (31744).  128 (Q8_0) or 16
  * (Q5_0) times the activation's block sum is then taken off, as in the AVX-512 kernel. */
-static inline int32_t q8_0_block_sum(const uint8_t *qs)
-{
-	const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)qs),
-					   _mm256_set1_epi8((char)0x80));
-	const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
-	const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-	return (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
-}
 
 /* Bit b (0-7) of every byte at bit 4 (x16_avx512.c's bit_to_4). */
 static inline __m256i bit_to_4(__m256i v, int b)
@@ -169,7 +163,7 @@ static inline __attribute__((always_inline)) void blk32_half(const uint8_t *p, c
 		const uint8_t *qa = q8 + t * as;
 		const __m256i lo = _mm256_madd_epi16(s0[t], ones), hi = _mm256_madd_epi16(s1[t], ones);
 		__m256i sum = q5 ? _mm256_add_epi32(lo, hi) : _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 4));
-		sum = _mm256_sub_epi32(sum, _mm256_set1_epi32((q5 ? 16 : 128) * q8_0_block_sum(qa + 2)));
+		sum = _mm256_sub_epi32(sum, _mm256_set1_epi32((q5 ? 16 : 128) * pt_kern_q8_0_block_sum(qa + 2)));
 		const __m256 d8 = _mm256_set1_ps(_cvtsh_ss(kern_u16(qa)));
 		acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sum), acc[t]);
 	}

@@ -12,6 +12,8 @@
 
 #include <immintrin.h>
 
+#include "kern/x16_blk_avx2.h"
+
 #define UNROLL _Pragma("GCC unroll 8")
 
 static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8_t *p,
@@ -171,14 +173,6 @@ static void x16_q6_k_avx512(size_t n, const void *band, const void *a, size_t as
  * the sum over a block is the exact one plus 128 (or 16) times the activation's block sum,
  * which is taken off per token (one psadbw: the 16 rows share it).  Q5_0's fifth bits come
  * from one vector per block, each step's at fixed bits of every byte (kern.h). */
-static inline int32_t q8_0_block_sum(const uint8_t *qs)
-{
-	const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)qs),
-					   _mm256_set1_epi8((char)0x80));
-	const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
-	const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-	return (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
-}
 
 /* Bit b (0-7) of every byte at bit 4 (16-bit shifts: the mask keeps bit 4, which a shift of
  * at most 4 left or 3 right fills from the same byte). */
@@ -224,7 +218,7 @@ static inline __attribute__((always_inline)) void x16_blk32(size_t n, const uint
 			UNROLL for (int c = 0; c < 8; c++)
 				sum = _mm512_dpbusd_epi32(sum, code[c],
 							  _mm512_set1_epi32((int)kern_u32(qa + 2 + 4 * c)));
-			sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(off * q8_0_block_sum(qa + 2)));
+			sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(off * pt_kern_q8_0_block_sum(qa + 2)));
 			const __m512 d8 = _mm512_set1_ps(_cvtsh_ss(kern_u16(qa)));
 			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(sum), acc[t]);
 		}
