@@ -122,11 +122,12 @@ static inline __m256i bit_to_4(__m256i v, int b)
 	return _mm256_and_si256(_mm256_srli_epi16(v, (int)(b - 4)), m10);
 }
 
-/* Half h of the block at p against the tokens' blocks at q8, q8 + as, ...: into acc[t]. */
+/* Half h of the block at p against the tokens' blocks at q8, q8 + as, ...: into acc[t];
+ * off[t]: what token t's offset codes add to every row's sum. */
 static inline __attribute__((always_inline)) void blk32_half(const uint8_t *p, const int h,
 							      const uint8_t *q8, size_t as,
-							      const int T, __m256 *acc,
-							      const bool q5)
+							      const int T, const int32_t *off,
+							      __m256 *acc, const bool q5)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
 	__m256i s0[X16_AVX2_TOKS], s1[X16_AVX2_TOKS];
@@ -163,7 +164,7 @@ static inline __attribute__((always_inline)) void blk32_half(const uint8_t *p, c
 		const uint8_t *qa = q8 + t * as;
 		const __m256i lo = _mm256_madd_epi16(s0[t], ones), hi = _mm256_madd_epi16(s1[t], ones);
 		__m256i sum = q5 ? _mm256_add_epi32(lo, hi) : _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 4));
-		sum = _mm256_sub_epi32(sum, _mm256_set1_epi32((q5 ? 16 : 128) * pt_kern_q8_0_block_sum(qa + 2)));
+		sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(off[t]));
 		const __m256 d8 = _mm256_set1_ps(_cvtsh_ss(kern_u16(qa)));
 		acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sum), acc[t]);
 	}
@@ -178,9 +179,13 @@ static inline __attribute__((always_inline)) void x16_blk32(size_t n, const uint
 	UNROLL for (int t = 0; t < T; t++)
 		acc[0][t] = acc[1][t] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QK; i++, p += blk) {
+		const uint8_t *q8 = a + i * Q8_0_B;
+		int32_t off[X16_AVX2_TOKS]; /* once for both halves */
 		pt_kern_x16_prefetch_blk(p, blk);
-		blk32_half(p, 0, a + i * Q8_0_B, as, T, acc[0], q5);
-		blk32_half(p, 1, a + i * Q8_0_B, as, T, acc[1], q5);
+		UNROLL for (int t = 0; t < T; t++)
+			off[t] = (q5 ? 16 : 128) * pt_kern_q8_0_block_sum(q8 + t * as + 2);
+		blk32_half(p, 0, q8, as, T, off, acc[0], q5);
+		blk32_half(p, 1, q8, as, T, off, acc[1], q5);
 	}
 	UNROLL for (int t = 0; t < T; t++) {
 		_mm256_storeu_ps(y + t * ys, acc[0][t]);

@@ -1689,16 +1689,12 @@ static void softcap_task(void *ctx, uint32_t task, uint32_t worker)
 	pt_op_softcap(j->x + a, (int)(b - a), j->cap);
 }
 
+/* One task (a row below 16,384 logits) runs inline on the caller (pt_pool_run).  n is a
+ * chunk's logits, far below 2^32 tasks of 16,384. */
 static void softcap_rows(pt_fwd *f, float *x, size_t n, float cap)
 {
 	struct softcap_job j = { x, n, cap };
-	const size_t tasks = (n + SOFTCAP_TASK - 1) / SOFTCAP_TASK;
-	if (tasks <= 1 || tasks > UINT32_MAX) {
-		for (size_t a = 0; a < n; a += SOFTCAP_TASK)
-			pt_op_softcap(x + a, (int)(n - a < SOFTCAP_TASK ? n - a : SOFTCAP_TASK), cap);
-		return;
-	}
-	pt_pool_run(f->pool, softcap_task, &j, (uint32_t)tasks);
+	pt_pool_run(f->pool, softcap_task, &j, (uint32_t)((n + SOFTCAP_TASK - 1) / SOFTCAP_TASK));
 }
 
 /* The output head for rows [r0, n) of the chunk into logits[n - r0][n_vocab]. */
