@@ -876,13 +876,17 @@ static enum pt_status plan(pt_gpu_fwd *g, const struct pt_gpu_fwd_opts *o,
 
 /* Page-locks the span of the host mapping that holds the routed experts so misses are
  * copied by DMA straight from it (no memcpy into staging on the host, which bounds the copy
- * rate far below the link's).  Best effort: a span above half the host's memory, one the
- * driver refuses (a split file's separate mappings, a kernel that will not pin file pages)
- * keeps the staging path; PARTICLE_GPU_DIRECT=0 keeps it too. */
+ * rate far below the link's).  Opt-in (PARTICLE_GPU_DIRECT=1): pinning a file's page-cache
+ * pages is the kernel's work, and on the H200 host of 2026-12-04 (driver 13.0) a create on
+ * this path did not finish within 30 s for 160 MiB of experts, nor within 100 s for 18 GB,
+ * one thread running in the kernel throughout, file written back or not (docs/BENCHMARKS.md
+ * 7d); work that cannot be bounded or interrupted must not be the default.  Even opted in, a span above half the
+ * host's memory or one the driver refuses (a split file's separate mappings) keeps the
+ * staging path. */
 static void register_experts(pt_gpu_fwd *g)
 {
 	const char *env = getenv("PARTICLE_GPU_DIRECT");
-	if (env && !strcmp(env, "0"))
+	if (!env || strcmp(env, "1"))
 		return;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (uint32_t il = 0; il < g->m->hp.n_layer; il++) {
