@@ -24,6 +24,12 @@ int pt_kv_type_from_name(const char *name, enum pt_kv_type *out)
 	return -1;
 }
 
+/* Element offset of head kvh's values of slot in the head-major V array. */
+static size_t v_at(const struct pt_kv_layer *L, uint32_t kvh, size_t slot)
+{
+	return ((size_t)kvh * L->cap + slot) * L->d.head_dim_v;
+}
+
 static enum pt_status layer_alloc(struct pt_kv_layer *L, size_t esz, struct pt_error *err)
 {
 	uint64_t nk, nv;
@@ -129,6 +135,18 @@ uint64_t pt_kv_snapshot_bytes(const struct pt_kv *kv, int64_t pos)
 	return total;
 }
 
+/* Slots [0, n) of the head-major V array to (out) or from slot-major rows at rows. */
+static void v_rows(const struct pt_kv_layer *L, size_t esz, uint64_t n, uint8_t *rows, bool out)
+{
+	const size_t dv = L->d.head_dim_v;
+	for (uint64_t i = 0; i < n && L->row_v; i++)
+		for (uint32_t h = 0; h < L->d.n_kv_head; h++) {
+			uint8_t *r = rows + (i * L->row_v + h * dv) * esz;
+			uint8_t *v = (uint8_t *)L->v + v_at(L, h, i) * esz;
+			memcpy(out ? r : v, out ? v : r, dv * esz);
+		}
+}
+
 void pt_kv_save(const struct pt_kv *kv, int64_t pos, void *buf)
 {
 	uint8_t *d = buf;
@@ -139,8 +157,7 @@ void pt_kv_save(const struct pt_kv *kv, int64_t pos, void *buf)
 			continue;
 		memcpy(d, L->k, n * L->row_k * esize(kv));
 		d += n * L->row_k * esize(kv);
-		if (L->row_v)
-			memcpy(d, L->v, n * L->row_v * esize(kv));
+		v_rows(L, esize(kv), n, d, true);
 		d += n * L->row_v * esize(kv);
 	}
 }
@@ -155,8 +172,7 @@ void pt_kv_load(struct pt_kv *kv, int64_t pos, const void *buf)
 			continue;
 		memcpy(L->k, d, n * L->row_k * esize(kv));
 		d += n * L->row_k * esize(kv);
-		if (L->row_v)
-			memcpy(L->v, d, n * L->row_v * esize(kv));
+		v_rows(L, esize(kv), n, (uint8_t *)d, false);
 		d += n * L->row_v * esize(kv);
 	}
 }
@@ -170,8 +186,10 @@ void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos)
 		if (n == 0)
 			continue;
 		memcpy(D->k, S->k, n * S->row_k * esize(src));
-		if (S->row_v)
-			memcpy(D->v, S->v, n * S->row_v * esize(src));
+		for (uint32_t h = 0; S->row_v && h < S->d.n_kv_head; h++)
+			memcpy((uint8_t *)D->v + v_at(D, h, 0) * esize(src),
+			       (const uint8_t *)S->v + v_at(S, h, 0) * esize(src),
+			       n * S->d.head_dim_v * esize(src));
 	}
 }
 
@@ -205,14 +223,15 @@ void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, con
 		store_k_f16(L, slot, k, ko);
 		if (!L->row_v)
 			return;
-		uint16_t *d = (uint16_t *)L->v + slot * L->row_v;
-		for (size_t i0 = 0; i0 < L->row_v; i0 += 1u << 20) /* n is 32-bit */
-			ko->f32_to_f16(v + i0, d + i0,
-				       (uint32_t)(L->row_v - i0 < 1u << 20 ? L->row_v - i0 : 1u << 20));
+		for (uint32_t h = 0; h < L->d.n_kv_head; h++) /* head_dim_v: 32-bit (desc) */
+			ko->f32_to_f16(v + (size_t)h * L->d.head_dim_v,
+				       (uint16_t *)L->v + v_at(L, h, slot), L->d.head_dim_v);
 	} else {
 		memcpy((float *)L->k + slot * L->row_k, k, L->row_k * sizeof(float));
 		if (L->row_v)
-			memcpy((float *)L->v + slot * L->row_v, v, L->row_v * sizeof(float));
+			for (uint32_t h = 0; h < L->d.n_kv_head; h++)
+				memcpy((float *)L->v + v_at(L, h, slot), v + (size_t)h * L->d.head_dim_v,
+				       L->d.head_dim_v * sizeof(float));
 	}
 }
 
@@ -258,7 +277,7 @@ static void query_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 	for (int64_t p = p_lo; p < p_hi; p++) {
 		const size_t slot = slot_of(L, p);
 		const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
-		const float *v = L->row_v ? (const float *)L->v + slot * L->row_v + (size_t)kvh * dv
+		const float *v = L->row_v ? (const float *)L->v + v_at(L, kvh, slot)
 					  : k; /* V in K: its first dv values */
 		const float sc = score_of(dot_f32(k, q, dk), a);
 		float ms = 1.0f, vs = 1.0f;
@@ -322,9 +341,9 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 	}
 	ko->softmax(g->dots + j_lo, CHUNK, n_q, j_hi - j_lo, scale, m, s, g->ms, g->vs);
 	const uint16_t *v;
-	size_t v_stride = L->row_v;
+	size_t v_stride = dv;
 	if (L->row_v) {
-		v = (const uint16_t *)L->v + (slot + j_lo) * L->row_v + (size_t)kvh * dv;
+		v = (const uint16_t *)L->v + v_at(L, kvh, slot + j_lo);
 	} else {
 		/* V in K (MLA): key j's first dv values, gathered out of the transposed blocks
 		 * into rows, so the accumulation is the same chain as from a V array */

@@ -8,7 +8,11 @@
  * stores and attends a longer chunk in passes of that many rows).  cap is rounded up to whole blocks of
  * PT_KV_BLOCK slots.  V is row-major ([slot][kv head][dim]); F16 K is transposed within
  * each block - [slot / BLOCK][kv head][dim][slot % BLOCK] - so the key dots run one vector
- * lane per key with no transposes (src/kern/kern.h); F32 K is row-major like V.
+ * lane per key with no transposes (src/kern/kern.h); F32 K is row-major.  V is head-major
+ * ([kv head][slot][dim]): attention reads one head's values key after key, and in
+ * slot-major rows those lie a row apart (Gemma 4: 4 KiB, a new page and the same L1 sets
+ * every key), so the accumulation waited on memory at every key.  Snapshots keep
+ * slot-major rows ([slot][kv head][dim]) whatever the layout.
  *
  * Attention numerics mirror ggml's CPU flash-attention one-row path (ARCHITECTURES.md A.5):
  * with an F16 cache, Q is rounded to F16, K.Q is an F16 x F16 dot with F32 accumulation,
@@ -55,7 +59,7 @@ struct pt_kv_layer {
 	size_t row_k;     /* values per slot: n_kv_head * head_dim_k */
 	size_t row_v;     /* 0 when V lives in K */
 	void *k;          /* [cap][row_k] of uint16_t (F16) or float */
-	void *v;
+	void *v;          /* [n_kv_head][cap][head_dim_v]: one head's keys adjacent */
 };
 
 struct pt_kv {

@@ -409,3 +409,72 @@ PT_TEST(test_kv_attention_sink_fold)
 		CHECK(p.m == (t ? 4.0f : 0.9f));
 	}
 }
+
+/* V is stored head-major (one head's keys adjacent: the attention's reads stream instead of
+ * jumping a whole row - every head - per key); a snapshot keeps slot-major rows (its size and
+ * bytes are those rows'), a cache loaded from it attends bit-identically to the one saved,
+ * and a copy of the cache too. */
+PT_TEST(test_kv_v_head_major_snapshot_slot_major)
+{
+	enum { SPOS = 70 };
+	struct pt_kv_layer_desc d[2] = { { NKV, DK, DV, 0, false }, { 1, 48, 48, 0, false } };
+	for (int t = 0; t < 2; t++) {
+		const enum pt_kv_type type = t ? PT_KV_F32 : PT_KV_F16;
+		const size_t esz = t ? 4 : 2;
+		struct pt_kv a, b;
+		struct pt_error err = { 0 };
+		REQUIRE(pt_kv_init(&a, type, 2, d, 128, 8, &err) == PT_OK);
+		REQUIRE(pt_kv_init(&b, type, 2, d, 128, 8, &err) == PT_OK);
+		const uint32_t cap = a.layers[0].cap;
+		CHECK(a.layers[0].row_v == NKV * DV && a.layers[1].row_v == 48);
+		static float sk[SPOS][NKV * DK], sv[SPOS][NKV * DV];
+		for (int p = 0; p < SPOS; p++) {
+			for (int i = 0; i < NKV * DK; i++)
+				sk[p][i] = frnd();
+			for (int i = 0; i < NKV * DV; i++)
+				sv[p][i] = frnd();
+			for (uint32_t il = 0; il < 2; il++)
+				pt_kv_store(&a, il, p, sk[p], sv[p]);
+		}
+		const uint64_t bytes = pt_kv_snapshot_bytes(&a, SPOS);
+		/* 80 slots (whole K blocks) of K and V rows, no padding */
+		CHECK_EQ_INT((long long)bytes,
+			     (long long)(80 * (NKV * DK + NKV * DV + 48 + 48) * esz));
+		uint8_t *buf = pt_malloc(bytes);
+		REQUIRE(buf);
+		memset(buf, 0xA5, bytes);
+		pt_kv_save(&a, SPOS, buf);
+		/* layer 0's V part: slot 5's row (head 0, then head 1) right after slot 4's; in the
+		 * cache head 1's values of slot 5 follow its values of slot 4 */
+		const uint8_t *v0 = buf + 80 * NKV * DK * esz, *va = a.layers[0].v;
+		for (uint32_t h = 0; h < NKV; h++)
+			CHECK(memcmp(v0 + (5 * NKV + h) * DV * esz, va + ((size_t)h * cap + 5) * DV * esz,
+				     DV * esz) == 0);
+		if (t) /* F32: the values as stored */
+			CHECK(memcmp(va + ((size_t)cap + 5) * DV * esz, sv[5] + DV, DV * esz) == 0);
+		pt_kv_load(&b, SPOS, buf);
+		struct pt_kv c;
+		REQUIRE(pt_kv_init(&c, type, 2, d, 128, 8, &err) == PT_OK);
+		pt_kv_copy(&c, &a, SPOS);
+		for (int acc = 0; acc < 2; acc++) {
+			struct pt_attn_args args = { 0.2f, 0.0f, acc == 1 };
+			float *sa = pt_mallocn(pt_attn_scratch_floats(&a, 0, NH), sizeof(float));
+			float *sb = pt_mallocn(pt_attn_scratch_floats(&b, 0, NH), sizeof(float));
+			float q[NH * DK], oa[NH * DV], ob[NH * DV], oc[NH * DV];
+			REQUIRE(sa && sb);
+			for (int i = 0; i < NH * DK; i++)
+				q[i] = frnd();
+			pt_attn_row(&a, 0, NH, q, SPOS - 1, &args, 0, oa, sa);
+			pt_attn_row(&b, 0, NH, q, SPOS - 1, &args, 0, ob, sb);
+			pt_attn_row(&c, 0, NH, q, SPOS - 1, &args, 0, oc, sb);
+			CHECK(memcmp(oa, ob, sizeof oa) == 0);
+			CHECK(memcmp(oa, oc, sizeof oa) == 0);
+			pt_free(sa);
+			pt_free(sb);
+		}
+		pt_free(buf);
+		pt_kv_fini(&a);
+		pt_kv_fini(&b);
+		pt_kv_fini(&c);
+	}
+}
