@@ -17,6 +17,11 @@
 # PROBE_EACH=1: the bandwidth probe again right before every particle run (recorded as
 # "membw-NAME"), and that run's fraction of the probe taken against it: this host's memory
 # bandwidth swings 2x within minutes, so a probe minutes away says little about one run.
+# LB_SAME_DEPTH=1: each round also runs llama-bench's decode after as many tokens of context
+# as particle's prompt (repack-nommap, -p 0 -n 128 -d 512, flash attention off and on, the
+# better kept; recorded as "llama-bench-repack-nommap-Nt-d512"): particle decodes after its
+# 512-token prompt, llama-bench's tg128 from an empty context, so the plain rows are not like
+# for like (Gemma 4 attends over ~124 MB of KV a token at 576 positions; BENCHMARKS 0.17).
 # PARTICLE_ARGS: extra flags for every particle run (e.g. --repack, particle's best
 # configuration in RAM); LB_VARIANTS: the llama-bench variants of each round (default
 # "norepack repack repack-nommap"; on the Zen 5 host repack-nommap was the best in every
@@ -24,7 +29,7 @@
 set -u
 O=$1 M=$2 S=$3 P=$4 P2=${5:-}
 : "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}" "${DEPTH_ROUNDS:=0}"
-: "${PROBE_EACH:=0}" "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}"
+: "${PROBE_EACH:=0}" "${LB_SAME_DEPTH:=0}" "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
 . "$(dirname "$0")/resident.sh" # resident FILE; HUGE: FileHugePages after it
@@ -94,6 +99,7 @@ while [ $r -le "$ROUNDS" ]; do
 	pt particle "$P" 512 128
 	[ -n "$P2" ] && pt particle2 "$P2" 512 128
 	for v in $LB_VARIANTS; do lb "$v" 512 128; done
+	[ "$LB_SAME_DEPTH" = 1 ] && lb repack-nommap 0 128 512 0,1
 	echo "round $r done $(date -u +%T)"
 	r=$((r + 1))
 done
