@@ -880,9 +880,9 @@ static enum pt_status plan(pt_gpu_fwd *g, const struct pt_gpu_fwd_opts *o,
  * pages is the kernel's work, and on the H200 host of 2026-12-04 (driver 13.0) a create on
  * this path did not finish within 30 s for 160 MiB of experts, nor within 100 s for 18 GB,
  * one thread running in the kernel throughout, file written back or not (docs/BENCHMARKS.md
- * 7d); work that cannot be bounded or interrupted must not be the default.  Even opted in, a span above half the
- * host's memory or one the driver refuses (a split file's separate mappings) keeps the
- * staging path. */
+ * 7d); work that cannot be bounded or interrupted must not be the default.  Even opted in,
+ * a span above half the host's memory or one the driver refuses (a split file's separate
+ * mappings) keeps the staging path. */
 static void register_experts(pt_gpu_fwd *g)
 {
 	const char *env = getenv("PARTICLE_GPU_DIRECT");

@@ -6,7 +6,7 @@
  * and slot = pos % cap - enough that every query of a prefill pass of up to n_batch rows
  * still finds all keys of its window after the whole pass was written (the forward pass
  * stores and attends a longer chunk in passes of that many rows).  cap is rounded up to whole blocks of
- * PT_KV_BLOCK slots.  V is row-major ([slot][kv head][dim]); F16 K is transposed within
+ * PT_KV_BLOCK slots.  F16 K is transposed within
  * each block - [slot / BLOCK][kv head][dim][slot % BLOCK] - so the key dots run one vector
  * lane per key with no transposes (src/kern/kern.h); F32 K is row-major.  V is head-major
  * ([kv head][slot][dim]): attention reads one head's values key after key, and in
