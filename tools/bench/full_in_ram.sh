@@ -22,6 +22,8 @@
 # better kept; recorded as "llama-bench-repack-nommap-Nt-d512"): particle decodes after its
 # 512-token prompt, llama-bench's tg128 from an empty context, so the plain rows are not like
 # for like (Gemma 4 attends over ~124 MB of KV a token at 576 positions; BENCHMARKS 0.17).
+# LB_DEPTH_VARIANT: the llama-bench variant of those runs and of DEPTH_ROUNDS (default
+# repack-nommap; avx2-nommap beside PARTICLE_CPU=avx2).
 # PARTICLE_ARGS: extra flags for every particle run (e.g. --repack, particle's best
 # configuration in RAM); LB_VARIANTS: the llama-bench variants of each round (default
 # "norepack repack repack-nommap"; on the Zen 5 host repack-nommap was the best in every
@@ -29,7 +31,8 @@
 set -u
 O=$1 M=$2 S=$3 P=$4 P2=${5:-}
 : "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}" "${DEPTH_ROUNDS:=0}"
-: "${PROBE_EACH:=0}" "${LB_SAME_DEPTH:=0}" "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}"
+: "${PROBE_EACH:=0}" "${LB_SAME_DEPTH:=0}" "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}" \
+	"${LB_DEPTH_VARIANT:=repack-nommap}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
 . "$(dirname "$0")/resident.sh" # resident FILE; HUGE: FileHugePages after it
@@ -100,7 +103,7 @@ while [ $r -le "$ROUNDS" ]; do
 	pt particle "$P" 512 128
 	[ -n "$P2" ] && pt particle2 "$P2" 512 128
 	for v in $LB_VARIANTS; do lb "$v" 512 128; done
-	[ "$LB_SAME_DEPTH" = 1 ] && lb repack-nommap 0 128 512 0,1
+	[ "$LB_SAME_DEPTH" = 1 ] && lb "$LB_DEPTH_VARIANT" 0 128 512 0,1
 	echo "round $r done $(date -u +%T)"
 	r=$((r + 1))
 done
@@ -116,7 +119,7 @@ r=1
 while [ $r -le "$DEPTH_ROUNDS" ]; do
 	pt particle-d4096 "$P" 4096 32
 	[ -n "$P2" ] && pt particle2-d4096 "$P2" 4096 32
-	lb repack-nommap 0 32 4096 0,1
+	lb "$LB_DEPTH_VARIANT" 0 32 4096 0,1
 	echo "depth round $r done $(date -u +%T)"
 	r=$((r + 1))
 done

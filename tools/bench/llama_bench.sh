@@ -11,9 +11,12 @@
 #       This llama-bench version has no run-time switch for repacking (`-r` is
 #       --repetitions; the model parameter use_extra_bufts is not exposed), hence two builds.
 #       Writes SCRATCH/llama.cpp.commit (the commit built).  An existing build is reused
-#       when its commit matches.
+#       when its commit matches.  LB_BUILDS picks the builds (default "repack norepack");
+#       "avx2" is the repack build for the AVX2 level only (GGML_NATIVE=OFF, AVX2 FMA F16C
+#       BMI2, no AVX-512 or AVX-VNNI): what a laptop without AVX-512 runs, to compare with
+#       `PARTICLE_CPU=avx2` on an AVX-512 host.
 #   sh tools/bench/llama_bench.sh run SCRATCH VARIANT MODEL THREADS PROMPTS GEN [DEPTH [FA]]
-#       One llama-bench run (VARIANT repack|norepack|repack-nommap; PROMPTS e.g. 512 or
+#       One llama-bench run (VARIANT repack|norepack|avx2, each optionally -nommap; PROMPTS e.g. 512 or
 #       512,4096; DEPTH: tokens already in the context before each test, `-d`, default 0:
 #       with PROMPTS 0 the decode of a long conversation; FA: llama-bench's -fa values,
 #       default auto, e.g. 0,1 for the better of off and on), jsonl
@@ -66,12 +69,20 @@ build() {
 		git -c advice.detachedHead=false clone -q "$src" "$SRC" >&2 || { echo "llama-bench: clone of $src failed" >&2; return 1; }
 	fi
 	commit=$(git -C "$SRC" rev-parse HEAD)
-	for v in repack norepack; do
+	for v in ${LB_BUILDS:-repack norepack}; do
 		b=$S/llama.cpp-$v
 		[ -x "$b/bin/llama-bench" ] && [ "$(cat "$b/commit" 2>/dev/null)" = "$commit" ] && continue
-		on=ON; [ "$v" = norepack ] && on=OFF
+		on=ON isa=-DGGML_NATIVE=ON
+		case $v in
+		repack) ;;
+		norepack) on=OFF ;;
+		avx2) isa="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+			-DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF" ;;
+		*) echo "llama-bench: unknown build $v" >&2; return 2 ;;
+		esac
 		echo "llama-bench: building $v (commit $commit) in $b" >&2
-		nice cmake -S "$SRC" -B "$b" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+		# shellcheck disable=SC2086 # $isa is a list of flags
+		nice cmake -S "$SRC" -B "$b" -DCMAKE_BUILD_TYPE=Release $isa \
 			-DGGML_CPU_REPACK=$on -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
 			-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF \
 			>"$b.cmake.log" 2>&1 || { echo "llama-bench: cmake failed ($b.cmake.log)" >&2; return 1; }
@@ -87,7 +98,7 @@ run() {
 	v=$1 m=$2 t=$3 pp=$4 tg=$5 depth=${6:-0} fa=${7:-auto}
 	build=${v%-nommap} mmp=1
 	[ "$build" != "$v" ] && mmp=0
-	case $build in repack | norepack) ;; *) echo "llama-bench: unknown variant $v" >&2; return 2 ;; esac
+	case $build in repack | norepack | avx2) ;; *) echo "llama-bench: unknown variant $v" >&2; return 2 ;; esac
 	bin=$S/llama.cpp-$build/bin/llama-bench
 	[ -x "$bin" ] || { echo "llama-bench: $bin not built" >&2; return 1; }
 	"$bin" -m "$m" -t "$t" -p "$pp" -n "$tg" -d "$depth" -fa "$fa" -r 1 -o jsonl -ngl 0 \
