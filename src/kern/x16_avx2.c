@@ -2,10 +2,18 @@
  * "interleaved rows"), bit-identical to x16.c's scalar reference.
  *
  * A super-block's 16 rows are done as two halves of 8 rows, one row per 32-bit lane of a
- * 256-bit vector, one half after the other within each super-block (one pass over the band).  Without VNNI, maddubs multiplies the code bytes by the broadcast
- * activation bytes into exact int16 pair sums (|pair| <= 2 * 15 * 128), eight steps of them
- * add up in int16 without overflow (<= 30720), and one madd by ones gives each row's exact
- * sub-block sum.  The float steps per lane are the reference's.
+ * 256-bit vector, one half after the other within each super-block (one pass over the band).
+ * Without VNNI, maddubs multiplies the code bytes by the broadcast activation bytes into
+ * exact int16 pair sums (|pair| <= 2 * 15 * 128), eight steps of them add up in int16
+ * without overflow (<= 30720), and one madd (Q4_K: by the sub-block's scale in both halves of
+ * the lane; Q8_0 / Q5_0: by ones) gives each row's exact sub-block sum (times the scale).
+ * The float steps per lane are the reference's.
+ *
+ * Register pressure decides the speed here (16 ymm registers): the Q4_K kernel sums one
+ * nibble half of a group at a time (four token accumulators, not eight), and every running
+ * sum passes an empty asm, because GCC otherwise reassociates the integer adds, issues all
+ * of a group's products first and spills each to the stack (L1, four tokens: 51 -> 35 ns a
+ * token and super-block on the Zen 4 host, PERFORMANCE round 21).
  */
 #include "kern/kern_internal.h"
 
@@ -23,31 +31,40 @@ static inline __attribute__((always_inline)) void q4_k_sb_half(const uint8_t *p,
 								const int T, __m256 *acc,
 								__m256 *accm)
 {
-	const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
+	const __m256i m4 = _mm256_set1_epi8(0xF);
 	{
 		__m256i sumi[X16_AVX2_TOKS];
 		UNROLL for (int t = 0; t < T; t++)
 			sumi[t] = _mm256_setzero_si256();
 		for (int g = 0; g < 4; g++) {
-			__m256i lo[X16_AVX2_TOKS], hi[X16_AVX2_TOKS];
-			UNROLL for (int t = 0; t < T; t++)
-				lo[t] = hi[t] = _mm256_setzero_si256();
-			UNROLL for (int s = 0; s < 8; s++) {
-				const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 64 * (8 * g + s) + 32 * h));
-				const __m256i cl = _mm256_and_si256(x, m4);
-				const __m256i ch = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-				UNROLL for (int t = 0; t < T; t++) {
-					const uint8_t *qs = q8 + t * as + Q8K_QS + 64 * g + 4 * s;
-					lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(cl, _mm256_set1_epi32((int)kern_u32(qs))));
-					hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(ch, _mm256_set1_epi32((int)kern_u32(qs + 32))));
+			/* low nibbles (sub-block 2g), then high (2g + 1): one set of int16
+			 * accumulators at a time, so the tokens' sums stay in the 16 registers */
+			const __m256i s32l = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2048 + 32 * g + 8 * h)));
+			const __m256i s32h = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2064 + 32 * g + 8 * h)));
+			UNROLL for (int nib = 0; nib < 2; nib++) {
+				__m256i a16[X16_AVX2_TOKS];
+				UNROLL for (int t = 0; t < T; t++)
+					a16[t] = _mm256_setzero_si256();
+				UNROLL for (int s = 0; s < 8; s++) {
+					const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 64 * (8 * g + s) + 32 * h));
+					const __m256i c = nib ? _mm256_and_si256(_mm256_srli_epi16(x, 4), m4)
+							      : _mm256_and_si256(x, m4);
+					UNROLL for (int t = 0; t < T; t++) {
+						const uint8_t *qs = q8 + t * as + Q8K_QS + 64 * g + 32 * nib + 4 * s;
+						a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32((int)kern_u32(qs))));
+						/* keep each sum a running one: GCC otherwise reassociates
+						 * the integer adds, issues all 64 products first and
+						 * spills every one of them to the stack */
+						__asm__("" : "+x"(a16[t]));
+					}
 				}
+				/* the sub-block's scale in both halves of each lane: madd by it is
+				 * the exact (pair sum) x scale (|sum| <= 30720, scale <= 63) */
+				const __m256i s32 = nib ? s32h : s32l;
+				const __m256i sc16 = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
+				UNROLL for (int t = 0; t < T; t++)
+					sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(a16[t], sc16));
 			}
-			const __m256i sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2048 + 32 * g + 8 * h)));
-			const __m256i sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2064 + 32 * g + 8 * h)));
-			UNROLL for (int t = 0; t < T; t++)
-				sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(
-					_mm256_mullo_epi32(_mm256_madd_epi16(lo[t], ones), sl),
-					_mm256_mullo_epi32(_mm256_madd_epi16(hi[t], ones), sh)));
 		}
 		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2304 + 16 * h)));
 		const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2336 + 16 * h)));
@@ -144,6 +161,7 @@ static inline __attribute__((always_inline)) void blk32_half(const uint8_t *p, c
 				const uint8_t *qs = q8 + t * as + 2;
 				s0[t] = _mm256_add_epi16(s0[t], _mm256_maddubs_epi16(cl, _mm256_set1_epi32((int)kern_u32(qs + 4 * s))));
 				s1[t] = _mm256_add_epi16(s1[t], _mm256_maddubs_epi16(ch, _mm256_set1_epi32((int)kern_u32(qs + 16 + 4 * s))));
+				__asm__("" : "+x"(s0[t]), "+x"(s1[t])); /* running sums (x16_q4_k) */
 			}
 		}
 	} else {
@@ -155,6 +173,7 @@ static inline __attribute__((always_inline)) void blk32_half(const uint8_t *p, c
 				const __m256i b = _mm256_set1_epi32((int)kern_u32(q8 + t * as + 2 + 4 * s));
 				s0[t] = _mm256_add_epi16(s0[t], _mm256_maddubs_epi16(cl, b));
 				s1[t] = _mm256_add_epi16(s1[t], _mm256_maddubs_epi16(ch, b));
+				__asm__("" : "+x"(s0[t]), "+x"(s1[t])); /* running sums (x16_q4_k) */
 			}
 		}
 	}
