@@ -443,6 +443,7 @@ static inline __attribute__((always_inline)) void q4_k_n(size_t n, const uint8_t
 				__m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)));
 				sumi[a] = _mm256_add_epi32(sumi[a], _mm256_madd_epi16(plo, slo));
 				sumi[a] = _mm256_add_epi32(sumi[a], _mm256_madd_epi16(phi, shi));
+				__asm__("" : "+x"(sumi[a])); /* a running sum (x16_avx2.c) */
 			}
 		}
 		UNROLL for (int a = 0; a < na; a++) {
@@ -570,6 +571,7 @@ static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t
 				UNROLL for (int t = 0; t < T; t++) {
 					const uint8_t *q8 = a + t * as + i * Q8K_B + Q8K_QS + 128 * h + 32 * j;
 					sumi[t] = _mm256_add_epi32(sumi[t], q6_quarter(q, (const int8_t *)q8, sc));
+					__asm__("" : "+x"(sumi[t])); /* a running sum (x16_avx2.c) */
 				}
 			}
 		}
