@@ -18,8 +18,8 @@
 # "membw-NAME"), and that run's fraction of the probe taken against it: this host's memory
 # bandwidth swings 2x within minutes, so a probe minutes away says little about one run.
 # LB_SAME_DEPTH=1: each round also runs llama-bench's decode after as many tokens of context
-# as particle's prompt (repack-nommap, -p 0 -n 128 -d 512, flash attention off and on, the
-# better kept; recorded as "llama-bench-repack-nommap-Nt-d512"): particle decodes after its
+# as particle's prompt (LB_DEPTH_VARIANT, -p 0 -n 128 -d 512, flash attention off and on, the
+# better kept; recorded as "llama-bench-VARIANT-Nt-d512"): particle decodes after its
 # 512-token prompt, llama-bench's tg128 from an empty context, so the plain rows are not like
 # for like (Gemma 4 attends over ~124 MB of KV a token at 576 positions; BENCHMARKS 0.17).
 # LB_DEPTH_VARIANT: the llama-bench variant of those runs and of DEPTH_ROUNDS (default
