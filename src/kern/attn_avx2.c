@@ -14,45 +14,72 @@
 #define BLK PT_KERN_ATTN_BLOCK
 #define INLINE static inline __attribute__((always_inline))
 
-/* ---- key dots: 16 keys = 2 vectors, up to 4 queries = 8 independent FMA chains ---------- */
+/* ---- key dots: 16 keys = 2 vectors; 8 independent FMA chains: 4 queries x 1 block, or
+ * (a GQA group of 2, Gemma 4's sliding layers) 2 queries x 2 blocks ------------------------ */
 
-INLINE void dots_blk(const uint16_t *k, const float *q, size_t q_stride, const uint32_t nq,
-		     uint32_t n, float *out, size_t ld)
+INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
+		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld)
 {
-	__m256 a[4][2];
+	__m256 a[4][4];
 	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
-		a[i][0] = a[i][1] = _mm256_setzero_ps();
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < 2 * nb; c++)
+			a[i][c] = _mm256_setzero_ps();
 	for (uint32_t d = 0; d < n; d++) {
-		const __m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d * BLK)));
-		const __m256 k1 =
-			_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d * BLK + 8)));
+		__m256 kk[4];
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < 2 * nb; c++)
+			kk[c] = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(k + (c / 2) * kb_stride + d * BLK + (c % 2) * 8)));
 		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const __m256 qb = _mm256_broadcast_ss(q + i * q_stride + d);
-			a[i][0] = _mm256_fmadd_ps(k0, qb, a[i][0]);
-			a[i][1] = _mm256_fmadd_ps(k1, qb, a[i][1]);
+			_Pragma("GCC unroll 4")
+			for (int c = 0; c < 2 * nb; c++)
+				a[i][c] = _mm256_fmadd_ps(kk[c], qb, a[i][c]);
 		}
 	}
 	_Pragma("GCC unroll 4")
-	for (uint32_t i = 0; i < nq; i++) {
-		_mm256_storeu_ps(out + i * ld, a[i][0]);
-		_mm256_storeu_ps(out + i * ld + 8, a[i][1]);
-	}
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int c = 0; c < 2 * nb; c++)
+			_mm256_storeu_ps(out + i * ld + c * 8, a[i][c]);
 }
 
 void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 {
-	for (uint32_t b = 0; b < n_blk; b++) {
+	for (uint32_t b = 0; b < n_blk; b += 2) {
 		const uint16_t *k = kb + b * kb_stride;
+		const bool two = b + 2 <= n_blk;
 		for (uint32_t i = 0; i < n_q; i += 4) {
 			const float *qi = q + i * q_stride;
 			float *o = out + i * ld + b * BLK;
 			switch (n_q - i) {
-			case 1: dots_blk(k, qi, q_stride, 1, n, o, ld); break;
-			case 2: dots_blk(k, qi, q_stride, 2, n, o, ld); break;
-			case 3: dots_blk(k, qi, q_stride, 3, n, o, ld); break;
-			default: dots_blk(k, qi, q_stride, 4, n, o, ld); break;
+			case 1:
+				if (two)
+					dots_blk(k, kb_stride, 2, qi, q_stride, 1, n, o, ld);
+				else
+					dots_blk(k, kb_stride, 1, qi, q_stride, 1, n, o, ld);
+				break;
+			case 2:
+				if (two)
+					dots_blk(k, kb_stride, 2, qi, q_stride, 2, n, o, ld);
+				else
+					dots_blk(k, kb_stride, 1, qi, q_stride, 2, n, o, ld);
+				break;
+			case 3:
+				dots_blk(k, kb_stride, 1, qi, q_stride, 3, n, o, ld);
+				if (two)
+					dots_blk(k + kb_stride, kb_stride, 1, qi, q_stride, 3, n,
+						 o + BLK, ld);
+				break;
+			default:
+				dots_blk(k, kb_stride, 1, qi, q_stride, 4, n, o, ld);
+				if (two)
+					dots_blk(k + kb_stride, kb_stride, 1, qi, q_stride, 4, n,
+						 o + BLK, ld);
+				break;
 			}
 		}
 	}
@@ -136,7 +163,9 @@ void pt_kern_attn_softmax_avx2(ATTN_SOFTMAX_ARGS)
 	}
 }
 
-/* ---- V accumulation: up to 4 queries x NV vectors of accumulators in registers ---------- */
+/* ---- V accumulation: up to 8 accumulators in registers: 4 queries x 16 values, or (a GQA
+ * group of 2) 2 queries x 32 values; the F16 rounding pair is ~15 cycles of latency, so
+ * fewer chains leave the converters idle ------------------------------------------------- */
 
 INLINE __m256 rnd16(__m256 x, const bool f16)
 {
@@ -145,16 +174,16 @@ INLINE __m256 rnd16(__m256 x, const bool f16)
 
 INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
 		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      const int nv, const bool f16)
+		      const int nv, const bool f16, const bool scaled)
 {
-	__m256 a[4][2];
+	__m256 a[4][4];
 	_Pragma("GCC unroll 4")
 	for (uint32_t i = 0; i < nq; i++)
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			a[i][c] = _mm256_loadu_ps(acc + i * acc_ld + 8 * c);
 	for (uint32_t j = 0; j < n_k; j++) {
-		__m256 x[2];
+		__m256 x[4];
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			x[c] = _mm256_cvtph_ps(
@@ -162,7 +191,7 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const float sm = ms[i * ld + j];
-			if (sm != 1.0f)
+			if (scaled && sm != 1.0f)
 				_Pragma("GCC unroll 4")
 				for (int c = 0; c < nv; c++)
 					a[i][c] = rnd16(_mm256_mul_ps(a[i][c], _mm256_set1_ps(sm)),
@@ -202,33 +231,72 @@ INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v
 		}
 }
 
-#define VACC_Q(nv, f16)                                                                       \
-	switch (n_q - i) {                                                                    \
-	case 1: vacc_cols(a, acc_ld, 1, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	case 2: vacc_cols(a, acc_ld, 2, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	case 3: vacc_cols(a, acc_ld, 3, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;     \
+/* Whether any of queries [0, nq)'s keys j < n_k has ms != 1 (NaN included, as the scalar
+ * test): once a query's max has settled most chunks have none, and the accumulation runs
+ * without a per-key, per-query test. */
+INLINE bool any_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t n_k)
+{
+	const __m256 one = _mm256_set1_ps(1.0f);
+	int any = 0;
+	for (uint32_t i = 0; i < nq; i++) {
+		uint32_t j = 0;
+		for (; j + 8 <= n_k; j += 8)
+			any |= _mm256_movemask_ps(
+				_mm256_cmp_ps(_mm256_loadu_ps(ms + i * ld + j), one, _CMP_NEQ_UQ));
+		for (; j < n_k; j++)
+			any |= ms[i * ld + j] != 1.0f;
 	}
+	return any != 0;
+}
+
+#define VACC_Q(nq, nv, f16, sc)                                                               \
+	vacc_cols(a, acc_ld, nq, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc)
+
+/* Columns [d0, n) of queries [i, i + nq) (nq <= 4): 8-wide column groups of nv vectors, then
+ * the scalar tail. */
+INLINE void vacc_rows(float *acc, size_t acc_ld, const uint16_t *v, size_t v_stride,
+		      uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n,
+		      uint32_t i, const uint32_t nq, const bool f16, const bool sc)
+{
+	const float *mi = ms + i * ld, *vi = vs + i * ld;
+	uint32_t d = 0;
+	if (nq <= 2)
+		for (; d + 32 <= n; d += 32) {
+			float *a = acc + i * acc_ld + d;
+			const uint16_t *vd = v + d;
+			VACC_Q(nq, 4, f16, sc);
+		}
+	for (; d + 16 <= n; d += 16) {
+		float *a = acc + i * acc_ld + d;
+		const uint16_t *vd = v + d;
+		VACC_Q(nq, 2, f16, sc);
+	}
+	for (; d + 8 <= n; d += 8) {
+		float *a = acc + i * acc_ld + d;
+		const uint16_t *vd = v + d;
+		VACC_Q(nq, 1, f16, sc);
+	}
+	if (d < n)
+		vacc_tail(acc + i * acc_ld, acc_ld, nq, v, v_stride, n_k, mi, vi, ld, d, n, f16);
+}
+
+/* Queries [i, i + q): the no-rescale variant where no key of theirs rescales. */
+#define VACC_ROWS(q)                                                                          \
+	(sc ? vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, true)        \
+	    : vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, false))
 
 INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 {
-	uint32_t d = 0;
-	for (; d + 16 <= n; d += 16)
-		for (uint32_t i = 0; i < n_q; i += 4) {
-			float *a = acc + i * acc_ld + d;
-			const uint16_t *vd = v + d;
-			const float *mi = ms + i * ld, *vi = vs + i * ld;
-			VACC_Q(2, f16)
+	for (uint32_t i = 0; i < n_q; i += 4) {
+		const uint32_t nq = n_q - i < 4 ? n_q - i : 4;
+		const bool sc = any_scaled(ms + i * ld, ld, nq, n_k);
+		switch (nq) {
+		case 1: VACC_ROWS(1); break;
+		case 2: VACC_ROWS(2); break;
+		case 3: VACC_ROWS(3); break;
+		default: VACC_ROWS(4); break;
 		}
-	for (; d + 8 <= n; d += 8)
-		for (uint32_t i = 0; i < n_q; i += 4) {
-			float *a = acc + i * acc_ld + d;
-			const uint16_t *vd = v + d;
-			const float *mi = ms + i * ld, *vi = vs + i * ld;
-			VACC_Q(1, f16)
-		}
-	if (d < n)
-		vacc_tail(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, d, n, f16);
+	}
 }
 
 void pt_kern_attn_vacc_f16_avx2(ATTN_VACC_ARGS)
