@@ -119,4 +119,30 @@ assert abs(o["decode_fraction_of_membw"] - f) <= 1e-3 * f + 1e-4, o
 PY
 then ok; else bad "decode bytes json"; fi
 expect_exit 2 "bench --membw-bps 0" -- "$PARTICLE" bench -m "$M" --membw-bps 0
+
+# make bench's summary (tools/bench/summarize.py): llama.cpp's best empty-context and
+# same-context (llama-bench "-d512") runs are separate baselines; prefill ignores the depth runs
+cat >"$TMP/recs.jsonl" <<'EOF'
+{"section": "A", "model": "/m/full.gguf", "engine": "particle", "rc": 0, "result": {"prefill_tps": 60.0, "decode_tps": 12.0, "decode_bytes_per_token": 2e9, "membw_bytes_per_s": 4e10}}
+{"section": "A", "model": "/m/full.gguf", "engine": "llama-bench-repack-2t", "rc": 0, "result": {"prefill_tps": 30.0, "decode_tps": 15.0}}
+{"section": "A", "model": "/m/full.gguf", "engine": "llama-bench-norepack-1t", "rc": 0, "result": {"prefill_tps": 20.0, "decode_tps": 11.0}}
+{"section": "A", "model": "/m/full.gguf", "engine": "llama-bench-repack-2t-d512", "rc": 0, "result": {"prefill_tps": null, "decode_tps": 10.0}}
+{"section": "A", "model": "/m/full.gguf", "engine": "llama-bench-norepack-2t-d512", "rc": 0, "result": {"prefill_tps": null, "decode_tps": 8.0}}
+{"section": "A", "model": "/m/full.gguf", "engine": "llama-bench-norepack-2t-d512", "rc": 0, "result": {"prefill_tps": null, "decode_tps": 9.6}}
+EOF
+echo '{}' >"$TMP/facts.json"
+if python3 "$(dirname "$0")/../../tools/bench/summarize.py" "$TMP/recs.jsonl" "$TMP/facts.json" "$TMP/sum.json" \
+	>"$TMP/sum.md" && python3 - "$TMP/sum.json" <<'PY'
+import json, sys
+rows = {s["engine"]: s for s in json.load(open(sys.argv[1]))["summary"]}
+p = rows["particle"]
+assert abs(p["decode_ratio_vs_llama_best"] - 0.8) < 1e-9, p
+assert p["decode_baseline_best"] == "llama-bench-repack-2t", p
+assert abs(p["decode_ratio_vs_llama_best_same_ctx"] - 1.2) < 1e-9, p
+assert p["decode_baseline_best_same_ctx"] == "llama-bench-repack-2t-d512", p
+assert abs(p["prefill_ratio_vs_llama_best"] - 2.0) < 1e-9, p
+assert abs(rows["llama-bench-norepack-2t-d512"]["decode_tps"] - 8.8) < 1e-9  # median of two
+PY
+then ok; else bad "summarize: empty- and same-context baselines"; fi
+expect_grep "$TMP/sum.md" "1.20x | llama-bench-repack-2t-d512" "summary table: same-context column"
 finish

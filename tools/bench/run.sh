@@ -32,6 +32,8 @@
 # SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S D Q"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
+# LB_SAME_DEPTH (1: llama-bench also decodes at a 512-token depth, section A's same-context
+# baseline; 0: only its empty-context tg128), LB_DEPTH_THREADS ($THREADS: thread counts of those runs),
 # ENGINES_B ("particle llama.cpp": who runs at the cap in section B; llama.cpp's result does not
 # depend on particle's code, so it can be measured once and left out of later runs),
 # OUT (build/bench), BASELINE (another particle binary, e.g. an older build, run beside
@@ -58,6 +60,7 @@ BLK_FILE=
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
+: "${LB_SAME_DEPTH:=1}" "${LB_DEPTH_THREADS:=$THREADS}"
 : "${FULL_PROMPTS:=512,4096}"
 P=build/particle
 # The expert-popularity profile (issue 21) warms the cache from earlier runs: off here so
@@ -160,6 +163,8 @@ a_run() {
 # builds (repack / no repack; the repack build also without mmap, which fits where its mapping
 # beside the copy does not) at 1 and 2 threads: summarize.py takes the best of the six as
 # the "llama.cpp-best" baseline; the node-llama-cpp rows stay beside it ("llama.cpp").
+# With LB_SAME_DEPTH=1 each build also decodes after 512 tokens of context (at
+# $LB_DEPTH_THREADS threads): the "same context" baseline, particle's own decode context.
 LB_OK=
 lb_runs() { # MODEL REP PROMPTS
 	[ -n "$LB_OK" ] || return 0
@@ -170,6 +175,18 @@ lb_runs() { # MODEL REP PROMPTS
 			sh tools/bench/llama_bench.sh run "$OUT" "$v" "$1" "$t" "$3" 128 \
 				>"$OUT/a.out" 2>"$OUT/a.err"
 			record A "llama-bench-$v-${t}t" "$1" \
+				"{\"rep\": $2, \"load\": $la, \"file_huge_pages_bytes\": $HUGE}" "$OUT/a.out" $?
+		done
+		# decode at particle's context: llama-bench's tg128 above starts from an empty
+		# cache, particle's decode follows its 512-token prompt (-p 0 -n 128 -d 512, flash
+		# attention off and on, the better kept); summarize.py's same-context baseline
+		[ "$LB_SAME_DEPTH" = 1 ] || continue
+		for t in $LB_DEPTH_THREADS; do
+			resident "$1"
+			la=$(loadavg)
+			sh tools/bench/llama_bench.sh run "$OUT" "$v" "$1" "$t" 0 128 512 0,1 \
+				>"$OUT/a.out" 2>"$OUT/a.err"
+			record A "llama-bench-$v-${t}t-d512" "$1" \
 				"{\"rep\": $2, \"load\": $la, \"file_huge_pages_bytes\": $HUGE}" "$OUT/a.out" $?
 		done
 	done

@@ -3,6 +3,7 @@
 per (section, model, engine), particle/llama.cpp ratios, and markdown tables on stdout."""
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -72,15 +73,20 @@ def summarize(recs):
 def best_baseline(out):
     """llama.cpp's best configuration per model (issue 21): the highest median of the six
     llama-bench runs (repack / no-repack / repack without mmap x 1 / 2 threads), per phase; particle's
-    ratios against it as *_ratio_vs_llama_best, with the configuration named."""
+    ratios against it as *_ratio_vs_llama_best, with the configuration named; decode also
+    against the best llama-bench run at the same context (*_same_ctx: its "-d512" runs)."""
     best = {}
     for s in out:
         if s["section"] != "A" or not s["engine"].startswith("llama-bench-"):
             continue
+        # "-dN" runs decode after N tokens of context (run.sh LB_SAME_DEPTH): particle's own
+        # decode context, kept apart from the empty-context tg128 runs
+        same = re.search(r"-d[0-9]+$", s["engine"]) is not None
         for k in ("prefill_tps", "decode_tps"):
-            b = best.setdefault((s["model"], k), (0.0, None))
+            key = k + "_same_ctx" if same else k
+            b = best.setdefault((s["model"], key), (0.0, None))
             if s.get(k) and s[k] > b[0]:
-                best[(s["model"], k)] = (s[k], s["engine"])
+                best[(s["model"], key)] = (s[k], s["engine"])
     # llama-bench's decode against the same limit: particle's byte count for the model
     # (the same file) and the round's bandwidth probe at the run's thread count
     dbpt = {s["model"]: s["decode_bytes_per_token"] for s in out
@@ -99,6 +105,10 @@ def best_baseline(out):
             if s.get(k) and v > 0:
                 s[k.replace("_tps", "_ratio_vs_llama_best")] = s[k] / v
                 s[k.replace("_tps", "_baseline_best")] = eng
+        v, eng = best.get((s["model"], "decode_tps_same_ctx"), (0.0, None))
+        if s.get("decode_tps") and v > 0:
+            s["decode_ratio_vs_llama_best_same_ctx"] = s["decode_tps"] / v
+            s["decode_baseline_best_same_ctx"] = eng
 
 
 def best_table(rows):
@@ -107,13 +117,17 @@ def best_table(rows):
     if not rows:
         return
     fmt = lambda v, f: "-" if v is None else f % v
-    print("\n| model | engine | decode vs llama.cpp best | its config | prefill vs best | its config "
+    print("\n| model | engine | decode vs llama.cpp best (its empty context) | its config "
+          "| decode vs best at the same context | its config | prefill vs best | its config "
           "| decode GB/token | fraction of membw limit |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for s in rows:
-        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s["model"], s["engine"], fmt(s.get("decode_ratio_vs_llama_best"), "%.2fx"),
-            s.get("decode_baseline_best") or "-", fmt(s.get("prefill_ratio_vs_llama_best"), "%.2fx"),
+            s.get("decode_baseline_best") or "-",
+            fmt(s.get("decode_ratio_vs_llama_best_same_ctx"), "%.2fx"),
+            s.get("decode_baseline_best_same_ctx") or "-",
+            fmt(s.get("prefill_ratio_vs_llama_best"), "%.2fx"),
             s.get("prefill_baseline_best") or "-",
             fmt(s.get("decode_bytes_per_token") and s["decode_bytes_per_token"] / 1e9, "%.3f"),
             fmt(s.get("decode_fraction_of_membw"), "%.2f")))
