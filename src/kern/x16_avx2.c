@@ -23,65 +23,83 @@
 
 #define UNROLL _Pragma("GCC unroll 8")
 #define X16_AVX2_TOKS 4
+#define X16_AVX2_BOTH_TOKS 2 /* token counts up to this take both halves in one pass */
 
-/* Half h (rows 8 h .. 8 h + 7) of the super-block at p against the tokens' super-blocks at
- * q8, q8 + as, ...: into the accumulators acc[t], accm[t]. */
-static inline __attribute__((always_inline)) void q4_k_sb_half(const uint8_t *p, const int h,
-								const uint8_t *q8, size_t as,
-								const int T, __m256 *acc,
-								__m256 *accm)
+/* Halves h0 .. h0 + H - 1 (rows 8 h .. 8 h + 7; H = 2: both, sharing each broadcast of an
+ * activation word) of the super-block at p against the tokens' super-blocks at q8, q8 + as,
+ * ...: into the accumulators acc[h][t], accm[h][t]. */
+static inline __attribute__((always_inline)) void q4_k_sb_halves(const uint8_t *p, const int h0,
+								  const int H, const uint8_t *q8,
+								  size_t as, const int T,
+								  __m256 (*acc)[X16_AVX2_TOKS],
+								  __m256 (*accm)[X16_AVX2_TOKS])
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	{
-		__m256i sumi[X16_AVX2_TOKS];
+	__m256i sumi[2][X16_AVX2_TOKS];
+	UNROLL for (int h = 0; h < H; h++)
 		UNROLL for (int t = 0; t < T; t++)
-			sumi[t] = _mm256_setzero_si256();
-		for (int g = 0; g < 4; g++) {
-			/* low nibbles (sub-block 2g), then high (2g + 1): one set of int16
-			 * accumulators at a time, so the tokens' sums stay in the 16 registers */
-			const __m256i s32l = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2048 + 32 * g + 8 * h)));
-			const __m256i s32h = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2064 + 32 * g + 8 * h)));
-			UNROLL for (int nib = 0; nib < 2; nib++) {
-				__m256i a16[X16_AVX2_TOKS];
+			sumi[h][t] = _mm256_setzero_si256();
+	for (int g = 0; g < 4; g++) {
+		/* low nibbles (sub-block 2g), then high (2g + 1): one set of int16 accumulators
+		 * at a time, so the tokens' sums stay in the 16 registers */
+		UNROLL for (int nib = 0; nib < 2; nib++) {
+			__m256i a16[2][X16_AVX2_TOKS];
+			UNROLL for (int h = 0; h < H; h++)
 				UNROLL for (int t = 0; t < T; t++)
-					a16[t] = _mm256_setzero_si256();
-				UNROLL for (int s = 0; s < 8; s++) {
-					const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 64 * (8 * g + s) + 32 * h));
-					const __m256i c = nib ? _mm256_and_si256(_mm256_srli_epi16(x, 4), m4)
-							      : _mm256_and_si256(x, m4);
-					UNROLL for (int t = 0; t < T; t++) {
-						const uint8_t *qs = q8 + t * as + Q8K_QS + 64 * g + 32 * nib + 4 * s;
-						a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32((int)kern_u32(qs))));
-						/* keep each sum a running one: GCC otherwise reassociates
-						 * the integer adds, issues all 64 products first and
-						 * spills every one of them to the stack */
-						__asm__("" : "+x"(a16[t]));
+					a16[h][t] = _mm256_setzero_si256();
+			UNROLL for (int s = 0; s < 8; s++) {
+				__m256i c[2];
+				UNROLL for (int h = 0; h < H; h++) {
+					const __m256i x = _mm256_loadu_si256(
+						(const __m256i *)(p + 64 * (8 * g + s) + 32 * (h0 + h)));
+					c[h] = nib ? _mm256_and_si256(_mm256_srli_epi16(x, 4), m4)
+						   : _mm256_and_si256(x, m4);
+				}
+				UNROLL for (int t = 0; t < T; t++) {
+					const uint8_t *qs = q8 + t * as + Q8K_QS + 64 * g + 32 * nib + 4 * s;
+					const __m256i b = _mm256_set1_epi32((int)kern_u32(qs));
+					UNROLL for (int h = 0; h < H; h++) {
+						a16[h][t] = _mm256_add_epi16(a16[h][t],
+									     _mm256_maddubs_epi16(c[h], b));
+						/* keep each sum a running one: GCC otherwise
+						 * reassociates the integer adds, issues all 64
+						 * products first and spills every one of them */
+						__asm__("" : "+x"(a16[h][t]));
 					}
 				}
-				/* the sub-block's scale in both halves of each lane: madd by it is
-				 * the exact (pair sum) x scale (|sum| <= 30720, scale <= 63) */
-				const __m256i s32 = nib ? s32h : s32l;
+			}
+			/* the sub-block's scale in both halves of each lane: madd by it is the
+			 * exact (pair sum) x scale (|sum| <= 30720, scale <= 63) */
+			UNROLL for (int h = 0; h < H; h++) {
+				const __m256i s32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+					(const __m128i *)(p + 2048 + 16 * nib + 32 * g + 8 * (h0 + h))));
 				const __m256i sc16 = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
 				UNROLL for (int t = 0; t < T; t++)
-					sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(a16[t], sc16));
+					sumi[h][t] = _mm256_add_epi32(sumi[h][t],
+								      _mm256_madd_epi16(a16[h][t], sc16));
 			}
 		}
-		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2304 + 16 * h)));
-		const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2336 + 16 * h)));
+	}
+	UNROLL for (int h = 0; h < H; h++) {
+		const int hh = h0 + h;
+		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2304 + 16 * hh)));
+		const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2336 + 16 * hh)));
 		UNROLL for (int t = 0; t < T; t++) {
 			__m256i msum = _mm256_setzero_si256();
 			UNROLL for (int g = 0; g < 4; g++) {
-				const __m256i mw = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 2176 + 32 * g + 16 * h)));
+				const __m256i mw = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 2176 + 32 * g + 16 * hh)));
 				msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mw, _mm256_set1_epi32(kern_q8k_bsum_pair(q8 + t * as, g))));
 			}
 			const __m256 d8 = _mm256_set1_ps(kern_f32(q8 + t * as));
-			acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-			accm[t] = _mm256_fmadd_ps(_mm256_mul_ps(dm, d8), _mm256_cvtepi32_ps(msum), accm[t]);
+			acc[hh][t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sumi[h][t]), acc[hh][t]);
+			accm[hh][t] = _mm256_fmadd_ps(_mm256_mul_ps(dm, d8), _mm256_cvtepi32_ps(msum), accm[hh][t]);
 		}
 	}
 }
 
-/* Both halves super-block by super-block (the band read once, in order). */
+/* Super-block by super-block (the band read once, in order): one or two tokens take both
+ * halves in one pass (each activation word broadcast once for 16 rows; the decode case),
+ * more tokens one half after the other (their accumulators fill the registers). */
 static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8_t *p,
 							    const uint8_t *a, size_t as, const int T,
 							    float *y, size_t ys)
@@ -92,10 +110,16 @@ static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8
 	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q4K_SB) {
 		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 0);
 		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 1);
-		q4_k_sb_half(p, 0, a + i * Q8K_B, as, T, acc[0], accm[0]);
-		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 2);
-		pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 3);
-		q4_k_sb_half(p, 1, a + i * Q8K_B, as, T, acc[1], accm[1]);
+		if (T <= X16_AVX2_BOTH_TOKS) {
+			pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 2);
+			pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 3);
+			q4_k_sb_halves(p, 0, 2, a + i * Q8K_B, as, T, acc, accm);
+		} else {
+			q4_k_sb_halves(p, 0, 1, a + i * Q8K_B, as, T, acc, accm);
+			pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 2);
+			pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, 3);
+			q4_k_sb_halves(p, 1, 1, a + i * Q8K_B, as, T, acc, accm);
+		}
 	}
 	UNROLL for (int t = 0; t < T; t++) {
 		_mm256_storeu_ps(y + t * ys, _mm256_sub_ps(acc[0][t], accm[0][t]));
