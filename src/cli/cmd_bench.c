@@ -118,7 +118,8 @@ static void help(void)
 	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
 	       "layer's experts, PARTICLE_LEND=0 plans the expert slots with the prompt chunk's\n"
 	       "buffers held for good instead of lent by each long prompt (both for A/B runs);\n"
-	       "PARTICLE_CPU=scalar|avx2|avx512 caps the kernels.\n");
+	       "PARTICLE_CPU=scalar|avx2|avx512 caps the kernels; PARTICLE_ATTN=ggml takes\n"
+	       "llama.cpp's attention numerics (F16 accumulation in decode; default f32).\n");
 }
 
 static int parse_value(struct bench_args *a, const char *f, const char *v)

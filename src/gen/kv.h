@@ -14,11 +14,13 @@
  * every key), so the accumulation waited on memory at every key.  Snapshots keep
  * slot-major rows ([slot][kv head][dim]) whatever the layout.
  *
- * Attention numerics mirror ggml's CPU flash-attention one-row path (ARCHITECTURES.md A.5):
- * with an F16 cache, Q is rounded to F16, K.Q is an F16 x F16 dot with F32 accumulation,
- * online softmax with expf in F32, V*p accumulated in an F16 buffer (each update rounded to
- * F16), final division by the softmax sum in F32.  Chunks of >= PT_ATTN_TILED_ROWS rows
- * mirror ggml's tiled path instead: Q stays F32, K/V are widened to F32, F32 accumulation
+ * Attention numerics (the caller picks, pt_attn_args.f32_acc; the forward pass's choice:
+ * src/model/forward.h, pt_attn_numerics): ggml's CPU flash-attention one-row path
+ * (ARCHITECTURES.md A.5): with an F16 cache, Q is rounded to F16, K.Q is an F16 x F16 dot
+ * with F32 accumulation, online softmax with expf in F32, V*p accumulated in an F16 buffer
+ * (each update rounded to F16), final division by the softmax sum in F32; or its tiled path
+ * (ggml's for chunks of >= PT_ATTN_TILED_ROWS rows, particle's default for every chunk and
+ * decode): Q stays F32, K/V are widened to F32, F32 accumulation
  * (measured on tiny qwen3moe Q8_0, 200-token prefill against llama.cpp's batched logits:
  * mean KL 2e-5 with these numerics, 2.5e-4 with the one-row numerics; token-by-token
  * decode against llama.cpp's token-by-token decode: KL ~1e-14).  With an F32 cache

@@ -11,6 +11,7 @@
 #include "model/forward.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -77,6 +78,7 @@ struct pt_fwd {
 	uint32_t *rseq;
 	int64_t *rpos;
 	bool decode_rows;
+	bool attn_ggml;   /* PT_ATTN_NUMERICS_GGML: ggml's one-row path below its tiled rows */
 	bool ahead_done;  /* this layer's read-ahead was made */
 	/* the row buffers of 1 MiB or more (rows_alloc): what pt_fwd_trim hands back */
 	struct { void *p; size_t bytes; } trim[TRIM_MAX];
@@ -544,9 +546,9 @@ static void attend(pt_fwd *f, uint32_t il, uint32_t r0, uint32_t n, uint32_t n_c
 	t.n_sub = attn_subgroups(f, n_chunk, n_kv, t.group);
 	t.a.scale = scale;
 	t.a.softcap = 0.0f;
-	/* the chunk's rows decide the numerics, not the pass's; a batch of decodes keeps each
-	 * row's one-row numerics, however many rows */
-	t.a.f32_acc = n_chunk >= PT_ATTN_TILED_ROWS && !f->decode_rows;
+	/* F32 numerics: the tiled path for every chunk.  ggml's: the chunk's rows decide, not
+	 * the pass's, and a batch of decodes keeps each row's one-row numerics */
+	t.a.f32_acc = !f->attn_ggml || (n_chunk >= PT_ATTN_TILED_ROWS && !f->decode_rows);
 	int64_t first, count;
 	pt_kv_range(&f->seqs[f->rseq[0]].kv, il, f->rpos[0], &first, &count);
 	t.n_blocks = (uint32_t)((count + f->attn_block - 1) / f->attn_block);
@@ -2399,6 +2401,20 @@ static enum pt_status yarn_layers(pt_fwd *f, struct pt_error *err)
 	return PT_OK;
 }
 
+enum pt_status pt_attn_numerics_parse(const char *s, enum pt_attn_numerics *out,
+				      struct pt_error *err)
+{
+	if (!s || !*s || !strcmp(s, "f32")) {
+		*out = PT_ATTN_NUMERICS_F32;
+		return PT_OK;
+	}
+	if (!strcmp(s, "ggml")) {
+		*out = PT_ATTN_NUMERICS_GGML;
+		return PT_OK;
+	}
+	return pt_error_set(err, PT_E_INVALID, "PARTICLE_ATTN=%.40s: expected f32 or ggml", s);
+}
+
 enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts *opts,
 			     pt_fwd **out, struct pt_error *err)
 {
@@ -2416,6 +2432,13 @@ enum pt_status pt_fwd_create(const struct pt_model *m, const struct pt_fwd_opts 
 	f->n_ctx = opts->n_ctx ? opts->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
 	f->n_batch = opts->n_batch ? opts->n_batch : 128;
 	f->attn_block = opts->attn_block ? opts->attn_block : ATTN_BLOCK_DEFAULT;
+	enum pt_attn_numerics an = opts->attn_numerics;
+	if (an == PT_ATTN_NUMERICS_ENV &&
+	    pt_attn_numerics_parse(getenv("PARTICLE_ATTN"), &an, err) != PT_OK) {
+		pt_free(f);
+		return PT_E_INVALID;
+	}
+	f->attn_ggml = an == PT_ATTN_NUMERICS_GGML;
 	if (f->n_ctx == 0) {
 		pt_free(f);
 		return pt_error_set(err, PT_E_INVALID, "forward: context length 0");

@@ -18,6 +18,23 @@
 #include "model/model.h"
 #include "util/status.h"
 
+/* Attention numerics over an F16 KV cache (src/gen/kv.h).  F32: every chunk and decode
+ * takes ggml's tiled path (F32 query, F32 V accumulator), so results do not depend on how
+ * a prompt is cut into chunks, and decode skips the per-step F16 rounding that made its
+ * attention 3.5x slower (docs/PERFORMANCE.md, issue 21 round 23).  GGML: llama.cpp's CPU
+ * flash attention exactly, its one-row path (F16 query and V accumulator) below
+ * PT_ATTN_TILED_ROWS rows and for decode, the tiled path from there: greedy output
+ * identical to llama.cpp's (tests/oracle/test_run.sh). */
+enum pt_attn_numerics {
+	PT_ATTN_NUMERICS_ENV = 0, /* PARTICLE_ATTN=f32|ggml, unset: F32 */
+	PT_ATTN_NUMERICS_F32,
+	PT_ATTN_NUMERICS_GGML,
+};
+
+/* PARTICLE_ATTN's value (NULL or empty: F32) into *out; PT_E_INVALID for another value. */
+enum pt_status pt_attn_numerics_parse(const char *s, enum pt_attn_numerics *out,
+				      struct pt_error *err);
+
 struct pt_fwd_opts {
 	uint32_t n_ctx;        /* 0: min(context_length, 4096) */
 	uint32_t n_batch;      /* 0: 128 */
@@ -43,6 +60,7 @@ struct pt_fwd_opts {
 	 * - 1, so a long chunk costs no more sliding cache than one of this many rows.  Results
 	 * do not depend on it. */
 	uint32_t swa_rows;
+	enum pt_attn_numerics attn_numerics; /* 0: from PARTICLE_ATTN */
 };
 
 #define PT_FWD_MAX_SEQ 256

@@ -43,6 +43,14 @@ expect_exit 2 "--stop ''" -- "$PARTICLE" run -m "$M" --prompt hi --stop ""
 expect_exit 2 "--prompt and --messages" -- "$PARTICLE" run -m "$M" --prompt hi --messages x.json
 expect_exit 2 "no prompt, stdin not a terminal" -- "$PARTICLE" run -m "$M" </dev/null
 expect_one_error_line "no prompt, stdin not a terminal"
+# the attention numerics switch (src/model/forward.h): a bad value is bad input; ggml's
+# one-row numerics and the default both answer
+expect_exit 2 "PARTICLE_ATTN=f16" -- env PARTICLE_ATTN=f16 "$PARTICLE" run -m "$M" --prompt hi -n 2
+expect_one_error_line "PARTICLE_ATTN=f16"
+expect_grep "$TMP/err" "expected f32 or ggml" "PARTICLE_ATTN=f16 names the values"
+for v in ggml f32; do
+	expect_exit 0 "PARTICLE_ATTN=$v" -- env PARTICLE_ATTN=$v "$PARTICLE" run -m "$M" --prompt hi -n 4 --temperature 0
+done
 
 # ---- messages errors ----
 printf '[{"role":"user","content":"hi"' >"$TMP/bad.json"

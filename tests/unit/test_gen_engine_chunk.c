@@ -1,10 +1,12 @@
 /* test_gen_engine_chunk.c - PT_ENGINE_BATCH_AUTO (issue 21, expert-major prefill): the
  * engine picks a prefill chunk as large as the plan allows, a whole prompt in one chunk
- * gives the same logits byte for byte as small chunks (F32 KV: with an F16 cache, chunks of
- * at least PT_ATTN_TILED_ROWS rows take ggml's tiled F32-accumulating path and smaller ones
- * its F16-accumulating one, src/gen/kv.h, so chunk sizes may differ in the last bits),
- * streamed through a few slots byte for byte as mapped (either KV type), and each routed
- * expert is fetched once per layer and chunk. */
+ * gives the same logits byte for byte as small chunks (F32 KV, and F16 KV with the default
+ * F32 attention numerics; with PARTICLE_ATTN=ggml, chunks below PT_ATTN_TILED_ROWS rows
+ * take ggml's F16-accumulating one-row path, src/model/forward.h, and differ in the last
+ * bits), streamed through a few slots byte for byte as mapped (either KV type), and each
+ * routed expert is fetched once per layer and chunk. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gen/engine.h"
@@ -132,6 +134,53 @@ PT_TEST(test_gen_engine_chunk_f16_streamed_equals_mapped)
 	pt_free(b);
 	pt_engine_close(m);
 	pt_engine_close(s);
+}
+
+/* F16 KV: the default numerics make chunking invisible (16-row chunks, one token at a time
+ * and the whole prompt agree byte for byte); PARTICLE_ATTN=ggml really selects ggml's one-row
+ * path (its 16-row chunks differ from its whole-prompt chunk); a bad value is refused. */
+PT_TEST(test_gen_engine_chunk_f16_numerics_default_exact_ggml_onerow)
+{
+	kv = PT_KV_F16;
+	pt_engine *c16 = open_chunk(16, "mmap", 0, 1ull << 30);
+	pt_engine *c1 = open_chunk(1, "mmap", 0, 1ull << 30);
+	pt_engine *all = open_chunk(PT_ENGINE_BATCH_AUTO, "mmap", 0, 1ull << 30);
+	REQUIRE(setenv("PARTICLE_ATTN", "ggml", 1) == 0);
+	pt_engine *g16 = open_chunk(16, "mmap", 0, 1ull << 30);
+	pt_engine *gall = open_chunk(PT_ENGINE_BATCH_AUTO, "mmap", 0, 1ull << 30);
+	REQUIRE(setenv("PARTICLE_ATTN", "f16", 1) == 0);
+	pt_engine *bad = open_chunk(16, "mmap", 0, 1ull << 30);
+	unsetenv("PARTICLE_ATTN");
+	kv = PT_KV_F32;
+	REQUIRE(c16 && c1 && all && g16 && gall);
+	CHECK(bad == NULL);
+	pt_engine_close(bad);
+	CHECK_EQ_INT(pt_engine_n_batch(all), N_CTX);
+	const uint32_t nv = pt_engine_n_vocab(all);
+	float *a = pt_mallocn(nv, sizeof(float)), *b = pt_mallocn(nv, sizeof(float));
+	float *c = pt_mallocn(nv, sizeof(float));
+	REQUIRE(a && b && c);
+	CHECK(prompt_logits(all, a));
+	CHECK(prompt_logits(c16, b));
+	CHECK(memcmp(a, b, nv * sizeof(float)) == 0);
+	CHECK(prompt_logits(c1, c));
+	CHECK(memcmp(a, c, nv * sizeof(float)) == 0);
+	CHECK(prompt_logits(gall, b));
+	CHECK(memcmp(a, b, nv * sizeof(float)) == 0); /* whole prompt: the tiled path either way */
+	CHECK(prompt_logits(g16, c));
+	CHECK(memcmp(b, c, nv * sizeof(float)) != 0);
+	float worst = 0.0f;
+	for (uint32_t i = 0; i < nv; i++)
+		worst = fabsf(b[i] - c[i]) > worst ? fabsf(b[i] - c[i]) : worst;
+	CHECK(worst < 0.05f); /* the F16 rounding, not a different computation */
+	pt_free(a);
+	pt_free(b);
+	pt_free(c);
+	pt_engine_close(c16);
+	pt_engine_close(c1);
+	pt_engine_close(all);
+	pt_engine_close(g16);
+	pt_engine_close(gall);
 }
 
 PT_TEST(test_gen_engine_chunk_auto_bounded_by_budget)

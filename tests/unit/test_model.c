@@ -197,7 +197,7 @@ static float *run(const char *path, const uint32_t *toks, uint32_t n, uint32_t b
 	/* recurrent layers (qwen35moe) token by token: the chunked delta rule rounds otherwise
 	 * (tests/unit/test_qwen35.c compares the two) */
 	struct pt_fwd_opts o = { n > 64 ? n : 64, batch, kvt, pool, NULL, attn_block, NULL, NULL, 1,
-				   UINT32_MAX, run_swa_rows };
+				   UINT32_MAX, run_swa_rows, PT_ATTN_NUMERICS_ENV };
 	if (pt_fwd_create(m, &o, &f, &err) != PT_OK)
 		goto out;
 	l = pt_mallocn((size_t)n * m->output.rows, sizeof(float));
