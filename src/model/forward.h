@@ -20,8 +20,8 @@
 
 /* Attention numerics over an F16 KV cache (src/gen/kv.h).  F32: every chunk and decode
  * takes ggml's tiled path (F32 query, F32 V accumulator), so results do not depend on how
- * a prompt is cut into chunks, and decode skips the per-step F16 rounding that made its
- * attention 3.5x slower (docs/PERFORMANCE.md, issue 21 round 23).  GGML: llama.cpp's CPU
+ * a prompt is cut into chunks, and decode skips the per-step F16 rounding that made its V
+ * accumulation 3.5x slower (docs/PERFORMANCE.md, issue 21 round 23).  GGML: llama.cpp's CPU
  * flash attention exactly, its one-row path (F16 query and V accumulator) below
  * PT_ATTN_TILED_ROWS rows and for decode, the tiled path from there: greedy output
  * identical to llama.cpp's (tests/oracle/test_run.sh). */
