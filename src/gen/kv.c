@@ -321,17 +321,30 @@ static struct group_scratch group_scratch(const struct pt_kv_layer *L, uint32_t 
 	return g;
 }
 
+/* Head kvh's first K block at slot (block-aligned). */
+static const uint16_t *k_block(const struct pt_kv_layer *L, uint32_t kvh, size_t slot)
+{
+	return (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * L->d.head_dim_k * PT_KV_BLOCK;
+}
+
 /* One call's keys [pa + j_lo, pa + j_hi) of the chunk of n_blk K blocks starting at the
- * block-aligned position pa. */
+ * block-aligned position pa.  next: the next chunk's position (-1: none), whose K blocks
+ * and V rows the kernels request while they work on this one: a head's K blocks lie
+ * row_k * BLOCK values apart (a page or more), where the hardware prefetchers stop, and
+ * decode reads each layer's K/V from memory (PERFORMANCE round 24). */
 static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, int64_t pa,
-		      uint32_t n_blk, uint32_t j_lo, uint32_t j_hi, const struct pt_attn_args *a,
-		      bool f32_acc, const struct pt_kern_attn_ops *ko, struct group_scratch *g,
-		      float *m, float *s, float *acc)
+		      uint32_t n_blk, uint32_t j_lo, uint32_t j_hi, int64_t next,
+		      const struct pt_attn_args *a, bool f32_acc, const struct pt_kern_attn_ops *ko,
+		      struct group_scratch *g, float *m, float *s, float *acc)
 {
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	const size_t slot = slot_of(L, pa);
-	const uint16_t *kb = (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * dk * PT_KV_BLOCK;
-	ko->dots(kb, PT_KV_BLOCK * L->row_k, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK);
+	const uint16_t *kb = k_block(L, kvh, slot);
+	const uint16_t *k_next = next >= 0 ? k_block(L, kvh, slot_of(L, next)) : NULL;
+	const uint16_t *v_next = next >= 0 && L->row_v
+					 ? (const uint16_t *)L->v + v_at(L, kvh, slot_of(L, next))
+					 : NULL;
+	ko->dots(kb, PT_KV_BLOCK * L->row_k, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK, k_next);
 	float scale = a->scale;
 	if (a->softcap != 0.0f) {
 		for (uint32_t i = 0; i < n_q; i++)
@@ -358,7 +371,7 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 		v_stride = dv;
 	}
 	(f32_acc ? ko->vacc_f32 : ko->vacc_f16)(acc, dv, n_q, v, v_stride, j_hi - j_lo, g->ms,
-						g->vs, CHUNK, dv);
+						g->vs, CHUNK, dv, v_next);
 }
 
 /* F16 path: F16 query, V accumulated in F16 (each step rounded, the values kept in F32
@@ -396,8 +409,10 @@ static void group_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 		const uint32_t j_lo = pa < p_lo ? (uint32_t)(p_lo - pa) : 0;
 		const uint32_t j_hi = (uint32_t)(p_hi - pa < n_blk * PT_KV_BLOCK
 							 ? p_hi - pa : n_blk * PT_KV_BLOCK);
-		chunk_f16(L, kvh, n_q, pa, n_blk, j_lo, j_hi, a, a->f32_acc, ko, &g, m, s, acc);
-		pa += (int64_t)n_blk * PT_KV_BLOCK;
+		const int64_t next = pa + (int64_t)n_blk * PT_KV_BLOCK;
+		chunk_f16(L, kvh, n_q, pa, n_blk, j_lo, j_hi, next < p_hi ? next : -1, a,
+			  a->f32_acc, ko, &g, m, s, acc);
+		pa = next;
 	}
 }
 

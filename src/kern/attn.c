@@ -31,9 +31,12 @@ float pt_kern_expf(float x)
 	return p * attn_pow2(n1) * attn_pow2(n2);
 }
 
+/* The reference ignores the prefetch hints (kb_next, v_next). */
 static void dots(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
-		 size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld)
+		 size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
+		 const uint16_t *kb_next)
 {
+	(void)kb_next;
 	for (uint32_t i = 0; i < n_q; i++)
 		for (uint32_t b = 0; b < n_blk; b++)
 			for (uint32_t j = 0; j < PT_KERN_ATTN_BLOCK; j++) {
@@ -98,15 +101,17 @@ static void vacc(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v, siz
 
 static void vacc_f16(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 		     size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		     uint32_t n)
+		     uint32_t n, const uint16_t *v_next)
 {
+	(void)v_next;
 	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
 }
 
 static void vacc_f32(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 		     size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		     uint32_t n)
+		     uint32_t n, const uint16_t *v_next)
 {
+	(void)v_next;
 	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
 }
 

@@ -17,8 +17,11 @@
 /* ---- key dots: 16 keys = 2 vectors; 8 independent FMA chains: 4 queries x 1 block, or
  * (a GQA group of 2, Gemma 4's sliding layers) 2 queries x 2 blocks ------------------------ */
 
+/* pk (NULL: none): the next call's blocks matching these, whose lines are requested one per
+ * block every second dimension (a 64-byte line holds two of a block's 32-byte rows). */
 INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
-		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld)
+		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld,
+		     const uint16_t *pk)
 {
 	__m256 a[4][4];
 	_Pragma("GCC unroll 4")
@@ -28,6 +31,11 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 			a[i][c] = _mm256_setzero_ps();
 	for (uint32_t d = 0; d < n; d++) {
 		__m256 kk[4];
+		if (pk && (d & 1) == 0)
+			_Pragma("GCC unroll 2")
+			for (int b = 0; b < nb; b++)
+				_mm_prefetch((const char *)(pk + b * kb_stride + d * BLK),
+					     _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < 2 * nb; c++)
 			kk[c] = _mm256_cvtph_ps(_mm_loadu_si128(
@@ -47,38 +55,40 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 			_mm256_storeu_ps(out + i * ld + c * 8, a[i][c]);
 }
 
+/* The first query tile of each block pair requests the next call's matching blocks. */
 void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 {
 	for (uint32_t b = 0; b < n_blk; b += 2) {
 		const uint16_t *k = kb + b * kb_stride;
 		const bool two = b + 2 <= n_blk;
-		for (uint32_t i = 0; i < n_q; i += 4) {
+		const uint16_t *pk = kb_next ? kb_next + b * kb_stride : NULL;
+		for (uint32_t i = 0; i < n_q; i += 4, pk = NULL) {
 			const float *qi = q + i * q_stride;
 			float *o = out + i * ld + b * BLK;
 			switch (n_q - i) {
 			case 1:
 				if (two)
-					dots_blk(k, kb_stride, 2, qi, q_stride, 1, n, o, ld);
+					dots_blk(k, kb_stride, 2, qi, q_stride, 1, n, o, ld, pk);
 				else
-					dots_blk(k, kb_stride, 1, qi, q_stride, 1, n, o, ld);
+					dots_blk(k, kb_stride, 1, qi, q_stride, 1, n, o, ld, pk);
 				break;
 			case 2:
 				if (two)
-					dots_blk(k, kb_stride, 2, qi, q_stride, 2, n, o, ld);
+					dots_blk(k, kb_stride, 2, qi, q_stride, 2, n, o, ld, pk);
 				else
-					dots_blk(k, kb_stride, 1, qi, q_stride, 2, n, o, ld);
+					dots_blk(k, kb_stride, 1, qi, q_stride, 2, n, o, ld, pk);
 				break;
 			case 3:
-				dots_blk(k, kb_stride, 1, qi, q_stride, 3, n, o, ld);
+				dots_blk(k, kb_stride, 1, qi, q_stride, 3, n, o, ld, pk);
 				if (two)
 					dots_blk(k + kb_stride, kb_stride, 1, qi, q_stride, 3, n,
-						 o + BLK, ld);
+						 o + BLK, ld, pk ? pk + kb_stride : NULL);
 				break;
 			default:
-				dots_blk(k, kb_stride, 1, qi, q_stride, 4, n, o, ld);
+				dots_blk(k, kb_stride, 1, qi, q_stride, 4, n, o, ld, pk);
 				if (two)
 					dots_blk(k + kb_stride, kb_stride, 1, qi, q_stride, 4, n,
-						 o + BLK, ld);
+						 o + BLK, ld, pk ? pk + kb_stride : NULL);
 				break;
 			}
 		}
@@ -192,7 +202,7 @@ INLINE __m256 rnd16(__m256 x, const bool f16)
 
 INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
 		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      const int nv, const bool f16, const bool scaled)
+		      const int nv, const bool f16, const bool scaled, const uint16_t *pv)
 {
 	__m256 a[4][4];
 	_Pragma("GCC unroll 4")
@@ -202,6 +212,8 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 			a[i][c] = _mm256_loadu_ps(acc + i * acc_ld + 8 * c);
 	for (uint32_t j = 0; j < n_k; j++) {
 		__m256 x[4];
+		if (pv) /* the next call's row j: the line at the tile's first column */
+			_mm_prefetch((const char *)(pv + j * v_stride), _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			x[c] = _mm256_cvtph_ps(
@@ -268,13 +280,15 @@ INLINE bool any_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t n_k)
 }
 
 #define VACC_Q(nq, nv, f16, sc)                                                               \
-	vacc_cols(a, acc_ld, nq, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc)
+	vacc_cols(a, acc_ld, nq, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc,                 \
+		  pv && d % 32 == 0 ? pv + d : NULL)
 
 /* Columns [d0, n) of queries [i, i + nq) (nq <= 4): 8-wide column groups of nv vectors, then
  * the scalar tail. */
 INLINE void vacc_rows(float *acc, size_t acc_ld, const uint16_t *v, size_t v_stride,
 		      uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n,
-		      uint32_t i, const uint32_t nq, const bool f16, const bool sc)
+		      uint32_t i, const uint32_t nq, const bool f16, const bool sc,
+		      const uint16_t *pv)
 {
 	const float *mi = ms + i * ld, *vi = vs + i * ld;
 	uint32_t d = 0;
@@ -300,14 +314,16 @@ INLINE void vacc_rows(float *acc, size_t acc_ld, const uint16_t *v, size_t v_str
 
 /* Queries [i, i + q): the no-rescale variant where no key of theirs rescales. */
 #define VACC_ROWS(q)                                                                          \
-	(sc ? vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, true)        \
-	    : vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, false))
+	(sc ? vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, true, pv)    \
+	    : vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, false, pv))
 
 INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 {
 	for (uint32_t i = 0; i < n_q; i += 4) {
 		const uint32_t nq = n_q - i < 4 ? n_q - i : 4;
 		const bool sc = any_scaled(ms + i * ld, ld, nq, n_k);
+		/* the first query tile requests the next call's rows, a line at a time */
+		const uint16_t *pv = i == 0 ? v_next : NULL;
 		switch (nq) {
 		case 1: VACC_ROWS(1); break;
 		case 2: VACC_ROWS(2); break;
@@ -319,12 +335,12 @@ INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 
 void pt_kern_attn_vacc_f16_avx2(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, true);
 }
 
 void pt_kern_attn_vacc_f32_avx2(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, false);
 }
 
 /* ---- element-wise helpers ------------------------------------------------------------------ */

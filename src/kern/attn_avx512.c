@@ -21,8 +21,11 @@ INLINE __m512 load_ph(const uint16_t *p)
 
 /* ---- key dots ------------------------------------------------------------------------------ */
 
+/* pk (NULL: none): the next call's blocks matching these, whose lines are requested one per
+ * block every second dimension (a 64-byte line holds two of a block's 32-byte rows). */
 INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
-		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld)
+		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld,
+		     const uint16_t *pk)
 {
 	__m512 a[8][4];
 	_Pragma("GCC unroll 8")
@@ -32,6 +35,11 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 			a[i][b] = _mm512_setzero_ps();
 	for (uint32_t d = 0; d < n; d++) {
 		__m512 kk[4];
+		if (pk && (d & 1) == 0)
+			_Pragma("GCC unroll 4")
+			for (int b = 0; b < nb; b++)
+				_mm_prefetch((const char *)(pk + b * kb_stride + d * BLK),
+					     _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
 			kk[b] = load_ph(k + b * kb_stride + d * BLK);
@@ -55,30 +63,32 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
  * with room to spare where 8 just covered it). */
 #define DOTS_Q4(nb)                                                                           \
 	switch (n_q - i) {                                                                    \
-	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld); break;               \
-	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld); break;               \
-	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld); break;               \
-	default: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld); break;              \
+	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk); break;               \
+	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk); break;               \
+	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk); break;               \
+	default: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk); break;              \
 	}
 #define DOTS_Q8(nb)                                                                           \
 	switch (n_q - i) {                                                                    \
-	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld); break;               \
-	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld); break;               \
-	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld); break;               \
-	case 4: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld); break;               \
-	case 5: dots_blk(k, kb_stride, nb, qi, q_stride, 5, n, o, ld); break;               \
-	case 6: dots_blk(k, kb_stride, nb, qi, q_stride, 6, n, o, ld); break;               \
-	case 7: dots_blk(k, kb_stride, nb, qi, q_stride, 7, n, o, ld); break;               \
-	default: dots_blk(k, kb_stride, nb, qi, q_stride, 8, n, o, ld); break;              \
+	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk); break;               \
+	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk); break;               \
+	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk); break;               \
+	case 4: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk); break;               \
+	case 5: dots_blk(k, kb_stride, nb, qi, q_stride, 5, n, o, ld, pk); break;               \
+	case 6: dots_blk(k, kb_stride, nb, qi, q_stride, 6, n, o, ld, pk); break;               \
+	case 7: dots_blk(k, kb_stride, nb, qi, q_stride, 7, n, o, ld, pk); break;               \
+	default: dots_blk(k, kb_stride, nb, qi, q_stride, 8, n, o, ld, pk); break;              \
 	}
 
+/* The first query tile of each block tile requests the next call's matching blocks. */
 void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS)
 {
 	uint32_t b = 0;
 	if (n_q <= 4) /* few queries: four blocks at once */
 		for (; b + 4 <= n_blk; b += 4) {
 			const uint16_t *k = kb + b * kb_stride;
-			for (uint32_t i = 0; i < n_q; i += 4) {
+			const uint16_t *pk = kb_next ? kb_next + b * kb_stride : NULL;
+			for (uint32_t i = 0; i < n_q; i += 4, pk = NULL) {
 				const float *qi = q + i * q_stride;
 				float *o = out + i * ld + b * BLK;
 				DOTS_Q4(4)
@@ -86,7 +96,8 @@ void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS)
 		}
 	for (; b < n_blk; b += 2) {
 		const uint16_t *k = kb + b * kb_stride;
-		for (uint32_t i = 0; i < n_q; i += 8) {
+		const uint16_t *pk = kb_next ? kb_next + b * kb_stride : NULL;
+		for (uint32_t i = 0; i < n_q; i += 8, pk = NULL) {
 			const float *qi = q + i * q_stride;
 			float *o = out + i * ld + b * BLK;
 			if (b + 2 <= n_blk) {
@@ -193,7 +204,7 @@ INLINE __m512 rnd16(__m512 x, const bool f16)
 
 INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
 		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      const int nv, const bool f16, const bool scaled)
+		      const int nv, const bool f16, const bool scaled, const uint16_t *pv)
 {
 	__m512 a[4][4];
 	_Pragma("GCC unroll 4")
@@ -203,6 +214,10 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 			a[i][c] = _mm512_loadu_ps(acc + i * acc_ld + 16 * c);
 	for (uint32_t j = 0; j < n_k; j++) {
 		__m512 x[4];
+		if (pv) /* the next call's row j, a line per 32 values */
+			_Pragma("GCC unroll 2")
+			for (int c = 0; c < nv; c += 2)
+				_mm_prefetch((const char *)(pv + j * v_stride + 16 * c), _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			x[c] = load_ph(v + j * v_stride + 16 * c);
@@ -245,17 +260,19 @@ INLINE bool any_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t n_k)
 }
 
 #define VACC_CASE(q, nv, f16, sc)                                                              \
-	case q: vacc_cols(a, acc_ld, q, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc); break;
+	case q: vacc_cols(a, acc_ld, q, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc, pv); break;
 #define VACC_QS4(nv, f16, sc)                                                                 \
 	switch (n_q - i) {                                                                    \
 	VACC_CASE(1, nv, f16, sc) VACC_CASE(2, nv, f16, sc) VACC_CASE(3, nv, f16, sc)         \
-	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc); break; \
+	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc, pv); break; \
 	}
 #define VACC_TILE(qs, tq, nv, f16)                                                            \
 	for (uint32_t i = 0; i < n_q; i += tq) {                                              \
 		float *a = acc + i * acc_ld + d;                                              \
 		const uint16_t *vd = v + d;                                                   \
 		const float *mi = ms + i * ld, *vi = vs + i * ld;                             \
+		/* the first query tile requests the next call's rows, a line at a time */    \
+		const uint16_t *pv = v_next && i == 0 && d % 32 == 0 ? v_next + d : NULL;     \
 		if (any_scaled(mi, ld, n_q - i < tq ? n_q - i : tq, n_k)) {                   \
 			qs(nv, f16, true)                                                     \
 		} else {                                                                      \
@@ -274,15 +291,16 @@ INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 		VACC_TILE(VACC_QS4, 4, 1, f16)
 	if (d < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
 		(f16 ? pt_kern_attn_vacc_f16_avx2 : pt_kern_attn_vacc_f32_avx2)(
-			acc + d, acc_ld, n_q, v + d, v_stride, n_k, ms, vs, ld, n - d);
+			acc + d, acc_ld, n_q, v + d, v_stride, n_k, ms, vs, ld, n - d,
+			v_next ? v_next + d : NULL);
 }
 
 void pt_kern_attn_vacc_f16_avx512(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, true);
 }
 
 void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, false);
 }

@@ -83,10 +83,10 @@ static inline void sums(size_t ld, uint32_t k, uint32_t n, float *s, const float
 
 #define ATTN_VACC_ARGS                                                                          \
 	float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v, size_t v_stride, uint32_t n_k, \
-		const float *ms, const float *vs, size_t ld, uint32_t n
+		const float *ms, const float *vs, size_t ld, uint32_t n, const uint16_t *v_next
 #define ATTN_DOTS_ARGS                                                                         \
 	const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q, size_t q_stride,   \
-		uint32_t n_q, uint32_t n, float *out, size_t ld
+		uint32_t n_q, uint32_t n, float *out, size_t ld, const uint16_t *kb_next
 #define ATTN_SOFTMAX_ARGS                                                                      \
 	const float *dots, size_t ld, uint32_t n_q, uint32_t n, float scale, float *m, float *s, \
 		float *ms, float *vs

@@ -137,8 +137,10 @@ INLINE void dots_blk(const uint16_t *k, const float *q, size_t q_stride, const u
 			vst1q_f32(out + i * ld + 4 * c, a[i][c]);
 }
 
+/* The prefetch hints (kb_next, v_next) are ignored at this level (not measured on Arm). */
 void pt_kern_attn_dots_neon(ATTN_DOTS_ARGS)
 {
+	(void)kb_next;
 	for (uint32_t b = 0; b < n_blk; b++) {
 		const uint16_t *k = kb + b * kb_stride;
 		for (uint32_t i = 0; i < n_q; i += 4) {
@@ -271,6 +273,7 @@ INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v
 
 INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 {
+	(void)v_next; /* the prefetch hint: ignored at this level */
 	uint32_t d = 0;
 	for (; d + 16 <= n; d += 16)
 		for (uint32_t i = 0; i < n_q; i += 4) {
@@ -292,12 +295,12 @@ INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 
 void pt_kern_attn_vacc_f16_neon(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, true);
 }
 
 void pt_kern_attn_vacc_f32_neon(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, false);
 }
 
 /* ---- element-wise helpers ------------------------------------------------------------------ */

@@ -331,9 +331,14 @@ enum pt_status pt_kern_glu_set(const struct pt_kern_glu *set, uint32_t n, pt_ker
 #define PT_KERN_ATTN_BLOCK 16
 struct pt_kern_attn_ops {
 	/* out[i * ld + b * BLOCK + j] = FMA chain over d < n, in order, of f32(key j of block b)
-	 * * q[i * q_stride + d], for blocks b < n_blk at kb + b * kb_stride, queries i < n_q */
+	 * * q[i * q_stride + d], for blocks b < n_blk at kb + b * kb_stride, queries i < n_q.
+	 * kb_next (NULL: none): the next call's first block, same stride; the x86 levels
+	 * request its n_blk blocks' lines spread over this call's work (a hint: never read,
+	 * never changes a result), so a stream of calls finds its keys in cache.  The blocks
+	 * of one KV head lie a page or more apart, where the hardware prefetchers stop. */
 	void (*dots)(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
-		     size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld);
+		     size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
+		     const uint16_t *kb_next);
 	/* Online-softmax weights of keys j < n for queries i < n_q (rows of ld): sc = dot * scale;
 	 * sc > m: ms = expf(m - sc), vs = 1, m = sc; else ms = 1, vs = expf(sc - m); then
 	 * s = s * ms + vs (a rounded product, then a rounded sum).  m, s: [n_q], updated. */
@@ -342,13 +347,15 @@ struct pt_kern_attn_ops {
 	/* V accumulation of keys j < n_k (v + j * v_stride, F16) into acc row i (acc + i * acc_ld,
 	 * n values) for queries i < n_q, keys in order: where ms[i * ld + j] != 1, acc = acc * ms
 	 * rounded; then acc = fma(f32(v), vs[i * ld + j], acc) rounded.  vacc_f16 rounds to F16
-	 * after each step (an F16 accumulator kept in F32 storage), vacc_f32 does not. */
+	 * after each step (an F16 accumulator kept in F32 storage), vacc_f32 does not.
+	 * v_next (NULL: none): the next call's first row, same stride, whose n_k rows of n
+	 * values are requested as kb_next's blocks are. */
 	void (*vacc_f16)(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 			 size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-			 uint32_t n);
+			 uint32_t n, const uint16_t *v_next);
 	void (*vacc_f32)(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 			 size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-			 uint32_t n);
+			 uint32_t n, const uint16_t *v_next);
 	void (*scale_f32)(float *acc, float ms, uint32_t n);                 /* acc *= ms */
 	void (*axpy_f32)(float *acc, const float *v, float vs, uint32_t n);  /* fma */
 	void (*f16_to_f32)(const uint16_t *x, float *y, uint32_t n);

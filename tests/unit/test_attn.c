@@ -57,8 +57,10 @@ PT_TEST(test_attn_dots_levels_bit_identical)
 				const uint32_t n_q = 1 + (uint32_t)trial % 9, n_blk = 1 + trial / 9;
 				memset(a, 0, sizeof a);
 				memset(b, 0, sizeof b);
-				ref->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, a, LD);
-				ops->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, b, LD);
+				ref->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, a, LD, NULL);
+				/* the prefetch hint (the next call's blocks) never changes a result */
+				ops->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, b, LD,
+					  trial % 2 ? kb[1] : NULL);
 				CHECK(same_bits(a, b, 9 * LD));
 			}
 		}
@@ -145,11 +147,13 @@ PT_TEST(test_attn_vacc_levels_bit_identical)
 				for (uint32_t i = 0; i < n_q * 512; i++)
 					acc_a[i] = pt_fp16_to_f32(pt_f32_to_fp16(rnd(&seed, 4.0f)));
 				memcpy(acc_b, acc_a, sizeof acc_a);
-				ref->vacc_f16(acc_a, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
-				ops->vacc_f16(acc_b, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
+				/* with and without the prefetch hint (the next call's rows) */
+				const uint16_t *nx = trial % 2 ? v[n_k / 2] : NULL;
+				ref->vacc_f16(acc_a, 512, n_q, v[0], 512, n_k, ms, vs, LD, n, NULL);
+				ops->vacc_f16(acc_b, 512, n_q, v[0], 512, n_k, ms, vs, LD, n, nx);
 				CHECK(same_bits(acc_a, acc_b, n_q * 512));
-				ref->vacc_f32(acc_a, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
-				ops->vacc_f32(acc_b, 512, n_q, v[0], 512, n_k, ms, vs, LD, n);
+				ref->vacc_f32(acc_a, 512, n_q, v[0], 512, n_k, ms, vs, LD, n, NULL);
+				ops->vacc_f32(acc_b, 512, n_q, v[0], 512, n_k, ms, vs, LD, n, nx);
 				CHECK(same_bits(acc_a, acc_b, n_q * 512));
 			}
 		}
