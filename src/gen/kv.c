@@ -327,6 +327,12 @@ static const uint16_t *k_block(const struct pt_kv_layer *L, uint32_t kvh, size_t
 	return (const uint16_t *)L->k + slot * L->row_k + (size_t)kvh * L->d.head_dim_k * PT_KV_BLOCK;
 }
 
+/* Head kvh's F16 V row at slot (a layer with a V array). */
+static const uint16_t *v_row(const struct pt_kv_layer *L, uint32_t kvh, size_t slot)
+{
+	return (const uint16_t *)L->v + v_at(L, kvh, slot);
+}
+
 /* One call's keys [pa + j_lo, pa + j_hi) of the chunk of n_blk K blocks starting at the
  * block-aligned position pa.  next: the next chunk's position (-1: none), whose K blocks
  * and V rows the kernels request while they work on this one: a head's K blocks lie
@@ -341,9 +347,7 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 	const size_t slot = slot_of(L, pa);
 	const uint16_t *kb = k_block(L, kvh, slot);
 	const uint16_t *k_next = next >= 0 ? k_block(L, kvh, slot_of(L, next)) : NULL;
-	const uint16_t *v_next = next >= 0 && L->row_v
-					 ? (const uint16_t *)L->v + v_at(L, kvh, slot_of(L, next))
-					 : NULL;
+	const uint16_t *v_next = next >= 0 && L->row_v ? v_row(L, kvh, slot_of(L, next)) : NULL;
 	ko->dots(kb, PT_KV_BLOCK * L->row_k, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK, k_next);
 	float scale = a->scale;
 	if (a->softcap != 0.0f) {
@@ -356,7 +360,7 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 	const uint16_t *v;
 	size_t v_stride = dv;
 	if (L->row_v) {
-		v = (const uint16_t *)L->v + v_at(L, kvh, slot + j_lo);
+		v = v_row(L, kvh, slot + j_lo);
 	} else {
 		/* V in K (MLA): key j's first dv values, gathered out of the transposed blocks
 		 * into rows, so the accumulation is the same chain as from a V array */

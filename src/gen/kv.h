@@ -23,8 +23,8 @@
  * decode): Q stays F32, K/V are widened to F32, F32 accumulation
  * (measured on tiny qwen3moe Q8_0, 200-token prefill against llama.cpp's batched logits:
  * mean KL 2e-5 with these numerics, 2.5e-4 with the one-row numerics; token-by-token
- * decode with the one-row numerics against llama.cpp's token-by-token decode: KL ~1e-14).  With an F32 cache
- * everything is F32.
+ * decode with the one-row numerics against llama.cpp's token-by-token decode: KL ~1e-14).
+ * With an F32 cache everything is F32.
  * Long key ranges are split into blocks whose partial (max, sum, acc) states are merged
  * exactly (rescaled by exp of the max difference), so several threads can share one head.
  * The query heads of one KV head (GQA) are scored together, each with its own chain of
