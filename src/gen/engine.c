@@ -759,16 +759,19 @@ static enum pt_status streamed_x16(pt_engine *e, struct pt_error *err)
 }
 
 /* --repack: the Q4_K / Q6_K / Q8_0 / Q5_0 matrices into the interleaved layout, experts too
- * when mapped; repack_auto alone: only when the whole model runs from memory, or its experts
- * stream from an interleaved pack (someone wrote it for this: particle pack / pull --repack). */
+ * when mapped; repack_auto alone: the same wherever the resident weights stay in memory for
+ * good: a model that runs from memory, and one whose experts stream (its resident weights
+ * copied; the experts as read: interleaved from a particle pack / pull --repack pack).  Not
+ * where --io mmap maps a model over its budget: the kernel pages that mapping, and a copy it
+ * could not page. */
 static enum pt_status repack(pt_engine *e, struct pt_error *err)
 {
 	const bool on_map = e->prov.get == e->m->mmap_provider.get;
 	const bool mapped = on_map && e->mapped_fits;
 	const bool x16_pack = !on_map && e->have_pack && e->pack.x16;
-	if (!e->o.repack && !mapped && !x16_pack) {
+	if (!e->o.repack && on_map && !mapped) {
 		say(e, "particle: repack: off (%s%s; --repack copies the resident weights)\n",
-		    on_map ? "the model does not fit the budget" : "the experts stream", "");
+		    "the model does not fit the budget: --io mmap pages it", "");
 		return PT_OK;
 	}
 	if (!pt_kern_x16_native(PT_TYPE_Q4_K)) {
@@ -781,6 +784,9 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	if (on_map && !e->mapped_fits && e->lay.n_moe)
 		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
 		    "the model does not fit the budget; --io mmap pages them", "");
+	else if (!on_map && !x16_pack && e->lay.n_moe)
+		say(e, "particle: repack: routed experts stream as stored (%s)%s\n",
+		    "`particle pack MODEL --repack` writes them interleaved: faster prompts", "");
 	struct pt_repack_stats s;
 	enum pt_status st = pt_model_repack(e->m, mapped, e->pool, &s, err);
 	e->repacked_bytes = s.bytes_in;

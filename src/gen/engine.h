@@ -74,11 +74,12 @@ struct pt_engine_opts {
 	 * last bits (the same for prefill and decode); costs load time, not memory (the
 	 * mapping's pages are released). */
 	bool repack;
-	/* added by issue 21 round 16: as repack, but only where the whole model runs from
-	 * memory (its experts mapped and the model within the budget: decode streams every
-	 * weight from RAM, the copy is paid once) or its experts stream from an interleaved
-	 * pack; otherwise nothing is copied (the CLI's default for serve and interactive run;
-	 * repack wins when both are set). */
+	/* added by issue 21 round 16: as repack, but only where the resident weights stay in
+	 * memory for good: the whole model runs from memory (its experts mapped within the
+	 * budget: copied too), or its experts stream (round 25: the resident weights copied, the
+	 * experts as read, interleaved from an interleaved pack); not where --io mmap maps a
+	 * model over its budget (the kernel pages it).  The CLI's default for serve and
+	 * interactive run; repack wins when both are set. */
 	bool repack_auto;
 };
 

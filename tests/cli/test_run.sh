@@ -230,7 +230,7 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	cp "$TMP/out" "$TMP/repack_mapped.txt"
 	# the defaults (issue 21 round 16): a one-shot run keeps the weights as stored (the quick
 	# start; the last of --no-repack / --repack counts); serve (and interactive chat) repack a
-	# model that runs from memory, not one whose experts stream
+	# model that runs from memory, and the resident weights of one whose experts stream
 	for flags in "" "--no-repack" "--repack --no-repack"; do
 		expect_exit 0 "run $flags" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 --verbose $flags
 		grep -q "particle: repack:" "$TMP/err" &&
@@ -257,8 +257,11 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	expect_grep "$TMP/serve.err" "particle: repack: [1-9][0-9]* matrices .*experts included\|repack: skipped" \
 		"serve repacks a model in RAM by default"
 	serve_log --io direct
-	expect_grep "$TMP/serve.err" "particle: repack: off (the experts stream" \
-		"serve with streamed experts: default off"
+	expect_grep "$TMP/serve.err" "particle: repack: routed experts stream as stored" \
+		"serve with streamed experts: the experts as stored"
+	expect_grep "$TMP/serve.err" "particle: repack: [1-9][0-9]* matrices\|repack: skipped" \
+		"serve with streamed experts: the resident weights copied by default"
+	grep -q "experts included" "$TMP/serve.err" && bad "serve --io direct copied the experts" || ok
 	serve_log --no-repack
 	grep -q "particle: repack:" "$TMP/serve.err" && bad "serve --no-repack repacked" || ok
 	# an interleaved expert pack (particle pack --repack): streamed --repack runs read it and

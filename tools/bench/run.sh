@@ -19,6 +19,10 @@
 #   D. issue 17's full shapes that do not fit RAM at all (gpt-oss-120b ~61 GB, GLM-4.5-Air
 #      ~60-70 GB at Q4_K_M): particle under $CAP, llama.cpp under the same cap and with all
 #      the RAM, with a timeout; the disk space is checked first (tools/bench/big_moe.sh);
+#   L. issue 21's cap goal: a 4,096-token prompt under $CAP, cold, against the same prompt in
+#      RAM (--repack), alternating (tools/bench/capped_prompt.sh): from the plain GGUF, and
+#      from MODEL.xpack when it is an interleaved pack (`particle pack MODEL --repack`, ~17 GB
+#      beside each `full` file; not written here); $LONG_REPS rounds (2) each `full` shape;
 #   S. `particle serve` (tools/bench/server_bench.mjs): aggregate decode tok/s with 1, 2, 4, 8
 #      concurrent streams, --parallel 1 vs $SERVER_PARALLEL, expert bytes read per generated
 #      token, TTFT of a ~4000-token follow-up turn with and without prefix reuse; on the
@@ -29,7 +33,7 @@
 # (models), PROFILE (0: particle runs with --no-profile; 1: the expert profile warms them),
 # FULL_PROMPTS ("512,4096": llama-bench prompt sizes on full models), LLAMA_SRC (llama.cpp
 # source for llama-bench: git dir / bundle; default node-llama-cpp's bundle),
-# SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S D Q"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
+# SERVER_PARALLEL (4: section S compares --parallel 1 with it), SECTIONS ("A B C S D Q L"), FULL_ARCHS ("bailingmoe2 qwen3moe gemma4"), CAP_PROMPT (32),
 # CAP_GEN (32), LLAMA_CAPS ("12G 16G"), SKEWS ("0 2 5 real 16"), FULL_SKEWS ("0 real"),
 # ROUTING_TOKENS (64: text tokens of each routing report), ROUTING_GEN (64: generated after),
 # LB_SAME_DEPTH (1: llama-bench also decodes at a 512-token depth, section A's same-context
@@ -56,7 +60,7 @@ if [ -n "${DISK_BPS:-}" ] && [ ! -w /sys/fs/cgroup/blkio ]; then
 fi
 BLK_FILE=
 : "${REPS:=3}" "${THREADS:=2}" "${CAP:=6G}" "${FULL_DIR:=/work/models-full}"
-: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S D Q}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
+: "${SMALL_DIR:=models}" "${SECTIONS:=A B C S D Q L}" "${FULL_ARCHS:=bailingmoe2 qwen3moe gemma4}"
 : "${CAP_PROMPT:=32}" "${CAP_GEN:=32}" "${LLAMA_CAPS:=12G 16G}"
 : "${SKEWS:=0 2 5 real 16}" "${FULL_SKEWS:=0 real}" "${OUT:=build/bench}" "${BASELINE:=}"
 : "${ROUTING_TOKENS:=64}" "${ROUTING_GEN:=64}" "${ENGINES_B:=particle llama.cpp}"
@@ -413,6 +417,25 @@ section_s() {
 	done
 }
 
+# L. the capped long prompt against in RAM, each full shape (capped_prompt.sh's records, as
+# section L: engine particle-ram / particle-gguf / particle-pack, the result its line).
+section_l() {
+	for arch in $FULL_ARCHS; do
+		m="$FULL_DIR/full-$arch-q4_k_m.gguf"
+		[ -f "$m" ] || m="$FULL_DIR/$arch-full-q4_k_m.gguf"
+		[ -f "$m" ] || { echo "bench: L: no full $arch in $FULL_DIR; skipped" >&2; continue; }
+		ROUNDS=${LONG_REPS:-2} CAP=$CAP THREADS=$THREADS \
+			bash tools/bench/capped_prompt.sh "$OUT/L-$arch" "$m" "$P" || continue
+		python3 - "$OUT/L-$arch/results.jsonl" "$m" >>"$RES" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(json.dumps({"section": "L", "engine": "particle-" + r["variant"], "model": sys.argv[2],
+                      "rc": r["rc"], "load": r["load"], "result": r}))
+PY
+	done
+}
+
 # Q. qwen35moe at the Qwen3.5-35B-A3B shape under $CAP (tools/bench/qwen35.sh, issue 18).
 . tools/bench/qwen35.sh
 
@@ -421,6 +444,7 @@ facts
 for s in $SECTIONS; do
 	case $s in
 	A) section_a ;; B) section_b ;; C) section_c ;; S) section_s ;; Q) section_q ;;
+	L) section_l ;;
 	D) . tools/bench/big_moe.sh && section_d ;;
 	*) echo "bench: unknown section $s" >&2; exit 2 ;;
 	esac
