@@ -31,7 +31,8 @@
 set -u
 O=$1 M=$2 S=$3 P=$4 P2=${5:-}
 : "${ROUNDS:=3}" "${LONG_ROUNDS:=1}" "${THREADS:=2}" "${DEPTH_ROUNDS:=0}"
-: "${PROBE_EACH:=0}" "${LB_SAME_DEPTH:=0}" "${PARTICLE_ARGS:=}" "${LB_VARIANTS:=norepack repack repack-nommap}" \
+# LB_VARIANTS set but empty means none (particle alone): only an unset one takes the default
+: "${PROBE_EACH:=0}" "${LB_SAME_DEPTH:=0}" "${PARTICLE_ARGS:=}" "${LB_VARIANTS=norepack repack repack-nommap}" \
 	"${LB_DEPTH_VARIANT:=repack-nommap}"
 LB="sh $(dirname "$0")/llama_bench.sh run $S"
 R=$O/results.jsonl
