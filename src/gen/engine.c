@@ -767,9 +767,9 @@ static enum pt_status streamed_x16(pt_engine *e, struct pt_error *err)
 static enum pt_status repack(pt_engine *e, struct pt_error *err)
 {
 	const bool on_map = e->prov.get == e->m->mmap_provider.get;
-	const bool mapped = on_map && e->mapped_fits;
+	const bool mapped = on_map && e->mapped_fits, paged = on_map && !e->mapped_fits;
 	const bool x16_pack = !on_map && e->have_pack && e->pack.x16;
-	if (!e->o.repack && on_map && !mapped) {
+	if (!e->o.repack && paged) {
 		say(e, "particle: repack: off (%s%s; --repack copies the resident weights)\n",
 		    "the model does not fit the budget: --io mmap pages it", "");
 		return PT_OK;
@@ -781,7 +781,7 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	}
 	/* mapped experts are copied only when the model fits: a copy of a model larger than
 	 * memory cannot be paged back from the file as the mapping can */
-	if (on_map && !e->mapped_fits && e->lay.n_moe)
+	if (paged && e->lay.n_moe)
 		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
 		    "the model does not fit the budget; --io mmap pages them", "");
 	else if (!on_map && !x16_pack && e->lay.n_moe)

@@ -6,7 +6,11 @@
 #           best configuration in RAM (serve's default there);
 #   gguf    page cache dropped, the process in its own cgroup-v1 memory cgroup of $CAP (page
 #           cache counts), --memory 256 MiB under it, experts read from the plain GGUF
-#           (bench's default: a pack written with `pack --repack` is left unused);
+#           and nothing copied (bench's default: a pack written with `pack --repack` is left
+#           unused);
+#   gguf-repack  as gguf with --repack: the resident weights copied, the experts as stored
+#           (serve's and chat's default there); only without an interleaved MODEL.xpack,
+#           which --repack would read (that is the pack variant);
 #   pack    as gguf with --repack, when MODEL.xpack is an interleaved pack (`particle pack
 #           MODEL --repack`): the experts arrive interleaved, the resident weights are copied.
 #
@@ -15,11 +19,11 @@
 # cgroup's peak usage and OOM kills, and bench --json's ttft_s, prefill_tps, decode_tps,
 # read_wait_s, prefill_phase_s, peak_rss_bytes ...).  Needs root (cgroups, drop_caches).
 # Environment: ROUNDS (2), CAP (6G), PROMPT (4096), GEN (16), THREADS (2), VARIANTS ("ram
-# gguf pack"; pack is skipped without an interleaved MODEL.xpack).
+# gguf gguf-repack pack"; each capped one skipped where the pack says it would not measure it).
 set -u
 O=$1 M=$2 P=$3
 : "${ROUNDS:=2}" "${CAP:=6G}" "${PROMPT:=4096}" "${GEN:=16}" "${THREADS:=2}" \
-	"${VARIANTS:=ram gguf pack}"
+	"${VARIANTS:=ram gguf gguf-repack pack}"
 CG=/sys/fs/cgroup/memory
 if [ "$(id -u)" -ne 0 ] || [ ! -w "$CG" ]; then
 	echo "capped_prompt: needs root and the cgroup v1 memory controller at $CG" >&2
@@ -85,7 +89,8 @@ while [ $r -le "$ROUNDS" ]; do
 		case $v in
 		ram) run_ram ;;
 		gguf) run_capped gguf ;;
-		gguf-repack) run_capped gguf-repack --repack ;;
+		gguf-repack) if has_x16_pack; then echo "capped_prompt: $M.xpack is interleaved:" \
+			"gguf-repack would read it; skipped"; else run_capped gguf-repack --repack; fi ;;
 		pack) if has_x16_pack; then run_capped pack --repack; else
 			echo "capped_prompt: no interleaved $M.xpack: pack variant skipped"; fi ;;
 		*) echo "capped_prompt: unknown variant $v" >&2; exit 2 ;;

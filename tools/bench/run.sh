@@ -20,7 +20,8 @@
 #      ~60-70 GB at Q4_K_M): particle under $CAP, llama.cpp under the same cap and with all
 #      the RAM, with a timeout; the disk space is checked first (tools/bench/big_moe.sh);
 #   L. issue 21's cap goal: a 4,096-token prompt under $CAP, cold, against the same prompt in
-#      RAM (--repack), alternating (tools/bench/capped_prompt.sh): from the plain GGUF, and
+#      RAM (--repack), alternating (tools/bench/capped_prompt.sh): from the plain GGUF (as
+#      stored, and with the resident weights copied: serve's default), and
 #      from MODEL.xpack when it is an interleaved pack (`particle pack MODEL --repack`, ~17 GB
 #      beside each `full` file; not written here); $LONG_REPS rounds (2) each `full` shape;
 #   S. `particle serve` (tools/bench/server_bench.mjs): aggregate decode tok/s with 1, 2, 4, 8
@@ -418,7 +419,7 @@ section_s() {
 }
 
 # L. the capped long prompt against in RAM, each full shape (capped_prompt.sh's records, as
-# section L: engine particle-ram / particle-gguf / particle-pack, the result its line).
+# section L: engine particle-ram / -gguf / -gguf-repack / -pack, the result its line).
 section_l() {
 	for arch in $FULL_ARCHS; do
 		m="$FULL_DIR/full-$arch-q4_k_m.gguf"
