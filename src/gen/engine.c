@@ -779,20 +779,24 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 		    pt_kern_level_name(pt_kern_level()), "");
 		return PT_OK;
 	}
-	/* mapped experts are copied only when the model fits: a copy of a model larger than
-	 * memory cannot be paged back from the file as the mapping can */
-	if (paged && e->lay.n_moe)
-		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
-		    "the model does not fit the budget; --io mmap pages them", "");
-	else if (!on_map && !x16_pack && e->lay.n_moe)
-		say(e, "particle: repack: routed experts stream as stored (%s)%s\n",
-		    "`particle pack MODEL --repack` writes them interleaved: faster prompts", "");
 	struct pt_repack_stats s;
 	enum pt_status st = pt_model_repack(e->m, mapped, e->pool, &s, err);
 	e->repacked_bytes = s.bytes_in;
 	e->repack_s = s.seconds;
 	if (st == PT_OK && x16_pack)
 		st = streamed_x16(e, err);
+	/* experts left as stored compute in the copies' numerics all the same (X16_ROWS): the
+	 * run gives the same bits however its experts are stored */
+	const uint32_t as_rows = st == PT_OK && !mapped ? pt_model_x16_rows(e->m) : 0;
+	const char *numerics = as_rows ? ", computed in the interleaved numerics" : "";
+	/* mapped experts are copied only when the model fits: a copy of a model larger than
+	 * memory cannot be paged back from the file as the mapping can */
+	if (paged && e->lay.n_moe)
+		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
+		    "the model does not fit the budget; --io mmap pages them", numerics);
+	else if (!on_map && !x16_pack && e->lay.n_moe)
+		say(e, "particle: repack: routed experts stream as stored%s (%s)\n", numerics,
+		    "`particle pack MODEL --repack` stores them interleaved: no packing per prompt");
 	if (st == PT_OK && e->o.log) {
 		char b[2][PT_PLAN_SIZE_LEN];
 		fprintf(e->o.log, "particle: repack: %u matrices (%s as stored, %s "

@@ -224,9 +224,30 @@ static void x16_of(int lv, int t, struct pt_kern_ops *o)
 		if (use > 0)
 			continue;
 #endif
-		if (tab[t]) {
+		if (tab[t] && !o->x16) {
 			o->x16 = tab[t];
 			o->x16_level = (enum pt_kern_level)use;
+		}
+	}
+	/* the row kernels of PT_KERN_LAYOUT_X16_ROWS, only where the type has the layout */
+	for (int use = lv; o->x16 && use >= 0; use--) {
+		const pt_kern_dot_fn *tab = pt_kern_x16_dot_scalar;
+#if defined(PT_KERN_X86)
+		if (use == PT_KERN_LEVEL_AVX512)
+			tab = pt_kern_x16_dot_avx512;
+		else if (use == PT_KERN_LEVEL_AVX2)
+			tab = pt_kern_x16_dot_avx2;
+#else
+		if (use > 0)
+			continue;
+#endif
+		if (tab[t]) {
+			o->x16_dot = tab[t];
+			o->x16_dot_level = (enum pt_kern_level)use;
+#if defined(PT_KERN_X86)
+			if (use == PT_KERN_LEVEL_AVX512)
+				o->x16_dot4 = pt_kern_x16_dot4_avx512[t];
+#endif
 			return;
 		}
 	}
@@ -245,7 +266,8 @@ static void build_tables(void)
 			ops_table[lv][t] = (struct pt_kern_ops){ (enum pt_type)t, tr->vec_dot,
 								 level_fns(use)[t], NULL,
 								 (enum pt_kern_level)use, { .fn = NULL },
-								 NULL, PT_KERN_LEVEL_SCALAR };
+								 NULL, PT_KERN_LEVEL_SCALAR, NULL,
+								 PT_KERN_LEVEL_SCALAR, NULL };
 			level_extras(lv, use, &ops_table[lv][t], t);
 			x16_of(lv, t, &ops_table[lv][t]);
 		}

@@ -14,6 +14,7 @@
 #include "kern/kern_internal.h"
 
 #include <immintrin.h>
+#include <math.h>
 
 static inline float h2f(const uint8_t *p)
 {
@@ -474,6 +475,45 @@ static float dot_q4_k(size_t n, const void *w, const void *a)
 	return r;
 }
 
+static inline int32_t hsum_i32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* One Q4_K row as stored with the interleaved numerics (kern.h, PT_KERN_LAYOUT_X16_ROWS):
+ * q4_k_n's exact integer lanes, summed as integers per super-block, then x16.c's two scalar
+ * FMA chains; bit-identical to the X16 kernels on the same row. */
+static float x16_dot_q4_k(size_t n, const void *w, const void *a)
+{
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	const uint8_t *x = w, *y = a;
+	float acc = 0.0f, accm = 0.0f;
+	for (size_t i = 0; i < n / QKK; i++, x += Q4K_B, y += Q8K_B) {
+		__m256i mins2;
+		const uint64_t sc = k4_scales(x + 4, &mins2);
+		const int8_t *q8 = (const int8_t *)(y + Q8K_QS);
+		__m256i sumi = _mm256_setzero_si256();
+		UNROLL for (int c = 0; c < 4; c++) {
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(x + 16 + 32 * c));
+			const __m256i lo = _mm256_and_si256(q, m4);
+			const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c)));
+			const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)));
+			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(SC(sc, 2 * c))));
+			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(SC(sc, 2 * c + 1))));
+		}
+		const __m256i bs = _mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS));
+		const int32_t isum = hsum_i32(sumi), msum = hsum_i32(_mm256_madd_epi16(bs, mins2));
+		const float d8 = kern_f32(y);
+		acc = fmaf(h2f(x) * d8, (float)isum, acc);
+		accm = fmaf(h2f(x + 2) * d8, (float)msum, accm);
+	}
+	return acc - accm;
+}
+
 static float dot_q5_k(size_t n, const void *vw, const void *va)
 {
 	const uint8_t *x = vw, *y = va;
@@ -638,6 +678,10 @@ const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q6_K] = dot_q6_k,     [PT_TYPE_IQ4_XS] = dot_iq4_xs, [PT_TYPE_Q4_1] = dot_q4_1,
 	[PT_TYPE_Q5_0] = dot_q5_0,     [PT_TYPE_Q5_1] = dot_q5_1,   [PT_TYPE_Q2_K] = dot_q2_k,
 	[PT_TYPE_Q3_K] = dot_q3_k,
+};
+
+const pt_kern_dot_fn pt_kern_x16_dot_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_dot_q4_k, /* (no Q6_K: the level has no X16 Q6_K kernel) */
 };
 
 const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {

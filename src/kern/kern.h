@@ -11,7 +11,8 @@
  * Interleaved rows (PT_KERN_LAYOUT_X16, below): Q4_K, Q6_K, Q8_0 and Q5_0 matrices copied
  * into bands of 16 rows (model/repack.c, --repack) run their own kernels (x16*.c: scalar
  * reference, AVX-512 for all four, AVX2 for all but Q6_K), with their own numerics, identical
- * at every level.
+ * at every level; PT_KERN_LAYOUT_X16_ROWS computes rows as stored in those numerics (row
+ * twins: scalar reference for all four, AVX-512 Q4_K and Q6_K, AVX2 Q4_K).
  *
  * Determinism: every output element is computed by exactly one thread, by the level's dot
  * function or its dot4 / tile twins (bit-identical to it: one body instantiated per shape, so
@@ -128,6 +129,11 @@ struct pt_kern_ops {
 	struct pt_kern_tile tile;   /* prefill tile, .fn NULL if none (matmul then uses dot4) */
 	pt_kern_x16_fn x16;         /* interleaved rows, NULL if the type has no such layout */
 	enum pt_kern_level x16_level; /* level x16 runs at (the scalar reference if no twin) */
+	/* One row as stored with the interleaved layout's numerics (PT_KERN_LAYOUT_X16_ROWS):
+	 * bit-identical to x16's output for that row of a packed band; NULL if none. */
+	pt_kern_dot_fn x16_dot;
+	enum pt_kern_level x16_dot_level;
+	pt_kern_dot4_fn x16_dot4; /* x16_dot on four tokens (its level's; NULL: four calls) */
 };
 
 /* ---- CPU level ------------------------------------------------------------------------- */
@@ -168,10 +174,16 @@ void pt_kern_quantize_row(enum pt_type act_type, const float *x, void *out, size
 /* ---- matrix products ------------------------------------------------------------------- */
 
 /* How a matrix's rows are stored: as in the file (row after row), or interleaved 16 at a
- * time (pt_kern_x16_pack: a copy made at load for faster decode, see "interleaved rows"). */
+ * time (pt_kern_x16_pack: a copy made at load for faster decode, see "interleaved rows").
+ * X16_ROWS: stored as in the file but computed with the interleaved layout's numerics, so
+ * its products are bit-identical to those of its X16 copy: single tokens run the row kernel
+ * (pt_kern_ops.x16_dot), several tokens pack each block of bands into a thread's scratch and
+ * run the X16 kernel over it (the streamed experts of --repack: prefill at the interleaved
+ * kernels' speed without a copy, decode as fast as the row-major dot). */
 enum pt_kern_layout {
 	PT_KERN_LAYOUT_ROWS = 0,
 	PT_KERN_LAYOUT_X16 = 1,
+	PT_KERN_LAYOUT_X16_ROWS = 2,
 };
 
 struct pt_kern_mat {
@@ -252,7 +264,8 @@ enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uin
  * activations, d8 their F16 scale) per block isum = sum_k w_k a_k, A = fma(d * d8, (float)isum,
  * A) block by block, y = A.  This
  * differs from the per-row dot's float order in the last bits (the dot keeps 16 partial
- * lanes), so a matrix is either X16 for every product (prefill and decode) or not at all. */
+ * lanes), so a matrix is either X16 (or X16_ROWS) for every product (prefill and decode) or
+ * not at all. */
 #define PT_KERN_X16_ROWS 16
 #define PT_KERN_X16_TOKS 8
 #define PT_KERN_X16_Q4K_SB 2368
@@ -279,6 +292,9 @@ void pt_kern_x16_unpack_row(enum pt_type type, const void *band, uint64_t cols, 
 /* Whether the current level runs X16 products with a SIMD kernel of its own (where it does
  * not, the layout still computes, with the scalar reference: correct but slow). */
 bool pt_kern_x16_native(enum pt_type type);
+/* Whether the current level runs PT_KERN_LAYOUT_X16_ROWS products of type natively: an X16
+ * kernel and a row kernel of its own (the matrix's shape as for pt_kern_x16_ok). */
+bool pt_kern_x16_rows_native(enum pt_type type);
 
 /* ---- sets of single-token products (decode) -------------------------------------------- */
 

@@ -169,28 +169,109 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 
 /* Interleaved rows (X16): bands [r0 / 16, r1 / 16) in blocks of about X16_BLOCK_BYTES, each
  * group of up to PT_KERN_X16_TOKS tokens passing over the block's bands while they are hot;
- * decode is one token over every band, one sequential stream. */
+ * decode is one token over every band, one sequential stream.  Where the tokens' activation
+ * rows outgrow X16_PANEL_BYTES (a dense product over a prefill chunk of hundreds of rows:
+ * 19 MB for 4,096 rows of 4,096 columns), every block would stream them all from L3 or DRAM
+ * again, so blocks grow to about X16_WIDE_BLOCK_BYTES (L2) and the tokens pass over each in
+ * panels of about X16_PANEL_BYTES: the activations are read once a block instead of once a
+ * band.  Only the order of the kernel calls changes (every output is still one call). */
 #define X16_BLOCK_BYTES (48u << 10)
+#define X16_WIDE_BLOCK_BYTES (384u << 10)
+#define X16_PANEL_BYTES (256u << 10)
+
+/* Tokens [t0, t1) over bands [b0, b1) of bands at data (band bytes each). */
+static void x16_block(const struct job *jb, const uint8_t *data, size_t band, uint64_t b0,
+		      uint64_t b1, uint64_t t0, uint64_t t1)
+{
+	const struct pt_kern_mat *w = jb->w;
+	const size_t ab = jb->act_row_bytes;
+	for (uint64_t tok = t0; tok < t1; tok += PT_KERN_X16_TOKS) {
+		const uint32_t nt = (uint32_t)min_u64(PT_KERN_X16_TOKS, t1 - tok);
+		for (uint64_t b = b0; b < b1; b++)
+			jb->ops->x16(w->cols, data + (b - b0) * band, jb->xq + tok * ab, ab, nt,
+				     jb->y + tok * w->rows + b * PT_KERN_X16_ROWS, w->rows);
+	}
+}
+
+/* Bands per block and tokens per panel for a product of band-byte bands (x16_block's
+ * caller loops panels inside blocks). */
+static void x16_blocking(const struct job *jb, size_t band, uint64_t *per, uint64_t *panel)
+{
+	const uint64_t act = jb->n_tok * jb->act_row_bytes;
+	const uint64_t bb = act > X16_PANEL_BYTES ? X16_WIDE_BLOCK_BYTES : X16_BLOCK_BYTES;
+	*per = band < bb ? bb / band : 1;
+	*panel = jb->n_tok;
+	if (act > X16_PANEL_BYTES) {
+		const uint64_t p = X16_PANEL_BYTES / jb->act_row_bytes / PT_KERN_X16_TOKS;
+		*panel = (p ? p : 1) * PT_KERN_X16_TOKS;
+	}
+}
 
 static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 {
 	const struct pt_kern_mat *w = jb->w;
 	const uint8_t *data = w->data;
-	const size_t band = pt_kern_x16_band(w->type, w->cols), ab = jb->act_row_bytes;
-	const uint64_t per = band < X16_BLOCK_BYTES ? X16_BLOCK_BYTES / band : 1;
+	const size_t band = pt_kern_x16_band(w->type, w->cols);
+	uint64_t per, panel;
+	x16_blocking(jb, band, &per, &panel);
 	/* the kernels keep the stream's next lines requested; its first ones are asked here */
 	if (r0 < r1)
 		pt_kern_x16_prefetch_start(data + r0 / PT_KERN_X16_ROWS * band,
 					   pt_kern_x16_ahead(w->type));
 	for (uint64_t b0 = r0 / PT_KERN_X16_ROWS; b0 < r1 / PT_KERN_X16_ROWS; b0 += per) {
 		const uint64_t b1 = min_u64(b0 + per, r1 / PT_KERN_X16_ROWS);
-		for (uint64_t tok = 0; tok < jb->n_tok; tok += PT_KERN_X16_TOKS) {
-			const uint32_t nt = (uint32_t)min_u64(PT_KERN_X16_TOKS, jb->n_tok - tok);
-			for (uint64_t b = b0; b < b1; b++) {
-				jb->ops->x16(w->cols, data + b * band, jb->xq + tok * ab, ab, nt,
-					     jb->y + tok * w->rows + b * PT_KERN_X16_ROWS, w->rows);
+		for (uint64_t t0 = 0; t0 < jb->n_tok; t0 += panel)
+			x16_block(jb, data + b0 * band, band, b0, b1, t0,
+				  min_u64(t0 + panel, jb->n_tok));
+	}
+}
+
+/* Rows stored as in the file, computed with the interleaved numerics (X16_ROWS).  Fewer
+ * than X16R_PACK_TOKS tokens: the row kernel (four tokens a call where the level has it),
+ * each row against every token while it is hot.  From X16R_PACK_TOKS on: each block of
+ * bands packed into this thread's scratch (register transposes), then run_x16's loops over
+ * it: the X16 kernels' speed (about twice the row-major tiles' on Q4_K from ~96 tokens,
+ * docs/PERFORMANCE.md round 26) for one packing a block.  Both give the same bits (kern.h). */
+#define X16R_PACK_TOKS 8
+#define X16R_PACK_TOKS_Q6K 16 /* its packing costs more (three transposes a super-block) */
+#define X16R_SCRATCH_BYTES (384u << 10)
+static _Thread_local uint8_t x16r_scratch[X16R_SCRATCH_BYTES] __attribute__((aligned(64)));
+
+static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
+{
+	const struct pt_kern_mat *w = jb->w;
+	const uint8_t *data = w->data;
+	const size_t band = pt_kern_x16_band(w->type, w->cols), ab = jb->act_row_bytes;
+	const size_t rb = w->row_bytes;
+	const uint64_t pack_from = w->type == PT_TYPE_Q6_K ? X16R_PACK_TOKS_Q6K : X16R_PACK_TOKS;
+	if (jb->n_tok < pack_from || band > X16R_SCRATCH_BYTES) {
+		const uint64_t pf = prefetch_rows(rb);
+		for (uint64_t r = r0; r < r1; r++) {
+			if (r + pf < r1)
+				prefetch_row(data + (r + pf) * rb, rb);
+			uint64_t tok = 0;
+			for (; jb->ops->x16_dot4 && tok + 4 <= jb->n_tok; tok += 4) {
+				float out[4];
+				jb->ops->x16_dot4(w->cols, data + r * rb, jb->xq + tok * ab, ab, out);
+				for (int k = 0; k < 4; k++)
+					jb->y[(tok + k) * w->rows + r] = out[k];
 			}
+			for (; tok < jb->n_tok; tok++)
+				jb->y[tok * w->rows + r] = jb->ops->x16_dot(w->cols, data + r * rb,
+									    jb->xq + tok * ab);
 		}
+		return;
+	}
+	uint64_t per, panel;
+	x16_blocking(jb, band, &per, &panel);
+	if (per * band > X16R_SCRATCH_BYTES)
+		per = X16R_SCRATCH_BYTES / band;
+	for (uint64_t b0 = r0 / PT_KERN_X16_ROWS; b0 < r1 / PT_KERN_X16_ROWS; b0 += per) {
+		const uint64_t b1 = min_u64(b0 + per, r1 / PT_KERN_X16_ROWS);
+		pt_kern_x16_pack(w->type, data + b0 * PT_KERN_X16_ROWS * rb, rb, w->cols, 0, b1 - b0,
+				 x16r_scratch);
+		for (uint64_t t0 = 0; t0 < jb->n_tok; t0 += panel)
+			x16_block(jb, x16r_scratch, band, b0, b1, t0, min_u64(t0 + panel, jb->n_tok));
 	}
 }
 
@@ -205,6 +286,10 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 	(void)worker;
 	if (w->layout == PT_KERN_LAYOUT_X16) {
 		run_x16(jb, r0, r1);
+		return;
+	}
+	if (w->layout == PT_KERN_LAYOUT_X16_ROWS) {
+		run_x16_rows(jb, r0, r1);
 		return;
 	}
 	if (jb->ops->tile.fn && jb->n_tok > 1) {
@@ -248,7 +333,7 @@ static void run_rows(struct job *jb, pt_pool *pool)
 	if (per < MIN_ROWS_PER_TASK)
 		per = MIN_ROWS_PER_TASK;
 	/* whole register tiles per task (rows is 2 or 4; dot4 / dot take any split) */
-	const uint64_t tr = jb->w->layout == PT_KERN_LAYOUT_X16 ? PT_KERN_X16_ROWS
+	const uint64_t tr = jb->w->layout != PT_KERN_LAYOUT_ROWS ? PT_KERN_X16_ROWS
 			    : jb->ops->tile.fn && jb->ops->tile.rows > 1 ? jb->ops->tile.rows
 									 : 2;
 	per = (per + tr - 1) / tr * tr;

@@ -72,6 +72,13 @@ static void x16_rows(const struct pt_kern_mat *w, const struct pt_kern_ops *ops,
 	}
 }
 
+/* The row kernel of a matrix stored as rows: the level's dot, or for X16_ROWS the row twin
+ * of the interleaved kernels (its numerics). */
+static pt_kern_dot_fn row_dot(const struct pt_kern_mat *w, const struct pt_kern_ops *ops)
+{
+	return w->layout == PT_KERN_LAYOUT_X16_ROWS ? ops->x16_dot : ops->dot;
+}
+
 /* Plain product rows [r0, r1) of s. */
 static void rows_plain(const struct seg *s, uint64_t r0, uint64_t r1)
 {
@@ -81,10 +88,11 @@ static void rows_plain(const struct seg *s, uint64_t r0, uint64_t r1)
 		x16_rows(w, s->ops, s->xq, r0, r1, s->y + r0);
 		return;
 	}
+	const pt_kern_dot_fn dot = row_dot(w, s->ops);
 	for (uint64_t r = r0; r < r1; r++) {
 		if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1)
 			prefetch_bytes(data + (r + SET_PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
-		s->y[r] = s->ops->dot(w->cols, data + r * w->row_bytes, s->xq);
+		s->y[r] = dot(w->cols, data + r * w->row_bytes, s->xq);
 	}
 }
 
@@ -99,6 +107,8 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 	float gv[GLU_CHUNK], uv[GLU_CHUNK];
 	const bool gx = g->layout == PT_KERN_LAYOUT_X16;
 	const bool ux = s->u ? s->u->layout == PT_KERN_LAYOUT_X16 : gx;
+	const pt_kern_dot_fn gdot = row_dot(g, s->ops);
+	const pt_kern_dot_fn udot = s->u ? row_dot(s->u, s->uops) : gdot;
 	if (gx || ux) { /* interleaved gate and/or up: a chunk of each, then the biases */
 		for (uint64_t c0 = r0; c0 < r1; c0 += GLU_CHUNK) {
 			const uint64_t c1 = c0 + GLU_CHUNK < r1 ? c0 + GLU_CHUNK : r1;
@@ -106,14 +116,14 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 				x16_rows(g, s->ops, s->xq, c0, c1, gv);
 			else
 				for (uint64_t r = c0; r < c1; r++)
-					gv[r - c0] = s->ops->dot(g->cols, gd + r * g->row_bytes, s->xq);
+					gv[r - c0] = gdot(g->cols, gd + r * g->row_bytes, s->xq);
 			if (ux && s->u)
 				x16_rows(s->u, s->uops, s->xq_up, c0, c1, uv);
 			else if (ux) /* fused gate_up: the up rows follow the gate rows */
 				x16_rows(g, s->ops, s->xq, s->rows + c0, s->rows + c1, uv);
 			else
 				for (uint64_t r = c0; r < c1; r++)
-					uv[r - c0] = s->uops->dot(ucols, ud + r * urb, s->xq_up);
+					uv[r - c0] = udot(ucols, ud + r * urb, s->xq_up);
 			for (uint64_t r = c0; r < c1; r++) {
 				if (s->bg)
 					gv[r - c0] += s->bg[r];
@@ -132,8 +142,8 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 				prefetch_bytes(gd + ra * g->row_bytes, g->row_bytes);
 				prefetch_bytes(ud + ra * urb, urb);
 			}
-			gv[r - c0] = s->ops->dot(g->cols, gd + r * g->row_bytes, s->xq);
-			uv[r - c0] = s->uops->dot(ucols, ud + r * urb, s->xq_up);
+			gv[r - c0] = gdot(g->cols, gd + r * g->row_bytes, s->xq);
+			uv[r - c0] = udot(ucols, ud + r * urb, s->xq_up);
 			if (s->bg)
 				gv[r - c0] += s->bg[r];
 			if (s->bu)

@@ -18,6 +18,7 @@
 #include "kern/kern_internal.h"
 
 #include <immintrin.h>
+#include <math.h>
 
 #define TILE_R 2
 #define TILE_T 4
@@ -666,4 +667,131 @@ const struct pt_kern_tile pt_kern_tile_avx512[PT_TYPE_COUNT] = {
 			   .prepped = prepped_q5_0, .prep_cols = 2 * QK, .prep_unit = Q32P_B },
 	[PT_TYPE_Q8_0] = { .fn = tile_q8_0, .rows = Q32_R, .toks = TILE_T, .prep = prep_q8_0,
 			   .prepped = prepped_q8_0, .prep_cols = 2 * QK, .prep_unit = Q32P_B },
+};
+
+/* ---- one row as stored, with the interleaved numerics (PT_KERN_LAYOUT_X16_ROWS) ------------
+ * The tile's integer work (the same exact lanes), then per super-block the lanes summed as
+ * integers and the interleaved layout's two scalar FMA chains (x16.c's definition) instead
+ * of 16 float lanes: bit-identical to the X16 kernels on the same row, at every level. */
+/* Sums of the 4-lane int32 partials p (lanes 0-3) and q (lanes 0-3) into lanes 0 and 1. */
+static inline __m128i hsum2_i32(__m128i p, __m128i q)
+{
+	const __m128i h = _mm_hadd_epi32(p, q); /* p0+p1 p2+p3 q0+q1 q2+q3 */
+	return _mm_hadd_epi32(h, h);
+}
+
+static inline __m128i fold512(__m512i v)
+{
+	const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+	return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+static inline __m128i fold256(__m256i v)
+{
+	return _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+}
+
+/* Q4_K: the scaled sum and the min term side by side, [isum, msum] and [d, dmin] x d8, one
+ * two-lane FMA per super-block: each lane's the scalar chain of x16.c (same roundings).  T
+ * tokens (1-4) share each super-block's decoding; every output is the 1-token sequence. */
+static inline __attribute__((always_inline)) void x16_rows_q4_k(size_t n, const uint8_t *x,
+								 const uint8_t *a, size_t as, const int T,
+								 float *out)
+{
+	__m128 acc[4];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[t] = _mm_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, x += Q4K_B) {
+		__m256i mins2;
+		const __m512i scw = q4k_scales(x + 4, &mins2);
+		const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)kern_u32(x)));
+		__m512i sumi[4];
+		UNROLL for (int g = 0; g < 4; g++) {
+			const __m512i s = _mm512_shuffle_epi8(scw, _mm512_load_si512((const void *)q4k_sc_ctrl[g]));
+			const __m512i q = q4k_codes(x, g);
+			UNROLL for (int t = 0; t < T; t++) {
+				const __m512i y8 = _mm512_loadu_si512((const void *)(a + t * as + i * Q8K_B + Q8K_QS + 64 * g));
+				const __m512i p = _mm512_maddubs_epi16(q, y8);
+				sumi[t] = g == 0 ? _mm512_madd_epi16(p, s) : _mm512_dpwssd_epi32(sumi[t], p, s);
+			}
+		}
+		UNROLL for (int t = 0; t < T; t++) {
+			const uint8_t *q8 = a + t * as + i * Q8K_B;
+			const __m256i bs = _mm256_loadu_si256((const __m256i *)(q8 + Q8K_BSUMS));
+			const __m128i im = hsum2_i32(fold512(sumi[t]), fold256(_mm256_madd_epi16(bs, mins2)));
+			acc[t] = _mm_fmadd_ps(_mm_mul_ps(dm, _mm_set1_ps(kern_f32(q8))), _mm_cvtepi32_ps(im), acc[t]);
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++)
+		out[t] = _mm_cvtss_f32(acc[t]) - _mm_cvtss_f32(_mm_shuffle_ps(acc[t], acc[t], 1));
+}
+
+static float x16_dot_q4_k(size_t n, const void *w, const void *a)
+{
+	float r;
+	x16_rows_q4_k(n, w, a, 0, 1, &r);
+	return r;
+}
+
+static void x16_dot4_q4_k(size_t n, const void *w, const void *a, size_t as, float o[4])
+{
+	x16_rows_q4_k(n, w, a, as, 4, o);
+}
+
+static inline __attribute__((always_inline)) void x16_rows_q6_k(size_t n, const uint8_t *x,
+								 const uint8_t *a, size_t as, const int T,
+								 float *out)
+{
+	__m128 acc[4];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[t] = _mm_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B) {
+		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 192)));
+		/* the -32 offset: sum_j sc_j x -32 x bsums_j (|sc x 32| fits int16) */
+		const __m256i sc32n = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
+		const float d = _cvtsh_ss(kern_u16(x + 208));
+		__m512i sumi[4];
+		UNROLL for (int t = 0; t < T; t++)
+			sumi[t] = _mm512_setzero_si512();
+		UNROLL for (int h = 0; h < 2; h++) {
+			__m512i qa, qb, sa, sb;
+			q6k_decode(x, h, _mm512_castsi256_si512(sc16), &qa, &qb, &sa, &sb);
+			UNROLL for (int t = 0; t < T; t++) {
+				const uint8_t *y = a + t * as + i * Q8K_B + Q8K_QS + 128 * h;
+				sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(qa, _mm512_loadu_si512((const void *)y)), sa);
+				sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(qb, _mm512_loadu_si512((const void *)(y + 64))), sb);
+			}
+		}
+		UNROLL for (int t = 0; t < T; t++) {
+			const uint8_t *q8 = a + t * as + i * Q8K_B;
+			const __m256i bs = _mm256_loadu_si256((const __m256i *)(q8 + Q8K_BSUMS));
+			const __m128i v = _mm_add_epi32(fold512(sumi[t]), fold256(_mm256_madd_epi16(bs, sc32n)));
+			const __m128i im = hsum2_i32(v, v);
+			acc[t] = _mm_fmadd_ss(_mm_set_ss(d * kern_f32(q8)), _mm_cvtepi32_ps(im), acc[t]);
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++)
+		out[t] = _mm_cvtss_f32(acc[t]);
+}
+
+static float x16_dot_q6_k(size_t n, const void *w, const void *a)
+{
+	float r;
+	x16_rows_q6_k(n, w, a, 0, 1, &r);
+	return r;
+}
+
+static void x16_dot4_q6_k(size_t n, const void *w, const void *a, size_t as, float o[4])
+{
+	x16_rows_q6_k(n, w, a, as, 4, o);
+}
+
+const pt_kern_dot4_fn pt_kern_x16_dot4_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_dot4_q4_k,
+	[PT_TYPE_Q6_K] = x16_dot4_q6_k,
+};
+
+const pt_kern_dot_fn pt_kern_x16_dot_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_dot_q4_k,
+	[PT_TYPE_Q6_K] = x16_dot_q6_k,
 };

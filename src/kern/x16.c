@@ -86,27 +86,43 @@ size_t pt_kern_x16_band(enum pt_type type, uint64_t cols)
 	return (size_t)(cols / u->cols) * u->out;
 }
 
-/* Packing, 2.5-3.3x faster than the first version's (measured, PERFORMANCE round 11): Q6_K
- * fills each 64-byte code vector from the 16 rows in turn (sequential stores); Q4_K goes row
- * by row but unpacks a row's 12 scale bytes as three 32-bit words at once. */
-static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0,
-								size_t row_bytes, uint8_t *o)
+/* Packing: the code bytes of 16 rows move as a transpose of 32-bit words (64 bytes a row at
+ * a time: pt_kern_x16_transpose_*, 5-8x the byte-moving loop's speed at AVX2 / AVX-512,
+ * which is what lets X16_ROWS products pack a block of bands for every prefill product), the
+ * scales row by row (a Q4_K row's 12 scale bytes unpacked as three 32-bit words at once). */
+typedef void (*transpose_fn)(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16]);
+
+static void transpose_scalar(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16])
 {
-	for (int h = 0; h < 2; h++) /* ql bytes 64 h + 32 c + 4 st */
-		for (int c = 0; c < 2; c++)
-			for (int st = 0; st < 8; st++) {
-				uint8_t *d = o + X6_QL(h, c, st);
-				const uint8_t *x = x0 + 64 * h + 32 * c + 4 * st;
-				for (int r = 0; r < PT_KERN_X16_ROWS; r++, x += row_bytes)
-					memcpy(d + 4 * r, x, 4);
-			}
-	for (int h = 0; h < 2; h++) /* qh bytes 32 h + 4 st */
-		for (int st = 0; st < 8; st++) {
-			uint8_t *d = o + X6_QH(h, st);
-			const uint8_t *x = x0 + 128 + 32 * h + 4 * st;
-			for (int r = 0; r < PT_KERN_X16_ROWS; r++, x += row_bytes)
-				memcpy(d + 4 * r, x, 4);
-		}
+	for (int r = 0; r < PT_KERN_X16_ROWS; r++, src += row_bytes)
+		for (int k = 0; k < 16; k++)
+			memcpy(dst[k] + 4 * r, src + 4 * k, 4);
+}
+
+static transpose_fn level_transpose(void)
+{
+#if defined(PT_KERN_X86)
+	if (pt_kern_level() == PT_KERN_LEVEL_AVX512)
+		return pt_kern_x16_transpose_avx512;
+	if (pt_kern_level() == PT_KERN_LEVEL_AVX2)
+		return pt_kern_x16_transpose_avx2;
+#endif
+	return transpose_scalar;
+}
+
+static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0,
+								size_t row_bytes, uint8_t *o,
+								transpose_fn tr)
+{
+	uint8_t *dst[16];
+	for (int h = 0; h < 2; h++) { /* ql bytes 64 h + 4 k = 64 h + 32 c + 4 st */
+		for (int k = 0; k < 16; k++)
+			dst[k] = o + X6_QL(h, k / 8, k % 8);
+		tr(x0 + 64 * h, row_bytes, dst);
+	}
+	for (int k = 0; k < 16; k++) /* qh bytes 128 + 4 k = 128 + 32 h + 4 st */
+		dst[k] = o + X6_QH(k / 8, k % 8);
+	tr(x0 + 128, row_bytes, dst);
 	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
 		const uint8_t *x = x0 + r * row_bytes;
 		for (int j = 0; j < 16; j++)
@@ -115,12 +131,17 @@ static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0
 	}
 }
 
-static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0, size_t row_bytes, uint8_t *o)
+static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0, size_t row_bytes,
+								uint8_t *o, transpose_fn tr)
 {
+	uint8_t *dst[16];
+	for (int half = 0; half < 2; half++) { /* v = 8 g + s: qs bytes 32 g + 4 s = 4 v */
+		for (int k = 0; k < 16; k++)
+			dst[k] = o + X16_CODES + 64 * (16 * half + k);
+		tr(x0 + 16 + 64 * half, row_bytes, dst);
+	}
 	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
 		const uint8_t *x = x0 + r * row_bytes;
-		for (int v = 0; v < 32; v++) /* v = 8 g + s: qs bytes 32 g + 4 s = 4 v */
-			memcpy(o + X16_CODES + 64 * v + 4 * r, x + 16 + 4 * v, 4);
 		/* kern_q4k_scale_min for j = 0..7 on 32-bit words: byte j % 4 of the j / 4 word */
 		const uint32_t a = kern_u32(x + 4), b = kern_u32(x + 8), c = kern_u32(x + 12);
 		const uint32_t sc_lo = a & 0x3f3f3f3fu, mn_lo = b & 0x3f3f3f3fu;
@@ -141,25 +162,28 @@ static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0
 	}
 }
 
-typedef void (*pack_sb_fn)(const uint8_t *x0, size_t row_bytes, uint8_t *o);
+typedef void (*pack_sb_fn)(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr);
 
 static inline __attribute__((always_inline)) void pack_bands(
 	pack_sb_fn sb_fn, size_t sb_in, size_t sb_out, const uint8_t *src, size_t row_bytes,
 	size_t nsb, uint64_t b0, uint64_t b1, uint8_t *dst)
 {
+	const transpose_fn tr = level_transpose();
 	for (uint64_t b = b0; b < b1; b++) {
 		const uint8_t *rows = src + b * PT_KERN_X16_ROWS * row_bytes;
 		uint8_t *o = dst + b * nsb * sb_out;
 		for (size_t i = 0; i < nsb; i++)
-			sb_fn(rows + i * sb_in, row_bytes, o + i * sb_out);
+			sb_fn(rows + i * sb_in, row_bytes, o + i * sb_out, tr);
 	}
 }
 
 /* Q8_0: codes move 4 bytes at a time with their sign bit flipped (w + 128: the kernels'
  * vpdpbusd takes the weight side unsigned). */
 static inline __attribute__((always_inline)) void pack_q8_0_blk(const uint8_t *x0,
-								 size_t row_bytes, uint8_t *o)
+								 size_t row_bytes, uint8_t *o,
+								 transpose_fn tr)
 {
+	(void)tr; /* 34-byte blocks: 4 bytes at a time */
 	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
 		const uint8_t *x = x0 + r * row_bytes;
 		for (int s = 0; s < 8; s++) {
@@ -196,8 +220,10 @@ static uint32_t q5_0_gather(uint32_t w)
 }
 
 static inline __attribute__((always_inline)) void pack_q5_0_blk(const uint8_t *x0,
-								 size_t row_bytes, uint8_t *o)
+								 size_t row_bytes, uint8_t *o,
+								 transpose_fn tr)
 {
+	(void)tr; /* 22-byte blocks: 4 bytes at a time */
 	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
 		const uint8_t *x = x0 + r * row_bytes;
 		for (int s = 0; s < 4; s++)
@@ -421,6 +447,107 @@ const pt_kern_x16_fn pt_kern_x16_scalar[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q5_0] = x16_q5_0_scalar,
 };
 
+/* ---- one row as stored, with the interleaved numerics (PT_KERN_LAYOUT_X16_ROWS) ------------
+ * The reference for the levels' row kernels: the same exact integers per super-block and the
+ * same FMA chains as x16_q4_k_scalar / x16_q6_k_scalar above, read from the row as stored
+ * (Q4_K: d, dmin, 12 packed scale bytes, 128 code bytes; Q6_K: ql, qh, scales, d). */
+static float x16_dot_q4_k_scalar(size_t n, const void *w, const void *a)
+{
+	float acc = 0.0f, accm = 0.0f;
+	const uint8_t *x = w, *q8 = a;
+	for (size_t i = 0; i < n / QKK; i++, x += Q4K_B, q8 += Q8K_B) {
+		int32_t isum = 0, msum = 0;
+		for (int j = 0; j < 8; j++) {
+			const int g = j / 2, hi = j % 2;
+			uint8_t sc, mn;
+			kern_q4k_scale_min(x + 4, j, &sc, &mn);
+			int32_t s = 0;
+			for (int k = 0; k < 32; k++) {
+				const uint8_t b = x[16 + 32 * g + k];
+				s += (hi ? b >> 4 : b & 0xF) * (int8_t)q8[Q8K_QS + 64 * g + 32 * hi + k];
+			}
+			isum += s * sc;
+			msum += (kern_i16(q8 + Q8K_BSUMS + 4 * j) + kern_i16(q8 + Q8K_BSUMS + 4 * j + 2)) * mn;
+		}
+		const float d8 = kern_f32(q8);
+		acc = fmaf(kern_fp16_to_f32(kern_u16(x)) * d8, (float)isum, acc);
+		accm = fmaf(kern_fp16_to_f32(kern_u16(x + 2)) * d8, (float)msum, accm);
+	}
+	return acc - accm;
+}
+
+static float x16_dot_q6_k_scalar(size_t n, const void *w, const void *a)
+{
+	float acc = 0.0f;
+	const uint8_t *x = w, *q8 = a;
+	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B, q8 += Q8K_B) {
+		int32_t isum = 0;
+		for (int j = 0; j < 16; j++) {
+			int32_t s = 0;
+			for (int e = 16 * j; e < 16 * j + 16; e++) {
+				const int h = e / 128, q = e % 128 / 32, k = e % 32;
+				const uint8_t lb = x[64 * h + 32 * (q % 2) + k];
+				const int code = (q >= 2 ? lb >> 4 : lb & 0xF) |
+						 ((x[128 + 32 * h + k] >> (2 * q)) & 3) << 4;
+				s += (code - 32) * (int8_t)q8[Q8K_QS + e];
+			}
+			isum += s * (int8_t)x[192 + j];
+		}
+		acc = fmaf(kern_fp16_to_f32(kern_u16(x + 208)) * kern_f32(q8), (float)isum, acc);
+	}
+	return acc;
+}
+
+/* Q8_0 / Q5_0 rows (d, then 32 codes; Q5_0: d, the fifth bits, 16 nibble bytes) against Q8_0
+ * activations: per block the exact integer sum, then x16_blk32_scalar's FMA chain.  Only the
+ * reference: a row of 32-element blocks pays a reduction and a dependent FMA every 22 or 34
+ * bytes, which a one-row SIMD twin measured at about half the row-major dot's speed (Gemma 4's
+ * 2816 x 704 Q5_0 down, one token: 14.6 against 25.2 GMAC/s), so these types are not run as
+ * X16_ROWS by the engine (pt_kern_x16_rows_native) until a kernel takes several rows a call. */
+static inline __attribute__((always_inline)) float x16_dot_blk32_scalar(size_t n, const void *w,
+									 const void *a, const bool q5)
+{
+	float acc = 0.0f;
+	const uint8_t *x = w, *q8 = a;
+	for (size_t i = 0; i < n / QK; i++, x += q5 ? Q5_0_B : Q8_0_B, q8 += Q8_0_B) {
+		int32_t isum = 0;
+		const uint32_t qh = q5 ? kern_u32(x + 2) : 0;
+		for (int k = 0; k < QK; k++) {
+			const int wk = !q5 ? (int8_t)x[2 + k]
+				       : ((k < 16 ? x[6 + k] & 0xF : x[6 + k - 16] >> 4) |
+					  (int)((qh >> k) & 1u) << 4) - 16;
+			isum += wk * (int8_t)q8[2 + k];
+		}
+		const float dd = kern_fp16_to_f32(kern_u16(x)) * kern_fp16_to_f32(kern_u16(q8));
+		acc = fmaf(dd, (float)isum, acc);
+	}
+	return acc;
+}
+
+static float x16_dot_q8_0_scalar(size_t n, const void *w, const void *a)
+{
+	return x16_dot_blk32_scalar(n, w, a, false);
+}
+
+static float x16_dot_q5_0_scalar(size_t n, const void *w, const void *a)
+{
+	return x16_dot_blk32_scalar(n, w, a, true);
+}
+
+const pt_kern_dot_fn pt_kern_x16_dot_scalar[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_dot_q4_k_scalar,
+	[PT_TYPE_Q6_K] = x16_dot_q6_k_scalar,
+	[PT_TYPE_Q8_0] = x16_dot_q8_0_scalar,
+	[PT_TYPE_Q5_0] = x16_dot_q5_0_scalar,
+};
+
+bool pt_kern_x16_rows_native(enum pt_type type)
+{
+	const struct pt_kern_ops *o = pt_kern_ops(type);
+	return o && o->x16 && o->x16_level != PT_KERN_LEVEL_SCALAR && o->x16_dot &&
+	       o->x16_dot_level != PT_KERN_LEVEL_SCALAR;
+}
+
 bool pt_kern_x16_native(enum pt_type type)
 {
 	const struct pt_kern_ops *o = pt_kern_ops(type);
@@ -432,9 +559,10 @@ enum pt_status pt_kern_check_layout(const struct pt_kern_mat *w, const struct pt
 {
 	if (w->layout == PT_KERN_LAYOUT_ROWS)
 		return PT_OK;
-	if (w->layout != PT_KERN_LAYOUT_X16)
+	if (w->layout != PT_KERN_LAYOUT_X16 && w->layout != PT_KERN_LAYOUT_X16_ROWS)
 		return pt_error_set(err, PT_E_INVALID, "unknown matrix layout %d", (int)w->layout);
-	if (!ops->x16 || !pt_kern_x16_ok(w->type, w->rows, w->cols))
+	if (!ops->x16 || (w->layout == PT_KERN_LAYOUT_X16_ROWS && !ops->x16_dot) ||
+	    !pt_kern_x16_ok(w->type, w->rows, w->cols))
 		return pt_error_set(err, PT_E_INVALID, "%s matrix %llu x %llu: no interleaved "
 				    "(x16) layout for this type and shape", pt_type_name(w->type),
 				    (unsigned long long)w->rows, (unsigned long long)w->cols);

@@ -267,3 +267,34 @@ const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT] = {
 	 * row and super-block in L1, as the dot, but streamed 7.5 against the dot's ~14 GB/s
 	 * from DRAM (bench_kern il6, docs/PERFORMANCE.md round 10): Q6_K stays row by row */
 };
+
+/* Rows r0 .. r0 + 7, words c0 .. c0 + 7: an 8x8 transpose into the 32-byte halves. */
+static inline void transpose8(const uint8_t *src, size_t row_bytes, int r0, int c0,
+			      uint8_t *const dst[16])
+{
+	__m256i t[8], u[8];
+	for (int r = 0; r < 8; r += 2) {
+		const __m256i a = _mm256_loadu_si256((const __m256i *)(src + (size_t)(r0 + r) * row_bytes + 4 * c0));
+		const __m256i b = _mm256_loadu_si256((const __m256i *)(src + (size_t)(r0 + r + 1) * row_bytes + 4 * c0));
+		t[r] = _mm256_unpacklo_epi32(a, b);
+		t[r + 1] = _mm256_unpackhi_epi32(a, b);
+	}
+	for (int q = 0; q < 8; q += 4) {
+		u[q] = _mm256_unpacklo_epi64(t[q], t[q + 2]);
+		u[q + 1] = _mm256_unpackhi_epi64(t[q], t[q + 2]);
+		u[q + 2] = _mm256_unpacklo_epi64(t[q + 1], t[q + 3]);
+		u[q + 3] = _mm256_unpackhi_epi64(t[q + 1], t[q + 3]);
+	}
+	for (int j = 0; j < 4; j++) {
+		_mm256_storeu_si256((__m256i *)(dst[c0 + j] + 4 * r0), _mm256_permute2x128_si256(u[j], u[4 + j], 0x20));
+		_mm256_storeu_si256((__m256i *)(dst[c0 + 4 + j] + 4 * r0), _mm256_permute2x128_si256(u[j], u[4 + j], 0x31));
+	}
+}
+
+void pt_kern_x16_transpose_avx2(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16])
+{
+	transpose8(src, row_bytes, 0, 0, dst);
+	transpose8(src, row_bytes, 8, 0, dst);
+	transpose8(src, row_bytes, 0, 8, dst);
+	transpose8(src, row_bytes, 8, 8, dst);
+}

@@ -254,3 +254,30 @@ const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q8_0] = x16_q8_0_avx512,
 	[PT_TYPE_Q5_0] = x16_q5_0_avx512,
 };
+
+void pt_kern_x16_transpose_avx512(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16])
+{
+	__m512i t[16], u[16];
+	UNROLL for (int r = 0; r < 16; r += 2) {
+		const __m512i a = _mm512_loadu_si512((const void *)(src + (size_t)r * row_bytes));
+		const __m512i b = _mm512_loadu_si512((const void *)(src + (size_t)(r + 1) * row_bytes));
+		t[r] = _mm512_unpacklo_epi32(a, b);     /* per 128-bit lane L: words 4L, 4L + 1 */
+		t[r + 1] = _mm512_unpackhi_epi32(a, b); /* words 4L + 2, 4L + 3 */
+	}
+	UNROLL for (int q = 0; q < 16; q += 4) { /* rows q .. q + 3: u[q + j] holds word 4L + j */
+		u[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
+		u[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
+		u[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
+		u[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
+	}
+	UNROLL for (int j = 0; j < 4; j++) { /* lane L of the four row groups: word 4L + j */
+		const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+		const __m512i w0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+		const __m512i v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
+		const __m512i w1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
+		_mm512_storeu_si512((void *)dst[j], _mm512_shuffle_i32x4(v0, w0, 0x88));
+		_mm512_storeu_si512((void *)dst[8 + j], _mm512_shuffle_i32x4(v0, w0, 0xDD));
+		_mm512_storeu_si512((void *)dst[4 + j], _mm512_shuffle_i32x4(v1, w1, 0x88));
+		_mm512_storeu_si512((void *)dst[12 + j], _mm512_shuffle_i32x4(v1, w1, 0xDD));
+	}
+}

@@ -153,3 +153,23 @@ enum pt_status pt_model_repack(struct pt_model *m, bool experts, pt_pool *pool,
 		*stats = s;
 	return st;
 }
+
+uint32_t pt_model_x16_rows(struct pt_model *m)
+{
+	uint32_t n = 0;
+	for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+		struct pt_layer_weights *L = &m->layers[il];
+		struct pt_expert_mat *xs[] = { &L->gate_exps, &L->up_exps, &L->gate_up_exps,
+					       &L->down_exps };
+		for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++) {
+			struct pt_expert_mat *x = xs[k];
+			if (!x->rows || x->layout != PT_KERN_LAYOUT_ROWS ||
+			    !pt_kern_x16_rows_native(x->type) ||
+			    !pt_kern_x16_ok(x->type, x->rows, x->cols))
+				continue;
+			x->layout = PT_KERN_LAYOUT_X16_ROWS;
+			n++;
+		}
+	}
+	return n;
+}

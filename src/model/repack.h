@@ -31,4 +31,13 @@ struct pt_repack_stats {
 enum pt_status pt_model_repack(struct pt_model *m, bool experts, pt_pool *pool,
 			       struct pt_repack_stats *stats, struct pt_error *err);
 
+/* The routed-expert tensors that stay as stored (streamed from the file or a plain pack,
+ * or paged by --io mmap) and have the interleaved layout's row kernels at this CPU level
+ * (pt_kern_x16_rows_native: Q4_K, Q6_K) are marked PT_KERN_LAYOUT_X16_ROWS: computed with
+ * the X16 numerics from the bytes as stored (prefill packs each product's bands in scratch:
+ * the interleaved kernels' speed without a copy), so a --repack run gives the same bits
+ * whether its experts stream as stored, arrive interleaved or were copied.  Returns how
+ * many tensors were marked. */
+uint32_t pt_model_x16_rows(struct pt_model *m);
+
 #endif

@@ -259,6 +259,8 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	serve_log --io direct
 	expect_grep "$TMP/serve.err" "particle: repack: routed experts stream as stored" \
 		"serve with streamed experts: the experts as stored"
+	expect_grep "$TMP/serve.err" "stream as stored, computed in the interleaved numerics\|repack: skipped" \
+		"serve with streamed experts: computed in the copies' numerics (X16_ROWS)"
 	expect_grep "$TMP/serve.err" "particle: repack: [1-9][0-9]* matrices\|repack: skipped" \
 		"serve with streamed experts: the resident weights copied by default"
 	grep -q "experts included" "$TMP/serve.err" && bad "serve --io direct copied the experts" || ok

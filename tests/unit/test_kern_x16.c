@@ -794,3 +794,210 @@ PT_TEST(test_kern_x16_rejects_bad_matrices)
 	m = x16_mat(buf, 16, 256); /* and a good one runs */
 	CHECK(pt_kern_matvec_q(&m, q, y, NULL, NULL) == PT_OK);
 }
+
+/* ---- rows as stored with the interleaved numerics (PT_KERN_LAYOUT_X16_ROWS) ---------------- */
+
+static struct pt_kern_mat rows_mat(enum pt_type t, const uint8_t *w, size_t rb, uint64_t rows,
+				   uint64_t cols)
+{
+	return (struct pt_kern_mat){ t, rows, cols, rb, w, PT_KERN_LAYOUT_X16_ROWS };
+}
+
+/* Every level's row kernel (x16_dot) equals the scalar X16 kernel on the packed band, bit for
+ * bit: raw rows (every code, scale and min) and quantized ones, several widths. */
+PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
+	static const uint64_t colss[] = { 256, 1024, 2816 }, colss_blk[] = { 32, 704, 2048 };
+	int pairs = 0;
+	for (int ti = 0; ti < 4; ti++)
+		for (int raw = 0; raw < 2; raw++)
+			for (size_t c = 0; c < 3; c++) {
+				const enum pt_type t = types[ti];
+				const uint64_t rows = 32, cols = is_blk(t) ? colss_blk[c] : colss[c];
+				size_t rb;
+				uint8_t *w = make_w(t, rows, cols, raw, &rb);
+				REQUIRE(w);
+				uint8_t *p = pack_t(t, w, rb, rows, cols);
+				const size_t as = act_row(t, cols) + 8;
+				const uint32_t nt = 5;
+				uint8_t *q = make_act_t(t, cols, nt, as);
+				REQUIRE(p && q);
+				float want[5 * 32];
+				const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
+				for (uint64_t b = 0; b < rows / 16; b++)
+					ref->x16(cols, p + b * pt_kern_x16_band(t, cols), q, as, nt,
+						 want + b * 16, rows);
+				for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
+					const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, t);
+					if (!o || !o->x16_dot || (int)o->x16_dot_level != lv)
+						continue;
+					pairs++;
+					int bad = 0;
+					for (uint32_t k = 0; k < nt; k++)
+						for (uint64_t r = 0; r < rows; r++)
+							bad += !same_bits(o->x16_dot(cols, w + r * rb, q + k * as),
+									  want[k * rows + r]);
+					/* the four-token twin: each output the one-token sequence */
+					for (uint64_t r = 0; o->x16_dot4 && r < rows; r++) {
+						float o4[4];
+						o->x16_dot4(cols, w + r * rb, q + as, as, o4);
+						for (int k = 0; k < 4; k++)
+							bad += !same_bits(o4[k], want[(k + 1) * rows + r]);
+					}
+					CHECK_EQ_INT(bad, 0);
+				}
+				pt_free(w);
+				pt_free(p);
+				pt_free(q);
+			}
+	CHECK(pairs >= 24); /* the scalar level at least, for every type */
+	printf("    x16 rows: %d (type, rows, width, level) checks of the row kernels\n", pairs);
+	/* every type with the X16 layout has a row twin at each level (its own or a lower
+	 * level's: Q8_0 / Q5_0 the scalar reference only, so not native); a type without the
+	 * layout has none */
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
+		for (int ti = 0; ti < 4; ti++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[ti]);
+			if (o)
+				CHECK(o->x16_dot != NULL && o->x16_dot_level <= (enum pt_kern_level)lv);
+		}
+		const struct pt_kern_ops *q8 = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q8_0);
+		if (q8)
+			CHECK(q8->x16_dot_level == PT_KERN_LEVEL_SCALAR);
+		const struct pt_kern_ops *q4 = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q4_0);
+		if (q4)
+			CHECK(q4->x16_dot == NULL);
+	}
+}
+
+/* Products over X16_ROWS matrices equal those over their X16 copies bit for bit at every
+ * level the CPU has: matmul at every batch size (the row kernel below 8 tokens, packed
+ * blocks from 8 on) and thread count, single-token products, plain and gated sets; a band
+ * too wide for the packing scratch runs the row kernel and still agrees. */
+static void check_rows_products(enum pt_type t, uint64_t rows, uint64_t cols, uint32_t ntok)
+{
+	size_t rb;
+	uint8_t *w = make_w(t, rows, cols, true, &rb);
+	REQUIRE(w);
+	uint8_t *p = pack_t(t, w, rb, rows, cols);
+	const size_t as = act_row(t, cols);
+	uint8_t *q = make_act_t(t, cols, ntok, as);
+	float *want = pt_mallocn((size_t)ntok * rows, sizeof(float));
+	float *got = pt_mallocn((size_t)ntok * rows, sizeof(float));
+	REQUIRE(p && q && want && got);
+	const struct pt_kern_mat mx = x16_mat_t(t, p, rows, cols), mr = rows_mat(t, w, rb, rows, cols);
+	REQUIRE(pt_kern_matmul_q(&mx, q, ntok, want, NULL, NULL) == PT_OK);
+	static const uint32_t batches[] = { 1, 3, 7, 8, 9, 21, 40 };
+	for (uint32_t th = 1; th <= 3; th += 2) {
+		pt_pool *pool = NULL;
+		REQUIRE(pt_pool_create(th, &pool, NULL) == PT_OK);
+		for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
+			memset(got, 0xff, (size_t)ntok * rows * sizeof(float));
+			for (uint32_t t0 = 0; t0 < ntok; t0 += batches[k]) {
+				const uint32_t n = ntok - t0 < batches[k] ? ntok - t0 : batches[k];
+				CHECK(pt_kern_matmul_q(&mr, q + t0 * as, n, got + t0 * rows, pool, NULL) ==
+				      PT_OK);
+			}
+			CHECK(memcmp(got, want, (size_t)ntok * rows * sizeof(float)) == 0);
+		}
+		/* sets: the plain product, a gated pair (X16_ROWS gate, X16 up) and a fused gate_up */
+		float *y = pt_mallocn(rows, sizeof(float)), *h = pt_mallocn(rows, sizeof(float));
+		float *g = pt_mallocn(rows, sizeof(float)), *hf = pt_mallocn(rows / 2, sizeof(float));
+		float *gf = pt_mallocn(rows / 2, sizeof(float));
+		REQUIRE(y && h && g && hf && gf);
+		struct pt_kern_mv mv = { mr, q, y };
+		CHECK(pt_kern_matvec_set(&mv, 1, pool, NULL) == PT_OK);
+		CHECK(memcmp(y, want, rows * sizeof(float)) == 0);
+		glu_act(g, want, want, (int)rows);
+		struct pt_kern_glu gs = { mr, mx, q, q, h, NULL, NULL };
+		CHECK(pt_kern_glu_set(&gs, 1, glu_act, pool, NULL) == PT_OK);
+		CHECK(memcmp(h, g, rows * sizeof(float)) == 0);
+		glu_act(gf, want, want + rows / 2, (int)(rows / 2));
+		/* fused: the gate rows, then the up rows */
+		struct pt_kern_glu gfu = { mr, { 0 }, q, NULL, hf, NULL, NULL };
+		CHECK(pt_kern_glu_set(&gfu, 1, glu_act, pool, NULL) == PT_OK);
+		CHECK(memcmp(hf, gf, rows / 2 * sizeof(float)) == 0);
+		pt_free(y);
+		pt_free(h);
+		pt_free(g);
+		pt_free(hf);
+		pt_free(gf);
+		pt_pool_destroy(pool);
+	}
+	pt_free(want);
+	pt_free(got);
+	pt_free(w);
+	pt_free(p);
+	pt_free(q);
+}
+
+PT_TEST(test_kern_x16_rows_products_equal_x16)
+{
+	const enum pt_kern_level keep = pt_kern_level();
+	int levels = 0;
+	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
+		if (pt_kern_set_level((enum pt_kern_level)lv, NULL) != PT_OK)
+			continue;
+		levels++;
+		check_rows_products(PT_TYPE_Q4_K, 96, 1024, 40);
+		check_rows_products(PT_TYPE_Q6_K, 64, 512, 40);
+		check_rows_products(PT_TYPE_Q8_0, 64, 704, 40); /* Gemma 4's downs' width */
+		check_rows_products(PT_TYPE_Q5_0, 48, 704, 40);
+		/* a Q4_K band of 166 super-blocks (393 KB) is wider than the packing scratch */
+		check_rows_products(PT_TYPE_Q4_K, 16, 166 * 256, 9);
+	}
+	REQUIRE(pt_kern_set_level(keep, NULL) == PT_OK);
+	CHECK(levels >= 1);
+}
+
+PT_TEST(test_kern_x16_rows_rejects_bad_matrices)
+{
+	uint8_t buf[48 * 210] = { 0 };
+	float y[48];
+	uint8_t q[292] = { 0 };
+	struct pt_error err = { 0 };
+	struct pt_kern_mat m = rows_mat(PT_TYPE_Q4_K, buf, 144, 40, 256); /* not whole bands */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, &err) == PT_E_INVALID);
+	CHECK_CONTAINS(err.msg, "x16");
+	struct pt_kern_mv mv = { m, q, y };
+	CHECK(pt_kern_matvec_set(&mv, 1, NULL, NULL) == PT_E_INVALID);
+	m = rows_mat(PT_TYPE_Q8_0, buf, 34, 16, 48); /* not whole 32-column blocks */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, &err) == PT_E_INVALID);
+	m = rows_mat(PT_TYPE_Q4_0, buf, 18, 16, 32); /* no X16 layout, no row twin */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, &err) == PT_E_INVALID);
+	m = rows_mat(PT_TYPE_Q5_K, buf, 176, 16, 256); /* no X16 layout at all */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, NULL) == PT_E_INVALID);
+	m = rows_mat(PT_TYPE_Q6_K, buf, 210, 48, 256); /* and a good one runs */
+	CHECK(pt_kern_matvec_q(&m, q, y, NULL, NULL) == PT_OK);
+}
+
+/* The packing moves the same bytes at every level (its transposes are per level). */
+PT_TEST(test_kern_x16_pack_same_at_every_level)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
+	const enum pt_kern_level keep = pt_kern_level();
+	for (int ti = 0; ti < 4; ti++) {
+		const enum pt_type t = types[ti];
+		const uint64_t rows = 48, cols = 512;
+		size_t rb;
+		uint8_t *w = make_w(t, rows, cols, true, &rb);
+		REQUIRE(w);
+		REQUIRE(pt_kern_set_level(PT_KERN_LEVEL_SCALAR, NULL) == PT_OK);
+		uint8_t *want = pack_t(t, w, rb, rows, cols);
+		REQUIRE(want);
+		for (int lv = 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
+			if (pt_kern_set_level((enum pt_kern_level)lv, NULL) != PT_OK)
+				continue;
+			uint8_t *got = pack_t(t, w, rb, rows, cols);
+			REQUIRE(got);
+			CHECK(memcmp(got, want, rows / 16 * pt_kern_x16_band(t, cols)) == 0);
+			pt_free(got);
+		}
+		pt_free(want);
+		pt_free(w);
+	}
+	REQUIRE(pt_kern_set_level(keep, NULL) == PT_OK);
+}

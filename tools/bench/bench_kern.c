@@ -1,7 +1,7 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il|layouts|dense16]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
@@ -12,7 +12,10 @@
  *   products at 128-2048 tokens and Sarvam-30B's at 512, best level; "attn": one Qwen3-30B-A3B
  *   layer's prefill attention at 1k / 4k context, one thread; "il" / "il6": the X16 layout,
  *   16 Q4_K / Q6_K rows interleaved, against the per-row dot on Qwen3's routed gates, one
- *   thread; "il8" / "il5": the same for Q8_0 / Q5_0 on Gemma 4's routed downs, 2816 x 704)
+ *   thread; "il8" / "il5": the same for Q8_0 / Q5_0 on Gemma 4's routed downs, 2816 x 704;
+ *   "layouts": the Qwen3 / Sarvam expert products (and Gemma 4's Q5_0 down) at 1-256
+ *   tokens, cold, one thread, as
+ *   stored, interleaved (X16) and as stored with the interleaved numerics (X16_ROWS))
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -733,18 +736,29 @@ static void bench_matmul_levels(enum pt_type t, uint64_t rows, uint64_t cols, ui
  * the layers' expert slabs are) each taking n_tok gathered tokens once per pass, so every
  * product starts with its weights out of cache, as in the forward pass.  GMAC/s per CPU
  * second, one thread, current level. */
+static enum pt_kern_layout cold_layout; /* "layouts" mode: the experts' layout */
+
 static void bench_matmul_cold(enum pt_type t, uint64_t rows, uint64_t cols, uint64_t n_exp,
 			      uint64_t n_tok, double secs)
 {
 	uint64_t rb;
 	pt_type_row_bytes(t, cols, &rb);
-	const size_t eb = (size_t)(rb * rows);
+	size_t eb = (size_t)(rb * rows);
 	uint8_t *w = pt_malloc(eb * n_exp);
 	float *x = pt_mallocn(cols * n_tok, sizeof(float)), *y = pt_mallocn(rows * n_tok, sizeof(float));
 	fill(t, w, eb * n_exp);
+	if (cold_layout == PT_KERN_LAYOUT_X16) { /* the experts' interleaved copies instead */
+		const size_t xb = rows / 16 * pt_kern_x16_band(t, cols);
+		uint8_t *p = pt_malloc(xb * n_exp);
+		for (uint64_t e = 0; p && e < n_exp; e++)
+			pt_kern_x16_pack(t, w + e * eb, (size_t)rb, cols, 0, rows / 16, p + e * xb);
+		pt_free(w);
+		w = p;
+		eb = xb;
+	}
 	for (uint64_t i = 0; i < cols * n_tok; i++)
 		x[i] = (float)(rnd8() - 128) / 64.0f;
-	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w, PT_KERN_LAYOUT_ROWS };
+	struct pt_kern_mat m = { t, rows, cols, (size_t)rb, w, cold_layout };
 	size_t ab = pt_kern_act_bytes(&m, 1);
 	uint8_t *xq = pt_malloc(ab * n_tok);
 	for (uint64_t k = 0; k < n_tok; k++)
@@ -764,10 +778,11 @@ static void bench_matmul_cold(enum pt_type t, uint64_t rows, uint64_t cols, uint
 		double r = (double)macs / (t1 - t0) / 1e9;
 		best = r > best ? r : best;
 	}
-	printf("%-5s %5llux%-5llu %llu tok x %llu cold experts  %s/matmul %6.1f GMAC/s\n",
+	static const char *const lname[] = { "rows", "x16", "x16-rows" };
+	printf("%-5s %5llux%-5llu %llu tok x %llu cold experts  %s/matmul %-8s %6.1f GMAC/s\n",
 	       pt_type_name(t), (unsigned long long)rows, (unsigned long long)cols,
 	       (unsigned long long)n_tok, (unsigned long long)n_exp,
-	       pt_kern_level_name(pt_kern_level()), best);
+	       pt_kern_level_name(pt_kern_level()), lname[cold_layout], best);
 	pt_free(w);
 	pt_free(x);
 	pt_free(y);
@@ -1140,6 +1155,30 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "dense") == 0) {
 		bench_dense(secs);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "layouts") == 0) { /* the expert layouts, one thread */
+		static const uint64_t toks[] = { 1, 2, 4, 8, 16, 32, 96, 256 };
+		pt_kern_set_level(pt_kern_level_max(), NULL);
+		for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++)
+			for (int l = 0; l < 3; l++) {
+				cold_layout = (enum pt_kern_layout)l;
+				bench_matmul_cold(PT_TYPE_Q4_K, 768, 2048, 32, toks[i], secs);
+				bench_matmul_cold(PT_TYPE_Q6_K, 2048, 768, 32, toks[i], secs);
+				bench_matmul_cold(PT_TYPE_Q4_K, 1024, 4096, 32, toks[i], secs);
+				bench_matmul_cold(PT_TYPE_Q6_K, 4096, 1024, 32, toks[i], secs);
+				bench_matmul_cold(PT_TYPE_Q5_0, 2816, 704, 32, toks[i], secs);
+			}
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "dense16") == 0) { /* interleaved dense, one thread */
+		static const uint64_t toks[] = { 512, 2048, 4096 };
+		pt_kern_set_level(pt_kern_level_max(), NULL);
+		cold_layout = PT_KERN_LAYOUT_X16;
+		for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
+			bench_matmul_cold(PT_TYPE_Q4_K, 4096, 4096, 1, toks[i], secs);
+			bench_matmul_cold(PT_TYPE_Q6_K, 1024, 4096, 1, toks[i], secs);
+		}
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "moe") == 0) {
