@@ -1159,7 +1159,9 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "layouts") == 0) { /* the expert layouts, one thread */
 		static const uint64_t toks[] = { 1, 2, 4, 8, 16, 32, 96, 256 };
-		pt_kern_set_level(pt_kern_level_max(), NULL);
+		/* the best level, or PARTICLE_CPU's (the AVX2 level: the reference user's CPU) */
+		if (!getenv("PARTICLE_CPU") || pt_kern_init(NULL) != PT_OK)
+			pt_kern_set_level(pt_kern_level_max(), NULL);
 		for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++)
 			for (int l = 0; l < 3; l++) {
 				cold_layout = (enum pt_kern_layout)l;
