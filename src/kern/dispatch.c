@@ -224,9 +224,10 @@ static void x16_of(int lv, int t, struct pt_kern_ops *o)
 		if (use > 0)
 			continue;
 #endif
-		if (tab[t] && !o->x16) {
+		if (tab[t]) {
 			o->x16 = tab[t];
 			o->x16_level = (enum pt_kern_level)use;
+			break;
 		}
 	}
 	/* the row kernels of PT_KERN_LAYOUT_X16_ROWS, only where the type has the layout */

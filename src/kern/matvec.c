@@ -236,6 +236,8 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 #define X16R_PACK_TOKS_Q6K 16 /* its packing costs more (three transposes a super-block) */
 #define X16R_SCRATCH_BYTES (384u << 10)
 static _Thread_local uint8_t x16r_scratch[X16R_SCRATCH_BYTES] __attribute__((aligned(64)));
+_Static_assert(X16_BLOCK_BYTES <= X16R_SCRATCH_BYTES && X16_WIDE_BLOCK_BYTES <= X16R_SCRATCH_BYTES,
+	       "x16_blocking's blocks fit the packing scratch");
 
 static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
 {
@@ -262,10 +264,8 @@ static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
 		}
 		return;
 	}
-	uint64_t per, panel;
+	uint64_t per, panel; /* a block of bands fits the scratch (band <= it, checked above) */
 	x16_blocking(jb, band, &per, &panel);
-	if (per * band > X16R_SCRATCH_BYTES)
-		per = X16R_SCRATCH_BYTES / band;
 	for (uint64_t b0 = r0 / PT_KERN_X16_ROWS; b0 < r1 / PT_KERN_X16_ROWS; b0 += per) {
 		const uint64_t b1 = min_u64(b0 + per, r1 / PT_KERN_X16_ROWS);
 		pt_kern_x16_pack(w->type, data + b0 * PT_KERN_X16_ROWS * rb, rb, w->cols, 0, b1 - b0,
