@@ -35,6 +35,7 @@ struct bench_args {
 
 struct bench_result {
 	double prefill_s, decode_s, ttft_s, disk_bw, disk_probe_s;
+	double open_s; /* pt_engine_open: load, plan, copies, slots faulted in */
 	const char *disk_how;
 	uint64_t hits, misses, bytes_read;          /* whole run */
 	uint64_t dec_hits, dec_misses, dec_bytes;   /* decode phase only */
@@ -59,8 +60,10 @@ static void help(void)
 	printf("usage: particle bench -m MODEL [options]\n\n"
 	       "Runs a fixed synthetic prompt (the token ids tools/oracle/oracle.mjs bench uses)\n"
 	       "through the engine, then greedy decode, and reports prefill and decode tok/s,\n"
-	       "time to first token, peak RSS, expert hit rate, expert bytes read per decoded\n"
-	       "token and the I/O floor (those bytes / disk bandwidth, seconds per token).\n\n"
+	       "time to first token, the open's time (load, plan, copies; where experts\n"
+	       "stream, the expert slots faulted in), peak RSS, expert hit rate, expert bytes\n"
+	       "read per decoded token and the I/O floor (those bytes / disk bandwidth, seconds\n"
+	       "per token).\n\n"
 	       "  -m, --model FILE       GGUF model, or a name in the models directory (required)\n"
 	       "  --prompt-tokens N      prompt length (default 512)\n"
 	       "  --gen N                generated tokens, greedy (default 128)\n"
@@ -445,7 +448,8 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       "\"io_floor_s_per_token\": %.6f, \"time_over_floor\": %.4f, "
 		       "\"first_token\": %u, \"last_token\": %u, \"batch\": %u, "
 		       "\"repacked_bytes\": %llu, \"repack_s\": %.3f, \"slots_lend_max\": %u, "
-		       "\"slots_lent_peak\": %u", a->model,
+		       "\"slots_lent_peak\": %u, \"open_s\": %.6f, \"slots_populate_s\": %.6f",
+		       a->model,
 		       (unsigned long long)a->threads, (unsigned long long)a->prompt,
 		       (unsigned long long)a->gen, pf, dc, r->ttft_s, tpt,
 		       (unsigned long long)r->st.peak_rss_bytes,
@@ -456,7 +460,8 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       (unsigned long long)r->bytes_read, r->st.wait_s, r->disk_bw, r->disk_how,
 		       floor_s, ratio(tpt, floor_s), r->first_token, r->last_token, r->n_batch,
 		       (unsigned long long)r->st.repacked_bytes, r->st.repack_s,
-		       r->st.slots_lend_max, r->st.slots_lent_peak);
+		       r->st.slots_lend_max, r->st.slots_lent_peak, r->open_s,
+		       r->st.slots_populate_s);
 		json_io(a, r);
 		return;
 	}
@@ -471,9 +476,13 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	printf(")\n");
 	printf("decode     %llu tokens in %.3f s: %.2f tok/s (%.2f ms/token)\n",
 	       (unsigned long long)a->gen, r->decode_s, dc, tpt * 1e3);
+	printf("open       %.2f s", r->open_s);
 	if (r->st.repacked_bytes)
-		printf("repack     %.1f MiB of weights interleaved at open in %.2f s\n",
+		printf(" (%.1f MiB of weights interleaved in %.2f s)",
 		       (double)r->st.repacked_bytes / (1 << 20), r->st.repack_s);
+	if (r->st.slots_populate_s > 0)
+		printf(" (expert slots faulted in: %.2f s)", r->st.slots_populate_s);
+	printf("\n");
 	printf("experts    decode hit rate %.2f%%, %.2f MiB read/token, waited %.3f s\n",
 	       hit * 100, bpt * mib, r->st.wait_s);
 	printf("io         decode per token: %.2f ms blocked on reads, %.2f ms computing (%.2f ms "
@@ -559,8 +568,13 @@ int pt_cmd_bench(int argc, char **argv)
 	a.eo.n_ctx = (uint32_t)(a.prompt + a.gen);
 	a.eo.n_batch = a.batch ? (uint32_t)a.batch : PT_ENGINE_BATCH_AUTO;
 	pt_engine *e = NULL;
-	if (st == PT_OK)
+	if (st == PT_OK) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		st = pt_engine_open(&a.eo, &e, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		r.open_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	}
 	if (st == PT_OK && a.gpu.on) { /* prompt and decode on the device (issue 16) */
 		rc = pt_cli_gpu_attach(&a.gpu, e, a.eo.cache_policy, stderr, &r.gpu);
 		if (rc) {

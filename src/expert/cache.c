@@ -241,6 +241,33 @@ enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *
 	return PT_OK;
 }
 
+void pt_expert_cache_populate(pt_expert_cache *c, bool *populated)
+{
+	*populated = false;
+	if (!c->pool)
+		return;
+	pthread_mutex_lock(&c->mu);
+	/* layers are contiguous, slots_per_layer each; the active ones lead every layer */
+	const uint64_t layer_bytes = (uint64_t)c->cfg.slots_per_layer * c->cfg.slot_bytes,
+		       on_bytes = (uint64_t)c->slots_on * c->cfg.slot_bytes;
+	const long sys_pg = sysconf(_SC_PAGESIZE);
+	const uintptr_t pg = sys_pg > 0 ? (uintptr_t)sys_pg : 4096;
+	bool ok = true;
+	/* whole pages (a slot is 4 KiB-aligned; pages may be larger): a neighbour's page
+	 * faulted in with them is memory the plan counted anyway */
+	for (uint32_t li = 0; ok && li < c->cfg.n_layers; li++) {
+		const uintptr_t p = (uintptr_t)c->pool + li * layer_bytes,
+				a = p & ~(pg - 1), b = (p + on_bytes + pg - 1) & ~(pg - 1);
+		if (c->slots_on == c->cfg.slots_per_layer) { /* all of it in one call */
+			ok = madvise(c->pool, c->pool_bytes, MADV_POPULATE_WRITE) == 0;
+			break;
+		}
+		ok = madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
+	}
+	*populated = ok;
+	pthread_mutex_unlock(&c->mu);
+}
+
 uint8_t *pt_expert_cache_slot_ptr(pt_expert_cache *c, uint32_t layer, uint32_t slot)
 {
 	uint64_t idx = (uint64_t)layer * c->cfg.slots_per_layer + slot;

@@ -76,6 +76,12 @@ uint32_t pt_expert_cache_active(pt_expert_cache *c);
  * or loading; PT_E_INVALID for n out of range. */
 enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *populated,
 					  struct pt_error *err);
+/* Faults in the memory of every active slot now (MADV_POPULATE_WRITE), so that no read
+ * lands in untouched memory later: a fresh page is zeroed by the kernel on first touch, and
+ * a read into one goes through a kernel worker competing with the compute threads.
+ * *populated false when the kernel cannot (before Linux 5.14; the slots then fault in as
+ * they are first read).  Touches nothing the plan did not count: the pool is the plan's. */
+void pt_expert_cache_populate(pt_expert_cache *c, bool *populated);
 /* First byte of a slot (4096-aligned). */
 uint8_t *pt_expert_cache_slot_ptr(pt_expert_cache *c, uint32_t layer, uint32_t slot);
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "quant/types.h"
 #include "util/alloc.h"
@@ -53,6 +54,7 @@ struct pt_expert_store {
 	uint32_t n_paced, pace;
 	uint8_t *touched;    /* [n_moe][slots_per_layer]: the slot has been read into */
 	uint64_t cold_reads; /* reads into a slot's never-touched memory */
+	double populate_s;   /* the open's pt_expert_cache_populate */
 	struct pt_error sticky;
 	char desc[1200];
 	/* lazy pack cache */
@@ -166,6 +168,16 @@ static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 		s->pace = c->demand_depth ? c->demand_depth : PT_STORE_PACE_MIN;
 	if (st == PT_OK && (!s->deferred || !s->paced || !s->touched))
 		st = pt_error_set(err, PT_E_NOMEM, "expert store read-ahead queue");
+	if (st == PT_OK && c->populate) {
+		struct timespec t0, t1;
+		bool populated;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		pt_expert_cache_populate(s->cache, &populated);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		s->populate_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		if (populated) /* no read lands in untouched memory: none needs a kernel worker */
+			memset(s->touched, 1, (size_t)s->lay->n_moe * c->slots_per_layer);
+	}
 	if (st == PT_OK)
 		st = pt_io_open(&ic, &s->io, err);
 	/* a split model's other parts: io file i is the layout's file i (geometry's .file) */
@@ -374,6 +386,11 @@ static void flush_pcache(pt_expert_store *s)
 uint64_t pt_expert_store_cold_reads(const pt_expert_store *s)
 {
 	return s->cold_reads;
+}
+
+double pt_expert_store_populate_s(const pt_expert_store *s)
+{
+	return s->populate_s;
 }
 
 void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,

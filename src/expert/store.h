@@ -45,6 +45,8 @@ struct pt_expert_store_config {
 	bool no_read_ahead;       /* ignore pt_expert_store_ahead hints */
 	uint32_t demand_depth;    /* a wave's demand reads in flight at most (0: as many as
 				     PT_STORE_PACE_BYTES of slots, at least PT_STORE_PACE_MIN) */
+	bool populate;            /* fault the slots' memory in at open (pt_expert_cache_populate)
+				     rather than at each slot's first read */
 	pt_io_fault_fn fault;     /* tests; read tags: moe << 32 | expert, plus
 				     PT_STORE_TAG_PCACHE for reads from the pack cache */
 	void *fault_ctx;
@@ -132,6 +134,8 @@ uint32_t pt_expert_store_active_slots(pt_expert_store *s);
 
 /* Reads into a slot's never-touched memory (at most one per slot; pt_io_job.cold). */
 uint64_t pt_expert_store_cold_reads(const pt_expert_store *s);
+/* Seconds the open spent faulting the slots in (config .populate; 0 when it did not). */
+double pt_expert_store_populate_s(const pt_expert_store *s);
 /* Pack-cache counters: misses served from it, entries that failed their check (read from
  * the source instead), entries written. */
 void pt_expert_store_pcache_stats(const pt_expert_store *s, uint64_t *hits, uint64_t *bad,

@@ -411,6 +411,12 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 		/* PARTICLE_READ_AHEAD=0: no decode read-ahead (A/B comparisons) */
 		.no_read_ahead = getenv("PARTICLE_READ_AHEAD") &&
 				 !strcmp(getenv("PARTICLE_READ_AHEAD"), "0"),
+		/* the slots' pages zeroed now, not by each slot's first read in the middle of
+		 * a prompt (through a kernel worker beside the compute threads: ~4.5 GiB of a
+		 * capped Qwen3 prompt's slots cost it ~6 s; docs/PERFORMANCE.md round 27).
+		 * PARTICLE_POPULATE=0 skips it, as it skips the mapping's (A/B measurements) */
+		.populate = mode != PT_IO_MMAP && !(getenv("PARTICLE_POPULATE") &&
+						    !strcmp(getenv("PARTICLE_POPULATE"), "0")),
 	};
 	enum pt_status st = pt_expert_store_open(&c, &e->store, err);
 	if (st != PT_OK)
@@ -850,6 +856,13 @@ static enum pt_status open_all(pt_engine *e, struct pt_error *err)
 		return st;
 	say(e, "particle: plan: %s%s\n", e->plan_line, "");
 	say(e, "particle: experts: %s%s\n", e->io_engine, "");
+	if (e->store && pt_expert_store_populate_s(e->store) > 0) {
+		char b[PT_PLAN_SIZE_LEN], t[32];
+		snprintf(t, sizeof t, "%.2f s", pt_expert_store_populate_s(e->store));
+		say(e, "particle: experts: %s of slots faulted in at open in %s\n",
+		    pt_plan_size((uint64_t)e->plan.slots_per_layer * e->lay.n_moe * e->pin.slot_bytes,
+				 b), t);
+	}
 	if (o->verbose && o->log)
 		fprintf(o->log, "particle: model %s: %s, %u layers, %u experts (top-%u), cpu %s\n",
 			o->model_path, e->m->hp.arch_name, e->m->hp.n_layer, e->m->hp.n_expert,
@@ -1467,6 +1480,7 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.io_busy_s = e->store ? pt_expert_store_io_busy_s(e->store) : 0.0,
 		.head_s = (double)pt_fwd_head_ns(e->f) * 1e-9,
 		.repacked_bytes = e->repacked_bytes, .repack_s = e->repack_s,
+		.slots_populate_s = e->store ? pt_expert_store_populate_s(e->store) : 0,
 		.decode_steps = e->decode_steps, .expert_gets = pt_fwd_expert_gets(e->f),
 		.n_seq = e->n_seq, .snap_bytes = e->snap_used,
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,

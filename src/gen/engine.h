@@ -135,6 +135,8 @@ struct pt_engine_stats {
 	uint32_t slots_lend_max;    /* at most, per layer (0: prompts never lend) */
 	uint32_t slots_lent_peak;   /* the most any evaluation so far lent, per layer */
 	uint32_t slots_active;      /* slots a layer uses now (slots_per_layer between prompts) */
+	/* added by issue 21 round 27: the open faulted the slot pool in (0: it did not) */
+	double slots_populate_s;
 };
 
 typedef struct pt_engine pt_engine;

@@ -27,7 +27,7 @@ expect_one_error_line "missing model file"
 M="$TMP/m.gguf"
 expect_exit 0 "mkmodel" -- "$PARTICLE" mkmodel --arch qwen3moe --preset tiny --quant q8_0 -o "$M"
 expect_exit 0 "bench text" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 --gen 4 --threads 1
-for w in prefill decode experts io disk probe memory; do expect_grep "$TMP/out" "^$w " "text line $w"; done
+for w in prefill decode open experts io disk probe memory; do expect_grep "$TMP/out" "^$w " "text line $w"; done
 expect_exit 0 "bench json" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 --gen 4 --threads 2 \
 	--disk-bw 100 --json
 cp "$TMP/out" "$TMP/a.json"
@@ -72,11 +72,17 @@ assert sum(pp.values()) <= o["ttft_s"] + 1e-3, o
 assert 0 <= o["prefill_read_wait_s"] <= pp["experts"] + 1e-3, o
 # slots a prompt lends to its chunk (issue 21): never more than the plan lets it
 assert 0 <= o["slots_lent_peak"] <= o["slots_lend_max"] < o["slots_per_layer"], o
+# the open's time, its slot faulting inside it (none here: every expert mapped)
+assert o["open_s"] > 0 and o["slots_populate_s"] == 0, o
+assert o["io_engine"].startswith("mmap"), o
 PY
 then ok; else bad "json shape"; fi
 # Greedy decode is deterministic and independent of the thread count and memory budget.
 expect_exit 0 "bench json 1 thread, small budget" -- "$PARTICLE" bench -m "$M" --prompt-tokens 8 \
 	--gen 4 --threads 1 --disk-bw 100 --json --expert-slots 8 --io direct
+# streamed experts: the slots were faulted in at open, inside the open's time
+if python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))
+assert 0 < o["slots_populate_s"] < o["open_s"], o' "$TMP/out"; then ok; else bad "slots faulted in at open"; fi
 tok() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["first_token"], o["last_token"])' "$1"; }
 if [ "$(tok "$TMP/a.json")" = "$(tok "$TMP/out")" ]; then ok; else bad "greedy tokens differ across threads/slots"; fi
 expect_exit 0 "bench measures the disk" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json

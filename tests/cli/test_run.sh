@@ -284,6 +284,12 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	expect_exit 0 "run, interleaved pack left" -- "$PARTICLE" run -m "$R" --prompt hi -n 4 \
 		--io direct --verbose
 	expect_grep "$TMP/err" "ignoring expert pack .*run with --repack" "pack left without --repack"
+	expect_grep "$TMP/err" "particle: experts: .* of slots faulted in at open in [0-9.]* s" \
+		"streamed experts: the slots faulted in at open"
+	expect_exit 0 "run, slots not faulted in" -- env PARTICLE_POPULATE=0 "$PARTICLE" run \
+		-m "$R" --prompt hi -n 4 --io direct --verbose
+	if grep -q "faulted in at open" "$TMP/err"; then bad "PARTICLE_POPULATE=0 still faults the slots in"
+	else ok; fi
 	serve_log --io direct # serve's default uses an interleaved pack as --repack does
 	expect_grep "$TMP/serve.err" "routed experts read interleaved from the expert pack\|ignoring expert pack.*no interleaved" \
 		"serve with streamed experts uses the interleaved pack by default"

@@ -309,6 +309,44 @@ PT_TEST(test_expert_store_prefill_waves)
 	teardown(&c);
 }
 
+/* .populate: the slots are faulted in at open, so no read lands in never-touched memory
+ * (none goes through a kernel worker), and every expert's bytes are still right. */
+PT_TEST(test_expert_store_populate)
+{
+	struct ctx c;
+	pt_expert_store *s = NULL;
+	REQUIRE(setup(&c, "st5p.gguf") == 0);
+	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+					      .mode = PT_IO_DIRECT, .slots_per_layer = 3,
+					      .populate = true };
+	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+	CHECK(pt_expert_store_populate_s(s) > 0);
+	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ends[8], nw = 0, start = 0;
+	REQUIRE(pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) == PT_OK);
+	CHECK_EQ_INT(nw, 3);
+	int bad = 0;
+	for (uint32_t w = 0; w < nw; w++) {
+		REQUIRE(pt_expert_store_prefetch(s, 1, u + start, ends[w] - start, NULL) == PT_OK);
+		for (uint32_t i = start; i < ends[w]; i++) {
+			struct pt_expert_view v;
+			REQUIRE(pt_expert_store_get(s, 1, u[i], &v, NULL) == PT_OK);
+			bad += !view_ok(&c, 0, u[i], &v);
+			pt_expert_store_release(s, 1, u[i]);
+		}
+		pt_expert_store_end_layer(s, 1);
+		start = ends[w];
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(pt_expert_store_cold_reads(s), 0);
+	pt_expert_store_close(s);
+	/* without it: the open touches nothing */
+	cfg.populate = false;
+	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+	CHECK(pt_expert_store_populate_s(s) == 0);
+	pt_expert_store_close(s);
+	teardown(&c);
+}
+
 /* Prefetches want[n] on layer (MoE index m) and takes every expert next() reports: each
  * one of want, once, with the file's bytes; the reported set in *seen (bit per expert).
  * Returns the status next() ended with. */

@@ -53,7 +53,8 @@ r = {"variant": name, "rc": int(rc), "load": float(load), "end": t,
      "cg_max_usage": int(peak or 0), "cg_oom_kills": int(kills or 0)}
 for k in ("ttft_s", "prefill_tps", "decode_tps", "read_wait_s", "prefill_read_wait_s",
           "prefill_phase_s", "decode_phase_s_per_token", "peak_rss_bytes", "prompt_tokens",
-          "gen_tokens", "bytes_read_total", "hit_rate", "slots_per_layer", "repack_s", "io_engine",
+          "gen_tokens", "bytes_read_total", "hit_rate", "slots_per_layer", "repack_s", "open_s",
+          "slots_populate_s", "batch", "io_engine",
           "build"):
     if k in o:
         r[k] = o[k]
