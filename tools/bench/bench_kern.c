@@ -13,7 +13,7 @@
  *   layer's prefill attention at 1k / 4k context, one thread; "il" / "il6": the X16 layout,
  *   16 Q4_K / Q6_K rows interleaved, against the per-row dot on Qwen3's routed gates, one
  *   thread; "il8" / "il5": the same for Q8_0 / Q5_0 on Gemma 4's routed downs, 2816 x 704;
- *   "layouts": the Qwen3 / Sarvam expert products (and Gemma 4's Q5_0 down) at 1-256
+ *   "layouts": the Qwen3 / Sarvam expert products (and Gemma 4's Q5_0 / Q8_0 downs) at 1-256
  *   tokens, cold, one thread, as
  *   stored, interleaved (X16) and as stored with the interleaved numerics (X16_ROWS))
  *
@@ -1170,6 +1170,7 @@ int main(int argc, char **argv)
 				bench_matmul_cold(PT_TYPE_Q4_K, 1024, 4096, 32, toks[i], secs);
 				bench_matmul_cold(PT_TYPE_Q6_K, 4096, 1024, 32, toks[i], secs);
 				bench_matmul_cold(PT_TYPE_Q5_0, 2816, 704, 32, toks[i], secs);
+				bench_matmul_cold(PT_TYPE_Q8_0, 2816, 704, 32, toks[i], secs);
 			}
 		return 0;
 	}
