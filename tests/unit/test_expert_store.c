@@ -271,6 +271,30 @@ PT_TEST(test_expert_store_concurrent_gets)
 	}
 }
 
+/* Layer 1's experts u[0..8) through the store in the waves it cuts (checked: 3 with 3
+ * slots), each one's bytes checked; returns how many were wrong (-1: a call failed). */
+static int eight_in_waves(struct ctx *c, pt_expert_store *s, uint32_t *u)
+{
+	uint32_t ends[8], nw = 0, start = 0;
+	int bad = 0;
+	if (pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) != PT_OK || nw != 3)
+		return -1;
+	for (uint32_t w = 0; w < nw; w++) {
+		if (pt_expert_store_prefetch(s, 1, u + start, ends[w] - start, NULL) != PT_OK)
+			return -1;
+		for (uint32_t i = start; i < ends[w]; i++) {
+			struct pt_expert_view v;
+			if (pt_expert_store_get(s, 1, u[i], &v, NULL) != PT_OK)
+				return -1;
+			bad += !view_ok(c, 0, u[i], &v);
+			pt_expert_store_release(s, 1, u[i]);
+		}
+		pt_expert_store_end_layer(s, 1);
+		start = ends[w];
+	}
+	return bad;
+}
+
 PT_TEST(test_expert_store_prefill_waves)
 {
 	/* a chunk touching all 8 experts of a layer with 3 slots: waves of <= 3, resident
@@ -284,22 +308,9 @@ PT_TEST(test_expert_store_prefill_waves)
 	struct pt_expert_view v;
 	REQUIRE(pt_expert_store_get(s, 1, 6, &v, NULL) == PT_OK); /* make 6 resident */
 	pt_expert_store_release(s, 1, 6);
-	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ends[8], nw = 0, start = 0;
-	REQUIRE(pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) == PT_OK);
-	CHECK_EQ_INT(nw, 3);
+	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	CHECK_EQ_INT(eight_in_waves(&c, s, u), 0);
 	CHECK_EQ_INT(u[0], 6);
-	int bad = 0;
-	for (uint32_t w = 0; w < nw; w++) {
-		REQUIRE(pt_expert_store_prefetch(s, 1, u + start, ends[w] - start, NULL) == PT_OK);
-		for (uint32_t i = start; i < ends[w]; i++) {
-			REQUIRE(pt_expert_store_get(s, 1, u[i], &v, NULL) == PT_OK);
-			bad += !view_ok(&c, 0, u[i], &v);
-			pt_expert_store_release(s, 1, u[i]);
-		}
-		pt_expert_store_end_layer(s, 1);
-		start = ends[w];
-	}
-	CHECK_EQ_INT(bad, 0);
 	struct pt_cache_stats st;
 	pt_expert_store_stats(s, 0, &st);
 	CHECK_EQ_INT(st.misses, 8); /* each expert read once */
@@ -321,22 +332,8 @@ PT_TEST(test_expert_store_populate)
 					      .populate = true };
 	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
 	CHECK(pt_expert_store_populate_s(s) > 0);
-	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ends[8], nw = 0, start = 0;
-	REQUIRE(pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) == PT_OK);
-	CHECK_EQ_INT(nw, 3);
-	int bad = 0;
-	for (uint32_t w = 0; w < nw; w++) {
-		REQUIRE(pt_expert_store_prefetch(s, 1, u + start, ends[w] - start, NULL) == PT_OK);
-		for (uint32_t i = start; i < ends[w]; i++) {
-			struct pt_expert_view v;
-			REQUIRE(pt_expert_store_get(s, 1, u[i], &v, NULL) == PT_OK);
-			bad += !view_ok(&c, 0, u[i], &v);
-			pt_expert_store_release(s, 1, u[i]);
-		}
-		pt_expert_store_end_layer(s, 1);
-		start = ends[w];
-	}
-	CHECK_EQ_INT(bad, 0);
+	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	CHECK_EQ_INT(eight_in_waves(&c, s, u), 0);
 	CHECK_EQ_INT(pt_expert_store_cold_reads(s), 0);
 	pt_expert_store_close(s);
 	/* without it: the open touches nothing */
