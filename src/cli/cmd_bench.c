@@ -569,11 +569,9 @@ int pt_cmd_bench(int argc, char **argv)
 	a.eo.n_batch = a.batch ? (uint32_t)a.batch : PT_ENGINE_BATCH_AUTO;
 	pt_engine *e = NULL;
 	if (st == PT_OK) {
-		struct timespec t0, t1;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		const double t0 = now_s();
 		st = pt_engine_open(&a.eo, &e, &err);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		r.open_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		r.open_s = now_s() - t0;
 	}
 	if (st == PT_OK && a.gpu.on) { /* prompt and decode on the device (issue 16) */
 		rc = pt_cli_gpu_attach(&a.gpu, e, a.eo.cache_policy, stderr, &r.gpu);

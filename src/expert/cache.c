@@ -180,6 +180,29 @@ uint32_t pt_expert_cache_active(pt_expert_cache *c)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
+/* Faults in slots [s0, s1) of every layer (the whole pages they touch: faulting in a
+ * neighbour's present page changes nothing), caller holding mu; false when the kernel
+ * cannot (the slots then fault in as they are first read). */
+static bool fault_in(pt_expert_cache *c, uint32_t s0, uint32_t s1, uintptr_t pg)
+{
+	bool ok = c->pool != NULL && s1 > s0;
+	for (uint32_t li = 0; ok && li < c->cfg.n_layers; li++) {
+		const uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + s0) *
+						     c->cfg.slot_bytes;
+		const uintptr_t a = (uintptr_t)p & ~(pg - 1);
+		const uintptr_t b = ((uintptr_t)p + (uint64_t)(s1 - s0) * c->cfg.slot_bytes + pg - 1) &
+				    ~(pg - 1);
+		ok = madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
+	}
+	return ok;
+}
+
+static uintptr_t page_size(void)
+{
+	const long sys_pg = sysconf(_SC_PAGESIZE);
+	return sys_pg > 0 ? (uintptr_t)sys_pg : 4096;
+}
+
 enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *populated,
 					  struct pt_error *err)
 {
@@ -188,8 +211,7 @@ enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *
 	if (n == 0 || n > c->cfg.slots_per_layer)
 		return pt_error_set(err, PT_E_INVALID, "expert cache: %u active slots (1..%u)", n,
 				    c->cfg.slots_per_layer);
-	const long sys_pg = sysconf(_SC_PAGESIZE);
-	const uintptr_t pg = sys_pg > 0 ? (uintptr_t)sys_pg : 4096;
+	const uintptr_t pg = page_size();
 	pthread_mutex_lock(&c->mu);
 	const uint32_t old = c->slots_on;
 	for (uint32_t li = 0; li < c->cfg.n_layers; li++) /* all or nothing */
@@ -223,17 +245,7 @@ enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *
 	/* given back: their pages are faulted in now, in one pass, rather than by each slot's
 	 * first read in the middle of a decode (a fresh page is zeroed by the kernel, slowly
 	 * on a VM whose host has not backed it lately) */
-	bool pop = c->pool != NULL && n > old;
-	for (uint32_t li = 0; pop && li < c->cfg.n_layers; li++) {
-		/* the pages the given-back slots touch (faulting in a neighbour's present page
-		 * changes nothing) */
-		const uint8_t *p = c->pool + ((uint64_t)li * c->cfg.slots_per_layer + old) *
-						     c->cfg.slot_bytes;
-		const uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
-		const uintptr_t b = ((uintptr_t)p + (uint64_t)(n - old) * c->cfg.slot_bytes + pg - 1) &
-				    ~(uintptr_t)(pg - 1);
-		pop = madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
-	}
+	const bool pop = fault_in(c, old, n, pg);
 	if (populated)
 		*populated = pop;
 	c->slots_on = n;
@@ -243,28 +255,8 @@ enum pt_status pt_expert_cache_set_active(pt_expert_cache *c, uint32_t n, bool *
 
 void pt_expert_cache_populate(pt_expert_cache *c, bool *populated)
 {
-	*populated = false;
-	if (!c->pool)
-		return;
 	pthread_mutex_lock(&c->mu);
-	/* layers are contiguous, slots_per_layer each; the active ones lead every layer */
-	const uint64_t layer_bytes = (uint64_t)c->cfg.slots_per_layer * c->cfg.slot_bytes,
-		       on_bytes = (uint64_t)c->slots_on * c->cfg.slot_bytes;
-	const long sys_pg = sysconf(_SC_PAGESIZE);
-	const uintptr_t pg = sys_pg > 0 ? (uintptr_t)sys_pg : 4096;
-	bool ok = true;
-	/* whole pages (a slot is 4 KiB-aligned; pages may be larger): a neighbour's page
-	 * faulted in with them is memory the plan counted anyway */
-	for (uint32_t li = 0; ok && li < c->cfg.n_layers; li++) {
-		const uintptr_t p = (uintptr_t)c->pool + li * layer_bytes,
-				a = p & ~(pg - 1), b = (p + on_bytes + pg - 1) & ~(pg - 1);
-		if (c->slots_on == c->cfg.slots_per_layer) { /* all of it in one call */
-			ok = madvise(c->pool, c->pool_bytes, MADV_POPULATE_WRITE) == 0;
-			break;
-		}
-		ok = madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
-	}
-	*populated = ok;
+	*populated = fault_in(c, 0, c->slots_on, page_size()); /* the active slots lead each layer */
 	pthread_mutex_unlock(&c->mu);
 }
 

@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "quant/types.h"
 #include "util/alloc.h"
@@ -169,12 +168,10 @@ static enum pt_status open_cache(pt_expert_store *s, struct pt_error *err)
 	if (st == PT_OK && (!s->deferred || !s->paced || !s->touched))
 		st = pt_error_set(err, PT_E_NOMEM, "expert store read-ahead queue");
 	if (st == PT_OK && c->populate) {
-		struct timespec t0, t1;
 		bool populated;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		const uint64_t t0 = pt_io_now_ns();
 		pt_expert_cache_populate(s->cache, &populated);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		s->populate_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		s->populate_s = (double)(pt_io_now_ns() - t0) * 1e-9;
 		if (populated) /* no read lands in untouched memory: none needs a kernel worker */
 			memset(s->touched, 1, (size_t)s->lay->n_moe * c->slots_per_layer);
 	}
