@@ -43,6 +43,9 @@ struct bench_result {
 	double dec_phase_s[5], dec_pool_wait_s; /* decode: forward-pass parts, pool barrier */
 	double pre_phase_s[5], pre_wait_s;      /* prefill: forward-pass parts, read waits */
 	uint64_t dec_pool_runs;
+	/* read-ahead: decode's guesses of the next layer (reads, used, evicted unused,
+	 * dropped unread); prefill's next waves (reads, used) */
+	uint64_t dec_ahead[4], pre_ahead[2];
 	double dec_wait_s, dec_busy_s, dec_head_s;  /* decode phase: blocked on reads, reads
 						       in flight, output head */
 	struct pt_disk_probe_result probe;
@@ -119,9 +122,10 @@ static void help(void)
 	       "  -h, --help             this help\n\n"
 	       "llama-bench spellings are accepted too: -p/--n-prompt (--prompt-tokens),\n"
 	       "-n/--n-gen (--gen), -t (--threads), -b/--batch-size (--batch).\n\n"
-	       "Environment: PARTICLE_READ_AHEAD=0 turns off the decode read-ahead of the next\n"
-	       "layer's experts, PARTICLE_LEND=0 plans the expert slots with the prompt chunk's\n"
-	       "buffers held for good instead of lent by each long prompt (both for A/B runs);\n"
+	       "Environment: PARTICLE_READ_AHEAD=0 turns off read-ahead (decode's guess of the\n"
+	       "next layer's experts, a prompt chunk's next wave), PARTICLE_LEND=0 plans the\n"
+	       "expert slots with the prompt chunk's buffers held for good instead of lent by\n"
+	       "each long prompt (both for A/B runs);\n"
 	       "PARTICLE_CPU=scalar|avx2|avx512 caps the kernels; PARTICLE_ATTN=ggml takes\n"
 	       "llama.cpp's attention numerics (F16 accumulation in decode; default f32).\n");
 }
@@ -299,6 +303,8 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 	for (int p = 0; p < 5; p++)
 		r->pre_phase_s[p] = mid.phase_s[p] - start.phase_s[p];
 	r->pre_wait_s = mid.wait_s - start.wait_s;
+	r->pre_ahead[0] = mid.ahead_reads - start.ahead_reads;
+	r->pre_ahead[1] = mid.ahead_used - start.ahead_used;
 	pt_cli_gpu_counters(r->gpu, &r->gmid);
 	uint32_t tok = r->first_token;
 	const double t1 = now_s();
@@ -327,6 +333,10 @@ static enum pt_status run(pt_engine *e, const struct bench_args *a, struct bench
 		r->dec_phase_s[p] = r->st.phase_s[p] - mid.phase_s[p];
 	r->dec_pool_runs = r->st.pool_runs - mid.pool_runs;
 	r->dec_pool_wait_s = r->st.pool_wait_s - mid.pool_wait_s;
+	r->dec_ahead[0] = r->st.ahead_reads - mid.ahead_reads;
+	r->dec_ahead[1] = r->st.ahead_used - mid.ahead_used;
+	r->dec_ahead[2] = r->st.ahead_wasted - mid.ahead_wasted;
+	r->dec_ahead[3] = r->st.ahead_dropped - mid.ahead_dropped;
 	pt_free(ids);
 	pt_free(logits);
 	return st;
@@ -356,9 +366,11 @@ static void json_io(const struct bench_args *a, const struct bench_result *r)
 	else
 		printf(", \"membw_bytes_per_s\": null, \"decode_fraction_of_membw\": null");
 	printf(", \"read_ahead\": %llu, \"read_ahead_used\": %llu, \"read_ahead_wasted\": %llu, "
-	       "\"read_ahead_dropped\": %llu",
-	       (unsigned long long)r->st.ahead_reads, (unsigned long long)r->st.ahead_used,
-	       (unsigned long long)r->st.ahead_wasted, (unsigned long long)r->st.ahead_dropped);
+	       "\"read_ahead_dropped\": %llu, \"prefill_read_ahead\": %llu, "
+	       "\"prefill_read_ahead_used\": %llu",
+	       (unsigned long long)r->dec_ahead[0], (unsigned long long)r->dec_ahead[1],
+	       (unsigned long long)r->dec_ahead[2], (unsigned long long)r->dec_ahead[3],
+	       (unsigned long long)r->pre_ahead[0], (unsigned long long)r->pre_ahead[1]);
 	printf(", \"decode_read_wait_s_per_token\": %.6f, \"decode_compute_s_per_token\": %.6f, "
 	       "\"decode_io_busy_s_per_token\": %.6f, \"decode_head_s_per_token\": %.6f, "
 	       "\"decode_read_bw_bytes_per_s\": %.0f, "
@@ -500,12 +512,14 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 	       "of it blocked on reads), ffn rest %.2f, head %.2f\n", r->pre_phase_s[0],
 	       r->pre_phase_s[1], r->pre_phase_s[2], r->pre_wait_s, r->pre_phase_s[3],
 	       r->pre_phase_s[4]);
-	if (r->st.ahead_reads)
-		printf("ahead      %llu expert reads on a guess of the next layer, %llu used, "
+	if (r->pre_ahead[0])
+		printf("ahead      prefill: %llu expert reads of a chunk's next wave, %llu used\n",
+		       (unsigned long long)r->pre_ahead[0], (unsigned long long)r->pre_ahead[1]);
+	if (r->dec_ahead[0])
+		printf("ahead      decode: %llu expert reads on a guess of the next layer, %llu used, "
 		       "%llu evicted unused; %llu wrong guesses dropped unread\n",
-		       (unsigned long long)r->st.ahead_reads, (unsigned long long)r->st.ahead_used,
-		       (unsigned long long)r->st.ahead_wasted,
-		       (unsigned long long)r->st.ahead_dropped);
+		       (unsigned long long)r->dec_ahead[0], (unsigned long long)r->dec_ahead[1],
+		       (unsigned long long)r->dec_ahead[2], (unsigned long long)r->dec_ahead[3]);
 	printf("disk       %.1f MB/s (%s); I/O floor %.2f ms/token; time/floor %.2fx\n",
 	       r->disk_bw / 1e6, r->disk_how, floor_s * 1e3, ratio(tpt, floor_s));
 	if (r->probe.n_trials)

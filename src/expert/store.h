@@ -99,10 +99,11 @@ enum pt_status pt_expert_store_get_mats_b(pt_expert_store *s, uint32_t layer, ui
 void pt_expert_store_release(pt_expert_store *s, uint32_t layer, uint32_t expert);
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
 
-/* Read-ahead hint (decode): starts reads of layer's experts that are absent, into victim
- * slots, leaving room for the layer's own acquire of n experts; counted in the cache's
- * ahead_* counters, and as misses when later used.  Ignored in mmap mode, after a failure
- * or with no_read_ahead.  A read failure is sticky like any other. */
+/* Read-ahead hint (decode's next layer, a chunk's next wave): starts reads of layer's
+ * experts that are absent, into victim slots, leaving room for the layer's own acquire of n
+ * experts; counted in the cache's ahead_* counters, and as misses when later used.  Ignored
+ * in mmap mode, after a failure or with no_read_ahead.  A read failure is sticky like any
+ * other. */
 void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
 			   uint32_t n);
 
@@ -116,8 +117,10 @@ uint32_t pt_expert_store_warm(pt_expert_store *s, uint32_t layer, const uint32_t
 
 /* Prefill: reorders the union of experts a chunk needs on layer (distinct ids) into waves
  * that fit the free slots, resident experts first (pt_expert_cache_waves); prefetch, get,
- * release and end_layer each wave experts[wave_end[w-1] .. wave_end[w]) in turn.  mmap mode:
- * one wave. */
+ * release and end_layer each wave experts[wave_end[w-1] .. wave_end[w]) in turn.  With
+ * read-ahead on and more experts than free slots, the waves take half the free slots each,
+ * so that the next wave, handed to pt_expert_store_ahead while one computes, is read into
+ * the other half.  mmap mode: one wave. */
 enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_t *experts,
 				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
 				     struct pt_error *err);

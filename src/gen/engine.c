@@ -1590,10 +1590,12 @@ enum pt_status pt_engine_write_stats_json(const pt_engine *e, const char *path,
 		st.slots_per_layer, st.n_moe_layers, st.io_engine, st.cache_policy);
 	fprintf(fp, "  \"hits\": %llu, \"misses\": %llu, \"bytes_read\": %llu, "
 		"\"read_s\": %.6f, \"wait_s\": %.6f, \"slots_used\": %u,\n"
+		"  \"read_ahead\": %llu, \"read_ahead_used\": %llu,\n"
 		"  \"prefill_tokens\": %llu, \"prefill_tok_s\": %.3f, \"decode_tokens\": %llu, "
 		"\"decode_tok_s\": %.3f, \"peak_rss_bytes\": %llu,\n  \"layers\": [",
 		(unsigned long long)st.hits, (unsigned long long)st.misses,
 		(unsigned long long)st.bytes_read, st.read_s, st.wait_s, st.expert_slots_used,
+		(unsigned long long)st.ahead_reads, (unsigned long long)st.ahead_used,
 		(unsigned long long)st.prefill_tokens, rate(st.prefill_tokens, st.prefill_s),
 		(unsigned long long)st.decode_tokens, rate(st.decode_tokens, st.decode_s),
 		(unsigned long long)st.peak_rss_bytes);

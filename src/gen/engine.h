@@ -107,7 +107,8 @@ struct pt_engine_stats {
 	uint32_t expert_slots_used; /* slots holding an expert, all layers */
 	double io_busy_s;           /* wall time with expert reads in flight */
 	double head_s;              /* wall time in the output head */
-	uint64_t ahead_reads;       /* decode read-ahead: reads started on a guess */
+	uint64_t ahead_reads;       /* reads started early: decode's guesses of the next layer,
+				       a chunk's next wave, the profile's warm-up */
 	uint64_t ahead_used;        /* ... whose expert was then routed to (counted as misses) */
 	uint64_t ahead_wasted;      /* ... evicted unused */
 	uint64_t ahead_dropped;     /* guesses dropped unread (wrong by the time they could go) */

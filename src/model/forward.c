@@ -1403,13 +1403,15 @@ static enum pt_status wave_rows(pt_fwd *f, const struct pt_layer_weights *L, uin
 	return st;
 }
 
-/* One wave: prefetch (reads of the misses in flight), the overlapped work, then each expert
- * as its bytes are ready (hits first, misses in completion order).  Decode takes the grouped
+/* One wave: prefetch (reads of the misses in flight), the next wave handed to the provider's
+ * read-ahead (read while this one computes), the overlapped work, then each expert as its
+ * bytes are ready (hits first, misses in completion order).  Decode takes the grouped
  * path, with the overlapped FFN folded into the first group; a decode batch groups
  * (expert, row) products (wave_rows). */
 static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t il,
 			   const uint32_t *ex, uint32_t cnt, const float *in, uint32_t n,
-			   overlap_fn overlap, struct pt_error *err)
+			   overlap_fn overlap, const uint32_t *next, uint32_t next_cnt,
+			   struct pt_error *err)
 {
 	const struct pt_expert_provider *pv = f->prov;
 	const bool stream = pv->prefetch && pv->next;
@@ -1422,6 +1424,8 @@ static enum pt_status wave(pt_fwd *f, const struct pt_layer_weights *L, uint32_t
 		read_ahead(f, il, n);
 		f->ahead_done = true; /* once per layer, after the first wave's reads went out */
 	}
+	if (st == PT_OK && stream && next_cnt && pv->ahead)
+		pv->ahead(pv->ctx, il, next, next_cnt);
 	if (st == PT_OK && overlap) {
 		folded = grouped && cnt > 0 && fold_overlap(f, L, overlap, &shr);
 		if (!folded)
@@ -1531,8 +1535,10 @@ static enum pt_status experts_run(pt_fwd *f, const struct pt_layer_weights *L, u
 		st = f->prov->waves(f->prov->ctx, il, f->uni, nu, f->wave_end, &n_waves, err);
 	for (uint32_t w = 0; st == PT_OK && w < n_waves; w++) {
 		const uint32_t lo = w ? f->wave_end[w - 1] : 0;
-		st = wave(f, L, il, f->uni + lo, f->wave_end[w] - lo, in, n, w ? NULL : overlap,
-			  err);
+		const uint32_t hi = f->wave_end[w];
+		const uint32_t next_cnt = w + 1 < n_waves ? f->wave_end[w + 1] - hi : 0;
+		st = wave(f, L, il, f->uni + lo, hi - lo, in, n, w ? NULL : overlap,
+			  f->uni + hi, next_cnt, err);
 	}
 	if (st == PT_OK && n_waves == 0 && overlap)
 		st = overlap(f, L, n, err);

@@ -51,9 +51,10 @@ struct pt_expert_provider {
 	 * the experts already ready behind each next into one batched product. */
 	enum pt_status (*ready)(void *ctx, uint32_t *expert, bool *got, struct pt_error *err);
 	void (*end_layer)(void *ctx, uint32_t layer);
-	/* Optional read-ahead (decode): the forward pass's guess of layer's experts, made while
-	 * the previous layer's reads are in flight; the provider may start reading them.  A
-	 * hint only: it never changes what get returns. */
+	/* Optional read-ahead: in decode the forward pass's guess of the next layer's experts,
+	 * made while this layer's reads are in flight; in a chunk of several waves the next
+	 * wave, handed on once this wave's reads went out.  The provider may start reading
+	 * them.  A hint only: it never changes what get returns. */
 	void (*ahead)(void *ctx, uint32_t layer, const uint32_t *experts, uint32_t n);
 };
 

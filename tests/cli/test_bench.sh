@@ -85,6 +85,25 @@ if python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))
 assert 0 < o["slots_populate_s"] < o["open_s"], o' "$TMP/out"; then ok; else bad "slots faulted in at open"; fi
 tok() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["first_token"], o["last_token"])' "$1"; }
 if [ "$(tok "$TMP/a.json")" = "$(tok "$TMP/out")" ]; then ok; else bad "greedy tokens differ across threads/slots"; fi
+# a prompt whose chunk needs more experts than the slots hold: waves of half the slots, each
+# next wave read ahead while one computes (and used); PARTICLE_READ_AHEAD=0 reads none early;
+# the same tokens either way
+for ra in 1 0; do
+	expect_exit 0 "bench prefill waves, read-ahead $ra" -- env PARTICLE_READ_AHEAD=$ra \
+		"$PARTICLE" bench -m "$M" --prompt-tokens 32 --gen 4 --threads 2 --disk-bw 100 \
+		--expert-slots 8 --io direct --no-profile --json
+	cp "$TMP/out" "$TMP/ra$ra.json"
+done
+if python3 - "$TMP/ra1.json" "$TMP/ra0.json" <<'PY'
+import json, sys
+on, off = (json.load(open(f)) for f in sys.argv[1:3])
+assert on["prefill_read_ahead"] > 0, on
+assert on["prefill_read_ahead_used"] == on["prefill_read_ahead"], on
+assert on["read_ahead"] > 0 and off["read_ahead"] == 0, (on, off)
+assert off["prefill_read_ahead"] == 0 and off["prefill_read_ahead_used"] == 0, off
+assert (on["first_token"], on["last_token"]) == (off["first_token"], off["last_token"])
+PY
+then ok; else bad "prefill next-wave read-ahead"; fi
 expect_exit 0 "bench measures the disk" -- "$PARTICLE" bench -m "$M" --prompt-tokens 4 --gen 2 --json
 expect_grep "$TMP/out" '"disk_bw_source": "\(O_DIRECT\|buffered\)"' "disk probe source"
 # the probe: 4 trials before and 4 after the run, the floor uses the best, the median lies

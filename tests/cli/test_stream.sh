@@ -60,14 +60,25 @@ for arch in qwen3moe bailingmoe2 gemma4 glm4moe deepseek2 gpt-oss; do
 		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
 			bad "$arch b$b pread pool: logits differ from the mmap run"; fi
 	done
-	# decode read-ahead on (default) and off: the same logits as the mapping (batch 1 = the
-	# decode path, where the guess of the next layer's experts is made)
-	for ra in 1 0; do
-		expect_exit 0 "$arch: read-ahead $ra" -- env PARTICLE_READ_AHEAD=$ra "$PARTICLE" eval \
-			-m "$M" --tokens "$T" --top 0 --batch 1 --io direct --expert-slots $((k + 2)) \
-			--logits-out "$TMP/l.bin"
-		if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
-			bad "$arch: read-ahead $ra logits differ from the mmap run"; fi
+	# read-ahead on (default) and off: the same logits as the mapping, in decode (batch 1:
+	# the guess of the next layer's experts) and in prefill (batch 16: waves of half the
+	# slots, each next wave read while one computes)
+	for b in 16 1; do
+		expect_exit 0 "$arch: reference b$b again" -- "$PARTICLE" eval -m "$M" --tokens "$T" \
+			--top 0 --batch "$b" --io mmap --logits-out "$TMP/ref.bin"
+		for ra in 1 0; do
+			expect_exit 0 "$arch: b$b read-ahead $ra" -- env PARTICLE_READ_AHEAD=$ra \
+				"$PARTICLE" eval -m "$M" --tokens "$T" --top 0 --batch "$b" --io direct \
+				--expert-slots $((k + 2)) --no-profile --logits-out "$TMP/l.bin" \
+				--stats-json "$TMP/s.json"
+			if cmp -s "$TMP/ref.bin" "$TMP/l.bin"; then ok; else
+				bad "$arch: b$b read-ahead $ra logits differ from the mmap run"; fi
+			if [ "$ra" = 1 ]; then
+				expect_grep "$TMP/s.json" '"read_ahead_used": [1-9]' "$arch b$b: read ahead, used"
+			else
+				expect_grep "$TMP/s.json" '"read_ahead": 0,' "$arch b$b: nothing read ahead"
+			fi
+		done
 	done
 	[ "$k" -gt 0 ] && [ "$ne" -gt "$k" ] && ok || bad "$arch: top-k $k / $ne experts parsed"
 	# an expert pack beside the model (one read per expert) and the lazy pack cache

@@ -271,17 +271,20 @@ PT_TEST(test_expert_store_concurrent_gets)
 	}
 }
 
-/* Layer 1's experts u[0..8) through the store in the waves it cuts (checked: 3 with 3
- * slots), each one's bytes checked; returns how many were wrong (-1: a call failed). */
-static int eight_in_waves(struct ctx *c, pt_expert_store *s, uint32_t *u)
+/* Layer 1's experts u[0..8) through the store in the waves it cuts (checked: n_waves of
+ * them), as the forward pass does: each wave prefetched, the next one handed to read-ahead,
+ * each expert's bytes checked; returns how many were wrong (-1: a call failed). */
+static int eight_in_waves(struct ctx *c, pt_expert_store *s, uint32_t *u, uint32_t n_waves)
 {
 	uint32_t ends[8], nw = 0, start = 0;
 	int bad = 0;
-	if (pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) != PT_OK || nw != 3)
+	if (pt_expert_store_waves(s, 1, u, 8, ends, &nw, NULL) != PT_OK || nw != n_waves)
 		return -1;
 	for (uint32_t w = 0; w < nw; w++) {
 		if (pt_expert_store_prefetch(s, 1, u + start, ends[w] - start, NULL) != PT_OK)
 			return -1;
+		if (w + 1 < nw)
+			pt_expert_store_ahead(s, 1, u + ends[w], ends[w + 1] - ends[w]);
 		for (uint32_t i = start; i < ends[w]; i++) {
 			struct pt_expert_view v;
 			if (pt_expert_store_get(s, 1, u[i], &v, NULL) != PT_OK)
@@ -297,27 +300,35 @@ static int eight_in_waves(struct ctx *c, pt_expert_store *s, uint32_t *u)
 
 PT_TEST(test_expert_store_prefill_waves)
 {
-	/* a chunk touching all 8 experts of a layer with 3 slots: waves of <= 3, resident
-	 * experts first, every expert's bytes right */
-	struct ctx c;
-	pt_expert_store *s = NULL;
-	REQUIRE(setup(&c, "st5.gguf") == 0);
-	struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
-					      .mode = PT_IO_DIRECT, .slots_per_layer = 3 };
-	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
-	struct pt_expert_view v;
-	REQUIRE(pt_expert_store_get(s, 1, 6, &v, NULL) == PT_OK); /* make 6 resident */
-	pt_expert_store_release(s, 1, 6);
-	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
-	CHECK_EQ_INT(eight_in_waves(&c, s, u), 0);
-	CHECK_EQ_INT(u[0], 6);
-	struct pt_cache_stats st;
-	pt_expert_store_stats(s, 0, &st);
-	CHECK_EQ_INT(st.misses, 8); /* each expert read once */
-	/* only each slot's first read lands in never-touched memory */
-	CHECK_EQ_INT(pt_expert_store_cold_reads(s), 3);
-	pt_expert_store_close(s);
-	teardown(&c);
+	/* a chunk touching all 8 experts of a layer with 4 slots: resident experts first,
+	 * every expert's bytes right; with read-ahead on, waves of half the slots, each read
+	 * ahead while the wave before it is used; without, waves of all 4 */
+	for (int ahead = 1; ahead >= 0; ahead--) {
+		struct ctx c;
+		pt_expert_store *s = NULL;
+		REQUIRE(setup(&c, "st5.gguf") == 0);
+		struct pt_expert_store_config cfg = { .model_path = c.path, .layout = &c.lay,
+						      .mode = PT_IO_DIRECT, .slots_per_layer = 4,
+						      .no_read_ahead = !ahead };
+		REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
+		struct pt_expert_view v;
+		REQUIRE(pt_expert_store_get(s, 1, 6, &v, NULL) == PT_OK); /* make 6 resident */
+		pt_expert_store_release(s, 1, 6);
+		uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+		CHECK_EQ_INT(eight_in_waves(&c, s, u, ahead ? 4 : 2), 0);
+		CHECK_EQ_INT(u[0], 6);
+		struct pt_cache_stats st;
+		pt_expert_store_stats(s, 0, &st);
+		CHECK_EQ_INT(st.misses, 8); /* each expert read once */
+		/* wave 0 is 6 (a hit) and 0; the other six were read while a wave computed */
+		CHECK_EQ_INT(st.ahead_reads, ahead ? 6 : 0);
+		CHECK_EQ_INT(st.ahead_used, ahead ? 6 : 0);
+		CHECK_EQ_INT(st.read_errors, 0);
+		/* only each slot's first read lands in never-touched memory */
+		CHECK_EQ_INT(pt_expert_store_cold_reads(s), 4);
+		pt_expert_store_close(s);
+		teardown(&c);
+	}
 }
 
 /* .populate: the slots are faulted in at open, so no read lands in never-touched memory
@@ -333,7 +344,7 @@ PT_TEST(test_expert_store_populate)
 	REQUIRE(pt_expert_store_open(&cfg, &s, NULL) == PT_OK);
 	CHECK(pt_expert_store_populate_s(s) > 0);
 	uint32_t u[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
-	CHECK_EQ_INT(eight_in_waves(&c, s, u), 0);
+	CHECK_EQ_INT(eight_in_waves(&c, s, u, 8), 0); /* 3 slots: waves of 1 */
 	CHECK_EQ_INT(pt_expert_store_cold_reads(s), 0);
 	pt_expert_store_close(s);
 	/* without it: the open touches nothing */
@@ -787,11 +798,12 @@ PT_TEST(test_expert_store_lend_slots)
 			kept += res[i];
 	}
 	CHECK_EQ_INT(kept, 6); /* the warmed experts of slots 0-2 of each layer landed */
-	/* a prefill layer of 8 experts through 3 slots: three waves, the bytes right */
+	/* a prefill layer of 8 experts through 3 slots: waves of one (half the free slots),
+	 * the bytes right */
 	uint32_t want[8] = { 10, 11, 12, 13, 14, 15, 16, 17 }, ends[8], nw = 0;
 	int bad = 0;
 	REQUIRE(pt_expert_store_waves(s, l0, want, 8, ends, &nw, &err) == PT_OK);
-	CHECK_EQ_INT(nw, 3);
+	CHECK_EQ_INT(nw, 8);
 	for (uint32_t w = 0, lo = 0; w < nw; lo = ends[w++]) {
 		REQUIRE(pt_expert_store_prefetch(s, l0, want + lo, ends[w] - lo, &err) == PT_OK);
 		for (uint32_t i = lo; i < ends[w]; i++) {
