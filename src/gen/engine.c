@@ -70,6 +70,7 @@ struct pt_engine {
 	uint64_t repacked_bytes; /* --repack (pt_engine_stats) */
 	double repack_s;
 	bool mapped_fits;        /* experts mapped and the model fits the budget */
+	bool map_random;         /* the mapping advised MADV_RANDOM (pt_gguf_advise_random) */
 	enum pt_cache_policy policy;
 	uint64_t prefill_tokens, decode_tokens, prefill_ns, decode_ns;
 	struct pt_profile prof; /* expert popularity: loaded at open, saved at close */
@@ -797,6 +798,10 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	const char *numerics = as_rows ? ", computed in the interleaved numerics" : "";
 	/* mapped experts are copied only when the model fits: a copy of a model larger than
 	 * memory cannot be paged back from the file as the mapping can */
+	/* experts streaming and the large matrices copied: the mapping is read a few pages at
+	 * a time from now on (norms, scales, embedding rows), without read-ahead windows */
+	if (st == PT_OK && !on_map && s.matrices)
+		e->map_random = pt_gguf_advise_random(e->m->g);
 	if (paged && e->lay.n_moe)
 		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
 		    "the model does not fit the budget; --io mmap pages them", numerics);
@@ -806,9 +811,10 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	if (st == PT_OK && e->o.log) {
 		char b[2][PT_PLAN_SIZE_LEN];
 		fprintf(e->o.log, "particle: repack: %u matrices (%s as stored, %s "
-			"interleaved%s) in %.1f s\n", s.matrices, pt_plan_size(s.bytes_in, b[0]),
+			"interleaved%s) in %.1f s%s\n", s.matrices, pt_plan_size(s.bytes_in, b[0]),
 			pt_plan_size(s.bytes_out, b[1]), mapped ? ", experts included" : "",
-			s.seconds);
+			s.seconds, e->map_random ? "; the rest of the file read without read-ahead"
+						 : "");
 	}
 	return st;
 }

@@ -114,6 +114,14 @@ bool pt_gguf_populate(const pt_gguf *g, unsigned min_resident_pct);
  * decode over such a mapping ran 20-45 % slower (docs/PERFORMANCE.md, issue 21 round 5).
  * Pages already cached keep their folios.  A hint: false when the kernel refused. */
 bool pt_gguf_advise_huge(const pt_gguf *g);
+/* Asks the kernel (MADV_RANDOM) to read only the pages a fault needs, without read-ahead:
+ * for a mapping whose large matrices were copied out (pt_model_repack) while the experts
+ * stream, what is still read from it is small tensors (norms, scales) spread over the file
+ * and single rows of the token embedding; with read-ahead each of them held a window of
+ * page cache, and under a memory cap with little room beside the plan those windows evicted
+ * each other on every token (docs/PERFORMANCE.md, issue 21 round 28).  A hint: false when
+ * the kernel refused. */
+bool pt_gguf_advise_random(const pt_gguf *g);
 /* [p, p + len) of a part's mapping will not be read again (pt_model_repack copied it): its
  * whole pages are unmapped from the page tables (MADV_DONTNEED) and dropped from the page
  * cache (POSIX_FADV_DONTNEED), so the memory is free at once - for the copy's 2 MiB pages,

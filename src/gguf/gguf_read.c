@@ -736,6 +736,17 @@ bool pt_gguf_advise_huge(const pt_gguf *g)
 	return ok;
 }
 
+bool pt_gguf_advise_random(const pt_gguf *g)
+{
+	bool ok = true;
+	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++) {
+		const pt_gguf *p = part_of(g, i);
+		if (p->mapped && p->size && madvise((void *)p->base, (size_t)p->size, MADV_RANDOM))
+			ok = false;
+	}
+	return ok;
+}
+
 bool pt_gguf_release(const pt_gguf *g, const void *ptr, size_t len)
 {
 	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)ptr;

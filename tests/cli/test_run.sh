@@ -264,6 +264,12 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	expect_grep "$TMP/serve.err" "particle: repack: [1-9][0-9]* matrices\|repack: skipped" \
 		"serve with streamed experts: the resident weights copied by default"
 	grep -q "experts included" "$TMP/serve.err" && bad "serve --io direct copied the experts" || ok
+	# the copies made while experts stream: the rest of the file is read without read-ahead
+	# (issue 21 round 28); a model in RAM keeps its read-ahead
+	expect_grep "$TMP/serve.err" "matrices .*; the rest of the file read without read-ahead\|repack: skipped" \
+		"serve with streamed experts: the mapping advised MADV_RANDOM"
+	serve_log
+	grep -q "without read-ahead" "$TMP/serve.err" && bad "serve in RAM: read-ahead off" || ok
 	serve_log --no-repack
 	grep -q "particle: repack:" "$TMP/serve.err" && bad "serve --no-repack repacked" || ok
 	# an interleaved expert pack (particle pack --repack): streamed --repack runs read it and

@@ -381,3 +381,20 @@ PT_TEST(test_gguf_advise_huge_marks_every_part)
 	CHECK_EQ_INT(touch_faults(g) >= 0, 1); /* still readable */
 	pt_gguf_close(g);
 }
+
+/* pt_gguf_advise_random: every part's mapping reads without read-ahead ("rr" in VmFlags),
+ * and stays readable. */
+PT_TEST(test_gguf_advise_random_marks_every_part)
+{
+	write_good("rnd");
+	pt_gguf *g = NULL;
+	REQUIRE(pt_gguf_open(part_path("rnd", 1, 3), &g, NULL) == PT_OK);
+	CHECK_EQ_INT(pt_gguf_part_count(g), 3);
+	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++)
+		CHECK(!mapping_has_flag(pt_gguf_part_base(g, i), "rr"));
+	CHECK(pt_gguf_advise_random(g));
+	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++)
+		CHECK(mapping_has_flag(pt_gguf_part_base(g, i), "rr"));
+	CHECK_EQ_INT(touch_faults(g) >= 0, 1); /* still readable */
+	pt_gguf_close(g);
+}
