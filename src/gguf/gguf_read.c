@@ -725,26 +725,26 @@ bool pt_gguf_populate(const pt_gguf *g, unsigned min_resident_pct)
 	return ok;
 }
 
-bool pt_gguf_advise_huge(const pt_gguf *g)
+/* madvise(advice) over every mapped part; false when the kernel refused any. */
+static bool advise_parts(const pt_gguf *g, int advice)
 {
 	bool ok = true;
 	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++) {
 		const pt_gguf *p = part_of(g, i);
-		if (p->mapped && p->size && madvise((void *)p->base, (size_t)p->size, MADV_HUGEPAGE))
+		if (p->mapped && p->size && madvise((void *)p->base, (size_t)p->size, advice))
 			ok = false;
 	}
 	return ok;
 }
 
+bool pt_gguf_advise_huge(const pt_gguf *g)
+{
+	return advise_parts(g, MADV_HUGEPAGE);
+}
+
 bool pt_gguf_advise_random(const pt_gguf *g)
 {
-	bool ok = true;
-	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++) {
-		const pt_gguf *p = part_of(g, i);
-		if (p->mapped && p->size && madvise((void *)p->base, (size_t)p->size, MADV_RANDOM))
-			ok = false;
-	}
-	return ok;
+	return advise_parts(g, MADV_RANDOM);
 }
 
 bool pt_gguf_release(const pt_gguf *g, const void *ptr, size_t len)
