@@ -796,12 +796,12 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	 * run gives the same bits however its experts are stored */
 	const uint32_t as_rows = st == PT_OK && !mapped ? pt_model_x16_rows(e->m) : 0;
 	const char *numerics = as_rows ? ", computed in the interleaved numerics" : "";
-	/* mapped experts are copied only when the model fits: a copy of a model larger than
-	 * memory cannot be paged back from the file as the mapping can */
 	/* experts streaming and the large matrices copied: the mapping is read a few pages at
 	 * a time from now on (norms, scales, embedding rows), without read-ahead windows */
 	if (st == PT_OK && !on_map && s.matrices)
 		e->map_random = pt_gguf_advise_random(e->m->g);
+	/* mapped experts are copied only when the model fits: a copy of a model larger than
+	 * memory cannot be paged back from the file as the mapping can */
 	if (paged && e->lay.n_moe)
 		say(e, "particle: repack: routed experts left as stored (%s)%s\n",
 		    "the model does not fit the budget; --io mmap pages them", numerics);
