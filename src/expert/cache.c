@@ -557,8 +557,8 @@ int32_t pt_expert_cache_lookup(pt_expert_cache *c, uint32_t layer, uint32_t expe
 }
 
 enum pt_status pt_expert_cache_waves(pt_expert_cache *c, uint32_t layer, uint32_t *experts,
-				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
-				     struct pt_error *err)
+				     uint32_t n, bool halves, uint32_t *wave_end,
+				     uint32_t *n_waves, struct pt_error *err)
 {
 	struct layer_state *l = &c->layers[layer];
 	uint32_t cap, front = 0;
@@ -579,6 +579,8 @@ enum pt_status pt_expert_cache_waves(pt_expert_cache *c, uint32_t layer, uint32_
 	pthread_mutex_unlock(&c->mu);
 	if (cap == 0 && n > 0)
 		return pt_error_set(err, PT_E_LIMIT, "no unpinned expert slot on layer %u", layer);
+	if (halves && n > cap)
+		cap = cap > 1 ? cap / 2 : 1;
 	*n_waves = 0;
 	for (uint32_t done = 0; done < n;) {
 		done = n - done > cap ? done + cap : n;

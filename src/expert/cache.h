@@ -126,11 +126,13 @@ int32_t pt_expert_cache_lookup(pt_expert_cache *c, uint32_t layer, uint32_t expe
 
 /* Prefill waves: reorders the n distinct experts (the union a chunk needs on layer) so those
  * already resident come first, then cuts them into waves of at most the cache's unpinned slot
- * count; wave w is experts[wave_end[w-1] .. wave_end[w]) (wave_end has room for n entries).
- * Acquire/compute/release each wave in order.  PT_E_LIMIT when no slot is unpinned. */
+ * count, or with halves, when they do not fit in one, of half of it (the next wave is read
+ * into the other half while one computes); wave w is experts[wave_end[w-1] .. wave_end[w])
+ * (wave_end has room for n entries).  Acquire/compute/release each wave in order.
+ * PT_E_LIMIT when no slot is unpinned. */
 enum pt_status pt_expert_cache_waves(pt_expert_cache *c, uint32_t layer, uint32_t *experts,
-				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
-				     struct pt_error *err);
+				     uint32_t n, bool halves, uint32_t *wave_end,
+				     uint32_t *n_waves, struct pt_error *err);
 
 /* Counters (thread-safe). */
 void pt_expert_cache_note_read(pt_expert_cache *c, uint32_t layer, uint64_t bytes, uint64_t ns,

@@ -951,21 +951,6 @@ uint32_t pt_expert_store_active_slots(pt_expert_store *s)
 	return s->cache ? pt_expert_cache_active(s->cache) : s->cfg.slots_per_layer;
 }
 
-/* Waves of half the free slots (wave_end[0] is all of them): the forward pass hands the
- * next wave to pt_expert_store_ahead while one computes, and its reads land in the other
- * half (ahead's room, the free slots less the hint's size, takes all of it).  Full-size
- * waves could start the next wave's reads only once the last expert of this one was done:
- * each wave began by waiting for its first read (docs/PERFORMANCE.md round 28). */
-static void halve_waves(uint32_t n, uint32_t *wave_end, uint32_t *n_waves)
-{
-	const uint32_t half = wave_end[0] > 1 ? wave_end[0] / 2 : 1;
-	*n_waves = 0;
-	for (uint32_t done = 0; done < n;) {
-		done = n - done > half ? done + half : n;
-		wave_end[(*n_waves)++] = done;
-	}
-}
-
 enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_t *experts,
 				     uint32_t n, uint32_t *wave_end, uint32_t *n_waves,
 				     struct pt_error *err)
@@ -982,9 +967,13 @@ enum pt_status pt_expert_store_waves(pt_expert_store *s, uint32_t layer, uint32_
 	pthread_mutex_lock(&s->mu);
 	if (s->batch_moe == (uint32_t)m)
 		end_batch(s); /* the previous wave's unfetched pins would shrink this plan */
-	st = pt_expert_cache_waves(s->cache, (uint32_t)m, experts, n, wave_end, n_waves, err);
-	if (st == PT_OK && s->ahead_on && *n_waves > 1)
-		halve_waves(n, wave_end, n_waves);
+	/* with read-ahead, waves of half the free slots: the forward pass hands the next wave to
+	 * pt_expert_store_ahead while one computes, and its reads land in the other half (ahead's
+	 * room, the free slots less the hint's size, takes all of it).  Full-size waves could
+	 * start the next wave's reads only once the last expert of this one was done: each wave
+	 * began by waiting for its first read (docs/PERFORMANCE.md round 28). */
+	st = pt_expert_cache_waves(s->cache, (uint32_t)m, experts, n, s->ahead_on, wave_end,
+				   n_waves, err);
 	pthread_mutex_unlock(&s->mu);
 	return st;
 }

@@ -185,7 +185,7 @@ PT_TEST(test_expert_cache_waves)
 	uint32_t warm[] = { 20, 21 };
 	token(c, 0, warm, 2);
 	uint32_t u[] = { 1, 2, 20, 3, 4, 21, 5, 6, 7, 8 };
-	REQUIRE(pt_expert_cache_waves(c, 0, u, 10, ends, &nw, NULL) == PT_OK);
+	REQUIRE(pt_expert_cache_waves(c, 0, u, 10, false, ends, &nw, NULL) == PT_OK);
 	CHECK_EQ_INT(nw, 3);
 	CHECK_EQ_INT(ends[0], 4);
 	CHECK_EQ_INT(ends[1], 8);
@@ -205,9 +205,9 @@ PT_TEST(test_expert_cache_waves)
 	}
 	/* exact multiple and empty */
 	uint32_t v[] = { 9, 10, 11, 12 };
-	REQUIRE(pt_expert_cache_waves(c, 0, v, 4, ends, &nw, NULL) == PT_OK);
+	REQUIRE(pt_expert_cache_waves(c, 0, v, 4, false, ends, &nw, NULL) == PT_OK);
 	CHECK_EQ_INT(nw, 1);
-	REQUIRE(pt_expert_cache_waves(c, 0, v, 0, ends, &nw, NULL) == PT_OK);
+	REQUIRE(pt_expert_cache_waves(c, 0, v, 0, false, ends, &nw, NULL) == PT_OK);
 	CHECK_EQ_INT(nw, 0);
 	pt_expert_cache_destroy(c);
 }
@@ -364,7 +364,7 @@ PT_TEST(test_expert_cache_lend_slots)
 	/* two slots now: three misses do not fit, waves cut by two, victims among 0 and 1 */
 	uint32_t three[] = { 7, 8, 9 }, ends[8], nw = 0;
 	CHECK_EQ_INT(pt_expert_cache_acquire(c, 0, three, 3, refs, &m, NULL), PT_E_LIMIT);
-	REQUIRE(pt_expert_cache_waves(c, 0, three, 3, ends, &nw, NULL) == PT_OK);
+	REQUIRE(pt_expert_cache_waves(c, 0, three, 3, false, ends, &nw, NULL) == PT_OK);
 	CHECK_EQ_INT(nw, 2);
 	CHECK_EQ_INT(token(c, 0, three, 2), 0);
 	REQUIRE(pt_expert_cache_find(c, 0, 7, &slot) == 2);
