@@ -230,7 +230,13 @@ static void x16_of(int lv, int t, struct pt_kern_ops *o)
 			break;
 		}
 	}
-	/* the row kernels of PT_KERN_LAYOUT_X16_ROWS, only where the type has the layout */
+	/* the row kernels of PT_KERN_LAYOUT_X16_ROWS, only where the type has the layout; the
+	 * sixteen-row one is the level's own or none (a lower level's would be slower than
+	 * sixteen calls of this level's one-row kernel) */
+#if defined(PT_KERN_X86)
+	if (o->x16 && lv == PT_KERN_LEVEL_AVX512)
+		o->x16_dot16 = pt_kern_x16_dot16_avx512[t];
+#endif
 	for (int use = lv; o->x16 && use >= 0; use--) {
 		const pt_kern_dot_fn *tab = pt_kern_x16_dot_scalar;
 #if defined(PT_KERN_X86)
@@ -268,7 +274,7 @@ static void build_tables(void)
 								 level_fns(use)[t], NULL,
 								 (enum pt_kern_level)use, { .fn = NULL },
 								 NULL, PT_KERN_LEVEL_SCALAR, NULL,
-								 PT_KERN_LEVEL_SCALAR, NULL };
+								 PT_KERN_LEVEL_SCALAR, NULL, NULL };
 			level_extras(lv, use, &ops_table[lv][t], t);
 			x16_of(lv, t, &ops_table[lv][t]);
 		}

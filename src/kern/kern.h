@@ -120,6 +120,12 @@ struct pt_kern_tile {
 typedef void (*pt_kern_x16_fn)(size_t n, const void *band, const void *a, size_t a_stride,
 			       uint32_t n_tok, float *y, size_t y_stride);
 
+/* Sixteen consecutive rows as stored (rows, rows + row_bytes, ...) times one activation row
+ * in the interleaved layout's numerics (PT_KERN_LAYOUT_X16_ROWS): y[r], r < 16, bit-identical
+ * to x16's output r for those rows packed as a band. */
+typedef void (*pt_kern_x16_dot16_fn)(size_t n, const void *rows, size_t row_bytes, const void *a,
+				     float *y);
+
 struct pt_kern_ops {
 	enum pt_type type;          /* weight type */
 	enum pt_type act_type;      /* partner (activation) format */
@@ -134,6 +140,9 @@ struct pt_kern_ops {
 	pt_kern_dot_fn x16_dot;
 	enum pt_kern_level x16_dot_level;
 	pt_kern_dot4_fn x16_dot4; /* x16_dot on four tokens (its level's; NULL: four calls) */
+	/* x16_dot on sixteen rows at once, where one row alone is slow (32-column blocks: a
+	 * reduction and a dependent FMA every block); NULL if this level has none */
+	pt_kern_x16_dot16_fn x16_dot16;
 };
 
 /* ---- CPU level ------------------------------------------------------------------------- */

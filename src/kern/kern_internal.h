@@ -162,11 +162,16 @@ extern const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT];
  * level's is the scalar one's; the AVX2 / AVX-512 twins are 8x8 / 16x16 register transposes. */
 void pt_kern_x16_transpose_avx2(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16]);
 void pt_kern_x16_transpose_avx512(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16]);
+/* One 32-column block of 16 rows (row r at x0 + r * row_bytes, row_bytes * 15 < 2^31) packed
+ * into o (PT_KERN_X16_Q8_0_BLK / _Q5_0_BLK bytes): x16.c's scalar block packers' bytes. */
+void pt_kern_x16_pack_q8_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
+void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 /* Their row-as-stored twins (kern.h, PT_KERN_LAYOUT_X16_ROWS), NULL where a level has none. */
 extern const pt_kern_dot_fn pt_kern_x16_dot_scalar[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_x16_dot_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_x16_dot_avx512[PT_TYPE_COUNT];
 extern const pt_kern_dot4_fn pt_kern_x16_dot4_avx512[PT_TYPE_COUNT];
+extern const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx512[PT_TYPE_COUNT];
 /* The X16 kernels request the lines PT_KERN_X16_AHEAD_SB super-blocks ahead of the one they
  * read, a quarter super-block per step (pt_kern_x16_prefetch_ahead), so a band streams with
  * its next lines always in flight while the kernel computes; bands of a matrix lie one after

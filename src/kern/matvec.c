@@ -228,12 +228,17 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 
 /* Rows stored as in the file, computed with the interleaved numerics (X16_ROWS).  Fewer
  * than X16R_PACK_TOKS tokens: the row kernel (four tokens a call where the level has it),
- * each row against every token while it is hot.  From X16R_PACK_TOKS on: each block of
+ * each row against every token while it is hot, or the sixteen-row one where the level has
+ * it.  From X16R_PACK_TOKS on: each block of
  * bands packed into this thread's scratch (register transposes), then run_x16's loops over
  * it: the X16 kernels' speed (about twice the row-major tiles' on Q4_K from ~96 tokens,
  * docs/PERFORMANCE.md round 26) for one packing a block.  Both give the same bits (kern.h). */
 #define X16R_PACK_TOKS 8
 #define X16R_PACK_TOKS_Q6K 16 /* its packing costs more (three transposes a super-block) */
+/* Q8_0 / Q5_0 (the sixteen-row twin, x16_dot16): their packing is cheap and the twin shares
+ * nothing between tokens, so from two tokens on (bench_kern layouts, 2816 x 704, cold: four
+ * tokens 59-65 GMAC/s packed against 38-41 by the twin; one token 32-34 against 17-20) */
+#define X16R_PACK_TOKS_DOT16 2
 #define X16R_SCRATCH_BYTES (384u << 10)
 static _Thread_local uint8_t x16r_scratch[X16R_SCRATCH_BYTES] __attribute__((aligned(64)));
 _Static_assert(X16_BLOCK_BYTES <= X16R_SCRATCH_BYTES && X16_WIDE_BLOCK_BYTES <= X16R_SCRATCH_BYTES,
@@ -245,7 +250,21 @@ static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
 	const uint8_t *data = w->data;
 	const size_t band = pt_kern_x16_band(w->type, w->cols), ab = jb->act_row_bytes;
 	const size_t rb = w->row_bytes;
-	const uint64_t pack_from = w->type == PT_TYPE_Q6_K ? X16R_PACK_TOKS_Q6K : X16R_PACK_TOKS;
+	const uint64_t pack_from = w->type == PT_TYPE_Q6_K ? X16R_PACK_TOKS_Q6K
+				   : jb->ops->x16_dot16	     ? X16R_PACK_TOKS_DOT16
+							     : X16R_PACK_TOKS;
+	if ((jb->n_tok < pack_from || band > X16R_SCRATCH_BYTES) && jb->ops->x16_dot16) {
+		/* sixteen rows a call (r0, r1 are whole bands; the twin requests the next ones) */
+		for (uint64_t r = r0; r < r1; r += PT_KERN_X16_ROWS) {
+			for (uint64_t tok = 0; tok < jb->n_tok; tok++) {
+				float out[PT_KERN_X16_ROWS];
+				jb->ops->x16_dot16(w->cols, data + r * rb, rb, jb->xq + tok * ab, out);
+				for (int k = 0; k < PT_KERN_X16_ROWS; k++)
+					jb->y[tok * w->rows + r + k] = out[k];
+			}
+		}
+		return;
+	}
 	if (jb->n_tok < pack_from || band > X16R_SCRATCH_BYTES) {
 		const uint64_t pf = prefetch_rows(rb);
 		for (uint64_t r = r0; r < r1; r++) {

@@ -46,26 +46,46 @@ static inline void prefetch_bytes(const uint8_t *p, size_t bytes)
 		__builtin_prefetch(p + off, 0, 0);
 }
 
-/* Outputs [r0, r1) of an interleaved (X16) product into out[0 .. r1 - r0): whole bands
- * where the range covers them, a band the range cuts computed whole into a buffer (every
- * output is the same kernel call either way). */
+/* Whether w's products run sixteen rows a kernel call: interleaved bands (X16), or rows as
+ * stored in the interleaved numerics (X16_ROWS) where the level has the sixteen-row twin. */
+static bool banded(const struct pt_kern_mat *w, const struct pt_kern_ops *ops)
+{
+	return w->layout == PT_KERN_LAYOUT_X16 ||
+	       (w->layout == PT_KERN_LAYOUT_X16_ROWS && ops->x16_dot16);
+}
+
+/* Band b (rows 16 b .. 16 b + 15) of a banded product into out[0 .. 16). */
+static void band16(const struct pt_kern_mat *w, const struct pt_kern_ops *ops, const void *xq,
+		   uint64_t b, float *out)
+{
+	const uint8_t *data = w->data;
+	if (w->layout == PT_KERN_LAYOUT_X16) {
+		ops->x16(w->cols, data + b * pt_kern_x16_band(w->type, w->cols), xq, 0, 1, out, 0);
+		return;
+	}
+	/* (the twin requests the next sixteen rows itself) */
+	ops->x16_dot16(w->cols, data + b * PT_KERN_X16_ROWS * w->row_bytes, w->row_bytes, xq, out);
+}
+
+/* Outputs [r0, r1) of a banded product into out[0 .. r1 - r0): whole bands where the range
+ * covers them, a band the range cuts computed whole into a buffer (every output is the same
+ * kernel call either way). */
 static void x16_rows(const struct pt_kern_mat *w, const struct pt_kern_ops *ops, const void *xq,
 		     uint64_t r0, uint64_t r1, float *out)
 {
-	const uint8_t *data = w->data;
-	const size_t band = pt_kern_x16_band(w->type, w->cols);
-	/* the kernels keep the stream's next lines requested; its first ones are asked here */
-	if (r0 < r1)
-		pt_kern_x16_prefetch_start(data + r0 / PT_KERN_X16_ROWS * band,
+	/* the X16 kernels keep the stream's next lines requested; its first ones are asked here */
+	if (r0 < r1 && w->layout == PT_KERN_LAYOUT_X16)
+		pt_kern_x16_prefetch_start((const uint8_t *)w->data + r0 / PT_KERN_X16_ROWS *
+							 pt_kern_x16_band(w->type, w->cols),
 					   pt_kern_x16_ahead(w->type));
 	for (uint64_t r = r0; r < r1;) {
 		const uint64_t b = r / PT_KERN_X16_ROWS, lo = b * PT_KERN_X16_ROWS;
 		const uint64_t hi = lo + PT_KERN_X16_ROWS, e = hi < r1 ? hi : r1;
 		if (r == lo && e == hi) {
-			ops->x16(w->cols, data + b * band, xq, 0, 1, out + (r - r0), 0);
+			band16(w, ops, xq, b, out + (r - r0));
 		} else {
 			float tmp[PT_KERN_X16_ROWS];
-			ops->x16(w->cols, data + b * band, xq, 0, 1, tmp, 0);
+			band16(w, ops, xq, b, tmp);
 			memcpy(out + (r - r0), tmp + (r - lo), (size_t)(e - r) * sizeof(float));
 		}
 		r = e;
@@ -84,7 +104,7 @@ static void rows_plain(const struct seg *s, uint64_t r0, uint64_t r1)
 {
 	const struct pt_kern_mat *w = s->w;
 	const uint8_t *data = w->data;
-	if (w->layout == PT_KERN_LAYOUT_X16) {
+	if (banded(w, s->ops)) {
 		x16_rows(w, s->ops, s->xq, r0, r1, s->y + r0);
 		return;
 	}
@@ -105,8 +125,8 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 	const size_t urb = s->u ? s->u->row_bytes : g->row_bytes;
 	const uint64_t ucols = s->u ? s->u->cols : g->cols;
 	float gv[GLU_CHUNK], uv[GLU_CHUNK];
-	const bool gx = g->layout == PT_KERN_LAYOUT_X16;
-	const bool ux = s->u ? s->u->layout == PT_KERN_LAYOUT_X16 : gx;
+	const bool gx = banded(g, s->ops);
+	const bool ux = s->u ? banded(s->u, s->uops) : gx;
 	const pt_kern_dot_fn gdot = row_dot(g, s->ops);
 	const pt_kern_dot_fn udot = s->u ? row_dot(s->u, s->uops) : gdot;
 	if (gx || ux) { /* interleaved gate and/or up: a chunk of each, then the biases */

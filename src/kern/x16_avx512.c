@@ -248,12 +248,207 @@ static inline __attribute__((always_inline)) void x16_blk32(size_t n, const uint
 X16_BLK32_FN(x16_q8_0_avx512, false)
 X16_BLK32_FN(x16_q5_0_avx512, true)
 
+/* ---- sixteen rows as stored, one token (PT_KERN_LAYOUT_X16_ROWS) --------------------------
+ * x16_blk32's numerics with row r in lane r, read from the rows as stored: a row of 32-column
+ * blocks computed alone pays a reduction and a dependent FMA every 22 or 34 bytes, sixteen at
+ * once share them.  A vector holds two rows' 32 codes (rows j and j + 4 of a group of eight,
+ * low and high half), vpdpbusd against the activation's 32 bytes in both halves leaves eight
+ * partial sums a row, and three rounds of unpack and add fold the eight vectors into one
+ * vector of the 16 rows' exact sums in row order.  The row scales come in by one gather. */
+
+/* The 16 row sums of eight vectors s[j] holding rows (j, j + 4) for j < 4 and (j + 4, j + 8)
+ * for j >= 4 in their halves, eight 32-bit partials each. */
+static inline __attribute__((always_inline)) __m512i fold16(const __m512i s[8])
+{
+	__m512i a[4], b[2];
+	UNROLL for (int j = 0; j < 4; j++) /* per 128-bit lane: [x0 + x2, y0 + y2, x1 + x3, y1 + y3] */
+		a[j] = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2 * j], s[2 * j + 1]),
+					_mm512_unpackhi_epi32(s[2 * j], s[2 * j + 1]));
+	UNROLL for (int k = 0; k < 2; k++) /* per lane: the four vectors' rows, half sums */
+		b[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(a[2 * k], a[2 * k + 1]),
+					_mm512_unpackhi_epi64(a[2 * k], a[2 * k + 1]));
+	/* b[0]'s lanes: rows 0-3, 0-3, 4-7, 4-7 (the two halves of each row's codes); b[1]: 8-15 */
+	return _mm512_add_epi32(_mm512_shuffle_i32x4(b[0], b[1], 0x88),
+				_mm512_shuffle_i32x4(b[0], b[1], 0xDD));
+}
+
+/* Row of vector j's low (high) half: see fold16. */
+static inline int fold_row(int j, int high)
+{
+	return (j < 4 ? j : j + 4) + 4 * high;
+}
+
+static inline __attribute__((always_inline)) void x16_dot16_blk32(size_t n, const uint8_t *w,
+								   size_t rb, const uint8_t *a,
+								   float *y, const bool q5)
+{
+	const size_t blk = q5 ? Q5_0_B : Q8_0_B;
+	const int32_t off = q5 ? 16 : 128;
+	const __m512i m4 = _mm512_set1_epi8(0xF), b4 = _mm512_set1_epi8(0x10);
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	/* Q5_0's nibbles: the low ones in 128-bit lanes 0 and 2, the high ones in 1 and 3 */
+	const __m512i nib_shift = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004,
+						    0, 0, 0x0004000400040004, 0x0004000400040004);
+	const __m512i rows = _mm512_mullo_epi32(_mm512_set1_epi32((int)rb),
+						_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+								  11, 12, 13, 14, 15));
+	__m512 acc = _mm512_setzero_ps();
+	/* sixteen rows read a block at a time are sixteen streams, more than the hardware
+	 * prefetchers follow: the next sixteen rows (adjacent, as a caller's next band) are
+	 * requested a share a block */
+	const uint8_t *next = w + PT_KERN_X16_ROWS * rb;
+	for (size_t i = 0; i < n / QK; i++, w += blk, a += Q8_0_B) {
+		for (size_t l = 0; l < PT_KERN_X16_ROWS * blk; l += 64)
+			_mm_prefetch((const char *)next + i * PT_KERN_X16_ROWS * blk + l, _MM_HINT_T0);
+		const __m512i act = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 2)));
+		__m512i s[8];
+		UNROLL for (int j = 0; j < 8; j++) {
+			const uint8_t *lo = w + (size_t)fold_row(j, 0) * rb;
+			const uint8_t *hi = w + (size_t)fold_row(j, 1) * rb;
+			__m512i code;
+			if (q5) {
+				const __m512i x = _mm512_inserti64x4(
+					_mm512_castsi256_si512(_mm256_broadcastsi128_si256(
+						_mm_loadu_si128((const __m128i *)(lo + 6)))),
+					_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(hi + 6))),
+					1);
+				const __mmask64 qh = (__mmask64)kern_u32(lo + 2) |
+						     (__mmask64)kern_u32(hi + 2) << 32;
+				code = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(x, nib_shift), m4),
+						       _mm512_maskz_mov_epi8(qh, b4));
+			} else {
+				code = _mm512_xor_si512(
+					_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
+								   (const __m256i *)(lo + 2))),
+							   _mm256_loadu_si256((const __m256i *)(hi + 2)), 1),
+					flip);
+			}
+			s[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), code, act);
+		}
+		const __m512i sum = _mm512_sub_epi32(fold16(s),
+						     _mm512_set1_epi32(off * pt_kern_q8_0_block_sum(a + 2)));
+		/* each row's d: the low 16 bits of the word at the block's start */
+		const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(rows, w, 1)));
+		const __m512 d8 = _mm512_set1_ps(_cvtsh_ss(kern_u16(a)));
+		acc = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(sum), acc);
+	}
+	_mm512_storeu_ps(y, acc);
+}
+
+/* The gather's offsets are 32-bit: rows farther apart take the reference one at a time. */
+static void x16_dot16_q8_0(size_t n, const void *w, size_t rb, const void *a, float *y)
+{
+	if (rb > INT32_MAX / PT_KERN_X16_ROWS) {
+		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
+			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q8_0](n, (const uint8_t *)w + r * rb, a);
+		return;
+	}
+	x16_dot16_blk32(n, w, rb, a, y, false);
+}
+
+static void x16_dot16_q5_0(size_t n, const void *w, size_t rb, const void *a, float *y)
+{
+	if (rb > INT32_MAX / PT_KERN_X16_ROWS) {
+		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
+			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q5_0](n, (const uint8_t *)w + r * rb, a);
+		return;
+	}
+	x16_dot16_blk32(n, w, rb, a, y, true);
+}
+
+const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q8_0] = x16_dot16_q8_0,
+	[PT_TYPE_Q5_0] = x16_dot16_q5_0,
+};
+
 const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = x16_q4_k_avx512,
 	[PT_TYPE_Q6_K] = x16_q6_k_avx512,
 	[PT_TYPE_Q8_0] = x16_q8_0_avx512,
 	[PT_TYPE_Q5_0] = x16_q5_0_avx512,
 };
+
+/* ---- Q8_0 / Q5_0 packing: sixteen rows' blocks in registers (kern.h's band layout) ------
+ * The code words transpose as 32-bit words (Q8_0: 16 rows x 8 words, two rows a vector;
+ * Q5_0: 16 x 4, four rows a vector), the row scales and Q5_0's fifth-bit words come in by
+ * gather, and the fifth bits are spread in all sixteen lanes at once (q5_0_spread's
+ * multiply).  Moves the same bytes as x16.c's scalar packers
+ * (test_kern_x16_pack_same_at_every_level); the caller checked row_bytes * 15 < 2^31. */
+
+static inline __m512i row_offsets(size_t rb)
+{
+	return _mm512_mullo_epi32(_mm512_set1_epi32((int)rb),
+				  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+
+/* The 16 rows' F16 words at x0 + 16-bit offsets r * rb, as 16 halves at o. */
+static inline void pack_d16(const uint8_t *x0, __m512i rows, uint8_t *o)
+{
+	_mm256_storeu_si256((__m256i *)o, _mm512_cvtepi32_epi16(_mm512_i32gather_epi32(rows, x0, 1)));
+}
+
+void pt_kern_x16_pack_q8_0_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
+{
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
+	__m512i z[8], t[8], u[8];
+	UNROLL for (int j = 0; j < 8; j++) /* rows j (low half) and j + 8 (high), words 0-7 */
+		z[j] = _mm512_xor_si512(
+			_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
+						   (const __m256i *)(x0 + (size_t)j * rb + 2))),
+					   _mm256_loadu_si256((const __m256i *)(x0 + (size_t)(j + 8) * rb + 2)), 1),
+			flip);
+	UNROLL for (int j = 0; j < 8; j += 2) {
+		t[j] = _mm512_unpacklo_epi32(z[j], z[j + 1]);
+		t[j + 1] = _mm512_unpackhi_epi32(z[j], z[j + 1]);
+	}
+	UNROLL for (int g = 0; g < 8; g += 4) { /* u[g + j]'s lanes: rows g.. word j, 4 + j, g + 8.. j, 4 + j */
+		u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+		u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+		u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+		u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+	}
+	const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+	const __m512i hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+	UNROLL for (int j = 0; j < 4; j++) {
+		_mm512_storeu_si512((void *)(o + 64 * j), _mm512_permutex2var_epi64(u[j], lo, u[4 + j]));
+		_mm512_storeu_si512((void *)(o + 64 * (4 + j)),
+				    _mm512_permutex2var_epi64(u[j], hi, u[4 + j]));
+	}
+	pack_d16(x0, row_offsets(rb), o + 512);
+}
+
+void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
+{
+	__m512i z[4];
+	UNROLL for (int j = 0; j < 4; j++) { /* 128-bit lane L: row j + 4 L's 16 nibble bytes */
+		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(x0 + (size_t)j * rb + 6)));
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 4) * rb + 6)), 1);
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 8) * rb + 6)), 2);
+		z[j] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 12) * rb + 6)), 3);
+	}
+	const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+	const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	_mm512_storeu_si512((void *)o, _mm512_unpacklo_epi64(t0, t2));
+	_mm512_storeu_si512((void *)(o + 64), _mm512_unpackhi_epi64(t0, t2));
+	_mm512_storeu_si512((void *)(o + 128), _mm512_unpacklo_epi64(t1, t3));
+	_mm512_storeu_si512((void *)(o + 192), _mm512_unpackhi_epi64(t1, t3));
+	const __m512i rows = row_offsets(rb);
+	/* the fifth bits: nibble v's bit k to bit 8 k by v * 0x00204081 (q5_0_spread) */
+	const __m512i qh = _mm512_i32gather_epi32(rows, x0 + 2, 1);
+	const __m512i m4 = _mm512_set1_epi32(0xF), mul = _mm512_set1_epi32(0x00204081);
+	const __m512i ones = _mm512_set1_epi32(0x01010101);
+	__m512i w = _mm512_setzero_si512();
+	UNROLL for (int st = 0; st < 4; st++) {
+		const __m512i l = _mm512_and_si512(_mm512_srli_epi32(qh, (unsigned)(4 * st)), m4);
+		const __m512i h = _mm512_and_si512(_mm512_srli_epi32(qh, (unsigned)(16 + 4 * st)), m4);
+		w = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_and_si512(_mm512_mullo_epi32(l, mul), ones),
+							 (unsigned)(2 * st)));
+		w = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_and_si512(_mm512_mullo_epi32(h, mul), ones),
+							 (unsigned)(2 * st + 1)));
+	}
+	_mm512_storeu_si512((void *)(o + 256), w);
+	pack_d16(x0, rows, o + 320);
+}
 
 void pt_kern_x16_transpose_avx512(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16])
 {

@@ -810,7 +810,7 @@ PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
 	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
 					      PT_TYPE_Q5_0 };
 	static const uint64_t colss[] = { 256, 1024, 2816 }, colss_blk[] = { 32, 704, 2048 };
-	int pairs = 0;
+	int pairs = 0, pairs16 = 0;
 	for (int ti = 0; ti < 4; ti++)
 		for (int raw = 0; raw < 2; raw++)
 			for (size_t c = 0; c < 3; c++) {
@@ -831,6 +831,18 @@ PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
 						 want + b * 16, rows);
 				for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
 					const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, t);
+					/* the sixteen-row twin: each band's outputs, every token */
+					for (uint64_t b = 0; o && o->x16_dot16 && b < rows / 16; b++) {
+						int bad16 = 0;
+						for (uint32_t k = 0; k < nt; k++) {
+							float o16[16];
+							o->x16_dot16(cols, w + b * 16 * rb, rb, q + k * as, o16);
+							for (int r = 0; r < 16; r++)
+								bad16 += !same_bits(o16[r], want[k * rows + b * 16 + r]);
+						}
+						CHECK_EQ_INT(bad16, 0);
+						pairs16++;
+					}
 					if (!o || !o->x16_dot || (int)o->x16_dot_level != lv)
 						continue;
 					pairs++;
@@ -853,10 +865,17 @@ PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
 				pt_free(q);
 			}
 	CHECK(pairs >= 24); /* the scalar level at least, for every type */
-	printf("    x16 rows: %d (type, rows, width, level) checks of the row kernels\n", pairs);
+	/* Q8_0 and Q5_0 at AVX-512: 2 types x 2 kinds x 3 widths x 2 bands */
+#if defined(PT_KERN_X86)
+	CHECK_EQ_INT(pairs16, pt_kern_level_max() >= PT_KERN_LEVEL_AVX512 ? 24 : 0);
+#else
+	CHECK_EQ_INT(pairs16, 0);
+#endif
+	printf("    x16 rows: %d (type, rows, width, level) checks of the row kernels, %d bands of "
+	       "the sixteen-row ones\n", pairs, pairs16);
 	/* every type with the X16 layout has a row twin at each level (its own or a lower
-	 * level's: Q8_0 / Q5_0 the scalar reference only, so not native); a type without the
-	 * layout has none */
+	 * level's: Q8_0 / Q5_0 the scalar reference only, their levels' twins take sixteen rows a
+	 * call, native only where that one exists); a type without the layout has none */
 	for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		for (int ti = 0; ti < 4; ti++) {
 			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[ti]);
@@ -866,6 +885,13 @@ PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
 		const struct pt_kern_ops *q8 = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q8_0);
 		if (q8)
 			CHECK(q8->x16_dot_level == PT_KERN_LEVEL_SCALAR);
+#if defined(PT_KERN_X86)
+		if (q8)
+			CHECK((q8->x16_dot16 != NULL) == (lv == PT_KERN_LEVEL_AVX512));
+#else
+		if (q8)
+			CHECK(q8->x16_dot16 == NULL);
+#endif
 		const struct pt_kern_ops *q4 = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q4_0);
 		if (q4)
 			CHECK(q4->x16_dot == NULL);
