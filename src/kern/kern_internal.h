@@ -166,6 +166,11 @@ void pt_kern_x16_transpose_avx512(const uint8_t *src, size_t row_bytes, uint8_t 
  * into o (PT_KERN_X16_Q8_0_BLK / _Q5_0_BLK bytes): x16.c's scalar block packers' bytes. */
 void pt_kern_x16_pack_q8_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
+/* The scales, mins, d and dmin of one Q4_K super-block of 16 rows into o's bytes [2048,
+ * 2368) (the same bytes as x16.c's pack_q4_k_sb; row_bytes * 15 < 2^31). */
+void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
+/* The same for Q6_K: scales and d into o's bytes [3072, 3360). */
+void pt_kern_x16_pack_q6_k_scales_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 /* Their row-as-stored twins (kern.h, PT_KERN_LAYOUT_X16_ROWS), NULL where a level has none. */
 extern const pt_kern_dot_fn pt_kern_x16_dot_scalar[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_x16_dot_avx2[PT_TYPE_COUNT];

@@ -110,9 +110,9 @@ static transpose_fn level_transpose(void)
 	return transpose_scalar;
 }
 
-static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0,
-								size_t row_bytes, uint8_t *o,
-								transpose_fn tr)
+static inline __attribute__((always_inline)) void pack_q6_k_codes(const uint8_t *x0,
+								   size_t row_bytes, uint8_t *o,
+								   transpose_fn tr)
 {
 	uint8_t *dst[16];
 	for (int h = 0; h < 2; h++) { /* ql bytes 64 h + 4 k = 64 h + 32 c + 4 st */
@@ -123,6 +123,13 @@ static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0
 	for (int k = 0; k < 16; k++) /* qh bytes 128 + 4 k = 128 + 32 h + 4 st */
 		dst[k] = o + X6_QH(k / 8, k % 8);
 	tr(x0 + 128, row_bytes, dst);
+}
+
+static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0,
+								size_t row_bytes, uint8_t *o,
+								transpose_fn tr)
+{
+	pack_q6_k_codes(x0, row_bytes, o, tr);
 	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
 		const uint8_t *x = x0 + r * row_bytes;
 		for (int j = 0; j < 16; j++)
@@ -131,8 +138,9 @@ static inline __attribute__((always_inline)) void pack_q6_k_sb(const uint8_t *x0
 	}
 }
 
-static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0, size_t row_bytes,
-								uint8_t *o, transpose_fn tr)
+static inline __attribute__((always_inline)) void pack_q4_k_codes(const uint8_t *x0,
+								   size_t row_bytes, uint8_t *o,
+								   transpose_fn tr)
 {
 	uint8_t *dst[16];
 	for (int half = 0; half < 2; half++) { /* v = 8 g + s: qs bytes 32 g + 4 s = 4 v */
@@ -140,6 +148,12 @@ static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0
 			dst[k] = o + X16_CODES + 64 * (16 * half + k);
 		tr(x0 + 16 + 64 * half, row_bytes, dst);
 	}
+}
+
+static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0, size_t row_bytes,
+								uint8_t *o, transpose_fn tr)
+{
+	pack_q4_k_codes(x0, row_bytes, o, tr);
 	for (int r = 0; r < PT_KERN_X16_ROWS; r++) {
 		const uint8_t *x = x0 + r * row_bytes;
 		/* kern_q4k_scale_min for j = 0..7 on 32-bit words: byte j % 4 of the j / 4 word */
@@ -165,8 +179,8 @@ static inline __attribute__((always_inline)) void pack_q4_k_sb(const uint8_t *x0
 typedef void (*pack_sb_fn)(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr);
 
 /* A super-block (block) at a time the packing reads a little of each of 16 rows: sixteen
- * streams, more than the hardware prefetchers follow, so the next band's rows (adjacent) are
- * requested a share a super-block.  bench_kern layouts, cold experts, one thread: packed
+ * streams, more than the hardware prefetchers follow, so the next band's rows (adjacent; past
+ * a matrix's last band the requests touch nothing) are requested a share a super-block.  bench_kern layouts, cold experts, one thread: packed
  * products of 8-32 tokens 10-45 % faster on Q4_K / Q6_K, 5-8 % at 96; Q8_0 / Q5_0 at 8
  * tokens 3x (the packing had cost more than the products). */
 static inline __attribute__((always_inline)) void pack_bands(
@@ -177,11 +191,10 @@ static inline __attribute__((always_inline)) void pack_bands(
 	const size_t share = PT_KERN_X16_ROWS * sb_in;
 	for (uint64_t b = b0; b < b1; b++) {
 		const uint8_t *rows = src + b * PT_KERN_X16_ROWS * row_bytes;
-		const uint8_t *next = rows + PT_KERN_X16_ROWS * row_bytes;
+		const uintptr_t next = (uintptr_t)rows + PT_KERN_X16_ROWS * row_bytes;
 		uint8_t *o = dst + b * nsb * sb_out;
 		for (size_t i = 0; i < nsb; i++) {
-			for (size_t l = 0; l < share; l += 64)
-				__builtin_prefetch(next + i * share + l, 0, 3);
+			pt_kern_prefetch_range(next + i * share, next + (i + 1) * share);
 			sb_fn(rows + i * sb_in, row_bytes, o + i * sb_out, tr);
 		}
 	}
@@ -244,9 +257,10 @@ static inline __attribute__((always_inline)) void pack_q5_0_blk(const uint8_t *x
 	}
 }
 
-/* The AVX-512 block packers (x16_avx512.c: registers, gathers with 32-bit row offsets) where
- * the level has them; the scalar ones otherwise.  Same bytes either way. */
-static bool blk32_avx512(size_t row_bytes)
+/* The AVX-512 packers (x16_avx512.c: registers, gathers with 32-bit row offsets; Q8_0 / Q5_0
+ * blocks whole, the K-quants' scales) where the level has them; the scalar ones otherwise.  Same
+ * bytes either way. */
+static bool gather_avx512(size_t row_bytes)
 {
 #if defined(PT_KERN_X86)
 	return pt_kern_level() == PT_KERN_LEVEL_AVX512 &&
@@ -267,6 +281,26 @@ static void pack_q8_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o
 #endif
 }
 
+static void pack_q4_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
+{
+#if defined(PT_KERN_X86)
+	pack_q4_k_codes(x0, row_bytes, o, tr);
+	pt_kern_x16_pack_q4_k_scales_avx512(x0, row_bytes, o);
+#else
+	pack_q4_k_sb(x0, row_bytes, o, tr);
+#endif
+}
+
+static void pack_q6_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
+{
+#if defined(PT_KERN_X86)
+	pack_q6_k_codes(x0, row_bytes, o, tr);
+	pt_kern_x16_pack_q6_k_scales_avx512(x0, row_bytes, o);
+#else
+	pack_q6_k_sb(x0, row_bytes, o, tr);
+#endif
+}
+
 static void pack_q5_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
 {
 	(void)tr;
@@ -284,18 +318,20 @@ void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint
 	const size_t nsb = (size_t)(cols / u->cols);
 	switch (type) {
 	case PT_TYPE_Q6_K:
-		pack_bands(pack_q6_k_sb, u->in, u->out, src, row_bytes, nsb, b0, b1, dst);
+		pack_bands(gather_avx512(row_bytes) ? pack_q6_k_sb_avx512 : pack_q6_k_sb, u->in,
+			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	case PT_TYPE_Q8_0:
-		pack_bands(blk32_avx512(row_bytes) ? pack_q8_0_blk_avx512 : pack_q8_0_blk, u->in,
+		pack_bands(gather_avx512(row_bytes) ? pack_q8_0_blk_avx512 : pack_q8_0_blk, u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	case PT_TYPE_Q5_0:
-		pack_bands(blk32_avx512(row_bytes) ? pack_q5_0_blk_avx512 : pack_q5_0_blk, u->in,
+		pack_bands(gather_avx512(row_bytes) ? pack_q5_0_blk_avx512 : pack_q5_0_blk, u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	default:
-		pack_bands(pack_q4_k_sb, u->in, u->out, src, row_bytes, nsb, b0, b1, dst);
+		pack_bands(gather_avx512(row_bytes) ? pack_q4_k_sb_avx512 : pack_q4_k_sb, u->in,
+			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	}
 }

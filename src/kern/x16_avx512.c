@@ -296,10 +296,9 @@ static inline __attribute__((always_inline)) void x16_dot16_blk32(size_t n, cons
 	/* sixteen rows read a block at a time are sixteen streams, more than the hardware
 	 * prefetchers follow: the next sixteen rows (adjacent, as a caller's next band) are
 	 * requested a share a block */
-	const uint8_t *next = w + PT_KERN_X16_ROWS * rb;
+	const uintptr_t next = (uintptr_t)w + PT_KERN_X16_ROWS * rb, share = PT_KERN_X16_ROWS * blk;
 	for (size_t i = 0; i < n / QK; i++, w += blk, a += Q8_0_B) {
-		for (size_t l = 0; l < PT_KERN_X16_ROWS * blk; l += 64)
-			_mm_prefetch((const char *)next + i * PT_KERN_X16_ROWS * blk + l, _MM_HINT_T0);
+		pt_kern_prefetch_range(next + i * share, next + (i + 1) * share);
 		const __m512i act = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 2)));
 		__m512i s[8];
 		UNROLL for (int j = 0; j < 8; j++) {
@@ -448,6 +447,71 @@ void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
 	}
 	_mm512_storeu_si512((void *)(o + 256), w);
 	pack_d16(x0, rows, o + 320);
+}
+
+/* A Q4_K super-block's scales, mins and d / dmin words of 16 rows (x16.c's pack_q4_k_sb
+ * per row, here in the sixteen lanes at once): the 12 packed scale bytes come in as three
+ * gathered words a row and are unpacked as the scalar packer does on 32-bit words; the bytes
+ * (and 16-bit words) then move to their places by in-lane shuffles and permutes.  Writes
+ * o[2048, 2368); the caller checked row_bytes * 15 < 2^31. */
+void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
+{
+	const __m512i rows = row_offsets(rb);
+	const __m512i a = _mm512_i32gather_epi32(rows, x0 + 4, 1);
+	const __m512i b = _mm512_i32gather_epi32(rows, x0 + 8, 1);
+	const __m512i c = _mm512_i32gather_epi32(rows, x0 + 12, 1);
+	const __m512i dd = _mm512_i32gather_epi32(rows, x0, 1); /* d | dmin << 16 */
+	const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i m2 = _mm512_set1_epi32(0x03030303);
+	const __m512i sc_lo = _mm512_and_si512(a, m6), mn_lo = _mm512_and_si512(b, m6);
+	const __m512i sc_hi = _mm512_or_si512(
+		_mm512_and_si512(c, m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a, 6), m2), 4));
+	const __m512i mn_hi = _mm512_or_si512(
+		_mm512_and_si512(_mm512_srli_epi32(c, 4), m4),
+		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 6), m2), 4));
+	/* bytes: dword j of each 128-bit lane gathers byte j of its four rows, then dword 4 j + L
+	 * takes lane L's dword j: byte j of row r at 16 j + r (both steps the same pattern) */
+	const __m512i bsel = _mm512_broadcast_i32x4(
+		_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+	const __m512i dsel = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	_mm512_storeu_si512((void *)(o + 2048), _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(sc_lo, bsel)));
+	_mm512_storeu_si512((void *)(o + 2112), _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(sc_hi, bsel)));
+	/* 16-bit words: word g of row r at 32 g + 2 r (the mins' pairs; d then dmin) */
+	static const uint16_t wsel_w[32] = { 0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20,
+					     22, 24, 26, 28, 30, 1,  3,  5,  7,  9,  11,
+					     13, 15, 17, 19, 21, 23, 25, 27, 29, 31 };
+	const __m512i wsel = _mm512_loadu_si512((const void *)wsel_w);
+	_mm512_storeu_si512((void *)(o + 2176), _mm512_permutexvar_epi16(wsel, mn_lo));
+	_mm512_storeu_si512((void *)(o + 2240), _mm512_permutexvar_epi16(wsel, mn_hi));
+	_mm512_storeu_si512((void *)(o + 2304), _mm512_permutexvar_epi16(wsel, dd));
+}
+
+/* A Q6_K super-block's 16 scale bytes and d of 16 rows (x16.c's pack_q6_k_sb per row): the
+ * rows' scale bytes transposed as 32-bit words (four rows a vector), then each vector's bytes
+ * as pt_kern_x16_pack_q4_k_scales_avx512's; d gathered from the word ending it (206: a row's
+ * last bytes, nothing read past it).  Writes o[3072, 3360). */
+void pt_kern_x16_pack_q6_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
+{
+	__m512i z[4];
+	UNROLL for (int j = 0; j < 4; j++) { /* 128-bit lane L: row j + 4 L's scale bytes */
+		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(x0 + (size_t)j * rb + 192)));
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 4) * rb + 192)), 1);
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 8) * rb + 192)), 2);
+		z[j] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 12) * rb + 192)), 3);
+	}
+	const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+	const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	/* u[k]: word k (scale bytes 4 k ..) of rows 0-15 in order */
+	const __m512i u[4] = { _mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+			       _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3) };
+	const __m512i bsel = _mm512_broadcast_i32x4(
+		_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+	const __m512i dsel = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	UNROLL for (int k = 0; k < 4; k++) /* scale 4 k + m of row r at 16 (4 k + m) + r */
+		_mm512_storeu_si512((void *)(o + 3072 + 64 * k),
+				    _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(u[k], bsel)));
+	const __m512i d = _mm512_srli_epi32(_mm512_i32gather_epi32(row_offsets(rb), x0 + 206, 1), 16);
+	_mm256_storeu_si256((__m256i *)(o + 3328), _mm512_cvtepi32_epi16(d));
 }
 
 void pt_kern_x16_transpose_avx512(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16])
