@@ -12,7 +12,8 @@
  * into bands of 16 rows (model/repack.c, --repack) run their own kernels (x16*.c: scalar
  * reference, AVX-512 for all four, AVX2 for all but Q6_K), with their own numerics, identical
  * at every level; PT_KERN_LAYOUT_X16_ROWS computes rows as stored in those numerics (row
- * twins: scalar reference for all four, AVX-512 Q4_K and Q6_K, AVX2 Q4_K).
+ * twins: scalar reference for all four, AVX-512 Q4_K and Q6_K, AVX2 Q4_K; sixteen rows a
+ * call: AVX-512 Q8_0 and Q5_0).
  *
  * Determinism: every output element is computed by exactly one thread, by the level's dot
  * function or its dot4 / tile twins (bit-identical to it: one body instantiated per shape, so
@@ -302,7 +303,8 @@ void pt_kern_x16_unpack_row(enum pt_type type, const void *band, uint64_t cols, 
  * not, the layout still computes, with the scalar reference: correct but slow). */
 bool pt_kern_x16_native(enum pt_type type);
 /* Whether the current level runs PT_KERN_LAYOUT_X16_ROWS products of type natively: an X16
- * kernel and a row kernel of its own (the matrix's shape as for pt_kern_x16_ok). */
+ * kernel and a row kernel of its own, one row or sixteen a call (the matrix's shape as for
+ * pt_kern_x16_ok). */
 bool pt_kern_x16_rows_native(enum pt_type type);
 
 /* ---- sets of single-token products (decode) -------------------------------------------- */
