@@ -258,58 +258,40 @@ static inline __attribute__((always_inline)) void pack_q5_0_blk(const uint8_t *x
 }
 
 /* The AVX-512 packers (x16_avx512.c: registers, gathers with 32-bit row offsets; Q8_0 / Q5_0
- * blocks whole, the K-quants' scales) where the level has them; the scalar ones otherwise.  Same
- * bytes either way. */
-static bool gather_avx512(size_t row_bytes)
-{
+ * blocks whole, the K-quants' scales) where the level has them and the rows' offsets fit,
+ * the scalar ones otherwise: PACKER(row_bytes, type) picks.  Same bytes either way. */
 #if defined(PT_KERN_X86)
-	return pt_kern_level() == PT_KERN_LEVEL_AVX512 &&
-	       row_bytes <= INT32_MAX / PT_KERN_X16_ROWS;
-#else
-	(void)row_bytes;
-	return false;
-#endif
+static void pack_q4_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
+{
+	pack_q4_k_codes(x0, row_bytes, o, tr);
+	pt_kern_x16_pack_q4_k_scales_avx512(x0, row_bytes, o);
+}
+
+static void pack_q6_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
+{
+	pack_q6_k_codes(x0, row_bytes, o, tr);
+	pt_kern_x16_pack_q6_k_scales_avx512(x0, row_bytes, o);
 }
 
 static void pack_q8_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
 {
 	(void)tr;
-#if defined(PT_KERN_X86)
 	pt_kern_x16_pack_q8_0_avx512(x0, row_bytes, o);
-#else
-	pack_q8_0_blk(x0, row_bytes, o, tr);
-#endif
-}
-
-static void pack_q4_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
-{
-#if defined(PT_KERN_X86)
-	pack_q4_k_codes(x0, row_bytes, o, tr);
-	pt_kern_x16_pack_q4_k_scales_avx512(x0, row_bytes, o);
-#else
-	pack_q4_k_sb(x0, row_bytes, o, tr);
-#endif
-}
-
-static void pack_q6_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
-{
-#if defined(PT_KERN_X86)
-	pack_q6_k_codes(x0, row_bytes, o, tr);
-	pt_kern_x16_pack_q6_k_scales_avx512(x0, row_bytes, o);
-#else
-	pack_q6_k_sb(x0, row_bytes, o, tr);
-#endif
 }
 
 static void pack_q5_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
 {
 	(void)tr;
-#if defined(PT_KERN_X86)
 	pt_kern_x16_pack_q5_0_avx512(x0, row_bytes, o);
-#else
-	pack_q5_0_blk(x0, row_bytes, o, tr);
-#endif
 }
+
+#define PACKER(rb, name)                                                                      \
+	(pt_kern_level() == PT_KERN_LEVEL_AVX512 && (rb) <= INT32_MAX / PT_KERN_X16_ROWS       \
+		 ? name##_avx512                                                               \
+		 : name)
+#else
+#define PACKER(rb, name) name
+#endif
 
 void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint64_t cols,
 		      uint64_t b0, uint64_t b1, void *dst)
@@ -318,19 +300,19 @@ void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint
 	const size_t nsb = (size_t)(cols / u->cols);
 	switch (type) {
 	case PT_TYPE_Q6_K:
-		pack_bands(gather_avx512(row_bytes) ? pack_q6_k_sb_avx512 : pack_q6_k_sb, u->in,
+		pack_bands(PACKER(row_bytes, pack_q6_k_sb), u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	case PT_TYPE_Q8_0:
-		pack_bands(gather_avx512(row_bytes) ? pack_q8_0_blk_avx512 : pack_q8_0_blk, u->in,
+		pack_bands(PACKER(row_bytes, pack_q8_0_blk), u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	case PT_TYPE_Q5_0:
-		pack_bands(gather_avx512(row_bytes) ? pack_q5_0_blk_avx512 : pack_q5_0_blk, u->in,
+		pack_bands(PACKER(row_bytes, pack_q5_0_blk), u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	default:
-		pack_bands(gather_avx512(row_bytes) ? pack_q4_k_sb_avx512 : pack_q4_k_sb, u->in,
+		pack_bands(PACKER(row_bytes, pack_q4_k_sb), u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	}

@@ -282,6 +282,11 @@ static inline __attribute__((always_inline)) void x16_dot16_blk32(size_t n, cons
 								   size_t rb, const uint8_t *a,
 								   float *y, const bool q5)
 {
+	if (rb > INT32_MAX / PT_KERN_X16_ROWS) { /* the gather's offsets are 32-bit */
+		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
+			y[r] = pt_kern_x16_dot_scalar[q5 ? PT_TYPE_Q5_0 : PT_TYPE_Q8_0](n, w + r * rb, a);
+		return;
+	}
 	const size_t blk = q5 ? Q5_0_B : Q8_0_B;
 	const int32_t off = q5 ? 16 : 128;
 	const __m512i m4 = _mm512_set1_epi8(0xF), b4 = _mm512_set1_epi8(0x10);
@@ -334,24 +339,13 @@ static inline __attribute__((always_inline)) void x16_dot16_blk32(size_t n, cons
 	_mm512_storeu_ps(y, acc);
 }
 
-/* The gather's offsets are 32-bit: rows farther apart take the reference one at a time. */
 static void x16_dot16_q8_0(size_t n, const void *w, size_t rb, const void *a, float *y)
 {
-	if (rb > INT32_MAX / PT_KERN_X16_ROWS) {
-		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
-			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q8_0](n, (const uint8_t *)w + r * rb, a);
-		return;
-	}
 	x16_dot16_blk32(n, w, rb, a, y, false);
 }
 
 static void x16_dot16_q5_0(size_t n, const void *w, size_t rb, const void *a, float *y)
 {
-	if (rb > INT32_MAX / PT_KERN_X16_ROWS) {
-		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
-			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q5_0](n, (const uint8_t *)w + r * rb, a);
-		return;
-	}
 	x16_dot16_blk32(n, w, rb, a, y, true);
 }
 
@@ -416,21 +410,33 @@ void pt_kern_x16_pack_q8_0_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
 	pack_d16(x0, row_offsets(rb), o + 512);
 }
 
-void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
+/* Sixteen rows' 16 bytes (row r at p + r * rb) as four vectors of words: u[k] holds word k
+ * (bytes 4 k .. 4 k + 3) of rows 0-15 in order.  Four rows a vector (row j + 4 L in 128-bit
+ * lane L), then a 4 x 4 transpose of words in every lane. */
+static inline __attribute__((always_inline)) void words16x4(const uint8_t *p, size_t rb,
+							     __m512i u[4])
 {
 	__m512i z[4];
-	UNROLL for (int j = 0; j < 4; j++) { /* 128-bit lane L: row j + 4 L's 16 nibble bytes */
-		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(x0 + (size_t)j * rb + 6)));
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 4) * rb + 6)), 1);
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 8) * rb + 6)), 2);
-		z[j] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 12) * rb + 6)), 3);
+	UNROLL for (int j = 0; j < 4; j++) {
+		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + (size_t)j * rb)));
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + (size_t)(j + 4) * rb)), 1);
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + (size_t)(j + 8) * rb)), 2);
+		z[j] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + (size_t)(j + 12) * rb)), 3);
 	}
 	const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
 	const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-	_mm512_storeu_si512((void *)o, _mm512_unpacklo_epi64(t0, t2));
-	_mm512_storeu_si512((void *)(o + 64), _mm512_unpackhi_epi64(t0, t2));
-	_mm512_storeu_si512((void *)(o + 128), _mm512_unpacklo_epi64(t1, t3));
-	_mm512_storeu_si512((void *)(o + 192), _mm512_unpackhi_epi64(t1, t3));
+	u[0] = _mm512_unpacklo_epi64(t0, t2);
+	u[1] = _mm512_unpackhi_epi64(t0, t2);
+	u[2] = _mm512_unpacklo_epi64(t1, t3);
+	u[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
+{
+	__m512i u[4]; /* the nibble bytes: word s of every row to o + 64 s */
+	words16x4(x0 + 6, rb, u);
+	UNROLL for (int k = 0; k < 4; k++)
+		_mm512_storeu_si512((void *)(o + 64 * k), u[k]);
 	const __m512i rows = row_offsets(rb);
 	/* the fifth bits: nibble v's bit k to bit 8 k by v * 0x00204081 (q5_0_spread) */
 	const __m512i qh = _mm512_i32gather_epi32(rows, x0 + 2, 1);
@@ -492,18 +498,8 @@ void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *
  * last bytes, nothing read past it).  Writes o[3072, 3360). */
 void pt_kern_x16_pack_q6_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
 {
-	__m512i z[4];
-	UNROLL for (int j = 0; j < 4; j++) { /* 128-bit lane L: row j + 4 L's scale bytes */
-		__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(x0 + (size_t)j * rb + 192)));
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 4) * rb + 192)), 1);
-		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 8) * rb + 192)), 2);
-		z[j] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(x0 + (size_t)(j + 12) * rb + 192)), 3);
-	}
-	const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-	const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-	/* u[k]: word k (scale bytes 4 k ..) of rows 0-15 in order */
-	const __m512i u[4] = { _mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-			       _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3) };
+	__m512i u[4]; /* u[k]: word k (scale bytes 4 k ..) of rows 0-15 in order */
+	words16x4(x0 + 192, rb, u);
 	const __m512i bsel = _mm512_broadcast_i32x4(
 		_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
 	const __m512i dsel = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
