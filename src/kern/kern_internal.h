@@ -162,12 +162,18 @@ extern const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT];
  * level's is the scalar one's; the AVX2 / AVX-512 twins are 8x8 / 16x16 register transposes. */
 void pt_kern_x16_transpose_avx2(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16]);
 void pt_kern_x16_transpose_avx512(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16]);
-/* One 32-column block of 16 rows (row r at x0 + r * row_bytes, row_bytes * 15 < 2^31) packed
+/* Whether 16 rows row_bytes apart have 32-bit offsets (the AVX-512 packers and the
+ * sixteen-row twin gather one word of each row). */
+static inline bool pt_kern_x16_gather_ok(size_t row_bytes)
+{
+	return row_bytes <= INT32_MAX / PT_KERN_X16_ROWS;
+}
+/* One 32-column block of 16 rows (row r at x0 + r * row_bytes, pt_kern_x16_gather_ok) packed
  * into o (PT_KERN_X16_Q8_0_BLK / _Q5_0_BLK bytes): x16.c's scalar block packers' bytes. */
 void pt_kern_x16_pack_q8_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 /* The scales, mins, d and dmin of one Q4_K super-block of 16 rows into o's bytes [2048,
- * 2368) (the same bytes as x16.c's pack_q4_k_sb; row_bytes * 15 < 2^31). */
+ * 2368) (the same bytes as x16.c's pack_q4_k_sb; pt_kern_x16_gather_ok). */
 void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 /* The same for Q6_K: scales and d into o's bytes [3072, 3360). */
 void pt_kern_x16_pack_q6_k_scales_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);

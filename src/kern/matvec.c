@@ -244,6 +244,17 @@ static _Thread_local uint8_t x16r_scratch[X16R_SCRATCH_BYTES] __attribute__((ali
 _Static_assert(X16_BLOCK_BYTES <= X16R_SCRATCH_BYTES && X16_WIDE_BLOCK_BYTES <= X16R_SCRATCH_BYTES,
 	       "x16_blocking's blocks fit the packing scratch");
 
+/* X16_ROWS by the sixteen-row twin: r0, r1 are whole bands (the twin requests the next ones). */
+static void run_x16_rows16(const struct job *jb, uint64_t r0, uint64_t r1)
+{
+	const struct pt_kern_mat *w = jb->w;
+	const uint8_t *data = w->data;
+	for (uint64_t r = r0; r < r1; r += PT_KERN_X16_ROWS)
+		for (uint64_t tok = 0; tok < jb->n_tok; tok++)
+			jb->ops->x16_dot16(w->cols, data + r * w->row_bytes, w->row_bytes,
+					   jb->xq + tok * jb->act_row_bytes, jb->y + tok * w->rows + r);
+}
+
 static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
 {
 	const struct pt_kern_mat *w = jb->w;
@@ -253,19 +264,12 @@ static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
 	const uint64_t pack_from = w->type == PT_TYPE_Q6_K ? X16R_PACK_TOKS_Q6K
 				   : jb->ops->x16_dot16	     ? X16R_PACK_TOKS_DOT16
 							     : X16R_PACK_TOKS;
-	if ((jb->n_tok < pack_from || band > X16R_SCRATCH_BYTES) && jb->ops->x16_dot16) {
-		/* sixteen rows a call (r0, r1 are whole bands; the twin requests the next ones) */
-		for (uint64_t r = r0; r < r1; r += PT_KERN_X16_ROWS) {
-			for (uint64_t tok = 0; tok < jb->n_tok; tok++) {
-				float out[PT_KERN_X16_ROWS];
-				jb->ops->x16_dot16(w->cols, data + r * rb, rb, jb->xq + tok * ab, out);
-				for (int k = 0; k < PT_KERN_X16_ROWS; k++)
-					jb->y[tok * w->rows + r + k] = out[k];
-			}
-		}
+	const bool pack = jb->n_tok >= pack_from && band <= X16R_SCRATCH_BYTES;
+	if (!pack && jb->ops->x16_dot16) {
+		run_x16_rows16(jb, r0, r1);
 		return;
 	}
-	if (jb->n_tok < pack_from || band > X16R_SCRATCH_BYTES) {
+	if (!pack) {
 		const uint64_t pf = prefetch_rows(rb);
 		for (uint64_t r = r0; r < r1; r++) {
 			if (r + pf < r1)

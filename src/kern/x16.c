@@ -180,9 +180,10 @@ typedef void (*pack_sb_fn)(const uint8_t *x0, size_t row_bytes, uint8_t *o, tran
 
 /* A super-block (block) at a time the packing reads a little of each of 16 rows: sixteen
  * streams, more than the hardware prefetchers follow, so the next band's rows (adjacent; past
- * a matrix's last band the requests touch nothing) are requested a share a super-block.  bench_kern layouts, cold experts, one thread: packed
- * products of 8-32 tokens 10-45 % faster on Q4_K / Q6_K, 5-8 % at 96; Q8_0 / Q5_0 at 8
- * tokens 3x (the packing had cost more than the products). */
+ * a matrix's last band the requests touch nothing) are requested a share a super-block.
+ * bench_kern layouts, cold experts, one thread: packed products of 8-32 tokens 10-45 %
+ * faster on Q4_K / Q6_K, 5-8 % at 96; Q8_0 / Q5_0 at 8 tokens 3x (the packing had cost more
+ * than the products). */
 static inline __attribute__((always_inline)) void pack_bands(
 	pack_sb_fn sb_fn, size_t sb_in, size_t sb_out, const uint8_t *src, size_t row_bytes,
 	size_t nsb, uint64_t b0, uint64_t b1, uint8_t *dst)
@@ -286,7 +287,7 @@ static void pack_q5_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o
 }
 
 #define PACKER(rb, name)                                                                      \
-	(pt_kern_level() == PT_KERN_LEVEL_AVX512 && (rb) <= INT32_MAX / PT_KERN_X16_ROWS       \
+	(pt_kern_level() == PT_KERN_LEVEL_AVX512 && pt_kern_x16_gather_ok(rb)                  \
 		 ? name##_avx512                                                               \
 		 : name)
 #else

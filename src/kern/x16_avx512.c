@@ -272,6 +272,13 @@ static inline __attribute__((always_inline)) __m512i fold16(const __m512i s[8])
 				_mm512_shuffle_i32x4(b[0], b[1], 0xDD));
 }
 
+/* The 32-bit byte offsets of 16 rows rb apart, for gathers (pt_kern_x16_gather_ok(rb)). */
+static inline __m512i row_offsets(size_t rb)
+{
+	return _mm512_mullo_epi32(_mm512_set1_epi32((int)rb),
+				  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+
 /* Row of vector j's low (high) half: see fold16. */
 static inline int fold_row(int j, int high)
 {
@@ -282,7 +289,7 @@ static inline __attribute__((always_inline)) void x16_dot16_blk32(size_t n, cons
 								   size_t rb, const uint8_t *a,
 								   float *y, const bool q5)
 {
-	if (rb > INT32_MAX / PT_KERN_X16_ROWS) { /* the gather's offsets are 32-bit */
+	if (!pt_kern_x16_gather_ok(rb)) { /* the gather's offsets are 32-bit */
 		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
 			y[r] = pt_kern_x16_dot_scalar[q5 ? PT_TYPE_Q5_0 : PT_TYPE_Q8_0](n, w + r * rb, a);
 		return;
@@ -294,9 +301,7 @@ static inline __attribute__((always_inline)) void x16_dot16_blk32(size_t n, cons
 	/* Q5_0's nibbles: the low ones in 128-bit lanes 0 and 2, the high ones in 1 and 3 */
 	const __m512i nib_shift = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004,
 						    0, 0, 0x0004000400040004, 0x0004000400040004);
-	const __m512i rows = _mm512_mullo_epi32(_mm512_set1_epi32((int)rb),
-						_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-								  11, 12, 13, 14, 15));
+	const __m512i rows = row_offsets(rb);
 	__m512 acc = _mm512_setzero_ps();
 	/* sixteen rows read a block at a time are sixteen streams, more than the hardware
 	 * prefetchers follow: the next sixteen rows (adjacent, as a caller's next band) are
@@ -366,13 +371,7 @@ const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT] = {
  * Q5_0: 16 x 4, four rows a vector), the row scales and Q5_0's fifth-bit words come in by
  * gather, and the fifth bits are spread in all sixteen lanes at once (q5_0_spread's
  * multiply).  Moves the same bytes as x16.c's scalar packers
- * (test_kern_x16_pack_same_at_every_level); the caller checked row_bytes * 15 < 2^31. */
-
-static inline __m512i row_offsets(size_t rb)
-{
-	return _mm512_mullo_epi32(_mm512_set1_epi32((int)rb),
-				  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-}
+ * (test_kern_x16_pack_same_at_every_level); the caller checked pt_kern_x16_gather_ok. */
 
 /* The 16 rows' F16 words at x0 + 16-bit offsets r * rb, as 16 halves at o. */
 static inline void pack_d16(const uint8_t *x0, __m512i rows, uint8_t *o)
@@ -455,11 +454,22 @@ void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
 	pack_d16(x0, rows, o + 320);
 }
 
+/* Four bytes of each of 16 rows (row r's in dword r) placed byte-major: byte j of row r at
+ * 16 j + r.  Dword j of each 128-bit lane gathers byte j of its four rows, then dword 4 j + L
+ * takes lane L's dword j (both steps the same pattern). */
+static inline __m512i bytes_by_row(__m512i v)
+{
+	const __m512i bsel = _mm512_broadcast_i32x4(
+		_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+	const __m512i dsel = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+	return _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(v, bsel));
+}
+
 /* A Q4_K super-block's scales, mins and d / dmin words of 16 rows (x16.c's pack_q4_k_sb
  * per row, here in the sixteen lanes at once): the 12 packed scale bytes come in as three
  * gathered words a row and are unpacked as the scalar packer does on 32-bit words; the bytes
  * (and 16-bit words) then move to their places by in-lane shuffles and permutes.  Writes
- * o[2048, 2368); the caller checked row_bytes * 15 < 2^31. */
+ * o[2048, 2368); the caller checked pt_kern_x16_gather_ok. */
 void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *o)
 {
 	const __m512i rows = row_offsets(rb);
@@ -475,13 +485,8 @@ void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *
 	const __m512i mn_hi = _mm512_or_si512(
 		_mm512_and_si512(_mm512_srli_epi32(c, 4), m4),
 		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 6), m2), 4));
-	/* bytes: dword j of each 128-bit lane gathers byte j of its four rows, then dword 4 j + L
-	 * takes lane L's dword j: byte j of row r at 16 j + r (both steps the same pattern) */
-	const __m512i bsel = _mm512_broadcast_i32x4(
-		_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-	const __m512i dsel = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-	_mm512_storeu_si512((void *)(o + 2048), _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(sc_lo, bsel)));
-	_mm512_storeu_si512((void *)(o + 2112), _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(sc_hi, bsel)));
+	_mm512_storeu_si512((void *)(o + 2048), bytes_by_row(sc_lo));
+	_mm512_storeu_si512((void *)(o + 2112), bytes_by_row(sc_hi));
 	/* 16-bit words: word g of row r at 32 g + 2 r (the mins' pairs; d then dmin) */
 	static const uint16_t wsel_w[32] = { 0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20,
 					     22, 24, 26, 28, 30, 1,  3,  5,  7,  9,  11,
@@ -500,12 +505,8 @@ void pt_kern_x16_pack_q6_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *
 {
 	__m512i u[4]; /* u[k]: word k (scale bytes 4 k ..) of rows 0-15 in order */
 	words16x4(x0 + 192, rb, u);
-	const __m512i bsel = _mm512_broadcast_i32x4(
-		_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-	const __m512i dsel = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 	UNROLL for (int k = 0; k < 4; k++) /* scale 4 k + m of row r at 16 (4 k + m) + r */
-		_mm512_storeu_si512((void *)(o + 3072 + 64 * k),
-				    _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(u[k], bsel)));
+		_mm512_storeu_si512((void *)(o + 3072 + 64 * k), bytes_by_row(u[k]));
 	const __m512i d = _mm512_srli_epi32(_mm512_i32gather_epi32(row_offsets(rb), x0 + 206, 1), 16);
 	_mm256_storeu_si256((__m256i *)(o + 3328), _mm512_cvtepi32_epi16(d));
 }
