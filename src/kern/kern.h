@@ -141,8 +141,9 @@ struct pt_kern_ops {
 	pt_kern_dot_fn x16_dot;
 	enum pt_kern_level x16_dot_level;
 	pt_kern_dot4_fn x16_dot4; /* x16_dot on four tokens (its level's; NULL: four calls) */
-	/* x16_dot on sixteen rows at once, where one row alone is slow (32-column blocks: a
-	 * reduction and a dependent FMA every block); NULL if this level has none */
+	/* x16_dot on sixteen rows at once: they share the reductions and the FMA chains a row
+	 * alone pays every block or super-block (AVX-512, every type with the layout); NULL if
+	 * this level has none */
 	pt_kern_x16_dot16_fn x16_dot16;
 };
 
@@ -187,7 +188,8 @@ void pt_kern_quantize_row(enum pt_type act_type, const float *x, void *out, size
  * time (pt_kern_x16_pack: a copy made at load for faster decode, see "interleaved rows").
  * X16_ROWS: stored as in the file but computed with the interleaved layout's numerics, so
  * its products are bit-identical to those of its X16 copy: single tokens run the row kernel
- * (pt_kern_ops.x16_dot), several tokens pack each block of bands into a thread's scratch and
+ * (pt_kern_ops.x16_dot, or x16_dot16 sixteen rows a call where the level has it), several
+ * tokens pack each block of bands into a thread's scratch and
  * run the X16 kernel over it (the streamed experts of --repack: prefill at the interleaved
  * kernels' speed without a copy, decode as fast as the row-major dot). */
 enum pt_kern_layout {

@@ -227,22 +227,34 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
 }
 
 /* Rows stored as in the file, computed with the interleaved numerics (X16_ROWS).  Fewer
- * than X16R_PACK_TOKS tokens: the row kernel (four tokens a call where the level has it),
- * each row against every token while it is hot, or the sixteen-row one where the level has
- * it.  From X16R_PACK_TOKS on: each block of
+ * tokens than x16r_pack_from: the sixteen-row twin where the level has it, else the row
+ * kernel (four tokens a call where the level has it), each row against every token while it
+ * is hot.  From there on: each block of
  * bands packed into this thread's scratch (register transposes), then run_x16's loops over
  * it: the X16 kernels' speed (about twice the row-major tiles' on Q4_K from ~96 tokens,
  * docs/PERFORMANCE.md round 26) for one packing a block.  Both give the same bits (kern.h). */
 #define X16R_PACK_TOKS 8
 #define X16R_PACK_TOKS_Q6K 16 /* its packing costs more (three transposes a super-block) */
-/* Q8_0 / Q5_0 (the sixteen-row twin, x16_dot16): their packing is cheap and the twin shares
- * nothing between tokens, so from two tokens on (bench_kern layouts, 2816 x 704, cold: four
- * tokens 59-65 GMAC/s packed against 38-41 by the twin; one token 32-34 against 17-20) */
+/* Where the level has the sixteen-row twin (x16_dot16), which shares nothing between tokens:
+ * Q8_0 / Q5_0 pack from two tokens (their packing is cheap; bench_kern layouts, 2816 x 704,
+ * cold: four tokens 59-65 GMAC/s packed against 38-41 by the twin; one token 32-34 against
+ * 17-20), Q4_K / Q6_K from four (768 x 2048 and 1024 x 4096 Q4_K, cold: two tokens 71-82 by
+ * the twin against 58-62 packed, four 83-107 packed against 69-82; Q6_K 2048 x 768 and
+ * 4096 x 1024: two 49-57 against 42-43, four 62-76 against 55-61) */
 #define X16R_PACK_TOKS_DOT16 2
+#define X16R_PACK_TOKS_DOT16_K 4
 #define X16R_SCRATCH_BYTES (384u << 10)
 static _Thread_local uint8_t x16r_scratch[X16R_SCRATCH_BYTES] __attribute__((aligned(64)));
 _Static_assert(X16_BLOCK_BYTES <= X16R_SCRATCH_BYTES && X16_WIDE_BLOCK_BYTES <= X16R_SCRATCH_BYTES,
 	       "x16_blocking's blocks fit the packing scratch");
+
+/* The token count from which an X16_ROWS product packs its bands. */
+static uint64_t x16r_pack_from(enum pt_type type, const struct pt_kern_ops *ops)
+{
+	if (ops->x16_dot16)
+		return pt_kern_x16_unit_cols(type) == QKK ? X16R_PACK_TOKS_DOT16_K : X16R_PACK_TOKS_DOT16;
+	return type == PT_TYPE_Q6_K ? X16R_PACK_TOKS_Q6K : X16R_PACK_TOKS;
+}
 
 /* X16_ROWS by the sixteen-row twin: r0, r1 are whole bands (the twin requests the next ones). */
 static void run_x16_rows16(const struct job *jb, uint64_t r0, uint64_t r1)
@@ -261,10 +273,7 @@ static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
 	const uint8_t *data = w->data;
 	const size_t band = pt_kern_x16_band(w->type, w->cols), ab = jb->act_row_bytes;
 	const size_t rb = w->row_bytes;
-	const uint64_t pack_from = w->type == PT_TYPE_Q6_K ? X16R_PACK_TOKS_Q6K
-				   : jb->ops->x16_dot16	     ? X16R_PACK_TOKS_DOT16
-							     : X16R_PACK_TOKS;
-	const bool pack = jb->n_tok >= pack_from && band <= X16R_SCRATCH_BYTES;
+	const bool pack = jb->n_tok >= x16r_pack_from(w->type, jb->ops) && band <= X16R_SCRATCH_BYTES;
 	if (!pack && jb->ops->x16_dot16) {
 		run_x16_rows16(jb, r0, r1);
 		return;

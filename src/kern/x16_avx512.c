@@ -1,5 +1,6 @@
-/* x16_avx512.c - AVX-512 VNNI kernels over Q4_K and Q6_K rows interleaved 16 at a time
- * (kern.h, "interleaved rows"), bit-identical to x16.c's scalar reference.
+/* x16_avx512.c - AVX-512 VNNI kernels over rows interleaved 16 at a time (kern.h,
+ * "interleaved rows"), their sixteen-row twins over rows as stored (X16_ROWS) and the
+ * register packers, all bit-identical to x16.c's scalar reference.
  *
  * One row per 32-bit lane: vpdpbusd multiplies a vector of 4 code bytes of each of the 16
  * rows by the activation's 4 bytes broadcast to every lane (unsigned codes, signed
@@ -12,6 +13,7 @@
 
 #include <immintrin.h>
 
+#include "kern/q6k_avx512.h"
 #include "kern/x16_blk_avx2.h"
 
 #define UNROLL _Pragma("GCC unroll 8")
@@ -354,11 +356,6 @@ static void x16_dot16_q5_0(size_t n, const void *w, size_t rb, const void *a, fl
 	x16_dot16_blk32(n, w, rb, a, y, true);
 }
 
-const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx512[PT_TYPE_COUNT] = {
-	[PT_TYPE_Q8_0] = x16_dot16_q8_0,
-	[PT_TYPE_Q5_0] = x16_dot16_q5_0,
-};
-
 const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = x16_q4_k_avx512,
 	[PT_TYPE_Q6_K] = x16_q6_k_avx512,
@@ -510,6 +507,193 @@ void pt_kern_x16_pack_q6_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *
 	const __m512i d = _mm512_srli_epi32(_mm512_i32gather_epi32(row_offsets(rb), x0 + 206, 1), 16);
 	_mm256_storeu_si256((__m256i *)(o + 3328), _mm512_cvtepi32_epi16(d));
 }
+
+/* ---- Q4_K: sixteen rows as stored, one token (PT_KERN_LAYOUT_X16_ROWS) ---------------------
+ * x16_q4_k's numerics with row r in lane r.  A row's 128 code bytes are two vectors; their
+ * low and high nibbles are four vectors of codes, each two sub-blocks (lower and upper 256
+ * bits), multiplied with the activation's matching bytes (vpmaddubsw) and the words by the
+ * sub-blocks' scales (vpmaddwd): one vector a row whose sum is the row's exact scaled sum.
+ * Sixteen such vectors fold into one (fold16 after a first pairing of halves), and the mins,
+ * d and dmin come in sixteen lanes from a transpose of the rows' first 16 bytes.  Integer
+ * sums are exact in any order, and the float steps per lane are x16_q4_k's. */
+
+/* [a's lower + upper 256 bits, b's]: two rows' eight partials each, in halves (fold16's s[j]). */
+static inline __m512i pair_halves(__m512i a, __m512i b)
+{
+	return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xEE));
+}
+
+/* 128-bit lane `lane` of v in all four (a switch: the shuffle's selector must be a literal). */
+static inline __attribute__((always_inline)) __m512i lane128(__m512i v, int lane)
+{
+	switch (lane) {
+	case 0: return _mm512_shuffle_i32x4(v, v, 0x00);
+	case 1: return _mm512_shuffle_i32x4(v, v, 0x55);
+	case 2: return _mm512_shuffle_i32x4(v, v, 0xAA);
+	default: return _mm512_shuffle_i32x4(v, v, 0xFF);
+	}
+}
+
+/* vpshufb controls over a row's eight scale words (in every 128-bit lane): sub-block ja's
+ * word in the lower 256 bits, jb's in the upper (the code vectors' two sub-blocks). */
+#define SCW2(j) (char)(2 * (j)), (char)(2 * (j) + 1)
+#define SCW16(j) SCW2(j), SCW2(j), SCW2(j), SCW2(j), SCW2(j), SCW2(j), SCW2(j), SCW2(j)
+#define SC_PAIR(ja, jb) { SCW16(ja), SCW16(ja), SCW16(jb), SCW16(jb) }
+static const char q4k_pair_ctrl[4][64] __attribute__((aligned(64))) = {
+	SC_PAIR(0, 2), SC_PAIR(1, 3), SC_PAIR(4, 6), SC_PAIR(5, 7)
+};
+
+static void x16_dot16_q4_k(size_t n, const void *wv, size_t rb, const void *av, float *y)
+{
+	const uint8_t *w = wv, *a = av;
+	if (!pt_kern_x16_gather_ok(rb)) {
+		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
+			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q4_K](n, w + r * rb, a);
+		return;
+	}
+	const __m512i m4b = _mm512_set1_epi8(0xF);
+	const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i m2 = _mm512_set1_epi32(0x03030303);
+	/* a dword's bytes 0, 1 (2, 3) as two words: the mins of sub-blocks 2 g, 2 g + 1 */
+	const __m512i mw01 = _mm512_broadcast_i32x4(
+		_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
+	const __m512i mw23 = _mm512_broadcast_i32x4(
+		_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
+	__m512 acc = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+	const uintptr_t next = (uintptr_t)w + PT_KERN_X16_ROWS * rb, share = PT_KERN_X16_ROWS * Q4K_B;
+	for (size_t i = 0; i < n / QKK; i++, w += Q4K_B, a += Q8K_B) {
+		pt_kern_prefetch_range(next + i * share, next + (i + 1) * share);
+		__m512i u[4]; /* d | dmin << 16, scale bytes 0-3, 4-7, 8-11 of rows 0-15 */
+		words16x4(w, rb, u);
+		const __m512i sc_lo = _mm512_and_si512(u[1], m6), mn_lo = _mm512_and_si512(u[2], m6);
+		const __m512i sc_hi = _mm512_or_si512(
+			_mm512_and_si512(u[3], m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[1], 6), m2), 4));
+		const __m512i mn_hi = _mm512_or_si512(
+			_mm512_and_si512(_mm512_srli_epi32(u[3], 4), m4),
+			_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[2], 6), m2), 4));
+		/* each row's eight scales as words in a 128-bit lane: sw[k] holds rows
+		 * (k & 2) + 8 (k & 1) + {0, 1, 4, 5} */
+		const __m512i tl = _mm512_unpacklo_epi32(sc_lo, sc_hi), th = _mm512_unpackhi_epi32(sc_lo, sc_hi);
+		const __m512i sw[4] = {
+			_mm512_cvtepu8_epi16(_mm512_castsi512_si256(tl)),
+			_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(tl, 1)),
+			_mm512_cvtepu8_epi16(_mm512_castsi512_si256(th)),
+			_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(th, 1)),
+		};
+		const uint8_t *qs = a + Q8K_QS;
+		__m512i act[4]; /* the activation bytes of code vector k's two sub-blocks */
+		UNROLL for (int k = 0; k < 4; k++) {
+			const int lo = 128 * (k / 2) + 32 * (k % 2);
+			act[k] = _mm512_inserti64x4(
+				_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(qs + lo))),
+				_mm256_loadu_si256((const __m256i *)(qs + lo + 64)), 1);
+		}
+		__m512i s[8];
+		UNROLL for (int j = 0; j < 8; j++) {
+			__m512i v[2];
+			UNROLL for (int h = 0; h < 2; h++) {
+				const int r = fold_row(j, h);
+				const int vec = 2 * ((r % 4) / 2) + r / 8, lane = 2 * ((r / 4) % 2) + r % 2;
+				const __m512i scw = lane128(sw[vec], lane);
+				const uint8_t *x = w + (size_t)r * rb + 16;
+				__m512i sum = _mm512_setzero_si512();
+				UNROLL for (int c = 0; c < 2; c++) {
+					const __m512i b = _mm512_loadu_si512((const void *)(x + 64 * c));
+					const __m512i lo = _mm512_and_si512(b, m4b);
+					const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(b, 4), m4b);
+					sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(lo, act[2 * c]),
+						_mm512_shuffle_epi8(scw, _mm512_load_si512((const void *)q4k_pair_ctrl[2 * c])));
+					sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(hi, act[2 * c + 1]),
+						_mm512_shuffle_epi8(scw, _mm512_load_si512((const void *)q4k_pair_ctrl[2 * c + 1])));
+				}
+				v[h] = sum;
+			}
+			s[j] = pair_halves(v[0], v[1]);
+		}
+		const __m512i isum = fold16(s);
+		__m512i msum = _mm512_setzero_si512();
+		UNROLL for (int g = 0; g < 4; g++) {
+			const __m512i mn = g < 2 ? mn_lo : mn_hi;
+			const __m512i mw = _mm512_shuffle_epi8(mn, g % 2 ? mw23 : mw01);
+			msum = _mm512_dpwssd_epi32(msum, mw, _mm512_set1_epi32(kern_q8k_bsum_pair(a, g)));
+		}
+		const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(u[0]));
+		const __m512 dm = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(u[0], 16)));
+		const __m512 d8 = _mm512_set1_ps(kern_f32(a));
+		acc = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(isum), acc);
+		accm = _mm512_fmadd_ps(_mm512_mul_ps(dm, d8), _mm512_cvtepi32_ps(msum), accm);
+	}
+	_mm512_storeu_ps(y, _mm512_sub_ps(acc, accm));
+}
+
+/* Q6_K, the same way: a row's codes and scale words as its row twin decodes them
+ * (q6k_decode: per half, two code vectors, each four 16-element sub-blocks, and their scale
+ * words), vpmaddubsw and vpmaddwd into one vector a row, sixteen folded into one; the -32
+ * offset is the activation's 16-element sums times the scales (sixteen lanes, from a transpose
+ * of the rows' scale bytes) times 32, taken off the folded sums. */
+static void x16_dot16_q6_k(size_t n, const void *wv, size_t rb, const void *av, float *y)
+{
+	const uint8_t *w = wv, *a = av;
+	if (!pt_kern_x16_gather_ok(rb)) {
+		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
+			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q6_K](n, w + r * rb, a);
+		return;
+	}
+	const __m512i rows = row_offsets(rb);
+	__m512 acc = _mm512_setzero_ps();
+	const uintptr_t next = (uintptr_t)w + PT_KERN_X16_ROWS * rb, share = PT_KERN_X16_ROWS * Q6K_B;
+	for (size_t i = 0; i < n / QKK; i++, w += Q6K_B, a += Q8K_B) {
+		pt_kern_prefetch_range(next + i * share, next + (i + 1) * share);
+		const uint8_t *qs = a + Q8K_QS;
+		__m512i act[4];
+		UNROLL for (int k = 0; k < 4; k++)
+			act[k] = _mm512_loadu_si512((const void *)(qs + 64 * k));
+		__m512i s[8];
+		UNROLL for (int j = 0; j < 8; j++) {
+			__m512i v[2];
+			UNROLL for (int h2 = 0; h2 < 2; h2++) {
+				const uint8_t *x = w + (size_t)fold_row(j, h2) * rb;
+				const __m512i scw = _mm512_castsi256_si512(
+					_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 192))));
+				__m512i sum = _mm512_setzero_si512();
+				UNROLL for (int h = 0; h < 2; h++) {
+					__m512i qa, qb, sa, sb;
+					q6k_decode(x, h, scw, &qa, &qb, &sa, &sb);
+					sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(qa, act[2 * h]), sa);
+					sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(qb, act[2 * h + 1]), sb);
+				}
+				v[h2] = sum;
+			}
+			s[j] = pair_halves(v[0], v[1]);
+		}
+		/* sum_j scale_j x bsums_j in sixteen lanes: the signed scale bytes as word pairs
+		 * (bytes 0, 2 and 1, 3 of each word of four) against the bsums' matching pairs */
+		__m512i u[4], bias = _mm512_setzero_si512();
+		words16x4(w + 192, rb, u);
+		UNROLL for (int k = 0; k < 4; k++) {
+			const __m512i even = _mm512_srai_epi16(_mm512_slli_epi16(u[k], 8), 8);
+			const __m512i odd = _mm512_srai_epi16(u[k], 8);
+			const uint8_t *bs = a + Q8K_BSUMS + 8 * k;
+			bias = _mm512_dpwssd_epi32(bias, even, _mm512_set1_epi32(
+				(int)((uint32_t)kern_u16(bs) | (uint32_t)kern_u16(bs + 4) << 16)));
+			bias = _mm512_dpwssd_epi32(bias, odd, _mm512_set1_epi32(
+				(int)((uint32_t)kern_u16(bs + 2) | (uint32_t)kern_u16(bs + 6) << 16)));
+		}
+		const __m512i isum = _mm512_sub_epi32(fold16(s), _mm512_slli_epi32(bias, 5));
+		/* each row's d: the high word of the word ending its super-block (nothing past it) */
+		const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
+			_mm512_srli_epi32(_mm512_i32gather_epi32(rows, w + 206, 1), 16)));
+		acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(kern_f32(a))), _mm512_cvtepi32_ps(isum), acc);
+	}
+	_mm512_storeu_ps(y, acc);
+}
+
+const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx512[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_dot16_q4_k,
+	[PT_TYPE_Q6_K] = x16_dot16_q6_k,
+	[PT_TYPE_Q8_0] = x16_dot16_q8_0,
+	[PT_TYPE_Q5_0] = x16_dot16_q5_0,
+};
 
 void pt_kern_x16_transpose_avx512(const uint8_t *src, size_t row_bytes, uint8_t *const dst[16])
 {

@@ -865,9 +865,9 @@ PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
 				pt_free(q);
 			}
 	CHECK(pairs >= 24); /* the scalar level at least, for every type */
-	/* Q8_0 and Q5_0 at AVX-512: 2 types x 2 kinds x 3 widths x 2 bands */
+	/* every type at AVX-512: 4 types x 2 kinds x 3 widths x 2 bands */
 #if defined(PT_KERN_X86)
-	CHECK_EQ_INT(pairs16, pt_kern_level_max() >= PT_KERN_LEVEL_AVX512 ? 24 : 0);
+	CHECK_EQ_INT(pairs16, pt_kern_level_max() >= PT_KERN_LEVEL_AVX512 ? 48 : 0);
 #else
 	CHECK_EQ_INT(pairs16, 0);
 #endif
@@ -885,13 +885,17 @@ PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
 		const struct pt_kern_ops *q8 = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q8_0);
 		if (q8)
 			CHECK(q8->x16_dot_level == PT_KERN_LEVEL_SCALAR);
+		/* the sixteen-row twins: every type with the layout at AVX-512, none elsewhere */
+		for (int ti = 0; ti < 4; ti++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[ti]);
 #if defined(PT_KERN_X86)
-		if (q8)
-			CHECK((q8->x16_dot16 != NULL) == (lv == PT_KERN_LEVEL_AVX512));
+			if (o)
+				CHECK((o->x16_dot16 != NULL) == (lv == PT_KERN_LEVEL_AVX512));
 #else
-		if (q8)
-			CHECK(q8->x16_dot16 == NULL);
+			if (o)
+				CHECK(o->x16_dot16 == NULL);
 #endif
+		}
 		const struct pt_kern_ops *q4 = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q4_0);
 		if (q4)
 			CHECK(q4->x16_dot == NULL);
