@@ -281,6 +281,18 @@ static inline __m512i row_offsets(size_t rb)
 				  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 
+/* Rows too far apart for the twins' 32-bit gather offsets (pt_kern_x16_gather_ok): the
+ * scalar reference a row (the same bits); true if it ran. */
+static bool dot16_by_rows(enum pt_type t, size_t n, const uint8_t *w, size_t rb, const uint8_t *a,
+			  float *y)
+{
+	if (pt_kern_x16_gather_ok(rb))
+		return false;
+	for (int r = 0; r < PT_KERN_X16_ROWS; r++)
+		y[r] = pt_kern_x16_dot_scalar[t](n, w + r * rb, a);
+	return true;
+}
+
 /* Row of vector j's low (high) half: see fold16. */
 static inline int fold_row(int j, int high)
 {
@@ -291,11 +303,8 @@ static inline __attribute__((always_inline)) void x16_dot16_blk32(size_t n, cons
 								   size_t rb, const uint8_t *a,
 								   float *y, const bool q5)
 {
-	if (!pt_kern_x16_gather_ok(rb)) { /* the gather's offsets are 32-bit */
-		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
-			y[r] = pt_kern_x16_dot_scalar[q5 ? PT_TYPE_Q5_0 : PT_TYPE_Q8_0](n, w + r * rb, a);
+	if (dot16_by_rows(q5 ? PT_TYPE_Q5_0 : PT_TYPE_Q8_0, n, w, rb, a, y))
 		return;
-	}
 	const size_t blk = q5 ? Q5_0_B : Q8_0_B;
 	const int32_t off = q5 ? 16 : 128;
 	const __m512i m4 = _mm512_set1_epi8(0xF), b4 = _mm512_set1_epi8(0x10);
@@ -462,6 +471,23 @@ static inline __m512i bytes_by_row(__m512i v)
 	return _mm512_permutexvar_epi32(dsel, _mm512_shuffle_epi8(v, bsel));
 }
 
+/* Sixteen rows' Q4_K scales and mins from their three packed words a (bytes 4-7 of the
+ * super-block), b (8-11), c (12-15), a row a lane: scales 0-3 and 4-7, mins 0-3 and 4-7 as
+ * the bytes of a word each (x16.c's pack_q4_k_sb on 32-bit words). */
+static inline __attribute__((always_inline)) void q4k_scales16(__m512i a, __m512i b, __m512i c,
+								 __m512i *sc_lo, __m512i *sc_hi,
+								 __m512i *mn_lo, __m512i *mn_hi)
+{
+	const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i m2 = _mm512_set1_epi32(0x03030303);
+	*sc_lo = _mm512_and_si512(a, m6);
+	*mn_lo = _mm512_and_si512(b, m6);
+	*sc_hi = _mm512_or_si512(_mm512_and_si512(c, m4),
+				 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a, 6), m2), 4));
+	*mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 4), m4),
+				 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 6), m2), 4));
+}
+
 /* A Q4_K super-block's scales, mins and d / dmin words of 16 rows (x16.c's pack_q4_k_sb
  * per row, here in the sixteen lanes at once): the 12 packed scale bytes come in as three
  * gathered words a row and are unpacked as the scalar packer does on 32-bit words; the bytes
@@ -474,14 +500,8 @@ void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t rb, uint8_t *
 	const __m512i b = _mm512_i32gather_epi32(rows, x0 + 8, 1);
 	const __m512i c = _mm512_i32gather_epi32(rows, x0 + 12, 1);
 	const __m512i dd = _mm512_i32gather_epi32(rows, x0, 1); /* d | dmin << 16 */
-	const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f);
-	const __m512i m2 = _mm512_set1_epi32(0x03030303);
-	const __m512i sc_lo = _mm512_and_si512(a, m6), mn_lo = _mm512_and_si512(b, m6);
-	const __m512i sc_hi = _mm512_or_si512(
-		_mm512_and_si512(c, m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a, 6), m2), 4));
-	const __m512i mn_hi = _mm512_or_si512(
-		_mm512_and_si512(_mm512_srli_epi32(c, 4), m4),
-		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 6), m2), 4));
+	__m512i sc_lo, sc_hi, mn_lo, mn_hi;
+	q4k_scales16(a, b, c, &sc_lo, &sc_hi, &mn_lo, &mn_hi);
 	_mm512_storeu_si512((void *)(o + 2048), bytes_by_row(sc_lo));
 	_mm512_storeu_si512((void *)(o + 2112), bytes_by_row(sc_hi));
 	/* 16-bit words: word g of row r at 32 g + 2 r (the mins' pairs; d then dmin) */
@@ -546,14 +566,9 @@ static const char q4k_pair_ctrl[4][64] __attribute__((aligned(64))) = {
 static void x16_dot16_q4_k(size_t n, const void *wv, size_t rb, const void *av, float *y)
 {
 	const uint8_t *w = wv, *a = av;
-	if (!pt_kern_x16_gather_ok(rb)) {
-		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
-			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q4_K](n, w + r * rb, a);
+	if (dot16_by_rows(PT_TYPE_Q4_K, n, w, rb, a, y))
 		return;
-	}
 	const __m512i m4b = _mm512_set1_epi8(0xF);
-	const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f);
-	const __m512i m2 = _mm512_set1_epi32(0x03030303);
 	/* a dword's bytes 0, 1 (2, 3) as two words: the mins of sub-blocks 2 g, 2 g + 1 */
 	const __m512i mw01 = _mm512_broadcast_i32x4(
 		_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
@@ -565,12 +580,8 @@ static void x16_dot16_q4_k(size_t n, const void *wv, size_t rb, const void *av, 
 		pt_kern_prefetch_range(next + i * share, next + (i + 1) * share);
 		__m512i u[4]; /* d | dmin << 16, scale bytes 0-3, 4-7, 8-11 of rows 0-15 */
 		words16x4(w, rb, u);
-		const __m512i sc_lo = _mm512_and_si512(u[1], m6), mn_lo = _mm512_and_si512(u[2], m6);
-		const __m512i sc_hi = _mm512_or_si512(
-			_mm512_and_si512(u[3], m4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[1], 6), m2), 4));
-		const __m512i mn_hi = _mm512_or_si512(
-			_mm512_and_si512(_mm512_srli_epi32(u[3], 4), m4),
-			_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[2], 6), m2), 4));
+		__m512i sc_lo, sc_hi, mn_lo, mn_hi;
+		q4k_scales16(u[1], u[2], u[3], &sc_lo, &sc_hi, &mn_lo, &mn_hi);
 		/* each row's eight scales as words in a 128-bit lane: sw[k] holds rows
 		 * (k & 2) + 8 (k & 1) + {0, 1, 4, 5} */
 		const __m512i tl = _mm512_unpacklo_epi32(sc_lo, sc_hi), th = _mm512_unpackhi_epi32(sc_lo, sc_hi);
@@ -634,11 +645,8 @@ static void x16_dot16_q4_k(size_t n, const void *wv, size_t rb, const void *av, 
 static void x16_dot16_q6_k(size_t n, const void *wv, size_t rb, const void *av, float *y)
 {
 	const uint8_t *w = wv, *a = av;
-	if (!pt_kern_x16_gather_ok(rb)) {
-		for (int r = 0; r < PT_KERN_X16_ROWS; r++)
-			y[r] = pt_kern_x16_dot_scalar[PT_TYPE_Q6_K](n, w + r * rb, a);
+	if (dot16_by_rows(PT_TYPE_Q6_K, n, w, rb, a, y))
 		return;
-	}
 	const __m512i rows = row_offsets(rb);
 	__m512 acc = _mm512_setzero_ps();
 	const uintptr_t next = (uintptr_t)w + PT_KERN_X16_ROWS * rb, share = PT_KERN_X16_ROWS * Q6K_B;
