@@ -236,6 +236,8 @@ static void x16_of(int lv, int t, struct pt_kern_ops *o)
 #if defined(PT_KERN_X86)
 	if (o->x16 && lv == PT_KERN_LEVEL_AVX512)
 		o->x16_dot16 = pt_kern_x16_dot16_avx512[t];
+	else if (o->x16 && lv == PT_KERN_LEVEL_AVX2)
+		o->x16_dot16 = pt_kern_x16_dot16_avx2[t];
 #endif
 	for (int use = lv; o->x16 && use >= 0; use--) {
 		const pt_kern_dot_fn *tab = pt_kern_x16_dot_scalar;

@@ -240,7 +240,8 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
  * cold: four tokens 59-65 GMAC/s packed against 38-41 by the twin; one token 32-34 against
  * 17-20), Q4_K / Q6_K from four (768 x 2048 and 1024 x 4096 Q4_K, cold: two tokens 71-82 by
  * the twin against 58-62 packed, four 83-107 packed against 69-82; Q6_K 2048 x 768 and
- * 4096 x 1024: two 49-57 against 42-43, four 62-76 against 55-61) */
+ * 4096 x 1024: two 49-57 against 42-43, four 62-76 against 55-61; at AVX2, where Q4_K has
+ * the twin: three tokens 45-49 by the twin, four 52-54 packed) */
 #define X16R_PACK_TOKS_DOT16 2
 #define X16R_PACK_TOKS_DOT16_K 4
 #define X16R_SCRATCH_BYTES (384u << 10)

@@ -1,5 +1,6 @@
 /* x16_avx2.c - AVX2 kernels over Q4_K, Q8_0 and Q5_0 rows interleaved 16 at a time (kern.h,
- * "interleaved rows"), bit-identical to x16.c's scalar reference.
+ * "interleaved rows"), the Q4_K sixteen-row twin over rows as stored (X16_ROWS) and the
+ * packing transpose, bit-identical to x16.c's scalar reference.
  *
  * A super-block's 16 rows are done as two halves of 8 rows, one row per 32-bit lane of a
  * 256-bit vector, one half after the other within each super-block (one pass over the band).
@@ -298,3 +299,141 @@ void pt_kern_x16_transpose_avx2(const uint8_t *src, size_t row_bytes, uint8_t *c
 	transpose8(src, row_bytes, 0, 8, dst);
 	transpose8(src, row_bytes, 8, 8, dst);
 }
+
+/* ---- Q4_K: sixteen rows as stored, one token (PT_KERN_LAYOUT_X16_ROWS) ---------------------
+ * x16_q4_k's numerics with row r in lane r % 8 of half r / 8, read from the rows as stored
+ * (x16_avx512.c's twin in 256-bit vectors, without VNNI).  Per row, the four code vectors'
+ * nibbles against the activation's 32-byte runs (maddubs: exact int16 pair sums) times each
+ * sub-block's scale word (madd) add up to one vector whose sum is the row's exact scaled sum;
+ * eight rows' vectors fold into one by hadd rounds.  The scales, mins, d and dmin of eight
+ * rows come in eight lanes from a transpose of their first 16 bytes. */
+
+/* Eight rows' 16 bytes (row r at p + r * rb) as four vectors of words: u[k] holds word k of
+ * rows 0-7 in order (rows j and j + 4 in the 128-bit halves of a load pair, then a 4 x 4
+ * transpose of words in each half). */
+static inline __attribute__((always_inline)) void words8x4(const uint8_t *p, size_t rb,
+							    __m256i u[4])
+{
+	__m256i z[4];
+	UNROLL for (int j = 0; j < 4; j++)
+		z[j] = _mm256_inserti128_si256(
+			_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p + (size_t)j * rb))),
+			_mm_loadu_si128((const __m128i *)(p + (size_t)(j + 4) * rb)), 1);
+	const __m256i t0 = _mm256_unpacklo_epi32(z[0], z[1]), t1 = _mm256_unpackhi_epi32(z[0], z[1]);
+	const __m256i t2 = _mm256_unpacklo_epi32(z[2], z[3]), t3 = _mm256_unpackhi_epi32(z[2], z[3]);
+	u[0] = _mm256_unpacklo_epi64(t0, t2);
+	u[1] = _mm256_unpackhi_epi64(t0, t2);
+	u[2] = _mm256_unpacklo_epi64(t1, t3);
+	u[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* Eight rows' sums in one vector, lane r = row r's, from v[2 j] = hadd(row 2 j's vector,
+ * row 2 j + 1's) (the odd entries unused). */
+static inline __attribute__((always_inline)) __m256i fold8_pairs(const __m256i v[8])
+{
+	/* per 128-bit half: the four rows' partial sums of that half, rows in order */
+	const __m256i a = _mm256_hadd_epi32(v[0], v[2]), b = _mm256_hadd_epi32(v[4], v[6]);
+	return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+				_mm256_permute2x128_si256(a, b, 0x31));
+}
+
+/* pshufb controls: sub-block j's scale word in every word (scales as words 0-7 of a half). */
+#define SCJ2(j) (char)(2 * (j)), (char)(2 * (j) + 1)
+#define SCJ(j) { SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), \
+		 SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j), SCJ2(j) }
+static const char q4k_scale_ctrl[8][32] __attribute__((aligned(32))) = {
+	SCJ(0), SCJ(1), SCJ(2), SCJ(3), SCJ(4), SCJ(5), SCJ(6), SCJ(7)
+};
+
+/* Eight rows (w, w + rb, ...) of one super-block against the token's at a: the rows' exact
+ * scaled sums and min sums, a row a lane; d and dmin too. */
+static inline __attribute__((always_inline)) void q4_k_rows8(const uint8_t *w, size_t rb,
+							      const uint8_t *a, __m256i *isum,
+							      __m256i *msum, __m256 *d, __m256 *dm)
+{
+	const __m256i m4b = _mm256_set1_epi8(0xF);
+	const __m256i m6 = _mm256_set1_epi32(0x3f3f3f3f), m4 = _mm256_set1_epi32(0x0f0f0f0f);
+	const __m256i m2 = _mm256_set1_epi32(0x03030303);
+	__m256i u[4]; /* d | dmin << 16, scale bytes 0-3, 4-7, 8-11 */
+	words8x4(w, rb, u);
+	const __m256i sc_lo = _mm256_and_si256(u[1], m6), mn_lo = _mm256_and_si256(u[2], m6);
+	const __m256i sc_hi = _mm256_or_si256(
+		_mm256_and_si256(u[3], m4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u[1], 6), m2), 4));
+	const __m256i mn_hi = _mm256_or_si256(
+		_mm256_and_si256(_mm256_srli_epi32(u[3], 4), m4),
+		_mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u[2], 6), m2), 4));
+	/* each row's eight scales as eight bytes: rows 0, 1 | 4, 5 and 2, 3 | 6, 7 */
+	const __m256i tl = _mm256_unpacklo_epi32(sc_lo, sc_hi), th = _mm256_unpackhi_epi32(sc_lo, sc_hi);
+	const uint8_t *qs = a + Q8K_QS;
+	__m256i v[8];
+	UNROLL for (int r = 0; r < 8; r++) {
+		const __m256i t = (r % 4) < 2 ? tl : th;
+		const __m128i half = r < 4 ? _mm256_castsi256_si128(t) : _mm256_extracti128_si256(t, 1);
+		const __m128i sc8 = r % 2 ? _mm_unpackhi_epi64(half, half) : half;
+		const __m256i scw = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
+		const uint8_t *x = w + (size_t)r * rb + 16;
+		__m256i sum = _mm256_setzero_si256();
+		UNROLL for (int c = 0; c < 4; c++) {
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(x + 32 * c));
+			const __m256i lo = _mm256_and_si256(q, m4b);
+			const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4b);
+			const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(qs + 64 * c)));
+			const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qs + 64 * c + 32)));
+			sum = _mm256_add_epi32(sum, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(
+				scw, _mm256_load_si256((const __m256i *)q4k_scale_ctrl[2 * c]))));
+			sum = _mm256_add_epi32(sum, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(
+				scw, _mm256_load_si256((const __m256i *)q4k_scale_ctrl[2 * c + 1]))));
+			/* a running sum (x16_q4_k: GCC otherwise issues every row's products
+			 * first and spills them) */
+			__asm__("" : "+x"(sum));
+		}
+		v[r] = sum;
+		if (r % 2) /* pairs folded as they come: fewer live registers */
+			v[r - 1] = _mm256_hadd_epi32(v[r - 1], v[r]);
+	}
+	*isum = fold8_pairs(v);
+	/* the mins of sub-blocks 2 g, 2 g + 1 as a word pair a lane, by the bsums' pairs */
+	const __m256i mw01 = _mm256_broadcastsi128_si256(
+		_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
+	const __m256i mw23 = _mm256_broadcastsi128_si256(
+		_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
+	__m256i m = _mm256_setzero_si256();
+	UNROLL for (int g = 0; g < 4; g++) {
+		const __m256i mw = _mm256_shuffle_epi8(g < 2 ? mn_lo : mn_hi, g % 2 ? mw23 : mw01);
+		m = _mm256_add_epi32(m, _mm256_madd_epi16(mw, _mm256_set1_epi32(kern_q8k_bsum_pair(a, g))));
+	}
+	*msum = m;
+	/* d and dmin: the lanes' low and high words, packed (values fit) and put in row order */
+	const __m256i dd = _mm256_permute4x64_epi64(
+		_mm256_packus_epi32(_mm256_and_si256(u[0], _mm256_set1_epi32(0xFFFF)),
+				    _mm256_srli_epi32(u[0], 16)),
+		0xD8);
+	*d = _mm256_cvtph_ps(_mm256_castsi256_si128(dd));
+	*dm = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
+}
+
+static void x16_dot16_q4_k(size_t n, const void *wv, size_t rb, const void *av, float *y)
+{
+	const uint8_t *w = wv, *a = av;
+	__m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+	__m256 accm[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+	/* sixteen row streams: the next sixteen rows requested a share a super-block */
+	const uintptr_t next = (uintptr_t)w + PT_KERN_X16_ROWS * rb, share = PT_KERN_X16_ROWS * Q4K_B;
+	for (size_t i = 0; i < n / QKK; i++, w += Q4K_B, a += Q8K_B) {
+		pt_kern_prefetch_range(next + i * share, next + (i + 1) * share);
+		const __m256 d8 = _mm256_set1_ps(kern_f32(a));
+		UNROLL for (int h = 0; h < 2; h++) {
+			__m256i isum, msum;
+			__m256 d, dm;
+			q4_k_rows8(w + (size_t)(8 * h) * rb, rb, a, &isum, &msum, &d, &dm);
+			acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(isum), acc[h]);
+			accm[h] = _mm256_fmadd_ps(_mm256_mul_ps(dm, d8), _mm256_cvtepi32_ps(msum), accm[h]);
+		}
+	}
+	UNROLL for (int h = 0; h < 2; h++)
+		_mm256_storeu_ps(y + 8 * h, _mm256_sub_ps(acc[h], accm[h]));
+}
+
+const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q4_K] = x16_dot16_q4_k,
+};

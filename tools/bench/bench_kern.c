@@ -1,7 +1,7 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il|layouts|dense16]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il|layouts|layouts-few|dense16]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
@@ -15,7 +15,8 @@
  *   thread; "il8" / "il5": the same for Q8_0 / Q5_0 on Gemma 4's routed downs, 2816 x 704;
  *   "layouts": the Qwen3 / Sarvam expert products (and Gemma 4's Q5_0 / Q8_0 downs) at 1-256
  *   tokens, cold, one thread, as
- *   stored, interleaved (X16) and as stored with the interleaved numerics (X16_ROWS))
+ *   stored, interleaved (X16) and as stored with the interleaved numerics (X16_ROWS);
+ *   "layouts-few": the same at 1-8 tokens)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
@@ -1157,21 +1158,31 @@ int main(int argc, char **argv)
 		bench_dense(secs);
 		return 0;
 	}
-	if (argc > 2 && strcmp(argv[2], "layouts") == 0) { /* the expert layouts, one thread */
-		static const uint64_t toks[] = { 1, 2, 4, 8, 16, 32, 96, 256 };
+	if (argc > 2 && (strcmp(argv[2], "layouts") == 0 || strcmp(argv[2], "layouts-few") == 0)) {
+		/* the expert layouts, one thread; "layouts-few": 1-8 tokens (the sixteen-row
+		 * twins against packing) */
+		static const uint64_t toks[] = { 1, 2, 4, 8, 16, 32, 96, 256 }, few[] = { 1, 2, 3, 4, 6, 8 };
+		const bool is_few = strcmp(argv[2], "layouts-few") == 0;
+		const uint64_t *tk = is_few ? few : toks;
+		const size_t nt = is_few ? sizeof few / sizeof few[0] : sizeof toks / sizeof toks[0];
+		static const struct { enum pt_type t; uint64_t rows, cols; } mats[] = {
+			{ PT_TYPE_Q4_K, 768, 2048 }, { PT_TYPE_Q6_K, 2048, 768 },
+			{ PT_TYPE_Q4_K, 1024, 4096 }, { PT_TYPE_Q6_K, 4096, 1024 },
+			{ PT_TYPE_Q5_0, 2816, 704 }, { PT_TYPE_Q8_0, 2816, 704 },
+		};
 		/* the best level, or PARTICLE_CPU's (the AVX2 level: the reference user's CPU) */
 		if (!getenv("PARTICLE_CPU") || pt_kern_init(NULL) != PT_OK)
 			pt_kern_set_level(pt_kern_level_max(), NULL);
-		for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++)
-			for (int l = 0; l < 3; l++) {
-				cold_layout = (enum pt_kern_layout)l;
-				bench_matmul_cold(PT_TYPE_Q4_K, 768, 2048, 32, toks[i], secs);
-				bench_matmul_cold(PT_TYPE_Q6_K, 2048, 768, 32, toks[i], secs);
-				bench_matmul_cold(PT_TYPE_Q4_K, 1024, 4096, 32, toks[i], secs);
-				bench_matmul_cold(PT_TYPE_Q6_K, 4096, 1024, 32, toks[i], secs);
-				bench_matmul_cold(PT_TYPE_Q5_0, 2816, 704, 32, toks[i], secs);
-				bench_matmul_cold(PT_TYPE_Q8_0, 2816, 704, 32, toks[i], secs);
-			}
+		for (size_t i = 0; i < nt; i++)
+			for (int l = 0; l < 3; l++)
+				for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
+					/* a level without the type's interleaved kernel would time the
+					 * scalar reference (AVX2: Q6_K) */
+					if (l != PT_KERN_LAYOUT_ROWS && !pt_kern_x16_native(mats[k].t))
+						continue;
+					cold_layout = (enum pt_kern_layout)l;
+					bench_matmul_cold(mats[k].t, mats[k].rows, mats[k].cols, 32, tk[i], secs);
+				}
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "dense16") == 0) { /* interleaved dense, one thread */
