@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 #include <string.h>
@@ -286,8 +287,16 @@ static enum MHD_Result send_resp(struct pt_http_conn *cn, struct pt_http_resp *r
 	for (size_t i = 0; i < resp->n_headers; i++)
 		MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
 	add_cors(h, cn->mc, r);
-	if (atomic_load(&h->stop_soft))
+	if (atomic_load(&h->stop_soft)) {
 		MHD_add_response_header(r, "Connection", "close");
+	} else {
+		/* the idle cut (watchdog_main), advertised: clients that reuse idle connections
+		 * (Node's fetch keeps them 4 s) then drop them before the server does instead of
+		 * sending a request into a connection being closed */
+		char ka[32];
+		snprintf(ka, sizeof ka, "timeout=%u", (unsigned)h->o.timeout_s);
+		MHD_add_response_header(r, "Keep-Alive", ka);
+	}
 	cn->status = resp->status;
 	count_status(h, resp->status);
 	enum MHD_Result ok = MHD_queue_response(cn->mc, (unsigned)resp->status, r);

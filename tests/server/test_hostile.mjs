@@ -192,6 +192,15 @@ for (const [name, chunks, want, opts = {}] of rawCases) {
   });
 }
 
+test('answers advertise the idle cut (Keep-Alive: timeout=2), and a reused connection idle for most of it still answers', async () => {
+  const r = await http(srv, 'GET', '/v1/models');
+  assert.equal(r.headers.get('keep-alive'), 'timeout=2');
+  await new Promise((res) => setTimeout(res, 900)); // under the client's threshold below the hint
+  const again = await http(srv, 'GET', '/v1/models');
+  assert.equal(again.status, 200);
+  assert.equal(again.headers.get('keep-alive'), 'timeout=2');
+});
+
 test('CORS: a simple request from the allowed origin carries Access-Control-Allow-Origin', async () => {
   const r = await http(srv, 'GET', '/v1/models', undefined, { Origin: 'http://allowed.example' });
   assert.equal(r.headers.get('access-control-allow-origin'), 'http://allowed.example');
