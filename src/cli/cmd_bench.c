@@ -270,12 +270,24 @@ static void synth_prompt(uint32_t *ids, uint32_t n, uint32_t n_vocab)
 	}
 }
 
+/* The first maximum, as a plain scan finds it; a block of 64 is looked at value by value
+ * only when one of its values is above the best so far (one vectorizable pass): the plain
+ * scan took ~1.2 ms a token over a 262,144-entry vocabulary, counted in decode's time. */
 static uint32_t argmax(const float *l, uint32_t n)
 {
 	uint32_t best = 0;
-	for (uint32_t i = 1; i < n; i++)
-		if (l[i] > l[best])
+	for (uint32_t i = 1; i < n; i++) {
+		while (i % 64 == 0 && i + 64 <= n) {
+			int any = 0;
+			for (uint32_t j = 0; j < 64; j++)
+				any |= l[i + j] > l[best];
+			if (any)
+				break;
+			i += 64;
+		}
+		if (i < n && l[i] > l[best])
 			best = i;
+	}
 	return best;
 }
 

@@ -67,6 +67,108 @@ PT_TEST(test_gen_sample_top_k_one_is_greedy)
 	pt_sampler_destroy(s);
 }
 
+/* The scans skip 64-logit blocks with no raw logit above the bar (sample.c): against a
+ * plain reference over the chain's view of each logit, on vocabularies that end mid-block,
+ * with the winners at block edges and in the tail, ties at the bar, NaN / -inf, and tokens a
+ * penalty of 1.5 pushes down (or, at 0.5, up: no skipping then). */
+static float ref_view(const float *l, uint32_t t, const uint8_t *pen, float p)
+{
+	return pen[t] && p != 1.0f ? (l[t] > 0 ? l[t] / p : l[t] * p) : l[t];
+}
+
+static bool ref_better(float a, uint32_t ia, float b, uint32_t ib)
+{
+	return a > b || (a == b && ia < ib);
+}
+
+PT_TEST(test_gen_sample_block_skip_matches_plain_scan)
+{
+	static const uint32_t vocabs[] = { 1, 63, 64, 65, 200, 1000, 4099 };
+	static const float pens[] = { 1.0f, 1.5f, 0.5f };
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t vi = 0; vi < sizeof vocabs / sizeof vocabs[0]; vi++)
+		for (size_t pi = 0; pi < 3; pi++)
+			for (int round = 0; round < 9; round++) {
+				const uint32_t V = vocabs[vi];
+				float *l = pt_mallocn(V, sizeof(float));
+				uint8_t *pen = pt_calloc(V, 1);
+				REQUIRE(l && pen);
+				for (uint32_t t = 0; t < V; t++) {
+					x = x * 6364136223846793005ull + 1442695040888963407ull;
+					const uint32_t r = (uint32_t)(x >> 33);
+					l[t] = (float)(r % 2000) / 100.0f - 12.0f;
+					if (r % 97 == 0)
+						l[t] = NAN;
+					else if (r % 89 == 0)
+						l[t] = -INFINITY;
+				}
+				/* winners where the blocks turn: edges, the tail, ties */
+				const uint32_t spots[] = { 0, 63, 64, 127, V - 1, V / 2, V > 2 ? V - 2 : 0 };
+				for (size_t i = 0; i < 7; i++) { /* one ulp apart, the top moving */
+					float w = 25.0f;
+					for (size_t u = (i + (size_t)round) % 7; u > 0; u--)
+						w = nextafterf(w, 99.0f);
+					l[spots[i] % V] = round % 4 == 1 ? 30.0f : w; /* or tied */
+				}
+				if (round == 2)
+					for (uint32_t t = 0; t < V; t++)
+						l[t] = 1.0f; /* every token tied */
+				const uint32_t hist = V < 8 ? V : 8;
+				struct pt_sampler_opts o = { 0, 0, 1.0f, 0, pens[pi], hist, 3 };
+				pt_sampler *g = NULL, *k = NULL;
+				struct pt_error e = { 0 };
+				REQUIRE(pt_sampler_create(&o, V, &g, &e) == PT_OK);
+				o.temperature = 1e6f; /* near-uniform over the kept candidates */
+				o.top_k = 4;
+				REQUIRE(pt_sampler_create(&o, V, &k, &e) == PT_OK);
+				for (uint32_t i = 0; i < hist; i++) { /* penalize the winners first */
+					const uint32_t t = (spots[i % 7] + (uint32_t)i / 7) % V;
+					pt_sampler_accept(g, (int32_t)t);
+					pt_sampler_accept(k, (int32_t)t);
+					pen[t] = 1;
+				}
+				/* reference greedy and top-4 over the view */
+				int32_t best = -1;
+				uint32_t top[4], nt = 0;
+				for (uint32_t t = 0; t < V; t++) {
+					const float v = ref_view(l, t, pen, pens[pi]);
+					if (isnan(v))
+						continue;
+					if (best < 0 || v > ref_view(l, (uint32_t)best, pen, pens[pi]))
+						best = (int32_t)t;
+					if (v == -INFINITY)
+						continue;
+					uint32_t at = nt < 4 ? nt++ : 4;
+					while (at > 0 && ref_better(v, t, ref_view(l, top[at - 1], pen, pens[pi]),
+								    top[at - 1])) {
+						if (at < 4)
+							top[at] = top[at - 1];
+						at--;
+					}
+					if (at < 4)
+						top[at] = t;
+				}
+				if (best >= 0 && ref_view(l, (uint32_t)best, pen, pens[pi]) == -INFINITY)
+					best = -1;
+				CHECK_EQ_INT(pt_sampler_sample(g, l), best);
+				bool seen[4] = { false };
+				for (int d = 0; d < 400; d++) {
+					const int32_t t = pt_sampler_sample(k, l);
+					bool in = false;
+					for (uint32_t i = 0; i < nt; i++)
+						if ((uint32_t)t == top[i])
+							in = seen[i] = true;
+					CHECK(in || (nt == 0 && t == -1));
+				}
+				for (uint32_t i = 0; i < nt; i++)
+					CHECK(seen[i]);
+				pt_sampler_destroy(g);
+				pt_sampler_destroy(k);
+				pt_free(l);
+				pt_free(pen);
+			}
+}
+
 PT_TEST(test_gen_sample_seed_determinism_and_distribution)
 {
 	enum { V = 8, N = 20000 };
