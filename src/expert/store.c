@@ -895,6 +895,19 @@ uint32_t pt_expert_store_warm(pt_expert_store *s, uint32_t layer, const uint32_t
 	return nr;
 }
 
+void pt_expert_store_poll(pt_expert_store *s)
+{
+	if (!s->cache)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (s->n_deferred || s->n_paced) {
+		struct pt_error e = { 0 };
+		if (reap_some(s, false, true, &e) != PT_OK)
+			pt_error_clear(&e); /* sticky: the next get reports it */
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer)
 {
 	int32_t m = moe_of(s, layer);

@@ -107,6 +107,12 @@ void pt_expert_store_end_layer(pt_expert_store *s, uint32_t layer);
 void pt_expert_store_ahead(pt_expert_store *s, uint32_t layer, const uint32_t *experts,
 			   uint32_t n);
 
+/* Never blocks: reaps the reads that have landed and sends to the disk what waited behind
+ * them (read-ahead and warm-up deferred behind demand reads, a wave's paced misses).  Those
+ * otherwise start only at the next prefetch / next / ready / get, which decode reaches after
+ * a whole group's products: the disk sat idle in between.  A no-op when nothing waits. */
+void pt_expert_store_poll(pt_expert_store *s);
+
 /* Profile warm-up at start (expert/profile.h): reads layer's experts[0..n) (most wanted
  * first) that are absent, at most slots_per_layer - reserve of them, as read-ahead does
  * (victim slots, deferred while demand reads are in flight, so they never delay one); an

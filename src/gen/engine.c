@@ -128,6 +128,11 @@ static enum pt_status sp_next(void *ctx, uint32_t *expert, bool *got, struct pt_
 	return pt_expert_store_next(ctx, expert, got, err);
 }
 
+static void sp_poll(void *ctx)
+{
+	pt_expert_store_poll(ctx);
+}
+
 static void sp_end_layer(void *ctx, uint32_t layer)
 {
 	pt_expert_store_end_layer(ctx, layer);
@@ -426,7 +431,7 @@ static enum pt_status open_store(pt_engine *e, enum pt_io_mode mode, struct pt_e
 	e->prov = (struct pt_expert_provider){ .ctx = e->store, .get = sp_get,
 					       .release = sp_release, .waves = sp_waves,
 					       .prefetch = sp_prefetch, .next = sp_next,
-					       .ready = sp_ready, .end_layer = sp_end_layer,
+					       .ready = sp_ready, .end_layer = sp_end_layer, .poll = sp_poll,
 					       .ahead = sp_ahead };
 	if (mode == PT_IO_MMAP || c.no_read_ahead)
 		e->prov.ahead = NULL; /* nothing is read early: skip the guess's router product */

@@ -1136,6 +1136,14 @@ static enum pt_status one_expert(pt_fwd *f, const struct pt_layer_weights *L, ui
 	return PT_OK;
 }
 
+/* Between a decode group's products: the provider starts the reads waiting for this
+ * layer's misses to land (the next layer's guesses), instead of at the next group. */
+static void poll_reads(pt_fwd *f)
+{
+	if (f->prov->poll)
+		f->prov->poll(f->prov->ctx);
+}
+
 /* Decode (one row): the gate/up/activation of every expert of a group (and of sh, an
  * always-on FFN folded in) in one dispatch, every down product in a second.  Each product
  * is the same dot calls on the same quantized bytes as expert_ffn makes, so the outputs are
@@ -1170,6 +1178,7 @@ static enum pt_status group_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 		if (!gs[j].xq || !gs[j].xq_up)
 			return no_xq(gs[j].xq ? &gs[j].up : &gs[j].gate, err);
 	enum pt_status st = pt_kern_glu_set(gs, ns, glu_fn(f), f->pool, err);
+	poll_reads(f);
 	for (uint32_t j = 0; st == PT_OK && j < ns; j++) {
 		const struct pt_kern_ops *ops = pt_kern_ops(ds[j].w.type);
 		if (!ops)
@@ -1316,6 +1325,7 @@ static enum pt_status rows_group(pt_fwd *f, const struct pt_layer_weights *L, ui
 	}
 	if (st == PT_OK)
 		st = pt_kern_glu_set(gs, m, glu_fn(f), f->pool, err);
+	poll_reads(f);
 	for (uint32_t j = 0; st == PT_OK && j < m; j++) {
 		const struct pt_kern_ops *ops = pt_kern_ops(ds[j].w.type);
 		if (!ops) {

@@ -56,6 +56,10 @@ struct pt_expert_provider {
 	 * wave, handed on once this wave's reads went out.  The provider may start reading
 	 * them.  A hint only: it never changes what get returns. */
 	void (*ahead)(void *ctx, uint32_t layer, const uint32_t *experts, uint32_t n);
+	/* Optional, never blocks: lets the provider start the reads that wait for others to
+	 * land (the read-ahead queued behind this layer's misses).  Decode calls it between a
+	 * group's gate/up and down products. */
+	void (*poll)(void *ctx);
 };
 
 /* Layout of a 3-D expert tensor: expert e's matrix starts at data + e * expert_bytes. */
