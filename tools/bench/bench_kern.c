@@ -1,7 +1,7 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il|layouts|layouts-few|dense16]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il|layouts|layouts-few|dense16|iotax FILE]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
@@ -16,18 +16,25 @@
  *   "layouts": the Qwen3 / Sarvam expert products (and Gemma 4's Q5_0 / Q8_0 downs) at 1-256
  *   tokens, cold, one thread, as
  *   stored, interleaved (X16) and as stored with the interleaved numerics (X16_ROWS);
- *   "layouts-few": the same at 1-8 tokens)
+ *   "layouts-few": the same at 1-8 tokens;
+ *   "iotax FILE": what reading FILE with O_DIRECT costs the compute threads, see bench_iotax)
  *
  * Weight GB/s = bytes of weight rows streamed per second.  Shapes: a 4096 x 4096 matrix
  * (one dense projection, L2/L3-resident after the first pass) and a slab of 128 experts of
  * 768 x 2048 (Qwen3-30B-A3B ffn_up_exps-like, far larger than the caches), walked expert by
  * expert so every pass streams from DRAM. */
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <liburing.h>
 
 #include "gen/kv.h"
 #include "gguf/gguf.h"
@@ -1113,12 +1120,239 @@ done:
 	pt_kv_fini(&kv);
 }
 
+
+/* ---- iotax: the compute a host takes while the disk reads ---------------------------------
+ * On the development VM a capped decode computes slower than the same decode with every
+ * expert already in its slot, and the loss follows the reads, not the kernels.  This mode
+ * measures it without the engine: one or two compute threads run for `secs` alone, then
+ * while FILE is read with O_DIRECT in 4 MiB reads, two ways: by a reader thread that sleeps
+ * in pread (as `dd iflag=direct` does: a wake-up a read), and as the engine reads, by
+ * io_uring with four reads in flight, submitted and reaped without blocking by the first
+ * compute thread between pieces of its work (no thread wakes for a completion).  Two
+ * rounds, alternating.  Workloads: "core", eight multiply-add chains in registers (the
+ * core's own speed, no memory), and "stream", the X16 Q4_K kernel over 128 MiB of bands a
+ * thread (decode's memory-bound products).  On bare metal neither moves much; a hypervisor
+ * that charges the guest's cores for its disk shows the loss here. */
+#define IOTAX_CHUNK (4u << 20)
+#define IOTAX_DEPTH 4
+
+struct iotax_io {
+	int fd;
+	off_t size, next;
+	struct io_uring ring;
+	uint8_t *buf; /* IOTAX_DEPTH chunks */
+	uint32_t inflight;
+	double bytes;
+};
+
+static void iotax_submit(struct iotax_io *io, uint32_t slot)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+	if (!sqe)
+		return;
+	if (io->next + (off_t)IOTAX_CHUNK > io->size)
+		io->next = 0;
+	io_uring_prep_read(sqe, io->fd, io->buf + (size_t)slot * IOTAX_CHUNK, IOTAX_CHUNK, io->next);
+	io_uring_sqe_set_data64(sqe, slot);
+	io->next += IOTAX_CHUNK;
+	io->inflight++;
+}
+
+/* Reap what has landed and read on into the freed buffers; never blocks. */
+static void iotax_poll(struct iotax_io *io)
+{
+	struct io_uring_cqe *cqe;
+	uint32_t again[IOTAX_DEPTH], n = 0;
+	while (n < IOTAX_DEPTH && io_uring_peek_cqe(&io->ring, &cqe) == 0) {
+		if (cqe->res > 0)
+			io->bytes += cqe->res;
+		again[n++] = (uint32_t)io_uring_cqe_get_data64(cqe);
+		io_uring_cqe_seen(&io->ring, cqe);
+		io->inflight--;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		iotax_submit(io, again[i]);
+	if (n)
+		io_uring_submit(&io->ring);
+}
+
+struct iotax_ctx {
+	_Atomic int stop;
+	int mode; /* 0 core, 1 stream */
+	const uint8_t *bands;
+	size_t band_count, band_bytes;
+	const uint8_t *act;
+	struct iotax_io *io; /* this thread keeps the reads going, or NULL */
+	double work; /* out: multiply-adds (core) or bytes (stream) per second */
+};
+
+static void *iotax_compute(void *arg)
+{
+	struct iotax_ctx *c = arg;
+	const struct pt_kern_ops *ops = pt_kern_ops(PT_TYPE_Q4_K);
+	float x[8] = { 1, 1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f, 1.7f }, y[16], sink = 0;
+	size_t b = 0;
+	double done = 0;
+	const double t0 = now();
+	while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+		if (c->mode == 0) { /* ~0.2 ms a piece */
+			for (int i = 0; i < 1 << 17; i++)
+				for (int k = 0; k < 8; k++)
+					x[k] = x[k] * 0.9999999f + 1e-7f;
+			done += 8.0 * (1 << 17);
+		} else { /* 16 bands, ~0.3 MB */
+			for (int i = 0; i < 16; i++, b = (b + 1) % c->band_count) {
+				ops->x16(2048, c->bands + b * c->band_bytes, c->act, 0, 1, y, 0);
+				sink += y[0];
+			}
+			done += 16.0 * (double)c->band_bytes;
+		}
+		if (c->io)
+			iotax_poll(c->io);
+	}
+	c->work = done / (now() - t0) + (x[0] + x[7] + sink == 12345.0f);
+	return NULL;
+}
+
+struct iotax_reader {
+	_Atomic int stop;
+	int fd;
+	off_t size;
+	double bytes;
+};
+
+static void *iotax_read(void *arg)
+{
+	struct iotax_reader *r = arg;
+	void *buf = NULL;
+	if (posix_memalign(&buf, 4096, IOTAX_CHUNK))
+		return NULL;
+	off_t off = 0;
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		if (off + (off_t)IOTAX_CHUNK > r->size)
+			off = 0;
+		const ssize_t n = pread(r->fd, buf, IOTAX_CHUNK, off);
+		if (n <= 0)
+			break;
+		r->bytes += (double)n;
+		off += n;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void bench_iotax(double secs, const char *path)
+{
+	const int fd = open(path, O_RDONLY | O_DIRECT);
+	const off_t size = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	if (fd < 0 || size < (off_t)(IOTAX_DEPTH * IOTAX_CHUNK)) {
+		fprintf(stderr, "bench_kern: iotax needs a file of 16 MiB or more readable with O_DIRECT\n");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	const size_t band = pt_kern_x16_band(PT_TYPE_Q4_K, 2048), per = (128u << 20) / band;
+	uint8_t *rows = malloc(2 * per * band), *bands[2] = { NULL, NULL };
+	uint8_t act[8 * 292];
+	struct iotax_io io = { .fd = fd, .size = size };
+	/* the engine's slots: 2 MiB pages, so a 4 MiB read is a request or two, not one a page */
+	io.buf = mmap(NULL, IOTAX_DEPTH * IOTAX_CHUNK, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (io.buf != MAP_FAILED) {
+		madvise(io.buf, IOTAX_DEPTH * IOTAX_CHUNK, MADV_HUGEPAGE);
+		memset(io.buf, 0, IOTAX_DEPTH * IOTAX_CHUNK);
+	}
+	if (!rows || io.buf == MAP_FAILED || io_uring_queue_init(2 * IOTAX_DEPTH, &io.ring, 0) < 0) {
+		fprintf(stderr, "bench_kern: iotax: out of memory or no io_uring\n");
+		if (io.buf != MAP_FAILED)
+			munmap(io.buf, IOTAX_DEPTH * IOTAX_CHUNK);
+		free(rows);
+		close(fd);
+		return;
+	}
+	for (size_t i = 0; i < sizeof act; i++)
+		act[i] = rnd8() & 0x3F;
+	for (size_t b = 0; b < sizeof act; b += 292) { /* each Q8_K block's float scale */
+		const float d8 = 0.01f;
+		memcpy(act + b, &d8, sizeof d8);
+	}
+	fill(PT_TYPE_Q4_K, rows, 2 * per * band);
+	for (int t = 0; t < 2; t++)
+		bands[t] = x16_copy(PT_TYPE_Q4_K, rows + t * per * band, per * 16, 2048, 1);
+	free(rows);
+	static const char *const how[] = { "alone", "pread thread", "io_uring" };
+	printf("iotax: %s (%.1f GB), 4 MiB O_DIRECT reads, %.1f s a run, 2 rounds\n", path,
+	       (double)size / 1e9, secs);
+	for (int mode = 0; mode < 2 && bands[0] && bands[1]; mode++)
+		for (uint32_t nt = 1; nt <= 2; nt++) {
+			double base = 0;
+			for (int round = 0; round < 2; round++)
+				for (int k = 0; k < 3; k++) {
+					struct iotax_ctx c[2];
+					struct iotax_reader rd = { .fd = fd, .size = size };
+					pthread_t th[2], rt;
+					io.bytes = 0;
+					if (k == 2) { /* the reads go before the clock starts */
+						for (uint32_t s = 0; s < IOTAX_DEPTH; s++)
+							iotax_submit(&io, s);
+						io_uring_submit(&io.ring);
+					}
+					const double t0 = now();
+					for (uint32_t t = 0; t < nt; t++) {
+						c[t] = (struct iotax_ctx){ .mode = mode, .bands = bands[t],
+									   .band_count = per, .band_bytes = band,
+									   .act = act, .io = k == 2 && t == 0 ? &io : NULL };
+						pthread_create(&th[t], NULL, iotax_compute, &c[t]);
+					}
+					const bool reader = k == 1 && pthread_create(&rt, NULL, iotax_read, &rd) == 0;
+					struct timespec ts = { (time_t)secs,
+							       (long)((secs - (double)(time_t)secs) * 1e9) };
+					nanosleep(&ts, NULL);
+					double work = 0;
+					for (uint32_t t = 0; t < nt; t++) {
+						atomic_store(&c[t].stop, 1);
+						pthread_join(th[t], NULL);
+						work += c[t].work;
+					}
+					const double el = now() - t0;
+					if (reader) {
+						atomic_store(&rd.stop, 1);
+						pthread_join(rt, NULL);
+					}
+					while (io.inflight) { /* drain before the next run */
+						struct io_uring_cqe *cqe;
+						if (io_uring_wait_cqe(&io.ring, &cqe) < 0)
+							break;
+						io_uring_cqe_seen(&io.ring, cqe);
+						io.inflight--;
+					}
+					if (k == 0 && round == 0)
+						base = work;
+					printf("  %-6s %u thread%s %-13s %8.2f %s %6.1f %% of alone   reads %.2f GB/s\n",
+					       mode ? "stream" : "core", nt, nt > 1 ? "s" : " ", how[k], work / 1e9,
+					       mode ? "GB/s   " : "Gmadd/s", 100.0 * work / base,
+					       (k == 1 ? rd.bytes : io.bytes) / el / 1e9);
+				}
+		}
+	for (int t = 0; t < 2; t++)
+		if (bands[t])
+			munmap(bands[t], per * band);
+	io_uring_queue_exit(&io.ring);
+	munmap(io.buf, IOTAX_DEPTH * IOTAX_CHUNK);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
 	int prefill_only = argc > 2 && strcmp(argv[2], "prefill") == 0;
 	int cold_only = argc > 2 && strcmp(argv[2], "cold") == 0;
 	printf("cpu: %s\n", pt_kern_cpu_name());
+	if (argc > 3 && strcmp(argv[2], "iotax") == 0) {
+		bench_iotax(secs, argv[3]);
+		return 0;
+	}
 	if (argc > 2 && strcmp(argv[2], "dot") == 0) {
 		bench_dot_l1();
 		return 0;
