@@ -71,6 +71,7 @@ struct pt_engine {
 	double repack_s;
 	bool mapped_fits;        /* experts mapped and the model fits the budget */
 	bool map_random;         /* the mapping advised MADV_RANDOM (pt_gguf_advise_random) */
+	uint64_t mapped_whole;   /* resident bytes left mapped, read ahead (pt_model_advise_mapped) */
 	enum pt_cache_policy policy;
 	uint64_t prefill_tokens, decode_tokens, prefill_ns, decode_ns;
 	struct pt_profile prof; /* expert popularity: loaded at open, saved at close */
@@ -803,8 +804,11 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 	const char *numerics = as_rows ? ", computed in the interleaved numerics" : "";
 	/* experts streaming and the large matrices copied: the mapping is read a few pages at
 	 * a time from now on (norms, scales, embedding rows), without read-ahead windows */
-	if (st == PT_OK && !on_map && s.matrices)
+	if (st == PT_OK && !on_map && s.matrices) {
 		e->map_random = pt_gguf_advise_random(e->m->g);
+		/* ...but for the resident matrices the copy left there (read whole every token) */
+		e->mapped_whole = pt_model_advise_mapped(e->m);
+	}
 	/* mapped experts are copied only when the model fits: a copy of a model larger than
 	 * memory cannot be paged back from the file as the mapping can */
 	if (paged && e->lay.n_moe)
@@ -815,11 +819,15 @@ static enum pt_status repack(pt_engine *e, struct pt_error *err)
 		    "`particle pack MODEL --repack` stores them interleaved: no packing per prompt");
 	if (st == PT_OK && e->o.log) {
 		char b[2][PT_PLAN_SIZE_LEN];
+		char w[PT_PLAN_SIZE_LEN];
 		fprintf(e->o.log, "particle: repack: %u matrices (%s as stored, %s "
-			"interleaved%s) in %.1f s%s\n", s.matrices, pt_plan_size(s.bytes_in, b[0]),
+			"interleaved%s) in %.1f s%s%s%s%s\n", s.matrices, pt_plan_size(s.bytes_in, b[0]),
 			pt_plan_size(s.bytes_out, b[1]), mapped ? ", experts included" : "",
 			s.seconds, e->map_random ? "; the rest of the file read without read-ahead"
-						 : "");
+						 : "",
+			e->mapped_whole ? ", except the " : "",
+			e->mapped_whole ? pt_plan_size(e->mapped_whole, w) : "",
+			e->mapped_whole ? " of resident matrices left in it" : "");
 	}
 	return st;
 }

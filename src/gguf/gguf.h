@@ -122,6 +122,14 @@ bool pt_gguf_advise_huge(const pt_gguf *g);
  * each other on every token (docs/PERFORMANCE.md, issue 21 round 28).  A hint: false when
  * the kernel refused. */
 bool pt_gguf_advise_random(const pt_gguf *g);
+/* [p, p + len) of a part's mapping is read whole on every token (a resident matrix the repack
+ * could not copy: a type without an interleaved kernel at this CPU level, such as Q6_K at
+ * AVX2 or Q5_K anywhere): its whole pages get the kernel's read-ahead back (MADV_NORMAL,
+ * undoing pt_gguf_advise_random for them) and are read now (MADV_WILLNEED).  Left under
+ * MADV_RANDOM such a matrix came in 4 KiB a fault at its first use: Gemma 4's 605 MB head at
+ * AVX2 took 5.7 s of a capped run's first token (docs/PERFORMANCE.md, issue 21 round 32).
+ * A hint: false when p is outside every mapped part or the kernel refused. */
+bool pt_gguf_advise_read_whole(const pt_gguf *g, const void *p, size_t len);
 /* [p, p + len) of a part's mapping will not be read again (pt_model_repack copied it): its
  * whole pages are unmapped from the page tables (MADV_DONTNEED) and dropped from the page
  * cache (POSIX_FADV_DONTNEED), so the memory is free at once - for the copy's 2 MiB pages,

@@ -747,24 +747,44 @@ bool pt_gguf_advise_random(const pt_gguf *g)
 	return advise_parts(g, MADV_RANDOM);
 }
 
-bool pt_gguf_release(const pt_gguf *g, const void *ptr, size_t len)
+/* The mapped part holding [ptr, ptr + len), or NULL. */
+static const pt_gguf *part_holding(const pt_gguf *g, uintptr_t a, size_t len)
 {
-	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)ptr;
 	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++) {
 		const pt_gguf *p = part_of(g, i);
 		const uintptr_t base = (uintptr_t)p->base;
-		if (!p->mapped || a < base || a - base >= p->size || len > p->size - (a - base))
-			continue;
-		const uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = (a + len) & ~(pg - 1);
-		if (hi <= lo)
-			return true;
-		bool ok = madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0;
-		if (p->fd >= 0)
-			ok = posix_fadvise(p->fd, (off_t)(lo - base), (off_t)(hi - lo),
-					   POSIX_FADV_DONTNEED) == 0 && ok;
-		return ok;
+		if (p->mapped && a >= base && a - base < p->size && len <= p->size - (a - base))
+			return p;
 	}
-	return false;
+	return NULL;
+}
+
+bool pt_gguf_advise_read_whole(const pt_gguf *g, const void *ptr, size_t len)
+{
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)ptr;
+	if (!part_holding(g, a, len))
+		return false;
+	/* the pages the range touches, partial ones included: its reads fault them all */
+	const uintptr_t lo = a & ~(pg - 1), hi = (a + len + pg - 1) & ~(pg - 1);
+	return madvise((void *)lo, hi - lo, MADV_NORMAL) == 0 &&
+	       madvise((void *)lo, hi - lo, MADV_WILLNEED) == 0;
+}
+
+bool pt_gguf_release(const pt_gguf *g, const void *ptr, size_t len)
+{
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)ptr;
+	const pt_gguf *p = part_holding(g, a, len);
+	if (!p)
+		return false;
+	const uintptr_t base = (uintptr_t)p->base;
+	const uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = (a + len) & ~(pg - 1);
+	if (hi <= lo)
+		return true;
+	bool ok = madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0;
+	if (p->fd >= 0)
+		ok = posix_fadvise(p->fd, (off_t)(lo - base), (off_t)(hi - lo),
+				   POSIX_FADV_DONTNEED) == 0 && ok;
+	return ok;
 }
 
 enum pt_status pt_gguf_merge_parts(pt_gguf **parts, uint32_t n, const char *const *names,

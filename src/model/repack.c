@@ -5,6 +5,7 @@
  * e * rows / 16 onwards, and its X16 copy is rows / 16 bands long. */
 #include "model/repack.h"
 
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -82,6 +83,19 @@ static enum pt_status pack_matrix(struct pt_model *m, enum pt_type type, const u
 	return PT_OK;
 }
 
+/* A layer's resident matrices the repack may copy (not wk_b / wv_b: the forward pass slices
+ * them per head; not the F32 router). */
+#define N_COPYABLE 19
+static void copyable_mats(struct pt_layer_weights *L, struct pt_kern_mat *mats[N_COPYABLE])
+{
+	struct pt_kern_mat *const all[N_COPYABLE] = {
+		&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down,
+		&L->sh_gate, &L->sh_up, &L->sh_down, &L->ssm_qkv, &L->ssm_z, &L->ssm_beta,
+		&L->ssm_alpha, &L->ssm_out, &L->wq_a, &L->wq_b, &L->wkv_a
+	};
+	memcpy(mats, all, sizeof all);
+}
+
 static enum pt_status repack_mat(struct pt_model *m, struct pt_kern_mat *w, pt_pool *pool,
 				 struct pt_repack_stats *s, struct pt_error *err)
 {
@@ -133,14 +147,9 @@ enum pt_status pt_model_repack(struct pt_model *m, bool experts, pt_pool *pool,
 		m->embd_in_output = true;
 	for (uint32_t il = 0; st == PT_OK && il < m->hp.n_layer; il++) {
 		struct pt_layer_weights *L = &m->layers[il];
-		/* not wk_b / wv_b: the forward pass slices them per head */
-		struct pt_kern_mat *mats[] = { &L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo,
-					       &L->ffn_gate, &L->ffn_up, &L->ffn_down,
-					       &L->sh_gate, &L->sh_up, &L->sh_down,
-					       &L->ssm_qkv, &L->ssm_z, &L->ssm_beta,
-					       &L->ssm_alpha, &L->ssm_out, &L->wq_a, &L->wq_b,
-					       &L->wkv_a };
-		for (size_t i = 0; st == PT_OK && i < sizeof mats / sizeof mats[0]; i++)
+		struct pt_kern_mat *mats[N_COPYABLE];
+		copyable_mats(L, mats);
+		for (size_t i = 0; st == PT_OK && i < N_COPYABLE; i++)
 			st = repack_mat(m, mats[i], pool, &s, err);
 		struct pt_expert_mat *ex[] = { &L->gate_exps, &L->up_exps, &L->gate_up_exps,
 					       &L->down_exps };
@@ -172,4 +181,32 @@ uint32_t pt_model_x16_rows(struct pt_model *m)
 		}
 	}
 	return n;
+}
+
+/* A resident matrix still read from the mapping (data in it, as stored) gets read-ahead back
+ * and its pages read now; adds its bytes to *bytes. */
+static void advise_whole(const struct pt_model *m, const struct pt_kern_mat *w, uint64_t *bytes)
+{
+	if (!w->data || w->layout != PT_KERN_LAYOUT_ROWS || !w->rows)
+		return;
+	const size_t len = (size_t)(w->rows * w->row_bytes);
+	if (pt_gguf_advise_read_whole(m->g, w->data, len))
+		*bytes += len;
+}
+
+uint64_t pt_model_advise_mapped(struct pt_model *m)
+{
+	uint64_t bytes = 0;
+	advise_whole(m, &m->output, &bytes);
+	for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+		struct pt_layer_weights *L = &m->layers[il];
+		struct pt_kern_mat *mats[N_COPYABLE];
+		copyable_mats(L, mats);
+		for (size_t i = 0; i < N_COPYABLE; i++)
+			advise_whole(m, mats[i], &bytes);
+		advise_whole(m, &L->router, &bytes);
+		advise_whole(m, &L->wk_b, &bytes);
+		advise_whole(m, &L->wv_b, &bytes);
+	}
+	return bytes;
 }

@@ -41,4 +41,11 @@ enum pt_status pt_model_repack(struct pt_model *m, bool experts, pt_pool *pool,
  * many tensors were marked. */
 uint32_t pt_model_x16_rows(struct pt_model *m);
 
+/* After pt_gguf_advise_random (experts streaming, resident matrices copied): every resident
+ * matrix the copy left in the file mapping (a type without an interleaved kernel at this CPU
+ * level, the F32 routers, an MLA model's per-head slices) is read whole on each token, so
+ * its range gets the kernel's read-ahead back and is read now (pt_gguf_advise_read_whole).
+ * Returns the bytes so advised. */
+uint64_t pt_model_advise_mapped(struct pt_model *m);
+
 #endif

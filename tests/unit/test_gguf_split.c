@@ -4,6 +4,7 @@
  * across parts, a corrupt part, a name that does not follow the convention), plus an
  * allocation-failure sweep over a split open. */
 #include "gguf/gguf.h"
+#include "gguf_builder.h"
 #include "gguf/gguf_internal.h"
 #include "quant/types.h"
 #include "test.h"
@@ -396,5 +397,86 @@ PT_TEST(test_gguf_advise_random_marks_every_part)
 	for (uint32_t i = 0; i < pt_gguf_part_count(g); i++)
 		CHECK(mapping_has_flag(pt_gguf_part_base(g, i), "rr"));
 	CHECK_EQ_INT(touch_faults(g) >= 0, 1); /* still readable */
+	pt_gguf_close(g);
+}
+
+/* Whether the mapping holding addr has the VmFlags flag fl (0: no mapping holds it). */
+static int vma_flag_at(const void *addr, const char *fl)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	int has = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			char want[8];
+			snprintf(want, sizeof want, " %s", fl);
+			has = strstr(line, want) ? 1 : -1;
+			break;
+		}
+	}
+	fclose(f);
+	return has;
+}
+
+/* pt_gguf_advise_read_whole: after pt_gguf_advise_random, the pages of one large tensor (a
+ * resident matrix left in the mapping) read ahead again, the rest of the file still without
+ * read-ahead; its pages are read (resident afterwards); a range outside the mapping is
+ * refused. */
+PT_TEST(test_gguf_advise_read_whole_undoes_random_for_a_range)
+{
+	const long pg = sysconf(_SC_PAGESIZE);
+	const uint64_t ne_small[1] = { 64 }, ne_big[1] = { (uint64_t)pg * 16 / 4 };
+	const size_t small = 64 * 4, big = (size_t)pg * 16;
+	struct gb b = { 0 };
+	/* page alignment: a, big and c on pages of their own */
+	gb_header(&b, 3, 3, 2);
+	gb_kv_str(&b, "general.architecture", "llama");
+	gb_kv_u32(&b, "general.alignment", (uint32_t)pg);
+	gb_tensor(&b, "a", 1, ne_small, PT_TYPE_F32, 0);
+	gb_tensor(&b, "big", 1, ne_big, PT_TYPE_F32, (uint64_t)pg);
+	gb_tensor(&b, "c", 1, ne_small, PT_TYPE_F32, (uint64_t)pg * 17);
+	gb_pad(&b, (size_t)pg);
+	const size_t data = b.n;
+	gb_zeros(&b, (size_t)pg * 17 + small);
+	for (size_t i = 0; i < big; i++) /* bytes the reads below can check */
+		b.p[data + (size_t)pg + i] = (uint8_t)(i * 7);
+	const char *path = pt_test_tmpfile("whole.gguf");
+	FILE *f = fopen(path, "wb");
+	REQUIRE(f && fwrite(b.p, 1, b.n, f) == b.n);
+	fclose(f);
+	gb_free(&b);
+	pt_gguf *g = NULL;
+	struct pt_error err = { 0 };
+	if (pt_gguf_open(path, &g, &err) != PT_OK)
+		fprintf(stderr, "  open: %s\n", err.msg);
+	REQUIRE(g != NULL);
+	const struct pt_gguf_tensor *tb = pt_gguf_find_tensor(g, "big");
+	const struct pt_gguf_tensor *ta = pt_gguf_find_tensor(g, "a");
+	const struct pt_gguf_tensor *tc = pt_gguf_find_tensor(g, "c");
+	REQUIRE(tb && ta && tc && tb->nbytes == big);
+	CHECK(pt_gguf_advise_random(g));
+	CHECK_EQ_INT(vma_flag_at(tb->data + big / 2, "rr"), 1);
+	CHECK(pt_gguf_advise_read_whole(g, tb->data, big));
+	/* every page of the tensor, first and last included, left the random mapping */
+	CHECK_EQ_INT(vma_flag_at(tb->data, "rr"), -1);
+	CHECK_EQ_INT(vma_flag_at(tb->data + big / 2, "rr"), -1);
+	CHECK_EQ_INT(vma_flag_at(tb->data + big - 1, "rr"), -1);
+	/* the small tensors around it (their own pages) stay random */
+	CHECK_EQ_INT(vma_flag_at(ta->data, "rr"), 1);
+	CHECK_EQ_INT(vma_flag_at(tc->data, "rr"), 1);
+	int bad = 0;
+	for (size_t i = 0; i < big; i++)
+		bad += tb->data[i] != (uint8_t)(i * 7);
+	CHECK_EQ_INT(bad, 0);
+	/* a range past the mapping, or not in it at all */
+	CHECK(!pt_gguf_advise_read_whole(g, tc->data, (size_t)pg * 64));
+	static const uint8_t elsewhere[64];
+	CHECK(!pt_gguf_advise_read_whole(g, elsewhere, sizeof elsewhere));
 	pt_gguf_close(g);
 }
