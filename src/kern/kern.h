@@ -143,7 +143,7 @@ struct pt_kern_ops {
 	pt_kern_dot4_fn x16_dot4; /* x16_dot on four tokens (its level's; NULL: four calls) */
 	/* x16_dot on sixteen rows at once: they share the reductions and the FMA chains a row
 	 * alone pays every block or super-block (AVX-512: every type with the layout; AVX2:
-	 * Q4_K); NULL if this level has none */
+	 * Q4_K, Q8_0, Q5_0); NULL if this level has none */
 	pt_kern_x16_dot16_fn x16_dot16;
 };
 

@@ -1,6 +1,6 @@
 /* x16_avx2.c - AVX2 kernels over Q4_K, Q8_0 and Q5_0 rows interleaved 16 at a time (kern.h,
- * "interleaved rows"), the Q4_K sixteen-row twin over rows as stored (X16_ROWS) and the
- * packing transpose, bit-identical to x16.c's scalar reference.
+ * "interleaved rows"), their sixteen-row twins over rows as stored (X16_ROWS) and the packing
+ * transpose, bit-identical to x16.c's scalar reference.
  *
  * A super-block's 16 rows are done as two halves of 8 rows, one row per 32-bit lane of a
  * 256-bit vector, one half after the other within each super-block (one pass over the band).

@@ -33,7 +33,7 @@ enum pt_status pt_model_repack(struct pt_model *m, bool experts, pt_pool *pool,
 
 /* The routed-expert tensors that stay as stored (streamed from the file or a plain pack,
  * or paged by --io mmap) and have the interleaved layout's row kernels at this CPU level
- * (pt_kern_x16_rows_native: Q4_K, Q6_K; Q8_0, Q5_0 at AVX-512) are marked
+ * (pt_kern_x16_rows_native: Q4_K, Q6_K; Q8_0, Q5_0 at AVX-512 and AVX2) are marked
  * PT_KERN_LAYOUT_X16_ROWS: computed with
  * the X16 numerics from the bytes as stored (prefill packs each product's bands in scratch:
  * the interleaved kernels' speed without a copy), so a --repack run gives the same bits
