@@ -172,6 +172,9 @@ static inline bool pt_kern_x16_gather_ok(size_t row_bytes)
  * into o (PT_KERN_X16_Q8_0_BLK / _Q5_0_BLK bytes): x16.c's scalar block packers' bytes. */
 void pt_kern_x16_pack_q8_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 void pt_kern_x16_pack_q5_0_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);
+/* The same at AVX2 (8 x 8 word transposes; any row_bytes). */
+void pt_kern_x16_pack_q8_0_avx2(const uint8_t *x0, size_t row_bytes, uint8_t *o);
+void pt_kern_x16_pack_q5_0_avx2(const uint8_t *x0, size_t row_bytes, uint8_t *o);
 /* The scales, mins, d and dmin of one Q4_K super-block of 16 rows into o's bytes [2048,
  * 2368) (the same bytes as x16.c's pack_q4_k_sb; pt_kern_x16_gather_ok). */
 void pt_kern_x16_pack_q4_k_scales_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o);

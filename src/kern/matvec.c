@@ -241,12 +241,11 @@ static void run_x16(const struct job *jb, uint64_t r0, uint64_t r1)
  * 17-20), Q4_K / Q6_K from four (768 x 2048 and 1024 x 4096 Q4_K, cold: two tokens 71-82 by
  * the twin against 58-62 packed, four 83-107 packed against 69-82; Q6_K 2048 x 768 and
  * 4096 x 1024: two 49-57 against 42-43, four 62-76 against 55-61; at AVX2, where Q4_K has
- * the twin: three tokens 45-49 by the twin, four 52-54 packed).  At AVX2 the Q8_0 / Q5_0
- * packers are the scalar ones (x16.c's PACKER) and the twin runs ~25 GMAC/s at any token
- * count: packed from eight (2816 x 704, cold: two tokens 8.3 / 13.3 packed against ~25 by the
- * twin, eight 25.1 / 29.6 against 24.9 / 25.1, sixteen 38.5 / 38.2 against 25.9) */
+ * the twin: three tokens 45-49 by the twin, four 52-54 packed).  The AVX2 Q8_0 / Q5_0 twins
+ * run 18-26 GMAC/s at any token count and packing with the AVX2 packers gives, Q5_0 / Q8_0,
+ * two tokens 24-27 / 20-24, four 38 / 30, eight 39-52 / 30-38 (2816 x 704, cold): the same
+ * rule */
 #define X16R_PACK_TOKS_DOT16 2
-#define X16R_PACK_TOKS_DOT16_AVX2 8
 #define X16R_PACK_TOKS_DOT16_K 4
 #define X16R_SCRATCH_BYTES (384u << 10)
 static _Thread_local uint8_t x16r_scratch[X16R_SCRATCH_BYTES] __attribute__((aligned(64)));
@@ -256,14 +255,8 @@ _Static_assert(X16_BLOCK_BYTES <= X16R_SCRATCH_BYTES && X16_WIDE_BLOCK_BYTES <= 
 /* The token count from which an X16_ROWS product packs its bands. */
 static uint64_t x16r_pack_from(enum pt_type type, const struct pt_kern_ops *ops)
 {
-	if (ops->x16_dot16 && pt_kern_x16_unit_cols(type) == QKK)
-		return X16R_PACK_TOKS_DOT16_K;
-#if defined(PT_KERN_X86)
-	if (ops->x16_dot16 && ops->x16_level == PT_KERN_LEVEL_AVX2)
-		return X16R_PACK_TOKS_DOT16_AVX2;
-#endif
 	if (ops->x16_dot16)
-		return X16R_PACK_TOKS_DOT16;
+		return pt_kern_x16_unit_cols(type) == QKK ? X16R_PACK_TOKS_DOT16_K : X16R_PACK_TOKS_DOT16;
 	return type == PT_TYPE_Q6_K ? X16R_PACK_TOKS_Q6K : X16R_PACK_TOKS;
 }
 

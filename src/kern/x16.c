@@ -286,12 +286,30 @@ static void pack_q5_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o
 	pt_kern_x16_pack_q5_0_avx512(x0, row_bytes, o);
 }
 
+static void pack_q8_0_blk_avx2(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
+{
+	(void)tr;
+	pt_kern_x16_pack_q8_0_avx2(x0, row_bytes, o);
+}
+
+static void pack_q5_0_blk_avx2(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
+{
+	(void)tr;
+	pt_kern_x16_pack_q5_0_avx2(x0, row_bytes, o);
+}
+
 #define PACKER(rb, name)                                                                      \
 	(pt_kern_level() == PT_KERN_LEVEL_AVX512 && pt_kern_x16_gather_ok(rb)                  \
 		 ? name##_avx512                                                               \
 		 : name)
+/* Q8_0 / Q5_0 have AVX2 packers too (no gathers: any row_bytes) */
+#define PACKER_BLK(rb, name)                                                                  \
+	(pt_kern_level() == PT_KERN_LEVEL_AVX512 && pt_kern_x16_gather_ok(rb)                  \
+		 ? name##_avx512                                                               \
+		 : pt_kern_level() >= PT_KERN_LEVEL_AVX2 ? name##_avx2 : name)
 #else
 #define PACKER(rb, name) name
+#define PACKER_BLK(rb, name) name
 #endif
 
 void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint64_t cols,
@@ -305,11 +323,11 @@ void pt_kern_x16_pack(enum pt_type type, const void *src, size_t row_bytes, uint
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	case PT_TYPE_Q8_0:
-		pack_bands(PACKER(row_bytes, pack_q8_0_blk), u->in,
+		pack_bands(PACKER_BLK(row_bytes, pack_q8_0_blk), u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	case PT_TYPE_Q5_0:
-		pack_bands(PACKER(row_bytes, pack_q5_0_blk), u->in,
+		pack_bands(PACKER_BLK(row_bytes, pack_q5_0_blk), u->in,
 			   u->out, src, row_bytes, nsb, b0, b1, dst);
 		break;
 	default:

@@ -434,6 +434,82 @@ static void x16_dot16_q4_k(size_t n, const void *wv, size_t rb, const void *av, 
 		_mm256_storeu_ps(y + 8 * h, _mm256_sub_ps(acc[h], accm[h]));
 }
 
+/* ---- the block packers (x16.c's pack_q8_0_blk / pack_q5_0_blk, in registers) ------------
+ * Word s of each of 16 rows to o + 64 s + 4 r: eight rows at a time, an 8 x 8 transpose of
+ * 32-bit words (two unpack rounds, then the 128-bit halves).  Moves bytes only, so the bytes
+ * are the scalar packers'; 3-4x fewer instructions than their 4-byte copies. */
+
+/* z[r] = words 0-7 of row r (r < 8) -> v[k] = word k of rows 0-7 */
+static inline __attribute__((always_inline)) void transpose8x8(const __m256i z[8], __m256i v[8])
+{
+	__m256i t[8], u[8];
+	UNROLL for (int j = 0; j < 8; j += 2) {
+		t[j] = _mm256_unpacklo_epi32(z[j], z[j + 1]);     /* words 0, 1 (4, 5) of rows j, j + 1 */
+		t[j + 1] = _mm256_unpackhi_epi32(z[j], z[j + 1]); /* words 2, 3 (6, 7) */
+	}
+	UNROLL for (int g = 0; g < 8; g += 4) { /* rows g .. g + 3: u[g + k] word k (4 + k) */
+		u[g] = _mm256_unpacklo_epi64(t[g], t[g + 2]);
+		u[g + 1] = _mm256_unpackhi_epi64(t[g], t[g + 2]);
+		u[g + 2] = _mm256_unpacklo_epi64(t[g + 1], t[g + 3]);
+		u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
+	}
+	UNROLL for (int k = 0; k < 4; k++) {
+		v[k] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x20);
+		v[4 + k] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x31);
+	}
+}
+
+/* The d words of rows 8 h .. 8 h + 7 (each row's first 16 bytes, words8x4) in row order. */
+static inline __attribute__((always_inline)) __m128i d8_words(const __m256i u0)
+{
+	const __m256i dw = _mm256_and_si256(u0, _mm256_set1_epi32(0xFFFF));
+	return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(dw, dw), 0xD8));
+}
+
+void pt_kern_x16_pack_q8_0_avx2(const uint8_t *x0, size_t rb, uint8_t *o)
+{
+	const __m256i flip = _mm256_set1_epi8((char)0x80);
+	UNROLL for (int h = 0; h < 2; h++) {
+		const uint8_t *x = x0 + (size_t)(8 * h) * rb;
+		__m256i z[8], v[8], u[4];
+		UNROLL for (int r = 0; r < 8; r++) /* the codes, flipped to w + 128 */
+			z[r] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(x + (size_t)r * rb + 2)),
+						flip);
+		transpose8x8(z, v);
+		UNROLL for (int k = 0; k < 8; k++)
+			_mm256_storeu_si256((__m256i *)(o + 64 * k + 32 * h), v[k]);
+		words8x4(x, rb, u);
+		_mm_storeu_si128((__m128i *)(o + 512 + 16 * h), d8_words(u[0]));
+	}
+}
+
+void pt_kern_x16_pack_q5_0_avx2(const uint8_t *x0, size_t rb, uint8_t *o)
+{
+	const __m256i m4 = _mm256_set1_epi32(0xF), mul = _mm256_set1_epi32(0x00204081);
+	const __m256i ones = _mm256_set1_epi32(0x01010101);
+	UNROLL for (int h = 0; h < 2; h++) {
+		const uint8_t *x = x0 + (size_t)(8 * h) * rb;
+		__m256i u[4], q[4];
+		words8x4(x + 6, rb, q); /* the 16 nibble bytes: word s of every row to o + 64 s */
+		UNROLL for (int k = 0; k < 4; k++)
+			_mm256_storeu_si256((__m256i *)(o + 64 * k + 32 * h), q[k]);
+		words8x4(x, rb, u); /* d, then the fifth bits across words 0 and 1 */
+		const __m256i qh = _mm256_or_si256(_mm256_srli_epi32(u[0], 16), _mm256_slli_epi32(u[1], 16));
+		/* nibble v's bit k to bit 8 k by v * 0x00204081 (q5_0_spread) */
+		__m256i w = _mm256_setzero_si256();
+		UNROLL for (int st = 0; st < 4; st++) {
+			const __m256i l = _mm256_and_si256(_mm256_srli_epi32(qh, 4 * st), m4);
+			const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(qh, 16 + 4 * st), m4);
+			w = _mm256_or_si256(w, _mm256_slli_epi32(_mm256_and_si256(_mm256_mullo_epi32(l, mul), ones),
+								 2 * st));
+			w = _mm256_or_si256(w, _mm256_slli_epi32(_mm256_and_si256(_mm256_mullo_epi32(hi, mul), ones),
+								 2 * st + 1));
+		}
+		_mm256_storeu_si256((__m256i *)(o + 256 + 32 * h), w);
+		_mm_storeu_si128((__m128i *)(o + 320 + 16 * h), d8_words(u[0]));
+	}
+}
+
 /* Q8_0 / Q5_0, sixteen rows as stored a call, in the X16 kernel's numerics (per block the
  * exact integer sum, then d * d8 and one FMA a row): without a twin these streamed rows ran
  * the row-major dot (Gemma 4's 2816 x 704 downs, one token, cold: Q5_0 12.1 and Q8_0 18.6
