@@ -274,29 +274,17 @@ static void pack_q6_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o,
 	pt_kern_x16_pack_q6_k_scales_avx512(x0, row_bytes, o);
 }
 
-static void pack_q8_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
-{
-	(void)tr;
-	pt_kern_x16_pack_q8_0_avx512(x0, row_bytes, o);
-}
-
-static void pack_q5_0_blk_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
-{
-	(void)tr;
-	pt_kern_x16_pack_q5_0_avx512(x0, row_bytes, o);
-}
-
-static void pack_q8_0_blk_avx2(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
-{
-	(void)tr;
-	pt_kern_x16_pack_q8_0_avx2(x0, row_bytes, o);
-}
-
-static void pack_q5_0_blk_avx2(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
-{
-	(void)tr;
-	pt_kern_x16_pack_q5_0_avx2(x0, row_bytes, o);
-}
+/* The block packers in pack_bands' shape (they move whole blocks: no transpose to pass). */
+#define BLK_PACKER(name, fn)                                                                  \
+	static void name(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)     \
+	{                                                                                      \
+		(void)tr;                                                                      \
+		fn(x0, row_bytes, o);                                                          \
+	}
+BLK_PACKER(pack_q8_0_blk_avx512, pt_kern_x16_pack_q8_0_avx512)
+BLK_PACKER(pack_q5_0_blk_avx512, pt_kern_x16_pack_q5_0_avx512)
+BLK_PACKER(pack_q8_0_blk_avx2, pt_kern_x16_pack_q8_0_avx2)
+BLK_PACKER(pack_q5_0_blk_avx2, pt_kern_x16_pack_q5_0_avx2)
 
 #define PACKER(rb, name)                                                                      \
 	(pt_kern_level() == PT_KERN_LEVEL_AVX512 && pt_kern_x16_gather_ok(rb)                  \
