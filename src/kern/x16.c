@@ -260,7 +260,8 @@ static inline __attribute__((always_inline)) void pack_q5_0_blk(const uint8_t *x
 
 /* The AVX-512 packers (x16_avx512.c: registers, gathers with 32-bit row offsets; Q8_0 / Q5_0
  * blocks whole, the K-quants' scales) where the level has them and the rows' offsets fit,
- * the scalar ones otherwise: PACKER(row_bytes, type) picks.  Same bytes either way. */
+ * then for Q8_0 / Q5_0 the AVX2 ones (x16_avx2.c), the scalar ones otherwise: PACKER /
+ * PACKER_BLK(row_bytes, type) picks.  Same bytes either way. */
 #if defined(PT_KERN_X86)
 static void pack_q4_k_sb_avx512(const uint8_t *x0, size_t row_bytes, uint8_t *o, transpose_fn tr)
 {
