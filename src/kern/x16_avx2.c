@@ -527,9 +527,7 @@ static inline __attribute__((always_inline)) __m256i blk32_rows8(const uint8_t *
 	const __m256i m4 = _mm256_set1_epi8(0xF), ones = _mm256_set1_epi16(1);
 	__m256i u[4]; /* the rows' first 16 bytes: d (and Q5_0's fifth bits) in word 0 */
 	words8x4(w, rb, u);
-	const __m256i dw = _mm256_and_si256(u[0], _mm256_set1_epi32(0xFFFF));
-	*d = _mm256_cvtph_ps(_mm256_castsi256_si128(
-		_mm256_permute4x64_epi64(_mm256_packus_epi32(dw, dw), 0xD8)));
+	*d = _mm256_cvtph_ps(d8_words(u[0]));
 	__m256i v[8];
 	UNROLL for (int r = 0; r < 8; r++) {
 		const uint8_t *x = w + (size_t)r * rb;

@@ -342,27 +342,34 @@ PT_TEST(test_gguf_populate_maps_every_part)
 	pt_gguf_close(g);
 }
 
-/* Whether /proc/self/smaps gives the mapping that starts at base the VmFlags flag fl. */
-static bool mapping_has_flag(const void *base, const char *fl)
+/* Whether the mapping holding addr has the VmFlags flag fl (0: no mapping holds it). */
+static int vma_flag_at(const void *addr, const char *fl)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512];
-	bool in = false, has = false;
+	bool in = false;
+	int has = 0;
 	if (!f)
-		return false;
+		return 0;
 	while (fgets(line, sizeof line, f)) {
 		unsigned long lo, hi;
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
-			in = lo == (unsigned long)(uintptr_t)base;
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
 		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
 			char want[8];
 			snprintf(want, sizeof want, " %s", fl);
-			has = strstr(line, want) != NULL;
+			has = strstr(line, want) ? 1 : -1;
 			break;
 		}
 	}
 	fclose(f);
 	return has;
+}
+
+/* Whether the mapping that holds base (a part's first byte) has the VmFlags flag fl. */
+static bool mapping_has_flag(const void *base, const char *fl)
+{
+	return vma_flag_at(base, fl) == 1;
 }
 
 PT_TEST(test_gguf_advise_huge_marks_every_part)
@@ -398,30 +405,6 @@ PT_TEST(test_gguf_advise_random_marks_every_part)
 		CHECK(mapping_has_flag(pt_gguf_part_base(g, i), "rr"));
 	CHECK_EQ_INT(touch_faults(g) >= 0, 1); /* still readable */
 	pt_gguf_close(g);
-}
-
-/* Whether the mapping holding addr has the VmFlags flag fl (0: no mapping holds it). */
-static int vma_flag_at(const void *addr, const char *fl)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	bool in = false;
-	int has = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f)) {
-		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
-			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
-		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
-			char want[8];
-			snprintf(want, sizeof want, " %s", fl);
-			has = strstr(line, want) ? 1 : -1;
-			break;
-		}
-	}
-	fclose(f);
-	return has;
 }
 
 /* pt_gguf_advise_read_whole: after pt_gguf_advise_random, the pages of one large tensor (a
