@@ -256,6 +256,8 @@ static void x16_of(int lv, int t, struct pt_kern_ops *o)
 #if defined(PT_KERN_X86)
 			if (use == PT_KERN_LEVEL_AVX512)
 				o->x16_dot4 = pt_kern_x16_dot4_avx512[t];
+			else if (use == PT_KERN_LEVEL_AVX2)
+				o->x16_dot4 = pt_kern_x16_dot4_avx2[t];
 #endif
 			return;
 		}

@@ -586,6 +586,33 @@ static inline __m256i q6_codes(const uint8_t *x, int h, int j)
  * registers hold code and scales and the integer sums take the rest (two rows x 2-4 tokens
  * measured slower: each row's decode then spills). */
 #define Q6K_T 4
+
+/* The exact integer sums of super-block x against T activation super-blocks (a, a + as, ..):
+ * eight int32 lanes a token, the bias first, then the quarters of half 0 and half 1. */
+static inline __attribute__((always_inline)) void q6_k_sb_sums(const uint8_t *x,
+								const uint8_t *a, size_t as,
+								const int T, __m256i *sumi)
+{
+	const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 192)));
+	/* scale x -32 fits int16 (|s| <= 128) */
+	const __m256i sc32n = _mm256_mullo_epi16(sc16, opaque_i(_mm256_set1_epi16(-32)));
+	UNROLL for (int t = 0; t < T; t++)
+		sumi[t] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a + t * as + Q8K_BSUMS)), sc32n);
+	UNROLL for (int h = 0; h < 2; h++) {
+		const __m256i sh = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+				     : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+		UNROLL for (int j = 0; j < 4; j++) {
+			const __m256i q = q6_codes(x, h, j);
+			const __m256i sc = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[j]));
+			UNROLL for (int t = 0; t < T; t++) {
+				const uint8_t *q8 = a + t * as + Q8K_QS + 128 * h + 32 * j;
+				sumi[t] = _mm256_add_epi32(sumi[t], q6_quarter(q, (const int8_t *)q8, sc));
+				__asm__("" : "+x"(sumi[t])); /* a running sum (x16_avx2.c) */
+			}
+		}
+	}
+}
+
 static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t *x,
 							  const uint8_t *a, size_t as, const int T,
 							  float *y, size_t ys)
@@ -594,27 +621,8 @@ static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t
 	UNROLL for (int t = 0; t < T; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B) {
-		const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 192)));
-		/* scale x -32 fits int16 (|s| <= 128) */
-		const __m256i sc32n = _mm256_mullo_epi16(sc16, opaque_i(_mm256_set1_epi16(-32)));
 		__m256i sumi[Q6K_T];
-		UNROLL for (int t = 0; t < T; t++) {
-			const uint8_t *yb = a + t * as + i * Q8K_B;
-			sumi[t] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(yb + Q8K_BSUMS)), sc32n);
-		}
-		UNROLL for (int h = 0; h < 2; h++) {
-			const __m256i sh = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
-					     : _mm256_permute2x128_si256(sc16, sc16, 0x00);
-			UNROLL for (int j = 0; j < 4; j++) {
-				const __m256i q = q6_codes(x, h, j);
-				const __m256i sc = _mm256_shuffle_epi8(sh, _mm256_load_si256((const __m256i *)q6_sc_ctrl[j]));
-				UNROLL for (int t = 0; t < T; t++) {
-					const uint8_t *q8 = a + t * as + i * Q8K_B + Q8K_QS + 128 * h + 32 * j;
-					sumi[t] = _mm256_add_epi32(sumi[t], q6_quarter(q, (const int8_t *)q8, sc));
-					__asm__("" : "+x"(sumi[t])); /* a running sum (x16_avx2.c) */
-				}
-			}
-		}
+		q6_k_sb_sums(x, a + i * Q8K_B, as, T, sumi);
 		const float dx = h2f(x + 208);
 		UNROLL for (int t = 0; t < T; t++) {
 			const float d8 = kern_f32(a + t * as + i * Q8K_B);
@@ -623,6 +631,38 @@ static inline __attribute__((always_inline)) void q6_k_n(size_t n, const uint8_t
 	}
 	UNROLL for (int t = 0; t < T; t++)
 		y[t * ys] = hsum_ps(acc[t]);
+}
+
+/* Q6_K in the X16 numerics (x16.c's x16_dot_q6_k_scalar): the row dot's exact integer sums,
+ * their total a super-block, one FMA chain. */
+static inline __attribute__((always_inline)) void x16_q6_k_n(size_t n, const uint8_t *x,
+							      const uint8_t *a, size_t as,
+							      const int T, float *y)
+{
+	float acc[Q6K_T] = { 0 };
+	for (size_t i = 0; i < n / QKK; i++, x += Q6K_B, a += Q8K_B) {
+		__m256i sumi[Q6K_T];
+		q6_k_sb_sums(x, a, as, T, sumi);
+		const float dx = h2f(x + 208);
+		UNROLL for (int t = 0; t < T; t++)
+			acc[t] = fmaf(dx * kern_f32(a + t * as), (float)hsum_i32(sumi[t]), acc[t]);
+	}
+	UNROLL for (int t = 0; t < T; t++)
+		y[t] = acc[t];
+}
+
+static float x16_dot_q6_k(size_t n, const void *w, const void *a)
+{
+	float r;
+	x16_q6_k_n(n, w, a, 0, 1, &r);
+	return r;
+}
+
+/* Four tokens a row (X16_ROWS products of a few tokens, below the packing threshold): the
+ * row's decode shared, as dot4_q6_k's. */
+static void x16_dot4_q6_k(size_t n, const void *w, const void *a, size_t as, float o[4])
+{
+	x16_q6_k_n(n, w, a, as, 4, o);
 }
 
 static float dot_q6_k(size_t n, const void *w, const void *a)
@@ -681,7 +721,12 @@ const pt_kern_dot_fn pt_kern_dot_avx2[PT_TYPE_COUNT] = {
 };
 
 const pt_kern_dot_fn pt_kern_x16_dot_avx2[PT_TYPE_COUNT] = {
-	[PT_TYPE_Q4_K] = x16_dot_q4_k, /* (no Q6_K: the level has no X16 Q6_K kernel) */
+	[PT_TYPE_Q4_K] = x16_dot_q4_k,
+	[PT_TYPE_Q6_K] = x16_dot_q6_k,
+};
+
+const pt_kern_dot4_fn pt_kern_x16_dot4_avx2[PT_TYPE_COUNT] = {
+	[PT_TYPE_Q6_K] = x16_dot4_q6_k, /* (none for Q4_K: its dot4 spills, pt_kern_dot4_avx2) */
 };
 
 const pt_kern_dot4_fn pt_kern_dot4_avx2[PT_TYPE_COUNT] = {

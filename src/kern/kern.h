@@ -10,10 +10,10 @@
  *
  * Interleaved rows (PT_KERN_LAYOUT_X16, below): Q4_K, Q6_K, Q8_0 and Q5_0 matrices copied
  * into bands of 16 rows (model/repack.c, --repack) run their own kernels (x16*.c: scalar
- * reference, AVX-512 for all four, AVX2 for all but Q6_K), with their own numerics, identical
- * at every level; PT_KERN_LAYOUT_X16_ROWS computes rows as stored in those numerics (row
- * twins: scalar reference for all four, AVX-512 Q4_K and Q6_K, AVX2 Q4_K; sixteen rows a
- * call: AVX-512 Q8_0 and Q5_0).
+ * reference, AVX-512 and AVX2 for all four), with their own numerics, identical at every
+ * level; PT_KERN_LAYOUT_X16_ROWS computes rows as stored in those numerics (row twins:
+ * scalar reference for all four, AVX-512 and AVX2 Q4_K and Q6_K; sixteen rows a call:
+ * AVX-512 all four, AVX2 all but Q6_K).
  *
  * Determinism: every output element is computed by exactly one thread, by the level's dot
  * function or its dot4 / tile twins (bit-identical to it: one body instantiated per shape, so

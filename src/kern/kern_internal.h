@@ -185,6 +185,7 @@ extern const pt_kern_dot_fn pt_kern_x16_dot_scalar[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_x16_dot_avx2[PT_TYPE_COUNT];
 extern const pt_kern_dot_fn pt_kern_x16_dot_avx512[PT_TYPE_COUNT];
 extern const pt_kern_dot4_fn pt_kern_x16_dot4_avx512[PT_TYPE_COUNT];
+extern const pt_kern_dot4_fn pt_kern_x16_dot4_avx2[PT_TYPE_COUNT];
 extern const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx2[PT_TYPE_COUNT];
 extern const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx512[PT_TYPE_COUNT];
 /* The X16 kernels request the lines PT_KERN_X16_AHEAD_SB super-blocks ahead of the one they

@@ -260,13 +260,129 @@ static inline __attribute__((always_inline)) void x16_blk32(size_t n, const uint
 X16_BLK32_FN(x16_q8_0_avx2, false)
 X16_BLK32_FN(x16_q5_0_avx2, true)
 
+/* Q6_K (layout: x16.c's X6_*: per group g of 768 bytes the ql vectors of part c = 0, of
+ * c = 1, then the qh vectors, four steps each; the scale bytes at 3072, sub-block j's 16
+ * rows at 3072 + 16 j; d at 3328), two halves of 8 rows one after the other within each
+ * super-block, as for Q4_K.  The codes (0..63) go to maddubs unsigned: a pair sum is at most
+ * 2 * 63 * 128, so two steps add up in int16 (32256), and one madd by the sub-block's scale
+ * in both halves of each lane makes them int32.  The -32 offset is taken once a super-block:
+ * 32 times the sum over sub-blocks of scale x the activation's 16-element sum (bsums), a
+ * madd per pair of sub-blocks.  The loop runs part by part (q outer, steps inner) so that one
+ * code vector and one int16 sum a token are live: four tokens fit the 16 registers. */
+#define X6_AVX2_TOKS 4
+
+/* Sub-block j's scale bytes of rows 8 hh .. 8 hh + 7, each in both int16 halves of its lane. */
+static inline __attribute__((always_inline)) __m256i q6_k_sc_pairs(const uint8_t *p, int j, int hh)
+{
+	const __m128i s = _mm_loadl_epi64((const __m128i *)(p + 3072 + 16 * j + 8 * hh));
+	return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s, s));
+}
+
+/* -32 x sum over j of scale x bsums[j] for rows 8 hh .. 8 hh + 7 and each token: a lane's
+ * int16 pair holds two sub-blocks' scales, the broadcast word their two bsums. */
+static inline __attribute__((always_inline)) void q6_k_bias(const uint8_t *p, int hh,
+							     const uint8_t *q8, size_t as, const int T,
+							     __m256i *sumi)
+{
+	__m256i m[X6_AVX2_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		m[t] = _mm256_setzero_si256();
+	UNROLL for (int j = 0; j < 16; j += 2) {
+		const __m128i s0 = _mm_loadl_epi64((const __m128i *)(p + 3072 + 16 * j + 8 * hh));
+		const __m128i s1 = _mm_loadl_epi64((const __m128i *)(p + 3072 + 16 * (j + 1) + 8 * hh));
+		const __m256i s = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
+		UNROLL for (int t = 0; t < T; t++) {
+			const int32_t bs = (int32_t)kern_u32(q8 + t * as + Q8K_BSUMS + 2 * j);
+			m[t] = _mm256_add_epi32(m[t], _mm256_madd_epi16(s, _mm256_set1_epi32(bs)));
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++)
+		sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(m[t], 5));
+}
+
+static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8_t *p,
+							    const uint8_t *a, size_t as, const int T,
+							    float *y, size_t ys)
+{
+	const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+	__m256 acc[2][X6_AVX2_TOKS];
+	UNROLL for (int t = 0; t < T; t++)
+		acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q6K_SB) {
+		const uint8_t *q8 = a + i * Q8K_B;
+		UNROLL for (int hh = 0; hh < 2; hh++) {
+			__m256i sumi[X6_AVX2_TOKS];
+			q6_k_bias(p, hh, q8, as, T, sumi);
+			for (int g = 0; g < 4; g++) {
+				const int h = g / 2, k = g % 2;
+				const uint8_t *gp = p + 768 * g + 32 * hh;
+				if (hh == 0)
+					pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q6K_SB, g);
+				UNROLL for (int q = 0; q < 4; q++) {
+					const __m256i sc = q6_k_sc_pairs(p, 8 * h + 2 * q + k, hh);
+					UNROLL for (int half = 0; half < 2; half++) {
+						__m256i a16[X6_AVX2_TOKS];
+						UNROLL for (int t = 0; t < T; t++)
+							a16[t] = _mm256_setzero_si256();
+						UNROLL for (int uu = 0; uu < 2; uu++) {
+							const int u = 2 * half + uu, st = 4 * k + u;
+							const __m256i l = _mm256_loadu_si256(
+								(const __m256i *)(gp + 256 * (q % 2) + 64 * u));
+							const __m256i hb = _mm256_loadu_si256(
+								(const __m256i *)(gp + 512 + 64 * u));
+							const __m256i lo = q < 2 ? _mm256_and_si256(l, m4)
+								: _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
+							const __m256i hi = q == 0 ? _mm256_slli_epi16(hb, 4)
+								: q == 1 ? _mm256_slli_epi16(hb, 2)
+								: q == 2 ? hb : _mm256_srli_epi16(hb, 2);
+							const __m256i code = _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
+							UNROLL for (int t = 0; t < T; t++) {
+								const uint8_t *qs = q8 + t * as + Q8K_QS + 128 * h + 32 * q + 4 * st;
+								a16[t] = _mm256_add_epi16(a16[t], _mm256_maddubs_epi16(
+									code, _mm256_set1_epi32((int)kern_u32(qs))));
+								__asm__("" : "+x"(a16[t])); /* a running sum (above) */
+							}
+						}
+						UNROLL for (int t = 0; t < T; t++)
+							sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(a16[t], sc));
+					}
+				}
+			}
+			const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 3328 + 16 * hh)));
+			UNROLL for (int t = 0; t < T; t++) {
+				const __m256 d8 = _mm256_set1_ps(kern_f32(q8 + t * as));
+				acc[hh][t] = _mm256_fmadd_ps(_mm256_mul_ps(d, d8), _mm256_cvtepi32_ps(sumi[t]), acc[hh][t]);
+			}
+		}
+	}
+	UNROLL for (int t = 0; t < T; t++) {
+		_mm256_storeu_ps(y + t * ys, acc[0][t]);
+		_mm256_storeu_ps(y + t * ys + 8, acc[1][t]);
+	}
+}
+
+static void x16_q6_k_avx2(size_t n, const void *band, const void *a, size_t as,
+			  uint32_t n_tok, float *y, size_t ys)
+{
+	const uint8_t *p = band, *q = a;
+	for (uint32_t t0 = 0; t0 < n_tok; t0 += X6_AVX2_TOKS) {
+		const uint32_t nt = n_tok - t0 < X6_AVX2_TOKS ? n_tok - t0 : X6_AVX2_TOKS;
+		const uint8_t *qt = q + t0 * as;
+		float *yt = y + t0 * ys;
+		switch (nt) {
+		case 1: x16_q6_k(n, p, qt, as, 1, yt, ys); break;
+		case 2: x16_q6_k(n, p, qt, as, 2, yt, ys); break;
+		case 3: x16_q6_k(n, p, qt, as, 3, yt, ys); break;
+		default: x16_q6_k(n, p, qt, as, 4, yt, ys); break;
+		}
+	}
+}
+
 const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = x16_q4_k_avx2,
+	[PT_TYPE_Q6_K] = x16_q6_k_avx2,
 	[PT_TYPE_Q8_0] = x16_q8_0_avx2,
 	[PT_TYPE_Q5_0] = x16_q5_0_avx2,
-	/* no Q6_K: an AVX2 twin of x16_avx512.c's (maddubs pairs, two halves) ran at 6.9 ns a
-	 * row and super-block in L1, as the dot, but streamed 7.5 against the dot's ~14 GB/s
-	 * from DRAM (bench_kern il6, docs/PERFORMANCE.md round 10): Q6_K stays row by row */
 };
 
 /* Rows r0 .. r0 + 7, words c0 .. c0 + 7: an 8x8 transpose into the 32-byte halves. */

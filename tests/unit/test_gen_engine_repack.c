@@ -175,7 +175,7 @@ static void check_arch(enum pt_arch arch, uint32_t n_layer, const char *file)
 	CHECK(sg->layout == as_stored(sg) && S->down_exps.layout == as_stored(&S->down_exps));
 	CHECK(sg->layout == PT_KERN_LAYOUT_X16_ROWS || !pt_kern_x16_rows_native(PT_TYPE_Q4_K));
 	/* Q6_K too (the Q4_K_M mixture's downs; attn_v where it is Q6_K) */
-	const bool q6 = pt_kern_x16_native(PT_TYPE_Q6_K); /* not at the AVX2 level */
+	const bool q6 = pt_kern_x16_native(PT_TYPE_Q6_K); /* false at a level without X16 kernels */
 	CHECK(L->down_exps.type != PT_TYPE_Q6_K || L->down_exps.layout == (q6 ? PT_KERN_LAYOUT_X16
 										: PT_KERN_LAYOUT_ROWS));
 	CHECK(L->wv.type != PT_TYPE_Q6_K ||

@@ -887,8 +887,8 @@ PT_TEST(test_kern_x16_rows_dot_is_the_kernel)
 		const struct pt_kern_ops *q8 = pt_kern_ops_at((enum pt_kern_level)lv, PT_TYPE_Q8_0);
 		if (q8)
 			CHECK(q8->x16_dot_level == PT_KERN_LEVEL_SCALAR);
-		/* the sixteen-row twins: every type with the layout at AVX-512, all but Q6_K (no
-		 * AVX2 X16 kernel) at AVX2, none elsewhere */
+		/* the sixteen-row twins: every type with the layout at AVX-512, all but Q6_K at
+		 * AVX2 (its row twin takes four tokens a call instead), none elsewhere */
 		for (int ti = 0; ti < 4; ti++) {
 			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, types[ti]);
 #if defined(PT_KERN_X86)

@@ -167,7 +167,7 @@ static int cmp_double(const void *a, const void *b);
  * `il6`, 128 experts, one
  * random expert after another), one thread (run two processes at once for two cores): the
  * decode dot row by row (prefetch 4 rows ahead, as decode does), the X16 kernel of the best
- * level and of the AVX2 level (scalar for Q6_K), and the best level with each expert's first
+ * level and of the AVX2 level, and the best level with each expert's first
  * lines requested before it runs (pt_kern_x16_prefetch_start, as decode does at the start of
  * a task), alternating in 9 windows; the L1 cost of each; X16 against the dot's values. */
 static void bench_il(double secs, enum pt_type type)
@@ -1411,7 +1411,7 @@ int main(int argc, char **argv)
 			for (int l = 0; l < 3; l++)
 				for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
 					/* a level without the type's interleaved kernel would time the
-					 * scalar reference (AVX2: Q6_K) */
+					 * scalar reference */
 					if (l != PT_KERN_LAYOUT_ROWS && !pt_kern_x16_native(mats[k].t))
 						continue;
 					cold_layout = (enum pt_kern_layout)l;
