@@ -130,23 +130,6 @@ static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8
 	}
 }
 
-static void x16_q4_k_avx2(size_t n, const void *band, const void *a, size_t as,
-			  uint32_t n_tok, float *y, size_t ys)
-{
-	const uint8_t *p = band, *q = a;
-	for (uint32_t t0 = 0; t0 < n_tok; t0 += X16_AVX2_TOKS) {
-		const uint32_t nt = n_tok - t0 < X16_AVX2_TOKS ? n_tok - t0 : X16_AVX2_TOKS;
-		const uint8_t *qt = q + t0 * as;
-		float *yt = y + t0 * ys;
-		switch (nt) {
-		case 1: x16_q4_k(n, p, qt, as, 1, yt, ys); break;
-		case 2: x16_q4_k(n, p, qt, as, 2, yt, ys); break;
-		case 3: x16_q4_k(n, p, qt, as, 3, yt, ys); break;
-		default: x16_q4_k(n, p, qt, as, 4, yt, ys); break;
-		}
-	}
-}
-
 /* Q8_0 and Q5_0 (32-column blocks, Q8_0 activations; kern.h), two halves of 8 rows as for
  * Q4_K.  maddubs takes the code side unsigned and saturates its int16 pair sums, so every
  * product is kept small enough to stay exact for any activation byte: Q8_0's stored codes
@@ -239,26 +222,19 @@ static inline __attribute__((always_inline)) void x16_blk32(size_t n, const uint
 	}
 }
 
-#define X16_BLK32_FN(name, q5)                                                                  \
-	static void name(size_t n, const void *band, const void *a, size_t as, uint32_t n_tok,   \
-			 float *y, size_t ys)                                                    \
-	{                                                                                        \
-		const uint8_t *p = band, *q = a;                                                 \
-		for (uint32_t t0 = 0; t0 < n_tok; t0 += X16_AVX2_TOKS) {                         \
-			const uint32_t nt = n_tok - t0 < X16_AVX2_TOKS ? n_tok - t0 : X16_AVX2_TOKS; \
-			const uint8_t *qt = q + t0 * as;                                         \
-			float *yt = y + t0 * ys;                                                 \
-			switch (nt) {                                                            \
-			case 1: x16_blk32(n, p, qt, as, 1, yt, ys, q5); break;                   \
-			case 2: x16_blk32(n, p, qt, as, 2, yt, ys, q5); break;                   \
-			case 3: x16_blk32(n, p, qt, as, 3, yt, ys, q5); break;                   \
-			default: x16_blk32(n, p, qt, as, 4, yt, ys, q5); break;                  \
-			}                                                                        \
-		}                                                                                \
-	}
+static inline __attribute__((always_inline)) void x16_q8_0(size_t n, const uint8_t *p,
+							    const uint8_t *a, size_t as, const int T,
+							    float *y, size_t ys)
+{
+	x16_blk32(n, p, a, as, T, y, ys, false);
+}
 
-X16_BLK32_FN(x16_q8_0_avx2, false)
-X16_BLK32_FN(x16_q5_0_avx2, true)
+static inline __attribute__((always_inline)) void x16_q5_0(size_t n, const uint8_t *p,
+							    const uint8_t *a, size_t as, const int T,
+							    float *y, size_t ys)
+{
+	x16_blk32(n, p, a, as, T, y, ys, true);
+}
 
 /* Q6_K (layout: x16.c's X6_*: per group g of 768 bytes the ql vectors of part c = 0, of
  * c = 1, then the qh vectors, four steps each; the scale bytes at 3072, sub-block j's 16
@@ -269,7 +245,6 @@ X16_BLK32_FN(x16_q5_0_avx2, true)
  * 32 times the sum over sub-blocks of scale x the activation's 16-element sum (bsums), a
  * madd per pair of sub-blocks.  The loop runs part by part (q outer, steps inner) so that one
  * code vector and one int16 sum a token are live: four tokens fit the 16 registers. */
-#define X6_AVX2_TOKS 4
 
 /* Sub-block j's scale bytes of rows 8 hh .. 8 hh + 7, each in both int16 halves of its lane. */
 static inline __attribute__((always_inline)) __m256i q6_k_sc_pairs(const uint8_t *p, int j, int hh)
@@ -284,7 +259,7 @@ static inline __attribute__((always_inline)) void q6_k_bias(const uint8_t *p, in
 							     const uint8_t *q8, size_t as, const int T,
 							     __m256i *sumi)
 {
-	__m256i m[X6_AVX2_TOKS];
+	__m256i m[X16_AVX2_TOKS];
 	UNROLL for (int t = 0; t < T; t++)
 		m[t] = _mm256_setzero_si256();
 	UNROLL for (int j = 0; j < 16; j += 2) {
@@ -305,13 +280,13 @@ static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8
 							    float *y, size_t ys)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
-	__m256 acc[2][X6_AVX2_TOKS];
+	__m256 acc[2][X16_AVX2_TOKS];
 	UNROLL for (int t = 0; t < T; t++)
 		acc[0][t] = acc[1][t] = _mm256_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q6K_SB) {
 		const uint8_t *q8 = a + i * Q8K_B;
 		UNROLL for (int hh = 0; hh < 2; hh++) {
-			__m256i sumi[X6_AVX2_TOKS];
+			__m256i sumi[X16_AVX2_TOKS];
 			q6_k_bias(p, hh, q8, as, T, sumi);
 			for (int g = 0; g < 4; g++) {
 				const int h = g / 2, k = g % 2;
@@ -321,7 +296,7 @@ static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8
 				UNROLL for (int q = 0; q < 4; q++) {
 					const __m256i sc = q6_k_sc_pairs(p, 8 * h + 2 * q + k, hh);
 					UNROLL for (int half = 0; half < 2; half++) {
-						__m256i a16[X6_AVX2_TOKS];
+						__m256i a16[X16_AVX2_TOKS];
 						UNROLL for (int t = 0; t < T; t++)
 							a16[t] = _mm256_setzero_si256();
 						UNROLL for (int uu = 0; uu < 2; uu++) {
@@ -361,22 +336,30 @@ static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8
 	}
 }
 
-static void x16_q6_k_avx2(size_t n, const void *band, const void *a, size_t as,
-			  uint32_t n_tok, float *y, size_t ys)
-{
-	const uint8_t *p = band, *q = a;
-	for (uint32_t t0 = 0; t0 < n_tok; t0 += X6_AVX2_TOKS) {
-		const uint32_t nt = n_tok - t0 < X6_AVX2_TOKS ? n_tok - t0 : X6_AVX2_TOKS;
-		const uint8_t *qt = q + t0 * as;
-		float *yt = y + t0 * ys;
-		switch (nt) {
-		case 1: x16_q6_k(n, p, qt, as, 1, yt, ys); break;
-		case 2: x16_q6_k(n, p, qt, as, 2, yt, ys); break;
-		case 3: x16_q6_k(n, p, qt, as, 3, yt, ys); break;
-		default: x16_q6_k(n, p, qt, as, 4, yt, ys); break;
-		}
+/* A level kernel over any token count: groups of X16_AVX2_TOKS, each a call of KERN with its
+ * token count as a constant (the register allocation is per count). */
+#define X16_TOKS_FN(name, KERN)                                                                 \
+	static void name(size_t n, const void *band, const void *a, size_t as, uint32_t n_tok,   \
+			 float *y, size_t ys)                                                    \
+	{                                                                                        \
+		const uint8_t *p = band, *q = a;                                                 \
+		for (uint32_t t0 = 0; t0 < n_tok; t0 += X16_AVX2_TOKS) {                         \
+			const uint32_t nt = n_tok - t0 < X16_AVX2_TOKS ? n_tok - t0 : X16_AVX2_TOKS; \
+			const uint8_t *qt = q + t0 * as;                                         \
+			float *yt = y + t0 * ys;                                                 \
+			switch (nt) {                                                            \
+			case 1: KERN(n, p, qt, as, 1, yt, ys); break;                            \
+			case 2: KERN(n, p, qt, as, 2, yt, ys); break;                            \
+			case 3: KERN(n, p, qt, as, 3, yt, ys); break;                            \
+			default: KERN(n, p, qt, as, 4, yt, ys); break;                           \
+			}                                                                        \
+		}                                                                                \
 	}
-}
+
+X16_TOKS_FN(x16_q4_k_avx2, x16_q4_k)
+X16_TOKS_FN(x16_q6_k_avx2, x16_q6_k)
+X16_TOKS_FN(x16_q8_0_avx2, x16_q8_0)
+X16_TOKS_FN(x16_q5_0_avx2, x16_q5_0)
 
 const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT] = {
 	[PT_TYPE_Q4_K] = x16_q4_k_avx2,
