@@ -246,10 +246,16 @@ static inline __attribute__((always_inline)) void x16_q5_0(size_t n, const uint8
  * madd per pair of sub-blocks.  The loop runs part by part (q outer, steps inner) so that one
  * code vector and one int16 sum a token are live: four tokens fit the 16 registers. */
 
-/* Sub-block j's scale bytes of rows 8 hh .. 8 hh + 7, each in both int16 halves of its lane. */
+/* Sub-block j's scale bytes of rows 8 hh .. 8 hh + 7, in the low 8 bytes. */
+static inline __attribute__((always_inline)) __m128i q6_k_sc8(const uint8_t *p, int j, int hh)
+{
+	return _mm_loadl_epi64((const __m128i *)(p + 3072 + 16 * j + 8 * hh));
+}
+
+/* The same scales, each in both int16 halves of its lane. */
 static inline __attribute__((always_inline)) __m256i q6_k_sc_pairs(const uint8_t *p, int j, int hh)
 {
-	const __m128i s = _mm_loadl_epi64((const __m128i *)(p + 3072 + 16 * j + 8 * hh));
+	const __m128i s = q6_k_sc8(p, j, hh);
 	return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s, s));
 }
 
@@ -263,9 +269,8 @@ static inline __attribute__((always_inline)) void q6_k_bias(const uint8_t *p, in
 	UNROLL for (int t = 0; t < T; t++)
 		m[t] = _mm256_setzero_si256();
 	UNROLL for (int j = 0; j < 16; j += 2) {
-		const __m128i s0 = _mm_loadl_epi64((const __m128i *)(p + 3072 + 16 * j + 8 * hh));
-		const __m128i s1 = _mm_loadl_epi64((const __m128i *)(p + 3072 + 16 * (j + 1) + 8 * hh));
-		const __m256i s = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
+		const __m256i s = _mm256_cvtepi8_epi16(
+			_mm_unpacklo_epi8(q6_k_sc8(p, j, hh), q6_k_sc8(p, j + 1, hh)));
 		UNROLL for (int t = 0; t < T; t++) {
 			const int32_t bs = (int32_t)kern_u32(q8 + t * as + Q8K_BSUMS + 2 * j);
 			m[t] = _mm256_add_epi32(m[t], _mm256_madd_epi16(s, _mm256_set1_epi32(bs)));
