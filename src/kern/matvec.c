@@ -63,7 +63,10 @@ size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows)
  * host; docs/PERFORMANCE.md); it is only a hint, so results are unaffected.  The distance is
  * about PREFETCH_BYTES, at most PREFETCH_ROWS rows: a whole row ~13 KB ahead (4 Q6_K rows of
  * 4096) streamed the output head ~8 % slower than ~7 KB ahead (docs/PERFORMANCE.md, "Q6_K
- * dot"). */
+ * dot").  Into every cache level, as the X16 kernels request theirs: a non-temporal request
+ * (prefetchnta) keeps a line in one way of Intel's L1, so a row of 8 KB (an F32 router of
+ * 2048) was evicted before its dot read it and 2-thread streaming fell to half (Ice Lake,
+ * round 34: F32 10.3 -> 18.5 GB/s, Q6_K / Q4_K / Q8_0 / F16 rows 1.3-1.7x). */
 #define PREFETCH_ROWS 4
 #define PREFETCH_BYTES (7u << 10)
 
@@ -76,7 +79,7 @@ static uint64_t prefetch_rows(size_t row_bytes)
 static inline void prefetch_row(const uint8_t *p, size_t bytes)
 {
 	for (size_t off = 0; off < bytes; off += 64)
-		__builtin_prefetch(p + off, 0, 0);
+		__builtin_prefetch(p + off, 0, 3);
 }
 
 static inline void prefetch_l2(const uint8_t *p, size_t bytes)

@@ -18,7 +18,8 @@
 #define SET_MIN_ROWS 16   /* rows per task, at least (a row is a few hundred bytes) */
 #define SET_TASK_BYTES (256u << 10)
 /* software prefetch of the weight rows this far ahead (a hint; 0 to 16 rows measured the
- * same on the development host, docs/PERFORMANCE.md) */
+ * same on the development host, docs/PERFORMANCE.md), into every cache level as matvec.c's
+ * (a non-temporal request left Intel's L1 one way for the stream: round 34) */
 #define SET_PREFETCH_ROWS 4
 #define GLU_CHUNK 64      /* gate/up values kept on the stack before the activation */
 
@@ -43,7 +44,7 @@ struct set_job {
 static inline void prefetch_bytes(const uint8_t *p, size_t bytes)
 {
 	for (size_t off = 0; off < bytes; off += 64)
-		__builtin_prefetch(p + off, 0, 0);
+		__builtin_prefetch(p + off, 0, 3);
 }
 
 /* Whether w's products run sixteen rows a kernel call: interleaved bands (X16), or rows as
