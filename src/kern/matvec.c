@@ -63,10 +63,10 @@ size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows)
  * host; docs/PERFORMANCE.md); it is only a hint, so results are unaffected.  The distance is
  * about PREFETCH_BYTES, at most PREFETCH_ROWS rows: a whole row ~13 KB ahead (4 Q6_K rows of
  * 4096) streamed the output head ~8 % slower than ~7 KB ahead (docs/PERFORMANCE.md, "Q6_K
- * dot").  Into every cache level, as the X16 kernels request theirs: a non-temporal request
- * (prefetchnta) keeps a line in one way of Intel's L1, so a row of 8 KB (an F32 router of
- * 2048) was evicted before its dot read it and 2-thread streaming fell to half (Ice Lake,
- * round 34: F32 10.3 -> 18.5 GB/s, Q6_K / Q4_K / Q8_0 / F16 rows 1.3-1.7x). */
+ * dot").  Into every cache level, as the X16 kernels request theirs: on Intel a
+ * non-temporal line (prefetchnta) bypasses L2 and is the first replaced in L1, so a row of
+ * 8 KB (an F32 router of 2048) was evicted before its dot read it and streaming fell to half
+ * (Ice Lake, round 34: F32 10.3 -> 18.5 GB/s, Q6_K / Q4_K / Q8_0 / F16 rows 1.3-1.7x). */
 #define PREFETCH_ROWS 4
 #define PREFETCH_BYTES (7u << 10)
 

@@ -19,7 +19,7 @@
 #define SET_TASK_BYTES (256u << 10)
 /* software prefetch of the weight rows this far ahead (a hint; 0 to 16 rows measured the
  * same on the development host, docs/PERFORMANCE.md), into every cache level as matvec.c's
- * (a non-temporal request left Intel's L1 one way for the stream: round 34) */
+ * (non-temporal lines were evicted before use on Intel: round 34) */
 #define SET_PREFETCH_ROWS 4
 #define GLU_CHUNK 64      /* gate/up values kept on the stack before the activation */
 
