@@ -200,10 +200,20 @@ extern const pt_kern_x16_dot16_fn pt_kern_x16_dot16_avx512[PT_TYPE_COUNT];
  * band's) touches nothing (addresses are formed as integers, never dereferenced). */
 #define PT_KERN_X16_AHEAD_SB 2
 
+/* Requests every line of [a, b) into every cache level (prefetcht0).  Not non-temporally: on
+ * Intel a prefetchnta line bypasses L2 and is the first replaced in L1, so the row loops'
+ * requests a row or more ahead were evicted before use and streaming fell to half
+ * (docs/PERFORMANCE.md round 34). */
 static inline void pt_kern_prefetch_range(uintptr_t a, uintptr_t b)
 {
 	for (uintptr_t l = a & ~(uintptr_t)63; l < b; l += 64)
 		__builtin_prefetch((const void *)l, 0, 3);
+}
+
+/* The lines of one weight row (the row loops' request a few rows ahead). */
+static inline void pt_kern_prefetch_row(const uint8_t *row, size_t bytes)
+{
+	pt_kern_prefetch_range((uintptr_t)row, (uintptr_t)row + bytes);
 }
 
 /* Bytes [*lo, *hi) after a super-block's start that its step `part` (0..3) requests: part

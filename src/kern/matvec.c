@@ -63,10 +63,8 @@ size_t pt_kern_act_bytes(const struct pt_kern_mat *w, uint64_t n_rows)
  * host; docs/PERFORMANCE.md); it is only a hint, so results are unaffected.  The distance is
  * about PREFETCH_BYTES, at most PREFETCH_ROWS rows: a whole row ~13 KB ahead (4 Q6_K rows of
  * 4096) streamed the output head ~8 % slower than ~7 KB ahead (docs/PERFORMANCE.md, "Q6_K
- * dot").  Into every cache level, as the X16 kernels request theirs: on Intel a
- * non-temporal line (prefetchnta) bypasses L2 and is the first replaced in L1, so a row of
- * 8 KB (an F32 router of 2048) was evicted before its dot read it and streaming fell to half
- * (Ice Lake, round 34: F32 10.3 -> 18.5 GB/s, Q6_K / Q4_K / Q8_0 / F16 rows 1.3-1.7x). */
+ * dot").  Into every cache level (pt_kern_prefetch_row; round 34: F32 rows 10.3 -> 18.5 GB/s
+ * on Ice Lake, Q6_K / Q4_K / Q8_0 / F16 rows 1.3-1.7x, against prefetchnta). */
 #define PREFETCH_ROWS 4
 #define PREFETCH_BYTES (7u << 10)
 
@@ -74,12 +72,6 @@ static uint64_t prefetch_rows(size_t row_bytes)
 {
 	const uint64_t d = PREFETCH_BYTES / row_bytes;
 	return d < 1 ? 1 : d > PREFETCH_ROWS ? PREFETCH_ROWS : d;
-}
-
-static inline void prefetch_row(const uint8_t *p, size_t bytes)
-{
-	for (size_t off = 0; off < bytes; off += 64)
-		__builtin_prefetch(p + off, 0, 3);
 }
 
 static inline void prefetch_l2(const uint8_t *p, size_t bytes)
@@ -289,7 +281,7 @@ static void run_x16_rows(const struct job *jb, uint64_t r0, uint64_t r1)
 		const uint64_t pf = prefetch_rows(rb);
 		for (uint64_t r = r0; r < r1; r++) {
 			if (r + pf < r1)
-				prefetch_row(data + (r + pf) * rb, rb);
+				pt_kern_prefetch_row(data + (r + pf) * rb, rb);
 			uint64_t tok = 0;
 			for (; jb->ops->x16_dot4 && tok + 4 <= jb->n_tok; tok += 4) {
 				float out[4];
@@ -353,7 +345,7 @@ static void run_task(void *ctx, uint32_t task, uint32_t worker)
 			float *y = jb->y + tok * w->rows;
 			for (uint64_t r = t0; r < t1; r++) {
 				if (r + pf < r1)
-					prefetch_row(data + (r + pf) * w->row_bytes, w->row_bytes);
+					pt_kern_prefetch_row(data + (r + pf) * w->row_bytes, w->row_bytes);
 				y[r] = jb->ops->dot(w->cols, data + r * w->row_bytes, xq);
 			}
 		}

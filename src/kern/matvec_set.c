@@ -18,8 +18,7 @@
 #define SET_MIN_ROWS 16   /* rows per task, at least (a row is a few hundred bytes) */
 #define SET_TASK_BYTES (256u << 10)
 /* software prefetch of the weight rows this far ahead (a hint; 0 to 16 rows measured the
- * same on the development host, docs/PERFORMANCE.md), into every cache level as matvec.c's
- * (non-temporal lines were evicted before use on Intel: round 34) */
+ * same on the development host, docs/PERFORMANCE.md; pt_kern_prefetch_row) */
 #define SET_PREFETCH_ROWS 4
 #define GLU_CHUNK 64      /* gate/up values kept on the stack before the activation */
 
@@ -40,12 +39,6 @@ struct set_job {
 	uint64_t per; /* rows per task */
 	pt_kern_glu_fn act;
 };
-
-static inline void prefetch_bytes(const uint8_t *p, size_t bytes)
-{
-	for (size_t off = 0; off < bytes; off += 64)
-		__builtin_prefetch(p + off, 0, 3);
-}
 
 /* Whether w's products run sixteen rows a kernel call: interleaved bands (X16), or rows as
  * stored in the interleaved numerics (X16_ROWS) where the level has the sixteen-row twin. */
@@ -112,7 +105,7 @@ static void rows_plain(const struct seg *s, uint64_t r0, uint64_t r1)
 	const pt_kern_dot_fn dot = row_dot(w, s->ops);
 	for (uint64_t r = r0; r < r1; r++) {
 		if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1)
-			prefetch_bytes(data + (r + SET_PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
+			pt_kern_prefetch_row(data + (r + SET_PREFETCH_ROWS) * w->row_bytes, w->row_bytes);
 		s->y[r] = dot(w->cols, data + r * w->row_bytes, s->xq);
 	}
 }
@@ -160,8 +153,8 @@ static void rows_glu(const struct seg *s, uint64_t r0, uint64_t r1, pt_kern_glu_
 		for (uint64_t r = c0; r < c1; r++) {
 			if (SET_PREFETCH_ROWS && r + SET_PREFETCH_ROWS < r1) {
 				const uint64_t ra = r + SET_PREFETCH_ROWS;
-				prefetch_bytes(gd + ra * g->row_bytes, g->row_bytes);
-				prefetch_bytes(ud + ra * urb, urb);
+				pt_kern_prefetch_row(gd + ra * g->row_bytes, g->row_bytes);
+				pt_kern_prefetch_row(ud + ra * urb, urb);
 			}
 			gv[r - c0] = gdot(g->cols, gd + r * g->row_bytes, s->xq);
 			uv[r - c0] = udot(ucols, ud + r * urb, s->xq_up);
