@@ -18,13 +18,20 @@
  * (a GQA group of 2, Gemma 4's sliding layers) 2 queries x 2 blocks ------------------------ */
 
 /* pk (NULL: none): the next call's blocks matching these, whose lines are requested one per
- * block every second dimension (a 64-byte line holds two of a block's 32-byte rows). */
-INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
-		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld,
-		     const uint16_t *pk)
+ * block every second dimension (a 64-byte line holds two of a block's 32-byte rows).
+ * wide: k holds F32 blocks (widened once for many queries, dots_wide below), not F16. */
+INLINE __m256 load_k(const void *k, size_t at, const bool wide)
 {
-	__m256 a[4][4];
-	_Pragma("GCC unroll 4")
+	return wide ? _mm256_loadu_ps((const float *)k + at)
+		    : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)k + at)));
+}
+
+INLINE void dots_blk(const void *k, size_t kb_stride, const int nb, const float *q,
+		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld,
+		     const uint16_t *pk, const bool wide)
+{
+	__m256 a[6][4];
+	_Pragma("GCC unroll 6")
 	for (uint32_t i = 0; i < nq; i++)
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < 2 * nb; c++)
@@ -38,9 +45,8 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 					     _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < 2 * nb; c++)
-			kk[c] = _mm256_cvtph_ps(_mm_loadu_si128(
-				(const __m128i *)(k + (c / 2) * kb_stride + d * BLK + (c % 2) * 8)));
-		_Pragma("GCC unroll 4")
+			kk[c] = load_k(k, (c / 2) * kb_stride + d * BLK + (c % 2) * 8, wide);
+		_Pragma("GCC unroll 6")
 		for (uint32_t i = 0; i < nq; i++) {
 			const __m256 qb = _mm256_broadcast_ss(q + i * q_stride + d);
 			_Pragma("GCC unroll 4")
@@ -48,16 +54,75 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 				a[i][c] = _mm256_fmadd_ps(kk[c], qb, a[i][c]);
 		}
 	}
-	_Pragma("GCC unroll 4")
+	_Pragma("GCC unroll 6")
 	for (uint32_t i = 0; i < nq; i++)
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < 2 * nb; c++)
 			_mm256_storeu_ps(out + i * ld + c * 8, a[i][c]);
 }
 
+/* ---- many queries over one call: keys and values widened to F32 once ---------------------- */
+
+/* Where several query tiles share a call's keys, each F16 block or row was converted again
+ * for every tile; converting the call's keys or values once into F32 on the stack leaves
+ * the tiles plain loads (and registers for 6 queries).  F16 to F32 is exact: the same
+ * values, the same chains, the same results.  The widening requests the next call's lines
+ * (kb_next, v_next) as the tiles did.  A group of blocks or rows at a time in WIDE_FLOATS. */
+#define WIDE_DOTS_MIN_Q 48 /* 16-32 queries: the keys measured no faster widened */
+#define WIDE_VACC_MIN_Q 16
+#define WIDE_FLOATS 16384
+
+/* y[0, n) = x[0, n); px (NULL: none): a line of the next call's matching place per 32 values */
+INLINE void widen(const uint16_t *x, float *y, uint32_t n, const uint16_t *px)
+{
+	uint32_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		if (px && i % 32 == 0)
+			_mm_prefetch((const char *)(px + i), _MM_HINT_T0);
+		_mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+	}
+	for (; i < n; i++)
+		y[i] = _cvtsh_ss(x[i]);
+}
+
+#define DOTS_W(q) dots_blk(k, wb, 1, qi, q_stride, q, n, o, ld, NULL, true)
+
+/* 6 queries x 1 block: 12 chains, 8 loads a dimension for 12 FMAs */
+static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		      size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
+		      const uint16_t *kb_next)
+{
+	float w[WIDE_FLOATS];
+	const size_t wb = (size_t)n * BLK; /* a widened block */
+	const uint32_t per = (uint32_t)(WIDE_FLOATS / wb);
+	for (uint32_t b0 = 0; b0 < n_blk; b0 += per) {
+		const uint32_t nb = n_blk - b0 < per ? n_blk - b0 : per;
+		for (uint32_t b = 0; b < nb; b++)
+			widen(kb + (b0 + b) * kb_stride, w + b * wb, (uint32_t)wb,
+			      kb_next ? kb_next + (b0 + b) * kb_stride : NULL);
+		for (uint32_t b = 0; b < nb; b++)
+			for (uint32_t i = 0; i < n_q; i += 6) {
+				const float *k = w + b * wb, *qi = q + i * q_stride;
+				float *o = out + i * ld + (b0 + b) * BLK;
+				switch (n_q - i) {
+				case 1: DOTS_W(1); break;
+				case 2: DOTS_W(2); break;
+				case 3: DOTS_W(3); break;
+				case 4: DOTS_W(4); break;
+				case 5: DOTS_W(5); break;
+				default: DOTS_W(6); break;
+				}
+			}
+	}
+}
+
 /* The first query tile of each block pair requests the next call's matching blocks. */
 void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 {
+	if (n_q >= WIDE_DOTS_MIN_Q && n <= WIDE_FLOATS / BLK) {
+		dots_wide(kb, kb_stride, n_blk, q, q_stride, n_q, n, out, ld, kb_next);
+		return;
+	}
 	for (uint32_t b = 0; b < n_blk; b += 2) {
 		const uint16_t *k = kb + b * kb_stride;
 		const bool two = b + 2 <= n_blk;
@@ -68,27 +133,27 @@ void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 			switch (n_q - i) {
 			case 1:
 				if (two)
-					dots_blk(k, kb_stride, 2, qi, q_stride, 1, n, o, ld, pk);
+					dots_blk(k, kb_stride, 2, qi, q_stride, 1, n, o, ld, pk, false);
 				else
-					dots_blk(k, kb_stride, 1, qi, q_stride, 1, n, o, ld, pk);
+					dots_blk(k, kb_stride, 1, qi, q_stride, 1, n, o, ld, pk, false);
 				break;
 			case 2:
 				if (two)
-					dots_blk(k, kb_stride, 2, qi, q_stride, 2, n, o, ld, pk);
+					dots_blk(k, kb_stride, 2, qi, q_stride, 2, n, o, ld, pk, false);
 				else
-					dots_blk(k, kb_stride, 1, qi, q_stride, 2, n, o, ld, pk);
+					dots_blk(k, kb_stride, 1, qi, q_stride, 2, n, o, ld, pk, false);
 				break;
 			case 3:
-				dots_blk(k, kb_stride, 1, qi, q_stride, 3, n, o, ld, pk);
+				dots_blk(k, kb_stride, 1, qi, q_stride, 3, n, o, ld, pk, false);
 				if (two)
 					dots_blk(k + kb_stride, kb_stride, 1, qi, q_stride, 3, n,
-						 o + BLK, ld, pk ? pk + kb_stride : NULL);
+						 o + BLK, ld, pk ? pk + kb_stride : NULL, false);
 				break;
 			default:
-				dots_blk(k, kb_stride, 1, qi, q_stride, 4, n, o, ld, pk);
+				dots_blk(k, kb_stride, 1, qi, q_stride, 4, n, o, ld, pk, false);
 				if (two)
 					dots_blk(k + kb_stride, kb_stride, 1, qi, q_stride, 4, n,
-						 o + BLK, ld, pk ? pk + kb_stride : NULL);
+						 o + BLK, ld, pk ? pk + kb_stride : NULL, false);
 				break;
 			}
 		}
@@ -200,12 +265,34 @@ INLINE __m256 rnd16(__m256 x, const bool f16)
 	return f16 ? _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)) : x;
 }
 
-INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
-		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      const int nv, const bool f16, const bool scaled, const uint16_t *pv)
+/* Bit j set where any of queries [0, nq)'s ms of key j < n_k (<= 64) is not 1 (NaN
+ * included, as the scalar test). */
+INLINE uint64_t keys_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t n_k)
 {
-	__m256 a[4][4];
-	_Pragma("GCC unroll 4")
+	const __m256 one = _mm256_set1_ps(1.0f);
+	uint64_t any = 0;
+	for (uint32_t i = 0; i < nq; i++) {
+		uint32_t j = 0;
+		for (; j + 8 <= n_k; j += 8)
+			any |= (uint64_t)_mm256_movemask_ps(_mm256_cmp_ps(
+				       _mm256_loadu_ps(ms + i * ld + j), one, _CMP_NEQ_UQ))
+			       << j;
+		for (; j < n_k; j++)
+			any |= (uint64_t)(ms[i * ld + j] != 1.0f) << j;
+	}
+	return any;
+}
+
+/* v: F16 rows, or F32 rows where wide (pv is then NULL).  n_k <= 64 keys; scaled: a bit per
+ * key where some query of the tile rescales (once a query's max has settled, nearly none:
+ * the others run the FMAs alone). */
+INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const void *v,
+		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+		      const int nv, const bool f16, uint64_t scaled, const uint16_t *pv,
+		      const bool wide)
+{
+	__m256 a[6][4];
+	_Pragma("GCC unroll 6")
 	for (uint32_t i = 0; i < nq; i++)
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
@@ -216,32 +303,42 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 			_mm_prefetch((const char *)(pv + j * v_stride), _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
-			x[c] = _mm256_cvtph_ps(
-				_mm_loadu_si128((const __m128i *)(v + j * v_stride + 8 * c)));
-		_Pragma("GCC unroll 4")
+			x[c] = load_k(v, j * v_stride + 8 * c, wide);
+		if (__builtin_expect((scaled >> j) & 1, 0)) {
+			_Pragma("GCC unroll 6")
+			for (uint32_t i = 0; i < nq; i++) {
+				const float sm = ms[i * ld + j];
+				if (sm != 1.0f)
+					_Pragma("GCC unroll 4")
+					for (int c = 0; c < nv; c++)
+						a[i][c] = rnd16(_mm256_mul_ps(a[i][c],
+									      _mm256_set1_ps(sm)),
+								f16);
+			}
+		}
+		_Pragma("GCC unroll 6")
 		for (uint32_t i = 0; i < nq; i++) {
-			const float sm = ms[i * ld + j];
-			if (scaled && sm != 1.0f)
-				_Pragma("GCC unroll 4")
-				for (int c = 0; c < nv; c++)
-					a[i][c] = rnd16(_mm256_mul_ps(a[i][c], _mm256_set1_ps(sm)),
-							f16);
 			const __m256 w = _mm256_set1_ps(vs[i * ld + j]);
 			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nv; c++)
 				a[i][c] = rnd16(_mm256_fmadd_ps(x[c], w, a[i][c]), f16);
 		}
 	}
-	_Pragma("GCC unroll 4")
+	_Pragma("GCC unroll 6")
 	for (uint32_t i = 0; i < nq; i++)
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			_mm256_storeu_ps(acc + i * acc_ld + 8 * c, a[i][c]);
 }
 
-INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
-		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      uint32_t d0, uint32_t n, const bool f16)
+INLINE float v_at(const void *v, size_t at, const bool wide)
+{
+	return wide ? ((const float *)v)[at] : _cvtsh_ss(((const uint16_t *)v)[at]);
+}
+
+INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const void *v, size_t v_stride,
+		      uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t d0,
+		      uint32_t n, const bool f16, const bool wide)
 {
 	for (uint32_t i = 0; i < n_q; i++)
 		for (uint32_t j = 0; j < n_k; j++) {
@@ -253,7 +350,7 @@ INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v
 					if (f16)
 						x = _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
 				}
-				x = fmaf(_cvtsh_ss(v[j * v_stride + d]), sv, x);
+				x = fmaf(v_at(v, j * v_stride + d, wide), sv, x);
 				if (f16)
 					x = _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
 				acc[i * acc_ld + d] = x;
@@ -261,75 +358,87 @@ INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v
 		}
 }
 
-/* Whether any of queries [0, nq)'s keys j < n_k has ms != 1 (NaN included, as the scalar
- * test): once a query's max has settled most chunks have none, and the accumulation runs
- * without a per-key, per-query test. */
-INLINE bool any_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t n_k)
-{
-	const __m256 one = _mm256_set1_ps(1.0f);
-	int any = 0;
-	for (uint32_t i = 0; i < nq; i++) {
-		uint32_t j = 0;
-		for (; j + 8 <= n_k; j += 8)
-			any |= _mm256_movemask_ps(
-				_mm256_cmp_ps(_mm256_loadu_ps(ms + i * ld + j), one, _CMP_NEQ_UQ));
-		for (; j < n_k; j++)
-			any |= ms[i * ld + j] != 1.0f;
-	}
-	return any != 0;
-}
-
-#define VACC_Q(nq, nv, f16, sc)                                                               \
+#define VACC_Q(nq, nv)                                                                        \
 	vacc_cols(a, acc_ld, nq, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc,                 \
-		  pv && d % 32 == 0 ? pv + d : NULL)
+		  pv && d % 32 == 0 ? pv + d : NULL, wide)
 
-/* Columns [d0, n) of queries [i, i + nq) (nq <= 4): 8-wide column groups of nv vectors, then
- * the scalar tail. */
-INLINE void vacc_rows(float *acc, size_t acc_ld, const uint16_t *v, size_t v_stride,
-		      uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n,
-		      uint32_t i, const uint32_t nq, const bool f16, const bool sc,
-		      const uint16_t *pv)
+/* Columns [0, n) of queries [i, i + nq) (nq <= 4, or 6 where wide) over keys [0, n_k <= 64):
+ * 8-wide column groups of nv vectors, then the scalar tail. */
+INLINE void vacc_rows(float *acc, size_t acc_ld, const void *v, size_t v_stride, uint32_t n_k,
+		      const float *ms, const float *vs, size_t ld, uint32_t n, uint32_t i,
+		      const uint32_t nq, const bool f16, uint64_t sc, const uint16_t *pv,
+		      const bool wide)
 {
 	const float *mi = ms + i * ld, *vi = vs + i * ld;
+	const size_t es = wide ? sizeof(float) : sizeof(uint16_t);
 	uint32_t d = 0;
 	if (nq <= 2)
 		for (; d + 32 <= n; d += 32) {
 			float *a = acc + i * acc_ld + d;
-			const uint16_t *vd = v + d;
-			VACC_Q(nq, 4, f16, sc);
+			const void *vd = (const char *)v + d * es;
+			VACC_Q(nq, 4);
 		}
 	for (; d + 16 <= n; d += 16) {
 		float *a = acc + i * acc_ld + d;
-		const uint16_t *vd = v + d;
-		VACC_Q(nq, 2, f16, sc);
+		const void *vd = (const char *)v + d * es;
+		VACC_Q(nq, 2);
 	}
 	for (; d + 8 <= n; d += 8) {
 		float *a = acc + i * acc_ld + d;
-		const uint16_t *vd = v + d;
-		VACC_Q(nq, 1, f16, sc);
+		const void *vd = (const char *)v + d * es;
+		VACC_Q(nq, 1);
 	}
 	if (d < n)
-		vacc_tail(acc + i * acc_ld, acc_ld, nq, v, v_stride, n_k, mi, vi, ld, d, n, f16);
+		vacc_tail(acc + i * acc_ld, acc_ld, nq, v, v_stride, n_k, mi, vi, ld, d, n, f16,
+			  wide);
 }
 
-/* Queries [i, i + q): the no-rescale variant where no key of theirs rescales. */
 #define VACC_ROWS(q)                                                                          \
-	(sc ? vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, true, pv)    \
-	    : vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, false, pv))
+	vacc_rows(acc, acc_ld, v, v_stride, n_k, ms, vs, ld, n, i, q, f16, sc, pv, wide)
 
-INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
+/* Query tiles of tq (4, or 6 where wide) over keys [0, n_k <= 64). */
+INLINE void vacc_keys(float *acc, size_t acc_ld, uint32_t n_q, const void *v, size_t v_stride,
+		      uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n,
+		      const uint16_t *v_next, const bool f16, const bool wide)
 {
-	for (uint32_t i = 0; i < n_q; i += 4) {
-		const uint32_t nq = n_q - i < 4 ? n_q - i : 4;
-		const bool sc = any_scaled(ms + i * ld, ld, nq, n_k);
+	const uint32_t tq = wide ? 6 : 4;
+	for (uint32_t i = 0; i < n_q; i += tq) {
+		const uint32_t nq = n_q - i < tq ? n_q - i : tq;
+		const uint64_t sc = keys_scaled(ms + i * ld, ld, nq, n_k);
 		/* the first query tile requests the next call's rows, a line at a time */
 		const uint16_t *pv = i == 0 ? v_next : NULL;
 		switch (nq) {
 		case 1: VACC_ROWS(1); break;
 		case 2: VACC_ROWS(2); break;
 		case 3: VACC_ROWS(3); break;
-		default: VACC_ROWS(4); break;
+		case 4: VACC_ROWS(4); break;
+		case 5: VACC_ROWS(5); break;
+		default: VACC_ROWS(6); break;
 		}
+	}
+}
+
+/* Keys 64 at a time (a bit each for the rescaling test); with many queries, their V rows
+ * widened once per group (WIDE_FLOATS). */
+INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
+{
+	if (n_q >= WIDE_VACC_MIN_Q && n <= WIDE_FLOATS / 16) {
+		float w[WIDE_FLOATS];
+		const uint32_t per = WIDE_FLOATS / n < 64 ? WIDE_FLOATS / n : 64;
+		for (uint32_t j0 = 0; j0 < n_k; j0 += per) {
+			const uint32_t nk = n_k - j0 < per ? n_k - j0 : per;
+			for (uint32_t j = 0; j < nk; j++)
+				widen(v + (j0 + j) * v_stride, w + (size_t)j * n, n,
+				      v_next ? v_next + (j0 + j) * v_stride : NULL);
+			vacc_keys(acc, acc_ld, n_q, w, n, nk, ms + j0, vs + j0, ld, n, NULL, f16,
+				  true);
+		}
+		return;
+	}
+	for (uint32_t j0 = 0; j0 < n_k; j0 += 64) {
+		const uint32_t nk = n_k - j0 < 64 ? n_k - j0 : 64;
+		vacc_keys(acc, acc_ld, n_q, v + j0 * v_stride, v_stride, nk, ms + j0, vs + j0, ld,
+			  n, v_next ? v_next + j0 * v_stride : NULL, f16, false);
 	}
 }
 

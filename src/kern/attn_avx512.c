@@ -2,8 +2,9 @@
  * to the scalar code as the AVX2 ones are: a transposed K block of 16 keys is one vector, so
  * a key dot is one lane's FMA chain in index order; two blocks x eight queries (or four
  * blocks x four) keep sixteen chains in flight.  V accumulators for four queries x 64 values
- * stay in registers across all keys of a call; the per-key rescale test is skipped for
- * query tiles whose ms are all 1 in the call. */
+ * stay in registers across all keys of a call; a bit per key marks the keys where some
+ * query of the tile rescales.  Calls of many queries widen their F16 keys or values to F32
+ * once, so the tiles do not convert them again each. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
@@ -13,6 +14,12 @@
 
 #define BLK PT_KERN_ATTN_BLOCK
 #define INLINE static inline __attribute__((always_inline))
+/* Calls of many queries widen their keys (WIDE_DOTS_MIN_Q) or values (WIDE_VACC_MIN_Q) to
+ * F32 first, a group of blocks or rows at a time in WIDE_FLOATS of stack (dots_wide); with
+ * 16-32 queries the keys measured no faster widened, the values faster. */
+#define WIDE_DOTS_MIN_Q 48
+#define WIDE_VACC_MIN_Q 16
+#define WIDE_FLOATS 16384
 
 INLINE __m512 load_ph(const uint16_t *p)
 {
@@ -23,9 +30,15 @@ INLINE __m512 load_ph(const uint16_t *p)
 
 /* pk (NULL: none): the next call's blocks matching these, whose lines are requested one per
  * block every second dimension (a 64-byte line holds two of a block's 32-byte rows). */
-INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const float *q,
+/* wide: k holds F32 blocks (widened once for many queries, attn_wide below), not F16. */
+INLINE __m512 load_k(const void *k, size_t at, const bool wide)
+{
+	return wide ? _mm512_loadu_ps((const float *)k + at) : load_ph((const uint16_t *)k + at);
+}
+
+INLINE void dots_blk(const void *k, size_t kb_stride, const int nb, const float *q,
 		     size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld,
-		     const uint16_t *pk)
+		     const uint16_t *pk, const bool wide)
 {
 	__m512 a[8][4];
 	_Pragma("GCC unroll 8")
@@ -42,7 +55,7 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
 					     _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int b = 0; b < nb; b++)
-			kk[b] = load_ph(k + b * kb_stride + d * BLK);
+			kk[b] = load_k(k, b * kb_stride + d * BLK, wide);
 		_Pragma("GCC unroll 8")
 		for (uint32_t i = 0; i < nq; i++) {
 			const __m512 qb = _mm512_set1_ps(q[i * q_stride + d]);
@@ -63,26 +76,45 @@ INLINE void dots_blk(const uint16_t *k, size_t kb_stride, const int nb, const fl
  * with room to spare where 8 just covered it). */
 #define DOTS_Q4(nb)                                                                           \
 	switch (n_q - i) {                                                                    \
-	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk); break;               \
-	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk); break;               \
-	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk); break;               \
-	default: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk); break;              \
+	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk, false); break;               \
+	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk, false); break;               \
+	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk, false); break;               \
+	default: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk, false); break;              \
 	}
 #define DOTS_Q8(nb)                                                                           \
 	switch (n_q - i) {                                                                    \
-	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk); break;               \
-	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk); break;               \
-	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk); break;               \
-	case 4: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk); break;               \
-	case 5: dots_blk(k, kb_stride, nb, qi, q_stride, 5, n, o, ld, pk); break;               \
-	case 6: dots_blk(k, kb_stride, nb, qi, q_stride, 6, n, o, ld, pk); break;               \
-	case 7: dots_blk(k, kb_stride, nb, qi, q_stride, 7, n, o, ld, pk); break;               \
-	default: dots_blk(k, kb_stride, nb, qi, q_stride, 8, n, o, ld, pk); break;              \
+	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk, false); break;               \
+	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk, false); break;               \
+	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk, false); break;               \
+	case 4: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk, false); break;               \
+	case 5: dots_blk(k, kb_stride, nb, qi, q_stride, 5, n, o, ld, pk, false); break;               \
+	case 6: dots_blk(k, kb_stride, nb, qi, q_stride, 6, n, o, ld, pk, false); break;               \
+	case 7: dots_blk(k, kb_stride, nb, qi, q_stride, 7, n, o, ld, pk, false); break;               \
+	default: dots_blk(k, kb_stride, nb, qi, q_stride, 8, n, o, ld, pk, false); break;              \
 	}
+
+#define DOTS_W(nb, q) dots_blk(k, wb, nb, qi, q_stride, q, n, o, ld, NULL, true)
+#define DOTS_Q6W(nb)                                                                          \
+	switch (n_q - i) {                                                                    \
+	case 1: DOTS_W(nb, 1); break;                                                         \
+	case 2: DOTS_W(nb, 2); break;                                                         \
+	case 3: DOTS_W(nb, 3); break;                                                         \
+	case 4: DOTS_W(nb, 4); break;                                                         \
+	case 5: DOTS_W(nb, 5); break;                                                         \
+	default: DOTS_W(nb, 6); break;                                                        \
+	}
+
+static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		      size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
+		      const uint16_t *kb_next);
 
 /* The first query tile of each block tile requests the next call's matching blocks. */
 void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS)
 {
+	if (n_q >= WIDE_DOTS_MIN_Q && n <= WIDE_FLOATS / BLK) {
+		dots_wide(kb, kb_stride, n_blk, q, q_stride, n_q, n, out, ld, kb_next);
+		return;
+	}
 	uint32_t b = 0;
 	if (n_q <= 4) /* few queries: four blocks at once */
 		for (; b + 4 <= n_blk; b += 4) {
@@ -202,9 +234,31 @@ INLINE __m512 rnd16(__m512 x, const bool f16)
 	return f16 ? _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)) : x;
 }
 
-INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
+/* Bit j - j0 set where any of queries [0, nq)'s ms of key j in [j0, j0 + 64) is not 1 (NaN
+ * included, as the scalar test); keys past n_k clear. */
+INLINE uint64_t keys_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t j0, uint32_t n_k)
+{
+	const __m512 one = _mm512_set1_ps(1.0f);
+	uint64_t any = 0;
+	for (uint32_t j = j0; j < n_k && j < j0 + 64; j += 16) {
+		const uint32_t r = n_k - j;
+		const __mmask16 valid = r >= 16 ? 0xffff : (__mmask16)((1u << r) - 1);
+		__mmask16 m = 0;
+		for (uint32_t i = 0; i < nq; i++)
+			m |= _mm512_mask_cmp_ps_mask(
+				valid, _mm512_maskz_loadu_ps(valid, ms + i * ld + j), one,
+				_CMP_NEQ_UQ);
+		any |= (uint64_t)m << (j - j0);
+	}
+	return any;
+}
+
+/* v: F16 rows, or F32 rows where wide (attn_wide below; pv is then NULL).  The keys whose
+ * ms are all 1 for the tile's queries (once a query's max has settled, nearly all) run the
+ * FMAs alone; a bit per key, found 64 keys at a time, marks the others. */
+INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const void *v,
 		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      const int nv, const bool f16, const bool scaled, const uint16_t *pv)
+		      const int nv, const bool f16, const uint16_t *pv, const bool wide)
 {
 	__m512 a[4][4];
 	_Pragma("GCC unroll 4")
@@ -212,23 +266,32 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
 			a[i][c] = _mm512_loadu_ps(acc + i * acc_ld + 16 * c);
+	uint64_t scaled = 0;
 	for (uint32_t j = 0; j < n_k; j++) {
 		__m512 x[4];
+		if (j % 64 == 0)
+			scaled = keys_scaled(ms, ld, nq, j, n_k);
 		if (pv) /* the next call's row j, a line per 32 values */
 			_Pragma("GCC unroll 2")
 			for (int c = 0; c < nv; c += 2)
 				_mm_prefetch((const char *)(pv + j * v_stride + 16 * c), _MM_HINT_T0);
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
-			x[c] = load_ph(v + j * v_stride + 16 * c);
+			x[c] = load_k(v, j * v_stride + 16 * c, wide);
+		if (__builtin_expect((scaled >> (j % 64)) & 1, 0)) {
+			_Pragma("GCC unroll 4")
+			for (uint32_t i = 0; i < nq; i++) {
+				const float sm = ms[i * ld + j];
+				if (sm != 1.0f)
+					_Pragma("GCC unroll 4")
+					for (int c = 0; c < nv; c++)
+						a[i][c] = rnd16(_mm512_mul_ps(a[i][c],
+									      _mm512_set1_ps(sm)),
+								f16);
+			}
+		}
 		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
-			const float sm = ms[i * ld + j];
-			if (scaled && sm != 1.0f)
-				_Pragma("GCC unroll 4")
-				for (int c = 0; c < nv; c++)
-					a[i][c] = rnd16(_mm512_mul_ps(a[i][c], _mm512_set1_ps(sm)),
-							f16);
 			const __m512 w = _mm512_set1_ps(vs[i * ld + j]);
 			_Pragma("GCC unroll 4")
 			for (int c = 0; c < nv; c++)
@@ -242,57 +305,127 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 			_mm512_storeu_ps(acc + i * acc_ld + 16 * c, a[i][c]);
 }
 
-/* Whether any of queries [0, nq)'s keys j < n_k has ms != 1 (NaN included, as the scalar
- * test).  Once a query's max has settled, m rarely rises, so most calls find none and run
- * the accumulation without a per-key, per-query test. */
-INLINE bool any_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t n_k)
-{
-	const __m512 one = _mm512_set1_ps(1.0f);
-	__mmask16 any = 0;
-	for (uint32_t i = 0; i < nq; i++)
-		for (uint32_t j = 0; j < n_k; j += 16) {
-			const uint32_t r = n_k - j;
-			const __mmask16 valid = r >= 16 ? 0xffff : (__mmask16)((1u << r) - 1);
-			const __m512 x = _mm512_maskz_loadu_ps(valid, ms + i * ld + j);
-			any |= _mm512_mask_cmp_ps_mask(valid, x, one, _CMP_NEQ_UQ);
-		}
-	return any != 0;
-}
-
-#define VACC_CASE(q, nv, f16, sc)                                                              \
-	case q: vacc_cols(a, acc_ld, q, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc, pv); break;
-#define VACC_QS4(nv, f16, sc)                                                                 \
+#define VACC_CASE(q, nv, f16)                                                                  \
+	case q: vacc_cols(a, acc_ld, q, vd, v_stride, n_k, mi, vi, ld, nv, f16, pv, wide); break;
+#define VACC_QS4(nv, f16)                                                                     \
 	switch (n_q - i) {                                                                    \
-	VACC_CASE(1, nv, f16, sc) VACC_CASE(2, nv, f16, sc) VACC_CASE(3, nv, f16, sc)         \
-	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16, sc, pv); break; \
+	VACC_CASE(1, nv, f16) VACC_CASE(2, nv, f16) VACC_CASE(3, nv, f16)                     \
+	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16, pv, wide); break; \
 	}
 #define VACC_TILE(qs, tq, nv, f16)                                                            \
 	for (uint32_t i = 0; i < n_q; i += tq) {                                              \
 		float *a = acc + i * acc_ld + d;                                              \
-		const uint16_t *vd = v + d;                                                   \
+		const void *vd = wide ? (const void *)((const float *)v + d)                   \
+				      : (const void *)((const uint16_t *)v + d);               \
 		const float *mi = ms + i * ld, *vi = vs + i * ld;                             \
 		/* the first query tile requests the next call's rows, a line at a time */    \
 		const uint16_t *pv = v_next && i == 0 && d % 32 == 0 ? v_next + d : NULL;     \
-		if (any_scaled(mi, ld, n_q - i < tq ? n_q - i : tq, n_k)) {                   \
-			qs(nv, f16, true)                                                     \
-		} else {                                                                      \
-			qs(nv, f16, false)                                                    \
-		}                                                                             \
+		qs(nv, f16)                                                                   \
 	}
 
 /* Tiles of 16 accumulators, 4 queries x 64 values (8 queries x 32 values, converting each V
- * row once per 8 queries, measured no faster). */
-INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
+ * row once per 8 queries, measured no faster), over columns [0, n16) (a multiple of 16). */
+INLINE void vacc_tiles(float *acc, size_t acc_ld, uint32_t n_q, const void *v, size_t v_stride,
+		       uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n16,
+		       const uint16_t *v_next, const bool f16, const bool wide)
 {
 	uint32_t d = 0;
-	for (; d + 64 <= n; d += 64)
+	for (; d + 64 <= n16; d += 64)
 		VACC_TILE(VACC_QS4, 4, 4, f16)
-	for (; d + 16 <= n; d += 16)
+	for (; d < n16; d += 16)
 		VACC_TILE(VACC_QS4, 4, 1, f16)
-	if (d < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
+}
+
+/* ---- many queries over one call: keys and values widened to F32 once ---------------------- */
+
+/* Where more than a few query tiles share a call's keys, each F16 block or row was converted
+ * again for every tile (vcvtph2ps takes a slot of the ports the FMAs run on); converting the
+ * call's keys or values once into F32 on the stack leaves the tiles plain loads.  F16 to F32
+ * is exact: the same values, the same chains, the same results.  The widening requests the
+ * next call's lines (kb_next, v_next) as the tiles did. */
+
+/* y[0, n) = x[0, n); px (NULL: none): a line of the next call's matching place per 32 values */
+INLINE void widen(const uint16_t *x, float *y, uint32_t n, const uint16_t *px)
+{
+	uint32_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		if (px && i % 32 == 0)
+			_mm_prefetch((const char *)(px + i), _MM_HINT_T0);
+		_mm512_storeu_ps(y + i, load_ph(x + i));
+	}
+	if (i < n) {
+		const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+		if (px && i % 32 == 0)
+			_mm_prefetch((const char *)(px + i), _MM_HINT_T0);
+		_mm512_mask_storeu_ps(y + i, m,
+				      _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
+	}
+}
+
+static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		      size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
+		      const uint16_t *kb_next)
+{
+	float w[WIDE_FLOATS];
+	const size_t wb = (size_t)n * BLK; /* a widened block */
+	const uint32_t per = (uint32_t)(WIDE_FLOATS / wb);
+	for (uint32_t b0 = 0; b0 < n_blk; b0 += per) {
+		const uint32_t nb = n_blk - b0 < per ? n_blk - b0 : per;
+		for (uint32_t b = 0; b < nb; b++)
+			widen(kb + (b0 + b) * kb_stride, w + b * wb, (uint32_t)wb,
+			      kb_next ? kb_next + (b0 + b) * kb_stride : NULL);
+		/* 4 blocks x 6 queries: 24 chains, 10 loads a dimension for 24 FMAs */
+		uint32_t b = 0;
+		for (; b + 4 <= nb; b += 4)
+			for (uint32_t i = 0; i < n_q; i += 6) {
+				const float *k = w + b * wb, *qi = q + i * q_stride;
+				float *o = out + i * ld + (b0 + b) * BLK;
+				DOTS_Q6W(4)
+			}
+		for (; b < nb; b += 2)
+			for (uint32_t i = 0; i < n_q; i += 6) {
+				const float *k = w + b * wb, *qi = q + i * q_stride;
+				float *o = out + i * ld + (b0 + b) * BLK;
+				if (b + 2 <= nb) {
+					DOTS_Q6W(2)
+				} else {
+					DOTS_Q6W(1)
+				}
+			}
+	}
+}
+
+INLINE void vacc_wide(ATTN_VACC_ARGS, const bool f16)
+{
+	float w[WIDE_FLOATS];
+	const uint32_t n16 = n - n % 16;
+	const uint32_t per = WIDE_FLOATS / n16;
+	for (uint32_t j0 = 0; j0 < n_k; j0 += per) {
+		const uint32_t nk = n_k - j0 < per ? n_k - j0 : per;
+		for (uint32_t j = 0; j < nk; j++)
+			widen(v + (j0 + j) * v_stride, w + (size_t)j * n16, n16,
+			      v_next ? v_next + (j0 + j) * v_stride : NULL);
+		vacc_tiles(acc, acc_ld, n_q, w, n16, nk, ms + j0, vs + j0, ld, n16, NULL, f16,
+			   true);
+	}
+	if (n16 < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
 		(f16 ? pt_kern_attn_vacc_f16_avx2 : pt_kern_attn_vacc_f32_avx2)(
-			acc + d, acc_ld, n_q, v + d, v_stride, n_k, ms, vs, ld, n - d,
-			v_next ? v_next + d : NULL);
+			acc + n16, acc_ld, n_q, v + n16, v_stride, n_k, ms, vs, ld, n - n16,
+			v_next ? v_next + n16 : NULL);
+}
+
+INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
+{
+	if (n_q >= WIDE_VACC_MIN_Q && n >= 16) {
+		vacc_wide(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, f16);
+		return;
+	}
+	const uint32_t n16 = n - n % 16;
+	vacc_tiles(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n16, v_next, f16, false);
+	if (n16 < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
+		(f16 ? pt_kern_attn_vacc_f16_avx2 : pt_kern_attn_vacc_f32_avx2)(
+			acc + n16, acc_ld, n_q, v + n16, v_stride, n_k, ms, vs, ld, n - n16,
+			v_next ? v_next + n16 : NULL);
 }
 
 void pt_kern_attn_vacc_f16_avx512(ATTN_VACC_ARGS)

@@ -10,6 +10,15 @@
 
 #define BLK PT_KERN_ATTN_BLOCK
 #define LD 64
+#define MAX_Q 70 /* past 16 queries the x86 kernels widen keys and values to F32 once a call */
+
+/* the query counts tried: 1-9 (single tiles and their remainders), then calls of many
+ * queries (a prompt's tile of rows x a GQA group) with every remainder of 6 and 4 */
+static uint32_t q_count(uint32_t t)
+{
+	static const uint32_t many[] = { 16, 23, 64, 70 };
+	return t < 9 ? t + 1 : many[(t - 9) % 4];
+}
 
 static uint32_t rng_next(uint32_t *s)
 {
@@ -38,7 +47,7 @@ PT_TEST(test_attn_dots_levels_bit_identical)
 	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
 	REQUIRE(ref != NULL);
 	static uint16_t kb[4][512 * BLK];
-	static float q[9][512], a[9 * LD], b[9 * LD];
+	static float q[MAX_Q][512], a[MAX_Q * LD], b[MAX_Q * LD];
 	uint32_t seed = 7;
 	for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
@@ -46,22 +55,23 @@ PT_TEST(test_attn_dots_levels_bit_identical)
 			continue; /* the CPU lacks the level */
 		for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
 			const uint32_t n = dims[di];
-			for (int trial = 0; trial < 36; trial++) { /* every n_q x n_blk */
+			for (int trial = 0; trial < 52; trial++) { /* every n_q x n_blk */
 				const float scale = trial % 5 ? 4.0f : 3000.0f; /* large: F16 inf */
 				for (int bb = 0; bb < 4; bb++)
 					for (uint32_t i = 0; i < n * BLK; i++)
 						kb[bb][i] = pt_f32_to_fp16(rnd(&seed, scale));
-				for (int i = 0; i < 9; i++)
+				const uint32_t n_q = q_count((uint32_t)trial % 13),
+					       n_blk = 1 + trial / 13;
+				for (uint32_t i = 0; i < n_q; i++)
 					for (uint32_t d = 0; d < n; d++)
 						q[i][d] = rnd(&seed, 2.0f);
-				const uint32_t n_q = 1 + (uint32_t)trial % 9, n_blk = 1 + trial / 9;
 				memset(a, 0, sizeof a);
 				memset(b, 0, sizeof b);
 				ref->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, a, LD, NULL);
 				/* the prefetch hint (the next call's blocks) never changes a result */
 				ops->dots(kb[0], 512 * BLK, n_blk, q[0], 512, n_q, n, b, LD,
 					  trial % 2 ? kb[1] : NULL);
-				CHECK(same_bits(a, b, 9 * LD));
+				CHECK(same_bits(a, b, MAX_Q * LD));
 			}
 		}
 	}
@@ -116,7 +126,7 @@ PT_TEST(test_attn_vacc_levels_bit_identical)
 {
 	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
 	static uint16_t v[LD][512];
-	static float acc_a[9 * 512], acc_b[9 * 512], ms[9 * LD], vs[9 * LD];
+	static float acc_a[MAX_Q * 512], acc_b[MAX_Q * 512], ms[MAX_Q * LD], vs[MAX_Q * LD];
 	uint32_t seed = 5;
 	for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
@@ -124,10 +134,13 @@ PT_TEST(test_attn_vacc_levels_bit_identical)
 			continue;
 		for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
 			const uint32_t n = dims[di];
-			for (int trial = 0; trial < 8; trial++) {
-				const float scale = trial < 6 ? 2.0f : 30000.0f; /* F16 overflow */
-				const uint32_t n_q = 1 + (uint32_t)(trial * 3 + di) % 9;
-				const uint32_t n_k = 1 + (uint32_t)(trial * 17 + di * 5) % LD;
+			for (int trial = 0; trial < 16; trial++) {
+				const float scale = trial % 8 < 6 ? 2.0f : 30000.0f; /* F16 overflow */
+				const uint32_t n_q = trial < 8 ? q_count((uint32_t)(trial * 3 + di) % 9)
+							       : q_count(9 + (uint32_t)(trial + di) % 4);
+				/* all 64 keys in some calls: the widened rows come in groups */
+				const uint32_t n_k = trial % 4 == 3 ? LD
+								    : 1 + (uint32_t)(trial * 17 + di * 5) % LD;
 				for (uint32_t j = 0; j < n_k; j++)
 					for (uint32_t d = 0; d < n; d++)
 						v[j][d] = pt_f32_to_fp16(rnd(&seed, scale));
@@ -142,7 +155,7 @@ PT_TEST(test_attn_vacc_levels_bit_identical)
 				}
 				if (mode == 2) {
 					const uint32_t i = (uint32_t)trial % n_q, j = (uint32_t)di % n_k;
-					ms[i * LD + j] = trial == 5 ? NAN : 0.25f;
+					ms[i * LD + j] = trial % 8 == 5 ? NAN : 0.25f;
 				}
 				for (uint32_t i = 0; i < n_q * 512; i++)
 					acc_a[i] = pt_fp16_to_f32(pt_f32_to_fp16(rnd(&seed, 4.0f)));
