@@ -157,7 +157,7 @@ struct attn_task {
 	uint32_t group;    /* query heads per KV head */
 	uint32_t n_sub;    /* head groups per KV head: tasks take group / n_sub heads each */
 	const float *sinks; /* per-head sink logits (gpt-oss), NULL: none */
-	uint32_t tile_rows; /* rows per attn_fn task (ATTN_TILE_ROWS; 1 for a one-row chunk) */
+	uint32_t tile_rows; /* rows per attn_fn task (attn_tile_rows; 1 for a one-row chunk) */
 };
 
 /* Keys per split-K block.  Block boundaries depend only on the query position, and blocks
@@ -170,8 +170,19 @@ struct attn_task {
 
 /* Prefill rows per attention task: the tile's rows (x the KV head's query heads) pass over
  * each K/V chunk together while it is in L1/L2, instead of every row streaming the whole
- * context again.  Results are unchanged (pt_attn_tile). */
+ * context again.  Results are unchanged (pt_attn_tile).  About ATTN_TILE_QUERIES queries a
+ * tile, ATTN_TILE_ROWS to ATTN_TILE_ROWS_MAX rows: a GQA group of 2 (Gemma 4's sliding
+ * layers) takes 32 rows, so the kernels see as many queries a call as a group of 8 does
+ * (they convert each F16 key or value once for all of them, src/kern/attn_avx512.c). */
 #define ATTN_TILE_ROWS 8
+#define ATTN_TILE_ROWS_MAX 32
+#define ATTN_TILE_QUERIES 64
+
+static uint32_t attn_tile_rows(uint32_t group)
+{
+	const uint32_t r = ATTN_TILE_QUERIES / (group ? group : 1);
+	return r < ATTN_TILE_ROWS ? ATTN_TILE_ROWS : r > ATTN_TILE_ROWS_MAX ? ATTN_TILE_ROWS_MAX : r;
+}
 
 /* Per-worker scratch of a task: pt_attn_group's part, then the block's (m, s, acc) and the
  * running total's, n_q heads each (n_q: the query heads of a task's tile of rows). */
@@ -557,7 +568,7 @@ static void attend(pt_fwd *f, uint32_t il, uint32_t r0, uint32_t n, uint32_t n_c
 		attn_merge_row(f, &t);
 	} else {
 		if (n_chunk > 1)
-			t.tile_rows = ATTN_TILE_ROWS;
+			t.tile_rows = attn_tile_rows(t.group / t.n_sub);
 		const uint32_t n_tiles = (n + t.tile_rows - 1) / t.tile_rows;
 		pt_pool_run(f->pool, attn_fn, &t, n_tiles * n_kv * t.n_sub);
 	}
@@ -2144,10 +2155,11 @@ static void widths(pt_fwd *f, struct row_widths *w, size_t *attn_n)
 	f->w_v = (uint32_t)w->w_v;
 	f->w_ff = (uint32_t)w->w_ff;
 	*attn_n = 0;
-	for (uint32_t il = 0; il < hp->n_layer; il++)
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		const uint32_t group = hp->n_head / hp->n_head_kv[il];
 		*attn_n = umax(*attn_n, pt_attn_scratch_floats(&f->seqs[0].kv, il,
-							       hp->n_head / hp->n_head_kv[il] *
-								       ATTN_TILE_ROWS));
+							       group * attn_tile_rows(group)));
+	}
 }
 
 /* pt_mallocn for a buffer sized by the chunk's rows: large ones are listed for pt_fwd_trim. */

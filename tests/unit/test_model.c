@@ -281,7 +281,8 @@ PT_TEST(test_model_sliding_window_tiles_exact)
 	for (int i = 0; i < NL; i++)
 		toks[i] = (uint32_t)(i * 37 + 11) % N_VOCAB;
 	const enum pt_arch archs[] = { PT_ARCH_GEMMA4, PT_ARCH_GPTOSS };
-	const uint32_t windows[] = { 3, 8, 13 };
+	/* narrower than a tile of rows (8 to 32, by the GQA group), between, and wider */
+	const uint32_t windows[] = { 3, 8, 13, 45 };
 	for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
 		for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
 			struct pt_error err = { 0 };
