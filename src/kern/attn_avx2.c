@@ -119,7 +119,7 @@ static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, cons
 /* The first query tile of each block pair requests the next call's matching blocks. */
 void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 {
-	if (n_q >= WIDE_DOTS_MIN_Q && n <= WIDE_FLOATS / BLK) {
+	if (n_q >= WIDE_DOTS_MIN_Q && n > 0 && n <= WIDE_FLOATS / BLK) {
 		dots_wide(kb, kb_stride, n_blk, q, q_stride, n_q, n, out, ld, kb_next);
 		return;
 	}
@@ -422,7 +422,7 @@ INLINE void vacc_keys(float *acc, size_t acc_ld, uint32_t n_q, const void *v, si
  * widened once per group (WIDE_FLOATS). */
 INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 {
-	if (n_q >= WIDE_VACC_MIN_Q && n <= WIDE_FLOATS / 16) {
+	if (n_q >= WIDE_VACC_MIN_Q && n > 0 && n <= WIDE_FLOATS / 16) {
 		float w[WIDE_FLOATS];
 		const uint32_t per = WIDE_FLOATS / n < 64 ? WIDE_FLOATS / n : 64;
 		for (uint32_t j0 = 0; j0 < n_k; j0 += per) {

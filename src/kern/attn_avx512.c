@@ -111,7 +111,7 @@ static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, cons
 /* The first query tile of each block tile requests the next call's matching blocks. */
 void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS)
 {
-	if (n_q >= WIDE_DOTS_MIN_Q && n <= WIDE_FLOATS / BLK) {
+	if (n_q >= WIDE_DOTS_MIN_Q && n > 0 && n <= WIDE_FLOATS / BLK) {
 		dots_wide(kb, kb_stride, n_blk, q, q_stride, n_q, n, out, ld, kb_next);
 		return;
 	}
@@ -416,7 +416,7 @@ INLINE void vacc_wide(ATTN_VACC_ARGS, const bool f16)
 
 INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 {
-	if (n_q >= WIDE_VACC_MIN_Q && n >= 16) {
+	if (n_q >= WIDE_VACC_MIN_Q && n >= 16 && n <= WIDE_FLOATS / 16) {
 		vacc_wide(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, f16);
 		return;
 	}
