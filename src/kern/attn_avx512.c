@@ -30,7 +30,7 @@ INLINE __m512 load_ph(const uint16_t *p)
 
 /* pk (NULL: none): the next call's blocks matching these, whose lines are requested one per
  * block every second dimension (a 64-byte line holds two of a block's 32-byte rows). */
-/* wide: k holds F32 blocks (widened once for many queries, attn_wide below), not F16. */
+/* wide: k holds F32 blocks (widened once for many queries, dots_wide below), not F16. */
 INLINE __m512 load_k(const void *k, size_t at, const bool wide)
 {
 	return wide ? _mm512_loadu_ps((const float *)k + at) : load_ph((const uint16_t *)k + at);
@@ -74,23 +74,24 @@ INLINE void dots_blk(const void *k, size_t kb_stride, const int nb, const float 
 /* Tiles of up to 16 accumulators: 4 blocks x <= 4 queries, or 2 blocks x <= 8 queries (a
  * GQA group of 8 converts each K block once; 16 independent chains hide the FMA latency
  * with room to spare where 8 just covered it). */
+#define DOTS_H(nb, q) dots_blk(k, kb_stride, nb, qi, q_stride, q, n, o, ld, pk, false)
 #define DOTS_Q4(nb)                                                                           \
 	switch (n_q - i) {                                                                    \
-	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk, false); break;               \
-	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk, false); break;               \
-	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk, false); break;               \
-	default: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk, false); break;              \
+	case 1: DOTS_H(nb, 1); break;                                                         \
+	case 2: DOTS_H(nb, 2); break;                                                         \
+	case 3: DOTS_H(nb, 3); break;                                                         \
+	default: DOTS_H(nb, 4); break;                                                        \
 	}
 #define DOTS_Q8(nb)                                                                           \
 	switch (n_q - i) {                                                                    \
-	case 1: dots_blk(k, kb_stride, nb, qi, q_stride, 1, n, o, ld, pk, false); break;               \
-	case 2: dots_blk(k, kb_stride, nb, qi, q_stride, 2, n, o, ld, pk, false); break;               \
-	case 3: dots_blk(k, kb_stride, nb, qi, q_stride, 3, n, o, ld, pk, false); break;               \
-	case 4: dots_blk(k, kb_stride, nb, qi, q_stride, 4, n, o, ld, pk, false); break;               \
-	case 5: dots_blk(k, kb_stride, nb, qi, q_stride, 5, n, o, ld, pk, false); break;               \
-	case 6: dots_blk(k, kb_stride, nb, qi, q_stride, 6, n, o, ld, pk, false); break;               \
-	case 7: dots_blk(k, kb_stride, nb, qi, q_stride, 7, n, o, ld, pk, false); break;               \
-	default: dots_blk(k, kb_stride, nb, qi, q_stride, 8, n, o, ld, pk, false); break;              \
+	case 1: DOTS_H(nb, 1); break;                                                         \
+	case 2: DOTS_H(nb, 2); break;                                                         \
+	case 3: DOTS_H(nb, 3); break;                                                         \
+	case 4: DOTS_H(nb, 4); break;                                                         \
+	case 5: DOTS_H(nb, 5); break;                                                         \
+	case 6: DOTS_H(nb, 6); break;                                                         \
+	case 7: DOTS_H(nb, 7); break;                                                         \
+	default: DOTS_H(nb, 8); break;                                                        \
 	}
 
 #define DOTS_W(nb, q) dots_blk(k, wb, nb, qi, q_stride, q, n, o, ld, NULL, true)
@@ -253,7 +254,7 @@ INLINE uint64_t keys_scaled(const float *ms, size_t ld, uint32_t nq, uint32_t j0
 	return any;
 }
 
-/* v: F16 rows, or F32 rows where wide (attn_wide below; pv is then NULL).  The keys whose
+/* v: F16 rows, or F32 rows where wide (vacc_wide below; pv is then NULL).  The keys whose
  * ms are all 1 for the tile's queries (once a query's max has settled, nearly all) run the
  * FMAs alone; a bit per key, found 64 keys at a time, marks the others. */
 INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const void *v,
@@ -395,6 +396,7 @@ static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, cons
 	}
 }
 
+/* Columns [0, n - n % 16) with the call's V rows widened a group at a time. */
 INLINE void vacc_wide(ATTN_VACC_ARGS, const bool f16)
 {
 	float w[WIDE_FLOATS];
@@ -408,20 +410,16 @@ INLINE void vacc_wide(ATTN_VACC_ARGS, const bool f16)
 		vacc_tiles(acc, acc_ld, n_q, w, n16, nk, ms + j0, vs + j0, ld, n16, NULL, f16,
 			   true);
 	}
-	if (n16 < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
-		(f16 ? pt_kern_attn_vacc_f16_avx2 : pt_kern_attn_vacc_f32_avx2)(
-			acc + n16, acc_ld, n_q, v + n16, v_stride, n_k, ms, vs, ld, n - n16,
-			v_next ? v_next + n16 : NULL);
 }
 
 INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
 {
-	if (n_q >= WIDE_VACC_MIN_Q && n >= 16 && n <= WIDE_FLOATS / 16) {
-		vacc_wide(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, f16);
-		return;
-	}
 	const uint32_t n16 = n - n % 16;
-	vacc_tiles(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n16, v_next, f16, false);
+	if (n_q >= WIDE_VACC_MIN_Q && n >= 16 && n <= WIDE_FLOATS / 16)
+		vacc_wide(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, f16);
+	else
+		vacc_tiles(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n16, v_next, f16,
+			   false);
 	if (n16 < n) /* the AVX2 kernel finishes the columns (same arithmetic) */
 		(f16 ? pt_kern_attn_vacc_f16_avx2 : pt_kern_attn_vacc_f32_avx2)(
 			acc + n16, acc_ld, n_q, v + n16, v_stride, n_k, ms, vs, ld, n - n16,
