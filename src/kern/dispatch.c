@@ -234,6 +234,8 @@ static void x16_of(int lv, int t, struct pt_kern_ops *o)
 	 * sixteen-row one is the level's own or none (a lower level's would be slower than
 	 * sixteen calls of this level's one-row kernel) */
 #if defined(PT_KERN_X86)
+	if (o->x16 && o->x16_level == PT_KERN_LEVEL_AVX512)
+		o->x16_pair = pt_kern_x16_pair_avx512[t];
 	if (o->x16 && lv == PT_KERN_LEVEL_AVX512)
 		o->x16_dot16 = pt_kern_x16_dot16_avx512[t];
 	else if (o->x16 && lv == PT_KERN_LEVEL_AVX2)
@@ -278,7 +280,7 @@ static void build_tables(void)
 								 level_fns(use)[t], NULL,
 								 (enum pt_kern_level)use, { .fn = NULL },
 								 NULL, PT_KERN_LEVEL_SCALAR, NULL,
-								 PT_KERN_LEVEL_SCALAR, NULL, NULL };
+								 PT_KERN_LEVEL_SCALAR, NULL, NULL, NULL };
 			level_extras(lv, use, &ops_table[lv][t], t);
 			x16_of(lv, t, &ops_table[lv][t]);
 		}

@@ -121,6 +121,13 @@ struct pt_kern_tile {
 typedef void (*pt_kern_x16_fn)(size_t n, const void *band, const void *a, size_t a_stride,
 			       uint32_t n_tok, float *y, size_t y_stride);
 
+/* Two adjacent bands (band0 and band0 + band_bytes: 32 rows) times n_tok <=
+ * PT_KERN_X16_PAIR_TOKS activation rows into y[t * y_stride + r], r < 32: bit-identical to
+ * x16 on each band (each activation word loaded serves both bands). */
+typedef void (*pt_kern_x16_pair_fn)(size_t n, const void *band0, size_t band_bytes,
+				    const void *a, size_t a_stride, uint32_t n_tok, float *y,
+				    size_t y_stride);
+
 /* Sixteen consecutive rows as stored (rows, rows + row_bytes, ...) times one activation row
  * in the interleaved layout's numerics (PT_KERN_LAYOUT_X16_ROWS): y[r], r < 16, bit-identical
  * to x16's output r for those rows packed as a band. */
@@ -145,6 +152,8 @@ struct pt_kern_ops {
 	 * alone pays every block or super-block (AVX-512: every type with the layout; AVX2:
 	 * Q4_K, Q8_0, Q5_0); NULL if this level has none */
 	pt_kern_x16_dot16_fn x16_dot16;
+	/* x16 over two bands at once, at x16's level only (AVX-512: Q4_K); NULL if none */
+	pt_kern_x16_pair_fn x16_pair;
 };
 
 /* ---- CPU level ------------------------------------------------------------------------- */
@@ -280,6 +289,7 @@ enum pt_status pt_kern_matmul_q(const struct pt_kern_mat *w, const void *xq, uin
  * not at all. */
 #define PT_KERN_X16_ROWS 16
 #define PT_KERN_X16_TOKS 8
+#define PT_KERN_X16_PAIR_TOKS 4
 #define PT_KERN_X16_Q4K_SB 2368
 #define PT_KERN_X16_Q6K_SB 3360
 #define PT_KERN_X16_Q8_0_BLK 544

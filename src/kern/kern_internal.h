@@ -157,6 +157,8 @@ extern const struct pt_kern_tile pt_kern_tile_i8mm[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_scalar[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_avx2[PT_TYPE_COUNT];
 extern const pt_kern_x16_fn pt_kern_x16_avx512[PT_TYPE_COUNT];
+/* Their two-band twins (kern.h, pt_kern_x16_pair_fn), NULL where a type has none. */
+extern const pt_kern_x16_pair_fn pt_kern_x16_pair_avx512[PT_TYPE_COUNT];
 /* The packing's one primitive (x16.c): 16 rows of 64 bytes (row r at src + r * row_bytes)
  * transposed as 32-bit words, word k of row r to dst[k] + 4 r.  Moves bytes only, so every
  * level's is the scalar one's; the AVX2 / AVX-512 twins are 8x8 / 16x16 register transposes. */

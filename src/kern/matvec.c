@@ -174,12 +174,55 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 #define X16_WIDE_BLOCK_BYTES (384u << 10)
 #define X16_PANEL_BYTES (256u << 10)
 
+/* From this many tokens a level's two-band kernel (x16_pair) takes the bands two at a time.
+ * Q4_K, AVX-512, Ice Lake-SP, 32 cold experts of 768 x 2048 / 1024 x 4096, one thread, GMAC/s
+ * single-band -> paired: 64-256 tokens 118-123 -> 136-150, 32 117-119 -> 120-135, 16 73-119
+ * -> 83-129; below 16 no steady gain (6 tokens 67 -> 59-63: half the tokens a pass over the
+ * bands, and the first pass pulls them from DRAM). */
+#define X16_PAIR_FROM 16
+
+/* Whether a product's bands run two at a time (x16_block_pairs). */
+static bool x16_pairs(const struct job *jb)
+{
+	return jb->ops->x16_pair && jb->n_tok >= X16_PAIR_FROM &&
+	       jb->w->layout != PT_KERN_LAYOUT_ROWS;
+}
+
+/* Tokens [t0, t1) over bands [b0, b1), two bands a call: groups of at most
+ * PT_KERN_X16_PAIR_TOKS tokens, as even as they divide (9 tokens: 3 + 3 + 3, not 4 + 4 + 1,
+ * whose last call would run at a single token's rate); an odd last band by x16. */
+static void x16_block_pairs(const struct job *jb, const uint8_t *data, size_t band,
+			    uint64_t b0, uint64_t b1, uint64_t t0, uint64_t t1)
+{
+	const struct pt_kern_mat *w = jb->w;
+	const size_t ab = jb->act_row_bytes;
+	for (uint64_t tok = t0; tok < t1;) {
+		const uint64_t left = t1 - tok;
+		const uint64_t groups = (left + PT_KERN_X16_PAIR_TOKS - 1) / PT_KERN_X16_PAIR_TOKS;
+		const uint32_t nt = (uint32_t)((left + groups - 1) / groups);
+		const uint8_t *xq = jb->xq + tok * ab;
+		float *y = jb->y + tok * w->rows;
+		uint64_t b = b0;
+		for (; b + 1 < b1; b += 2)
+			jb->ops->x16_pair(w->cols, data + (b - b0) * band, band, xq, ab, nt,
+					  y + b * PT_KERN_X16_ROWS, w->rows);
+		if (b < b1)
+			jb->ops->x16(w->cols, data + (b - b0) * band, xq, ab, nt,
+				     y + b * PT_KERN_X16_ROWS, w->rows);
+		tok += nt;
+	}
+}
+
 /* Tokens [t0, t1) over bands [b0, b1) of bands at data (band bytes each). */
 static void x16_block(const struct job *jb, const uint8_t *data, size_t band, uint64_t b0,
 		      uint64_t b1, uint64_t t0, uint64_t t1)
 {
 	const struct pt_kern_mat *w = jb->w;
 	const size_t ab = jb->act_row_bytes;
+	if (jb->ops->x16_pair && t1 - t0 >= X16_PAIR_FROM && b1 - b0 >= 2) {
+		x16_block_pairs(jb, data, band, b0, b1, t0, t1);
+		return;
+	}
 	for (uint64_t tok = t0; tok < t1; tok += PT_KERN_X16_TOKS) {
 		const uint32_t nt = (uint32_t)min_u64(PT_KERN_X16_TOKS, t1 - tok);
 		for (uint64_t b = b0; b < b1; b++)
@@ -195,6 +238,8 @@ static void x16_blocking(const struct job *jb, size_t band, uint64_t *per, uint6
 	const uint64_t act = jb->n_tok * jb->act_row_bytes;
 	const uint64_t bb = act > X16_PANEL_BYTES ? X16_WIDE_BLOCK_BYTES : X16_BLOCK_BYTES;
 	*per = band < bb ? bb / band : 1;
+	if (x16_pairs(jb)) /* whole pairs: a block of one band would run the single kernel */
+		*per = *per < 2 ? 2 : *per / 2 * 2;
 	*panel = jb->n_tok;
 	if (act > X16_PANEL_BYTES) {
 		const uint64_t p = X16_PANEL_BYTES / jb->act_row_bytes / PT_KERN_X16_TOKS;
@@ -363,8 +408,10 @@ static void run_rows(struct job *jb, pt_pool *pool)
 		per = MATVEC_TASK_BYTES / jb->w->row_bytes;
 	if (per < MIN_ROWS_PER_TASK)
 		per = MIN_ROWS_PER_TASK;
-	/* whole register tiles per task (rows is 2 or 4; dot4 / dot take any split) */
-	const uint64_t tr = jb->w->layout != PT_KERN_LAYOUT_ROWS ? PT_KERN_X16_ROWS
+	/* whole register tiles per task (rows is 2 or 4; dot4 / dot take any split); band pairs
+	 * where the two-band kernel will run */
+	const uint64_t tr = x16_pairs(jb) ? 2 * PT_KERN_X16_ROWS
+			    : jb->w->layout != PT_KERN_LAYOUT_ROWS ? PT_KERN_X16_ROWS
 			    : jb->ops->tile.fn && jb->ops->tile.rows > 1 ? jb->ops->tile.rows
 									 : 2;
 	per = (per + tr - 1) / tr * tr;

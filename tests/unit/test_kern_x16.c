@@ -380,6 +380,54 @@ PT_TEST(test_kern_x16_levels_bit_identical)
 	printf("    x16: %d (type, SIMD level) pairs checked against the scalar kernels\n", levels);
 }
 
+/* Every two-band kernel equals the scalar kernel on each of its bands bit for bit, at every
+ * token count it takes (raw weights: extreme codes, scales and mins; token 0's activation
+ * extreme), and writes nothing past each token's 32 outputs. */
+PT_TEST(test_kern_x16_pair_is_two_bands)
+{
+	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					      PT_TYPE_Q5_0 };
+	enum { YS = 40 };
+	int checked = 0;
+	for (int ti = 0; ti < 4; ti++) {
+		const enum pt_type t = types[ti];
+		const uint64_t rows = 64, cols = 1024;
+		size_t rb;
+		uint8_t *w = make_w(t, rows, cols, true, &rb);
+		REQUIRE(w);
+		uint8_t *p = pack_t(t, w, rb, rows, cols);
+		const size_t as = act_row(t, cols) + 36; /* a padded stride */
+		uint8_t *q = make_act_t(t, cols, PT_KERN_X16_PAIR_TOKS, as);
+		REQUIRE(p && q);
+		const size_t band = pt_kern_x16_band(t, cols);
+		const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
+		for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
+			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, t);
+			if (!o || !o->x16_pair)
+				continue;
+			CHECK_EQ_INT((int)o->x16_level, lv); /* only beside its level's own x16 */
+			int bad = 0;
+			for (uint32_t nt = 1; nt <= PT_KERN_X16_PAIR_TOKS; nt++)
+				for (uint64_t b = 0; b + 1 < rows / 16; b++) {
+					float y[PT_KERN_X16_PAIR_TOKS * YS], z[PT_KERN_X16_PAIR_TOKS * YS];
+					memset(y, 0x7f, sizeof y);
+					memset(z, 0x7f, sizeof z);
+					o->x16_pair(cols, p + b * band, band, q, as, nt, y, YS);
+					ref->x16(cols, p + b * band, q, as, nt, z, YS);
+					ref->x16(cols, p + (b + 1) * band, q, as, nt, z + 16, YS);
+					bad += memcmp(y, z, sizeof y) != 0;
+					checked++;
+				}
+			CHECK_EQ_INT(bad, 0);
+		}
+		pt_free(w);
+		pt_free(p);
+		pt_free(q);
+	}
+	printf("    x16 pairs: %d (band pair, token count) calls checked against the scalar "
+	       "kernel\n", checked);
+}
+
 static struct pt_kern_mat x16_mat_t(enum pt_type t, const uint8_t *p, uint64_t rows,
 				    uint64_t cols)
 {
@@ -396,9 +444,9 @@ static struct pt_kern_mat x16_mat(const uint8_t *p, uint64_t rows, uint64_t cols
 
 /* matmul over an X16 matrix: every (token, row) is the scalar kernel's value, whatever the
  * batch size or thread count (so prefill equals token-by-token decode). */
-static void check_matmul(enum pt_type type)
+static void check_matmul(enum pt_type type, uint64_t rows)
 {
-	const uint64_t rows = 80, cols = is_blk(type) ? 352 : 512;
+	const uint64_t cols = is_blk(type) ? 352 : 512;
 	const uint32_t ntok = 21;
 	size_t rb;
 	uint8_t *w = make_w(type, rows, cols, false, &rb);
@@ -430,15 +478,18 @@ static void check_matmul(enum pt_type type)
 			CHECK(memcmp(got, want, ntok * rows * sizeof(float)) == 0);
 		}
 		/* from float activations: the same quantized bytes, the same results */
-		float *x = pt_mallocn(cols, sizeof(float)), y[80], z[80];
+		float *x = pt_mallocn(cols, sizeof(float)), *y = pt_mallocn(rows, sizeof(float)),
+		      *z = pt_mallocn(rows, sizeof(float));
 		void *scratch = pt_malloc(pt_kern_act_bytes(&m, 1));
-		REQUIRE(x && scratch);
+		REQUIRE(x && y && z && scratch);
 		for (uint64_t i = 0; i < cols; i++)
 			x[i] = rndf();
 		CHECK(pt_kern_matvec(&m, x, y, scratch, pool, NULL) == PT_OK);
 		CHECK(pt_kern_matvec_q(&m, scratch, z, pool, NULL) == PT_OK);
-		CHECK(memcmp(y, z, sizeof y) == 0);
+		CHECK(memcmp(y, z, rows * sizeof(float)) == 0);
 		pt_free(x);
+		pt_free(y);
+		pt_free(z);
 		pt_free(scratch);
 		pt_pool_destroy(pool);
 	}
@@ -451,10 +502,13 @@ static void check_matmul(enum pt_type type)
 
 PT_TEST(test_kern_x16_matmul_equals_kernel)
 {
-	check_matmul(PT_TYPE_Q4_K);
-	check_matmul(PT_TYPE_Q6_K);
-	check_matmul(PT_TYPE_Q8_0);
-	check_matmul(PT_TYPE_Q5_0);
+	check_matmul(PT_TYPE_Q4_K, 80);
+	check_matmul(PT_TYPE_Q6_K, 80);
+	check_matmul(PT_TYPE_Q8_0, 80);
+	check_matmul(PT_TYPE_Q5_0, 80);
+	/* 21 bands: one thread's last task takes 3, so a two-band kernel's block ends on an
+	 * odd band */
+	check_matmul(PT_TYPE_Q4_K, 336);
 }
 
 static void glu_act(float *out, const float *g, const float *u, int n)
