@@ -203,7 +203,7 @@ static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8
 							    const uint8_t *a, size_t as, const int T,
 							    float *y, size_t ys)
 {
-	const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
+	const __m512i m4 = _mm512_set1_epi8(0xF), m33 = _mm512_set1_epi8(0x33);
 	__m512 acc[X6_TOKS];
 	UNROLL for (int t = 0; t < T; t++)
 		acc[t] = _mm512_setzero_ps();
@@ -222,18 +222,21 @@ static inline __attribute__((always_inline)) void x16_q6_k(size_t n, const uint8
 					sj[q][t] = _mm512_setzero_si512();
 			UNROLL for (int u = 0; u < 4; u++) {
 				const int st = 4 * k + u;
-				const __m512i l0 = _mm512_loadu_si512((const void *)(gp + 64 * u));
-				const __m512i l1 = _mm512_loadu_si512((const void *)(gp + 256 + 64 * u));
+				const __m512i l0 = load_once(gp + 64 * u);
+				const __m512i l1 = load_once(gp + 256 + 64 * u);
 				const __m512i hb = _mm512_loadu_si512((const void *)(gp + 512 + 64 * u));
-				__m512i code[4];
-				code[0] = _mm512_or_si512(_mm512_and_si512(l0, m4),
-							  _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
-				code[1] = _mm512_or_si512(_mm512_and_si512(l1, m4),
-							  _mm512_and_si512(_mm512_slli_epi16(hb, 2), m30));
-				code[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
-							  _mm512_and_si512(hb, m30));
-				code[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-							  _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+				/* qh's bit pairs 0|2 and 1|3 of each byte, masked to bits 0-1 and 4-5
+				 * (0x33): shifted left by 4 a pair lands on code bits 4-5 with zeros above
+				 * (what crosses into the next byte falls on nibble bits), unshifted the
+				 * upper pair already sits there; one bit select a code merges the nibble
+				 * (q6k_avx512.h's trick; 11 operations for 17) */
+				const __m512i qa = _mm512_and_si512(hb, m33);
+				const __m512i qb = _mm512_and_si512(_mm512_srli_epi16(hb, 2), m33);
+				__m512i code[4]; /* 0xD8: m4 ? nibble : qh bits */
+				code[0] = _mm512_ternarylogic_epi32(_mm512_slli_epi16(qa, 4), l0, m4, 0xD8);
+				code[1] = _mm512_ternarylogic_epi32(_mm512_slli_epi16(qb, 4), l1, m4, 0xD8);
+				code[2] = _mm512_ternarylogic_epi32(qa, _mm512_srli_epi16(l0, 4), m4, 0xD8);
+				code[3] = _mm512_ternarylogic_epi32(qb, _mm512_srli_epi16(l1, 4), m4, 0xD8);
 				UNROLL for (int q = 0; q < 4; q++)
 					UNROLL for (int t = 0; t < T; t++) {
 						const uint8_t *qs = q8 + t * as + Q8K_QS + 128 * h + 32 * q + 4 * st;
