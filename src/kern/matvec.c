@@ -176,10 +176,10 @@ static void run_tiles(const struct job *jb, uint64_t r0, uint64_t r1)
 
 /* From this many tokens a level's two-band kernel (x16_pair) takes the bands two at a time.
  * Q4_K, AVX-512, Ice Lake-SP, 32 cold experts of 768 x 2048 / 1024 x 4096, one thread, GMAC/s
- * single-band -> paired: 64-256 tokens 118-123 -> 136-150, 32 117-119 -> 120-135, 16 73-119
- * -> 83-129; below 16 no steady gain (6 tokens 67 -> 59-63: half the tokens a pass over the
- * bands, and the first pass pulls them from DRAM). */
-#define X16_PAIR_FROM 16
+ * single-band -> paired (docs/PERFORMANCE.md round 36): 256 tokens 81-121 -> 135-147, 24-32
+ * 70-120 -> 73-137; at 16 no steady gain (1024 x 4096: 80-116 -> 83-106), at 6 a loss (67 ->
+ * 59-63: two passes over the bands where one did, the first from DRAM). */
+#define X16_PAIR_FROM 24
 
 /* Whether a product's bands run two at a time (x16_block_pairs). */
 static bool x16_pairs(const struct job *jb)
