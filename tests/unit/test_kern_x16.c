@@ -337,6 +337,32 @@ PT_TEST(test_kern_x16_scalar_is_the_definition)
 			}
 }
 
+/* The per-call kernel tests' inputs: rows x cols of type t from raw bytes (extreme codes,
+ * scales and mins), packed into bands, and n_tok activation rows (token 0 extreme) at a
+ * padded stride. */
+struct x16_fixture {
+	uint8_t *w, *p, *q;
+	size_t rb, as, band;
+};
+
+static bool x16_fixture_make(enum pt_type t, uint64_t rows, uint64_t cols, uint32_t n_tok,
+			     struct x16_fixture *f)
+{
+	f->w = make_w(t, rows, cols, true, &f->rb);
+	f->p = f->w ? pack_t(t, f->w, f->rb, rows, cols) : NULL;
+	f->as = act_row(t, cols) + 36;
+	f->q = make_act_t(t, cols, n_tok, f->as);
+	f->band = pt_kern_x16_band(t, cols);
+	return f->w && f->p && f->q;
+}
+
+static void x16_fixture_free(struct x16_fixture *f)
+{
+	pt_free(f->w);
+	pt_free(f->p);
+	pt_free(f->q);
+}
+
 /* Every level's kernel equals the scalar one bit for bit, at every token count. */
 PT_TEST(test_kern_x16_levels_bit_identical)
 {
@@ -346,14 +372,10 @@ PT_TEST(test_kern_x16_levels_bit_identical)
 	for (int ti = 0; ti < 4; ti++) {
 		const enum pt_type t = types[ti];
 		const uint64_t rows = 48, cols = 1024;
-		size_t rb;
-		uint8_t *w = make_w(t, rows, cols, true, &rb);
-		REQUIRE(w);
-		uint8_t *p = pack_t(t, w, rb, rows, cols);
-		const size_t as = act_row(t, cols) + 36; /* a padded stride */
-		uint8_t *q = make_act_t(t, cols, PT_KERN_X16_TOKS, as);
-		REQUIRE(p && q);
-		const size_t band = pt_kern_x16_band(t, cols);
+		struct x16_fixture f;
+		REQUIRE(x16_fixture_make(t, rows, cols, PT_KERN_X16_TOKS, &f));
+		const uint8_t *p = f.p, *q = f.q;
+		const size_t as = f.as, band = f.band;
 		const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
 		for (int lv = 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
 			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, t);
@@ -373,9 +395,7 @@ PT_TEST(test_kern_x16_levels_bit_identical)
 				}
 			CHECK_EQ_INT(bad, 0);
 		}
-		pt_free(w);
-		pt_free(p);
-		pt_free(q);
+		x16_fixture_free(&f);
 	}
 	printf("    x16: %d (type, SIMD level) pairs checked against the scalar kernels\n", levels);
 }
@@ -392,14 +412,10 @@ PT_TEST(test_kern_x16_pair_is_two_bands)
 	for (int ti = 0; ti < 4; ti++) {
 		const enum pt_type t = types[ti];
 		const uint64_t rows = 64, cols = 1024;
-		size_t rb;
-		uint8_t *w = make_w(t, rows, cols, true, &rb);
-		REQUIRE(w);
-		uint8_t *p = pack_t(t, w, rb, rows, cols);
-		const size_t as = act_row(t, cols) + 36; /* a padded stride */
-		uint8_t *q = make_act_t(t, cols, PT_KERN_X16_PAIR_TOKS, as);
-		REQUIRE(p && q);
-		const size_t band = pt_kern_x16_band(t, cols);
+		struct x16_fixture f;
+		REQUIRE(x16_fixture_make(t, rows, cols, PT_KERN_X16_PAIR_TOKS, &f));
+		const uint8_t *p = f.p, *q = f.q;
+		const size_t as = f.as, band = f.band;
 		const struct pt_kern_ops *ref = pt_kern_ops_at(PT_KERN_LEVEL_SCALAR, t);
 		for (int lv = 0; lv < PT_KERN_LEVEL_COUNT; lv++) {
 			const struct pt_kern_ops *o = pt_kern_ops_at((enum pt_kern_level)lv, t);
@@ -420,9 +436,7 @@ PT_TEST(test_kern_x16_pair_is_two_bands)
 				}
 			CHECK_EQ_INT(bad, 0);
 		}
-		pt_free(w);
-		pt_free(p);
-		pt_free(q);
+		x16_fixture_free(&f);
 	}
 	printf("    x16 pairs: %d (band pair, token count) calls checked against the scalar "
 	       "kernel\n", checked);
