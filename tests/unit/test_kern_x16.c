@@ -337,6 +337,11 @@ PT_TEST(test_kern_x16_scalar_is_the_definition)
 			}
 }
 
+/* The types with the interleaved layout. */
+static const enum pt_type x16_types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
+					  PT_TYPE_Q5_0 };
+#define X16_TYPES ((int)(sizeof x16_types / sizeof x16_types[0]))
+
 /* The per-call kernel tests' inputs: rows x cols of type t from raw bytes (extreme codes,
  * scales and mins), packed into bands, and n_tok activation rows (token 0 extreme) at a
  * padded stride. */
@@ -366,11 +371,9 @@ static void x16_fixture_free(struct x16_fixture *f)
 /* Every level's kernel equals the scalar one bit for bit, at every token count. */
 PT_TEST(test_kern_x16_levels_bit_identical)
 {
-	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
-					      PT_TYPE_Q5_0 };
 	int levels = 0;
-	for (int ti = 0; ti < 4; ti++) {
-		const enum pt_type t = types[ti];
+	for (int ti = 0; ti < X16_TYPES; ti++) {
+		const enum pt_type t = x16_types[ti];
 		const uint64_t rows = 48, cols = 1024;
 		struct x16_fixture f;
 		REQUIRE(x16_fixture_make(t, rows, cols, PT_KERN_X16_TOKS, &f));
@@ -405,12 +408,10 @@ PT_TEST(test_kern_x16_levels_bit_identical)
  * extreme), and writes nothing past each token's 32 outputs. */
 PT_TEST(test_kern_x16_pair_is_two_bands)
 {
-	static const enum pt_type types[] = { PT_TYPE_Q4_K, PT_TYPE_Q6_K, PT_TYPE_Q8_0,
-					      PT_TYPE_Q5_0 };
 	enum { YS = 40 };
 	int checked = 0;
-	for (int ti = 0; ti < 4; ti++) {
-		const enum pt_type t = types[ti];
+	for (int ti = 0; ti < X16_TYPES; ti++) {
+		const enum pt_type t = x16_types[ti];
 		const uint64_t rows = 64, cols = 1024;
 		struct x16_fixture f;
 		REQUIRE(x16_fixture_make(t, rows, cols, PT_KERN_X16_PAIR_TOKS, &f));
