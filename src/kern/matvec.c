@@ -219,7 +219,7 @@ static void x16_block(const struct job *jb, const uint8_t *data, size_t band, ui
 {
 	const struct pt_kern_mat *w = jb->w;
 	const size_t ab = jb->act_row_bytes;
-	if (jb->ops->x16_pair && t1 - t0 >= X16_PAIR_FROM && b1 - b0 >= 2) {
+	if (x16_pairs(jb) && b1 - b0 >= 2) {
 		x16_block_pairs(jb, data, band, b0, b1, t0, t1);
 		return;
 	}

@@ -30,107 +30,41 @@ static inline __attribute__((always_inline)) __m512i load_once(const void *p)
 	return x;
 }
 
-static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8_t *p,
-							    const uint8_t *a, size_t as, const int T,
-							    float *y, size_t ys)
-{
-	const __m512i m4 = _mm512_set1_epi8(0xF);
-	__m512 acc[PT_KERN_X16_TOKS], accm[PT_KERN_X16_TOKS];
-	UNROLL for (int t = 0; t < T; t++)
-		acc[t] = accm[t] = _mm512_setzero_ps();
-	for (size_t i = 0; i < n / QKK; i++, p += PT_KERN_X16_Q4K_SB) {
-		const uint8_t *q8 = a + i * Q8K_B;
-		__m512i sumi[PT_KERN_X16_TOKS];
-		UNROLL for (int t = 0; t < T; t++)
-			sumi[t] = _mm512_setzero_si512();
-		for (int g = 0; g < 4; g++) {
-			pt_kern_x16_prefetch_ahead(p, PT_KERN_X16_Q4K_SB, g);
-			__m512i lo[PT_KERN_X16_TOKS], hi[PT_KERN_X16_TOKS];
-			UNROLL for (int t = 0; t < T; t++)
-				lo[t] = hi[t] = _mm512_setzero_si512();
-			UNROLL for (int s = 0; s < 8; s++) {
-				const __m512i x = load_once(p + 64 * (8 * g + s));
-				const __m512i cl = _mm512_and_si512(x, m4);
-				const __m512i ch = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
-				UNROLL for (int t = 0; t < T; t++) {
-					const uint8_t *qs = q8 + t * as + Q8K_QS + 64 * g + 4 * s;
-					lo[t] = _mm512_dpbusd_epi32(lo[t], cl, _mm512_set1_epi32((int)kern_u32(qs)));
-					hi[t] = _mm512_dpbusd_epi32(hi[t], ch, _mm512_set1_epi32((int)kern_u32(qs + 32)));
-				}
-			}
-			const __m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2048 + 32 * g)));
-			const __m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2064 + 32 * g)));
-			UNROLL for (int t = 0; t < T; t++)
-				sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sl),
-										     _mm512_mullo_epi32(hi[t], sh)));
-		}
-		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2304)));
-		const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2336)));
-		UNROLL for (int t = 0; t < T; t++) {
-			__m512i msum = _mm512_setzero_si512();
-			UNROLL for (int g = 0; g < 4; g++) {
-				const __m512i mw = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(p + 2176 + 32 * g)));
-				msum = _mm512_dpwssd_epi32(msum, mw, _mm512_set1_epi32(kern_q8k_bsum_pair(q8 + t * as, g)));
-			}
-			const __m512 d8 = _mm512_set1_ps(kern_f32(q8 + t * as));
-			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
-			accm[t] = _mm512_fmadd_ps(_mm512_mul_ps(dm, d8), _mm512_cvtepi32_ps(msum), accm[t]);
-		}
-	}
-	UNROLL for (int t = 0; t < T; t++)
-		_mm512_storeu_ps(y + t * ys, _mm512_sub_ps(acc[t], accm[t]));
-}
 
-static void x16_q4_k_avx512(size_t n, const void *band, const void *a, size_t as,
-			    uint32_t n_tok, float *y, size_t ys)
+/* NB (1 or 2) adjacent bands of Q4_K, band bytes apart, times T tokens: up to
+ * PT_KERN_X16_TOKS tokens on one band, PT_KERN_X16_PAIR_TOKS on two (their 16 sums and 8
+ * super-block sums fill the registers).  With two, each activation word broadcast feeds a
+ * vpdpbusd of either band: half the broadcasts of two single-band calls, the loads that bound
+ * the kernel.  Each band's lanes take the same steps either way: the same bits.  Q4_K, 8
+ * tokens over 4 bands hot in L1, Ice Lake-SP: 136 GMAC/s one band a call, 151 two. */
+static inline __attribute__((always_inline)) void x16_q4_k(size_t n, const uint8_t *p0,
+							    size_t band, const uint8_t *a, size_t as,
+							    const int T, const int NB, float *y,
+							    size_t ys)
 {
-	const uint8_t *p = band, *q = a;
-	switch (n_tok) {
-	case 1: x16_q4_k(n, p, q, as, 1, y, ys); break;
-	case 2: x16_q4_k(n, p, q, as, 2, y, ys); break;
-	case 3: x16_q4_k(n, p, q, as, 3, y, ys); break;
-	case 4: x16_q4_k(n, p, q, as, 4, y, ys); break;
-	case 5: x16_q4_k(n, p, q, as, 5, y, ys); break;
-	case 6: x16_q4_k(n, p, q, as, 6, y, ys); break;
-	case 7: x16_q4_k(n, p, q, as, 7, y, ys); break;
-	case 8: x16_q4_k(n, p, q, as, 8, y, ys); break;
-	default: break;
-	}
-}
-
-/* Two adjacent bands (32 rows) a call: each activation word broadcast feeds a vpdpbusd of
- * either band, half the broadcasts of two single-band calls (the loads that bound x16_q4_k),
- * at most PT_KERN_X16_PAIR_TOKS tokens (their 16 sums and 8 super-block sums fill the
- * registers).  Each band's lanes take the single-band kernel's exact steps: the same bits.
- * Q4_K, 8 tokens over 4 bands hot in L1, Ice Lake-SP: 136 GMAC/s single, 151 paired. */
-static inline __attribute__((always_inline)) void x16_q4_k_pair(size_t n, const uint8_t *p0,
-								 size_t band, const uint8_t *a,
-								 size_t as, const int T, float *y,
-								 size_t ys)
-{
-	enum { NB = 2, TP = PT_KERN_X16_PAIR_TOKS };
+	enum { NBMAX = 2, TP = PT_KERN_X16_TOKS };
 	const __m512i m4 = _mm512_set1_epi8(0xF);
-	__m512 acc[NB][TP], accm[NB][TP];
+	__m512 acc[NBMAX][TP], accm[NBMAX][TP];
 	UNROLL for (int b = 0; b < NB; b++)
 		UNROLL for (int t = 0; t < T; t++)
 			acc[b][t] = accm[b][t] = _mm512_setzero_ps();
 	for (size_t i = 0; i < n / QKK; i++) {
 		const uint8_t *q8 = a + i * Q8K_B;
-		const uint8_t *pb[NB] = { p0 + i * PT_KERN_X16_Q4K_SB,
-					  p0 + band + i * PT_KERN_X16_Q4K_SB };
-		__m512i sumi[NB][TP];
+		const uint8_t *pb[NBMAX] = { p0 + i * PT_KERN_X16_Q4K_SB,
+					     p0 + band + i * PT_KERN_X16_Q4K_SB };
+		__m512i sumi[NBMAX][TP];
 		UNROLL for (int b = 0; b < NB; b++)
 			UNROLL for (int t = 0; t < T; t++)
 				sumi[b][t] = _mm512_setzero_si512();
 		for (int g = 0; g < 4; g++) {
 			UNROLL for (int b = 0; b < NB; b++)
 				pt_kern_x16_prefetch_ahead(pb[b], PT_KERN_X16_Q4K_SB, g);
-			__m512i lo[NB][TP], hi[NB][TP];
+			__m512i lo[NBMAX][TP], hi[NBMAX][TP];
 			UNROLL for (int b = 0; b < NB; b++)
 				UNROLL for (int t = 0; t < T; t++)
 					lo[b][t] = hi[b][t] = _mm512_setzero_si512();
 			UNROLL for (int s = 0; s < 8; s++) {
-				__m512i cl[NB], ch[NB];
+				__m512i cl[NBMAX], ch[NBMAX];
 				UNROLL for (int b = 0; b < NB; b++) {
 					const __m512i x = load_once(pb[b] + 64 * (8 * g + s));
 					cl[b] = _mm512_and_si512(x, m4);
@@ -178,15 +112,32 @@ static inline __attribute__((always_inline)) void x16_q4_k_pair(size_t n, const 
 			_mm512_storeu_ps(y + t * ys + PT_KERN_X16_ROWS * b, _mm512_sub_ps(acc[b][t], accm[b][t]));
 }
 
+static void x16_q4_k_avx512(size_t n, const void *band, const void *a, size_t as,
+			    uint32_t n_tok, float *y, size_t ys)
+{
+	const uint8_t *p = band, *q = a;
+	switch (n_tok) {
+	case 1: x16_q4_k(n, p, 0, q, as, 1, 1, y, ys); break;
+	case 2: x16_q4_k(n, p, 0, q, as, 2, 1, y, ys); break;
+	case 3: x16_q4_k(n, p, 0, q, as, 3, 1, y, ys); break;
+	case 4: x16_q4_k(n, p, 0, q, as, 4, 1, y, ys); break;
+	case 5: x16_q4_k(n, p, 0, q, as, 5, 1, y, ys); break;
+	case 6: x16_q4_k(n, p, 0, q, as, 6, 1, y, ys); break;
+	case 7: x16_q4_k(n, p, 0, q, as, 7, 1, y, ys); break;
+	case 8: x16_q4_k(n, p, 0, q, as, 8, 1, y, ys); break;
+	default: break;
+	}
+}
+
 static void x16_q4_k_pair_avx512(size_t n, const void *band0, size_t band, const void *a,
 				 size_t as, uint32_t n_tok, float *y, size_t ys)
 {
 	const uint8_t *p = band0, *q = a;
 	switch (n_tok) {
-	case 1: x16_q4_k_pair(n, p, band, q, as, 1, y, ys); break;
-	case 2: x16_q4_k_pair(n, p, band, q, as, 2, y, ys); break;
-	case 3: x16_q4_k_pair(n, p, band, q, as, 3, y, ys); break;
-	case 4: x16_q4_k_pair(n, p, band, q, as, 4, y, ys); break;
+	case 1: x16_q4_k(n, p, band, q, as, 1, 2, y, ys); break;
+	case 2: x16_q4_k(n, p, band, q, as, 2, 2, y, ys); break;
+	case 3: x16_q4_k(n, p, band, q, as, 3, 2, y, ys); break;
+	case 4: x16_q4_k(n, p, band, q, as, 4, 2, y, ys); break;
 	default: break;
 	}
 }
