@@ -243,16 +243,69 @@ INLINE float softmax8(const float *dots, uint32_t n, float scale, float m, float
 	return last[n - 1];
 }
 
+/* r[0..8) rows in, columns out: r[j] lane i = row i's element j. */
+INLINE void transpose8(__m256 r[8])
+{
+	__m256 t[8], u[8];
+	_Pragma("GCC unroll 4")
+	for (int i = 0; i < 8; i += 2) {
+		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+	}
+	_Pragma("GCC unroll 2")
+	for (int i = 0; i < 8; i += 4) {
+		u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+		u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+		u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+	}
+	/* u[4g + c], 128-bit half H: rows 4g .. 4g + 3 of column 4H + c */
+	_Pragma("GCC unroll 4")
+	for (int c = 0; c < 4; c++) {
+		r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+		r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+	}
+}
+
+/* The softmax sums of queries [0, k) (k <= 8), one query a lane, 8 keys at a time
+ * transposed: attn_avx512.c's sums16 in 8 lanes (the scalar chains' operations, per query in
+ * key order). */
+INLINE void sums8(size_t ld, uint32_t k, uint32_t n, float *s, const float *ms,
+		  const float *vs, bool up)
+{
+	__m256 acc = load_n(s, k);
+	for (uint32_t j0 = 0; j0 < n; j0 += 8) {
+		const uint32_t nk = n - j0 < 8 ? n - j0 : 8;
+		__m256 v[8], w[8];
+		_Pragma("GCC unroll 8")
+		for (uint32_t i = 0; i < 8; i++)
+			v[i] = i < k ? load_n(vs + i * ld + j0, nk) : _mm256_setzero_ps();
+		transpose8(v);
+		if (up) {
+			_Pragma("GCC unroll 8")
+			for (uint32_t i = 0; i < 8; i++)
+				w[i] = i < k ? load_n(ms + i * ld + j0, nk) : _mm256_setzero_ps();
+			transpose8(w);
+			for (uint32_t j = 0; j < nk; j++)
+				acc = _mm256_add_ps(_mm256_mul_ps(acc, w[j]), v[j]);
+		} else {
+			for (uint32_t j = 0; j < nk; j++)
+				acc = _mm256_add_ps(acc, v[j]);
+		}
+	}
+	store_n(s, acc, k);
+}
+
 void pt_kern_attn_softmax_avx2(ATTN_SOFTMAX_ARGS)
 {
 	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
 		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
-		bool up[8] = { false };
+		bool up = false;
 		for (uint32_t i = i0; i < i0 + k; i++)
 			for (uint32_t j = 0; j < n; j += 8)
 				m[i] = softmax8(dots + i * ld + j, n - j < 8 ? n - j : 8, scale,
-						m[i], ms + i * ld + j, vs + i * ld + j, &up[i - i0]);
-		sums(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
+						m[i], ms + i * ld + j, vs + i * ld + j, &up);
+		sums8(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
 	}
 }
 

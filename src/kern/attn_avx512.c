@@ -4,7 +4,8 @@
  * blocks x four) keep sixteen chains in flight.  V accumulators for four queries x 64 values
  * stay in registers across all keys of a call; a bit per key marks the keys where some
  * query of the tile rescales.  Calls of many queries widen their F16 keys or values to F32
- * once, so the tiles do not convert them again each. */
+ * once, so the tiles do not convert them again each.  The softmax sums run sixteen queries'
+ * chains a vector, over 16 x 16 transposes of their weights. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
@@ -215,16 +216,87 @@ INLINE float softmax16(const float *dots, uint32_t n, float scale, float m, floa
 	return last[n - 1];
 }
 
+/* r[0..16) rows in, columns out: r[j] lane i = row i's element j (unpack in pairs of rows,
+ * then of pairs, then 128-bit lanes across groups of four rows). */
+INLINE void transpose16(__m512 r[16])
+{
+	__m512 t[16];
+	_Pragma("GCC unroll 8")
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+	_Pragma("GCC unroll 4")
+	for (int i = 0; i < 16; i += 4) {
+		const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+		const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+		r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+		r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+		r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+		r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+	}
+	/* r[4g + c], 128-bit lane L: rows 4g .. 4g + 3 of column 4L + c */
+	_Pragma("GCC unroll 4")
+	for (int c = 0; c < 4; c++) {
+		t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+		t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+		t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+		t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+	}
+	_Pragma("GCC unroll 8")
+	for (int c = 0; c < 8; c++) {
+		r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+		r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xdd);
+	}
+}
+
+/* The softmax sums of queries [0, k) (k <= 16), one query a lane: 16 keys at a time, their
+ * rows transposed so each key is a vector of the queries' values; then key by key s = s * ms
+ * + vs (up: some query's m rose in the call) or s + vs (none did: every ms is 1), the same
+ * rounded operations in the same order per query as the scalar chains (sums_k), 16 chains
+ * in a vector instead of 8 interleaved scalar ones. */
+INLINE void sums16(size_t ld, uint32_t k, uint32_t n, float *s, const float *ms,
+		   const float *vs, bool up)
+{
+	const __mmask16 rows = (__mmask16)((1u << k) - 1);
+	__m512 acc = _mm512_maskz_loadu_ps(rows, s);
+	for (uint32_t j0 = 0; j0 < n; j0 += 16) {
+		const uint32_t nk = n - j0 < 16 ? n - j0 : 16;
+		const __mmask16 keys = (__mmask16)((1u << nk) - 1);
+		__m512 v[16], w[16];
+		_Pragma("GCC unroll 16")
+		for (uint32_t i = 0; i < 16; i++)
+			v[i] = i < k ? _mm512_maskz_loadu_ps(keys, vs + i * ld + j0)
+				     : _mm512_setzero_ps();
+		transpose16(v);
+		if (up) {
+			_Pragma("GCC unroll 16")
+			for (uint32_t i = 0; i < 16; i++)
+				w[i] = i < k ? _mm512_maskz_loadu_ps(keys, ms + i * ld + j0)
+					     : _mm512_setzero_ps();
+			transpose16(w);
+			for (uint32_t j = 0; j < nk; j++)
+				acc = _mm512_add_ps(_mm512_mul_ps(acc, w[j]), v[j]);
+		} else {
+			for (uint32_t j = 0; j < nk; j++)
+				acc = _mm512_add_ps(acc, v[j]);
+		}
+	}
+	_mm512_mask_storeu_ps(s, rows, acc);
+}
+
 void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS)
 {
-	for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
-		const uint32_t k = n_q - i0 < 8 ? n_q - i0 : 8;
-		bool up[8] = { false };
+	for (uint32_t i0 = 0; i0 < n_q; i0 += 16) {
+		const uint32_t k = n_q - i0 < 16 ? n_q - i0 : 16;
+		bool up[16] = { false }, any = false;
 		for (uint32_t i = i0; i < i0 + k; i++)
 			for (uint32_t j = 0; j < n; j += 16)
 				m[i] = softmax16(dots + i * ld + j, n - j < 16 ? n - j : 16, scale,
 						 m[i], ms + i * ld + j, vs + i * ld + j, &up[i - i0]);
-		sums(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
+		for (uint32_t i = 0; i < k; i++)
+			any |= up[i];
+		sums16(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, any);
 	}
 }
 

@@ -33,7 +33,8 @@ static inline float attn_pow2(int n)
 
 /* The softmax sums, s = s * ms + vs key by key (a rounded product, then a rounded sum, as
  * the scalar loop), for k <= 8 queries whose chains run interleaved in registers (one
- * query's chain is latency-bound).  up: whether any of the k queries' m rose; where none
+ * query's chain is latency-bound): the NEON twin's; the x86 twins run the same chains one
+ * query a lane over transposed rows (sums8 / sums16).  up: whether any of the k queries' m rose; where none
  * did, every ms is 1 and s * 1 == s exactly, so only the sums remain. */
 static inline __attribute__((always_inline)) void sums_k(size_t ld, const uint32_t k,
 							 uint32_t n, float *s, const float *ms,

@@ -92,28 +92,39 @@ static void score_fill(uint32_t *seed, float *d, uint32_t n)
 PT_TEST(test_attn_softmax_levels_bit_identical)
 {
 	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
-	static float dots[5 * LD], ms_a[5 * LD], vs_a[5 * LD], ms_b[5 * LD], vs_b[5 * LD];
+	static float dots[MAX_Q * LD], ms_a[MAX_Q * LD], vs_a[MAX_Q * LD], ms_b[MAX_Q * LD],
+		vs_b[MAX_Q * LD];
 	uint32_t seed = 11;
 	for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
 		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
 		if (!ops)
 			continue;
-		for (uint32_t n = 1; n <= LD; n++) {
-			const uint32_t n_q = 1 + n % 5;
-			float ma[5], sa[5], mb[5], sb[5];
+		for (uint32_t n = 1; n <= 2 * LD; n++) {
+			/* first pass: 1-5 queries, most maxima rising; second: the prompt's calls of
+			 * many queries (q_count), each query either still rising (-inf), settled (its
+			 * max above every score: no key rises, every ms 1) or in between */
+			const bool many = n > LD;
+			const uint32_t nk = many ? n - LD : n;
+			const uint32_t n_q = many ? q_count(9 + nk % 4) : 1 + n % 5;
+			float ma[MAX_Q], sa[MAX_Q], mb[MAX_Q], sb[MAX_Q];
 			for (uint32_t i = 0; i < n_q; i++) {
-				ma[i] = mb[i] = i == 0 ? -INFINITY : rnd(&seed, 3.0f);
-				sa[i] = sb[i] = i == 0 ? 0.0f : 1.5f;
+				const uint32_t kind = many ? (i + nk) % 7 : i == 0 ? 0 : 1;
+				ma[i] = mb[i] = kind == 0 ? -INFINITY
+						: kind < 4 ? rnd(&seed, 3.0f) : 1000.0f + (float)i;
+				sa[i] = sb[i] = kind == 0 ? 0.0f : 1.5f;
 			}
+			if (many && nk % 3 == 0) /* every query settled: no rise in the whole call */
+				for (uint32_t i = 0; i < n_q; i++)
+					ma[i] = mb[i] = 1000.0f;
 			for (int call = 0; call < 3; call++) { /* state carried between calls */
 				for (uint32_t i = 0; i < n_q; i++)
-					score_fill(&seed, dots + i * LD, n);
+					score_fill(&seed, dots + i * LD, nk);
 				const float scale = call == 2 ? 1.0f : 0.125f;
-				ref->softmax(dots, LD, n_q, n, scale, ma, sa, ms_a, vs_a);
-				ops->softmax(dots, LD, n_q, n, scale, mb, sb, ms_b, vs_b);
+				ref->softmax(dots, LD, n_q, nk, scale, ma, sa, ms_a, vs_a);
+				ops->softmax(dots, LD, n_q, nk, scale, mb, sb, ms_b, vs_b);
 				for (uint32_t i = 0; i < n_q; i++) {
-					CHECK(same_bits(ms_a + i * LD, ms_b + i * LD, n));
-					CHECK(same_bits(vs_a + i * LD, vs_b + i * LD, n));
+					CHECK(same_bits(ms_a + i * LD, ms_b + i * LD, nk));
+					CHECK(same_bits(vs_a + i * LD, vs_b + i * LD, nk));
 				}
 				CHECK(same_bits(ma, mb, n_q));
 				CHECK(same_bits(sa, sb, n_q));
