@@ -289,14 +289,12 @@ void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS)
 {
 	for (uint32_t i0 = 0; i0 < n_q; i0 += 16) {
 		const uint32_t k = n_q - i0 < 16 ? n_q - i0 : 16;
-		bool up[16] = { false }, any = false;
+		bool up = false; /* whether any query of the group rose */
 		for (uint32_t i = i0; i < i0 + k; i++)
 			for (uint32_t j = 0; j < n; j += 16)
 				m[i] = softmax16(dots + i * ld + j, n - j < 16 ? n - j : 16, scale,
-						 m[i], ms + i * ld + j, vs + i * ld + j, &up[i - i0]);
-		for (uint32_t i = 0; i < k; i++)
-			any |= up[i];
-		sums16(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, any);
+						 m[i], ms + i * ld + j, vs + i * ld + j, &up);
+		sums16(ld, k, n, s + i0, ms + i0 * ld, vs + i0 * ld, up);
 	}
 }
 
