@@ -115,6 +115,66 @@ static void vacc_f32(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
 }
 
+static void dots_w(const float *kw, size_t kw_stride, uint32_t n_blk, const float *q,
+		   size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld)
+{
+	for (uint32_t i = 0; i < n_q; i++)
+		for (uint32_t b = 0; b < n_blk; b++)
+			for (uint32_t j = 0; j < PT_KERN_ATTN_BLOCK; j++) {
+				const float *k = kw + b * kw_stride + j;
+				float acc = 0.0f;
+				for (uint32_t d = 0; d < n; d++)
+					acc = fmaf(k[(size_t)d * PT_KERN_ATTN_BLOCK],
+						   q[i * q_stride + d], acc);
+				out[i * ld + b * PT_KERN_ATTN_BLOCK + j] = acc;
+			}
+}
+
+static void vacc_w(float *acc, size_t acc_ld, uint32_t n_q, const float *v, size_t v_stride,
+		   uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n)
+{
+	for (uint32_t i = 0; i < n_q; i++) {
+		float *a = acc + i * acc_ld;
+		for (uint32_t j = 0; j < n_k; j++) {
+			const float *vj = v + j * v_stride;
+			const float sm = ms[i * ld + j], sv = vs[i * ld + j];
+			for (uint32_t d = 0; d < n; d++) {
+				float x = a[d];
+				if (sm != 1.0f)
+					x = x * sm;
+				a[d] = fmaf(vj[d], sv, x);
+			}
+		}
+	}
+}
+
+/* The NEON level uses these two as well: the products are exact, so any order is the
+ * reference's. */
+static void widen_q8_k(const int8_t *codes, const uint16_t *scales, uint32_t n, float *y,
+		       const int8_t *next)
+{
+	(void)next;
+	for (uint32_t d = 0; d < n; d++)
+		for (uint32_t j = 0; j < PT_KERN_ATTN_BLOCK; j++)
+			y[d * PT_KERN_ATTN_BLOCK + j] =
+				(float)codes[d * PT_KERN_ATTN_BLOCK + j] *
+				kern_fp16_to_f32(scales[d / 32 * PT_KERN_ATTN_BLOCK + j]);
+}
+
+static void widen_q8_v(const int8_t *rows, size_t row_bytes, uint32_t n_rows, uint32_t n,
+		       float *y, const int8_t *next)
+{
+	(void)next;
+	for (uint32_t r = 0; r < n_rows; r++) {
+		const int8_t *codes = rows + r * row_bytes;
+		const uint8_t *sc = (const uint8_t *)(codes + n); /* F16 scales, maybe unaligned */
+		for (uint32_t d = 0; d < n; d++) {
+			const uint16_t h = (uint16_t)(sc[d / 32 * 2] | sc[d / 32 * 2 + 1] << 8);
+			y[(size_t)r * n + d] = (float)codes[d] * kern_fp16_to_f32(h);
+		}
+	}
+}
+
 static void scale_f32(float *acc, float ms, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -140,26 +200,38 @@ static void f32_to_f16(const float *x, uint16_t *y, uint32_t n)
 }
 
 static const struct pt_kern_attn_ops scalar_ops = {
-	dots, softmax, vacc_f16, vacc_f32, scale_f32, axpy_f32, f16_to_f32, f32_to_f16,
+	.dots = dots, .softmax = softmax, .vacc_f16 = vacc_f16, .vacc_f32 = vacc_f32,
+	.dots_w = dots_w, .vacc_w = vacc_w, .widen_q8_k = widen_q8_k, .widen_q8_v = widen_q8_v,
+	.scale_f32 = scale_f32, .axpy_f32 = axpy_f32, .f16_to_f32 = f16_to_f32,
+	.f32_to_f16 = f32_to_f16,
 };
 
 #if defined(PT_KERN_X86)
 static const struct pt_kern_attn_ops avx2_ops = {
-	pt_kern_attn_dots_avx2,	    pt_kern_attn_softmax_avx2, pt_kern_attn_vacc_f16_avx2,
-	pt_kern_attn_vacc_f32_avx2, pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
-	pt_kern_f16_to_f32_avx2,    pt_kern_f32_to_f16_avx2,
+	.dots = pt_kern_attn_dots_avx2, .softmax = pt_kern_attn_softmax_avx2,
+	.vacc_f16 = pt_kern_attn_vacc_f16_avx2, .vacc_f32 = pt_kern_attn_vacc_f32_avx2,
+	.dots_w = pt_kern_attn_dots_w_avx2, .vacc_w = pt_kern_attn_vacc_w_avx2,
+	.widen_q8_k = pt_kern_widen_q8_k_avx2, .widen_q8_v = pt_kern_widen_q8_v_avx2,
+	.scale_f32 = pt_kern_attn_scale_f32_avx2, .axpy_f32 = pt_kern_attn_axpy_f32_avx2,
+	.f16_to_f32 = pt_kern_f16_to_f32_avx2, .f32_to_f16 = pt_kern_f32_to_f16_avx2,
 };
 
 static const struct pt_kern_attn_ops avx512_ops = {
-	pt_kern_attn_dots_avx512,     pt_kern_attn_softmax_avx512, pt_kern_attn_vacc_f16_avx512,
-	pt_kern_attn_vacc_f32_avx512, pt_kern_attn_scale_f32_avx2, pt_kern_attn_axpy_f32_avx2,
-	pt_kern_f16_to_f32_avx2,      pt_kern_f32_to_f16_avx2,
+	.dots = pt_kern_attn_dots_avx512, .softmax = pt_kern_attn_softmax_avx512,
+	.vacc_f16 = pt_kern_attn_vacc_f16_avx512, .vacc_f32 = pt_kern_attn_vacc_f32_avx512,
+	.dots_w = pt_kern_attn_dots_w_avx512, .vacc_w = pt_kern_attn_vacc_w_avx512,
+	.widen_q8_k = pt_kern_widen_q8_k_avx512, .widen_q8_v = pt_kern_widen_q8_v_avx512,
+	.scale_f32 = pt_kern_attn_scale_f32_avx2, .axpy_f32 = pt_kern_attn_axpy_f32_avx2,
+	.f16_to_f32 = pt_kern_f16_to_f32_avx2, .f32_to_f16 = pt_kern_f32_to_f16_avx2,
 };
 #elif defined(PT_KERN_ARM64)
 static const struct pt_kern_attn_ops neon_ops = {
-	pt_kern_attn_dots_neon,	    pt_kern_attn_softmax_neon, pt_kern_attn_vacc_f16_neon,
-	pt_kern_attn_vacc_f32_neon, pt_kern_attn_scale_f32_neon, pt_kern_attn_axpy_f32_neon,
-	pt_kern_f16_to_f32_neon,    pt_kern_f32_to_f16_neon,
+	.dots = pt_kern_attn_dots_neon, .softmax = pt_kern_attn_softmax_neon,
+	.vacc_f16 = pt_kern_attn_vacc_f16_neon, .vacc_f32 = pt_kern_attn_vacc_f32_neon,
+	.dots_w = pt_kern_attn_dots_w_neon, .vacc_w = pt_kern_attn_vacc_w_neon,
+	.widen_q8_k = widen_q8_k, .widen_q8_v = widen_q8_v,
+	.scale_f32 = pt_kern_attn_scale_f32_neon, .axpy_f32 = pt_kern_attn_axpy_f32_neon,
+	.f16_to_f32 = pt_kern_f16_to_f32_neon, .f32_to_f16 = pt_kern_f32_to_f16_neon,
 };
 #endif
 

@@ -116,6 +116,24 @@ static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, cons
 	}
 }
 
+void pt_kern_attn_dots_w_avx2(ATTN_DOTS_W_ARGS)
+{
+	const size_t wb = kw_stride;
+	for (uint32_t b = 0; b < n_blk; b++)
+		for (uint32_t i = 0; i < n_q; i += 6) {
+			const float *k = kw + b * wb, *qi = q + i * q_stride;
+			float *o = out + i * ld + b * BLK;
+			switch (n_q - i) {
+			case 1: DOTS_W(1); break;
+			case 2: DOTS_W(2); break;
+			case 3: DOTS_W(3); break;
+			case 4: DOTS_W(4); break;
+			case 5: DOTS_W(5); break;
+			default: DOTS_W(6); break;
+			}
+		}
+}
+
 /* The first query tile of each block pair requests the next call's matching blocks. */
 void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS)
 {
@@ -503,6 +521,71 @@ void pt_kern_attn_vacc_f16_avx2(ATTN_VACC_ARGS)
 void pt_kern_attn_vacc_f32_avx2(ATTN_VACC_ARGS)
 {
 	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, false);
+}
+
+void pt_kern_attn_vacc_w_avx2(ATTN_VACC_W_ARGS)
+{
+	vacc_keys(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, NULL, false, true);
+}
+
+/* ---- Q8_0 widening (the products are exact: any order is the reference's) ------------------ */
+
+INLINE __m256 codes8(const int8_t *p)
+{
+	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+
+INLINE __m256 scales8(const uint16_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+void pt_kern_widen_q8_k_avx2(ATTN_WIDEN_Q8_ARGS)
+{
+	const size_t sc_at = (size_t)n * BLK; /* the scales follow the codes */
+	for (uint32_t d0 = 0; d0 < n; d0 += 32) {
+		const __m256 s0 = scales8(scales + d0 / 32 * BLK);
+		const __m256 s1 = scales8(scales + d0 / 32 * BLK + 8);
+		const uint32_t d1 = n - d0 < 32 ? n : d0 + 32;
+		if (next) /* 32 dims: 8 lines of codes, half a line of scales */
+			for (uint32_t l = 0; l < (d1 - d0 + 3) / 4; l++)
+				_mm_prefetch((const char *)(next + (size_t)d0 * BLK + 64 * l),
+					     _MM_HINT_T0);
+		if (next && d0 % 64 == 0)
+			_mm_prefetch((const char *)(next + sc_at) + d0, _MM_HINT_T0);
+		for (uint32_t d = d0; d < d1; d++) {
+			_mm256_storeu_ps(y + (size_t)d * BLK,
+					 _mm256_mul_ps(codes8(codes + (size_t)d * BLK), s0));
+			_mm256_storeu_ps(y + (size_t)d * BLK + 8,
+					 _mm256_mul_ps(codes8(codes + (size_t)d * BLK + 8), s1));
+		}
+	}
+}
+
+void pt_kern_widen_q8_v_avx2(ATTN_WIDEN_Q8V_ARGS)
+{
+	const uint32_t lines = (uint32_t)((row_bytes + 63) / 64);
+	for (uint32_t r = 0; r < n_rows; r++) {
+		const int8_t *codes = rows + r * row_bytes;
+		const uint16_t *scales = (const uint16_t *)(codes + n);
+		float *yr = y + (size_t)r * n;
+		if (next)
+			for (uint32_t l = 0; l < lines; l++)
+				_mm_prefetch((const char *)(next + r * row_bytes + 64 * l), _MM_HINT_T0);
+		uint32_t d = 0;
+		for (; d + 32 <= n; d += 32) {
+			uint16_t h;
+			memcpy(&h, scales + d / 32, sizeof h);
+			const __m256 sc = _mm256_set1_ps(_cvtsh_ss(h));
+			for (uint32_t c = 0; c < 32; c += 8)
+				_mm256_storeu_ps(yr + d + c, _mm256_mul_ps(codes8(codes + d + c), sc));
+		}
+		for (; d < n; d++) { /* a partial group (not in the cache's use) */
+			uint16_t h;
+			memcpy(&h, scales + d / 32, sizeof h);
+			yr[d] = (float)codes[d] * _cvtsh_ss(h);
+		}
+	}
 }
 
 /* ---- element-wise helpers ------------------------------------------------------------------ */

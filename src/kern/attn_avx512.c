@@ -433,6 +433,30 @@ INLINE void widen(const uint16_t *x, float *y, uint32_t n, const uint16_t *px)
 	}
 }
 
+/* The tiles over nb F32 blocks wb floats apart: 4 blocks x 6 queries (24 chains, 10 loads a
+ * dimension for 24 FMAs), then pairs and a last single block. */
+static void dots_w_tiles(const float *w, size_t wb, uint32_t nb, const float *q,
+			 size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld)
+{
+	uint32_t b = 0;
+	for (; b + 4 <= nb; b += 4)
+		for (uint32_t i = 0; i < n_q; i += 6) {
+			const float *k = w + b * wb, *qi = q + i * q_stride;
+			float *o = out + i * ld + b * BLK;
+			DOTS_Q6W(4)
+		}
+	for (; b < nb; b += 2)
+		for (uint32_t i = 0; i < n_q; i += 6) {
+			const float *k = w + b * wb, *qi = q + i * q_stride;
+			float *o = out + i * ld + b * BLK;
+			if (b + 2 <= nb) {
+				DOTS_Q6W(2)
+			} else {
+				DOTS_Q6W(1)
+			}
+		}
+}
+
 static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
 		      size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
 		      const uint16_t *kb_next)
@@ -445,25 +469,13 @@ static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, cons
 		for (uint32_t b = 0; b < nb; b++)
 			widen(kb + (b0 + b) * kb_stride, w + b * wb, (uint32_t)wb,
 			      kb_next ? kb_next + (b0 + b) * kb_stride : NULL);
-		/* 4 blocks x 6 queries: 24 chains, 10 loads a dimension for 24 FMAs */
-		uint32_t b = 0;
-		for (; b + 4 <= nb; b += 4)
-			for (uint32_t i = 0; i < n_q; i += 6) {
-				const float *k = w + b * wb, *qi = q + i * q_stride;
-				float *o = out + i * ld + (b0 + b) * BLK;
-				DOTS_Q6W(4)
-			}
-		for (; b < nb; b += 2)
-			for (uint32_t i = 0; i < n_q; i += 6) {
-				const float *k = w + b * wb, *qi = q + i * q_stride;
-				float *o = out + i * ld + (b0 + b) * BLK;
-				if (b + 2 <= nb) {
-					DOTS_Q6W(2)
-				} else {
-					DOTS_Q6W(1)
-				}
-			}
+		dots_w_tiles(w, wb, nb, q, q_stride, n_q, n, out + b0 * BLK, ld);
 	}
+}
+
+void pt_kern_attn_dots_w_avx512(ATTN_DOTS_W_ARGS)
+{
+	dots_w_tiles(kw, kw_stride, n_blk, q, q_stride, n_q, n, out, ld);
 }
 
 /* Columns [0, n - n % 16) with the call's V rows widened a group at a time. */
@@ -504,4 +516,67 @@ void pt_kern_attn_vacc_f16_avx512(ATTN_VACC_ARGS)
 void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS)
 {
 	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, false);
+}
+
+void pt_kern_attn_vacc_w_avx512(ATTN_VACC_W_ARGS)
+{
+	const uint32_t n16 = n - n % 16;
+	vacc_tiles(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n16, NULL, false, true);
+	if (n16 < n)
+		pt_kern_attn_vacc_w_avx2(acc + n16, acc_ld, n_q, v + n16, v_stride, n_k, ms, vs,
+					 ld, n - n16);
+}
+
+/* ---- Q8_0 widening (the products are exact: any order is the reference's) ------------------ */
+
+INLINE __m512 codes16(const int8_t *p)
+{
+	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS)
+{
+	const size_t sc_at = (size_t)n * BLK; /* the scales follow the codes */
+	for (uint32_t d0 = 0; d0 + 32 <= n; d0 += 32) {
+		const __m512 sc = load_ph(scales + d0 / 32 * BLK);
+		if (next) /* 32 dims: 8 lines of codes, half a line of scales */
+			for (uint32_t l = 0; l < 8; l++)
+				_mm_prefetch((const char *)(next + (size_t)d0 * BLK + 64 * l),
+					     _MM_HINT_T0);
+		if (next && d0 % 64 == 0)
+			_mm_prefetch((const char *)(next + sc_at) + d0, _MM_HINT_T0);
+		for (uint32_t d = d0; d < d0 + 32; d++)
+			_mm512_storeu_ps(y + (size_t)d * BLK,
+					 _mm512_mul_ps(codes16(codes + (size_t)d * BLK), sc));
+	}
+	for (uint32_t d = n - n % 32; d < n; d++) /* a partial group (not in the cache's use) */
+		_mm512_storeu_ps(y + (size_t)d * BLK,
+				 _mm512_mul_ps(codes16(codes + (size_t)d * BLK),
+					       load_ph(scales + d / 32 * BLK)));
+}
+
+void pt_kern_widen_q8_v_avx512(ATTN_WIDEN_Q8V_ARGS)
+{
+	const uint32_t lines = (uint32_t)((row_bytes + 63) / 64);
+	for (uint32_t r = 0; r < n_rows; r++) {
+		const int8_t *codes = rows + r * row_bytes;
+		const uint16_t *scales = (const uint16_t *)(codes + n);
+		float *yr = y + (size_t)r * n;
+		if (next)
+			for (uint32_t l = 0; l < lines; l++)
+				_mm_prefetch((const char *)(next + r * row_bytes + 64 * l), _MM_HINT_T0);
+		uint32_t d0 = 0;
+		for (; d0 + 32 <= n; d0 += 32) {
+			uint16_t h;
+			memcpy(&h, scales + d0 / 32, sizeof h);
+			const __m512 sc = _mm512_set1_ps(_cvtsh_ss(h));
+			_mm512_storeu_ps(yr + d0, _mm512_mul_ps(codes16(codes + d0), sc));
+			_mm512_storeu_ps(yr + d0 + 16, _mm512_mul_ps(codes16(codes + d0 + 16), sc));
+		}
+		for (uint32_t d = d0; d < n; d++) { /* a partial group (not in the cache's use) */
+			uint16_t h;
+			memcpy(&h, scales + d / 32, sizeof h);
+			yr[d] = (float)codes[d] * _cvtsh_ss(h);
+		}
+	}
 }

@@ -88,6 +88,17 @@ static inline void sums(size_t ld, uint32_t k, uint32_t n, float *s, const float
 #define ATTN_DOTS_ARGS                                                                         \
 	const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q, size_t q_stride,   \
 		uint32_t n_q, uint32_t n, float *out, size_t ld, const uint16_t *kb_next
+#define ATTN_DOTS_W_ARGS                                                                       \
+	const float *kw, size_t kw_stride, uint32_t n_blk, const float *q, size_t q_stride,      \
+		uint32_t n_q, uint32_t n, float *out, size_t ld
+#define ATTN_VACC_W_ARGS                                                                       \
+	float *acc, size_t acc_ld, uint32_t n_q, const float *v, size_t v_stride, uint32_t n_k,  \
+		const float *ms, const float *vs, size_t ld, uint32_t n
+#define ATTN_WIDEN_Q8_ARGS                                                                     \
+	const int8_t *codes, const uint16_t *scales, uint32_t n, float *y, const int8_t *next
+#define ATTN_WIDEN_Q8V_ARGS                                                                    \
+	const int8_t *rows, size_t row_bytes, uint32_t n_rows, uint32_t n, float *y,             \
+		const int8_t *next
 #define ATTN_SOFTMAX_ARGS                                                                      \
 	const float *dots, size_t ld, uint32_t n_q, uint32_t n, float scale, float *m, float *s, \
 		float *ms, float *vs
@@ -96,6 +107,10 @@ void pt_kern_attn_dots_avx2(ATTN_DOTS_ARGS);
 void pt_kern_attn_softmax_avx2(ATTN_SOFTMAX_ARGS);
 void pt_kern_attn_vacc_f16_avx2(ATTN_VACC_ARGS);
 void pt_kern_attn_vacc_f32_avx2(ATTN_VACC_ARGS);
+void pt_kern_attn_dots_w_avx2(ATTN_DOTS_W_ARGS);
+void pt_kern_attn_vacc_w_avx2(ATTN_VACC_W_ARGS);
+void pt_kern_widen_q8_k_avx2(ATTN_WIDEN_Q8_ARGS);
+void pt_kern_widen_q8_v_avx2(ATTN_WIDEN_Q8V_ARGS);
 void pt_kern_attn_scale_f32_avx2(float *acc, float ms, uint32_t n);
 void pt_kern_attn_axpy_f32_avx2(float *acc, const float *v, float vs, uint32_t n);
 void pt_kern_f16_to_f32_avx2(const uint16_t *x, float *y, uint32_t n);
@@ -105,12 +120,18 @@ void pt_kern_attn_dots_avx512(ATTN_DOTS_ARGS);
 void pt_kern_attn_softmax_avx512(ATTN_SOFTMAX_ARGS);
 void pt_kern_attn_vacc_f16_avx512(ATTN_VACC_ARGS);
 void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS);
+void pt_kern_attn_dots_w_avx512(ATTN_DOTS_W_ARGS);
+void pt_kern_attn_vacc_w_avx512(ATTN_VACC_W_ARGS);
+void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS);
+void pt_kern_widen_q8_v_avx512(ATTN_WIDEN_Q8V_ARGS);
 
 /* aarch64 Advanced SIMD (attn_neon.c): every aarch64 level */
 void pt_kern_attn_dots_neon(ATTN_DOTS_ARGS);
 void pt_kern_attn_softmax_neon(ATTN_SOFTMAX_ARGS);
 void pt_kern_attn_vacc_f16_neon(ATTN_VACC_ARGS);
 void pt_kern_attn_vacc_f32_neon(ATTN_VACC_ARGS);
+void pt_kern_attn_dots_w_neon(ATTN_DOTS_W_ARGS);
+void pt_kern_attn_vacc_w_neon(ATTN_VACC_W_ARGS);
 void pt_kern_attn_scale_f32_neon(float *acc, float ms, uint32_t n);
 void pt_kern_attn_axpy_f32_neon(float *acc, const float *v, float vs, uint32_t n);
 void pt_kern_f16_to_f32_neon(const uint16_t *x, float *y, uint32_t n);

@@ -88,6 +88,17 @@ INLINE float h2f_1(uint16_t h)
 	return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
 
+/* wide: F32 data (the Q8_0 cache's widened keys and values), else F16 */
+INLINE float32x4_t load_k4(const void *p, size_t at, const bool wide)
+{
+	return wide ? vld1q_f32((const float *)p + at) : load_h4((const uint16_t *)p + at);
+}
+
+INLINE float v_at(const void *p, size_t at, const bool wide)
+{
+	return wide ? ((const float *)p)[at] : h2f_1(((const uint16_t *)p)[at]);
+}
+
 void pt_kern_f16_to_f32_neon(const uint16_t *x, float *y, uint32_t n)
 {
 	uint32_t i = 0;
@@ -108,8 +119,8 @@ void pt_kern_f32_to_f16_neon(const float *x, uint16_t *y, uint32_t n)
 
 /* ---- key dots: 16 keys = 4 vectors, up to 4 queries = 16 independent FMA chains ----------- */
 
-INLINE void dots_blk(const uint16_t *k, const float *q, size_t q_stride, const uint32_t nq,
-		     uint32_t n, float *out, size_t ld)
+INLINE void dots_blk(const void *k, const float *q, size_t q_stride, const uint32_t nq,
+		     uint32_t n, float *out, size_t ld, const bool wide)
 {
 	float32x4_t a[4][4];
 	_Pragma("GCC unroll 4")
@@ -121,7 +132,7 @@ INLINE void dots_blk(const uint16_t *k, const float *q, size_t q_stride, const u
 		float32x4_t kk[4];
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < 4; c++)
-			kk[c] = load_h4(k + d * BLK + 4 * c);
+			kk[c] = load_k4(k, d * BLK + 4 * c, wide);
 		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const float32x4_t qb = vdupq_n_f32(q[i * q_stride + d]);
@@ -137,23 +148,35 @@ INLINE void dots_blk(const uint16_t *k, const float *q, size_t q_stride, const u
 			vst1q_f32(out + i * ld + 4 * c, a[i][c]);
 }
 
-/* The prefetch hints (kb_next, v_next) are ignored at this level (not measured on Arm). */
-void pt_kern_attn_dots_neon(ATTN_DOTS_ARGS)
+INLINE void dots(const void *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		 size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld, const bool wide)
 {
-	(void)kb_next;
+	const size_t es = wide ? sizeof(float) : sizeof(uint16_t);
 	for (uint32_t b = 0; b < n_blk; b++) {
-		const uint16_t *k = kb + b * kb_stride;
+		const void *k = (const char *)kb + b * kb_stride * es;
 		for (uint32_t i = 0; i < n_q; i += 4) {
 			const float *qi = q + i * q_stride;
 			float *o = out + i * ld + b * BLK;
 			switch (n_q - i) {
-			case 1: dots_blk(k, qi, q_stride, 1, n, o, ld); break;
-			case 2: dots_blk(k, qi, q_stride, 2, n, o, ld); break;
-			case 3: dots_blk(k, qi, q_stride, 3, n, o, ld); break;
-			default: dots_blk(k, qi, q_stride, 4, n, o, ld); break;
+			case 1: dots_blk(k, qi, q_stride, 1, n, o, ld, wide); break;
+			case 2: dots_blk(k, qi, q_stride, 2, n, o, ld, wide); break;
+			case 3: dots_blk(k, qi, q_stride, 3, n, o, ld, wide); break;
+			default: dots_blk(k, qi, q_stride, 4, n, o, ld, wide); break;
 			}
 		}
 	}
+}
+
+/* The prefetch hints (kb_next, v_next) are ignored at this level (not measured on Arm). */
+void pt_kern_attn_dots_neon(ATTN_DOTS_ARGS)
+{
+	(void)kb_next;
+	dots(kb, kb_stride, n_blk, q, q_stride, n_q, n, out, ld, false);
+}
+
+void pt_kern_attn_dots_w_neon(ATTN_DOTS_W_ARGS)
+{
+	dots(kw, kw_stride, n_blk, q, q_stride, n_q, n, out, ld, true);
 }
 
 /* ---- softmax weights ------------------------------------------------------------------------ */
@@ -206,9 +229,9 @@ void pt_kern_attn_softmax_neon(ATTN_SOFTMAX_ARGS)
 
 /* ---- V accumulation: up to 4 queries x NV vectors of accumulators in registers ----------- */
 
-INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16_t *v,
+INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const void *v,
 		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      const int nv, const bool f16)
+		      const int nv, const bool f16, const bool wide)
 {
 	float32x4_t a[4][4];
 	_Pragma("GCC unroll 4")
@@ -220,7 +243,7 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 		float32x4_t x[4];
 		_Pragma("GCC unroll 4")
 		for (int c = 0; c < nv; c++)
-			x[c] = load_h4(v + j * v_stride + 4 * c);
+			x[c] = load_k4(v, j * v_stride + 4 * c, wide);
 		_Pragma("GCC unroll 4")
 		for (uint32_t i = 0; i < nq; i++) {
 			const float sm = ms[i * ld + j];
@@ -241,9 +264,9 @@ INLINE void vacc_cols(float *acc, size_t acc_ld, const uint32_t nq, const uint16
 			vst1q_f32(acc + i * acc_ld + 4 * c, a[i][c]);
 }
 
-INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
+INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const void *v,
 		      size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
-		      uint32_t d0, uint32_t n, const bool f16)
+		      uint32_t d0, uint32_t n, const bool f16, const bool wide)
 {
 	for (uint32_t i = 0; i < n_q; i++)
 		for (uint32_t j = 0; j < n_k; j++) {
@@ -255,7 +278,7 @@ INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v
 					if (f16)
 						x = rnd16_1(x);
 				}
-				x = fmaf(h2f_1(v[j * v_stride + d]), sv, x);
+				x = fmaf(v_at(v, j * v_stride + d, wide), sv, x);
 				if (f16)
 					x = rnd16_1(x);
 				acc[i * acc_ld + d] = x;
@@ -265,42 +288,52 @@ INLINE void vacc_tail(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v
 
 #define VACC_Q(nv, f16)                                                                       \
 	switch (n_q - i) {                                                                    \
-	case 1: vacc_cols(a, acc_ld, 1, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	case 2: vacc_cols(a, acc_ld, 2, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	case 3: vacc_cols(a, acc_ld, 3, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;      \
-	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16); break;     \
+	case 1: vacc_cols(a, acc_ld, 1, vd, v_stride, n_k, mi, vi, ld, nv, f16, wide); break; \
+	case 2: vacc_cols(a, acc_ld, 2, vd, v_stride, n_k, mi, vi, ld, nv, f16, wide); break; \
+	case 3: vacc_cols(a, acc_ld, 3, vd, v_stride, n_k, mi, vi, ld, nv, f16, wide); break; \
+	default: vacc_cols(a, acc_ld, 4, vd, v_stride, n_k, mi, vi, ld, nv, f16, wide); break; \
 	}
 
-INLINE void vacc(ATTN_VACC_ARGS, const bool f16)
+INLINE void vacc_any(float *acc, size_t acc_ld, uint32_t n_q, const void *v, size_t v_stride,
+		     uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n,
+		     const bool f16, const bool wide)
 {
-	(void)v_next; /* the prefetch hint: ignored at this level */
+	const size_t es = wide ? sizeof(float) : sizeof(uint16_t);
 	uint32_t d = 0;
 	for (; d + 16 <= n; d += 16)
 		for (uint32_t i = 0; i < n_q; i += 4) {
 			float *a = acc + i * acc_ld + d;
-			const uint16_t *vd = v + d;
+			const void *vd = (const char *)v + d * es;
 			const float *mi = ms + i * ld, *vi = vs + i * ld;
 			VACC_Q(4, f16)
 		}
 	for (; d + 4 <= n; d += 4)
 		for (uint32_t i = 0; i < n_q; i += 4) {
 			float *a = acc + i * acc_ld + d;
-			const uint16_t *vd = v + d;
+			const void *vd = (const char *)v + d * es;
 			const float *mi = ms + i * ld, *vi = vs + i * ld;
 			VACC_Q(1, f16)
 		}
 	if (d < n)
-		vacc_tail(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, d, n, f16);
+		vacc_tail(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, d, n, f16, wide);
 }
 
+/* The prefetch hint (v_next) is ignored at this level. */
 void pt_kern_attn_vacc_f16_neon(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, true);
+	(void)v_next;
+	vacc_any(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true, false);
 }
 
 void pt_kern_attn_vacc_f32_neon(ATTN_VACC_ARGS)
 {
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, v_next, false);
+	(void)v_next;
+	vacc_any(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false, false);
+}
+
+void pt_kern_attn_vacc_w_neon(ATTN_VACC_W_ARGS)
+{
+	vacc_any(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false, true);
 }
 
 /* ---- element-wise helpers ------------------------------------------------------------------ */

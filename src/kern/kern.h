@@ -395,6 +395,24 @@ struct pt_kern_attn_ops {
 	void (*vacc_f32)(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 			 size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
 			 uint32_t n, const uint16_t *v_next);
+	/* The Q8_0 KV cache (src/gen/kv.h) widens each call's keys and values to F32 (d * code
+	 * is exact in F32) and runs these on them.  dots_w: as dots, over F32 blocks of n * BLOCK
+	 * floats (element d of key j at [d * BLOCK + j]) kw_stride floats apart.  vacc_w: as
+	 * vacc_f32 over F32 rows (n_k <= 64). */
+	void (*dots_w)(const float *kw, size_t kw_stride, uint32_t n_blk, const float *q,
+		       size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld);
+	void (*vacc_w)(float *acc, size_t acc_ld, uint32_t n_q, const float *v, size_t v_stride,
+		       uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n);
+	/* Q8_0 widening.  A K block of BLOCK keys x n dims (n a multiple of 32): codes[d * BLOCK
+	 * + j] (int8) then scales[(d / 32) * BLOCK + j] (F16, one per key and 32 dims) ->
+	 * y[d * BLOCK + j] = code * scale.  V: n_rows rows row_bytes apart, each n codes then its
+	 * n / 32 scales -> y[r * n + d] = code[d] * scale[d / 32].  next (NULL: none): the next
+	 * call's matching block or first row (same layout), whose lines are requested (a hint,
+	 * never read). */
+	void (*widen_q8_k)(const int8_t *codes, const uint16_t *scales, uint32_t n, float *y,
+			   const int8_t *next);
+	void (*widen_q8_v)(const int8_t *rows, size_t row_bytes, uint32_t n_rows, uint32_t n,
+			   float *y, const int8_t *next);
 	void (*scale_f32)(float *acc, float ms, uint32_t n);                 /* acc *= ms */
 	void (*axpy_f32)(float *acc, const float *v, float vs, uint32_t n);  /* fma */
 	void (*f16_to_f32)(const uint16_t *x, float *y, uint32_t n);

@@ -184,6 +184,98 @@ PT_TEST(test_attn_vacc_levels_bit_identical)
 	}
 }
 
+/* The Q8_0 cache's kernels: widening (K blocks and V rows, with and without the prefetch
+ * hint), the key dots over widened F32 blocks and the V accumulation over F32 rows give the
+ * scalar reference's bits at every level, for every query count the forward pass makes. */
+PT_TEST(test_attn_q8_widened_kernels_levels_bit_identical)
+{
+	const struct pt_kern_attn_ops *ref = pt_kern_attn_ops_at(PT_KERN_LEVEL_SCALAR);
+	static int8_t codes[2][4][512 * BLK];
+	static uint16_t scales[2][4][512 / 32 * BLK];
+	static float kw[2][4 * 512 * BLK], vw[2][LD * 512], q[MAX_Q][512];
+	static int8_t vrows[BLK * (512 + 512 / 16)];
+	static float a[MAX_Q * LD], b[MAX_Q * LD], acc_a[MAX_Q * 512], acc_b[MAX_Q * 512];
+	static float ms[MAX_Q * LD], vs[MAX_Q * LD];
+	static const uint32_t qdims[] = { 32, 64, 96, 128, 256, 512 };
+	uint32_t seed = 11;
+	for (int lv = PT_KERN_LEVEL_SCALAR + 1; lv < PT_KERN_LEVEL_COUNT; lv++) {
+		const struct pt_kern_attn_ops *ops = pt_kern_attn_ops_at((enum pt_kern_level)lv);
+		if (!ops)
+			continue;
+		for (size_t di = 0; di < sizeof qdims / sizeof qdims[0]; di++) {
+			const uint32_t n = qdims[di];
+			for (int trial = 0; trial < 13; trial++) {
+				const uint32_t n_q = q_count((uint32_t)trial), n_blk = 1 + trial % 4;
+				for (int c = 0; c < 2; c++)
+					for (int bb = 0; bb < 4; bb++) {
+						for (uint32_t i = 0; i < n * BLK; i++)
+							codes[c][bb][i] = (int8_t)(rng_next(&seed) % 255 - 127);
+						for (uint32_t i = 0; i < n / 32 * BLK; i++)
+							scales[c][bb][i] = pt_f32_to_fp16(
+								i % 7 == 3 ? 0.0f : rnd(&seed, trial % 3 ? 0.05f : 300.0f));
+					}
+				for (int bb = 0; bb < 4; bb++) {
+					ref->widen_q8_k(codes[0][bb], scales[0][bb], n, kw[0] + bb * n * BLK, NULL);
+					ops->widen_q8_k(codes[0][bb], scales[0][bb], n, kw[1] + bb * n * BLK,
+							trial % 2 ? codes[1][bb] : NULL);
+				}
+				CHECK(same_bits(kw[0], kw[1], (size_t)n_blk * n * BLK));
+				/* V: 1-16 rows of n codes then n / 32 scales each, as the cache lays them */
+				const size_t rb = n + n / 16;
+				const uint32_t n_rows = 1 + (uint32_t)(trial * 7 + di) % BLK;
+				for (uint32_t j = 0; j < n_rows; j++) {
+					int8_t *row = vrows + j * rb;
+					memcpy(row, codes[0][0] + j * n, n);
+					memcpy(row + n, scales[0][1] + j * (n / 32), n / 16);
+				}
+				memset(vw, 0, sizeof vw);
+				ref->widen_q8_v(vrows, rb, n_rows, n, vw[0], NULL);
+				ops->widen_q8_v(vrows, rb, n_rows, n, vw[1], trial % 2 ? codes[1][0] : NULL);
+				CHECK(same_bits(vw[0], vw[1], (size_t)BLK * n));
+				for (uint32_t i = 0; i < n_q; i++)
+					for (uint32_t d = 0; d < n; d++)
+						q[i][d] = rnd(&seed, 2.0f);
+				memset(a, 0, sizeof a);
+				memset(b, 0, sizeof b);
+				ref->dots_w(kw[0], (size_t)n * BLK, n_blk, q[0], 512, n_q, n, a, LD);
+				ops->dots_w(kw[0], (size_t)n * BLK, n_blk, q[0], 512, n_q, n, b, LD);
+				CHECK(same_bits(a, b, MAX_Q * LD));
+				/* rescales at random keys, or none */
+				for (uint32_t i = 0; i < n_q * LD; i++) {
+					const uint32_t r = trial % 3 ? rng_next(&seed) % 5 : 1;
+					ms[i] = r == 0 ? fabsf(rnd(&seed, 1.0f)) : 1.0f;
+					vs[i] = r == 0 ? 1.0f : fabsf(rnd(&seed, 1.0f));
+				}
+				for (uint32_t i = 0; i < n_q * 512; i++)
+					acc_a[i] = rnd(&seed, 4.0f);
+				memcpy(acc_b, acc_a, sizeof acc_a);
+				const uint32_t n_k = 1 + (uint32_t)(trial * 5) % BLK;
+				ref->vacc_w(acc_a, 512, n_q, vw[0], n, n_k, ms, vs, LD, n);
+				ops->vacc_w(acc_b, 512, n_q, vw[0], n, n_k, ms, vs, LD, n);
+				CHECK(same_bits(acc_a, acc_b, n_q * 512));
+			}
+		}
+		/* the odd widths the op allows (the cache never passes them) */
+		for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+			const uint32_t n = dims[di];
+			for (uint32_t i = 0; i < LD * n; i++)
+				vw[0][i] = rnd(&seed, 3.0f);
+			for (uint32_t i = 0; i < 4 * LD; i++) {
+				ms[i] = i % 9 == 2 ? 0.5f : 1.0f;
+				vs[i] = fabsf(rnd(&seed, 1.0f));
+			}
+			for (uint32_t i = 0; i < 4 * 512; i++)
+				acc_a[i] = acc_b[i] = rnd(&seed, 1.0f);
+			ref->vacc_w(acc_a, 512, 4, vw[0], n, LD, ms, vs, LD, n);
+			ops->vacc_w(acc_b, 512, 4, vw[0], n, LD, ms, vs, LD, n);
+			CHECK(same_bits(acc_a, acc_b, 4 * 512));
+			ref->dots_w(vw[0], (size_t)n * BLK, 1, acc_a, 512, 3, n, a, LD);
+			ops->dots_w(vw[0], (size_t)n * BLK, 1, acc_a, 512, 3, n, b, LD);
+			CHECK(same_bits(a, b, 3 * LD));
+		}
+	}
+}
+
 /* ulps between a float and a double reference (subnormal results: units of 2^-149) */
 static double ulp_err(float got, double want)
 {
