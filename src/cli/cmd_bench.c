@@ -107,6 +107,7 @@ static void help(void)
 	       "                         decode_fraction_of_membw: decode tok/s x bytes each\n"
 	       "                         token reads (weights, output head, k experts per MoE\n"
 	       "                         layer, KV) / B\n"
+	       "  --kv-type T            f16|f32|q8_0 KV cache (default f16)\n"
 	       "  --no-lock              do not take the single-process model lock\n"
 	       "  --no-profile           do not read or write the expert-popularity profile\n"
 	       "                         (warms the cache at start: compare cold runs with it)\n"
@@ -156,7 +157,12 @@ static int parse_value(struct bench_args *a, const char *f, const char *v)
 		return pt_cli_parse_f64(f, v, 1, 1e15, &a->membw_bps) ? 0 : PT_EXIT_USAGE;
 	else if (!strcmp(f, "--disk-bw"))
 		return pt_cli_parse_f64(f, v, 1e-3, 1e9, &a->disk_bw_mbs) ? 0 : PT_EXIT_USAGE;
-	else {
+	else if (!strcmp(f, "--kv-type")) {
+		if (pt_kv_type_from_name(v, &a->eo.kv_type) != 0) {
+			pt_cli_error("bench: --kv-type wants f16, f32 or q8_0, got '%.40s'", v);
+			return PT_EXIT_USAGE;
+		}
+	} else {
 		pt_cli_error("unknown option '%s' (see 'particle bench --help')", f);
 		return PT_EXIT_USAGE;
 	}
@@ -472,7 +478,8 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       "\"io_floor_s_per_token\": %.6f, \"time_over_floor\": %.4f, "
 		       "\"first_token\": %u, \"last_token\": %u, \"batch\": %u, "
 		       "\"repacked_bytes\": %llu, \"repack_s\": %.3f, \"slots_lend_max\": %u, "
-		       "\"slots_lent_peak\": %u, \"open_s\": %.6f, \"slots_populate_s\": %.6f",
+		       "\"slots_lent_peak\": %u, \"open_s\": %.6f, \"slots_populate_s\": %.6f, "
+		       "\"kv_type\": \"%s\"",
 		       a->model,
 		       (unsigned long long)a->threads, (unsigned long long)a->prompt,
 		       (unsigned long long)a->gen, pf, dc, r->ttft_s, tpt,
@@ -485,7 +492,9 @@ static void report(const struct bench_args *a, const struct bench_result *r)
 		       floor_s, ratio(tpt, floor_s), r->first_token, r->last_token, r->n_batch,
 		       (unsigned long long)r->st.repacked_bytes, r->st.repack_s,
 		       r->st.slots_lend_max, r->st.slots_lent_peak, r->open_s,
-		       r->st.slots_populate_s);
+		       r->st.slots_populate_s,
+		       a->eo.kv_type == PT_KV_Q8_0 ? "q8_0" : a->eo.kv_type == PT_KV_F32 ? "f32"
+										 : "f16");
 		json_io(a, r);
 		return;
 	}

@@ -51,7 +51,7 @@ static void help(void)
 	       "  --max-mean-kl X        with --compare: fail (exit 1) if mean KL > X (default 1e-3)\n"
 	       "  --min-top1 X           with --compare: fail if top-1 agreement < X (default 0.98)\n"
 	       "  --threads N            threads (default: online CPUs)\n"
-	       "  --kv-type f16|f32      KV cache type (default f16, as llama.cpp)\n"
+	       "  --kv-type f16|f32|q8_0 KV cache type (default f16, as llama.cpp)\n"
 	       "  --batch N              prefill chunk size in tokens (default 128, 1-4096)\n"
 	       "  --ctx N                context size (default: number of tokens)\n"
 	       "  --memory SIZE          memory budget for the whole process (e.g. 6G; default:\n"
@@ -175,7 +175,7 @@ static int parse_args(int argc, char **argv, struct eval_args *a)
 			a->stats_json = v;
 		} else if (!strcmp(f, "--kv-type")) {
 			if (pt_kv_type_from_name(v, &a->kv_type) != 0) {
-				pt_cli_error("--kv-type must be f16 or f32, got '%s'", v);
+				pt_cli_error("--kv-type must be f16, f32 or q8_0, got '%s'", v);
 				return PT_EXIT_USAGE;
 			}
 		} else {

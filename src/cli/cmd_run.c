@@ -95,7 +95,7 @@ static void help(void)
 	       "  --io MODE                 auto|direct|buffered|mmap (default auto: mmap when\n"
 	       "                            every expert fits the budget, else direct)\n"
 	       "  --cache-policy P          lfu|lru (default lfu)\n"
-	       "  --kv-type T               f16|f32 (default f16)\n"
+	       "  --kv-type T               f16|f32|q8_0 (default f16; q8_0 halves the KV memory)\n"
 	       "  --batch N                 prefill chunk in tokens (default: as large as the\n"
 	       "                            memory plan allows, up to 4096)\n"
 	       "  --gpu                     prompt and decode on the CUDA backend (make CUDA=1\n"

@@ -84,7 +84,7 @@ static void help(void)
 	       "  --expert-slots N          expert cache slots per MoE layer (default: planned)\n"
 	       "  --io MODE                 auto|direct|buffered|mmap (default auto)\n"
 	       "  --cache-policy P          lfu|lru (default lfu)\n"
-	       "  --kv-type T               f16|f32 (default f16)\n"
+	       "  --kv-type T               f16|f32|q8_0 (default f16; q8_0 halves the KV memory)\n"
 	       "  -b, --batch N             prefill chunk in tokens (default 128)\n"
 	       "  --checkpoints N           recurrent-state checkpoints per sequence (models\n"
 	       "                            with linear attention: qwen35moe; placed at message\n"

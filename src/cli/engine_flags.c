@@ -72,7 +72,7 @@ int pt_cli_engine_check(const char *cmd, const struct pt_cli_engine *f)
 		return PT_EXIT_USAGE;
 	}
 	if (f->kv && pt_kv_type_from_name(f->kv, &kt) != 0) {
-		pt_cli_error("%s: --kv-type wants f16 or f32, got '%.40s'", cmd, f->kv);
+		pt_cli_error("%s: --kv-type wants f16, f32 or q8_0, got '%.40s'", cmd, f->kv);
 		return PT_EXIT_USAGE;
 	}
 	return 0;

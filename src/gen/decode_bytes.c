@@ -52,14 +52,13 @@ void pt_decode_bytes(const struct pt_model *m, const struct pt_expert_layout *l,
 	}
 	for (uint32_t i = 0; i < l->n_moe; i++)
 		out->experts += (uint64_t)hp->n_expert_used * l->moe[i].expert_bytes;
-	const uint64_t elem = kv_type == PT_KV_F32 ? 4 : 2;
 	const uint64_t attended = n_past < 0 ? 1 : (uint64_t)n_past + 1;
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		uint64_t n = attended;
 		if (hp->is_swa[il] && hp->n_swa && n > hp->n_swa)
 			n = hp->n_swa;
 		/* an MLA layer reads its latent rows once (V lives in K) */
-		out->kv += n * pt_hparams_kv_values(hp, il) * elem;
+		out->kv += n * pt_kv_value_bytes(kv_type, pt_hparams_kv_values(hp, il));
 	}
 	out->total = out->weights + out->head + out->embd_row + out->experts + out->kv;
 }

@@ -168,7 +168,6 @@ static void on_route(void *ctx, uint32_t layer, int64_t pos0, uint32_t n, uint32
 static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
 			 enum pt_kv_type t)
 {
-	const uint64_t el = t == PT_KV_F32 ? 4 : 2;
 	uint64_t total = 0;
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		if (pt_hparams_is_recurrent(hp, il))
@@ -176,7 +175,7 @@ static uint64_t kv_bytes(const struct pt_hparams *hp, uint32_t n_ctx, uint32_t n
 		const uint64_t cap = pt_kv_layer_slots(n_ctx, hp->is_swa[il] ? hp->n_swa : 0,
 						       pt_fwd_swa_rows(n_batch));
 		/* MLA layers cache only the latent + RoPE key (V lives in K) */
-		total += cap * pt_hparams_kv_values(hp, il) * el;
+		total += cap * pt_kv_value_bytes(t, pt_hparams_kv_values(hp, il));
 	}
 	return total + pt_hparams_rs_bytes(hp);
 }

@@ -1,4 +1,4 @@
-/* kv.c - KV cache storage (F16/F32, linear or sliding ring) and attention over it with
+/* kv.c - KV cache storage (F16/F32/Q8_0, linear or sliding ring) and attention over it with
  * ggml's CPU flash-attention rounding points (see kv.h). */
 #include "gen/kv.h"
 
@@ -21,25 +21,39 @@ int pt_kv_type_from_name(const char *name, enum pt_kv_type *out)
 		*out = PT_KV_F32;
 		return 0;
 	}
+	if (strcmp(name, "q8_0") == 0 || strcmp(name, "Q8_0") == 0) {
+		*out = PT_KV_Q8_0;
+		return 0;
+	}
 	return -1;
 }
 
-/* Element offset of head kvh's values of slot in the head-major V array. */
-static size_t v_at(const struct pt_kv_layer *L, uint32_t kvh, size_t slot)
+uint64_t pt_kv_value_bytes(enum pt_kv_type type, uint64_t n)
 {
-	return ((size_t)kvh * L->cap + slot) * L->d.head_dim_v;
+	switch (type) {
+	case PT_KV_F32: return n * 4;
+	case PT_KV_Q8_0: return n + (n + 31) / 32 * 2; /* a byte a code, an F16 scale per 32 */
+	default: return n * 2;
+	}
 }
 
-static enum pt_status layer_alloc(struct pt_kv_layer *L, size_t esz, struct pt_error *err)
+/* Head kvh's V at slot in the head-major V array. */
+static uint8_t *v_ptr(const struct pt_kv_layer *L, uint32_t kvh, size_t slot)
+{
+	return (uint8_t *)L->v + ((size_t)kvh * L->cap + slot) * L->v_row_bytes;
+}
+
+static enum pt_status layer_alloc(struct pt_kv_layer *L, struct pt_error *err)
 {
 	uint64_t nk, nv;
-	if (pt_mul_overflow(L->cap, L->row_k, &nk) || pt_mul_overflow(L->cap, L->row_v, &nv) ||
-	    nk > SIZE_MAX / esz || nv > SIZE_MAX / esz)
+	if (pt_mul_overflow(L->cap, L->k_slot_bytes, &nk) ||
+	    pt_mul_overflow((uint64_t)L->cap * L->d.n_kv_head, L->row_v ? L->v_row_bytes : 0, &nv) ||
+	    nk > SIZE_MAX || nv > SIZE_MAX)
 		return pt_error_set(err, PT_E_LIMIT, "KV cache size overflows");
-	L->k = pt_calloc(nk, esz);
-	L->v = nv ? pt_calloc(nv, esz) : NULL;
+	L->k = pt_calloc(nk, 1);
+	L->v = nv ? pt_calloc(nv, 1) : NULL;
 	if (!L->k || (nv && !L->v))
-		return pt_error_set(err, PT_E_NOMEM, "KV cache: cannot allocate %llu values",
+		return pt_error_set(err, PT_E_NOMEM, "KV cache: cannot allocate %llu bytes",
 				    (unsigned long long)(nk + nv));
 	return PT_OK;
 }
@@ -66,7 +80,6 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 	if (!kv->layers)
 		return pt_error_set(err, PT_E_NOMEM, "KV cache: cannot allocate layer table");
 	kv->n_layer = n_layer;
-	const size_t esz = type == PT_KV_F16 ? sizeof(uint16_t) : sizeof(float);
 	for (uint32_t il = 0; il < n_layer; il++) {
 		struct pt_kv_layer *L = &kv->layers[il];
 		L->d = descs[il];
@@ -90,7 +103,16 @@ enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_lay
 			return pt_error_set(err, PT_E_INVALID, "KV cache: layer %u: V inside K "
 					    "needs one KV head and head_dim_v <= head_dim_k", il);
 		}
-		enum pt_status st = layer_alloc(L, esz, err);
+		if (type == PT_KV_Q8_0 && (L->d.head_dim_k % 32 || L->d.head_dim_v % 32)) {
+			const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+			pt_kv_fini(kv);
+			return pt_error_set(err, PT_E_INVALID, "KV cache: layer %u: a q8_0 cache "
+					    "needs head dims that are multiples of 32 (%u, %u)", il,
+					    dk, dv);
+		}
+		L->k_slot_bytes = (size_t)pt_kv_value_bytes(type, L->row_k);
+		L->v_row_bytes = (size_t)pt_kv_value_bytes(type, L->d.head_dim_v);
+		enum pt_status st = layer_alloc(L, err);
 		if (st != PT_OK) {
 			pt_kv_fini(kv);
 			return st;
@@ -112,11 +134,6 @@ void pt_kv_fini(struct pt_kv *kv)
 	kv->n_layer = 0;
 }
 
-static size_t esize(const struct pt_kv *kv)
-{
-	return kv->type == PT_KV_F16 ? sizeof(uint16_t) : sizeof(float);
-}
-
 /* Slots holding positions [0, pos) of layer L: whole K blocks, at most the ring. */
 static uint64_t snap_slots(const struct pt_kv_layer *L, int64_t pos)
 {
@@ -125,25 +142,31 @@ static uint64_t snap_slots(const struct pt_kv_layer *L, int64_t pos)
 	return s < L->cap ? s : L->cap;
 }
 
+/* Bytes of one slot's V rows (all heads; 0 where V lives in K). */
+static size_t v_slot_bytes(const struct pt_kv_layer *L)
+{
+	return L->row_v ? L->d.n_kv_head * L->v_row_bytes : 0;
+}
+
 uint64_t pt_kv_snapshot_bytes(const struct pt_kv *kv, int64_t pos)
 {
 	uint64_t total = 0;
 	for (uint32_t il = 0; il < kv->n_layer; il++) {
 		const struct pt_kv_layer *L = &kv->layers[il];
-		total += snap_slots(L, pos) * (L->row_k + L->row_v) * esize(kv);
+		total += snap_slots(L, pos) * (L->k_slot_bytes + v_slot_bytes(L));
 	}
 	return total;
 }
 
 /* Slots [0, n) of the head-major V array to (out) or from slot-major rows at rows. */
-static void v_rows(const struct pt_kv_layer *L, size_t esz, uint64_t n, uint8_t *rows, bool out)
+static void v_rows(const struct pt_kv_layer *L, uint64_t n, uint8_t *rows, bool out)
 {
-	const size_t dv = L->d.head_dim_v;
+	const size_t rb = L->v_row_bytes;
 	for (uint64_t i = 0; i < n && L->row_v; i++)
 		for (uint32_t h = 0; h < L->d.n_kv_head; h++) {
-			uint8_t *r = rows + (i * L->row_v + h * dv) * esz;
-			uint8_t *v = (uint8_t *)L->v + v_at(L, h, i) * esz;
-			memcpy(out ? r : v, out ? v : r, dv * esz);
+			uint8_t *r = rows + (i * L->d.n_kv_head + h) * rb;
+			uint8_t *v = v_ptr(L, h, i);
+			memcpy(out ? r : v, out ? v : r, rb);
 		}
 }
 
@@ -155,10 +178,10 @@ void pt_kv_save(const struct pt_kv *kv, int64_t pos, void *buf)
 		const uint64_t n = snap_slots(L, pos);
 		if (n == 0)
 			continue;
-		memcpy(d, L->k, n * L->row_k * esize(kv));
-		d += n * L->row_k * esize(kv);
-		v_rows(L, esize(kv), n, d, true);
-		d += n * L->row_v * esize(kv);
+		memcpy(d, L->k, n * L->k_slot_bytes);
+		d += n * L->k_slot_bytes;
+		v_rows(L, n, d, true);
+		d += n * v_slot_bytes(L);
 	}
 }
 
@@ -170,10 +193,10 @@ void pt_kv_load(struct pt_kv *kv, int64_t pos, const void *buf)
 		const uint64_t n = snap_slots(L, pos);
 		if (n == 0)
 			continue;
-		memcpy(L->k, d, n * L->row_k * esize(kv));
-		d += n * L->row_k * esize(kv);
-		v_rows(L, esize(kv), n, (uint8_t *)d, false);
-		d += n * L->row_v * esize(kv);
+		memcpy(L->k, d, n * L->k_slot_bytes);
+		d += n * L->k_slot_bytes;
+		v_rows(L, n, (uint8_t *)d, false);
+		d += n * v_slot_bytes(L);
 	}
 }
 
@@ -185,11 +208,9 @@ void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos)
 		const uint64_t n = snap_slots(S, pos);
 		if (n == 0)
 			continue;
-		memcpy(D->k, S->k, n * S->row_k * esize(src));
+		memcpy(D->k, S->k, n * S->k_slot_bytes);
 		for (uint32_t h = 0; S->row_v && h < S->d.n_kv_head; h++)
-			memcpy((uint8_t *)D->v + v_at(D, h, 0) * esize(src),
-			       (const uint8_t *)S->v + v_at(S, h, 0) * esize(src),
-			       n * S->d.head_dim_v * esize(src));
+			memcpy(v_ptr(D, h, 0), v_ptr(S, h, 0), n * S->v_row_bytes);
 	}
 }
 
@@ -214,23 +235,80 @@ static void store_k_f16(const struct pt_kv_layer *L, size_t slot, const float *x
 	}
 }
 
+/* Q8_0 of 32 values (ggml's quantize_row_q8_0_ref): d = max|x| / 127, codes round(x / d)
+ * (half away from zero).  Codes are clamped so a NaN or infinity cannot overflow the cast. */
+static uint16_t quant_q8_32(const float *x, int8_t q[32])
+{
+	float amax = 0.0f;
+	for (int i = 0; i < 32; i++) {
+		const float a = fabsf(x[i]);
+		amax = a > amax ? a : amax; /* a NaN never counts, as fmaxf */
+	}
+	const float d = amax / 127.0f;
+	const float id = d != 0.0f ? 1.0f / d : 0.0f;
+	for (int i = 0; i < 32; i++) {
+		float c = x[i] * id;
+		c = c > 127.0f ? 127.0f : c < -127.0f ? -127.0f : c;
+		if (c != c) /* NaN in the values */
+			c = 0.0f;
+		/* roundf without the libm call: the truncation, then away from zero on a half
+		 * (c - t is exact here) */
+		int t = (int)c;
+		const float f = c - (float)t;
+		t += f >= 0.5f ? 1 : f <= -0.5f ? -1 : 0;
+		q[i] = (int8_t)t;
+	}
+	return pt_f32_to_fp16(d);
+}
+
+/* Head kvh's Q8_0 K block at slot (block-aligned): codes, then scales (kv.h). */
+static int8_t *k_block_q8(const struct pt_kv_layer *L, uint32_t kvh, size_t slot)
+{
+	return (int8_t *)L->k + slot / PT_KV_BLOCK * PT_KV_BLOCK * L->k_slot_bytes +
+	       (size_t)kvh * 17 * L->d.head_dim_k;
+}
+
+static void store_q8(struct pt_kv_layer *L, size_t slot, const float *k, const float *v)
+{
+	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	const size_t lane = slot % PT_KV_BLOCK;
+	int8_t q[32];
+	for (uint32_t h = 0; h < L->d.n_kv_head; h++) {
+		int8_t *codes = k_block_q8(L, h, slot - lane);
+		uint16_t *scales = (uint16_t *)(codes + (size_t)dk * PT_KV_BLOCK);
+		for (uint32_t g = 0; g < dk / 32; g++) {
+			scales[g * PT_KV_BLOCK + lane] = quant_q8_32(k + (size_t)h * dk + g * 32, q);
+			for (uint32_t i = 0; i < 32; i++)
+				codes[(size_t)(g * 32 + i) * PT_KV_BLOCK + lane] = q[i];
+		}
+		if (!L->row_v)
+			continue;
+		int8_t *row = (int8_t *)v_ptr(L, h, slot);
+		uint16_t *vsc = (uint16_t *)(row + dv);
+		for (uint32_t g = 0; g < dv / 32; g++)
+			vsc[g] = quant_q8_32(v + (size_t)h * dv + g * 32, row + g * 32);
+	}
+}
+
 void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, const float *v)
 {
 	struct pt_kv_layer *L = &kv->layers[il];
 	const size_t slot = slot_of(L, pos);
-	if (kv->type == PT_KV_F16) {
+	if (kv->type == PT_KV_Q8_0) {
+		store_q8(L, slot, k, v);
+	} else if (kv->type == PT_KV_F16) {
 		const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(0);
 		store_k_f16(L, slot, k, ko);
 		if (!L->row_v)
 			return;
 		for (uint32_t h = 0; h < L->d.n_kv_head; h++) /* head_dim_v: 32-bit (desc) */
 			ko->f32_to_f16(v + (size_t)h * L->d.head_dim_v,
-				       (uint16_t *)L->v + v_at(L, h, slot), L->d.head_dim_v);
+				       (uint16_t *)v_ptr(L, h, slot), L->d.head_dim_v);
 	} else {
 		memcpy((float *)L->k + slot * L->row_k, k, L->row_k * sizeof(float));
 		if (L->row_v)
 			for (uint32_t h = 0; h < L->d.n_kv_head; h++)
-				memcpy((float *)L->v + v_at(L, h, slot), v + (size_t)h * L->d.head_dim_v,
+				memcpy(v_ptr(L, h, slot), v + (size_t)h * L->d.head_dim_v,
 				       L->d.head_dim_v * sizeof(float));
 	}
 }
@@ -277,7 +355,7 @@ static void query_f32(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 	for (int64_t p = p_lo; p < p_hi; p++) {
 		const size_t slot = slot_of(L, p);
 		const float *k = (const float *)L->k + slot * L->row_k + (size_t)kvh * dk;
-		const float *v = L->row_v ? (const float *)L->v + v_at(L, kvh, slot)
+		const float *v = L->row_v ? (const float *)v_ptr(L, kvh, slot)
 					  : k; /* V in K: its first dv values */
 		const float sc = score_of(dot_f32(k, q, dk), a);
 		float ms = 1.0f, vs = 1.0f;
@@ -307,9 +385,21 @@ struct group_scratch {
 	uint16_t *qh;        /* [dk] F16 rounding of one query */
 	float *dots, *ms, *vs; /* [n_q][CHUNK] */
 	uint16_t *vt;        /* V in K: [CHUNK][dv] the chunk's V rows out of the K blocks */
+	float *kw, *vw;      /* Q8_0: the chunk's K blocks [CHUNK / BLOCK][dk][BLOCK] and V rows
+				[CHUNK][dv] widened to F32 */
 };
 
-static struct group_scratch group_scratch(const struct pt_kv_layer *L, uint32_t n_q, float *s)
+/* Floats of the scratch a group of n_q queries needs beyond the queries, dots, ms, vs. */
+static size_t group_extra_floats(const struct pt_kv *kv, const struct pt_kv_layer *L)
+{
+	const size_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	const size_t vt = L->row_v ? 0 : (size_t)CHUNK * dv / 2 + 1;
+	const size_t wide = kv->type == PT_KV_Q8_0 ? (size_t)CHUNK * (dk + dv) : 0;
+	return (dk + 1) / 2 + vt + wide;
+}
+
+static struct group_scratch group_scratch(const struct pt_kv_layer *L, uint32_t n_q, float *s,
+					  bool q8)
 {
 	struct group_scratch g;
 	g.q = s;
@@ -318,6 +408,12 @@ static struct group_scratch group_scratch(const struct pt_kv_layer *L, uint32_t 
 	g.vs = g.ms + (size_t)n_q * CHUNK;
 	g.qh = (uint16_t *)(g.vs + (size_t)n_q * CHUNK);
 	g.vt = (uint16_t *)(g.vs + (size_t)n_q * CHUNK + (L->d.head_dim_k + 1) / 2);
+	g.kw = g.vw = NULL;
+	if (q8) {
+		g.kw = g.vs + (size_t)n_q * CHUNK + (L->d.head_dim_k + 1) / 2 +
+		       (L->row_v ? 0 : (size_t)CHUNK * L->d.head_dim_v / 2 + 1);
+		g.vw = g.kw + (size_t)CHUNK * L->d.head_dim_k;
+	}
 	return g;
 }
 
@@ -330,7 +426,7 @@ static const uint16_t *k_block(const struct pt_kv_layer *L, uint32_t kvh, size_t
 /* Head kvh's F16 V row at slot (a layer with a V array). */
 static const uint16_t *v_row(const struct pt_kv_layer *L, uint32_t kvh, size_t slot)
 {
-	return (const uint16_t *)L->v + v_at(L, kvh, slot);
+	return (const uint16_t *)v_ptr(L, kvh, slot);
 }
 
 /* One call's keys [pa + j_lo, pa + j_hi) of the chunk of n_blk K blocks starting at the
@@ -378,23 +474,68 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 						g->vs, CHUNK, dv, v_next);
 }
 
-/* F16 path: F16 query, V accumulated in F16 (each step rounded, the values kept in F32
- * storage); f32_acc: F32 query and accumulation over the widened F16 K/V.  Continues the
+/* The Q8_0 twin of chunk_f16: the chunk's K blocks and V rows widened to F32 once, then the
+ * F32 kernels (F32 query and accumulation) on them. */
+static void chunk_q8(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, int64_t pa,
+		     uint32_t n_blk, uint32_t j_lo, uint32_t j_hi, int64_t next,
+		     const struct pt_attn_args *a, const struct pt_kern_attn_ops *ko,
+		     struct group_scratch *g, float *m, float *s, float *acc)
+{
+	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+	const size_t slot = slot_of(L, pa), nslot = next >= 0 ? slot_of(L, next) : 0;
+	const size_t wb = (size_t)dk * PT_KV_BLOCK;
+	for (uint32_t b = 0; b < n_blk; b++) {
+		const int8_t *kb = k_block_q8(L, kvh, slot + (size_t)b * PT_KV_BLOCK);
+		/* the next chunk's block b, where the ring has it */
+		const int8_t *kn = next >= 0 && nslot + (size_t)(b + 1) * PT_KV_BLOCK <= L->cap
+					   ? k_block_q8(L, kvh, nslot + (size_t)b * PT_KV_BLOCK)
+					   : NULL;
+		ko->widen_q8_k(kb, (const uint16_t *)(kb + wb), dk, g->kw + b * wb, kn);
+	}
+	ko->dots_w(g->kw, wb, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK);
+	float scale = a->scale;
+	if (a->softcap != 0.0f) {
+		for (uint32_t i = 0; i < n_q; i++)
+			for (uint32_t j = j_lo; j < j_hi; j++)
+				g->dots[i * CHUNK + j] = score_of(g->dots[i * CHUNK + j], a);
+		scale = 1.0f;
+	}
+	ko->softmax(g->dots + j_lo, CHUNK, n_q, j_hi - j_lo, scale, m, s, g->ms, g->vs);
+	if (L->row_v) { /* the chunk's rows: adjacent slots of one head (a chunk never wraps) */
+		const int8_t *rn = next >= 0 && nslot + j_hi <= L->cap
+					   ? (const int8_t *)v_ptr(L, kvh, nslot + j_lo)
+					   : NULL;
+		ko->widen_q8_v((const int8_t *)v_ptr(L, kvh, slot + j_lo), L->v_row_bytes,
+			       j_hi - j_lo, dv, g->vw, rn);
+	} else { /* V in K (MLA): key j's first dv values of the widened blocks */
+		for (uint32_t j = j_lo; j < j_hi; j++) {
+			const float *kj = g->kw + (size_t)(j / PT_KV_BLOCK) * wb + j % PT_KV_BLOCK;
+			float *dst = g->vw + (size_t)(j - j_lo) * dv;
+			for (uint32_t d = 0; d < dv; d++)
+				dst[d] = kj[(size_t)d * PT_KV_BLOCK];
+		}
+	}
+	ko->vacc_w(acc, dv, n_q, g->vw, dv, j_hi - j_lo, g->ms, g->vs, CHUNK, dv);
+}
+
+/* F16 and Q8_0 caches.  F16: F16 query, V accumulated in F16 (each step rounded, the values
+ * kept in F32 storage); f32_acc: F32 query and accumulation over the widened F16 K/V.  q8:
+ * the Q8_0 cache (chunk_q8: F32 query and accumulation whatever f32_acc).  Continues the
  * states of n_row rows of n_q queries (row r's query i at q + r * row_stride + i * q_stride,
  * state r * n_q + i): every query runs the same per-key steps as alone, in key order. */
-static void group_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
-		      size_t q_stride, size_t row_stride, uint32_t n_q, uint32_t n_row,
-		      int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a, float *m, float *s,
-		      float *acc, float *scratch)
+static void group_blocks(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
+			 size_t q_stride, size_t row_stride, uint32_t n_q, uint32_t n_row,
+			 int64_t p_lo, int64_t p_hi, const struct pt_attn_args *a, bool q8,
+			 float *m, float *s, float *acc, float *scratch)
 {
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	const struct pt_kern_attn_ops *ko = pt_kern_attn_ops(dk > dv ? dk : dv);
-	struct group_scratch g = group_scratch(L, n_q * n_row, scratch);
+	struct group_scratch g = group_scratch(L, n_q * n_row, scratch, q8);
 	for (uint32_t r = 0; r < n_row; r++)
 		for (uint32_t i = 0; i < n_q; i++) {
 			float *qi = g.q + ((size_t)r * n_q + i) * dk;
 			const float *src = q + r * row_stride + i * q_stride;
-			if (a->f32_acc) {
+			if (a->f32_acc || q8) {
 				memcpy(qi, src, dk * sizeof(float));
 			} else {
 				ko->f32_to_f16(src, g.qh, dk);
@@ -414,8 +555,12 @@ static void group_f16(const struct pt_kv_layer *L, uint32_t kvh, const float *q,
 		const uint32_t j_hi = (uint32_t)(p_hi - pa < n_blk * PT_KV_BLOCK
 							 ? p_hi - pa : n_blk * PT_KV_BLOCK);
 		const int64_t next = pa + (int64_t)n_blk * PT_KV_BLOCK;
-		chunk_f16(L, kvh, n_q, pa, n_blk, j_lo, j_hi, next < p_hi ? next : -1, a,
-			  a->f32_acc, ko, &g, m, s, acc);
+		if (q8)
+			chunk_q8(L, kvh, n_q, pa, n_blk, j_lo, j_hi, next < p_hi ? next : -1, a, ko,
+				 &g, m, s, acc);
+		else
+			chunk_f16(L, kvh, n_q, pa, n_blk, j_lo, j_hi, next < p_hi ? next : -1, a,
+				  a->f32_acc, ko, &g, m, s, acc);
 		pa = next;
 	}
 }
@@ -428,9 +573,9 @@ void pt_attn_tile(const struct pt_kv *kv, uint32_t il, uint32_t kvh, const float
 	const struct pt_kv_layer *L = &kv->layers[il];
 	if (p_hi <= p_lo)
 		return;
-	if (kv->type == PT_KV_F16) {
-		group_f16(L, kvh, q, q_stride, row_stride, n_q, n_row, p_lo, p_hi, a, m, s, acc,
-			  scratch);
+	if (kv->type != PT_KV_F32) {
+		group_blocks(L, kvh, q, q_stride, row_stride, n_q, n_row, p_lo, p_hi, a,
+			     kv->type == PT_KV_Q8_0, m, s, acc, scratch);
 		return;
 	}
 	for (uint32_t r = 0; r < n_row; r++)
@@ -493,8 +638,7 @@ size_t pt_attn_scratch_floats(const struct pt_kv *kv, uint32_t il, uint32_t n_q)
 	const size_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	/* pt_attn_group: queries, dots/ms/vs, one F16 query; then pt_attn_row's partial and
 	 * running states (m, s, acc) */
-	const size_t vt = L->row_v ? 0 : (size_t)CHUNK * dv / 2 + 1;
-	return n_q * (dk + 3 * (size_t)CHUNK) + (dk + 1) / 2 + vt + 2 * n_q * (2 + dv);
+	return n_q * (dk + 3 * (size_t)CHUNK) + group_extra_floats(kv, L) + 2 * n_q * (2 + dv);
 }
 
 void pt_attn_row(const struct pt_kv *kv, uint32_t il, uint32_t n_head, const float *q,

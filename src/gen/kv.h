@@ -14,6 +14,15 @@
  * every key), so the accumulation waited on memory at every key.  Snapshots keep
  * slot-major rows ([slot][kv head][dim]) whatever the layout.
  *
+ * Q8_0 (llama.cpp's -ctk q8_0 -ctv q8_0; 1.0625 bytes a value, about half of F16): every 32
+ * values of a head's key or value share one F16 scale d = max|x| / 127 with int8 codes
+ * round(x / d) (ggml's quantize_row_q8_0_ref).  A K block holds, per KV head, the codes
+ * transposed as F16 K's ([dim][slot % BLOCK] bytes) then the scales ([dim / 32][slot %
+ * BLOCK] F16): 17 x head_dim bytes a head.  A V row is its head_dim_v codes then the
+ * head_dim_v / 32 scales.  Attention widens each call's keys and values to F32 (d x code is
+ * exact) and runs F32 queries and F32 accumulation on them, the F32 cache's numerics on the
+ * dequantized values (llama.cpp also quantizes the query to Q8_0 for its K.Q dots).
+ *
  * Attention numerics (the caller picks, pt_attn_args.f32_acc; the forward pass's choice:
  * src/model/forward.h, pt_attn_numerics): ggml's CPU flash-attention one-row path
  * (ARCHITECTURES.md A.5): with an F16 cache, Q is rounded to F16, K.Q is an F16 x F16 dot
@@ -44,6 +53,7 @@
 enum pt_kv_type {
 	PT_KV_F16 = 0,
 	PT_KV_F32 = 1,
+	PT_KV_Q8_0 = 2, /* 8.5 bits a value: head dims must be multiples of 32 */
 };
 
 struct pt_kv_layer_desc {
@@ -60,7 +70,9 @@ struct pt_kv_layer {
 	uint32_t cap;     /* slots */
 	size_t row_k;     /* values per slot: n_kv_head * head_dim_k */
 	size_t row_v;     /* 0 when V lives in K */
-	void *k;          /* [cap][row_k] of uint16_t (F16) or float */
+	size_t k_slot_bytes; /* K bytes a slot (whole blocks: a Q8_0 block is 17 x row_k bytes) */
+	size_t v_row_bytes;  /* V bytes of one head at one slot */
+	void *k;          /* [cap][row_k] of uint16_t (F16) or float; Q8_0 blocks (above) */
 	void *v;          /* [n_kv_head][cap][head_dim_v]: one head's keys adjacent */
 };
 
@@ -73,7 +85,9 @@ struct pt_kv {
 
 /* Allocates the cache for n_layer layers (a layer whose three dimensions are all 0 has no
  * cache: a recurrent layer; it must never be stored to or attended).  n_batch is the most
- * rows of one sequence stored before their queries attend (sizes the sliding rings).  PT_E_INVALID on zero dimensions, PT_E_LIMIT/NOMEM on size overflow. */
+ * rows of one sequence stored before their queries attend (sizes the sliding rings).
+ * PT_E_INVALID on zero dimensions (or, for Q8_0, head dims that are not multiples of 32),
+ * PT_E_LIMIT/NOMEM on size overflow. */
 enum pt_status pt_kv_init(struct pt_kv *kv, enum pt_kv_type type, uint32_t n_layer,
 			  const struct pt_kv_layer_desc *descs, uint32_t n_ctx, uint32_t n_batch,
 			  struct pt_error *err);
@@ -94,11 +108,14 @@ void pt_kv_load(struct pt_kv *kv, int64_t pos, const void *buf);
 /* dst's slots for positions [0, pos) become src's (same shape). */
 void pt_kv_copy(struct pt_kv *dst, const struct pt_kv *src, int64_t pos);
 
-/* Parses "f16" / "f32"; returns 0 or -1. */
+/* Parses "f16" / "f32" / "q8_0"; returns 0 or -1. */
 int pt_kv_type_from_name(const char *name, enum pt_kv_type *out);
+/* Bytes the cache spends on n values of a head (n a multiple of 32 for Q8_0): the planner's
+ * and the decode byte count's unit. */
+uint64_t pt_kv_value_bytes(enum pt_kv_type type, uint64_t n);
 
 /* Stores K and V (F32, [n_kv_head][head_dim]) of position pos into layer il (rounding to
- * F16 for an F16 cache; v is ignored, may be NULL, where V lives in K).  pos < n_ctx is the
+ * F16 for an F16 cache, quantizing for Q8_0; v is ignored, may be NULL, where V lives in K).  pos < n_ctx is the
  * caller's invariant. */
 void pt_kv_store(struct pt_kv *kv, uint32_t il, int64_t pos, const float *k, const float *v);
 

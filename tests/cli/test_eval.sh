@@ -16,7 +16,7 @@ expect_exit 2 "unknown flag" -- "$PARTICLE" eval -m x.gguf --tokens 1 --frob 3
 expect_grep "$TMP/err" "frob" "unknown flag named"
 expect_exit 2 "flag without value" -- "$PARTICLE" eval -m x.gguf --tokens
 expect_one_error_line "flag without value"
-expect_exit 2 "bad kv type" -- "$PARTICLE" eval -m x.gguf --tokens 1 --kv-type q8_0
+expect_exit 2 "bad kv type" -- "$PARTICLE" eval -m x.gguf --tokens 1 --kv-type q4_0
 expect_grep "$TMP/err" "kv-type" "bad kv type named"
 expect_exit 2 "bad batch" -- "$PARTICLE" eval -m x.gguf --tokens 1 --batch 0
 expect_exit 2 "bad threads" -- "$PARTICLE" eval -m x.gguf --tokens 1 --threads abc

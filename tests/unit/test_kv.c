@@ -167,7 +167,7 @@ PT_TEST(test_kv_init_rejects_zero_dims)
 	CHECK_CONTAINS(err.msg, "layer 0");
 	enum pt_kv_type t;
 	CHECK(pt_kv_type_from_name("f32", &t) == 0 && t == PT_KV_F32);
-	CHECK(pt_kv_type_from_name("q8_0", &t) == -1);
+	CHECK(pt_kv_type_from_name("q4_0", &t) == -1);
 }
 
 /* The one-row F16 path or the tiled path, key by key as ggml defines it: the sequential
@@ -477,4 +477,139 @@ PT_TEST(test_kv_v_head_major_snapshot_slot_major)
 		pt_kv_fini(&b);
 		pt_kv_fini(&c);
 	}
+}
+
+/* ---- Q8_0 cache ----------------------------------------------------------------------------- */
+
+/* ggml's quantize_row_q8_0_ref then its dequantization, written out here as the spec: per 32
+ * values d = max|x| / 127 stored as F16, codes roundf(x / d) (x * (1 / d)), value code * d. */
+static void q8_dequant(const float *x, float *y, uint32_t n)
+{
+	for (uint32_t g = 0; g < n; g += 32) {
+		float amax = 0.0f;
+		for (uint32_t i = 0; i < 32; i++)
+			amax = fmaxf(amax, fabsf(x[g + i]));
+		const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+		const float d16 = pt_fp16_to_f32(pt_f32_to_fp16(d));
+		for (uint32_t i = 0; i < 32; i++)
+			y[g + i] = (float)(int8_t)roundf(x[g + i] * id) * d16;
+	}
+}
+
+enum { QPOS = 200, QL = 3 };
+static const struct pt_kv_layer_desc q8_desc[QL] = {
+	{ NKV, 64, 32, 0, false }, /* GQA, dk != dv */
+	{ 1, 64, 64, 40, false },  /* a sliding ring that wraps */
+	{ 1, 96, 64, 0, true },    /* MLA: V is K's first 64 values */
+};
+
+/* A Q8_0 cache attends exactly as an F32 cache holding the dequantized keys and values (the
+ * widening is exact and the chains are the F32 ones): every layer shape, whole ranges and
+ * split-K blocks, rows of queries tiled together, a softcap, groups of zeros (d = 0) and
+ * outliers; its snapshot and copy attend the same; sizes are 17/16 bytes a value. */
+PT_TEST(test_kv_q8_0_bit_identical_to_f32_of_dequantized_values)
+{
+	struct pt_kv q8, f32, snap, cp;
+	struct pt_error err = { 0 };
+	REQUIRE(pt_kv_init(&q8, PT_KV_Q8_0, QL, q8_desc, QPOS, 8, &err) == PT_OK);
+	REQUIRE(pt_kv_init(&f32, PT_KV_F32, QL, q8_desc, QPOS, 8, &err) == PT_OK);
+	REQUIRE(pt_kv_init(&snap, PT_KV_Q8_0, QL, q8_desc, QPOS, 8, &err) == PT_OK);
+	REQUIRE(pt_kv_init(&cp, PT_KV_Q8_0, QL, q8_desc, QPOS, 8, &err) == PT_OK);
+	CHECK_EQ_INT(q8.layers[1].cap, 48);
+	static float k[NKV * 96], v[NKV * 64], kd[NKV * 96], vd[NKV * 64];
+	for (int64_t p = 0; p < QPOS; p++)
+		for (uint32_t il = 0; il < QL; il++) {
+			const struct pt_kv_layer *L = &q8.layers[il];
+			const float sc = p % 5 == 0 ? 40.0f : 1.5f;
+			for (size_t i = 0; i < L->row_k; i++)
+				k[i] = p % 11 == 4 && i < 32 ? 0.0f : sc * frnd();
+			for (size_t i = 0; i < L->row_v; i++)
+				v[i] = p % 13 == 6 && i >= 32 ? 0.0f : frnd();
+			k[p % L->row_k] *= p % 3 == 0 ? 30.0f : 1.0f; /* an outlier in its group */
+			q8_dequant(k, kd, (uint32_t)L->row_k);
+			q8_dequant(v, vd, (uint32_t)L->row_v);
+			pt_kv_store(&q8, il, p, k, L->row_v ? v : NULL);
+			pt_kv_store(&f32, il, p, kd, L->row_v ? vd : NULL);
+		}
+	const uint64_t bytes = pt_kv_snapshot_bytes(&q8, QPOS);
+	CHECK_EQ_INT((long long)bytes,
+		     (long long)((208 * (NKV * 64 + NKV * 32 + 96) + 48 * (64 + 64)) * 17 / 16));
+	uint8_t *buf = pt_malloc(bytes);
+	REQUIRE(buf);
+	pt_kv_save(&q8, QPOS, buf);
+	pt_kv_load(&snap, QPOS, buf);
+	pt_kv_copy(&cp, &q8, QPOS);
+	pt_free(buf);
+	uint32_t bad = 0, runs = 0;
+	for (uint32_t il = 0; il < QL; il++) {
+		const struct pt_kv_layer *L = &q8.layers[il];
+		const uint32_t nh = L->d.n_kv_head * 4, dk = L->d.head_dim_k, dv = L->d.head_dim_v;
+		float *sa = pt_mallocn(pt_attn_scratch_floats(&q8, il, 3 * 4), sizeof(float));
+		float *sb = pt_mallocn(pt_attn_scratch_floats(&f32, il, 3 * 4), sizeof(float));
+		static float q[3 * 8 * 96], oa[8 * 64], ob[8 * 64];
+		REQUIRE(sa && sb);
+		for (int64_t pos = 3; pos < QPOS; pos += 17) {
+			for (uint32_t i = 0; i < 3 * nh * dk; i++)
+				q[i] = 2.0f * frnd();
+			for (int cap = 0; cap < 2; cap++) {
+				struct pt_attn_args a = { 0.125f, cap ? 3.0f : 0.0f, false };
+				for (uint32_t blk = 0; blk <= 40; blk += 40) {
+					pt_attn_row(&q8, il, nh, q, pos, &a, blk, oa, sa);
+					pt_attn_row(&f32, il, nh, q, pos, &a, blk, ob, sb);
+					bad += memcmp(oa, ob, (size_t)nh * dv * 4) != 0;
+					pt_attn_row(&snap, il, nh, q, pos, &a, blk, ob, sa);
+					bad += memcmp(oa, ob, (size_t)nh * dv * 4) != 0;
+					pt_attn_row(&cp, il, nh, q, pos, &a, blk, ob, sa);
+					bad += memcmp(oa, ob, (size_t)nh * dv * 4) != 0;
+					runs += 3;
+				}
+				/* three rows x 4 query heads of KV head 0 over one shared range */
+				int64_t first, count;
+				pt_kv_range(&q8, il, pos - 2, &first, &count);
+				float m[2][12], s[2][12];
+				static float acc[2][12 * 64];
+				for (int t = 0; t < 2; t++) {
+					for (int i = 0; i < 12; i++) {
+						m[t][i] = -INFINITY;
+						s[t][i] = 0.0f;
+					}
+					memset(acc[t], 0, sizeof acc[t]);
+					pt_attn_tile(t ? &f32 : &q8, il, 0, q, dk, (size_t)nh * dk, 4, 3,
+						     first, pos - 2 + 1, &a, m[t], s[t], acc[t],
+						     t ? sb : sa);
+				}
+				bad += memcmp(m[0], m[1], sizeof m[0]) != 0 ||
+				       memcmp(s[0], s[1], sizeof s[0]) != 0 ||
+				       memcmp(acc[0], acc[1], 12 * (size_t)dv * 4) != 0;
+				runs++;
+			}
+		}
+		pt_free(sa);
+		pt_free(sb);
+	}
+	CHECK(runs > 200);
+	CHECK_EQ_INT(bad, 0);
+	pt_kv_fini(&q8);
+	pt_kv_fini(&f32);
+	pt_kv_fini(&snap);
+	pt_kv_fini(&cp);
+}
+
+/* Q8_0 needs whole groups of 32 per head; the byte unit the planner uses. */
+PT_TEST(test_kv_q8_0_dims_and_value_bytes)
+{
+	struct pt_kv kv;
+	struct pt_error err = { 0 };
+	const struct pt_kv_layer_desc bad_k = { 1, 48, 32, 0, false }, bad_v = { 1, 32, 40, 0, false };
+	CHECK(pt_kv_init(&kv, PT_KV_Q8_0, 1, &bad_k, 64, 8, &err) == PT_E_INVALID);
+	CHECK(strstr(err.msg, "multiples of 32") != NULL);
+	CHECK(pt_kv_init(&kv, PT_KV_Q8_0, 1, &bad_v, 64, 8, &err) == PT_E_INVALID);
+	CHECK(pt_kv_init(&kv, PT_KV_F16, 1, &bad_k, 64, 8, &err) == PT_OK);
+	pt_kv_fini(&kv);
+	CHECK_EQ_INT((long long)pt_kv_value_bytes(PT_KV_Q8_0, 128), 136);
+	CHECK_EQ_INT((long long)pt_kv_value_bytes(PT_KV_F16, 128), 256);
+	CHECK_EQ_INT((long long)pt_kv_value_bytes(PT_KV_F32, 128), 512);
+	enum pt_kv_type t = PT_KV_F16;
+	CHECK(pt_kv_type_from_name("q8_0", &t) == 0 && t == PT_KV_Q8_0);
+	CHECK(pt_kv_type_from_name("q8", &t) == -1);
 }

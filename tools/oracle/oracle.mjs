@@ -8,6 +8,7 @@
 //          special-token text such as <|im_start|> (parse_special = true).
 //   node oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off]
 //                   [--no-check-tensors]   (skip llama.cpp's load-time data validation)
+//                   [--kv-type f16|q8_0]   (the K and V cache type; default f16)
 //                   [--batch B]   (feed the tokens in successive batches of B; default all)
 //       TOKENS-FILE: JSON array of ids (teacher forcing: exactly these tokens are fed, in one
 //       batch unless --batch, nothing is added).  OUT: raw little-endian float32 [positions][n_vocab]; row i
@@ -47,7 +48,7 @@ function usage(msg) {
 	if (msg) process.stderr.write(`oracle: error: ${msg}\n`);
 	process.stderr.write(
 		"usage: oracle.mjs tokenize MODEL TEXT-FILE [--special]\n" +
-		"       oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off] [--no-check-tensors] [--batch B]\n" +
+		"       oracle.mjs eval MODEL TOKENS-FILE OUT [--threads N] [--flash-attention auto|on|off] [--no-check-tensors] [--batch B] [--kv-type f16|q8_0]\n" +
 		"       oracle.mjs generate MODEL PROMPT N [--special] [--threads N]\n" +
 		"       oracle.mjs bench MODEL [--prompt N] [--gen N] [--threads N]\n" +
 		"       oracle.mjs batch JOBS-FILE DIR\n");
@@ -97,12 +98,15 @@ async function disposeAll() {
 	for (const f of d) await f();
 }
 
-async function newSequence(model, n, threads, fa = "auto") {
+// kvType: the K and V cache type ("f16", llama.cpp's default, or "q8_0": -ctk/-ctv q8_0).
+async function newSequence(model, n, threads, fa = "auto", kvType = "f16") {
 	const flashAttention = fa === "on" ? true : fa === "off" ? false : "auto";
 	const size = Math.max(n + 8, 64);
+	const kv = kvType === "q8_0" ? { experimentalKvCacheKeyType: "Q8_0",
+		experimentalKvCacheValueType: "Q8_0" } : {};
 	const context = await model.createContext({ contextSize: size, batchSize: size,
 		threads: { ideal: threads, min: threads }, flashAttention, swaFullCache: true,
-		sequences: 1 });
+		sequences: 1, ...kv });
 	disposers.push(() => context.dispose());
 	return { context, seq: context.getSequence() };
 }
@@ -124,11 +128,13 @@ async function cmdTokenize(args) {
 
 async function cmdEval(args) {
 	const { pos, flags } = parseFlags(args, { threads: "val", "flash-attention": "val",
-		"no-check-tensors": "bool", batch: "val" });
+		"no-check-tensors": "bool", batch: "val", "kv-type": "val" });
 	if (pos.length !== 3) usage("eval needs MODEL TOKENS-FILE OUT");
 	const threads = intFlag(flags.threads, 1, "threads");
 	const fa = flags["flash-attention"] ?? "auto";
 	if (!["auto", "on", "off"].includes(fa)) usage("--flash-attention expects auto, on or off");
+	const kvType = flags["kv-type"] ?? "f16";
+	if (!["f16", "q8_0"].includes(kvType)) usage("--kv-type expects f16 or q8_0");
 	const tokens = JSON.parse(readFileSync(pos[1], "utf8"));
 	if (!Array.isArray(tokens) || tokens.length === 0 || !tokens.every(Number.isInteger))
 		usage("TOKENS-FILE must hold a non-empty JSON array of integers");
@@ -136,7 +142,7 @@ async function cmdEval(args) {
 	const nVocab = vocabSize(model);
 	for (const t of tokens)
 		if (t < 0 || t >= nVocab) usage(`token id ${t} outside the vocabulary (${nVocab})`);
-	const { seq } = await newSequence(model, tokens.length, threads, fa);
+	const { seq } = await newSequence(model, tokens.length, threads, fa, kvType);
 	const input = tokens.map((t) => [t, { generateNext: { probabilities: true } }]);
 	// --batch B: evaluate in successive chunks of B tokens (B=1: token by token) to measure
 	// llama.cpp's own sensitivity to batching.
