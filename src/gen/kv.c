@@ -429,6 +429,22 @@ static const uint16_t *v_row(const struct pt_kv_layer *L, uint32_t kvh, size_t s
 	return (const uint16_t *)v_ptr(L, kvh, slot);
 }
 
+/* The softmax weights (g->ms, g->vs) of the call's keys [j_lo, j_hi) from its dots (a
+ * softcap applied to them first), the states m, s taken on. */
+static void weights(struct group_scratch *g, uint32_t n_q, uint32_t j_lo, uint32_t j_hi,
+		    const struct pt_attn_args *a, const struct pt_kern_attn_ops *ko, float *m,
+		    float *s)
+{
+	float scale = a->scale;
+	if (a->softcap != 0.0f) {
+		for (uint32_t i = 0; i < n_q; i++)
+			for (uint32_t j = j_lo; j < j_hi; j++)
+				g->dots[i * CHUNK + j] = score_of(g->dots[i * CHUNK + j], a);
+		scale = 1.0f;
+	}
+	ko->softmax(g->dots + j_lo, CHUNK, n_q, j_hi - j_lo, scale, m, s, g->ms, g->vs);
+}
+
 /* One call's keys [pa + j_lo, pa + j_hi) of the chunk of n_blk K blocks starting at the
  * block-aligned position pa.  next: the next chunk's position (-1: none), whose K blocks
  * and V rows the kernels request while they work on this one: a head's K blocks lie
@@ -445,14 +461,7 @@ static void chunk_f16(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, i
 	const uint16_t *k_next = next >= 0 ? k_block(L, kvh, slot_of(L, next)) : NULL;
 	const uint16_t *v_next = next >= 0 && L->row_v ? v_row(L, kvh, slot_of(L, next)) : NULL;
 	ko->dots(kb, PT_KV_BLOCK * L->row_k, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK, k_next);
-	float scale = a->scale;
-	if (a->softcap != 0.0f) {
-		for (uint32_t i = 0; i < n_q; i++)
-			for (uint32_t j = j_lo; j < j_hi; j++)
-				g->dots[i * CHUNK + j] = score_of(g->dots[i * CHUNK + j], a);
-		scale = 1.0f;
-	}
-	ko->softmax(g->dots + j_lo, CHUNK, n_q, j_hi - j_lo, scale, m, s, g->ms, g->vs);
+	weights(g, n_q, j_lo, j_hi, a, ko, m, s);
 	const uint16_t *v;
 	size_t v_stride = dv;
 	if (L->row_v) {
@@ -493,14 +502,7 @@ static void chunk_q8(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, in
 		ko->widen_q8_k(kb, (const uint16_t *)(kb + wb), dk, g->kw + b * wb, kn);
 	}
 	ko->dots_w(g->kw, wb, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK);
-	float scale = a->scale;
-	if (a->softcap != 0.0f) {
-		for (uint32_t i = 0; i < n_q; i++)
-			for (uint32_t j = j_lo; j < j_hi; j++)
-				g->dots[i * CHUNK + j] = score_of(g->dots[i * CHUNK + j], a);
-		scale = 1.0f;
-	}
-	ko->softmax(g->dots + j_lo, CHUNK, n_q, j_hi - j_lo, scale, m, s, g->ms, g->vs);
+	weights(g, n_q, j_lo, j_hi, a, ko, m, s);
 	if (L->row_v) { /* the chunk's rows: adjacent slots of one head (a chunk never wraps) */
 		const int8_t *rn = next >= 0 && nslot + j_hi <= L->cap
 					   ? (const int8_t *)v_ptr(L, kvh, nslot + j_lo)

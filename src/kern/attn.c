@@ -31,22 +31,35 @@ float pt_kern_expf(float x)
 	return p * attn_pow2(n1) * attn_pow2(n2);
 }
 
+/* Element at of F16 (wide false) or F32 data: the reference reads widened Q8_0 keys and
+ * values (dots_w, vacc_w) through the same loops as F16 ones. */
+static float elem(const void *x, size_t at, bool wide)
+{
+	return wide ? ((const float *)x)[at] : kern_fp16_to_f32(((const uint16_t *)x)[at]);
+}
+
+static void dots_any(const void *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		     size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld, bool wide)
+{
+	for (uint32_t i = 0; i < n_q; i++)
+		for (uint32_t b = 0; b < n_blk; b++)
+			for (uint32_t j = 0; j < PT_KERN_ATTN_BLOCK; j++) {
+				const size_t k = b * kb_stride + j;
+				float acc = 0.0f;
+				for (uint32_t d = 0; d < n; d++)
+					acc = fmaf(elem(kb, k + (size_t)d * PT_KERN_ATTN_BLOCK, wide),
+						   q[i * q_stride + d], acc);
+				out[i * ld + b * PT_KERN_ATTN_BLOCK + j] = acc;
+			}
+}
+
 /* The reference ignores the prefetch hints (kb_next, v_next). */
 static void dots(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
 		 size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
 		 const uint16_t *kb_next)
 {
 	(void)kb_next;
-	for (uint32_t i = 0; i < n_q; i++)
-		for (uint32_t b = 0; b < n_blk; b++)
-			for (uint32_t j = 0; j < PT_KERN_ATTN_BLOCK; j++) {
-				const uint16_t *k = kb + b * kb_stride + j;
-				float acc = 0.0f;
-				for (uint32_t d = 0; d < n; d++)
-					acc = fmaf(kern_fp16_to_f32(k[(size_t)d * PT_KERN_ATTN_BLOCK]),
-						   q[i * q_stride + d], acc);
-				out[i * ld + b * PT_KERN_ATTN_BLOCK + j] = acc;
-			}
+	dots_any(kb, kb_stride, n_blk, q, q_stride, n_q, n, out, ld, false);
 }
 
 static void softmax(const float *dots, size_t ld, uint32_t n_q, uint32_t n, float scale,
@@ -78,13 +91,13 @@ static float round_f16(float x)
 	return kern_fp16_to_f32(pt_f32_to_fp16(x));
 }
 
-static void vacc(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v, size_t v_stride,
-		 uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n, bool f16)
+static void vacc(float *acc, size_t acc_ld, uint32_t n_q, const void *v, size_t v_stride,
+		 uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n, bool f16,
+		 bool wide)
 {
 	for (uint32_t i = 0; i < n_q; i++) {
 		float *a = acc + i * acc_ld;
 		for (uint32_t j = 0; j < n_k; j++) {
-			const uint16_t *vj = v + j * v_stride;
 			const float sm = ms[i * ld + j], sv = vs[i * ld + j];
 			for (uint32_t d = 0; d < n; d++) {
 				float x = a[d];
@@ -92,7 +105,7 @@ static void vacc(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v, siz
 					x = x * sm;
 					x = f16 ? round_f16(x) : x;
 				}
-				x = fmaf(kern_fp16_to_f32(vj[d]), sv, x);
+				x = fmaf(elem(v, j * v_stride + d, wide), sv, x);
 				a[d] = f16 ? round_f16(x) : x;
 			}
 		}
@@ -104,7 +117,7 @@ static void vacc_f16(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 		     uint32_t n, const uint16_t *v_next)
 {
 	(void)v_next;
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, true, false);
 }
 
 static void vacc_f32(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
@@ -112,40 +125,19 @@ static void vacc_f32(float *acc, size_t acc_ld, uint32_t n_q, const uint16_t *v,
 		     uint32_t n, const uint16_t *v_next)
 {
 	(void)v_next;
-	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false);
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false, false);
 }
 
 static void dots_w(const float *kw, size_t kw_stride, uint32_t n_blk, const float *q,
 		   size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld)
 {
-	for (uint32_t i = 0; i < n_q; i++)
-		for (uint32_t b = 0; b < n_blk; b++)
-			for (uint32_t j = 0; j < PT_KERN_ATTN_BLOCK; j++) {
-				const float *k = kw + b * kw_stride + j;
-				float acc = 0.0f;
-				for (uint32_t d = 0; d < n; d++)
-					acc = fmaf(k[(size_t)d * PT_KERN_ATTN_BLOCK],
-						   q[i * q_stride + d], acc);
-				out[i * ld + b * PT_KERN_ATTN_BLOCK + j] = acc;
-			}
+	dots_any(kw, kw_stride, n_blk, q, q_stride, n_q, n, out, ld, true);
 }
 
 static void vacc_w(float *acc, size_t acc_ld, uint32_t n_q, const float *v, size_t v_stride,
 		   uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n)
 {
-	for (uint32_t i = 0; i < n_q; i++) {
-		float *a = acc + i * acc_ld;
-		for (uint32_t j = 0; j < n_k; j++) {
-			const float *vj = v + j * v_stride;
-			const float sm = ms[i * ld + j], sv = vs[i * ld + j];
-			for (uint32_t d = 0; d < n; d++) {
-				float x = a[d];
-				if (sm != 1.0f)
-					x = x * sm;
-				a[d] = fmaf(vj[d], sv, x);
-			}
-		}
-	}
+	vacc(acc, acc_ld, n_q, v, v_stride, n_k, ms, vs, ld, n, false, true);
 }
 
 /* The NEON level uses these two as well: the products are exact, so any order is the
@@ -220,7 +212,7 @@ static const struct pt_kern_attn_ops avx512_ops = {
 	.dots = pt_kern_attn_dots_avx512, .softmax = pt_kern_attn_softmax_avx512,
 	.vacc_f16 = pt_kern_attn_vacc_f16_avx512, .vacc_f32 = pt_kern_attn_vacc_f32_avx512,
 	.dots_w = pt_kern_attn_dots_w_avx512, .vacc_w = pt_kern_attn_vacc_w_avx512,
-	.widen_q8_k = pt_kern_widen_q8_k_avx512, .widen_q8_v = pt_kern_widen_q8_v_avx512,
+	.widen_q8_k = pt_kern_widen_q8_k_avx512, .widen_q8_v = pt_kern_widen_q8_v_avx2,
 	.scale_f32 = pt_kern_attn_scale_f32_avx2, .axpy_f32 = pt_kern_attn_axpy_f32_avx2,
 	.f16_to_f32 = pt_kern_f16_to_f32_avx2, .f32_to_f16 = pt_kern_f32_to_f16_avx2,
 };

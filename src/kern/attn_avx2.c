@@ -88,34 +88,6 @@ INLINE void widen(const uint16_t *x, float *y, uint32_t n, const uint16_t *px)
 #define DOTS_W(q) dots_blk(k, wb, 1, qi, q_stride, q, n, o, ld, NULL, true)
 
 /* 6 queries x 1 block: 12 chains, 8 loads a dimension for 12 FMAs */
-static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
-		      size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
-		      const uint16_t *kb_next)
-{
-	float w[WIDE_FLOATS];
-	const size_t wb = (size_t)n * BLK; /* a widened block */
-	const uint32_t per = (uint32_t)(WIDE_FLOATS / wb);
-	for (uint32_t b0 = 0; b0 < n_blk; b0 += per) {
-		const uint32_t nb = n_blk - b0 < per ? n_blk - b0 : per;
-		for (uint32_t b = 0; b < nb; b++)
-			widen(kb + (b0 + b) * kb_stride, w + b * wb, (uint32_t)wb,
-			      kb_next ? kb_next + (b0 + b) * kb_stride : NULL);
-		for (uint32_t b = 0; b < nb; b++)
-			for (uint32_t i = 0; i < n_q; i += 6) {
-				const float *k = w + b * wb, *qi = q + i * q_stride;
-				float *o = out + i * ld + (b0 + b) * BLK;
-				switch (n_q - i) {
-				case 1: DOTS_W(1); break;
-				case 2: DOTS_W(2); break;
-				case 3: DOTS_W(3); break;
-				case 4: DOTS_W(4); break;
-				case 5: DOTS_W(5); break;
-				default: DOTS_W(6); break;
-				}
-			}
-	}
-}
-
 void pt_kern_attn_dots_w_avx2(ATTN_DOTS_W_ARGS)
 {
 	const size_t wb = kw_stride;
@@ -132,6 +104,22 @@ void pt_kern_attn_dots_w_avx2(ATTN_DOTS_W_ARGS)
 			default: DOTS_W(6); break;
 			}
 		}
+}
+
+static void dots_wide(const uint16_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+		      size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
+		      const uint16_t *kb_next)
+{
+	float w[WIDE_FLOATS];
+	const size_t wb = (size_t)n * BLK; /* a widened block */
+	const uint32_t per = (uint32_t)(WIDE_FLOATS / wb);
+	for (uint32_t b0 = 0; b0 < n_blk; b0 += per) {
+		const uint32_t nb = n_blk - b0 < per ? n_blk - b0 : per;
+		for (uint32_t b = 0; b < nb; b++)
+			widen(kb + (b0 + b) * kb_stride, w + b * wb, (uint32_t)wb,
+			      kb_next ? kb_next + (b0 + b) * kb_stride : NULL);
+		pt_kern_attn_dots_w_avx2(w, wb, nb, q, q_stride, n_q, n, out + b0 * BLK, ld);
+	}
 }
 
 /* The first query tile of each block pair requests the next call's matching blocks. */

@@ -554,29 +554,3 @@ void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS)
 				 _mm512_mul_ps(codes16(codes + (size_t)d * BLK),
 					       load_ph(scales + d / 32 * BLK)));
 }
-
-void pt_kern_widen_q8_v_avx512(ATTN_WIDEN_Q8V_ARGS)
-{
-	const uint32_t lines = (uint32_t)((row_bytes + 63) / 64);
-	for (uint32_t r = 0; r < n_rows; r++) {
-		const int8_t *codes = rows + r * row_bytes;
-		const uint16_t *scales = (const uint16_t *)(codes + n);
-		float *yr = y + (size_t)r * n;
-		if (next)
-			for (uint32_t l = 0; l < lines; l++)
-				_mm_prefetch((const char *)(next + r * row_bytes + 64 * l), _MM_HINT_T0);
-		uint32_t d0 = 0;
-		for (; d0 + 32 <= n; d0 += 32) {
-			uint16_t h;
-			memcpy(&h, scales + d0 / 32, sizeof h);
-			const __m512 sc = _mm512_set1_ps(_cvtsh_ss(h));
-			_mm512_storeu_ps(yr + d0, _mm512_mul_ps(codes16(codes + d0), sc));
-			_mm512_storeu_ps(yr + d0 + 16, _mm512_mul_ps(codes16(codes + d0 + 16), sc));
-		}
-		for (uint32_t d = d0; d < n; d++) { /* a partial group (not in the cache's use) */
-			uint16_t h;
-			memcpy(&h, scales + d / 32, sizeof h);
-			yr[d] = (float)codes[d] * _cvtsh_ss(h);
-		}
-	}
-}

@@ -123,7 +123,6 @@ void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS);
 void pt_kern_attn_dots_w_avx512(ATTN_DOTS_W_ARGS);
 void pt_kern_attn_vacc_w_avx512(ATTN_VACC_W_ARGS);
 void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS);
-void pt_kern_widen_q8_v_avx512(ATTN_WIDEN_Q8V_ARGS);
 
 /* aarch64 Advanced SIMD (attn_neon.c): every aarch64 level */
 void pt_kern_attn_dots_neon(ATTN_DOTS_ARGS);
