@@ -41,10 +41,13 @@ static const char *model(enum pt_arch arch, const char *name)
 	return pt_mkmodel_write(&mo, &err) == PT_OK ? path : NULL;
 }
 
+static enum pt_kv_type kv_type = PT_KV_F16; /* the engines' KV cache type */
+
 static pt_engine *engine(const char *path, uint32_t n_seq)
 {
 	struct pt_engine_opts o = { .model_path = path, .threads = 2, .n_ctx = 96, .n_batch = 8,
-				    .no_lock = true, .n_seq = n_seq, .memory_budget = 1ull << 30 };
+				    .no_lock = true, .n_seq = n_seq, .memory_budget = 1ull << 30,
+				    .kv_type = kv_type };
 	pt_engine *e = NULL;
 	struct pt_error err = { 0 };
 	return pt_engine_open(&o, &e, &err) == PT_OK ? e : NULL;
@@ -179,6 +182,16 @@ PT_TEST(test_gen_slot_parallel_equals_alone_greedy)
 PT_TEST(test_gen_slot_parallel_equals_alone_seeded)
 {
 	check_parallel_equals_alone(PT_ARCH_BAILINGMOE2, "slot_b.gguf", true);
+}
+
+/* The Q8_0 cache attends in F32 over its dequantized values whatever the chunk: batched
+ * with others and fed 8 rows at a time, each request still gets the tokens it gets alone
+ * (gemma4: its sliding rings wrap while decoding). */
+PT_TEST(test_gen_slot_parallel_equals_alone_q8_0_kv)
+{
+	kv_type = PT_KV_Q8_0;
+	check_parallel_equals_alone(PT_ARCH_GEMMA4, "slot_g8.gguf", false);
+	kv_type = PT_KV_F16;
 }
 
 /* Forces even ids through the token-choice hook; the per-token hook sees each id and its
