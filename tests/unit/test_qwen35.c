@@ -312,7 +312,7 @@ static pt_engine *ec_open(const char *path, enum pt_kv_type kv, struct pt_error 
 /* The edited conversation on a warm engine restores the boundary checkpoint at 70 (the
  * nearest at or before the edit), evaluates from there, and its logits are byte-identical
  * to a fresh engine's run of the whole edited conversation: with the default chunked delta
- * rule, F32 and F16 KV, because both evaluate the same pieces. */
+ * rule, F32, F16 and Q8_0 KV, because both evaluate the same pieces. */
 static void check_edit_mid(const char *path, enum pt_kv_type kv)
 {
 	struct pt_error err = { 0 };
@@ -360,6 +360,7 @@ PT_TEST(test_qwen35_edit_mid_conversation)
 	REQUIRE(pt_mkmodel_write(&o, &err) == PT_OK);
 	check_edit_mid(path, PT_KV_F32);
 	check_edit_mid(path, PT_KV_F16);
+	check_edit_mid(path, PT_KV_Q8_0);
 }
 
 /* Eviction keeps the newest and spreads the rest: the copy whose removal leaves the
