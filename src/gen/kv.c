@@ -493,20 +493,37 @@ static void chunk_q8(const struct pt_kv_layer *L, uint32_t kvh, uint32_t n_q, in
 	const uint32_t dk = L->d.head_dim_k, dv = L->d.head_dim_v;
 	const size_t slot = slot_of(L, pa), nslot = next >= 0 ? slot_of(L, next) : 0;
 	const size_t wb = (size_t)dk * PT_KV_BLOCK;
-	for (uint32_t b = 0; b < n_blk; b++) {
-		const int8_t *kb = k_block_q8(L, kvh, slot + (size_t)b * PT_KV_BLOCK);
-		/* the next chunk's block b, where the ring has it */
-		const int8_t *kn = next >= 0 && nslot + (size_t)(b + 1) * PT_KV_BLOCK <= L->cap
-					   ? k_block_q8(L, kvh, nslot + (size_t)b * PT_KV_BLOCK)
+	/* few queries (a decode's GQA group) read the codes in place: widening them costs
+	 * more than it saves for fewer than a tile's worth of queries (MLA gathers its V out
+	 * of the widened keys, so it widens) */
+	const bool in_place = n_q <= 8 && L->row_v && ko->dots_q8 && ko->vacc_q8;
+	if (in_place) {
+		const int8_t *kn = next >= 0 && nslot + (size_t)n_blk * PT_KV_BLOCK <= L->cap
+					   ? k_block_q8(L, kvh, nslot)
 					   : NULL;
-		ko->widen_q8_k(kb, (const uint16_t *)(kb + wb), dk, g->kw + b * wb, kn);
+		ko->dots_q8(k_block_q8(L, kvh, slot), PT_KV_BLOCK * L->k_slot_bytes, n_blk, g->q,
+			    dk, n_q, dk, g->dots, CHUNK, kn);
+	} else {
+		for (uint32_t b = 0; b < n_blk; b++) {
+			const int8_t *kb = k_block_q8(L, kvh, slot + (size_t)b * PT_KV_BLOCK);
+			/* the next chunk's block b, where the ring has it */
+			const int8_t *kn = next >= 0 && nslot + (size_t)(b + 1) * PT_KV_BLOCK <= L->cap
+						   ? k_block_q8(L, kvh, nslot + (size_t)b * PT_KV_BLOCK)
+						   : NULL;
+			ko->widen_q8_k(kb, (const uint16_t *)(kb + wb), dk, g->kw + b * wb, kn);
+		}
+		ko->dots_w(g->kw, wb, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK);
 	}
-	ko->dots_w(g->kw, wb, n_blk, g->q, dk, n_q, dk, g->dots, CHUNK);
 	weights(g, n_q, j_lo, j_hi, a, ko, m, s);
+	const int8_t *rn = next >= 0 && L->row_v && nslot + j_hi <= L->cap
+				   ? (const int8_t *)v_ptr(L, kvh, nslot + j_lo)
+				   : NULL;
+	if (in_place) {
+		ko->vacc_q8(acc, dv, n_q, (const int8_t *)v_ptr(L, kvh, slot + j_lo),
+			    L->v_row_bytes, j_hi - j_lo, g->ms, g->vs, CHUNK, dv, rn);
+		return;
+	}
 	if (L->row_v) { /* the chunk's rows: adjacent slots of one head (a chunk never wraps) */
-		const int8_t *rn = next >= 0 && nslot + j_hi <= L->cap
-					   ? (const int8_t *)v_ptr(L, kvh, nslot + j_lo)
-					   : NULL;
 		ko->widen_q8_v((const int8_t *)v_ptr(L, kvh, slot + j_lo), L->v_row_bytes,
 			       j_hi - j_lo, dv, g->vw, rn);
 	} else { /* V in K (MLA): key j's first dv values of the widened blocks */

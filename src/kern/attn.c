@@ -204,6 +204,7 @@ static const struct pt_kern_attn_ops avx2_ops = {
 	.vacc_f16 = pt_kern_attn_vacc_f16_avx2, .vacc_f32 = pt_kern_attn_vacc_f32_avx2,
 	.dots_w = pt_kern_attn_dots_w_avx2, .vacc_w = pt_kern_attn_vacc_w_avx2,
 	.widen_q8_k = pt_kern_widen_q8_k_avx2, .widen_q8_v = pt_kern_widen_q8_v_avx2,
+	.dots_q8 = pt_kern_attn_dots_q8_avx2, .vacc_q8 = pt_kern_attn_vacc_q8_avx2,
 	.scale_f32 = pt_kern_attn_scale_f32_avx2, .axpy_f32 = pt_kern_attn_axpy_f32_avx2,
 	.f16_to_f32 = pt_kern_f16_to_f32_avx2, .f32_to_f16 = pt_kern_f32_to_f16_avx2,
 };
@@ -213,6 +214,7 @@ static const struct pt_kern_attn_ops avx512_ops = {
 	.vacc_f16 = pt_kern_attn_vacc_f16_avx512, .vacc_f32 = pt_kern_attn_vacc_f32_avx512,
 	.dots_w = pt_kern_attn_dots_w_avx512, .vacc_w = pt_kern_attn_vacc_w_avx512,
 	.widen_q8_k = pt_kern_widen_q8_k_avx512, .widen_q8_v = pt_kern_widen_q8_v_avx2,
+	.dots_q8 = pt_kern_attn_dots_q8_avx512, .vacc_q8 = pt_kern_attn_vacc_q8_avx512,
 	.scale_f32 = pt_kern_attn_scale_f32_avx2, .axpy_f32 = pt_kern_attn_axpy_f32_avx2,
 	.f16_to_f32 = pt_kern_f16_to_f32_avx2, .f32_to_f16 = pt_kern_f32_to_f16_avx2,
 };

@@ -617,3 +617,131 @@ void pt_kern_f32_to_f16_avx2(const float *x, uint16_t *y, uint32_t n)
 	for (; i < n; i++)
 		y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
+
+/* ---- Q8_0 in place, for few queries (a decode's GQA group) ---------------------------------- */
+
+/* One block (16 keys: two vectors) x nq <= 6 queries; the block's scale vectors change every
+ * 32 dimensions.  pk: the next call's matching block, a line of codes per 4 dimensions. */
+INLINE void dots_q8_blk(const int8_t *k, const float *q, size_t q_stride, const uint32_t nq,
+			uint32_t n, float *out, size_t ld, const int8_t *pk)
+{
+	__m256 a[6][2];
+	_Pragma("GCC unroll 6")
+	for (uint32_t i = 0; i < nq; i++)
+		a[i][0] = a[i][1] = _mm256_setzero_ps();
+	const size_t sc_at = (size_t)n * BLK;
+	for (uint32_t d0 = 0; d0 < n; d0 += 32) {
+		const uint16_t *sp = (const uint16_t *)(k + sc_at) + d0 / 32 * BLK;
+		const __m256 s0 = scales8(sp), s1 = scales8(sp + 8);
+		if (pk && d0 % 64 == 0)
+			_mm_prefetch((const char *)(pk + sc_at) + d0, _MM_HINT_T0);
+		for (uint32_t d = d0; d < d0 + 32; d++) {
+			if (pk && d % 4 == 0)
+				_mm_prefetch((const char *)(pk + (size_t)d * BLK), _MM_HINT_T0);
+			const __m256 k0 = _mm256_mul_ps(codes8(k + (size_t)d * BLK), s0);
+			const __m256 k1 = _mm256_mul_ps(codes8(k + (size_t)d * BLK + 8), s1);
+			_Pragma("GCC unroll 6")
+			for (uint32_t i = 0; i < nq; i++) {
+				const __m256 qb = _mm256_set1_ps(q[i * q_stride + d]);
+				a[i][0] = _mm256_fmadd_ps(k0, qb, a[i][0]);
+				a[i][1] = _mm256_fmadd_ps(k1, qb, a[i][1]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 6")
+	for (uint32_t i = 0; i < nq; i++) {
+		_mm256_storeu_ps(out + i * ld, a[i][0]);
+		_mm256_storeu_ps(out + i * ld + 8, a[i][1]);
+	}
+}
+
+#define DQ8(q) dots_q8_blk(k, qi, q_stride, q, n, o, ld, pk)
+
+void pt_kern_attn_dots_q8_avx2(const int8_t *kb, size_t kb_stride, uint32_t n_blk,
+			       const float *q, size_t q_stride, uint32_t n_q, uint32_t n,
+			       float *out, size_t ld, const int8_t *kb_next)
+{
+	for (uint32_t b = 0; b < n_blk; b++) {
+		const int8_t *k = kb + b * kb_stride;
+		const int8_t *pk = kb_next ? kb_next + b * kb_stride : NULL;
+		for (uint32_t i = 0; i < n_q; i += 6, pk = NULL) {
+			const float *qi = q + i * q_stride;
+			float *o = out + i * ld + b * BLK;
+			switch (n_q - i < 6 ? n_q - i : 6) {
+			case 1: DQ8(1); break;
+			case 2: DQ8(2); break;
+			case 3: DQ8(3); break;
+			case 4: DQ8(4); break;
+			case 5: DQ8(5); break;
+			default: DQ8(6); break;
+			}
+		}
+	}
+}
+
+/* nq <= 6 queries x 16 values of rows rb bytes apart (codes, then a scale per 32). */
+INLINE void vacc_q8_cols(float *acc, size_t acc_ld, const uint32_t nq, const int8_t *v,
+			 size_t rb, uint32_t n, uint32_t d, uint32_t n_k, const float *ms,
+			 const float *vs, size_t ld, const int8_t *pv)
+{
+	__m256 a[6][2];
+	_Pragma("GCC unroll 6")
+	for (uint32_t i = 0; i < nq; i++) {
+		a[i][0] = _mm256_loadu_ps(acc + i * acc_ld + d);
+		a[i][1] = _mm256_loadu_ps(acc + i * acc_ld + d + 8);
+	}
+	const uint64_t scaled = keys_scaled(ms, ld, nq, n_k);
+	for (uint32_t j = 0; j < n_k; j++) {
+		const int8_t *row = v + j * rb;
+		if (pv && d % 64 == 0)
+			_mm_prefetch((const char *)(pv + j * rb + d), _MM_HINT_T0);
+		uint16_t h;
+		memcpy(&h, row + n + d / 32 * 2, sizeof h);
+		const __m256 s = _mm256_set1_ps(_cvtsh_ss(h));
+		const __m256 x0 = _mm256_mul_ps(codes8(row + d), s);
+		const __m256 x1 = _mm256_mul_ps(codes8(row + d + 8), s);
+		if (__builtin_expect((scaled >> j) & 1, 0)) {
+			_Pragma("GCC unroll 6")
+			for (uint32_t i = 0; i < nq; i++) {
+				const float sm = ms[i * ld + j];
+				if (sm != 1.0f) {
+					a[i][0] = _mm256_mul_ps(a[i][0], _mm256_set1_ps(sm));
+					a[i][1] = _mm256_mul_ps(a[i][1], _mm256_set1_ps(sm));
+				}
+			}
+		}
+		_Pragma("GCC unroll 6")
+		for (uint32_t i = 0; i < nq; i++) {
+			const __m256 w = _mm256_set1_ps(vs[i * ld + j]);
+			a[i][0] = _mm256_fmadd_ps(x0, w, a[i][0]);
+			a[i][1] = _mm256_fmadd_ps(x1, w, a[i][1]);
+		}
+	}
+	_Pragma("GCC unroll 6")
+	for (uint32_t i = 0; i < nq; i++) {
+		_mm256_storeu_ps(acc + i * acc_ld + d, a[i][0]);
+		_mm256_storeu_ps(acc + i * acc_ld + d + 8, a[i][1]);
+	}
+}
+
+#define VQ8(q) vacc_q8_cols(acc + i * acc_ld, acc_ld, q, v, v_stride, n, d, n_k, ms + i * ld, \
+			    vs + i * ld, ld, pv)
+
+void pt_kern_attn_vacc_q8_avx2(float *acc, size_t acc_ld, uint32_t n_q, const int8_t *v,
+			       size_t v_stride, uint32_t n_k, const float *ms, const float *vs,
+			       size_t ld, uint32_t n, const int8_t *v_next)
+{
+	for (uint32_t d = 0; d + 16 <= n; d += 16)
+		for (uint32_t i = 0; i < n_q; i += 6) {
+			/* the first query tile requests the next call's rows */
+			const int8_t *pv = i == 0 ? v_next : NULL;
+			switch (n_q - i < 6 ? n_q - i : 6) {
+			case 1: VQ8(1); break;
+			case 2: VQ8(2); break;
+			case 3: VQ8(3); break;
+			case 4: VQ8(4); break;
+			case 5: VQ8(5); break;
+			default: VQ8(6); break;
+			}
+		}
+}

@@ -27,6 +27,12 @@ INLINE __m512 load_ph(const uint16_t *p)
 	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
+/* Sixteen int8 codes as F32. */
+INLINE __m512 codes16(const int8_t *p)
+{
+	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
 /* ---- key dots ------------------------------------------------------------------------------ */
 
 /* pk (NULL: none): the next call's blocks matching these, whose lines are requested one per
@@ -529,11 +535,6 @@ void pt_kern_attn_vacc_w_avx512(ATTN_VACC_W_ARGS)
 
 /* ---- Q8_0 widening (the products are exact: any order is the reference's) ------------------ */
 
-INLINE __m512 codes16(const int8_t *p)
-{
-	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
-}
-
 void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS)
 {
 	const size_t sc_at = (size_t)n * BLK; /* the scales follow the codes */
@@ -553,4 +554,164 @@ void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS)
 		_mm512_storeu_ps(y + (size_t)d * BLK,
 				 _mm512_mul_ps(codes16(codes + (size_t)d * BLK),
 					       load_ph(scales + d / 32 * BLK)));
+}
+
+/* ---- Q8_0 in place, for few queries (a decode's GQA group) ---------------------------------- */
+
+/* nb <= 4 blocks x nq <= 8 queries; each block's 16 keys x 32 dims share a scale vector, the
+ * codes of a dimension are widened in registers once for the tile's queries.  pk: the next
+ * call's matching blocks, a line of codes per 4 dimensions and the scales' lines. */
+INLINE void dots_q8_blk(const int8_t *k, size_t kb_stride, const int nb, const float *q,
+			size_t q_stride, const uint32_t nq, uint32_t n, float *out, size_t ld,
+			const int8_t *pk)
+{
+	__m512 a[8][4];
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int b = 0; b < nb; b++)
+			a[i][b] = _mm512_setzero_ps();
+	const size_t sc_at = (size_t)n * BLK;
+	for (uint32_t d0 = 0; d0 < n; d0 += 32) {
+		__m512 sc[4];
+		_Pragma("GCC unroll 4")
+		for (int b = 0; b < nb; b++) {
+			sc[b] = load_ph((const uint16_t *)(k + b * kb_stride + sc_at) + d0 / 32 * BLK);
+			if (pk && d0 % 64 == 0)
+				_mm_prefetch((const char *)(pk + b * kb_stride + sc_at) + d0, _MM_HINT_T0);
+		}
+		for (uint32_t d = d0; d < d0 + 32; d++) {
+			__m512 kk[4];
+			_Pragma("GCC unroll 4")
+			for (int b = 0; b < nb; b++) {
+				if (pk && d % 4 == 0)
+					_mm_prefetch((const char *)(pk + b * kb_stride + (size_t)d * BLK),
+						     _MM_HINT_T0);
+				kk[b] = _mm512_mul_ps(codes16(k + b * kb_stride + (size_t)d * BLK), sc[b]);
+			}
+			_Pragma("GCC unroll 8")
+			for (uint32_t i = 0; i < nq; i++) {
+				const __m512 qb = _mm512_set1_ps(q[i * q_stride + d]);
+				_Pragma("GCC unroll 4")
+				for (int b = 0; b < nb; b++)
+					a[i][b] = _mm512_fmadd_ps(kk[b], qb, a[i][b]);
+			}
+		}
+	}
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 4")
+		for (int b = 0; b < nb; b++)
+			_mm512_storeu_ps(out + i * ld + b * BLK, a[i][b]);
+}
+
+#define DQ8(nb, q) dots_q8_blk(k, kb_stride, nb, qi, q_stride, q, n, o, ld, pk)
+#define DQ8_Q(nb, q_max)                                                                      \
+	switch (n_q - i < q_max ? n_q - i : q_max) {                                          \
+	case 1: DQ8(nb, 1); break;                                                            \
+	case 2: DQ8(nb, 2); break;                                                            \
+	case 3: DQ8(nb, 3); break;                                                            \
+	case 4: DQ8(nb, 4); break;                                                            \
+	case 5: DQ8(nb, 5); break;                                                            \
+	case 6: DQ8(nb, 6); break;                                                            \
+	case 7: DQ8(nb, 7); break;                                                            \
+	default: DQ8(nb, 8); break;                                                           \
+	}
+
+/* Up to 4 queries: 4 blocks a tile; more: 2 blocks x 8 (16 chains either way). */
+void pt_kern_attn_dots_q8_avx512(const int8_t *kb, size_t kb_stride, uint32_t n_blk,
+				 const float *q, size_t q_stride, uint32_t n_q, uint32_t n,
+				 float *out, size_t ld, const int8_t *kb_next)
+{
+	const uint32_t step = n_q <= 4 ? 4 : 2;
+	for (uint32_t b = 0; b < n_blk; b += step) {
+		const int8_t *k = kb + b * kb_stride;
+		const int8_t *pk = kb_next ? kb_next + b * kb_stride : NULL;
+		const uint32_t nb = n_blk - b < step ? n_blk - b : step;
+		for (uint32_t i = 0; i < n_q; i += 8, pk = NULL) {
+			const float *qi = q + i * q_stride;
+			float *o = out + i * ld + b * BLK;
+			if (nb == 4) {
+				DQ8_Q(4, 4)
+			} else if (nb == 3) {
+				DQ8_Q(3, 4)
+			} else if (nb == 2) {
+				DQ8_Q(2, 8)
+			} else {
+				DQ8_Q(1, 8)
+			}
+		}
+	}
+}
+
+/* nq <= 8 queries x 32 values (one scale a row): each row's codes widened in registers
+ * once for all the tile's queries.  pv: the next call's rows, requested a row at a time. */
+INLINE void vacc_q8_cols(float *acc, size_t acc_ld, const uint32_t nq, const int8_t *v,
+			 size_t rb, uint32_t n, uint32_t d, uint32_t n_k, const float *ms,
+			 const float *vs, size_t ld, const int8_t *pv)
+{
+	__m512 a[8][2];
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 2")
+		for (int c = 0; c < 2; c++)
+			a[i][c] = _mm512_loadu_ps(acc + i * acc_ld + d + 16 * c);
+	uint64_t scaled = 0;
+	for (uint32_t j = 0; j < n_k; j++) {
+		const int8_t *row = v + j * rb;
+		if (j % 64 == 0)
+			scaled = keys_scaled(ms, ld, nq, j, n_k);
+		if (pv && d % 64 == 0)
+			_mm_prefetch((const char *)(pv + j * rb + d), _MM_HINT_T0);
+		uint16_t h;
+		memcpy(&h, row + n + d / 16, sizeof h);
+		const __m512 s = _mm512_set1_ps(_cvtsh_ss(h));
+		const __m512 x0 = _mm512_mul_ps(codes16(row + d), s);
+		const __m512 x1 = _mm512_mul_ps(codes16(row + d + 16), s);
+		if (__builtin_expect((scaled >> (j % 64)) & 1, 0)) {
+			_Pragma("GCC unroll 8")
+			for (uint32_t i = 0; i < nq; i++) {
+				const float sm = ms[i * ld + j];
+				if (sm != 1.0f) {
+					a[i][0] = _mm512_mul_ps(a[i][0], _mm512_set1_ps(sm));
+					a[i][1] = _mm512_mul_ps(a[i][1], _mm512_set1_ps(sm));
+				}
+			}
+		}
+		_Pragma("GCC unroll 8")
+		for (uint32_t i = 0; i < nq; i++) {
+			const __m512 w = _mm512_set1_ps(vs[i * ld + j]);
+			a[i][0] = _mm512_fmadd_ps(x0, w, a[i][0]);
+			a[i][1] = _mm512_fmadd_ps(x1, w, a[i][1]);
+		}
+	}
+	_Pragma("GCC unroll 8")
+	for (uint32_t i = 0; i < nq; i++)
+		_Pragma("GCC unroll 2")
+		for (int c = 0; c < 2; c++)
+			_mm512_storeu_ps(acc + i * acc_ld + d + 16 * c, a[i][c]);
+}
+
+#define VQ8(q) vacc_q8_cols(acc + i * acc_ld, acc_ld, q, v, v_stride, n, d, n_k, ms + i * ld, \
+			    vs + i * ld, ld, pv)
+
+void pt_kern_attn_vacc_q8_avx512(float *acc, size_t acc_ld, uint32_t n_q, const int8_t *v,
+				 size_t v_stride, uint32_t n_k, const float *ms, const float *vs,
+				 size_t ld, uint32_t n, const int8_t *v_next)
+{
+	for (uint32_t d = 0; d + 32 <= n; d += 32)
+		for (uint32_t i = 0; i < n_q; i += 8) {
+			/* the first query tile requests the next call's rows */
+			const int8_t *pv = i == 0 ? v_next : NULL;
+			switch (n_q - i < 8 ? n_q - i : 8) {
+			case 1: VQ8(1); break;
+			case 2: VQ8(2); break;
+			case 3: VQ8(3); break;
+			case 4: VQ8(4); break;
+			case 5: VQ8(5); break;
+			case 6: VQ8(6); break;
+			case 7: VQ8(7); break;
+			default: VQ8(8); break;
+			}
+		}
 }

@@ -111,6 +111,12 @@ void pt_kern_attn_dots_w_avx2(ATTN_DOTS_W_ARGS);
 void pt_kern_attn_vacc_w_avx2(ATTN_VACC_W_ARGS);
 void pt_kern_widen_q8_k_avx2(ATTN_WIDEN_Q8_ARGS);
 void pt_kern_widen_q8_v_avx2(ATTN_WIDEN_Q8V_ARGS);
+void pt_kern_attn_dots_q8_avx2(const int8_t *kb, size_t kb_stride, uint32_t n_blk,
+			       const float *q, size_t q_stride, uint32_t n_q, uint32_t n,
+			       float *out, size_t ld, const int8_t *kb_next);
+void pt_kern_attn_vacc_q8_avx2(float *acc, size_t acc_ld, uint32_t n_q, const int8_t *v,
+			       size_t v_stride, uint32_t n_k, const float *ms, const float *vs,
+			       size_t ld, uint32_t n, const int8_t *v_next);
 void pt_kern_attn_scale_f32_avx2(float *acc, float ms, uint32_t n);
 void pt_kern_attn_axpy_f32_avx2(float *acc, const float *v, float vs, uint32_t n);
 void pt_kern_f16_to_f32_avx2(const uint16_t *x, float *y, uint32_t n);
@@ -123,6 +129,12 @@ void pt_kern_attn_vacc_f32_avx512(ATTN_VACC_ARGS);
 void pt_kern_attn_dots_w_avx512(ATTN_DOTS_W_ARGS);
 void pt_kern_attn_vacc_w_avx512(ATTN_VACC_W_ARGS);
 void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS);
+void pt_kern_attn_dots_q8_avx512(const int8_t *kb, size_t kb_stride, uint32_t n_blk,
+				 const float *q, size_t q_stride, uint32_t n_q, uint32_t n,
+				 float *out, size_t ld, const int8_t *kb_next);
+void pt_kern_attn_vacc_q8_avx512(float *acc, size_t acc_ld, uint32_t n_q, const int8_t *v,
+				 size_t v_stride, uint32_t n_k, const float *ms, const float *vs,
+				 size_t ld, uint32_t n, const int8_t *v_next);
 
 /* aarch64 Advanced SIMD (attn_neon.c): every aarch64 level */
 void pt_kern_attn_dots_neon(ATTN_DOTS_ARGS);

@@ -413,6 +413,17 @@ struct pt_kern_attn_ops {
 			   const int8_t *next);
 	void (*widen_q8_v)(const int8_t *rows, size_t row_bytes, uint32_t n_rows, uint32_t n,
 			   float *y, const int8_t *next);
+	/* The same as widen_q8_k + dots_w and widen_q8_v + vacc_w for calls of few queries (a
+	 * decode's GQA group), reading the Q8_0 codes and scales in place: the widening's stores
+	 * cost more than 8 queries save.  K blocks kb_stride bytes apart, V rows v_stride bytes
+	 * apart (layouts as above); n a multiple of 32; n_q <= 8; n_k <= 64.  NULL at a level
+	 * without them (the caller widens). */
+	void (*dots_q8)(const int8_t *kb, size_t kb_stride, uint32_t n_blk, const float *q,
+			size_t q_stride, uint32_t n_q, uint32_t n, float *out, size_t ld,
+			const int8_t *kb_next);
+	void (*vacc_q8)(float *acc, size_t acc_ld, uint32_t n_q, const int8_t *v,
+			size_t v_stride, uint32_t n_k, const float *ms, const float *vs, size_t ld,
+			uint32_t n, const int8_t *v_next);
 	void (*scale_f32)(float *acc, float ms, uint32_t n);                 /* acc *= ms */
 	void (*axpy_f32)(float *acc, const float *v, float vs, uint32_t n);  /* fma */
 	void (*f16_to_f32)(const uint16_t *x, float *y, uint32_t n);

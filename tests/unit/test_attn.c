@@ -193,7 +193,7 @@ PT_TEST(test_attn_q8_widened_kernels_levels_bit_identical)
 	static int8_t codes[2][4][512 * BLK];
 	static uint16_t scales[2][4][512 / 32 * BLK];
 	static float kw[2][4 * 512 * BLK], vw[2][LD * 512], q[MAX_Q][512];
-	static int8_t vrows[BLK * (512 + 512 / 16)];
+	static int8_t vrows[LD * (512 + 512 / 16)], kq8[4 * 17 * 512];
 	static float a[MAX_Q * LD], b[MAX_Q * LD], acc_a[MAX_Q * 512], acc_b[MAX_Q * 512];
 	static float ms[MAX_Q * LD], vs[MAX_Q * LD];
 	static const uint32_t qdims[] = { 32, 64, 96, 128, 256, 512 };
@@ -252,6 +252,38 @@ PT_TEST(test_attn_q8_widened_kernels_levels_bit_identical)
 				const uint32_t n_k = 1 + (uint32_t)(trial * 5) % BLK;
 				ref->vacc_w(acc_a, 512, n_q, vw[0], n, n_k, ms, vs, LD, n);
 				ops->vacc_w(acc_b, 512, n_q, vw[0], n, n_k, ms, vs, LD, n);
+				CHECK(same_bits(acc_a, acc_b, n_q * 512));
+				if (!ops->dots_q8 || n_q > 8)
+					continue;
+				/* in place (few queries): the same bits as widening first.  K: the
+				 * blocks as the cache lays them, codes then scales, 17 n bytes apart */
+				for (int bb = 0; bb < 4; bb++) {
+					memcpy(kq8 + bb * 17 * n, codes[0][bb], (size_t)n * BLK);
+					memcpy(kq8 + bb * 17 * n + n * BLK, scales[0][bb], (size_t)n);
+				}
+				memset(b, 0, sizeof b);
+				ops->dots_q8(kq8, 17 * (size_t)n, n_blk, q[0], 512, n_q, n, b, LD,
+					     trial % 2 ? kq8 + 17 * n : NULL);
+				ref->dots_w(kw[0], (size_t)n * BLK, n_blk, q[0], 512, n_q, n, a, LD);
+				CHECK(same_bits(a, b, MAX_Q * LD));
+				/* V: up to 64 rows of n codes then their scales */
+				const uint32_t nk8 = trial % 3 == 1 ? LD : 1 + (uint32_t)(trial * 11 + di) % LD;
+				for (uint32_t j = 0; j < nk8; j++) {
+					int8_t *row = vrows + j * rb;
+					for (uint32_t d = 0; d < n; d++)
+						row[d] = (int8_t)(rng_next(&seed) % 255 - 127);
+					for (uint32_t g = 0; g < n / 32; g++) {
+						const uint16_t h = pt_f32_to_fp16(rnd(&seed, 0.05f));
+						memcpy(row + n + 2 * g, &h, 2);
+					}
+				}
+				ref->widen_q8_v(vrows, rb, nk8, n, vw[0], NULL);
+				for (uint32_t i = 0; i < n_q * 512; i++)
+					acc_a[i] = rnd(&seed, 4.0f);
+				memcpy(acc_b, acc_a, sizeof acc_a);
+				ref->vacc_w(acc_a, 512, n_q, vw[0], n, nk8, ms, vs, LD, n);
+				ops->vacc_q8(acc_b, 512, n_q, vrows, rb, nk8, ms, vs, LD, n,
+					     trial % 2 ? vrows + rb : NULL);
 				CHECK(same_bits(acc_a, acc_b, n_q * 512));
 			}
 		}
