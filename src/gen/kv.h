@@ -21,7 +21,8 @@
  * BLOCK] F16): 17 x head_dim bytes a head.  A V row is its head_dim_v codes then the
  * head_dim_v / 32 scales.  Attention widens each call's keys and values to F32 (d x code is
  * exact) and runs F32 queries and F32 accumulation on them, the F32 cache's numerics on the
- * dequantized values (llama.cpp also quantizes the query to Q8_0 for its K.Q dots).
+ * dequantized values (llama.cpp also quantizes the query to Q8_0 for its K.Q dots); calls
+ * of up to 8 queries (a decode) widen in registers instead (the same values).
  *
  * Attention numerics (the caller picks, pt_attn_args.f32_acc; the forward pass's choice:
  * src/model/forward.h, pt_attn_numerics): ggml's CPU flash-attention one-row path
