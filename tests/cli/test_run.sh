@@ -241,6 +241,10 @@ if "$PARTICLE" mkmodel --arch qwen3moe --preset small --layers 1 --quant q4_k_m 
 	expect_grep "$TMP/err" "particle: repack: [1-9][0-9]* matrices\|repack: skipped" \
 		"the last of --no-repack / --repack counts"
 	serve_log() { # serve_log FLAGS...: serve's stderr until it listens, in $TMP/serve.err
+		# emptied here, not only by the background job's redirection: the loop below must
+		# not find the previous serve's "http://" before the new job has truncated the file
+		: >"$TMP/serve.out"
+		: >"$TMP/serve.err"
 		"$PARTICLE" serve -m "$R" --port 0 --no-lock --verbose "$@" >"$TMP/serve.out" \
 			2>"$TMP/serve.err" &
 		spid=$!
