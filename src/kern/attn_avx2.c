@@ -531,17 +531,16 @@ INLINE __m256 scales8(const uint16_t *p)
 void pt_kern_widen_q8_k_avx2(ATTN_WIDEN_Q8_ARGS)
 {
 	const size_t sc_at = (size_t)n * BLK; /* the scales follow the codes */
-	for (uint32_t d0 = 0; d0 < n; d0 += 32) {
+	for (uint32_t d0 = 0; d0 + 32 <= n; d0 += 32) {
 		const __m256 s0 = scales8(scales + d0 / 32 * BLK);
 		const __m256 s1 = scales8(scales + d0 / 32 * BLK + 8);
-		const uint32_t d1 = n - d0 < 32 ? n : d0 + 32;
 		if (next) /* 32 dims: 8 lines of codes, half a line of scales */
-			for (uint32_t l = 0; l < (d1 - d0 + 3) / 4; l++)
+			for (uint32_t l = 0; l < 8; l++)
 				_mm_prefetch((const char *)(next + (size_t)d0 * BLK + 64 * l),
 					     _MM_HINT_T0);
 		if (next && d0 % 64 == 0)
 			_mm_prefetch((const char *)(next + sc_at) + d0, _MM_HINT_T0);
-		for (uint32_t d = d0; d < d1; d++) {
+		for (uint32_t d = d0; d < d0 + 32; d++) {
 			_mm256_storeu_ps(y + (size_t)d * BLK,
 					 _mm256_mul_ps(codes8(codes + (size_t)d * BLK), s0));
 			_mm256_storeu_ps(y + (size_t)d * BLK + 8,
@@ -560,18 +559,12 @@ void pt_kern_widen_q8_v_avx2(ATTN_WIDEN_Q8V_ARGS)
 		if (next)
 			for (uint32_t l = 0; l < lines; l++)
 				_mm_prefetch((const char *)(next + r * row_bytes + 64 * l), _MM_HINT_T0);
-		uint32_t d = 0;
-		for (; d + 32 <= n; d += 32) {
+		for (uint32_t d = 0; d + 32 <= n; d += 32) {
 			uint16_t h;
 			memcpy(&h, scales + d / 32, sizeof h);
 			const __m256 sc = _mm256_set1_ps(_cvtsh_ss(h));
 			for (uint32_t c = 0; c < 32; c += 8)
 				_mm256_storeu_ps(yr + d + c, _mm256_mul_ps(codes8(codes + d + c), sc));
-		}
-		for (; d < n; d++) { /* a partial group (not in the cache's use) */
-			uint16_t h;
-			memcpy(&h, scales + d / 32, sizeof h);
-			yr[d] = (float)codes[d] * _cvtsh_ss(h);
 		}
 	}
 }

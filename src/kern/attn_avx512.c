@@ -550,10 +550,6 @@ void pt_kern_widen_q8_k_avx512(ATTN_WIDEN_Q8_ARGS)
 			_mm512_storeu_ps(y + (size_t)d * BLK,
 					 _mm512_mul_ps(codes16(codes + (size_t)d * BLK), sc));
 	}
-	for (uint32_t d = n - n % 32; d < n; d++) /* a partial group (not in the cache's use) */
-		_mm512_storeu_ps(y + (size_t)d * BLK,
-				 _mm512_mul_ps(codes16(codes + (size_t)d * BLK),
-					       load_ph(scales + d / 32 * BLK)));
 }
 
 /* ---- Q8_0 in place, for few queries (a decode's GQA group) ---------------------------------- */

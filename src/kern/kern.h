@@ -405,7 +405,7 @@ struct pt_kern_attn_ops {
 		       uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n);
 	/* Q8_0 widening.  A K block of BLOCK keys x n dims (n a multiple of 32): codes[d * BLOCK
 	 * + j] (int8) then scales[(d / 32) * BLOCK + j] (F16, one per key and 32 dims) ->
-	 * y[d * BLOCK + j] = code * scale.  V: n_rows rows row_bytes apart, each n codes then its
+	 * y[d * BLOCK + j] = code * scale.  V (n a multiple of 32 too): n_rows rows row_bytes apart, each n codes then its
 	 * n / 32 scales -> y[r * n + d] = code[d] * scale[d / 32].  next (NULL: none): the next
 	 * call's matching block or first row (same layout), whose lines are requested (a hint,
 	 * never read). */
