@@ -467,11 +467,39 @@ static enum pt_status no_xq(const struct pt_kern_mat *w, struct pt_error *err)
 						   "tensor type %s", pt_type_name(w->type));
 }
 
-static void norm_rows(float *y, const float *x, const float *w, uint32_t n, uint32_t width,
-		      float eps)
+struct norm_job {
+	float *y;
+	const float *x, *w;
+	uint32_t n, width, per;
+	float eps;
+};
+
+static void norm_task(void *ctx, uint32_t task, uint32_t worker)
 {
-	for (uint32_t r = 0; r < n; r++)
-		pt_op_rmsnorm(y + (size_t)r * width, x + (size_t)r * width, w, (int)width, eps);
+	const struct norm_job *j = ctx;
+	const uint32_t r0 = task * j->per, r1 = r0 + j->per < j->n ? r0 + j->per : j->n;
+	(void)worker;
+	for (uint32_t r = r0; r < r1; r++)
+		pt_op_rmsnorm(j->y + (size_t)r * j->width, j->x + (size_t)r * j->width, j->w,
+			      (int)j->width, j->eps);
+}
+
+/* A prompt chunk's rows normed on the pool (each row alone, so the split changes nothing):
+ * done on the calling thread only, a 2,048-row chunk's norms left the other threads idle
+ * for ~2 ms a norm, several norms a layer.  From NORM_POOL_ROWS rows; the caller is never
+ * inside a pool task. */
+#define NORM_POOL_ROWS 32
+static void norm_rows(pt_fwd *f, float *y, const float *x, const float *w, uint32_t n,
+		      uint32_t width, float eps)
+{
+	struct norm_job j = { y, x, w, n, width, n, eps };
+	const uint32_t threads = pt_pool_threads(f->pool);
+	if (n < NORM_POOL_ROWS || threads < 2) {
+		norm_task(&j, 0, 0);
+		return;
+	}
+	j.per = (n + 2 * threads - 1) / (2 * threads);
+	pt_pool_run(f->pool, norm_task, &j, (n + j.per - 1) / j.per);
 }
 
 /* Element-wise loops written as blocks of 8 independent statements: -O2's cheap vectorizer
@@ -644,12 +672,12 @@ static enum pt_status attention_mla(pt_fwd *f, uint32_t il, uint32_t n, struct p
 	struct act_once a = { 0 };
 	enum pt_status st;
 
-	norm_rows(f->h, f->x, L->attn_norm, n, D, hp->rms_eps);
+	norm_rows(f, f->h, f->x, L->attn_norm, n, D, hp->rms_eps);
 	if (L->wq_a.data) {
 		st = mm_once(f, &a, &L->wq_a, f->h, n, f->mqa, err);
 		if (st == PT_OK)
 			st = mm_once(f, &a, &L->wkv_a, f->h, n, f->k, err);
-		norm_rows(f->mqa, f->mqa, L->q_a_norm, n, hp->q_lora_rank, hp->rms_eps);
+		norm_rows(f, f->mqa, f->mqa, L->q_a_norm, n, hp->q_lora_rank, hp->rms_eps);
 		if (st == PT_OK)
 			st = mm(f, &L->wq_b, f->mqa, n, f->mq, err);
 	} else {
@@ -702,7 +730,7 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	const bool gated = rc->attn_out_gate;
 	const uint32_t nq = n_head * hd_k;
 
-	norm_rows(f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
+	norm_rows(f, f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
 	enum pt_status st = qkv_proj(f, L, n, gated ? 2 * nq : nq, n_kv * hd_k, n_kv * hd_v, err);
 	if (st != PT_OK)
 		return st;
@@ -765,7 +793,7 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	for (uint32_t r = 0; L->bo && r < n; r++)
 		add_rows(f->t1 + (size_t)r * hp->n_embd, L->bo, hp->n_embd);
 	if (L->post_attn_norm)
-		norm_rows(f->t1, f->t1, L->post_attn_norm, n, hp->n_embd, hp->rms_eps);
+		norm_rows(f, f->t1, f->t1, L->post_attn_norm, n, hp->n_embd, hp->rms_eps);
 	add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
 	return PT_OK;
 }
@@ -852,7 +880,7 @@ static enum pt_status linear_attention(pt_fwd *f, uint32_t il, uint32_t n,
 	const struct pt_hparams *hp = &f->m->hp;
 	const struct pt_layer_weights *L = &f->m->layers[il];
 	const struct pt_dn_geom *g = &f->dn;
-	norm_rows(f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
+	norm_rows(f, f->h, f->x, L->attn_norm, n, hp->n_embd, hp->rms_eps);
 	struct act_once a = { 0 };
 	enum pt_status st = mm_once(f, &a, &L->ssm_qkv, f->h, n, f->lin_qkv, err);
 	if (st == PT_OK)
@@ -945,7 +973,7 @@ static void scaled_router_in(pt_fwd *f, const struct pt_layer_weights *L, const 
 	const struct pt_hparams *hp = &f->m->hp;
 	const uint32_t D = hp->n_embd;
 	const float c = 1.0f / sqrtf((float)D);
-	norm_rows(out, x, NULL, n, D, hp->rms_eps);
+	norm_rows(f, out, x, NULL, n, D, hp->rms_eps);
 	for (uint32_t r = 0; r < n; r++) {
 		float *v = out + (size_t)r * D;
 		for (uint32_t i = 0; i < D; i++)
@@ -972,7 +1000,7 @@ static void read_ahead(pt_fwd *f, uint32_t il, uint32_t n)
 	if (f->rc->router_in == PT_ROUTER_IN_SCALED_RESIDUAL)
 		scaled_router_in(f, N, f->x, f->spec_x, n);
 	else
-		norm_rows(f->spec_x, f->x, N->ffn_norm, n, hp->n_embd, hp->rms_eps);
+		norm_rows(f, f->spec_x, f->x, N->ffn_norm, n, hp->n_embd, hp->rms_eps);
 	if (mm(f, &N->router, f->spec_x, n, f->spec_l, &ignore) != PT_OK)
 		return; /* a guess: nothing to report */
 	for (uint32_t r = 0; r < n; r++) {
@@ -1207,7 +1235,7 @@ static enum pt_status group_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 		if (p[j].down_b)
 			add_rows(f->dy + (size_t)j * D, p[j].down_b, D);
 	if (st == PT_OK && sh && sh->post_norm)
-		norm_rows(sh->out, sh->out, sh->post_norm, 1, D, f->m->hp.rms_eps);
+		norm_rows(f, sh->out, sh->out, sh->post_norm, 1, D, f->m->hp.rms_eps);
 	return st;
 }
 
@@ -1602,7 +1630,7 @@ static enum pt_status parallel_dense(pt_fwd *f, const struct pt_layer_weights *L
 	const struct pt_hparams *hp = &f->m->hp;
 	enum pt_status st = mlp(f, &L->ffn_gate, &L->ffn_up, &L->ffn_down, f->h, n, f->t1, err);
 	if (st == PT_OK)
-		norm_rows(f->t1, f->t1, L->post_ffw_norm_1, n, hp->n_embd, hp->rms_eps);
+		norm_rows(f, f->t1, f->t1, L->post_ffw_norm_1, n, hp->n_embd, hp->rms_eps);
 	return st;
 }
 
@@ -1635,7 +1663,7 @@ static enum pt_status moe_parallel(pt_fwd *f, const struct pt_layer_weights *L, 
 		return st;
 	route(f, L, n);
 	f->phase_ns[PT_FWD_PH_ROUTER] += ns_now() - t0;
-	norm_rows(f->h2, f->x, L->pre_ffw_norm_2, n, D, hp->rms_eps);
+	norm_rows(f, f->h2, f->x, L->pre_ffw_norm_2, n, D, hp->rms_eps);
 	return experts(f, L, il, f->h2, n, f->t2, parallel_dense, err);
 }
 
@@ -1659,7 +1687,7 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 	enum pt_status st = PT_OK;
 	const uint64_t t0 = ns_now(), inner0 = f->phase_ns[PT_FWD_PH_ROUTER] +
 					    f->phase_ns[PT_FWD_PH_EXPERTS];
-	norm_rows(f->h, f->x, L->ffn_norm, n, hp->n_embd, hp->rms_eps);
+	norm_rows(f, f->h, f->x, L->ffn_norm, n, hp->n_embd, hp->rms_eps);
 	if (f->rc->ffn == PT_FFN_PARALLEL) {
 		/* the dense MLP runs inside the MoE step, while the expert reads are in flight */
 		if (!L->is_moe)
@@ -1667,12 +1695,12 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 		else
 			st = moe_parallel(f, L, il, n, err);
 		if (st == PT_OK && L->is_moe) {
-			norm_rows(f->t2, f->t2, L->post_ffw_norm_2, n, hp->n_embd, hp->rms_eps);
+			norm_rows(f, f->t2, f->t2, L->post_ffw_norm_2, n, hp->n_embd, hp->rms_eps);
 			add_rows(f->t1, f->t2, cnt);
 		}
 		if (st != PT_OK)
 			return st;
-		norm_rows(f->t1, f->t1, L->post_ffw_norm, n, hp->n_embd, hp->rms_eps);
+		norm_rows(f, f->t1, f->t1, L->post_ffw_norm, n, hp->n_embd, hp->rms_eps);
 	} else if (!L->is_moe) {
 		if (n == 1 || f->decode_rows) /* a leading dense layer: the first MoE layer's reads
 						 start here */
@@ -1734,7 +1762,7 @@ static enum pt_status head(pt_fwd *f, uint32_t r0, uint32_t n, float *logits,
 	const struct pt_hparams *hp = &m->hp;
 	const uint32_t rows = n - r0;
 	const uint64_t t0 = ns_now();
-	norm_rows(f->h, f->x + (size_t)r0 * hp->n_embd, m->output_norm, rows, hp->n_embd,
+	norm_rows(f, f->h, f->x + (size_t)r0 * hp->n_embd, m->output_norm, rows, hp->n_embd,
 		  hp->rms_eps);
 	enum pt_status st = mm(f, &m->output, f->h, rows, logits, err);
 	if (st == PT_OK && f->rc->final_softcap && hp->final_logit_softcap > 0.0f)
