@@ -117,7 +117,8 @@ struct pt_fwd {
 	float *parts;        /* split-K partial states: [n_head][blocks][2 + head_dim_v] */
 	uint32_t attn_block;
 	size_t attn_scratch_n;
-	float *rope_cs;      /* [n_batch][max n_rot] */
+	float *rope_cs;      /* [n_threads][rope_cs_n]: a pool thread's RoPE table of a row */
+	size_t rope_cs_n;    /* the largest n_rot */
 	struct pt_yarn *yarn_layers; /* per layer, YaRN on standard attention (gpt-oss);
 					NULL: plain RoPE */
 	void *act;           /* activation quantization scratch */
@@ -467,39 +468,62 @@ static enum pt_status no_xq(const struct pt_kern_mat *w, struct pt_error *err)
 						   "tensor type %s", pt_type_name(w->type));
 }
 
+/* Rows [r0, r1) of a chunk; worker: the pool thread running them (its scratch). */
+typedef void (*rows_fn)(void *ctx, uint32_t r0, uint32_t r1, uint32_t worker);
+
+struct rows_job {
+	rows_fn fn;
+	void *ctx;
+	uint32_t n, per;
+};
+
+static void rows_task(void *ctx, uint32_t task, uint32_t worker)
+{
+	const struct rows_job *j = ctx;
+	const uint32_t r0 = task * j->per, r1 = r0 + j->per < j->n ? r0 + j->per : j->n;
+	j->fn(j->ctx, r0, r1, worker);
+}
+
+/* A prompt chunk's element-wise steps (norms, RoPE, residual adds, KV stores, activations)
+ * over the pool in row ranges: done on the calling thread alone, they left the other
+ * threads idle for ~15 % of a prompt (PERFORMANCE round 39 §3).  Each row's operations are
+ * the same whichever thread runs them, so the split changes nothing.  Fewer than min_rows
+ * rows (a decode), or one thread: on the calling thread.  Never called inside a pool task. */
+static void par_rows(pt_fwd *f, uint32_t n, uint32_t min_rows, rows_fn fn, void *ctx)
+{
+	const uint32_t threads = pt_pool_threads(f->pool);
+	if (n < min_rows || threads < 2) {
+		fn(ctx, 0, n, 0);
+		return;
+	}
+	struct rows_job j = { fn, ctx, n, (n + 2 * threads - 1) / (2 * threads) };
+	pt_pool_run(f->pool, rows_task, &j, (n + j.per - 1) / j.per);
+}
+
+/* Rows a step needs before the pool pays for its dispatch. */
+#define PAR_ROWS 32
+
 struct norm_job {
 	float *y;
 	const float *x, *w;
-	uint32_t n, width, per;
+	uint32_t width;
 	float eps;
 };
 
-static void norm_task(void *ctx, uint32_t task, uint32_t worker)
+static void norm_task(void *ctx, uint32_t r0, uint32_t r1, uint32_t worker)
 {
 	const struct norm_job *j = ctx;
-	const uint32_t r0 = task * j->per, r1 = r0 + j->per < j->n ? r0 + j->per : j->n;
 	(void)worker;
 	for (uint32_t r = r0; r < r1; r++)
 		pt_op_rmsnorm(j->y + (size_t)r * j->width, j->x + (size_t)r * j->width, j->w,
 			      (int)j->width, j->eps);
 }
 
-/* A prompt chunk's rows normed on the pool (each row alone, so the split changes nothing):
- * done on the calling thread only, a 2,048-row chunk's norms left the other threads idle
- * for ~2 ms a norm, several norms a layer.  From NORM_POOL_ROWS rows; the caller is never
- * inside a pool task. */
-#define NORM_POOL_ROWS 32
 static void norm_rows(pt_fwd *f, float *y, const float *x, const float *w, uint32_t n,
 		      uint32_t width, float eps)
 {
-	struct norm_job j = { y, x, w, n, width, n, eps };
-	const uint32_t threads = pt_pool_threads(f->pool);
-	if (n < NORM_POOL_ROWS || threads < 2) {
-		norm_task(&j, 0, 0);
-		return;
-	}
-	j.per = (n + 2 * threads - 1) / (2 * threads);
-	pt_pool_run(f->pool, norm_task, &j, (n + j.per - 1) / j.per);
+	struct norm_job j = { y, x, w, width, eps };
+	par_rows(f, n, PAR_ROWS, norm_task, &j);
 }
 
 /* Element-wise loops written as blocks of 8 independent statements: -O2's cheap vectorizer
@@ -518,6 +542,62 @@ static void norm_rows(pt_fwd *f, float *y, const float *x, const float *w, uint3
 static void add_rows(float *restrict x, const float *restrict y, size_t count)
 {
 	BLOCK8(i, count, x[i] += y[i]);
+}
+
+/* x[r] += y[r] (times *scale after, where given) for n rows of width on the pool. */
+struct add_job {
+	float *x;
+	const float *y, *scale;
+	uint32_t width;
+};
+
+static void add_task(void *ctx, uint32_t r0, uint32_t r1, uint32_t worker)
+{
+	const struct add_job *j = ctx;
+	float *x = j->x + (size_t)r0 * j->width;
+	const size_t cnt = (size_t)(r1 - r0) * j->width;
+	(void)worker;
+	add_rows(x, j->y + (size_t)r0 * j->width, cnt);
+	for (size_t i = 0; j->scale && i < cnt; i++)
+		x[i] *= j->scale[0];
+}
+
+static void add_rows_par(pt_fwd *f, float *x, const float *y, uint32_t n, uint32_t width,
+			 const float *scale)
+{
+	struct add_job j = { x, y, scale, width };
+	par_rows(f, n, PAR_ROWS, add_task, &j);
+}
+
+/* out[r] = act(gate[r]) * up[r] over n rows of nf values (rows os / is floats apart) on the
+ * pool.  Row-wise only where nf is a multiple of 16, so every row runs whole vector steps
+ * as one call over all rows would. */
+struct glu_job {
+	pt_kern_glu_fn glu;
+	float *out;
+	const float *gate, *up;
+	size_t os, is;
+	uint32_t nf;
+};
+
+static void glu_task(void *ctx, uint32_t r0, uint32_t r1, uint32_t worker)
+{
+	const struct glu_job *j = ctx;
+	(void)worker;
+	if (j->os == j->nf && j->is == j->nf) { /* packed rows: one call */
+		j->glu(j->out + r0 * j->os, j->gate + r0 * j->is, j->up + r0 * j->is,
+		       (int)((r1 - r0) * j->nf));
+		return;
+	}
+	for (uint32_t r = r0; r < r1; r++)
+		j->glu(j->out + r * j->os, j->gate + r * j->is, j->up + r * j->is, (int)j->nf);
+}
+
+static void glu_rows(pt_fwd *f, pt_kern_glu_fn glu, float *out, size_t os, const float *gate,
+		     const float *up, size_t is, uint32_t nf, uint32_t n)
+{
+	struct glu_job j = { glu, out, gate, up, os, is, nf };
+	par_rows(f, n, nf % 16 == 0 ? PAR_ROWS : UINT32_MAX, glu_task, &j);
 }
 
 /* Decode: Q, K and V of one row in one dispatch, straight into f->q / f->k / f->v. */
@@ -710,8 +790,77 @@ static enum pt_status attention_mla(pt_fwd *f, uint32_t il, uint32_t n, struct p
 		st = mm(f, &L->wo, f->mq, n, f->t1, err);
 	if (st != PT_OK)
 		return st;
-	add_rows(f->x, f->t1, (size_t)n * D);
+	add_rows_par(f, f->x, f->t1, n, D, NULL);
 	return PT_OK;
+}
+
+/* A chunk's rows after the Q/K/V products: the output gate's half set aside (gated Q rows
+ * are per head [query | gate]), biases, the Q/K(/V) norms, RoPE (each pool thread its own
+ * table of a row's angles). */
+struct qk_job {
+	pt_fwd *f;
+	const struct pt_layer_weights *L;
+	uint32_t il;
+	bool gated;
+	uint32_t n_rot;
+	float base;
+	const float *ff;
+};
+
+static void qk_task(void *ctx, uint32_t r0, uint32_t r1, uint32_t worker)
+{
+	const struct qk_job *j = ctx;
+	pt_fwd *f = j->f;
+	const struct pt_hparams *hp = &f->m->hp;
+	const struct pt_layer_weights *L = j->L;
+	const uint32_t il = j->il, n_head = hp->n_head, n_kv = hp->n_head_kv[il];
+	const uint32_t hd_k = pt_hparams_head_dim_k(hp, il), hd_v = pt_hparams_head_dim_v(hp, il);
+	const uint32_t nq = n_head * hd_k;
+	float *cs = f->rope_cs + (size_t)worker * f->rope_cs_n;
+	for (uint32_t r = r0; r < r1; r++) {
+		float *q = f->q + (size_t)r * f->w_qk, *k = f->k + (size_t)r * f->n_k;
+		float *v = f->v + (size_t)r * f->w_v;
+		for (uint32_t h = 0; j->gated && h < n_head; h++) {
+			memcpy(f->agate + (size_t)r * nq + (size_t)h * hd_k, q + (size_t)h * 2 * hd_k + hd_k,
+			       hd_k * sizeof(float));
+			memmove(q + (size_t)h * hd_k, q + (size_t)h * 2 * hd_k, hd_k * sizeof(float));
+		}
+		if (L->bq)
+			add_rows(q, L->bq, (size_t)n_head * hd_k);
+		if (L->bk)
+			add_rows(k, L->bk, (size_t)n_kv * hd_k);
+		if (L->bv)
+			add_rows(v, L->bv, (size_t)n_kv * hd_v);
+		if (L->q_norm)
+			pt_op_rmsnorm_heads(q, L->q_norm, (int)n_head, (int)hd_k, hp->rms_eps);
+		if (L->k_norm)
+			pt_op_rmsnorm_heads(k, L->k_norm, (int)n_kv, (int)hd_k, hp->rms_eps);
+		if (f->rc->v_norm)
+			pt_op_rmsnorm_heads(v, NULL, (int)n_kv, (int)hd_v, hp->rms_eps);
+		if (f->yarn_layers)
+			pt_op_rope_cache_yarn(cs, (int)j->n_rot, f->rpos[r], j->base, j->ff,
+					      &f->yarn_layers[il]);
+		else
+			pt_op_rope_cache(cs, (int)j->n_rot, f->rpos[r], j->base, j->ff);
+		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)j->n_rot, PT_ROPE_NEOX, cs);
+		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)j->n_rot, PT_ROPE_NEOX, cs);
+	}
+}
+
+/* Rows [r0 + a, r0 + b) of a pass into their sequences' caches (each row its own slot). */
+struct store_job {
+	pt_fwd *f;
+	uint32_t il, r0;
+};
+
+static void store_task(void *ctx, uint32_t a, uint32_t b, uint32_t worker)
+{
+	const struct store_job *j = ctx;
+	pt_fwd *f = j->f;
+	(void)worker;
+	for (uint32_t r = j->r0 + a; r < j->r0 + b; r++)
+		pt_kv_store(&f->seqs[f->rseq[r]].kv, j->il, f->rpos[r], f->k + (size_t)r * f->n_k,
+			    f->v + (size_t)r * f->w_v);
 }
 
 static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *err)
@@ -734,44 +883,15 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 	enum pt_status st = qkv_proj(f, L, n, gated ? 2 * nq : nq, n_kv * hd_k, n_kv * hd_v, err);
 	if (st != PT_OK)
 		return st;
-	for (uint32_t r = 0; r < n; r++) {
-		float *q = f->q + (size_t)r * f->w_qk, *k = f->k + (size_t)r * f->n_k;
-		float *v = f->v + (size_t)r * f->w_v;
-		float *cs = f->rope_cs;
-		/* gated Q rows are per head [query | gate]: gates aside, queries packed */
-		for (uint32_t h = 0; gated && h < n_head; h++) {
-			memcpy(f->agate + (size_t)r * nq + (size_t)h * hd_k, q + (size_t)h * 2 * hd_k + hd_k,
-			       hd_k * sizeof(float));
-			memmove(q + (size_t)h * hd_k, q + (size_t)h * 2 * hd_k, hd_k * sizeof(float));
-		}
-		if (L->bq)
-			add_rows(q, L->bq, (size_t)n_head * hd_k);
-		if (L->bk)
-			add_rows(k, L->bk, (size_t)n_kv * hd_k);
-		if (L->bv)
-			add_rows(v, L->bv, (size_t)n_kv * hd_v);
-		if (L->q_norm)
-			pt_op_rmsnorm_heads(q, L->q_norm, (int)n_head, (int)hd_k, hp->rms_eps);
-		if (L->k_norm)
-			pt_op_rmsnorm_heads(k, L->k_norm, (int)n_kv, (int)hd_k, hp->rms_eps);
-		if (rc->v_norm)
-			pt_op_rmsnorm_heads(v, NULL, (int)n_kv, (int)hd_v, hp->rms_eps);
-		if (f->yarn_layers)
-			pt_op_rope_cache_yarn(cs, (int)n_rot, f->rpos[r], base, ff,
-					      &f->yarn_layers[il]);
-		else
-			pt_op_rope_cache(cs, (int)n_rot, f->rpos[r], base, ff);
-		pt_op_rope_apply(q, (int)n_head, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
-		pt_op_rope_apply(k, (int)n_kv, (int)hd_k, (int)n_rot, PT_ROPE_NEOX, cs);
-	}
+	struct qk_job j = { f, L, il, gated, n_rot, base, ff };
+	par_rows(f, n, PAR_ROWS, qk_task, &j);
 	/* a sliding ring holds n_swa + swa_rows - 1 keys: store and attend in passes of
 	 * swa_rows rows, so every query still finds its window (full layers: one pass) */
 	const uint32_t pass = swa && hp->n_swa > 0 ? f->swa_rows : n;
 	for (uint32_t r0 = 0; r0 < n; r0 += pass) {
 		const uint32_t np = n - r0 < pass ? n - r0 : pass;
-		for (uint32_t r = r0; r < r0 + np; r++)
-			pt_kv_store(&f->seqs[f->rseq[r]].kv, il, f->rpos[r],
-				    f->k + (size_t)r * f->n_k, f->v + (size_t)r * f->w_v);
+		struct store_job sj = { f, il, r0 };
+		par_rows(f, np, PAR_ROWS, store_task, &sj);
 		attend(f, il, r0, np, n, n_head, n_kv, hd_k, hd_v,
 		       rc->attn_scale > 0.0f ? rc->attn_scale : 1.0f / sqrtf((float)hd_k));
 	}
@@ -794,7 +914,7 @@ static enum pt_status attention(pt_fwd *f, uint32_t il, uint32_t n, struct pt_er
 		add_rows(f->t1 + (size_t)r * hp->n_embd, L->bo, hp->n_embd);
 	if (L->post_attn_norm)
 		norm_rows(f, f->t1, f->t1, L->post_attn_norm, n, hp->n_embd, hp->rms_eps);
-	add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
+	add_rows_par(f, f->x, f->t1, n, hp->n_embd, NULL);
 	return PT_OK;
 }
 
@@ -900,7 +1020,7 @@ static enum pt_status linear_attention(pt_fwd *f, uint32_t il, uint32_t n,
 	pt_pool_run(f->pool, dn_rows_fn, &t, n);
 	st = mm(f, &L->ssm_out, f->lin_o, n, f->t1, err);
 	if (st == PT_OK)
-		add_rows(f->x, f->t1, (size_t)n * hp->n_embd);
+		add_rows_par(f, f->x, f->t1, n, hp->n_embd, NULL);
 	return st;
 }
 
@@ -925,7 +1045,7 @@ static enum pt_status mlp(pt_fwd *f, const struct pt_kern_mat *g, const struct p
 		st = mm_once(f, &a, u, in, n, f->up, err);
 	if (st != PT_OK)
 		return st;
-	glu_fn(f)(f->gate, f->gate, f->up, (int)(nf * n));
+	glu_rows(f, glu_fn(f), f->gate, nf, f->gate, f->up, nf, nf, n);
 	return mm(f, d, f->gate, n, out, err);
 }
 
@@ -1086,7 +1206,7 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 			add_rows(f->gate + (size_t)c * nf, p->gate_b, nf);
 		for (uint32_t c = 0; p->up_b && c < cnt; c++)
 			add_rows(f->up + (size_t)c * nf, p->up_b, nf);
-		glu(f->gate, f->gate, f->up, nf * cnt);
+		glu_rows(f, glu, f->gate, nf, f->gate, f->up, nf, nf, cnt);
 	} else {
 		const struct pt_kern_mat gu = expert_mat(&L->gate_up_exps, p->gate);
 		nf = (uint32_t)(gu.rows / 2);
@@ -1095,10 +1215,7 @@ static enum pt_status expert_ffn(pt_fwd *f, const struct pt_layer_weights *L,
 			return st;
 		/* fused rows: first nf outputs are gate, next nf are up; row c's result goes to
 		 * gate row c, which never overlaps a later row's inputs */
-		for (uint32_t c = 0; c < cnt; c++) {
-			const float *r = f->up + (size_t)c * 2 * nf;
-			glu(f->gate + (size_t)c * nf, r, r + nf, nf);
-		}
+		glu_rows(f, glu, f->gate, nf, f->up, f->up + nf, 2 * (size_t)nf, nf, cnt);
 	}
 	const struct pt_kern_mat d = expert_mat(&L->down_exps, p->down);
 	st = mm(f, &d, f->gate, cnt, out, err);
@@ -1683,7 +1800,6 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 {
 	const struct pt_hparams *hp = &f->m->hp;
 	const struct pt_layer_weights *L = &f->m->layers[il];
-	const size_t cnt = (size_t)n * hp->n_embd;
 	enum pt_status st = PT_OK;
 	const uint64_t t0 = ns_now(), inner0 = f->phase_ns[PT_FWD_PH_ROUTER] +
 					    f->phase_ns[PT_FWD_PH_EXPERTS];
@@ -1696,7 +1812,7 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 			st = moe_parallel(f, L, il, n, err);
 		if (st == PT_OK && L->is_moe) {
 			norm_rows(f, f->t2, f->t2, L->post_ffw_norm_2, n, hp->n_embd, hp->rms_eps);
-			add_rows(f->t1, f->t2, cnt);
+			add_rows_par(f, f->t1, f->t2, n, hp->n_embd, NULL);
 		}
 		if (st != PT_OK)
 			return st;
@@ -1712,15 +1828,11 @@ static enum pt_status ffn(pt_fwd *f, uint32_t il, uint32_t n, struct pt_error *e
 			shexp_gate(f->t2 + (size_t)r * hp->n_embd, f->h + (size_t)r * hp->n_embd,
 				   L->sh_gate_inp, hp->n_embd);
 		if (st == PT_OK && L->sh_gate.data)
-			add_rows(f->t1, f->t2, cnt);
+			add_rows_par(f, f->t1, f->t2, n, hp->n_embd, NULL);
 	}
 	if (st != PT_OK)
 		return st;
-	add_rows(f->x, f->t1, cnt);
-	if (L->layer_out_scale) {
-		for (size_t i = 0; i < cnt; i++)
-			f->x[i] *= L->layer_out_scale[0];
-	}
+	add_rows_par(f, f->x, f->t1, n, hp->n_embd, L->layer_out_scale);
 	f->phase_ns[PT_FWD_PH_FFN_REST] += ns_now() - t0 - (f->phase_ns[PT_FWD_PH_ROUTER] +
 							    f->phase_ns[PT_FWD_PH_EXPERTS] - inner0);
 	return PT_OK;
@@ -2352,13 +2464,14 @@ static enum pt_status alloc_buffers(pt_fwd *f, struct pt_error *err)
 	widths(f, &w, &f->attn_scratch_n);
 	const struct phase_layout p = phase_layout(&w, B, k * D);
 	const struct ffn_rows fr = ffn_rows(f->m, f->rc);
+	f->rope_cs_n = w.max_rot;
 	/* decode-only rows (one per sequence): t3 (one_expert outside prefill), read-ahead */
 	float **bufs[] = { &f->x, &f->h, &f->h2, &f->t1, &f->t2, &f->t3, &f->xg, &f->phase,
 			   &f->gate, &f->up, &f->rl, &f->rw, &f->sel, &f->rope_cs,
 			   &f->attn_scratch, &f->spec_x, &f->spec_l, &f->spec_w };
 	const size_t n[] = { B * D, B * D, fr.h2 ? B * D : 1, B * D, fr.t2 ? B * D : 1, S * D,
 			     (fr.xg ? B : S) * D, p.floats, B * w.w_ff, B * w.w_ff,
-			     B * hp->n_expert, B * k, hp->n_expert, w.max_rot,
+			     B * hp->n_expert, B * k, hp->n_expert, (size_t)f->n_threads * w.max_rot,
 			     (size_t)f->n_threads * f->attn_scratch_n, S * D, S * hp->n_expert,
 			     S * k };
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
