@@ -405,10 +405,10 @@ struct pt_kern_attn_ops {
 		       uint32_t n_k, const float *ms, const float *vs, size_t ld, uint32_t n);
 	/* Q8_0 widening.  A K block of BLOCK keys x n dims (n a multiple of 32): codes[d * BLOCK
 	 * + j] (int8) then scales[(d / 32) * BLOCK + j] (F16, one per key and 32 dims) ->
-	 * y[d * BLOCK + j] = code * scale.  V (n a multiple of 32 too): n_rows rows row_bytes apart, each n codes then its
-	 * n / 32 scales -> y[r * n + d] = code[d] * scale[d / 32].  next (NULL: none): the next
-	 * call's matching block or first row (same layout), whose lines are requested (a hint,
-	 * never read). */
+	 * y[d * BLOCK + j] = code * scale.  V (n a multiple of 32 too): n_rows rows row_bytes
+	 * apart, each n codes then its n / 32 scales -> y[r * n + d] = code[d] * scale[d / 32].
+	 * next (NULL: none): the next call's matching block or first row (same layout), whose
+	 * lines are requested (a hint, never read). */
 	void (*widen_q8_k)(const int8_t *codes, const uint16_t *scales, uint32_t n, float *y,
 			   const int8_t *next);
 	void (*widen_q8_v)(const int8_t *rows, size_t row_bytes, uint32_t n_rows, uint32_t n,
