@@ -84,6 +84,38 @@ static enum pt_status too_small(const struct pt_plan_input *in, uint32_t s, uint
 			    pt_plan_size(need, b[5]), need, need / GIB);
 }
 
+static enum pt_status too_small_mapped(const struct pt_plan_input *in, uint64_t need,
+				       struct pt_error *err)
+{
+	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[96];
+	return pt_error_set(err, PT_E_LIMIT,
+			    "memory budget %s too small: resident %s + KV %s%s + scratch %s%s + "
+			    "routed experts %s mapped needs %s (smallest budget that works: "
+			    "%" PRIu64 " bytes = %.2f GiB)",
+			    pt_plan_size(in->budget, b[0]), pt_plan_size(in->resident_bytes, b[1]),
+			    pt_plan_size(in->kv_bytes, b[2]), seq_note(in, sq),
+			    pt_plan_size(in->scratch_bytes, b[3]), cache_note(in, " + ", ca),
+			    pt_plan_size(in->mapped_bytes, b[4]), pt_plan_size(need, b[5]), need,
+			    need / GIB);
+}
+
+/* Every expert in the mapping: its actual bytes, all or nothing. */
+static enum pt_status plan_mapped(const struct pt_plan_input *in, uint64_t fixed,
+				  struct pt_plan *out, struct pt_error *err)
+{
+	uint64_t need;
+	if (pt_add_overflow(fixed, in->mapped_bytes, &need))
+		return pt_error_set(err, PT_E_LIMIT, "planner: sizes overflow");
+	out->min_budget = need;
+	if (need > in->budget)
+		return too_small_mapped(in, need, err);
+	out->slots_per_layer = in->n_expert;
+	out->all_experts = true;
+	out->pool_bytes = in->mapped_bytes;
+	out->total_bytes = need;
+	return PT_OK;
+}
+
 static enum pt_status check_input(const struct pt_plan_input *in, struct pt_error *err)
 {
 	if (in->n_expert == 0 || in->top_k == 0 || in->top_k > in->n_expert)
@@ -110,6 +142,8 @@ enum pt_status pt_plan_compute(const struct pt_plan_input *in, struct pt_plan *o
 	if (fixed_bytes(in, &fixed) || pool_for(in, in->top_k, &pool) ||
 	    pt_add_overflow(fixed, pool, &need))
 		return pt_error_set(err, PT_E_LIMIT, "planner: sizes overflow");
+	if (in->mapped_bytes)
+		return plan_mapped(in, fixed, out, err);
 	out->min_budget = need;
 	if (in->slots_override) {
 		if (pool_for(in, in->slots_override, &pool) || pt_add_overflow(fixed, pool, &need))
@@ -136,6 +170,12 @@ enum pt_status pt_plan_compute(const struct pt_plan_input *in, struct pt_plan *o
 int pt_plan_format(const struct pt_plan_input *in, const struct pt_plan *p, char *buf, size_t n)
 {
 	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[96];
+	if (in->mapped_bytes)
+		return snprintf(buf, n, "resident %s, KV %s%s%s, routed experts %s mapped, total %s "
+				"\u2264 budget %s", pt_plan_size(in->resident_bytes, b[0]),
+				pt_plan_size(in->kv_bytes, b[1]), seq_note(in, sq),
+				cache_note(in, ", ", ca), pt_plan_size(p->pool_bytes, b[2]),
+				pt_plan_size(p->total_bytes, b[3]), pt_plan_size(in->budget, b[4]));
 	return snprintf(buf, n,
 			"resident %s, KV %s%s%s, %u slots/layer \u00d7 %u layers \u00d7 %s = %s, "
 			"total %s \u2264 budget %s%s",

@@ -27,6 +27,12 @@ struct pt_plan_input {
 	uint32_t n_seq;          /* sequences kv_bytes covers (0, 1: one; shown when > 1) */
 	uint64_t cache_bytes;    /* set aside for prompt-cache KV snapshots (shown when > 0) */
 	uint64_t ckpt_bytes;     /* recurrent-state checkpoints (shown when > 0) */
+	/* Every routed expert held by the model's mapping (or --repack's copies of it) rather
+	 * than by uniform slots: their actual bytes (0: planned as slots).  A plan with it holds
+	 * every expert or none; slot_bytes x n_expert x layers would count each layer's experts
+	 * at the largest layer's size (Q4_K_M gives some layers Q6_K downs: Sarvam-30B's 16.2
+	 * GiB of experts as 17.5). */
+	uint64_t mapped_bytes;
 };
 
 struct pt_plan {

@@ -70,6 +70,7 @@ struct pt_engine {
 	uint64_t repacked_bytes; /* --repack (pt_engine_stats) */
 	double repack_s;
 	bool mapped_fits;        /* experts mapped and the model fits the budget */
+	bool plan_map;           /* make_plan: every expert in the mapping (its actual bytes) */
 	bool map_random;         /* the mapping advised MADV_RANDOM (pt_gguf_advise_random) */
 	uint64_t mapped_whole;   /* resident bytes left mapped, read ahead (pt_model_advise_mapped) */
 	enum pt_cache_policy policy;
@@ -296,6 +297,29 @@ static uint64_t ckpt_plan_bytes(const pt_engine *e)
 	return (uint64_t)ckpt_max(e) * e->n_seq * pt_hparams_rs_bytes(&e->m->hp);
 }
 
+/* The routed experts' bytes where the mapping holds them all: as stored, or as --repack /
+ * repack_auto would copy them (a Q4_K matrix interleaved is 2368 bytes a 16-row super-block
+ * against 2304 as stored; the copy replaces the mapped pages, so the larger counts). */
+static uint64_t mapped_expert_bytes(const pt_engine *e)
+{
+	const bool copies = e->o.repack || e->o.repack_auto;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < e->lay.n_moe; i++) {
+		const struct pt_expert_layer *EL = &e->lay.moe[i];
+		uint64_t per = EL->expert_bytes;
+		for (uint32_t j = 0; copies && j < EL->n_parts; j++) {
+			const struct pt_expert_part *q = &EL->part[j];
+			const enum pt_type t = (enum pt_type)q->type;
+			if (!q->rows || !pt_kern_x16_native(t) || !pt_kern_x16_ok(t, q->rows, q->cols))
+				continue;
+			const uint64_t x16 = q->rows / PT_KERN_X16_ROWS * pt_kern_x16_band(t, q->cols);
+			per += x16 > q->stride ? x16 - q->stride : 0;
+		}
+		total += per * e->lay.n_expert;
+	}
+	return total;
+}
+
 static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_error *err)
 {
 	size_prompt_cache(e);
@@ -318,6 +342,7 @@ static enum pt_status make_plan(pt_engine *e, uint64_t slot_bytes, struct pt_err
 		.n_seq = e->n_seq,
 		.cache_bytes = e->o.prompt_cache_bytes,
 		.ckpt_bytes = ckpt_plan_bytes(e),
+		.mapped_bytes = e->plan_map && e->lay.n_moe ? mapped_expert_bytes(e) : 0,
 	};
 	if (!e->pin.budget)
 		st = pt_plan_default_budget(NULL, &e->pin.budget, &src, err);
@@ -457,7 +482,10 @@ static enum pt_status parse_modes(pt_engine *e, enum pt_io_mode *mode, struct pt
 static bool every_expert_fits(pt_engine *e, uint64_t slot)
 {
 	struct pt_error ignore = { 0 };
-	return make_plan(e, slot, &ignore) == PT_OK && e->plan.all_experts;
+	e->plan_map = true; /* the question is whether the mapping fits */
+	const bool fits = make_plan(e, slot, &ignore) == PT_OK && e->plan.all_experts;
+	e->plan_map = false;
+	return fits;
 }
 
 /* Experts paged in by the kernel: planned as if every expert were resident; the budget
@@ -469,6 +497,7 @@ static enum pt_status open_mapped(pt_engine *e, uint64_t slot, bool auto_mmap,
 	struct pt_error pe = { 0 };
 	char b[4][PT_PLAN_SIZE_LEN];
 	e->o.expert_slots = e->lay.n_moe ? e->lay.n_expert : 0;
+	e->plan_map = true;
 	enum pt_status st = make_plan(e, slot, &pe);
 	const bool fits = st == PT_OK;
 	e->mapped_fits = fits;
@@ -524,16 +553,23 @@ static uint32_t next_chunk(uint32_t c, uint32_t lo)
 /* PT_ENGINE_BATCH_AUTO: the largest prefill chunk (min(n_ctx, 4096, and unless the experts
  * stream, the rows that give ~128 tokens per routed expert), then 2048, 1024, ... rows) whose forward-pass buffers take at most an eighth of the budget and with which the
  * plan still holds where it held at 128 rows: every expert still fits where it did (the
- * mapping stays), else at least 3/4 of the expert slots remain.  An eighth: under a 6 GiB
+ * mapping stays; planned at its actual bytes where the mapping may hold the experts, and
+ * kept within the budget so --repack still copies them), else at least 3/4 of the expert
+ * slots remain.  An eighth: under a 6 GiB
  * cap the Sarvam-30B shape (~0.4 MB of buffers a row) gets 1024 rows and keeps most of the
  * budget for expert slots.  The buffers are touched only as far as a prompt fills them. */
-static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
+static void choose_batch(pt_engine *e, uint64_t slot, bool mapped, bool may_map)
 {
 	struct pt_error ignore = { 0 };
 	const uint64_t cache_bytes = e->o.prompt_cache_bytes; /* make_plan sizes it per chunk */
 	const uint32_t lo = e->n_ctx < 128 ? e->n_ctx : 128;
 	e->n_batch = lo;
-	const bool fits_lo = make_plan(e, slot, &ignore) == PT_OK;
+	/* where the mapping may hold the experts and holds them all at 128 rows, the chunks are
+	 * planned against the mapping's bytes (else the slots') */
+	e->plan_map = may_map;
+	const bool map_lo = may_map && make_plan(e, slot, &ignore) == PT_OK;
+	e->plan_map = map_lo;
+	const bool fits_lo = map_lo || make_plan(e, slot, &ignore) == PT_OK;
 	const bool all_lo = fits_lo && e->plan.all_experts;
 	const uint32_t slots_lo = fits_lo ? e->plan.slots_per_layer : 0;
 	const uint64_t budget = e->pin.budget;
@@ -562,7 +598,9 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 			continue;
 		e->n_batch = c;
 		e->o.prompt_cache_bytes = cache_bytes;
-		if (!fits_lo || mapped) /* --io mmap: the mapping stays whatever the plan says */
+		/* --io mmap over the budget: the mapping stays whatever the plan says; within it,
+		 * the chunk must leave it within (--repack copies the experts only then) */
+		if (!fits_lo || (mapped && !all_lo))
 			break;
 		if (make_plan(e, slot, &ignore) == PT_OK &&
 		    (all_lo ? e->plan.all_experts
@@ -572,6 +610,7 @@ static void choose_batch(pt_engine *e, uint64_t slot, bool mapped)
 	if (c <= lo)
 		e->n_batch = lo;
 	e->o.prompt_cache_bytes = cache_bytes;
+	e->plan_map = false;
 }
 
 /* Rows of chunk buffers the slot plan leaves room for when prompts lend slots: a decode's
@@ -658,10 +697,10 @@ static enum pt_status open_experts(pt_engine *e, struct pt_error *err)
 		return st;
 	const uint64_t slot = e->lay.n_moe ? pt_expert_store_slot_bytes(&e->lay,
 						e->have_pack ? &e->pack : NULL) : 0;
+	const bool may_auto_map = !e->o.io_mode && !e->o.expert_slots && e->lay.n_moe;
 	if (e->auto_batch)
-		choose_batch(e, slot, mode == PT_IO_MMAP);
-	const bool auto_mmap = !e->o.io_mode && !e->o.expert_slots && e->lay.n_moe &&
-			       every_expert_fits(e, slot);
+		choose_batch(e, slot, mode == PT_IO_MMAP, mode == PT_IO_MMAP || may_auto_map);
+	const bool auto_mmap = may_auto_map && every_expert_fits(e, slot);
 	if (auto_mmap)
 		mode = PT_IO_MMAP;
 	if (mode == PT_IO_MMAP || !e->lay.n_moe)
@@ -1499,6 +1538,7 @@ void pt_engine_stats(const pt_engine *e, struct pt_engine_stats *out)
 		.head_s = (double)pt_fwd_head_ns(e->f) * 1e-9,
 		.repacked_bytes = e->repacked_bytes, .repack_s = e->repack_s,
 		.slots_populate_s = e->store ? pt_expert_store_populate_s(e->store) : 0,
+		.plan_bytes = e->plan.total_bytes, .plan_expert_bytes = e->plan.pool_bytes,
 		.decode_steps = e->decode_steps, .expert_gets = pt_fwd_expert_gets(e->f),
 		.n_seq = e->n_seq, .snap_bytes = e->snap_used,
 		.ahead_reads = cs.ahead_reads, .ahead_used = cs.ahead_used,

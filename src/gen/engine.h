@@ -138,6 +138,11 @@ struct pt_engine_stats {
 	uint32_t slots_active;      /* slots a layer uses now (slots_per_layer between prompts) */
 	/* added by issue 21 round 27: the open faulted the slot pool in (0: it did not) */
 	double slots_populate_s;
+	/* added by issue 21 round 40: the plan's total (resident + KV + scratch + the experts'
+	 * slots, or every expert's bytes where the mapping holds them; over memory_budget when
+	 * --io mmap maps a model over its budget) */
+	uint64_t plan_bytes;
+	uint64_t plan_expert_bytes; /* the routed experts' part of it */
 };
 
 typedef struct pt_engine pt_engine;

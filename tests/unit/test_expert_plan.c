@@ -105,6 +105,47 @@ PT_TEST(test_expert_plan_everything_fits)
 			     "\u00d7 256.0 KiB = 2.0 MiB, total 15.5 MiB \u2264 budget 20.00 GiB");
 }
 
+/* Every expert held by the mapping: planned at the experts' actual bytes (all or none), not
+ * as uniform slots of the largest layer's size; the refusal names them and the smallest
+ * budget, the plan line says "mapped". */
+PT_TEST(test_expert_plan_mapped_counts_actual_bytes)
+{
+	struct pt_plan_input in = base();
+	struct pt_plan p;
+	struct pt_error err = { 0 };
+	char line[256];
+	const uint64_t fixed = 2 * GiB + GiB / 2 + 64 * MiB;
+	const uint64_t mapped = 128ull * 48 * 3 * MiB - 700 * MiB; /* smaller layers than the slot */
+	in.mapped_bytes = mapped;
+	in.slots_override = 128; /* as the engine's --io mmap sets it: ignored beside the mapping */
+	in.budget = fixed + mapped;
+	REQUIRE(pt_plan_compute(&in, &p, &err) == PT_OK);
+	CHECK(p.all_experts);
+	CHECK_EQ_INT(p.slots_per_layer, 128);
+	CHECK_EQ_INT(p.pool_bytes, mapped);
+	CHECK_EQ_INT(p.total_bytes, fixed + mapped);
+	CHECK_EQ_INT(p.min_budget, fixed + mapped);
+	pt_plan_format(&in, &p, line, sizeof line);
+	CHECK_CONTAINS(line, "routed experts 17.32 GiB mapped, total");
+	CHECK(strstr(line, "slots/layer") == NULL);
+	/* the same budget planned as slots holds fewer than every expert */
+	in.mapped_bytes = 0;
+	in.slots_override = 0;
+	REQUIRE(pt_plan_compute(&in, &p, &err) == PT_OK);
+	CHECK(!p.all_experts && p.slots_per_layer < 128);
+	/* one byte short: refused whole (no partial mapping), with the smallest budget */
+	in.mapped_bytes = mapped;
+	in.budget = fixed + mapped - 1;
+	CHECK_EQ_INT(pt_plan_compute(&in, &p, &err), PT_E_LIMIT);
+	CHECK_CONTAINS(err.msg, "routed experts 17.32 GiB mapped needs");
+	char num[32];
+	snprintf(num, sizeof num, "%llu bytes", (unsigned long long)(fixed + mapped));
+	CHECK_CONTAINS(err.msg, num);
+	in.budget = UINT64_MAX;
+	in.mapped_bytes = UINT64_MAX - GiB;
+	CHECK_EQ_INT(pt_plan_compute(&in, &p, &err), PT_E_LIMIT); /* overflow refused */
+}
+
 PT_TEST(test_expert_plan_size_units)
 {
 	char b[PT_PLAN_SIZE_LEN];

@@ -332,6 +332,71 @@ PT_TEST(test_gen_engine_repack_mapped_over_budget)
 	pt_engine_close(e);
 }
 
+/* --io mmap plans the mapped experts at their actual bytes (as --repack copies them), not as
+ * uniform slots of the largest layer's expert: a budget of exactly the plan copies the
+ * experts, one byte less leaves them as stored.  Q4_K_M gives some layers' downs Q6_K, so
+ * that budget is below what uniform slots alone would need (the 24 GiB host's Sarvam-30B
+ * read 1.3 GiB over, and its experts stayed uncopied: decode 15-20 % slower, a 512-token
+ * prompt 2x). */
+PT_TEST(test_gen_engine_repack_mapped_plan_counts_actual_bytes)
+{
+	const char *path = model_path(PT_ARCH_QWEN3MOE, 4, "repack_mapped_plan.gguf");
+	REQUIRE(path);
+	if (repack_skipped(path))
+		return;
+	pt_engine *big = open_budget(path, "mmap", true, 1ull << 30);
+	REQUIRE(big);
+	struct pt_engine_stats st;
+	pt_engine_stats(big, &st);
+	const struct pt_model *mb = pt_engine_model(big);
+	CHECK(mb->layers[0].gate_exps.layout == PT_KERN_LAYOUT_X16);
+	const uint64_t plan = st.plan_bytes;
+	/* what the mapping's copies take: each part interleaved where it is (X16), else as
+	 * stored, for every expert of every MoE layer */
+	struct pt_expert_layout lay;
+	struct pt_error err = { 0 };
+	REQUIRE(pt_expert_layout_from_gguf_layers(mb->g, mb->hp.n_layer, &lay, &err) == PT_OK);
+	uint64_t copies = 0;
+	for (uint32_t i = 0; i < lay.n_moe; i++)
+		for (uint32_t j = 0; j < lay.moe[i].n_parts; j++) {
+			const struct pt_expert_part *q = &lay.moe[i].part[j];
+			const enum pt_type t = (enum pt_type)q->type;
+			const bool x16 = pt_kern_x16_native(t) && pt_kern_x16_ok(t, q->rows, q->cols);
+			copies += lay.n_expert * (x16 ? q->rows / PT_KERN_X16_ROWS *
+							    pt_kern_x16_band(t, q->cols)
+						      : q->stride);
+		}
+	const uint64_t uniform = st.slot_bytes * lay.n_expert * lay.n_moe;
+	pt_expert_layout_free(&lay);
+	printf("    plan %llu bytes, experts %llu (as copied %llu), as uniform slots %llu\n",
+	       (unsigned long long)plan, (unsigned long long)st.plan_expert_bytes,
+	       (unsigned long long)copies, (unsigned long long)uniform);
+	CHECK_EQ_INT(st.plan_expert_bytes, copies);
+	CHECK(copies < uniform); /* so uniform slots would have refused this budget */
+	pt_engine_close(big);
+	pt_engine *exact = open_budget(path, "mmap", true, plan);
+	pt_engine *short1 = open_budget(path, "mmap", true, plan - 1);
+	REQUIRE(exact && short1);
+	const struct pt_layer_weights *Le = &pt_engine_model(exact)->layers[0];
+	const struct pt_layer_weights *Ls = &pt_engine_model(short1)->layers[0];
+	CHECK(Le->gate_exps.layout == PT_KERN_LAYOUT_X16);
+	CHECK(Le->down_exps.layout == PT_KERN_LAYOUT_X16);
+	CHECK(Ls->gate_exps.layout == as_stored(&Ls->gate_exps));
+	CHECK(Ls->down_exps.layout == as_stored(&Ls->down_exps));
+	CHECK_CONTAINS(pt_engine_plan_line(exact), "mapped, total");
+	pt_engine_stats(short1, &st);
+	CHECK_EQ_INT(st.plan_bytes, plan); /* planned as if unlimited: over the budget */
+	float *a = eval_all(exact, false), *b = eval_all(short1, false);
+	REQUIRE(a && b);
+	/* the experts as stored compute in the copies' numerics: the same bits */
+	CHECK(!experts_same_numerics(pt_engine_model(short1)) ||
+	      memcmp(a, b, (size_t)N_TOK * pt_engine_n_vocab(exact) * sizeof(float)) == 0);
+	pt_free(a);
+	pt_free(b);
+	pt_engine_close(exact);
+	pt_engine_close(short1);
+}
+
 /* repack_auto (the CLI's default): the model running from memory is repacked exactly as
  * --repack does it (same layout, same logits bit for bit); where the experts stream, the
  * resident weights are copied as --repack copies them (the experts stay as stored: same bits
