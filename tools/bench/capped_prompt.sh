@@ -54,7 +54,7 @@ r = {"variant": name, "rc": int(rc), "load": float(load), "end": t,
 for k in ("ttft_s", "prefill_tps", "decode_tps", "read_wait_s", "prefill_read_wait_s",
           "prefill_phase_s", "decode_phase_s_per_token", "peak_rss_bytes", "prompt_tokens",
           "gen_tokens", "bytes_read_total", "hit_rate", "slots_per_layer", "repack_s", "open_s",
-          "slots_populate_s", "batch", "io_engine",
+          "slots_populate_s", "batch", "io_engine", "repacked_bytes",
           "build"):
     if k in o:
         r[k] = o[k]

@@ -53,7 +53,7 @@ r = {"engine": name, "rc": int(rc), "load": float(load), "end": t,
 for k in ("prefill_tps", "decode_tps", "pp", "decode_bytes_per_token", "decode_fraction_of_membw",
           "membw_1t_bytes_per_s", "membw_2t_bytes_per_s", "peak_rss_bytes", "prompt_tokens",
           "build", "threads", "decode_phase_s_per_token", "decode_head_s_per_token", "depth",
-          "gen_tokens", "flash_attn"):
+          "gen_tokens", "flash_attn", "repacked_bytes", "batch", "memory_budget_bytes"):
     if k in o:
         r[k] = o[k]
 print(json.dumps(r))
