@@ -69,34 +69,37 @@ const char *pt_plan_size(uint64_t bytes, char buf[PT_PLAN_SIZE_LEN])
 	return buf;
 }
 
+/* The refusal: every term of the plan (experts: how the experts were counted), the total and
+ * the smallest budget that works. */
+static enum pt_status refuse(const struct pt_plan_input *in, const char *experts, uint64_t need,
+			     struct pt_error *err)
+{
+	char b[5][PT_PLAN_SIZE_LEN], sq[32], ca[96];
+	return pt_error_set(err, PT_E_LIMIT,
+			    "memory budget %s too small: resident %s + KV %s%s + scratch %s%s + %s "
+			    "needs %s (smallest budget that works: %" PRIu64 " bytes = %.2f GiB)",
+			    pt_plan_size(in->budget, b[0]), pt_plan_size(in->resident_bytes, b[1]),
+			    pt_plan_size(in->kv_bytes, b[2]), seq_note(in, sq),
+			    pt_plan_size(in->scratch_bytes, b[3]), cache_note(in, " + ", ca), experts,
+			    pt_plan_size(need, b[4]), need, need / GIB);
+}
+
 static enum pt_status too_small(const struct pt_plan_input *in, uint32_t s, uint64_t need,
 				struct pt_error *err)
 {
-	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[96];
-	return pt_error_set(err, PT_E_LIMIT,
-			    "memory budget %s too small: resident %s + KV %s%s + scratch %s%s + %u "
-			    "slots/layer x %u layers x %s needs %s (smallest budget that works: "
-			    "%" PRIu64 " bytes = %.2f GiB)",
-			    pt_plan_size(in->budget, b[0]), pt_plan_size(in->resident_bytes, b[1]),
-			    pt_plan_size(in->kv_bytes, b[2]), seq_note(in, sq),
-			    pt_plan_size(in->scratch_bytes, b[3]), cache_note(in, " + ", ca),
-			    s, in->n_moe_layers, pt_plan_size(in->slot_bytes, b[4]),
-			    pt_plan_size(need, b[5]), need, need / GIB);
+	char b[PT_PLAN_SIZE_LEN], experts[96];
+	snprintf(experts, sizeof experts, "%u slots/layer x %u layers x %s", s, in->n_moe_layers,
+		 pt_plan_size(in->slot_bytes, b));
+	return refuse(in, experts, need, err);
 }
 
 static enum pt_status too_small_mapped(const struct pt_plan_input *in, uint64_t need,
 				       struct pt_error *err)
 {
-	char b[6][PT_PLAN_SIZE_LEN], sq[32], ca[96];
-	return pt_error_set(err, PT_E_LIMIT,
-			    "memory budget %s too small: resident %s + KV %s%s + scratch %s%s + "
-			    "routed experts %s mapped needs %s (smallest budget that works: "
-			    "%" PRIu64 " bytes = %.2f GiB)",
-			    pt_plan_size(in->budget, b[0]), pt_plan_size(in->resident_bytes, b[1]),
-			    pt_plan_size(in->kv_bytes, b[2]), seq_note(in, sq),
-			    pt_plan_size(in->scratch_bytes, b[3]), cache_note(in, " + ", ca),
-			    pt_plan_size(in->mapped_bytes, b[4]), pt_plan_size(need, b[5]), need,
-			    need / GIB);
+	char b[PT_PLAN_SIZE_LEN], experts[64];
+	snprintf(experts, sizeof experts, "routed experts %s mapped",
+		 pt_plan_size(in->mapped_bytes, b));
+	return refuse(in, experts, need, err);
 }
 
 /* Every expert in the mapping: its actual bytes, all or nothing. */
