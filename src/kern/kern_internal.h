@@ -4,6 +4,7 @@
 #ifndef PT_KERN_INTERNAL_H
 #define PT_KERN_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -226,9 +227,31 @@ static inline void pt_kern_x16_ahead_part(size_t sb_bytes, int part, size_t *lo,
 	*hi = PT_KERN_X16_AHEAD_SB * sb_bytes + sb_bytes * (size_t)(part + 1) / 4;
 }
 
+/* Besides the lines, a stream asks for one line PT_KERN_PAGE_AHEAD bytes ahead of every
+ * 4 KiB page it enters, so the page's address translation is walked long before the lines'
+ * requests two super-blocks ahead (~5 KB, ~150 ns at one core's rate) reach it.  On the
+ * development VM (nested paging; a full-size model's 18 GB of copies, whose translation
+ * tables do not stay cached) a page's first touch costs more than that: without it the
+ * decode sets of a Qwen3-30B shape streamed 42-45 GB/s in the engine against 57-61 for the
+ * same sets over 0.8 GB, and the page request brought the GLU sets to 52-55 GB/s and decode
+ * from 23.0-24.3 to 25.9-27.2 tok/s (docs/PERFORMANCE.md round 41; 8 to 64 KiB measured
+ * alike).  Each super-block (at most 3,360 bytes, less than a page) asks once, at its first
+ * step, so every page of the stream is asked for some 9-12 KiB of the stream before it is read
+ * (test_kern_x16_page_requests_lead_the_stream). */
+#define PT_KERN_PAGE 4096u
+#define PT_KERN_PAGE_AHEAD (16u << 10)
+
+/* The line a super-block starting at sb asks for a page ahead (an address, never read). */
+static inline uintptr_t pt_kern_page_ahead_of(uintptr_t sb)
+{
+	return sb + PT_KERN_PAGE_AHEAD;
+}
+
 static inline void pt_kern_x16_prefetch_ahead(const uint8_t *sb, size_t sb_bytes, int part)
 {
 	size_t lo, hi;
+	if (part == 0)
+		__builtin_prefetch((const void *)pt_kern_page_ahead_of((uintptr_t)sb), 0, 3);
 	pt_kern_x16_ahead_part(sb_bytes, part, &lo, &hi);
 	pt_kern_prefetch_range((uintptr_t)sb + lo, (uintptr_t)sb + hi);
 }
@@ -237,9 +260,18 @@ static inline void pt_kern_x16_prefetch_ahead(const uint8_t *sb, size_t sb_bytes
  * block PT_KERN_X16_AHEAD_BLK ahead: about the K-quants' distance in bytes. */
 #define PT_KERN_X16_AHEAD_BLK 16
 
+/* Whether the block of blk_bytes at blk asks for a page ahead: only a block that reaches
+ * into the next page (one a page: seven to eleven blocks share one). */
+static inline bool pt_kern_blk_asks_page(uintptr_t blk, size_t blk_bytes)
+{
+	return (blk + blk_bytes) / PT_KERN_PAGE != blk / PT_KERN_PAGE;
+}
+
 static inline void pt_kern_x16_prefetch_blk(const uint8_t *blk, size_t blk_bytes)
 {
 	const uintptr_t a = (uintptr_t)blk + PT_KERN_X16_AHEAD_BLK * blk_bytes;
+	if (pt_kern_blk_asks_page((uintptr_t)blk, blk_bytes))
+		__builtin_prefetch((const void *)pt_kern_page_ahead_of((uintptr_t)blk), 0, 3);
 	pt_kern_prefetch_range(a, a + blk_bytes);
 }
 
@@ -247,10 +279,15 @@ static inline void pt_kern_x16_prefetch_blk(const uint8_t *blk, size_t blk_bytes
  * of a stream its caller requests (pt_kern_x16_prefetch_start); 0 without the layout. */
 size_t pt_kern_x16_ahead(enum pt_type type);
 
-/* The first `ahead` bytes (pt_kern_x16_ahead) of a stream starting at band. */
+/* The first `ahead` bytes (pt_kern_x16_ahead) of a stream starting at band, and a line of
+ * each page up to PT_KERN_PAGE_AHEAD (the pages its first steps' page requests skip). */
 static inline void pt_kern_x16_prefetch_start(const uint8_t *band, size_t ahead)
 {
-	pt_kern_prefetch_range((uintptr_t)band, (uintptr_t)band + ahead);
+	const uintptr_t a = (uintptr_t)band;
+	for (uintptr_t p = a + PT_KERN_PAGE - a % PT_KERN_PAGE; p < a + PT_KERN_PAGE_AHEAD;
+	     p += PT_KERN_PAGE)
+		__builtin_prefetch((const void *)p, 0, 3);
+	pt_kern_prefetch_range(a, a + ahead);
 }
 
 /* A matrix's layout against its ops (X16: the type has it and the shape allows it). */

@@ -5,6 +5,7 @@
  * of thread count and batch size; the stream's prefetch requests every line before the kernel
  * reads it; and malformed X16 matrices refused. */
 #include <math.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -834,6 +835,67 @@ PT_TEST(test_kern_x16_prefetch_covers_the_blocks)
 			}
 			CHECK_EQ_INT(late, 0);
 		}
+}
+
+/* The page requests (kern_internal.h): a stream of super-blocks (each asks at its first
+ * step) or of 32-column blocks (a block reaching into the next page asks), begun with
+ * pt_kern_x16_prefetch_start, asks for every 4 KiB page it reads at least
+ * PT_KERN_PAGE_AHEAD - PT_KERN_PAGE bytes (less one step) of the stream before the step that
+ * first reads the page (a page skipped, or asked for late, fails), whatever the stream's offset in its page.
+ * pages_asked_late: the pages read fewer than lead bytes after their first request. */
+static int pages_asked_late(size_t base, size_t step, size_t n_steps, bool per_block, size_t lead)
+{
+	enum { MAX_PAGES = 64 };
+	const size_t end = base + n_steps * step;
+	long asked[MAX_PAGES]; /* stream offset of the first request of each page (-1: at start) */
+	if (end / PT_KERN_PAGE + 1 >= MAX_PAGES)
+		return 1000;
+	for (size_t p = 0; p < MAX_PAGES; p++)
+		asked[p] = LONG_MAX;
+	/* the start's requests: the first page's own lines, then a line of each later page up
+	 * to PT_KERN_PAGE_AHEAD (pt_kern_x16_prefetch_start) */
+	asked[base / PT_KERN_PAGE] = -1;
+	for (size_t p = base / PT_KERN_PAGE + 1; p * PT_KERN_PAGE < base + PT_KERN_PAGE_AHEAD &&
+						 p < MAX_PAGES; p++)
+		asked[p] = -1;
+	for (size_t i = 0; i < n_steps; i++) {
+		const uintptr_t at = base + i * step;
+		if (per_block && !pt_kern_blk_asks_page(at, step))
+			continue;
+		const size_t p = pt_kern_page_ahead_of(at) / PT_KERN_PAGE;
+		if (p < MAX_PAGES && asked[p] > (long)(at - base))
+			asked[p] = (long)(at - base);
+	}
+	int late = 0;
+	for (size_t p = base / PT_KERN_PAGE; p * PT_KERN_PAGE < end; p++) {
+		/* the stream offset of the step that first reads page p */
+		const size_t first = p * PT_KERN_PAGE > base ? (p * PT_KERN_PAGE - base) / step * step : 0;
+		late += !(asked[p] == -1 ||
+			  asked[p] + (long)lead <= (long)first);
+	}
+	return late;
+}
+
+PT_TEST(test_kern_x16_page_requests_lead_the_stream)
+{
+	CHECK(PT_KERN_PAGE_AHEAD >= 2 * PT_KERN_PAGE);
+	/* the per-super-block request covers every page only while a super-block is shorter
+	 * than a page */
+	CHECK(PT_KERN_X16_Q4K_SB < PT_KERN_PAGE && PT_KERN_X16_Q6K_SB < PT_KERN_PAGE);
+	const size_t sbs[2] = { PT_KERN_X16_Q4K_SB, PT_KERN_X16_Q6K_SB };
+	const size_t blks[2] = { PT_KERN_X16_Q8_0_BLK, PT_KERN_X16_Q5_0_BLK };
+	for (size_t base = 0; base < 2 * PT_KERN_PAGE; base += 328) {
+		for (int t = 0; t < 2; t++) {
+			const size_t lead = PT_KERN_PAGE_AHEAD - PT_KERN_PAGE;
+			CHECK_EQ_INT(pages_asked_late(base, sbs[t], 48, false, lead - sbs[t]), 0);
+			CHECK_EQ_INT(pages_asked_late(base, blks[t], 300, true, lead - blks[t]), 0);
+		}
+	}
+	/* a block wholly inside a page asks nothing; one reaching past its end does */
+	CHECK(!pt_kern_blk_asks_page(0, PT_KERN_X16_Q8_0_BLK));
+	CHECK(pt_kern_blk_asks_page(PT_KERN_PAGE - 10, PT_KERN_X16_Q8_0_BLK));
+	/* no request leads by more than the distance: the count can fail */
+	CHECK(pages_asked_late(0, PT_KERN_X16_Q4K_SB, 48, false, PT_KERN_PAGE_AHEAD + 1) > 0);
 }
 
 PT_TEST(test_kern_x16_rejects_bad_matrices)
