@@ -241,17 +241,22 @@ static inline void pt_kern_x16_ahead_part(size_t sb_bytes, int part, size_t *lo,
 #define PT_KERN_PAGE 4096u
 #define PT_KERN_PAGE_AHEAD (16u << 10)
 
-/* The line a super-block starting at sb asks for a page ahead (an address, never read). */
-static inline uintptr_t pt_kern_page_ahead_of(uintptr_t sb)
+/* The line a step starting at `at` asks for a page ahead (an address, never read). */
+static inline uintptr_t pt_kern_page_ahead_of(uintptr_t at)
 {
-	return sb + PT_KERN_PAGE_AHEAD;
+	return at + PT_KERN_PAGE_AHEAD;
+}
+
+static inline void pt_kern_prefetch_page_ahead(uintptr_t at)
+{
+	__builtin_prefetch((const void *)pt_kern_page_ahead_of(at), 0, 3);
 }
 
 static inline void pt_kern_x16_prefetch_ahead(const uint8_t *sb, size_t sb_bytes, int part)
 {
 	size_t lo, hi;
 	if (part == 0)
-		__builtin_prefetch((const void *)pt_kern_page_ahead_of((uintptr_t)sb), 0, 3);
+		pt_kern_prefetch_page_ahead((uintptr_t)sb);
 	pt_kern_x16_ahead_part(sb_bytes, part, &lo, &hi);
 	pt_kern_prefetch_range((uintptr_t)sb + lo, (uintptr_t)sb + hi);
 }
@@ -271,7 +276,7 @@ static inline void pt_kern_x16_prefetch_blk(const uint8_t *blk, size_t blk_bytes
 {
 	const uintptr_t a = (uintptr_t)blk + PT_KERN_X16_AHEAD_BLK * blk_bytes;
 	if (pt_kern_blk_asks_page((uintptr_t)blk, blk_bytes))
-		__builtin_prefetch((const void *)pt_kern_page_ahead_of((uintptr_t)blk), 0, 3);
+		pt_kern_prefetch_page_ahead((uintptr_t)blk);
 	pt_kern_prefetch_range(a, a + blk_bytes);
 }
 

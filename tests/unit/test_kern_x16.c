@@ -841,8 +841,9 @@ PT_TEST(test_kern_x16_prefetch_covers_the_blocks)
  * step) or of 32-column blocks (a block reaching into the next page asks), begun with
  * pt_kern_x16_prefetch_start, asks for every 4 KiB page it reads at least
  * PT_KERN_PAGE_AHEAD - PT_KERN_PAGE bytes (less one step) of the stream before the step that
- * first reads the page (a page skipped, or asked for late, fails), whatever the stream's offset in its page.
- * pages_asked_late: the pages read fewer than lead bytes after their first request. */
+ * first reads the page (a page skipped, or asked for late, fails), whatever the stream's
+ * offset in its page.  pages_asked_late: the pages read fewer than lead bytes after their
+ * first request. */
 static int pages_asked_late(size_t base, size_t step, size_t n_steps, bool per_block, size_t lead)
 {
 	enum { MAX_PAGES = 64 };
@@ -869,9 +870,9 @@ static int pages_asked_late(size_t base, size_t step, size_t n_steps, bool per_b
 	int late = 0;
 	for (size_t p = base / PT_KERN_PAGE; p * PT_KERN_PAGE < end; p++) {
 		/* the stream offset of the step that first reads page p */
-		const size_t first = p * PT_KERN_PAGE > base ? (p * PT_KERN_PAGE - base) / step * step : 0;
-		late += !(asked[p] == -1 ||
-			  asked[p] + (long)lead <= (long)first);
+		const size_t first =
+			p * PT_KERN_PAGE > base ? (p * PT_KERN_PAGE - base) / step * step : 0;
+		late += !(asked[p] == -1 || asked[p] + (long)lead <= (long)first);
 	}
 	return late;
 }
