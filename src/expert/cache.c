@@ -91,13 +91,11 @@ static enum pt_status map_pool(pt_expert_cache *c, struct pt_error *err)
 		return pt_error_set(err, PT_E_LIMIT, "expert pool size overflows");
 	if (c->pool_bytes == 0)
 		return PT_OK;
-	/* mmap: page aligned for O_DIRECT, never the malloc heap, huge pages where possible */
-	void *p = mmap(NULL, c->pool_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
-	if (p == MAP_FAILED)
+	/* page aligned for O_DIRECT */
+	void *p = pt_alloc_pages(c->pool_bytes);
+	if (!p)
 		return pt_error_set(err, PT_E_NOMEM, "cannot map the expert pool of %llu bytes",
 				    (unsigned long long)c->pool_bytes);
-	madvise(p, c->pool_bytes, MADV_HUGEPAGE);
 	c->pool = p;
 	return PT_OK;
 }
@@ -149,8 +147,7 @@ void pt_expert_cache_destroy(pt_expert_cache *c)
 {
 	if (!c)
 		return;
-	if (c->pool)
-		munmap(c->pool, c->pool_bytes);
+	pt_free_pages(c->pool, c->pool_bytes);
 	if (c->meta)
 		pthread_mutex_destroy(&c->mu);
 	pt_free(c->meta);

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "expert/io.h"
+#include "util/alloc.h"
 
 static uint64_t gcd(uint64_t a, uint64_t b)
 {
@@ -164,16 +164,14 @@ enum pt_status pt_disk_probe(const struct pt_disk_probe_config *c,
 	 * slower on the development VM (a request per few pages), so the probe understated
 	 * the disk the store reads (PERFORMANCE round 32) */
 	const size_t bytes = (size_t)t.depth * t.block;
-	void *raw = MAP_FAILED;
+	void *raw = NULL;
 	if (t.block == 0)
 		st = pt_error_set(err, PT_E_INVALID, "disk probe: %s is smaller than %u bytes",
 				  c->path, PT_IO_ALIGN);
-	else if ((raw = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			     0)) == MAP_FAILED)
+	else if (!(raw = pt_alloc_pages(bytes)))
 		st = pt_error_set(err, PT_E_NOMEM, "disk probe buffers");
 	if (st == PT_OK) {
 		struct walk w;
-		madvise(raw, bytes, MADV_HUGEPAGE);
 		memset(raw, 0, bytes); /* faulted in before the clock, as the store's slots are */
 		walk_init(&w, t.file_size / t.block, c->seed ? c->seed : pt_io_now_ns());
 		t.w = &w;
@@ -184,7 +182,6 @@ enum pt_status pt_disk_probe(const struct pt_disk_probe_config *c,
 		st = trials(c, &t, r, err);
 	}
 	pt_io_close(t.io);
-	if (raw != MAP_FAILED)
-		munmap(raw, bytes);
+	pt_free_pages(raw, bytes);
 	return st;
 }

@@ -50,8 +50,12 @@ static enum pt_status layer_alloc(struct pt_kv_layer *L, struct pt_error *err)
 	    pt_mul_overflow((uint64_t)L->cap * L->d.n_kv_head, L->row_v ? L->v_row_bytes : 0, &nv) ||
 	    nk > SIZE_MAX || nv > SIZE_MAX)
 		return pt_error_set(err, PT_E_LIMIT, "KV cache size overflows");
-	L->k = pt_calloc(nk, 1);
-	L->v = nv ? pt_calloc(nv, 1) : NULL;
+	L->k = pt_alloc_pages((size_t)nk);
+	if (L->k)
+		L->k_bytes = (size_t)nk;
+	L->v = nv ? pt_alloc_pages((size_t)nv) : NULL;
+	if (L->v)
+		L->v_bytes = (size_t)nv;
 	if (!L->k || (nv && !L->v))
 		return pt_error_set(err, PT_E_NOMEM, "KV cache: cannot allocate %llu bytes",
 				    (unsigned long long)(nk + nv));
@@ -126,8 +130,8 @@ void pt_kv_fini(struct pt_kv *kv)
 	if (!kv || !kv->layers)
 		return;
 	for (uint32_t il = 0; il < kv->n_layer; il++) {
-		pt_free(kv->layers[il].k);
-		pt_free(kv->layers[il].v);
+		pt_free_pages(kv->layers[il].k, kv->layers[il].k_bytes);
+		pt_free_pages(kv->layers[il].v, kv->layers[il].v_bytes);
 	}
 	pt_free(kv->layers);
 	kv->layers = NULL;

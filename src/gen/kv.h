@@ -12,7 +12,10 @@
  * ([kv head][slot][dim]): attention reads one head's values key after key, and in
  * slot-major rows those lie a row apart (Gemma 4: 4 KiB, a new page and the same L1 sets
  * every key), so the accumulation waited on memory at every key.  Snapshots keep
- * slot-major rows ([slot][kv head][dim]) whatever the layout.
+ * slot-major rows ([slot][kv head][dim]) whatever the layout.  Both arrays are 2 MiB pages
+ * where the kernel gives them (pt_alloc_pages): decode reads every layer's K/V from memory,
+ * and beside a full-size model's copies their 4 KiB pages' translations missed (PERFORMANCE
+ * round 42; head-major K, measured again there, gained nothing).
  *
  * Q8_0 (llama.cpp's -ctk q8_0 -ctv q8_0; 1.0625 bytes a value, about half of F16): every 32
  * values of a head's key or value share one F16 scale d = max|x| / 127 with int8 codes
@@ -75,6 +78,7 @@ struct pt_kv_layer {
 	size_t v_row_bytes;  /* V bytes of one head at one slot */
 	void *k;          /* [cap][row_k] of uint16_t (F16) or float; Q8_0 blocks (above) */
 	void *v;          /* [n_kv_head][cap][head_dim_v]: one head's keys adjacent */
+	size_t k_bytes, v_bytes; /* the arrays' sizes (pt_alloc_pages) */
 };
 
 struct pt_kv {

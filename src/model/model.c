@@ -7,7 +7,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "model/ops.h"
 #include "quant/quant.h"
@@ -379,7 +378,7 @@ void pt_model_close(struct pt_model *m)
 	pt_free(m->layers);
 	pt_free(m->rope_sect_ff);
 	for (uint32_t i = 0; i < m->n_repack; i++)
-		munmap(m->repack[i].p, m->repack[i].bytes);
+		pt_free_pages(m->repack[i].p, m->repack[i].bytes);
 	pt_free(m->repack);
 	pt_gguf_close(m->g);
 	pt_free(m);

@@ -6,7 +6,6 @@
 #include "model/repack.h"
 
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "kern/kern.h"
@@ -43,10 +42,9 @@ static void *copy_buffer(struct pt_model *m, size_t bytes)
 		m->repack = b;
 		m->cap_repack = cap;
 	}
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	void *p = pt_alloc_pages(bytes);
+	if (!p)
 		return NULL;
-	(void)madvise(p, bytes, MADV_HUGEPAGE);
 	m->repack[m->n_repack++] = (struct pt_model_buf){ p, bytes };
 	return p;
 }

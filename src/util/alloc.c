@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static _Atomic uint64_t alloc_calls;
 static _Atomic uint64_t alloc_fail_target; /* absolute call number that fails; 0 = never */
@@ -84,4 +85,21 @@ char *pt_strdup(const char *s)
 void pt_free(void *p)
 {
 	free(p);
+}
+
+void *pt_alloc_pages(size_t bytes)
+{
+	if (bytes == 0 || should_fail())
+		return NULL;
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	(void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: 4 KiB pages work too */
+	return p;
+}
+
+void pt_free_pages(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, bytes);
 }

@@ -15,6 +15,14 @@ char *pt_strndup(const char *s, size_t n);        /* always NUL-terminated copy 
 char *pt_strdup(const char *s);
 void pt_free(void *p);
 
+/* Zeroed anonymous memory for a large buffer read as a stream (model copies, the expert
+ * pool, the KV cache): page aligned, never the malloc heap, in 2 MiB pages where the kernel
+ * gives them (MADV_HUGEPAGE: fewer translation misses; PERFORMANCE rounds 41 and 42).  NULL
+ * when bytes is 0 or the mapping fails (or the fail-at hook fires: it counts these calls
+ * too).  pt_free_pages takes the same bytes; NULL is a no-op. */
+void *pt_alloc_pages(size_t bytes);
+void pt_free_pages(void *p, size_t bytes);
+
 /* Checked arithmetic: return 0 and store the result, or 1 on overflow. */
 static inline int pt_mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
 {
