@@ -14,10 +14,12 @@ if ! nice make -j2 ARCH=aarch64 test-bin >build/arm64-build.log 2>&1; then
 	exit 1
 fi
 # Every kernel test (each NEON level against the scalar reference), the pool, the
-# activation quantizers, SwiGLU / GeGLU and attention (not the 21M-point expf sweep: minutes
-# emulated; the SwiGLU and softmax tests cover the NEON exponential against the scalar one).
-SUBSET="test_kern test_pool test_dn_ test_act_ test_ops_swiglu test_ops_geglu test_attn_dots
-	test_attn_softmax test_attn_vacc test_attn_f16 test_attn_q8 test_kv_q8 test_quant_lane"
+# activation quantizers, SwiGLU / GeGLU, the softcap, RMS norm and attention (not the
+# 21M-point expf and 24M-point tanh sweeps: minutes emulated; the SwiGLU, softcap and
+# softmax tests cover the NEON exponential and tanh against the scalar ones).
+SUBSET="test_kern test_pool test_dn_ test_act_ test_ops_swiglu test_ops_geglu test_ops_softcap
+	test_ops_rmsnorm test_attn_dots test_attn_softmax test_attn_vacc test_attn_f16 test_attn_q8
+	test_kv_q8 test_quant_lane"
 pass=0 fail=0
 # tally RC LABEL tail|fails: adds the last "N passed, N failed" line of $out to the totals; a
 # run that exits non-zero or prints no total counts as one failure and shows its output

@@ -31,6 +31,32 @@ float pt_kern_expf(float x)
 	return p * attn_pow2(n1) * attn_pow2(n2);
 }
 
+float pt_kern_tanhf(float x)
+{
+	if (isnan(x))
+		return x + x;
+	const float a = fabsf(x);
+	float t;
+	if (a < TANH_SERIES_END) {
+		const float z = a * a;
+		float p = TANH_C21;
+		p = fmaf(p, z, TANH_C19);
+		p = fmaf(p, z, TANH_C17);
+		p = fmaf(p, z, TANH_C15);
+		p = fmaf(p, z, TANH_C13);
+		p = fmaf(p, z, TANH_C11);
+		p = fmaf(p, z, TANH_C9);
+		p = fmaf(p, z, TANH_C7);
+		p = fmaf(p, z, TANH_C5);
+		p = fmaf(p, z, TANH_C3);
+		t = fmaf(a * z, p, a);
+	} else {
+		const float e = pt_kern_expf(2.0f * (a < TANH_X_MAX ? a : TANH_X_MAX));
+		t = 1.0f - 2.0f / (e + 1.0f);
+	}
+	return copysignf(t, x);
+}
+
 /* Element at of F16 (wide false) or F32 data: the reference reads widened Q8_0 keys and
  * values (dots_w, vacc_w) through the same loops as F16 ones. */
 static float elem(const void *x, size_t at, bool wide)

@@ -22,6 +22,22 @@
 #define ATTN_EXP_C6 (1.0f / 720.0f)
 #define ATTN_EXP_C7 (1.0f / 5040.0f)
 
+/* tanh (pt_kern_tanhf): below TANH_SERIES_END its odd Taylor series to x^21 (C3 .. C21, the
+ * coefficients rounded to F32; the first term left out is below 8e-10 there), from it on
+ * 1 - 2 / (e^(2x) + 1) with x clamped to TANH_X_MAX, past which tanh rounds to 1. */
+#define TANH_SERIES_END 0.625f
+#define TANH_X_MAX 10.0f
+#define TANH_C3 (-3.333333433e-01f)
+#define TANH_C5 1.333333403e-01f
+#define TANH_C7 (-5.396825448e-02f)
+#define TANH_C9 2.186948806e-02f
+#define TANH_C11 (-8.863235824e-03f)
+#define TANH_C13 3.592127934e-03f
+#define TANH_C15 (-1.455834368e-03f)
+#define TANH_C17 5.900274264e-04f
+#define TANH_C19 (-2.391291200e-04f)
+#define TANH_C21 9.691537707e-05f
+
 /* 2^n for n in [-126, 127] */
 static inline float attn_pow2(int n)
 {

@@ -56,6 +56,75 @@ void pt_kern_swiglu_neon(float *out, const float *gate, const float *up, int n)
 		out[i] = gate[i] / (1.0f + pt_kern_expf(-gate[i])) * up[i]; /* pt_op_silu */
 }
 
+/* pt_kern_tanhf on 4 lanes: both branches computed, the series taken below its end. */
+INLINE float32x4_t tanh4(float32x4_t x)
+{
+	const float32x4_t a = vabsq_f32(x), z = vmulq_f32(a, a);
+	float32x4_t p = vdupq_n_f32(TANH_C21);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C19), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C17), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C15), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C13), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C11), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C9), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C7), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C5), p, z);
+	p = vfmaq_f32(vdupq_n_f32(TANH_C3), p, z);
+	const float32x4_t series = vfmaq_f32(a, vmulq_f32(a, z), p);
+	const float32x4_t one = vdupq_n_f32(1.0f);
+	const float32x4_t e =
+		exp4(vmulq_f32(vdupq_n_f32(2.0f), vminq_f32(a, vdupq_n_f32(TANH_X_MAX))));
+	const float32x4_t big = vsubq_f32(one, vdivq_f32(vdupq_n_f32(2.0f), vaddq_f32(e, one)));
+	const float32x4_t t = vbslq_f32(vcltq_f32(a, vdupq_n_f32(TANH_SERIES_END)), series, big);
+	const uint32x4_t sign = vdupq_n_u32(0x80000000u);
+	const float32x4_t y = vreinterpretq_f32_u32(vorrq_u32(
+		vreinterpretq_u32_f32(t), vandq_u32(sign, vreinterpretq_u32_f32(x))));
+	return vbslq_f32(vceqq_f32(x, x), y, vaddq_f32(x, x));
+}
+
+/* The reference's eight double partial sums are four vectors of two (the squares are exact
+ * in double, so each lane's adds are the scalar chain's). */
+void pt_kern_rmsnorm_neon(float *y, const float *x, const float *w, int n, float eps)
+{
+	float64x2_t s2[4] = { vdupq_n_f64(0.0), vdupq_n_f64(0.0), vdupq_n_f64(0.0),
+			      vdupq_n_f64(0.0) };
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		const float32x4_t a = vld1q_f32(x + i), b = vld1q_f32(x + i + 4);
+		const float64x2_t d[4] = { vcvt_f64_f32(vget_low_f32(a)), vcvt_high_f64_f32(a),
+					   vcvt_f64_f32(vget_low_f32(b)), vcvt_high_f64_f32(b) };
+		for (int k = 0; k < 4; k++)
+			s2[k] = vaddq_f64(s2[k], vmulq_f64(d[k], d[k]));
+	}
+	double s[8];
+	for (int k = 0; k < 4; k++)
+		vst1q_f64(s + 2 * k, s2[k]);
+	for (; i < n; i++)
+		s[i % 8] += (double)x[i] * (double)x[i];
+	const double sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+	const float mean = (float)(sum / n);
+	const float scale = 1.0f / sqrtf(mean + eps);
+	const float32x4_t sc = vdupq_n_f32(scale);
+	for (i = 0; i + 4 <= n; i += 4) {
+		float32x4_t t = vmulq_f32(vld1q_f32(x + i), sc);
+		if (w)
+			t = vmulq_f32(t, vld1q_f32(w + i));
+		vst1q_f32(y + i, t);
+	}
+	for (; i < n; i++)
+		y[i] = w ? (x[i] * scale) * w[i] : x[i] * scale;
+}
+
+void pt_kern_softcap_neon(float *x, int n, float cap)
+{
+	const float32x4_t inv = vdupq_n_f32(1.0f / cap), c = vdupq_n_f32(cap);
+	int i = 0;
+	for (; i + 4 <= n; i += 4)
+		vst1q_f32(x + i, vmulq_f32(tanh4(vmulq_f32(vld1q_f32(x + i), inv)), c));
+	for (; i < n; i++)
+		x[i] = pt_kern_tanhf(x[i] * (1.0f / cap)) * cap; /* pt_op_softcap_ref */
+}
+
 /* ---- F16 ------------------------------------------------------------------------------------ */
 
 INLINE float32x4_t load_h4(const uint16_t *p)

@@ -440,13 +440,27 @@ const struct pt_kern_attn_ops *pt_kern_attn_ops_at(enum pt_kern_level level);
  * subnormal results round once).  Within 1 ulp of a correctly rounded expf; NaN in, NaN out. */
 float pt_kern_expf(float x);
 
+/* tanh in F32, the logit softcap's (the scalar definition the SIMD twins reproduce bit for
+ * bit): below 0.625 in magnitude its odd Taylor series to x^21 by FMA Horner, above it
+ * 1 - 2 / (pt_kern_expf(2|x|) + 1), the sign put back.  Within 2 ulp of tanh (tested); NaN
+ * in, NaN out.  libm's tanhf cost Gemma 4 1.4 ms of a decoded token's ~52 (262,144 logits). */
+float pt_kern_tanhf(float x);
+
 #if defined(PT_KERN_X86)
 /* out[i] = x / (1 + pt_kern_expf(-x)) * up[i], x = gate[i]: model/ops.c's pt_op_swiglu_ref
- * bit for bit, 8 lanes (swiglu_avx2.c).  Only at level avx2 or above. */
+ * bit for bit, 8 lanes (ops_avx2.c).  Only at level avx2 or above. */
 void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n);
+/* x[i] = pt_kern_tanhf(x[i] * (1 / cap)) * cap: model/ops.c's pt_op_softcap_ref bit for bit,
+ * 8 lanes (ops_avx2.c).  Only at level avx2 or above. */
+void pt_kern_softcap_avx2(float *x, int n, float cap);
+/* model/ops.c's pt_op_rmsnorm_ref bit for bit (its eight double partial sums in two vectors;
+ * ops_avx2.c).  Only at level avx2 or above. */
+void pt_kern_rmsnorm_avx2(float *y, const float *x, const float *w, int n, float eps);
 #elif defined(PT_KERN_ARM64)
-/* The same on 4 aarch64 Advanced SIMD lanes (attn_neon.c), at level neon or above. */
+/* The same three on aarch64 Advanced SIMD lanes (attn_neon.c), at level neon or above. */
 void pt_kern_swiglu_neon(float *out, const float *gate, const float *up, int n);
+void pt_kern_softcap_neon(float *x, int n, float cap);
+void pt_kern_rmsnorm_neon(float *y, const float *x, const float *w, int n, float eps);
 #endif
 
 /* ---- linear-attention (Gated DeltaNet) inner loops (model/deltanet.c) ------------------

@@ -60,6 +60,22 @@ static void scale_rows(float *y, const float *x, int n, float scale)
 
 void pt_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 {
+#if defined(PT_KERN_X86)
+	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2) {
+		pt_kern_rmsnorm_avx2(y, x, w, n, eps);
+		return;
+	}
+#elif defined(PT_KERN_ARM64)
+	if (pt_kern_level() >= PT_KERN_LEVEL_NEON) {
+		pt_kern_rmsnorm_neon(y, x, w, n, eps);
+		return;
+	}
+#endif
+	pt_op_rmsnorm_ref(y, x, w, n, eps);
+}
+
+void pt_op_rmsnorm_ref(float *y, const float *x, const float *w, int n, float eps)
+{
 	const double sum = sum_squares(x, n);
 	const float mean = (float)(sum / n);
 	const float scale = 1.0f / sqrtf(mean + eps);
@@ -167,7 +183,7 @@ float pt_op_sigmoid(float x)
 }
 
 /* The exponential is the attention kernels' pt_kern_expf (within 1 ulp of expf), which has
- * an exact AVX2 twin: the SIMD SwiGLU (ops_avx2.c) gives the scalar loop's bits. */
+ * an exact AVX2 twin: the SIMD SwiGLU (kern/ops_avx2.c) gives the scalar loop's bits. */
 float pt_op_silu(float x)
 {
 	return x / (1.0f + pt_kern_expf(-x));
@@ -259,11 +275,27 @@ void pt_op_geglu(float *out, const float *gate, const float *up, int n)
 	}
 }
 
-void pt_op_softcap(float *x, int n, float cap)
+void pt_op_softcap_ref(float *x, int n, float cap)
 {
 	const float inv = 1.0f / cap;
 	for (int i = 0; i < n; i++)
-		x[i] = tanhf(x[i] * inv) * cap;
+		x[i] = pt_kern_tanhf(x[i] * inv) * cap;
+}
+
+void pt_op_softcap(float *x, int n, float cap)
+{
+#if defined(PT_KERN_X86)
+	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2) {
+		pt_kern_softcap_avx2(x, n, cap);
+		return;
+	}
+#elif defined(PT_KERN_ARM64)
+	if (pt_kern_level() >= PT_KERN_LEVEL_NEON) {
+		pt_kern_softcap_neon(x, n, cap);
+		return;
+	}
+#endif
+	pt_op_softcap_ref(x, n, cap);
 }
 
 void pt_op_topk(const float *score, int n, int k, int *idx)

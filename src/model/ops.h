@@ -14,7 +14,9 @@
 #include <stdint.h>
 
 /* y = x * (1/sqrtf(mean(x^2) + eps)) * w; w may be NULL (no weight, e.g. Gemma 4 V norm and
- * router input).  Sum of squares in double, mean rounded to float as ggml does.  y may be x. */
+ * router input).  Sum of squares in double, mean rounded to float as ggml does.  y may be x.
+ * The reference, and the level's SIMD twin (the same bits at every level). */
+void pt_op_rmsnorm_ref(float *y, const float *x, const float *w, int n, float eps);
 void pt_op_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
 /* The same norm applied to each of n_head consecutive vectors of head_dim, in place. */
 void pt_op_rmsnorm_heads(float *x, const float *w, int n_head, int head_dim, float eps);
@@ -78,7 +80,10 @@ void pt_op_geglu(float *out, const float *gate, const float *up, int n);
 /* The exact tanh-approximate GELU in float (what the table stores before F16 rounding). */
 float pt_op_gelu_exact(float x);
 
-/* x[i] = cap * tanhf(x[i] * (1/cap)) - ggml builds it as scale, tanh, scale. */
+/* x[i] = tanh(x[i] * (1/cap)) * cap - ggml builds it as scale, tanh, scale - with tanh by
+ * pt_kern_tanhf (within 2 ulp of libm's tanhf, which ggml calls): the reference, and the
+ * level's SIMD twin (the same bits at every level). */
+void pt_op_softcap_ref(float *x, int n, float cap);
 void pt_op_softcap(float *x, int n, float cap);
 
 /* Indices of the k largest score[i] in descending order of score.  Ties are broken by the

@@ -287,6 +287,58 @@ PT_TEST(test_ops_rmsnorm_interleaved_sum_matches_sequential)
 	pt_free(y);
 }
 
+/* pt_op_rmsnorm at every level (the SIMD twins' partial sums lane for lane) equals the scalar
+ * reference bit for bit: every width 1..80 and real ones, with and without a weight, in place
+ * and not, values from 1e-30 to 1e30 (squares past F32's range: the sums are double), zeros
+ * and a NaN row. */
+PT_TEST(test_ops_rmsnorm_levels_match_reference)
+{
+	enum { W = 4096 };
+	float *x = pt_mallocn(W, sizeof(float)), *w = pt_mallocn(W, sizeof(float));
+	float *want = pt_mallocn(W, sizeof(float)), *y = pt_mallocn(W, sizeof(float));
+	REQUIRE(x && w && want && y);
+	uint32_t st = 99;
+	for (int i = 0; i < W; i++) {
+		st = st * 1103515245u + 12345u;
+		w[i] = (float)(st >> 8) / 16777216.0f + 0.5f;
+	}
+	struct pt_error err;
+	const enum pt_kern_level saved = pt_kern_level();
+	size_t bad = 0, total = 0;
+	for (int n = 1; n <= 80 + 6; n++) {
+		const int width = n <= 80 ? n : (int[]){ 2048, 2816, 4096, 128, 256, 512 }[n - 81];
+		const float scale = n % 9 == 8 ? 0.0f : powf(10.0f, (float)(n % 9) * 7.5f - 30.0f);
+		for (int i = 0; i < width; i++) {
+			st = st * 1103515245u + 12345u;
+			x[i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * scale;
+		}
+		if (n == 40)
+			x[7] = NAN;
+		for (int wt = 0; wt < 2; wt++) {
+			const float *ww = wt ? w : NULL;
+			REQUIRE(pt_kern_set_level(PT_KERN_LEVEL_SCALAR, &err) == PT_OK);
+			pt_op_rmsnorm_ref(want, x, ww, width, 1e-6f);
+			for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+				REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, &err) == PT_OK);
+				pt_op_rmsnorm(y, x, ww, width, 1e-6f);
+				for (int i = 0; i < width; i++, total++)
+					bad += f32_bits(y[i]) != f32_bits(want[i]);
+				memcpy(y, x, (size_t)width * sizeof(float));
+				pt_op_rmsnorm(y, y, ww, width, 1e-6f); /* in place */
+				for (int i = 0; i < width; i++, total++)
+					bad += f32_bits(y[i]) != f32_bits(want[i]);
+			}
+		}
+	}
+	CHECK(pt_kern_set_level(saved, &err) == PT_OK);
+	CHECK_EQ_INT(bad, 0);
+	CHECK(total > 40000);
+	pt_free(x);
+	pt_free(w);
+	pt_free(want);
+	pt_free(y);
+}
+
 /* pt_op_swiglu at every level (the AVX2 twin's exp8 lane for lane) equals the scalar
  * reference bit for bit: gate values over the whole exponential range, the clamps, tiny and
  * huge values, inf, NaN, lengths with tails, in place. */
@@ -346,6 +398,90 @@ PT_TEST(test_ops_softcap)
 	CHECK(rel_err(x[1], 30.0 * tanh(0.5)) < 1e-6);
 	CHECK(rel_err(x[2], 30.0 * tanh(-3.0)) < 1e-6);
 	CHECK(x[3] <= 30.0f && x[3] > 29.99f);
+}
+
+/* |got - want| in units of the last place of want (an F32's, want in double). */
+static double tanh_ulp_err(float got, double want)
+{
+	int e;
+	frexp(fabs(want), &e);
+	return fabs((double)got - want) / ldexp(1.0, (e < -125 ? -125 : e) - 24);
+}
+
+/* pt_kern_tanhf is within 2 ulp of tanh: every seventh float from 2^-20 up to 0.75 (the
+ * series, the start of the exponential form) and every one around the switch at 0.625, a
+ * stride of 97 on to 12 (past which tanh rounds to 1), odd symmetry; tiny values, zeros,
+ * infinities, NaN.  Also within 3 ulp of libm's tanhf, which ggml calls (the KL against
+ * llama.cpp does not move). */
+PT_TEST(test_ops_tanh_accurate)
+{
+	double worst = 0.0;
+	uint32_t n = 0, libm_far = 0;
+	float lo = 0x1p-20f;
+	uint32_t bits;
+	memcpy(&bits, &lo, 4);
+	for (;; n++) {
+		float x;
+		memcpy(&x, &bits, 4);
+		if (x > 12.0f)
+			break;
+		const float y = pt_kern_tanhf(x);
+		const double u = tanh_ulp_err(y, tanh((double)x));
+		worst = u > worst ? u : worst;
+		libm_far += tanh_ulp_err(y, (double)tanhf(x)) > 3.0;
+		CHECK(f32_bits(pt_kern_tanhf(-x)) == (f32_bits(y) ^ 0x80000000u));
+		bits += x >= 0.6f && x < 0.65f ? 1 : x < 0.75f ? 7 : 97;
+	}
+	fprintf(stderr, "tanh: %u points, worst %.3f ulp vs exact, %u more than 3 ulp from libm\n",
+		n, worst, libm_far);
+	CHECK(n > 20000000);
+	CHECK(worst <= 2.0);
+	CHECK_EQ_INT(libm_far, 0);
+	CHECK(pt_kern_tanhf(1e-30f) == 1e-30f && pt_kern_tanhf(-1e-40f) == -1e-40f);
+	CHECK(f32_bits(pt_kern_tanhf(0.0f)) == 0 && f32_bits(pt_kern_tanhf(-0.0f)) == 0x80000000u);
+	CHECK(pt_kern_tanhf(INFINITY) == 1.0f && pt_kern_tanhf(-INFINITY) == -1.0f);
+	CHECK(pt_kern_tanhf(20.0f) == 1.0f && pt_kern_tanhf(-1e30f) == -1.0f);
+	CHECK(isnan(pt_kern_tanhf(NAN)));
+}
+
+/* pt_op_softcap at every level (the SIMD twins' tanh lane for lane) equals the reference bit
+ * for bit: logits over the softcap's whole range (both tanh forms), tiny and huge values,
+ * inf, NaN, lengths with tails. */
+PT_TEST(test_ops_softcap_levels_match_reference)
+{
+	enum { N = 100003 };
+	float *x = pt_mallocn(N, sizeof(float)), *w = pt_mallocn(N, sizeof(float));
+	float *o = pt_mallocn(N, sizeof(float));
+	REQUIRE(x && w && o);
+	uint32_t st = 11;
+	for (int i = 0; i < N; i++) {
+		st = st * 1103515245u + 12345u;
+		const float v = (float)(st >> 8) / 16777216.0f - 0.5f;
+		x[i] = v * (i % 3 == 0 ? 800.0f : i % 3 == 1 ? 40.0f : 1e-2f);
+	}
+	const float special[] = { 18.75f, -18.75f, 18.7499981f, 300.0f, -300.0f, 1e-40f,
+				  -1e-40f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 3e38f, -3e38f };
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		x[N - 1 - i] = x[i] = special[i];
+	memcpy(w, x, N * sizeof(float));
+	pt_op_softcap_ref(w, N, 30.0f);
+	struct pt_error err;
+	const enum pt_kern_level saved = pt_kern_level();
+	for (int lv = 0; lv <= (int)pt_kern_level_max(); lv++) {
+		REQUIRE(pt_kern_set_level((enum pt_kern_level)lv, &err) == PT_OK);
+		for (int len = N; len >= N - 9; len -= 3) {
+			memcpy(o, x, N * sizeof(float));
+			pt_op_softcap(o, len, 30.0f);
+			size_t bad = 0;
+			for (int i = 0; i < len; i++)
+				bad += f32_bits(o[i]) != f32_bits(w[i]) && !(isnan(o[i]) && isnan(w[i]));
+			CHECK_EQ_INT(bad, 0);
+		}
+	}
+	CHECK(pt_kern_set_level(saved, &err) == PT_OK);
+	pt_free(x);
+	pt_free(w);
+	pt_free(o);
 }
 
 PT_TEST(test_ops_topk_descending_ties_low_index)
