@@ -50,12 +50,10 @@ static enum pt_status layer_alloc(struct pt_kv_layer *L, struct pt_error *err)
 	    pt_mul_overflow((uint64_t)L->cap * L->d.n_kv_head, L->row_v ? L->v_row_bytes : 0, &nv) ||
 	    nk > SIZE_MAX || nv > SIZE_MAX)
 		return pt_error_set(err, PT_E_LIMIT, "KV cache size overflows");
-	L->k = pt_alloc_pages((size_t)nk);
-	if (L->k)
-		L->k_bytes = (size_t)nk;
-	L->v = nv ? pt_alloc_pages((size_t)nv) : NULL;
-	if (L->v)
-		L->v_bytes = (size_t)nv;
+	L->k_bytes = (size_t)nk;
+	L->v_bytes = (size_t)nv;
+	L->k = pt_alloc_pages(L->k_bytes);
+	L->v = pt_alloc_pages(L->v_bytes); /* NULL where there is no V array (nv 0) */
 	if (!L->k || (nv && !L->v))
 		return pt_error_set(err, PT_E_NOMEM, "KV cache: cannot allocate %llu bytes",
 				    (unsigned long long)(nk + nv));
