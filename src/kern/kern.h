@@ -445,6 +445,9 @@ float pt_kern_expf(float x);
  * 1 - 2 / (pt_kern_expf(2|x|) + 1), the sign put back.  Within 2 ulp of tanh (tested); NaN
  * in, NaN out.  libm's tanhf cost Gemma 4 1.4 ms of a decoded token's ~52 (262,144 logits). */
 float pt_kern_tanhf(float x);
+/* The tanh-approximate GELU's constants (model/ops.c pt_op_gelu_exact, ggml's). */
+#define PT_GELU_SQRT_2_OVER_PI 0.79788456080286535587989211986876f
+#define PT_GELU_COEF_A 0.044715f
 
 #if defined(PT_KERN_X86)
 /* out[i] = x / (1 + pt_kern_expf(-x)) * up[i], x = gate[i]: model/ops.c's pt_op_swiglu_ref
@@ -456,6 +459,10 @@ void pt_kern_softcap_avx2(float *x, int n, float cap);
 /* model/ops.c's pt_op_rmsnorm_ref bit for bit (its eight double partial sums in two vectors;
  * ops_avx2.c).  Only at level avx2 or above. */
 void pt_kern_rmsnorm_avx2(float *y, const float *x, const float *w, int n, float eps);
+/* out[i] = g * up[i], g = 0 for gate[i] <= -10, gate[i] for gate[i] >= 10, else the F16
+ * table's entry at gate[i]'s F16 rounding computed from its formula: model/ops.c's
+ * pt_op_geglu_ref bit for bit, 8 lanes (ops_avx2.c).  Only at level avx2 or above. */
+void pt_kern_geglu_avx2(float *out, const float *gate, const float *up, int n);
 #elif defined(PT_KERN_ARM64)
 /* The same three on aarch64 Advanced SIMD lanes (attn_neon.c), at level neon or above. */
 void pt_kern_swiglu_neon(float *out, const float *gate, const float *up, int n);

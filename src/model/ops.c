@@ -229,11 +229,13 @@ void pt_op_swiglu_oai(float *out, const float *gate, const float *up, int n)
 static float gelu_table[65536];
 static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
 
+/* With pt_kern_tanhf rather than libm's tanhf: rounded to F16, the two agree for every F16
+ * input (test_ops_gelu_f16_table_semantics tries all 65,536), so the table is ggml's; and
+ * the AVX2 twin computes the same operations in lanes (pt_kern_geglu_avx2). */
 float pt_op_gelu_exact(float x)
 {
-	const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
-	const float coef_a = 0.044715f;
-	return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x)));
+	return 0.5f * x *
+	       (1.0f + pt_kern_tanhf(PT_GELU_SQRT_2_OVER_PI * x * (1.0f + PT_GELU_COEF_A * x * x)));
 }
 
 static void gelu_table_build(void)
@@ -259,7 +261,7 @@ float pt_op_gelu(float x)
 /* pt_op_gelu(gate[i]) * up[i], the table indices converted a batch at a time by the
  * attention kernels' F32 -> F16 converter (round to nearest even like pt_f32_to_fp16 at
  * every level; only NaN payloads may differ, and every NaN index holds the same NaN). */
-void pt_op_geglu(float *out, const float *gate, const float *up, int n)
+void pt_op_geglu_ref(float *out, const float *gate, const float *up, int n)
 {
 	const struct pt_kern_attn_ops *ops = pt_kern_attn_ops(1);
 	uint16_t h[GEGLU_CHUNK];
@@ -273,6 +275,17 @@ void pt_op_geglu(float *out, const float *gate, const float *up, int n)
 			out[i0 + i] = g * up[i0 + i];
 		}
 	}
+}
+
+void pt_op_geglu(float *out, const float *gate, const float *up, int n)
+{
+#if defined(PT_KERN_X86)
+	if (pt_kern_level() >= PT_KERN_LEVEL_AVX2) {
+		pt_kern_geglu_avx2(out, gate, up, n);
+		return;
+	}
+#endif
+	pt_op_geglu_ref(out, gate, up, n);
 }
 
 void pt_op_softcap_ref(float *x, int n, float cap)

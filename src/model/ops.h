@@ -75,9 +75,13 @@ void pt_op_swiglu_oai(float *out, const float *gate, const float *up, int n);
 /* GELU as ggml's CPU backend computes it: x <= -10 -> 0, x >= 10 -> x, otherwise x is rounded
  * to F16 and looked up in a 65536-entry F16 table of the tanh approximation. */
 float pt_op_gelu(float x);
-/* out[i] = gelu(gate[i]) * up[i]; out may alias gate. */
+/* out[i] = gelu(gate[i]) * up[i]; out may alias gate.  At the AVX2 level and above through
+ * pt_kern_geglu_avx2 (x86-64: the table's formula in lanes), bit-identical to the scalar
+ * reference pt_op_geglu_ref. */
 void pt_op_geglu(float *out, const float *gate, const float *up, int n);
-/* The exact tanh-approximate GELU in float (what the table stores before F16 rounding). */
+void pt_op_geglu_ref(float *out, const float *gate, const float *up, int n);
+/* The tanh-approximate GELU in float with pt_kern_tanhf (what the table stores before F16
+ * rounding). */
 float pt_op_gelu_exact(float x);
 
 /* x[i] = tanh(x[i] * (1/cap)) * cap - ggml builds it as scale, tanh, scale - with tanh by
