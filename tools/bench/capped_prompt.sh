@@ -19,11 +19,12 @@
 # cgroup's peak usage and OOM kills, and bench --json's ttft_s, prefill_tps, decode_tps,
 # read_wait_s, prefill_phase_s, peak_rss_bytes ...).  Needs root (cgroups, drop_caches).
 # Environment: ROUNDS (2), CAP (6G), PROMPT (4096), GEN (16), THREADS (2), VARIANTS ("ram
-# gguf gguf-repack pack"; each capped one skipped where the pack says it would not measure it).
+# gguf gguf-repack pack"; each capped one skipped where the pack says it would not measure it),
+# CAPPED_ARGS (more bench flags for the capped variants, e.g. "--batch 4096"; none).
 set -u
 O=$1 M=$2 P=$3
 : "${ROUNDS:=2}" "${CAP:=6G}" "${PROMPT:=4096}" "${GEN:=16}" "${THREADS:=2}" \
-	"${VARIANTS:=ram gguf gguf-repack pack}"
+	"${VARIANTS:=ram gguf gguf-repack pack}" "${CAPPED_ARGS:=}"
 CG=/sys/fs/cgroup/memory
 if [ "$(id -u)" -ne 0 ] || [ ! -w "$CG" ]; then
 	echo "capped_prompt: needs root and the cgroup v1 memory controller at $CG" >&2
@@ -41,16 +42,22 @@ mkdir -p "$O"
 R=$O/results.jsonl
 : >"$R"
 la() { cut -d' ' -f1 /proc/loadavg; }
-rec() { # VARIANT RC FILE CGPEAK OOMKILLS
+rec() { # VARIANT RC FILE CGPEAK OOMKILLS CGSTAT
 	python3 - "$@" "$(la)" "$(date -u +%T)" >>"$R" <<'PY'
 import json, sys
-name, rc, f, peak, kills, load, t = sys.argv[1:8]
+name, rc, f, peak, kills, cgstat, load, t = sys.argv[1:9]
 try:
     o = json.loads(open(f).read().strip().splitlines()[-1])
 except Exception as e:
     o = {"error": str(e)}
 r = {"variant": name, "rc": int(rc), "load": float(load), "end": t,
      "cg_max_usage": int(peak or 0), "cg_oom_kills": int(kills or 0)}
+# the cgroup's reclaim: times the limit was hit, major faults, file pages read again after
+# reclaim took them (the mapped weights left in the file)
+for kv in cgstat.split(","):
+    if "=" in kv:
+        k, v = kv.split("=", 1)
+        r["cg_" + k] = int(v)
 for k in ("ttft_s", "prefill_tps", "decode_tps", "read_wait_s", "prefill_read_wait_s",
           "prefill_phase_s", "decode_phase_s_per_token", "peak_rss_bytes", "prompt_tokens",
           "gen_tokens", "bytes_read_total", "hit_rate", "slots_per_layer", "repack_s", "open_s",
@@ -66,7 +73,7 @@ run_ram() {
 	resident "$M"
 	"$P" bench -m "$M" --prompt-tokens "$PROMPT" --gen "$GEN" --threads "$THREADS" --io mmap \
 		--repack --json --no-lock --no-profile >"$O/p.json" 2>"$O/p.err"
-	rec ram $? "$O/p.json" 0 0
+	rec ram $? "$O/p.json" 0 0 ""
 }
 run_capped() { # VARIANT EXTRA-FLAGS...
 	local v=$1 d=$CG/pt_capped_prompt
@@ -77,10 +84,12 @@ run_capped() { # VARIANT EXTRA-FLAGS...
 	echo 3 >/proc/sys/vm/drop_caches
 	sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$d" "$P" bench -m "$M" \
 		--prompt-tokens "$PROMPT" --gen "$GEN" --threads "$THREADS" --memory "$budget" \
-		--json --no-lock --no-profile "$@" >"$O/p.json" 2>"$O/p.err"
+		--json --no-lock --no-profile $CAPPED_ARGS "$@" >"$O/p.json" 2>"$O/p.err"
 	local rc=$?
 	rec "$v" $rc "$O/p.json" "$(cat "$d/memory.max_usage_in_bytes")" \
-		"$(sed -n 's/^oom_kill //p' "$d/memory.oom_control")"
+		"$(sed -n 's/^oom_kill //p' "$d/memory.oom_control")" \
+		"failcnt=$(cat "$d/memory.failcnt"),$(awk '$1 == "pgmajfault" ||
+			$1 == "workingset_refault_file" { printf "%s=%s,", $1, $2 }' "$d/memory.stat")"
 	rmdir "$d" 2>/dev/null
 }
 echo "start $(date -u +%T) load $(la): $M, cap $CAP (--memory $budget), prompt $PROMPT"
