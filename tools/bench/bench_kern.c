@@ -1,7 +1,7 @@
 /* bench_kern.c - throughput of the matvec kernels and dispatch latency of the thread pool.
  * Not a test: prints figures for docs/PERFORMANCE.md.  `make bench-kern` builds build/bench_kern.
  *
- *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|il|layouts|layouts-few|dense16|iotax FILE]]   (default 0.5;
+ *   build/bench_kern [seconds_per_case [prefill|cold|dot|decode|sets|token|moe|dense|attn|attn-decode|il|layouts|layouts-few|dense16|iotax FILE]]   (default 0.5;
  *   "prefill": table 5 only; "cold": the in-situ expert products only; "dot": the
  *   L1-resident dot and dot4 table only; "decode": the Sarvam-30B decode products from DRAM,
  *   and Qwen3-30B-A3B decode products from DRAM, best level only; "sets": one Sarvam and one
@@ -10,7 +10,9 @@
  *   without the non-product work; "moe": the Qwen3 / Sarvam
  *   full-shape expert products at 16-64 tokens, cold, best level; "dense": Gemma 4's dense
  *   products at 128-2048 tokens and Sarvam-30B's at 512, best level; "attn": one Qwen3-30B-A3B
- *   layer's prefill attention at 1k / 4k context, one thread; "il" / "il6": the X16 layout,
+ *   layer's prefill attention at 1k / 4k context, one thread; "attn-decode": a Qwen3 decode
+ *   token's attention core at 512 / 4,096 positions, cold and hot, one and two threads;
+ *   "il" / "il6": the X16 layout,
  *   16 Q4_K / Q6_K rows interleaved, against the per-row dot on Qwen3's routed gates, one
  *   thread; "il8" / "il5": the same for Q8_0 / Q5_0 on Gemma 4's routed downs, 2816 x 704;
  *   "layouts": the Qwen3 / Sarvam expert products (and Gemma 4's Q5_0 / Q8_0 downs) at 1-256
@@ -1020,6 +1022,102 @@ static void bench_cold(double secs)
 	bench_matmul(PT_TYPE_Q4_K, 512, 1024, 64, secs);
 }
 
+/* Issue 21: a Qwen3-30B-A3B decode token's attention core at n_ctx positions (48 layers x 4
+ * KV heads of 8 queries, head dim 128, F16 cache, split-K blocks of 1024 keys as the forward
+ * pass runs them, F32 numerics): "cold" over 48 layers' caches (the token reads them from
+ * memory), "hot" over one layer's, 48 times (in the caches: the arithmetic alone); one
+ * thread, then two splitting the (layer, head, block) calls (no per-layer barrier).  GB/s:
+ * the K and V bytes a cold token reads. */
+struct attn_dec {
+	struct pt_kv *kv;
+	uint32_t n_layer_kv, n_ctx, first, step;
+	const float *q;
+	double secs, ms;
+};
+
+static void *attn_dec_run(void *arg)
+{
+	enum { N_KV = 4, HD = 128, NQ = 8, BLK = 1024 };
+	struct attn_dec *d = arg;
+	float *scratch = malloc(pt_attn_scratch_floats(d->kv, 0, NQ) * sizeof(float));
+	float m[NQ], s[NQ], *acc = malloc(NQ * HD * sizeof(float));
+	const struct pt_attn_args a = { 0.08838835f, 0.0f, true };
+	uint32_t tokens = 0;
+	const double t0 = now();
+	double t;
+	do {
+		uint32_t task = 0;
+		for (uint32_t il = 0; il < 48; il++)
+			for (uint32_t h = 0; h < N_KV; h++)
+				for (uint32_t b = 0; b * BLK < d->n_ctx; b++, task++) {
+					if (task % d->step != d->first)
+						continue;
+					for (int i = 0; i < NQ; i++) {
+						m[i] = -INFINITY;
+						s[i] = 0.0f;
+					}
+					memset(acc, 0, NQ * HD * sizeof(float));
+					const int64_t hi = (int64_t)(b + 1) * BLK < d->n_ctx
+								   ? (int64_t)(b + 1) * BLK : d->n_ctx;
+					pt_attn_group(d->kv, il % d->n_layer_kv, h, d->q + (size_t)h * NQ * HD,
+						      HD, NQ, (int64_t)b * BLK, hi, &a, m, s, acc,
+						      scratch);
+				}
+		tokens++;
+		t = now() - t0;
+	} while (t < d->secs);
+	d->ms = t / tokens * 1e3;
+	free(scratch);
+	free(acc);
+	return NULL;
+}
+
+static void bench_attn_decode(uint32_t n_ctx, double secs)
+{
+	enum { N_KV = 4, HD = 128, NQ = 8 };
+	struct pt_kv_layer_desc desc[48];
+	for (int i = 0; i < 48; i++)
+		desc[i] = (struct pt_kv_layer_desc){ N_KV, HD, HD, 0, false };
+	struct pt_kv kv;
+	struct pt_error err;
+	if (pt_kv_init(&kv, PT_KV_F16, 48, desc, n_ctx, 1, &err) != PT_OK) {
+		printf("attn-decode: %s\n", err.msg);
+		return;
+	}
+	float k[N_KV * HD], v[N_KV * HD], *q = malloc(N_KV * NQ * HD * sizeof(float));
+	for (uint32_t il = 0; il < 48; il++)
+		for (uint32_t p = 0; p < n_ctx; p++) {
+			for (uint32_t i = 0; i < N_KV * HD; i++) {
+				k[i] = (float)rnd8() / 128.0f - 1.0f;
+				v[i] = (float)rnd8() / 128.0f - 1.0f;
+			}
+			pt_kv_store(&kv, il, p, k, v);
+		}
+	for (size_t i = 0; i < N_KV * NQ * HD; i++)
+		q[i] = (float)rnd8() / 64.0f - 2.0f;
+	pt_kern_set_level(pt_kern_level_max(), NULL);
+	const double bytes = 48.0 * N_KV * n_ctx * HD * 2 * 2;
+	for (int cold = 1; cold >= 0; cold--)
+		for (uint32_t th = 1; th <= 2; th++) {
+			struct attn_dec d[2];
+			pthread_t tid[2];
+			for (uint32_t i = 0; i < th; i++) {
+				d[i] = (struct attn_dec){ &kv, cold ? 48 : 1, n_ctx, i, th, q, secs, 0 };
+				pthread_create(&tid[i], NULL, attn_dec_run, &d[i]);
+			}
+			double ms = 0.0;
+			for (uint32_t i = 0; i < th; i++) {
+				pthread_join(tid[i], NULL);
+				ms = d[i].ms > ms ? d[i].ms : ms;
+			}
+			printf("attn-decode qwen3 %5u ctx %s %u thread%s %7.2f ms/token  %6.1f GB/s of K/V\n",
+			       n_ctx, cold ? "cold" : "hot ", th, th > 1 ? "s" : " ", ms,
+			       bytes / (ms * 1e-3) * 1e-9);
+		}
+	free(q);
+	pt_kv_fini(&kv);
+}
+
 /* Issue 21: one Qwen3-30B-A3B layer's prefill attention (32 query heads over 4 KV heads,
  * head dim 128, F16 cache, F32 accumulation as prefill chunks run it, split-K blocks of
  * 1024 keys) for a whole prompt of n_ctx tokens, one thread: 32 rows spread evenly over the
@@ -1355,6 +1453,11 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "dot") == 0) {
 		bench_dot_l1();
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "attn-decode") == 0) {
+		bench_attn_decode(512, secs);
+		bench_attn_decode(4096, secs);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "attn") == 0) {
