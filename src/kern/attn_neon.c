@@ -125,6 +125,41 @@ void pt_kern_softcap_neon(float *x, int n, float cap)
 		x[i] = pt_kern_tanhf(x[i] * (1.0f / cap)) * cap; /* pt_op_softcap_ref */
 }
 
+/* model/ops.c's pt_op_geglu_ref: the F16 GELU table's formula (pt_op_gelu_exact with
+ * pt_kern_tanhf) in lanes, as ops_avx2.c's pt_kern_geglu_avx2: x rounded to F16 and back,
+ * the formula's multiplies and adds in the reference's order, tanh4, the result rounded to
+ * F16 and back, the +-10 cut-offs, times up (FCVTN rounds to nearest even as the table's
+ * pt_f32_to_fp16 does; a NaN stays a NaN). */
+void pt_kern_geglu_neon(float *out, const float *gate, const float *up, int n)
+{
+	const float32x4_t lo = vdupq_n_f32(-10.0f), hi = vdupq_n_f32(10.0f);
+	const float32x4_t one = vdupq_n_f32(1.0f), zero = vdupq_n_f32(0.0f);
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		const float32x4_t x = vld1q_f32(gate + i);
+		const float32x4_t xr = vcvt_f32_f16(vcvt_f16_f32(x));
+		const float32x4_t inner = vmulq_f32(
+			vmulq_f32(vdupq_n_f32(PT_GELU_SQRT_2_OVER_PI), xr),
+			vaddq_f32(one, vmulq_f32(vmulq_f32(vdupq_n_f32(PT_GELU_COEF_A), xr), xr)));
+		const float32x4_t gl = vmulq_f32(vmulq_f32(vdupq_n_f32(0.5f), xr),
+						 vaddq_f32(one, tanh4(inner)));
+		float32x4_t g = vcvt_f32_f16(vcvt_f16_f32(gl));
+		g = vbslq_f32(vcgeq_f32(x, hi), x, g);
+		g = vbslq_f32(vcleq_f32(x, lo), zero, g);
+		vst1q_f32(out + i, vmulq_f32(g, vld1q_f32(up + i)));
+	}
+	if (i < n) { /* the tail in the same lanes, padded */
+		float x[4] = { 0 }, u[4] = { 0 }, o[4];
+		for (int j = 0; i + j < n; j++) {
+			x[j] = gate[i + j];
+			u[j] = up[i + j];
+		}
+		pt_kern_geglu_neon(o, x, u, 4);
+		for (int j = 0; i + j < n; j++)
+			out[i + j] = o[j];
+	}
+}
+
 /* ---- F16 ------------------------------------------------------------------------------------ */
 
 INLINE float32x4_t load_h4(const uint16_t *p)

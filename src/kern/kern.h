@@ -464,10 +464,11 @@ void pt_kern_rmsnorm_avx2(float *y, const float *x, const float *w, int n, float
  * pt_op_geglu_ref bit for bit, 8 lanes (ops_avx2.c).  Only at level avx2 or above. */
 void pt_kern_geglu_avx2(float *out, const float *gate, const float *up, int n);
 #elif defined(PT_KERN_ARM64)
-/* The same three on aarch64 Advanced SIMD lanes (attn_neon.c), at level neon or above. */
+/* The same four on aarch64 Advanced SIMD lanes (attn_neon.c), at level neon or above. */
 void pt_kern_swiglu_neon(float *out, const float *gate, const float *up, int n);
 void pt_kern_softcap_neon(float *x, int n, float cap);
 void pt_kern_rmsnorm_neon(float *y, const float *x, const float *w, int n, float eps);
+void pt_kern_geglu_neon(float *out, const float *gate, const float *up, int n);
 #endif
 
 /* ---- linear-attention (Gated DeltaNet) inner loops (model/deltanet.c) ------------------

@@ -284,6 +284,11 @@ void pt_op_geglu(float *out, const float *gate, const float *up, int n)
 		pt_kern_geglu_avx2(out, gate, up, n);
 		return;
 	}
+#elif defined(PT_KERN_ARM64)
+	if (pt_kern_level() >= PT_KERN_LEVEL_NEON) {
+		pt_kern_geglu_neon(out, gate, up, n);
+		return;
+	}
 #endif
 	pt_op_geglu_ref(out, gate, up, n);
 }

@@ -76,8 +76,8 @@ void pt_op_swiglu_oai(float *out, const float *gate, const float *up, int n);
  * to F16 and looked up in a 65536-entry F16 table of the tanh approximation. */
 float pt_op_gelu(float x);
 /* out[i] = gelu(gate[i]) * up[i]; out may alias gate.  At the AVX2 level and above through
- * pt_kern_geglu_avx2 (x86-64: the table's formula in lanes), bit-identical to the scalar
- * reference pt_op_geglu_ref. */
+ * pt_kern_geglu_avx2 (x86-64), at neon and above through pt_kern_geglu_neon (aarch64): the
+ * table's formula in lanes, bit-identical to the scalar reference pt_op_geglu_ref. */
 void pt_op_geglu(float *out, const float *gate, const float *up, int n);
 void pt_op_geglu_ref(float *out, const float *gate, const float *up, int n);
 /* The tanh-approximate GELU in float with pt_kern_tanhf (what the table stores before F16
