@@ -27,7 +27,7 @@
  * register tiles (2 rows x 4 tokens, the dot's own body) for Q4_0 Q5_0 Q8_0 Q4_K Q6_K; the
  * i8mm level runs the dotprod dots and dot4 plus SMMLA register tiles for Q8_0 Q4_0 Q5_0
  * Q4_K Q6_K at 2 rows x 4 tokens (tile_i8mm.c, bit-identical to the dotprod dot); attention,
- * SwiGLU and the Q8_K / Q8_0 / Q8_1 quantizers have NEON twins at every aarch64 level
+ * SwiGLU, GeGLU and the Q8_K / Q8_0 / Q8_1 quantizers have NEON twins at every aarch64 level
  * (attn_neon.c, act_neon.c, bit-identical to scalar).
  * dot4 (four activation rows per weight decode): AVX2 F32 F16 BF16 Q8_0 Q4_0 Q5_0 IQ4_NL MXFP4
  * Q6_K; AVX-512 every type but IQ4_XS.  Register tiles (several weight rows x several tokens per
