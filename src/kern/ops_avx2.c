@@ -1,7 +1,8 @@
 /* ops_avx2.c - AVX2 twins of forward-pass element loops (model/ops.c pt_op_rmsnorm_ref,
- * pt_op_swiglu_ref, pt_op_softcap_ref, pt_op_geglu_ref): every element with the same operations as the scalar
- * reference, so results never depend on the level (kept in src/kern so x86 intrinsics stay in
- * one folder).  The exponential is pt_kern_expf's, lane for lane (kern/exp_avx2.h). */
+ * pt_op_swiglu_ref, pt_op_softcap_ref, pt_op_geglu_ref): every element with the same
+ * operations as the scalar reference, so results never depend on the level (kept in
+ * src/kern so x86 intrinsics stay in one folder).  The exponential is pt_kern_expf's, lane
+ * for lane (kern/exp_avx2.h). */
 #include <immintrin.h>
 #include <math.h>
 
@@ -100,16 +101,21 @@ void pt_kern_swiglu_avx2(float *out, const float *gate, const float *up, int n)
  * same operations in the same order, and rounded to F16 as the table was: the same floats
  * for every F16 input, with no table load (the scalar loop waited on one after another:
  * ~1.8 ms a Gemma 4 decode token on the calling thread). */
+static inline __attribute__((always_inline)) __m256 f16_round8(__m256 x)
+{
+	return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 static inline __attribute__((always_inline)) __m256 gelu8_f16(__m256 x)
 {
-	const __m256 xr = _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	const __m256 xr = f16_round8(x);
 	const __m256 one = _mm256_set1_ps(1.0f);
 	const __m256 inner = _mm256_mul_ps(
 		_mm256_mul_ps(_mm256_set1_ps(PT_GELU_SQRT_2_OVER_PI), xr),
 		_mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(PT_GELU_COEF_A), xr), xr)));
 	const __m256 g = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), xr),
 				       _mm256_add_ps(one, tanh8(inner)));
-	return _mm256_cvtph_ps(_mm256_cvtps_ph(g, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	return f16_round8(g);
 }
 
 void pt_kern_geglu_avx2(float *out, const float *gate, const float *up, int n)

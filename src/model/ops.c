@@ -231,7 +231,7 @@ static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
 
 /* With pt_kern_tanhf rather than libm's tanhf: rounded to F16, the two agree for every F16
  * input (test_ops_gelu_f16_table_semantics tries all 65,536), so the table is ggml's; and
- * the AVX2 twin computes the same operations in lanes (pt_kern_geglu_avx2). */
+ * the SIMD twins compute the same operations in lanes (pt_kern_geglu_avx2 / _neon). */
 float pt_op_gelu_exact(float x)
 {
 	return 0.5f * x *

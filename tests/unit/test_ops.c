@@ -222,7 +222,7 @@ static uint32_t f32_bits(float f)
 }
 
 /* pt_op_geglu (the scalar reference's batched F16 conversions by the level's converter; the
- * AVX2 twin's gathers at avx2 and above) equals pt_op_gelu(g) * u element by element, bit for
+ * AVX2 / NEON twins' formula in lanes at avx2 / neon and above) equals pt_op_gelu(g) * u element by element, bit for
  * bit, at every level, and so does pt_op_geglu_ref: every F16 neighbourhood (each F16 value,
  * its rounding midpoints and their neighbours: the ties), subnormals, the +-10 cut-offs,
  * inf and NaN, lengths that are not multiples of the vector width or the batch, in place. */
