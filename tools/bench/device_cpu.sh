@@ -21,6 +21,9 @@
 #       starting runs after DEADLINE seconds.
 # Environment (run): ARCH (qwen3moe), THREADS ("2 4 8 16"), PROMPT (512), GEN (64),
 # LB_LIMIT (120), DEADLINE (480).
+#   run(command="sh .dev-cpu/device_cpu.sh capped", carry=[".dev-cpu"], timeout_s=600)
+#       Issue 21's capped prompt there (ARCH gemma4): in RAM against capped and cold,
+#       alternating; see the capped branch below for its steps, files and environment.
 set -u
 cmd=${1:-}
 D=.dev-cpu
@@ -50,7 +53,93 @@ if [ "$cmd" = prepare ]; then
 	du -sh "$D"
 	exit 0
 fi
-[ "$cmd" = run ] || { echo "usage: device_cpu.sh prepare SCRATCH | run" >&2; exit 2; }
+[ "$cmd" = run ] || [ "$cmd" = capped ] || {
+	echo "usage: device_cpu.sh prepare SCRATCH | run | capped" >&2
+	exit 2
+}
+if [ "$cmd" = capped ]; then
+	# Issue 21's capped-prompt goal on a host of many cores (PERFORMANCE round 44): the
+	# `full` checkpoint of ARCH made there, then alternating the in-RAM run (`--io mmap
+	# --repack`, the file in the page cache) and the capped cold one (page cache dropped, a
+	# memory cgroup of CAP, `--memory CAP - 256 MiB --repack`, experts read from the plain
+	# GGUF), both at THREADS threads on an otherwise idle 16-core host, so the reads' and the
+	# kernel's work lands beside the engine's threads rather than on them as on a 2-vCPU VM.
+	# Order: ram, capped, capped, ram, ... (ABBA) until DEADLINE.  Writes $OUT/host.txt
+	# (CPU, memory, disk, cgroup), $OUT/capped.jsonl (bench --json lines with the variant
+	# and the cgroup's peak), $OUT/*.err.  Environment: ARCH (gemma4), THREADS (2), PROMPT
+	# (4096), GEN (4), CAP (6G), RUNS (4), RUN_LIMIT (170), DEADLINE (380: no run starts after),
+	# PRESET (full; small for a dry run here).
+	: "${ARCH:=gemma4}" "${THREADS:=2}" "${PROMPT:=4096}" "${GEN:=4}" "${CAP:=6G}" \
+		"${RUNS:=4}" "${RUN_LIMIT:=170}" "${DEADLINE:=380}" "${PRESET:=full}"
+	O=${OUT:-/tmp/device_cpu_out}
+	W=/tmp/device_cpu
+	mkdir -p "$O" "$W"
+	export LD_LIBRARY_PATH="$D/lib"
+	P="$D/particle"
+	T0=$(date +%s)
+	el() { echo $(($(date +%s) - T0)); }
+	cap=$(numfmt --from=iec "$CAP") || exit 2
+	budget=$((cap - 256 * 1048576))
+	{
+		echo "nproc $(nproc)"
+		lscpu | grep -E "Model name|Socket|Core|Thread|NUMA|L3|L2|MHz"
+		free -g
+		df -h /tmp
+		lsblk -d -o NAME,ROTA,SIZE,MODEL 2>&1
+		for q in /sys/block/*/queue; do echo "$q $(cat "$q/scheduler" 2>/dev/null)"; done
+		mount | grep cgroup
+	} >"$O/host.txt" 2>&1
+	# the cap: cgroup v2 (a child of the root with the memory controller on), else v1
+	CG=""
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>>"$O/host.txt"
+		mkdir -p /sys/fs/cgroup/pt_cap && echo "$cap" >/sys/fs/cgroup/pt_cap/memory.max &&
+			echo 0 >/sys/fs/cgroup/pt_cap/memory.swap.max 2>/dev/null
+		[ -f /sys/fs/cgroup/pt_cap/memory.max ] && CG=/sys/fs/cgroup/pt_cap
+	elif [ -w /sys/fs/cgroup/memory ]; then
+		mkdir -p /sys/fs/cgroup/memory/pt_cap &&
+			echo "$cap" >/sys/fs/cgroup/memory/pt_cap/memory.limit_in_bytes &&
+			CG=/sys/fs/cgroup/memory/pt_cap
+	fi
+	echo "cgroup: ${CG:-none (the engine's --memory plan alone)}" >>"$O/host.txt"
+	M=$W/$ARCH-$PRESET-q4_k_m.gguf
+	"$P" mkmodel --arch "$ARCH" --preset "$PRESET" --quant q4_k_m --threads 14 -o "$M" \
+		>"$W/mk.log" 2>&1
+	echo "mkmodel rc $? at $(el) s, $(stat -c %s "$M") bytes" >>"$O/host.txt"
+	R=$O/capped.jsonl
+	: >"$R"
+	one() { # VARIANT
+		local f=$W/b.json v=$1 rc peak=0
+		if [ "$v" = ram ]; then
+			[ "$(fincore -b -n -o RES "$M" | tr -d ' ')" -ge "$(stat -c %s "$M")" ] ||
+				cat "$M" >/dev/null
+			timeout "$RUN_LIMIT" "$P" bench -m "$M" --prompt-tokens "$PROMPT" --gen "$GEN" \
+				--threads "$THREADS" --io mmap --repack --memory 100G --json --no-lock \
+				--no-profile >"$f" 2>>"$O/ram.err"
+			rc=$?
+		else
+			sync
+			echo 3 >/proc/sys/vm/drop_caches
+			[ -n "$CG" ] && [ -f "$CG/memory.peak" ] && echo 0 >"$CG/memory.peak" 2>/dev/null
+			sh -c '[ -n "$1" ] && echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$CG" \
+				timeout "$RUN_LIMIT" "$P" bench -m "$M" --prompt-tokens "$PROMPT" \
+				--gen "$GEN" --threads "$THREADS" --memory "$budget" --repack --json \
+				--no-lock --no-profile >"$f" 2>>"$O/capped.err"
+			rc=$?
+			peak=$(cat "$CG/memory.peak" "$CG/memory.max_usage_in_bytes" 2>/dev/null | head -1)
+		fi
+		printf '{"variant": "%s", "rc": %d, "at_s": %d, "cg_peak": %s, "result": %s}\n' \
+			"$v" "$rc" "$(el)" "${peak:-0}" "$(tail -1 "$f" | grep '^{' || echo null)" >>"$R"
+	}
+	n=0
+	for v in ram capped capped ram ram capped capped ram; do
+		[ "$n" -lt "$RUNS" ] && [ "$(el)" -lt "$DEADLINE" ] || break
+		one "$v"
+		n=$((n + 1))
+	done
+	echo "end at $(el) s, $n runs" >>"$O/host.txt"
+	exit 0
+fi
 : "${ARCH:=qwen3moe}" "${THREADS:=2 4 8 16}" "${PROMPT:=512}" "${GEN:=64}" "${LB_LIMIT:=120}" \
 	"${DEADLINE:=480}"
 O=${OUT:-/tmp/device_cpu_out}
