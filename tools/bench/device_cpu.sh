@@ -57,6 +57,14 @@ fi
 	echo "usage: device_cpu.sh prepare SCRATCH | run | capped" >&2
 	exit 2
 }
+# both commands: the output and work folders, the carried binary and its libraries, a clock
+O=${OUT:-/tmp/device_cpu_out}
+W=/tmp/device_cpu
+mkdir -p "$O" "$W"
+export LD_LIBRARY_PATH="$D/lib"
+P="$D/particle"
+T0=$(date +%s)
+el() { echo $(($(date +%s) - T0)); }
 if [ "$cmd" = capped ]; then
 	# Issue 21's capped-prompt goal on a host of many cores (PERFORMANCE round 44): the
 	# `full` checkpoint of ARCH made there, then alternating the in-RAM run (`--io mmap
@@ -71,13 +79,6 @@ if [ "$cmd" = capped ]; then
 	# PRESET (full; small for a dry run here).
 	: "${ARCH:=gemma4}" "${THREADS:=2}" "${PROMPT:=4096}" "${GEN:=4}" "${CAP:=6G}" \
 		"${RUNS:=4}" "${RUN_LIMIT:=170}" "${DEADLINE:=380}" "${PRESET:=full}"
-	O=${OUT:-/tmp/device_cpu_out}
-	W=/tmp/device_cpu
-	mkdir -p "$O" "$W"
-	export LD_LIBRARY_PATH="$D/lib"
-	P="$D/particle"
-	T0=$(date +%s)
-	el() { echo $(($(date +%s) - T0)); }
 	cap=$(numfmt --from=iec "$CAP") || exit 2
 	budget=$((cap - 256 * 1048576))
 	{
@@ -138,17 +139,11 @@ if [ "$cmd" = capped ]; then
 		n=$((n + 1))
 	done
 	echo "end at $(el) s, $n runs" >>"$O/host.txt"
+	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
 	exit 0
 fi
 : "${ARCH:=qwen3moe}" "${THREADS:=2 4 8 16}" "${PROMPT:=512}" "${GEN:=64}" "${LB_LIMIT:=120}" \
 	"${DEADLINE:=480}"
-O=${OUT:-/tmp/device_cpu_out}
-W=/tmp/device_cpu
-mkdir -p "$O" "$W"
-export LD_LIBRARY_PATH="$D/lib"
-P="$D/particle"
-T0=$(date +%s)
-el() { echo $(($(date +%s) - T0)); }
 {
 	echo "nproc $(nproc)"
 	lscpu | grep -E "Model name|Socket|Core|Thread|NUMA|L3|L2"
